@@ -1,0 +1,263 @@
+//! `config.yaml` read into a checked [`Config`], with the `.env`/environment overlay.
+
+use crate::error::{ConfigError, Problem};
+use crate::home::Home;
+use crate::node::{Node, NodeValue};
+use crate::reader::{Reader, parse_bool_text};
+use crate::route::{Route, RouteContext, RouteSource, read_route};
+
+/// Default webhook port.
+pub const DEFAULT_PORT: u16 = 8644;
+/// Default accepted requests per route per rolling minute.
+pub const DEFAULT_RATE_LIMIT: u32 = 30;
+/// Default largest body.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 1_048_576;
+/// Default route-script time limit.
+pub const DEFAULT_SCRIPT_TIMEOUT_SECS: u64 = 30;
+
+const TOP_KEYS: &[&str] = &["platforms", "gateway", "multiplex_profiles", "platform_toolsets"];
+const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
+const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
+const EXTRA_KEYS: &[&str] = &["host", "port", "secret", "rate_limit", "max_body_bytes", "script_timeout_seconds", "routes"];
+/// Platform names herald knows (their own keys are read by the delivery targets).
+const PLATFORM_NAMES: &[&str] = &[
+    "webhook", "telegram", "discord", "slack", "signal", "sms", "whatsapp", "matrix", "mattermost",
+    "homeassistant", "email", "dingtalk", "feishu", "wecom", "wecom_callback", "weixin", "bluebubbles",
+    "qqbot", "yuanbao", "ntfy", "line", "teams", "google_chat", "irc", "api_server",
+];
+
+/// The webhook listener's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookSettings {
+    pub enabled: bool,
+    /// `None`: all interfaces (IPv4 and IPv6).
+    pub host: Option<String>,
+    pub port: u16,
+    pub secret: Option<String>,
+    pub rate_limit: u32,
+    pub max_body_bytes: u64,
+    pub script_timeout_secs: u64,
+}
+
+/// The whole checked configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub home: Home,
+    pub webhook: WebhookSettings,
+    /// Routes from `config.yaml` (the subscriptions file is loaded separately).
+    pub routes: Vec<Route>,
+    pub multiplex_profiles: bool,
+    pub platform_toolsets_webhook: Option<Vec<String>>,
+    /// Unknown keys and other non-fatal findings, each reported once at start.
+    pub warnings: Vec<Problem>,
+}
+
+/// Reads the environment (injected so tests need not touch the process's).
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Loads `<home>/.env` into the process environment, overriding what is set there.
+pub fn load_dotenv(home: &Home) -> Result<(), ConfigError> {
+    let path = home.env_file();
+    if !path.exists() {
+        return Ok(());
+    }
+    dotenvy::from_path_override(&path).map_err(|e| ConfigError::Read {
+        path: path.clone(),
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
+impl Config {
+    /// Reads `<home>/config.yaml` (an absent file is an empty config) and the environment.
+    pub fn load(home: &Home, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+        let path = home.config_file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::from_yaml(home, &text, env)
+    }
+
+    /// Parses config text as if it were `<home>/config.yaml`.
+    pub fn from_yaml(home: &Home, text: &str, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+        let path = home.config_file();
+        let doc: Node = if text.trim().is_empty() {
+            Node { value: NodeValue::Map(Vec::new()), line: 0, column: 0 }
+        } else {
+            // serde-saphyr's default options carry a budget against alias bombs.
+            serde_saphyr::from_str(text).map_err(|e| {
+                let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+                ConfigError::Syntax { path: path.clone(), line, column, message: first_line(&e.to_string()) }
+            })?
+        };
+        let doc = if doc.is_null() { Node { value: NodeValue::Map(Vec::new()), line: 0, column: 0 } } else { doc };
+        let mut r = Reader::new(&path);
+        if !matches!(doc.value, NodeValue::Map(_)) {
+            r.error(Some(&doc), "(top level)", format!("config.yaml must be a mapping of keys, found {}", doc.kind()));
+            return Err(ConfigError::Invalid(r.errors));
+        }
+        r.check_keys(&doc, "", TOP_KEYS);
+        let gateway = doc.get("gateway").filter(|n| !n.is_null());
+        if let Some(g) = gateway {
+            r.check_keys(g, "gateway", GATEWAY_KEYS);
+        }
+        let sources = PlatformSources {
+            top: doc.get("platforms").and_then(|p| p.get("webhook")).filter(|n| !n.is_null()),
+            gateway: gateway.and_then(|g| g.get("platforms")).and_then(|p| p.get("webhook")).filter(|n| !n.is_null()),
+        };
+        for (prefix, platforms) in [("platforms", doc.get("platforms")), ("gateway.platforms", gateway.and_then(|g| g.get("platforms")))] {
+            if let Some(p) = platforms.filter(|n| !n.is_null()) {
+                r.check_keys(p, prefix, PLATFORM_NAMES);
+            }
+        }
+        for (prefix, w) in [("platforms.webhook", sources.top), ("gateway.platforms.webhook", sources.gateway)] {
+            if let Some(w) = w {
+                r.check_keys(w, prefix, WEBHOOK_KEYS);
+                if let Some(extra) = w.get("extra").filter(|n| !n.is_null()) {
+                    r.check_keys(extra, &format!("{prefix}.extra"), EXTRA_KEYS);
+                }
+            }
+        }
+
+        let mut webhook = read_webhook_settings(&mut r, &sources);
+        apply_env(&mut webhook, env);
+
+        let multiplex_node = doc.get("multiplex_profiles").or(gateway.and_then(|g| g.get("multiplex_profiles")));
+        let mut multiplex_profiles = multiplex_node
+            .filter(|n| !n.is_null())
+            .and_then(|n| r.bool(n, "multiplex_profiles"))
+            .unwrap_or(false);
+        if let Some(v) = env("GATEWAY_MULTIPLEX_PROFILES").and_then(|v| parse_bool_text(&v)) {
+            multiplex_profiles = v;
+        }
+        let platform_toolsets_webhook = doc
+            .get("platform_toolsets")
+            .and_then(|p| p.get("webhook"))
+            .filter(|n| !n.is_null())
+            .and_then(|n| r.string_list(n, "platform_toolsets.webhook"));
+
+        let mut routes = Vec::new();
+        let ctx = RouteContext { global_secret: webhook.secret.as_deref(), host: webhook.host.as_deref(), home: home.root() };
+        if let Some((routes_node, prefix)) = sources.lookup_extra("routes") {
+            match &routes_node.value {
+                NodeValue::Map(entries) => {
+                    for (name, node) in entries {
+                        let key = format!("{prefix}.{name}");
+                        if let Some(route) = read_route(&mut r, name, node, &key, RouteSource::Config, &ctx) {
+                            routes.retain(|x: &Route| x.name != *name);
+                            routes.push(route);
+                        }
+                    }
+                }
+                NodeValue::Null => {}
+                _ => r.error(Some(routes_node), &prefix, format!("expected a mapping of route name to route, found {}", routes_node.kind())),
+            }
+        }
+
+        if !r.errors.is_empty() {
+            return Err(ConfigError::Invalid(r.errors));
+        }
+        Ok(Config {
+            home: home.clone(),
+            webhook,
+            routes,
+            multiplex_profiles,
+            platform_toolsets_webhook,
+            warnings: r.warnings,
+        })
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or(s).to_owned()
+}
+
+/// `platforms.webhook` and `gateway.platforms.webhook`; the top-level one wins key by key.
+struct PlatformSources<'a> {
+    top: Option<&'a Node>,
+    gateway: Option<&'a Node>,
+}
+
+impl<'a> PlatformSources<'a> {
+    fn lookup(&self, key: &str) -> Option<(&'a Node, String)> {
+        for (prefix, node) in [("platforms.webhook", self.top), ("gateway.platforms.webhook", self.gateway)] {
+            if let Some(v) = node.and_then(|n| n.get(key)).filter(|n| !n.is_null()) {
+                return Some((v, format!("{prefix}.{key}")));
+            }
+        }
+        None
+    }
+
+    fn lookup_extra(&self, key: &str) -> Option<(&'a Node, String)> {
+        for (prefix, node) in [("platforms.webhook", self.top), ("gateway.platforms.webhook", self.gateway)] {
+            if let Some(v) = node.and_then(|n| n.get("extra")).and_then(|e| e.get(key)) {
+                return Some((v, format!("{prefix}.extra.{key}")));
+            }
+        }
+        None
+    }
+}
+
+fn read_webhook_settings(r: &mut Reader, sources: &PlatformSources<'_>) -> WebhookSettings {
+    let enabled = match sources.lookup("enabled") {
+        // Strings other than the known words count as false (spec §1.2).
+        Some((n, _)) => match &n.value {
+            NodeValue::Str(s) => parse_bool_text(s).unwrap_or(false),
+            _ => r.bool(n, "platforms.webhook.enabled").unwrap_or(false),
+        },
+        None => false,
+    };
+    let host = match sources.lookup_extra("host") {
+        Some((n, key)) => r.string(n, &key).flatten().filter(|h| !h.trim().is_empty()),
+        None => None,
+    };
+    let port = sources
+        .lookup_extra("port")
+        .filter(|(n, _)| !n.is_null())
+        .and_then(|(n, key)| r.int(n, &key, 0, 65535))
+        .map_or(DEFAULT_PORT, |p| p as u16);
+    let secret = sources
+        .lookup_extra("secret")
+        .and_then(|(n, key)| r.string(n, &key).flatten())
+        .filter(|s| !s.is_empty());
+    let rate_limit = sources
+        .lookup_extra("rate_limit")
+        .filter(|(n, _)| !n.is_null())
+        .and_then(|(n, key)| r.int(n, &key, 0, u32::MAX as i128))
+        .map_or(DEFAULT_RATE_LIMIT, |v| v as u32);
+    let max_body_bytes = sources
+        .lookup_extra("max_body_bytes")
+        .filter(|(n, _)| !n.is_null())
+        .and_then(|(n, key)| r.int(n, &key, 1, 1 << 40))
+        .map_or(DEFAULT_MAX_BODY_BYTES, |v| v as u64);
+    let script_timeout_secs = sources
+        .lookup_extra("script_timeout_seconds")
+        .filter(|(n, _)| !n.is_null())
+        .and_then(|(n, key)| r.int(n, &key, i64::MIN as i128, 86_400))
+        .map_or(DEFAULT_SCRIPT_TIMEOUT_SECS, |v| v.max(1) as u64);
+    WebhookSettings { enabled, host, port, secret, rate_limit, max_body_bytes, script_timeout_secs }
+}
+
+/// `WEBHOOK_ENABLED`, and only then `WEBHOOK_PORT` and `WEBHOOK_SECRET` (spec §1.4).
+fn apply_env(w: &mut WebhookSettings, env: EnvLookup<'_>) {
+    if !env("WEBHOOK_ENABLED").and_then(|v| parse_bool_text(&v)).unwrap_or(false) {
+        return;
+    }
+    w.enabled = true;
+    if let Some(port) = env("WEBHOOK_PORT").and_then(|p| p.trim().parse::<u16>().ok()) {
+        w.port = port;
+    }
+    if let Some(secret) = env("WEBHOOK_SECRET").filter(|s| !s.is_empty()) {
+        w.secret = Some(secret);
+    }
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

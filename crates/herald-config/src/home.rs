@@ -1,0 +1,46 @@
+//! herald's home folder (`HERALD_HOME`, default `~/.herald`), laid out like a Hermes home.
+
+use std::path::{Path, PathBuf};
+
+/// The home folder and the files in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Home { root: root.into() }
+    }
+
+    /// `HERALD_HOME`, else `~/.herald`.
+    pub fn from_env() -> Self {
+        match std::env::var_os("HERALD_HOME").filter(|v| !v.is_empty()) {
+            Some(v) => Home::new(v),
+            None => Home::new(dirs::home_dir().unwrap_or_else(|| PathBuf::from(".")).join(".herald")),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("config.yaml")
+    }
+    pub fn env_file(&self) -> PathBuf {
+        self.root.join(".env")
+    }
+    pub fn subscriptions_file(&self) -> PathBuf {
+        self.root.join("webhook_subscriptions.json")
+    }
+    pub fn scripts_dir(&self) -> PathBuf {
+        self.root.join("scripts")
+    }
+    pub fn profiles_dir(&self) -> PathBuf {
+        self.root.join("profiles")
+    }
+    /// The store: inbox, dedup keys, deliveries.
+    pub fn database_file(&self) -> PathBuf {
+        self.root.join("herald.db")
+    }
+}

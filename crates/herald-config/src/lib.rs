@@ -1,0 +1,20 @@
+//! herald's configuration: `config.yaml` (the same keys a Hermes user has), the
+//! subscriptions file, `.env` and the environment overlay.
+//!
+//! Everything is read once into typed, checked values: every error names the file, the
+//! line, the key and the fix. This crate does no network I/O and starts no threads.
+
+pub mod config;
+pub mod default_config;
+pub mod error;
+pub mod home;
+pub mod node;
+pub mod reader;
+pub mod route;
+pub mod subscriptions;
+
+pub use config::{Config, WebhookSettings, load_dotenv, process_env};
+pub use error::{ConfigError, Problem};
+pub use home::Home;
+pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host};
+pub use subscriptions::{Subscriptions, SubscriptionsError, load_subscriptions};

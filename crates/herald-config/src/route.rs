@@ -1,0 +1,211 @@
+//! Routes: one named entry's keys read from a node (config.yaml or the subscriptions
+//! file), compiled (filters, templates) and checked against the start-up rules.
+
+use crate::node::{Node, NodeValue};
+use crate::reader::{Reader, join_key};
+use herald_webhook::filter::{self, CompiledFilter};
+use herald_webhook::template::Template;
+use herald_webhook::verify::INSECURE_NO_AUTH;
+use serde_json::Value;
+use std::path::Path;
+
+/// Every key a route may have (spec §1.3).
+pub const ROUTE_KEYS: &[&str] = &[
+    "secret", "events", "filters", "script", "prompt", "skills", "deliver", "deliver_extra",
+    "deliver_only", "enabled", "toolsets", "profile", "description", "created_at",
+];
+
+/// Hosts on which `INSECURE_NO_AUTH` is allowed.
+pub const LOOPBACK_HOSTS: &[&str] = &["127.0.0.1", "localhost", "::1", "ip6-localhost", "ip6-loopback"];
+
+/// Where a route was defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteSource {
+    Config,
+    Subscription,
+}
+
+/// A string value of `deliver_extra`, rendered per request; other values pass through.
+#[derive(Debug, Clone)]
+pub enum ExtraValue {
+    Template(Template),
+    Json(Value),
+}
+
+/// A checked, compiled route.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub name: String,
+    pub source: RouteSource,
+    /// The effective secret (route `secret`, else the global one); empty means none.
+    pub secret: String,
+    pub events: Vec<String>,
+    pub filter: CompiledFilter,
+    pub script: Option<String>,
+    /// `None` when the prompt is absent or empty: the default prompt is used.
+    pub prompt: Option<Template>,
+    pub skills: Vec<String>,
+    pub deliver: String,
+    pub deliver_extra: Vec<(String, ExtraValue)>,
+    pub deliver_only: bool,
+    pub enabled: bool,
+    pub toolsets: Option<Vec<String>>,
+    pub profile: Option<String>,
+    pub description: Option<String>,
+    pub created_at: Option<String>,
+}
+
+/// What a route needs from the listener settings to be read and checked.
+pub struct RouteContext<'a> {
+    pub global_secret: Option<&'a str>,
+    pub host: Option<&'a str>,
+    pub home: &'a Path,
+}
+
+/// Whether `host` is one of the loopback names (trimmed, case-insensitive).
+pub fn is_loopback_host(host: Option<&str>) -> bool {
+    host.is_some_and(|h| {
+        let h = h.trim().to_ascii_lowercase();
+        LOOPBACK_HOSTS.contains(&h.as_str())
+    })
+}
+
+/// Reads and checks one route. Problems go to `reader`; `None` when any was an error.
+pub fn read_route(
+    reader: &mut Reader,
+    name: &str,
+    node: &Node,
+    prefix: &str,
+    source: RouteSource,
+    ctx: &RouteContext<'_>,
+) -> Option<Route> {
+    let errors_before = reader.errors.len();
+    let key = |k: &str| join_key(prefix, k);
+    if !matches!(node.value, NodeValue::Map(_)) {
+        reader.error(Some(node), prefix, format!("a route must be a mapping of keys, found {}", node.kind()));
+        return None;
+    }
+    reader.check_keys(node, prefix, ROUTE_KEYS);
+
+    let secret = match node.get("secret") {
+        None => ctx.global_secret.unwrap_or("").to_owned(),
+        Some(n) => reader.string(n, &key("secret")).flatten().unwrap_or_default(),
+    };
+    let events = opt(node, "events").and_then(|n| reader.string_list(n, &key("events"))).unwrap_or_default();
+    let filters_json = opt(node, "filters").map(Node::to_json);
+    let (filter, issues) = filter::compile(filters_json.as_ref(), ctx.home);
+    for issue in issues {
+        reader.error(node.get("filters"), &format!("{}.{}", prefix, issue.at), issue.message);
+    }
+    let script = opt(node, "script").and_then(|n| reader.string(n, &key("script"))).flatten();
+    let prompt_text = opt(node, "prompt").and_then(|n| reader.string(n, &key("prompt"))).flatten().unwrap_or_default();
+    let prompt = (!prompt_text.is_empty()).then(|| Template::compile(&prompt_text));
+    let skills = opt(node, "skills").and_then(|n| reader.string_list(n, &key("skills"))).unwrap_or_default();
+    let deliver = opt(node, "deliver")
+        .and_then(|n| reader.string(n, &key("deliver")))
+        .flatten()
+        .unwrap_or_else(|| "log".to_owned());
+    let deliver_extra = match opt(node, "deliver_extra") {
+        None => Vec::new(),
+        Some(n) => match &n.value {
+            NodeValue::Map(entries) => entries
+                .iter()
+                .map(|(k, v)| {
+                    let value = match &v.value {
+                        NodeValue::Str(s) => ExtraValue::Template(Template::compile(s)),
+                        _ => ExtraValue::Json(v.to_json()),
+                    };
+                    (k.clone(), value)
+                })
+                .collect(),
+            _ => {
+                reader.error(Some(n), &key("deliver_extra"), format!("expected a mapping, found {}", n.kind()));
+                Vec::new()
+            }
+        },
+    };
+    let deliver_only = opt(node, "deliver_only").and_then(|n| reader.bool(n, &key("deliver_only"))).unwrap_or(false);
+    let enabled = match opt(node, "enabled") {
+        None => true,
+        Some(n) => match &n.value {
+            NodeValue::Bool(b) => *b,
+            _ => {
+                reader.error(
+                    Some(n),
+                    &key("enabled"),
+                    format!("expected true or false, found {}; only `enabled: false` disables a route", n.kind()),
+                );
+                true
+            }
+        },
+    };
+    let toolsets = opt(node, "toolsets").and_then(|n| reader.string_list(n, &key("toolsets")));
+    let profile = opt(node, "profile").and_then(|n| reader.string(n, &key("profile"))).flatten();
+    let description = opt(node, "description").and_then(|n| reader.string(n, &key("description"))).flatten();
+    let created_at = opt(node, "created_at").and_then(|n| reader.string(n, &key("created_at"))).flatten();
+
+    // Start-up rules (spec §2.2).
+    if secret.is_empty() {
+        reader.error(
+            node.get("secret").or(Some(node)),
+            &key("secret"),
+            "no secret: set `secret:` on the route or a global `platforms.webhook.extra.secret` \
+             (or WEBHOOK_SECRET); \"INSECURE_NO_AUTH\" is accepted only when bound to 127.0.0.1",
+        );
+    } else if secret == INSECURE_NO_AUTH && !is_loopback_host(ctx.host) {
+        reader.error(
+            node.get("secret").or(Some(node)),
+            &key("secret"),
+            format!(
+                "INSECURE_NO_AUTH is allowed only on a loopback bind, but `extra.host` is {}: \
+                 set `host: 127.0.0.1` or give the route a real secret",
+                ctx.host.map_or_else(|| "unset (all interfaces)".to_owned(), |h| format!("{h:?}"))
+            ),
+        );
+    }
+    if let Some(rest) = secret.strip_prefix("whsec_")
+        && herald_webhook::verify::standard_key(&secret).is_err()
+    {
+        let _ = rest;
+        reader.warn(
+            node.get("secret"),
+            &key("secret"),
+            "starts with `whsec_` but the rest is not base64: Standard Webhooks requests to this route will be refused",
+        );
+    }
+    if deliver_only && (deliver.trim().is_empty() || deliver.trim().eq_ignore_ascii_case("log")) {
+        reader.error(
+            node.get("deliver").or(node.get("deliver_only")),
+            &key("deliver"),
+            "`deliver_only: true` needs a real target in `deliver` (telegram, discord, slack, \
+             github_comment, ...), not `log`",
+        );
+    }
+
+    if reader.errors.len() > errors_before {
+        return None;
+    }
+    Some(Route {
+        name: name.to_owned(),
+        source,
+        secret,
+        events,
+        filter,
+        script,
+        prompt,
+        skills,
+        deliver,
+        deliver_extra,
+        deliver_only,
+        enabled,
+        toolsets,
+        profile,
+        description,
+        created_at,
+    })
+}
+
+/// A present, non-null entry.
+fn opt<'a>(node: &'a Node, key: &str) -> Option<&'a Node> {
+    node.get(key).filter(|n| !n.is_null())
+}

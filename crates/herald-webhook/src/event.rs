@@ -1,0 +1,155 @@
+//! Turning a verified request into an event: body parsing (spec §6), event type
+//! (spec §7) and delivery id (spec §11.1).
+
+use http::HeaderMap;
+use serde_json::{Map, Value};
+
+/// The body could not become a payload (answered 400 `Cannot parse body`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("body is JSON but its top-level value is not an object")]
+    NotAnObject,
+    #[error("body is not valid JSON although the content type says JSON")]
+    InvalidJson,
+    #[error("body is neither JSON nor UTF-8 form data")]
+    NotUtf8,
+}
+
+/// Parses a body into a payload object: JSON first, then the form-encoded fallback.
+pub fn parse_body(body: &[u8], content_type: Option<&[u8]>) -> Result<Map<String, Value>, ParseError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => return Ok(map),
+        Ok(_) => return Err(ParseError::NotAnObject),
+        Err(_) => {}
+    }
+    if content_type.is_some_and(is_json_media_type) {
+        return Err(ParseError::InvalidJson);
+    }
+    let text = std::str::from_utf8(body).map_err(|_| ParseError::NotUtf8)?;
+    let mut map = Map::new();
+    for (name, value) in form_urlencoded::parse(text.as_bytes()) {
+        if value.is_empty() {
+            continue;
+        }
+        map.insert(name.into_owned(), Value::String(value.into_owned()));
+    }
+    Ok(map)
+}
+
+/// `application/json` or any `+json` media type, parameters ignored.
+fn is_json_media_type(content_type: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(content_type) else {
+        return false;
+    };
+    let media = text.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    media == "application/json" || media.ends_with("+json")
+}
+
+/// Header names that can carry the event type, in order of preference.
+const EVENT_HEADERS: [&str; 3] = ["x-github-event", "x-gitlab-event", "webhook-event-type"];
+
+/// Resolves the event type: headers, then payload `event_type`, `type`, else `unknown`.
+pub fn event_type(headers: &HeaderMap, payload: &Map<String, Value>) -> Value {
+    for name in EVENT_HEADERS {
+        if let Some(v) = headers.get(name).filter(|v| !v.is_empty()) {
+            return Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned());
+        }
+    }
+    for key in ["event_type", "type"] {
+        if let Some(v) = payload.get(key).filter(|v| !is_empty_value(v)) {
+            return v.clone();
+        }
+    }
+    Value::String("unknown".to_owned())
+}
+
+/// Python's "first non-empty value": `None`, `""`, `0`, `false`, `[]` and `{}` are empty.
+fn is_empty_value(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Number(n) => n.as_f64().is_some_and(|f| f == 0.0),
+    }
+}
+
+/// Whether an event type is admitted by a route's `events` list (empty admits all).
+pub fn event_allowed(events: &[String], event_type: &Value) -> bool {
+    if events.is_empty() {
+        return true;
+    }
+    let text = match event_type {
+        Value::String(s) => s.clone(),
+        other => crate::pyjson::text_form(other),
+    };
+    events.iter().any(|e| *e == text)
+}
+
+/// Header names that carry the sender's delivery id, in order of preference.
+pub const DELIVERY_ID_HEADERS: [&str; 4] = ["x-github-delivery", "svix-id", "webhook-id", "x-request-id"];
+
+/// The sender's delivery id, if it sent one (an empty header counts as absent).
+pub fn sender_delivery_id(headers: &HeaderMap) -> Option<String> {
+    DELIVERY_ID_HEADERS.iter().find_map(|name| {
+        headers
+            .get(*name)
+            .filter(|v| !v.is_empty())
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    })
+}
+
+/// The delivery id: the sender's, else a fresh unique one that never matches a later request.
+pub fn delivery_id(headers: &HeaderMap) -> String {
+    sender_delivery_id(headers).unwrap_or_else(|| format!("herald-{}", uuid::Uuid::now_v7()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+    use serde_json::json;
+
+    #[test]
+    fn json_object_and_fallbacks() {
+        assert_eq!(parse_body(br#"{"a":1,"a":2}"#, None).unwrap(), json!({"a":2}).as_object().cloned().unwrap());
+        assert_eq!(parse_body(b"[1]", None), Err(ParseError::NotAnObject));
+        assert_eq!(parse_body(b"{bad", Some(b"application/json; charset=utf-8")), Err(ParseError::InvalidJson));
+        assert_eq!(parse_body(b"{bad", Some(b"application/vnd.x+json")), Err(ParseError::InvalidJson));
+        let form = parse_body(b"a=1&b=&c&a=x+y%21", Some(b"application/x-www-form-urlencoded")).unwrap();
+        assert_eq!(Value::Object(form), json!({"a": "x y!"}));
+        assert_eq!(parse_body(b"just words", None).unwrap(), Map::new());
+        assert_eq!(parse_body(b"", None).unwrap(), Map::new());
+        assert_eq!(parse_body(b"\xff\xfe", None), Err(ParseError::NotUtf8));
+    }
+
+    #[test]
+    fn event_type_order() {
+        let mut h = HeaderMap::new();
+        let payload = json!({"event_type": "p", "type": "t"}).as_object().cloned().unwrap();
+        assert_eq!(event_type(&h, &payload), json!("p"));
+        h.insert("webhook-event-type", HeaderValue::from_static("std"));
+        assert_eq!(event_type(&h, &payload), json!("std"));
+        h.insert("x-github-event", HeaderValue::from_static("push"));
+        assert_eq!(event_type(&HeaderMap::new(), &Map::new()), json!("unknown"));
+        assert_eq!(event_type(&h, &payload), json!("push"));
+        let typed = json!({"type": 5}).as_object().cloned().unwrap();
+        assert_eq!(event_type(&HeaderMap::new(), &typed), json!(5));
+        assert!(event_allowed(&["5".to_owned()], &json!(5)));
+        assert!(!event_allowed(&["Push".to_owned()], &json!("push")));
+    }
+
+    #[test]
+    fn delivery_ids() {
+        let mut h = HeaderMap::new();
+        h.insert("x-request-id", HeaderValue::from_static("r"));
+        h.insert("webhook-id", HeaderValue::from_static(""));
+        assert_eq!(delivery_id(&h), "r");
+        h.insert("svix-id", HeaderValue::from_static("s"));
+        assert_eq!(delivery_id(&h), "s");
+        let a = delivery_id(&HeaderMap::new());
+        let b = delivery_id(&HeaderMap::new());
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,191 @@
+//! Prompt templates: `{dot.path}` placeholders rendered against a payload (spec §10).
+//!
+//! A template is compiled once (when the route is loaded) into literal and placeholder
+//! segments; rendering is a single pass that never rescans replaced text.
+
+use crate::pyjson;
+use serde_json::{Map, Value};
+
+/// `{__raw__}` is cut to this many code points.
+pub const RAW_MAX_CHARS: usize = 4000;
+/// A nested value (object or array) is cut to this many code points.
+pub const NESTED_MAX_CHARS: usize = 2000;
+
+/// A compiled template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    segments: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Segment {
+    Literal(String),
+    Raw,
+    EventType,
+    /// The path split on `.`, and the placeholder as written (kept when unresolved).
+    Path(Vec<String>, String),
+}
+
+/// What a template is rendered against.
+pub struct RenderContext<'a> {
+    pub payload: &'a Map<String, Value>,
+    pub event_type: &'a Value,
+}
+
+impl Template {
+    /// Compiles `text`; never fails: anything that is not a placeholder is literal text.
+    pub fn compile(text: &str) -> Self {
+        let mut segments = Vec::new();
+        let mut literal = String::new();
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'{' {
+                let start = i + 1;
+                let mut j = start;
+                while j < bytes.len() && is_name_byte(bytes[j]) {
+                    j += 1;
+                }
+                if j > start && j < bytes.len() && bytes[j] == b'}' {
+                    if !literal.is_empty() {
+                        segments.push(Segment::Literal(std::mem::take(&mut literal)));
+                    }
+                    // Name bytes are ASCII, so these slices are on char boundaries.
+                    let name = &text[start..j];
+                    segments.push(match name {
+                        "__raw__" => Segment::Raw,
+                        "event_type" => Segment::EventType,
+                        _ => Segment::Path(
+                            name.split('.').map(str::to_owned).collect(),
+                            text[i..=j].to_owned(),
+                        ),
+                    });
+                    i = j + 1;
+                    continue;
+                }
+            }
+            // Copy one whole UTF-8 character.
+            let ch_len = utf8_len(bytes[i]);
+            let end = (i + ch_len).min(bytes.len());
+            literal.push_str(text.get(i..end).unwrap_or_default());
+            i = end;
+        }
+        if !literal.is_empty() {
+            segments.push(Segment::Literal(literal));
+        }
+        Template { segments }
+    }
+
+    /// True when the template has no text at all.
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Renders against a payload; unresolved placeholders stay as written.
+    pub fn render(&self, ctx: &RenderContext<'_>) -> String {
+        let mut out = String::new();
+        for segment in &self.segments {
+            match segment {
+                Segment::Literal(s) => out.push_str(s),
+                Segment::Raw => out.push_str(&pyjson::indented_cut(
+                    &Value::Object(ctx.payload.clone()),
+                    RAW_MAX_CHARS,
+                )),
+                Segment::EventType => {
+                    out.push_str(&pyjson::template_value(ctx.event_type, NESTED_MAX_CHARS))
+                }
+                Segment::Path(path, written) => match lookup(ctx.payload, path) {
+                    Some(value) => out.push_str(&pyjson::template_value(value, NESTED_MAX_CHARS)),
+                    None => out.push_str(written),
+                },
+            }
+        }
+        out
+    }
+}
+
+/// The prompt used when a route has no (or an empty) `prompt` (spec §10.4).
+pub fn default_prompt(route: &str, ctx: &RenderContext<'_>) -> String {
+    let event = match ctx.event_type {
+        Value::String(s) => s.clone(),
+        other => pyjson::text_form(other),
+    };
+    let json = pyjson::indented_cut(&Value::Object(ctx.payload.clone()), RAW_MAX_CHARS);
+    format!("Webhook event '{event}' on route '{route}':\n\n```json\n{json}\n```")
+}
+
+fn lookup<'a>(payload: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let mut current = payload.get(first)?;
+    for segment in rest {
+        current = current.as_object()?.get(segment)?;
+    }
+    Some(current)
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'.'
+}
+
+fn utf8_len(first: u8) -> usize {
+    match first {
+        0xF0..=0xFF => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn render(template: &str, payload: Value) -> String {
+        let payload = payload.as_object().cloned().unwrap();
+        let event = json!("push");
+        Template::compile(template).render(&RenderContext { payload: &payload, event_type: &event })
+    }
+
+    #[test]
+    fn paths_resolve_and_missing_stay() {
+        let p = json!({"a": {"b": "x", "n": 42, "f": 1.5, "t": true, "z": null}, "l": [1, 2]});
+        assert_eq!(render("{a.b}/{a.n}/{a.f}/{a.t}/{a.z}", p.clone()), "x/42/1.5/True/None");
+        assert_eq!(render("{a.c} {missing} {l.0}", p.clone()), "{a.c} {missing} {l.0}");
+        assert_eq!(render("{a-b} { a } {} {$a} {é}", p.clone()), "{a-b} { a } {} {$a} {é}");
+        assert_eq!(render("{{a.b}}", p.clone()), "{x}");
+        assert_eq!(render("{l}", p), "[\n  1,\n  2\n]");
+    }
+
+    #[test]
+    fn event_type_is_reserved() {
+        assert_eq!(render("{event_type}", json!({"event_type": "other"})), "push");
+    }
+
+    #[test]
+    fn replacement_is_not_rescanned() {
+        assert_eq!(render("{a}", json!({"a": "{b}", "b": "no"})), "{b}");
+    }
+
+    #[test]
+    fn nested_values_are_cut() {
+        let long: Vec<String> = (0..2000).map(|i| format!("item{i}")).collect();
+        let out = render("{l}", json!({ "l": long }));
+        assert_eq!(out.chars().count(), NESTED_MAX_CHARS);
+        let raw = render("{__raw__}", json!({ "l": long }));
+        assert_eq!(raw.chars().count(), RAW_MAX_CHARS);
+    }
+
+    #[test]
+    fn default_prompt_has_fence() {
+        let payload = json!({"a": 1}).as_object().cloned().unwrap();
+        let ev = json!("ping");
+        let out = default_prompt("r", &RenderContext { payload: &payload, event_type: &ev });
+        assert_eq!(out, "Webhook event 'ping' on route 'r':\n\n```json\n{\n  \"a\": 1\n}\n```");
+    }
+
+    #[test]
+    fn unicode_literals_survive() {
+        assert_eq!(render("héllo ✓ {a} 😀", json!({"a": "ü"})), "héllo ✓ ü 😀");
+    }
+}
