@@ -1,1 +1,16 @@
-//! placeholder
+//! The webhook front door: the axum routes, body limit, signature verification, rate
+//! limit, filters, route scripts, templates, and the durable hand-over to the inbox.
+//!
+//! Handlers extract, call [`Gateway::handle`] and map its [`Answer`]; the pure parts of
+//! each step live in `herald-webhook`. This crate never answers 500 to request input.
+
+pub mod answer;
+pub mod pipeline;
+pub mod rate_limit;
+pub mod routes;
+pub mod script;
+pub mod server;
+
+pub use answer::Answer;
+pub use pipeline::Gateway;
+pub use server::{BindError, bind, router, serve};

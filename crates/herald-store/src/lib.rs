@@ -1,1 +1,130 @@
-//! placeholder
+//! herald's store: the durable inbox of accepted events and the dedup keys, in SQLite.
+//!
+//! Every write goes through one writer thread that commits whatever is waiting in a
+//! single transaction (group commit) with WAL and `synchronous=FULL`: a caller's future
+//! resolves only after its write is durable. Readers use their own connections.
+
+pub mod inbox;
+mod schema;
+mod writer;
+
+pub use inbox::{EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
+pub use writer::{DEDUP_WINDOW_MS, MAX_BATCH};
+
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use tokio::sync::oneshot;
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store {path}: {source}")]
+    Open { path: PathBuf, source: rusqlite::Error },
+    #[error("store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("store commit failed: {0}")]
+    Commit(String),
+    #[error("the store writer has stopped")]
+    WriterGone,
+    #[error("store {path} has schema version {found}, newer than this herald ({supported}); upgrade herald")]
+    TooNew { path: PathBuf, found: i64, supported: i64 },
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The writing side of the store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    tx: mpsc::Sender<writer::Command>,
+    path: PathBuf,
+}
+
+fn open_connection(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database, migrates it and starts the writer thread.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| StoreError::Open { path: path.to_path_buf(), source: rusqlite::Error::InvalidPath(parent.join(e.to_string())) })?;
+        }
+        let mut conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if found > schema::latest_version() {
+            return Err(StoreError::TooNew { path: path.to_path_buf(), found, supported: schema::latest_version() });
+        }
+        schema::migrate(&mut conn)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("herald-store-writer".into())
+            .spawn(move || writer::run(conn, rx))
+            .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
+        Ok(Store { tx, path: path.to_path_buf() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stores an accepted event and its dedup key in one transaction; resolves once the
+    /// transaction is durable.
+    pub async fn enqueue(&self, item: NewInboxItem) -> Result<EnqueueOutcome, StoreError> {
+        let (reply, wait) = oneshot::channel();
+        self.tx
+            .send(writer::Command::Enqueue(Box::new(item), reply))
+            .map_err(|_| StoreError::WriterGone)?;
+        wait.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// A read connection to the same database.
+    pub fn reader(&self) -> Result<StoreReader, StoreError> {
+        StoreReader::open(&self.path)
+    }
+}
+
+/// A read-only view of the store (used by the CLI and health endpoints).
+pub struct StoreReader {
+    conn: Connection,
+}
+
+impl StoreReader {
+    /// Opens an existing database read-only.
+    pub fn open(path: &Path) -> Result<StoreReader, StoreError> {
+        let conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        Ok(StoreReader { conn })
+    }
+
+    pub fn list(&self, query: &InboxQuery) -> Result<Vec<InboxItem>, StoreError> {
+        Ok(inbox::list(&self.conn, query)?)
+    }
+
+    pub fn get(&self, id: i64) -> Result<Option<InboxItem>, StoreError> {
+        Ok(inbox::get(&self.conn, id)?)
+    }
+
+    pub fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(inbox::counts(&self.conn)?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -19,6 +19,10 @@ pub const INSECURE_NO_AUTH: &str = "INSECURE_NO_AUTH";
 /// A source of the current time in Unix seconds; injected so tests can fix it.
 pub trait Clock: Send + Sync {
     fn now_unix(&self) -> i64;
+    /// Milliseconds since the epoch (dedup windows are kept in milliseconds).
+    fn now_ms(&self) -> i64 {
+        self.now_unix().saturating_mul(1000)
+    }
 }
 
 /// The wall clock.
@@ -30,6 +34,12 @@ impl Clock for SystemClock {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)
+    }
+    fn now_ms(&self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
             .unwrap_or(0)
     }
 }

@@ -1,0 +1,280 @@
+//! The request pipeline (spec §4), in its order: route, size, signature, rate limit,
+//! parse, event type, filters, script, templates, dedup + durable enqueue, answer.
+
+use crate::answer::Answer;
+use crate::rate_limit::RateLimiter;
+use crate::routes::RouteRegistry;
+use crate::script::{self, ScriptOutcome};
+use axum::body::Body;
+use herald_config::{Config, ExtraValue, Route};
+use herald_store::{EnqueueOutcome, NewInboxItem, Store};
+use herald_webhook::filter::{FileListCache, FilterInput};
+use herald_webhook::template::{RenderContext, default_prompt};
+use herald_webhook::verify::{Clock, SignatureScheme};
+use herald_webhook::{event, pyjson};
+use http::{HeaderMap, header};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Headers kept with an inbox entry (never secrets such as `X-Gitlab-Token`).
+const KEPT_HEADERS: &[&str] = &[
+    "content-type", "user-agent", "x-github-event", "x-github-delivery", "x-github-hook-id",
+    "x-gitlab-event", "x-gitlab-event-uuid", "webhook-id", "webhook-timestamp", "webhook-event-type",
+    "svix-id", "svix-timestamp", "x-request-id", "x-webhook-timestamp",
+];
+
+/// Everything a request needs, shared by all requests.
+pub struct Gateway {
+    pub registry: RouteRegistry,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    pub max_body_bytes: u64,
+    pub rate_limit: u32,
+    pub script_timeout: Duration,
+    pub multiplex_profiles: bool,
+    home: std::path::PathBuf,
+    profiles_dir: std::path::PathBuf,
+    limiter: RateLimiter,
+    lists: FileListCache,
+    v1_warned: Mutex<HashSet<String>>,
+}
+
+impl Gateway {
+    pub fn new(config: &Config, store: Store, clock: Arc<dyn Clock>) -> Self {
+        Gateway {
+            registry: RouteRegistry::new(config),
+            store,
+            clock,
+            max_body_bytes: config.webhook.max_body_bytes,
+            rate_limit: config.webhook.rate_limit,
+            script_timeout: Duration::from_secs(config.webhook.script_timeout_secs),
+            multiplex_profiles: config.multiplex_profiles,
+            home: config.home.root().to_path_buf(),
+            profiles_dir: config.home.profiles_dir(),
+            limiter: RateLimiter::default(),
+            lists: FileListCache::default(),
+            v1_warned: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether a `/p/<profile>/` prefix names a served profile.
+    fn profile_served(&self, profile: &str) -> bool {
+        if profile == "default" {
+            return true;
+        }
+        let valid = profile.len() <= 64
+            && profile.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && profile.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        valid && self.profiles_dir.join(profile).is_dir()
+    }
+
+    /// Runs the pipeline for one request.
+    pub async fn handle(&self, route_name: &str, profile: Option<&str>, headers: &HeaderMap, body: Body) -> Answer {
+        // 1. Reload subscriptions if changed (inside `current`).
+        let table = self.registry.current();
+        // 2. Profile prefix.
+        if self.multiplex_profiles
+            && let Some(p) = profile
+            && !self.profile_served(p)
+        {
+            tracing::warn!(route = route_name, profile = p, "rejected: unknown profile");
+            return Answer::unknown_profile();
+        }
+        // 3. Route lookup.
+        let Some(route) = table.get(route_name).cloned() else {
+            tracing::info!(route = route_name, "rejected: unknown route");
+            return Answer::unknown_route(route_name);
+        };
+        drop(table);
+        // 3b. Profile binding (only a default-profile route is reachable without prefix).
+        let requested = profile.unwrap_or("default");
+        let bound = route.profile.as_deref().unwrap_or("default");
+        if requested != bound {
+            tracing::info!(route = route_name, profile = requested, "rejected: route is bound to profile {bound}");
+            return Answer::unknown_route(route_name);
+        }
+        // 4. Disabled.
+        if !route.enabled {
+            tracing::info!(route = route_name, "rejected: route disabled");
+            return Answer::route_disabled(route_name);
+        }
+        // 5. Declared size.
+        if let Some(len) = content_length(headers)
+            && len > self.max_body_bytes
+        {
+            tracing::info!(route = route_name, content_length = len, "rejected: payload too large");
+            return Answer::too_large();
+        }
+        // 6. Read with the limit.
+        let body = match Limited::new(body, self.max_body_bytes as usize).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => {
+                tracing::info!(route = route_name, "rejected: payload too large while reading");
+                return Answer::too_large();
+            }
+            Err(e) => {
+                tracing::info!(route = route_name, error = %e, "rejected: body could not be read");
+                return Answer::bad_request();
+            }
+        };
+        // 7–8. Secret and signature.
+        if route.secret.is_empty() {
+            return Answer::missing_secret();
+        }
+        match herald_webhook::verify(&route.secret, headers, &body, self.clock.as_ref()) {
+            Ok(SignatureScheme::GenericV1) => self.warn_v1_once(route_name),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(route = route_name, reason = %e, "rejected: invalid signature");
+                return Answer::invalid_signature();
+            }
+        }
+        // 9. Rate limit.
+        if !self.limiter.check(route_name, self.rate_limit, Instant::now()) {
+            tracing::warn!(route = route_name, limit = self.rate_limit, "rejected: rate limit exceeded");
+            return Answer::rate_limited();
+        }
+        // 10. Parse.
+        let content_type = headers.get(header::CONTENT_TYPE).map(|v| v.as_bytes());
+        let mut payload = match event::parse_body(&body, content_type) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::info!(route = route_name, reason = %e, "rejected: cannot parse body");
+                return Answer::cannot_parse();
+            }
+        };
+        // 11. Event type.
+        let event_type = event::event_type(headers, &payload);
+        let event_text = match &event_type {
+            Value::String(s) => s.clone(),
+            other => pyjson::text_form(other),
+        };
+        if !event::event_allowed(&route.events, &event_type) {
+            tracing::info!(route = route_name, event = %event_text, "ignored: event not in the route's events");
+            return Answer::ignored_event(&event_type);
+        }
+        // 12. Filters.
+        let input = FilterInput { payload: &payload, event_type: &event_type, headers };
+        if !route.filter.matches(&input, &self.lists) {
+            tracing::info!(route = route_name, event = %event_text, "ignored: filters did not match");
+            return Answer::ignored("filter", route_name);
+        }
+        // 13. Script.
+        if let Some(script_value) = &route.script {
+            match self.run_script(script_value, &payload).await {
+                Ok(Some(new_payload)) => payload = new_payload,
+                Ok(None) => {}
+                Err(reason) => {
+                    tracing::info!(route = route_name, event = %event_text, %reason, "ignored: script");
+                    return Answer::ignored("script", route_name);
+                }
+            }
+        }
+        // 14. Templates.
+        let ctx = RenderContext { payload: &payload, event_type: &event_type };
+        let prompt = match &route.prompt {
+            Some(t) => t.render(&ctx),
+            None => default_prompt(route_name, &ctx),
+        };
+        let deliver_extra = render_extra(&route, &ctx);
+        // 15–16. Delivery id, dedup, and the hand-over.
+        let delivery_id = event::delivery_id(headers);
+        if route.deliver_only {
+            // Direct delivery targets are not part of this build: the send fails, the
+            // sender gets 502 and no dedup key is kept, so its retry will be processed.
+            tracing::warn!(
+                route = route_name, event = %event_text, delivery_id = %delivery_id, target = %route.deliver,
+                "delivery failed: target `{}` is not connected", route.deliver
+            );
+            return Answer::delivery_failed(&delivery_id);
+        }
+        let item = NewInboxItem {
+            route: route_name.to_owned(),
+            event_type: event_text.clone(),
+            delivery_id: delivery_id.clone(),
+            received_at_ms: self.clock.now_ms(),
+            profile: route.profile.clone(),
+            headers: kept_headers(headers),
+            payload: Value::Object(payload).to_string(),
+            prompt,
+            deliver: route.deliver.clone(),
+            deliver_extra: Value::Object(deliver_extra).to_string(),
+            skills: Value::from(route.skills.clone()).to_string(),
+            toolsets: route.toolsets.as_ref().map(|t| Value::from(t.clone()).to_string()),
+        };
+        match self.store.enqueue(item).await {
+            Ok(EnqueueOutcome::Accepted { id }) => {
+                tracing::info!(route = route_name, event = %event_text, delivery_id = %delivery_id, inbox_id = id, "accepted");
+                Answer::accepted(route_name, &event_type, &delivery_id)
+            }
+            Ok(EnqueueOutcome::Duplicate) => {
+                tracing::info!(route = route_name, event = %event_text, delivery_id = %delivery_id, "duplicate");
+                Answer::duplicate(&delivery_id)
+            }
+            Err(e) => {
+                tracing::error!(route = route_name, delivery_id = %delivery_id, error = %e, "not accepted: store unavailable");
+                Answer::unavailable()
+            }
+        }
+    }
+
+    fn warn_v1_once(&self, route: &str) {
+        let mut warned = match self.v1_warned.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if warned.insert(route.to_owned()) {
+            tracing::warn!(
+                route,
+                "route is called with the deprecated X-Webhook-Signature (V1) scheme, which has no replay \
+                 protection; switch the sender to X-Webhook-Signature-V2 with X-Webhook-Timestamp"
+            );
+        }
+    }
+
+    /// `Ok(Some)` replaces the payload, `Ok(None)` keeps it, `Err` ignores the event.
+    async fn run_script(&self, value: &str, payload: &Map<String, Value>) -> Result<Option<Map<String, Value>>, String> {
+        let path = script::resolve(value, &self.home)?;
+        match script::run(&path, payload, self.script_timeout).await {
+            ScriptOutcome::Ignore(reason) => Err(reason),
+            ScriptOutcome::Unchanged => Ok(None),
+            ScriptOutcome::Replace(map) => Ok(Some(map)),
+            ScriptOutcome::Output(text) => {
+                let mut map = payload.clone();
+                map.insert("script_output".to_owned(), Value::String(text));
+                Ok(Some(map))
+            }
+        }
+    }
+}
+
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
+}
+
+fn render_extra(route: &Route, ctx: &RenderContext<'_>) -> Map<String, Value> {
+    route
+        .deliver_extra
+        .iter()
+        .map(|(k, v)| {
+            let value = match v {
+                ExtraValue::Template(t) => Value::String(t.render(ctx)),
+                ExtraValue::Json(j) => j.clone(),
+            };
+            (k.clone(), value)
+        })
+        .collect()
+}
+
+fn kept_headers(headers: &HeaderMap) -> String {
+    let mut map = Map::new();
+    for name in KEPT_HEADERS {
+        if let Some(v) = headers.get(*name) {
+            map.insert((*name).to_owned(), Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned()));
+        }
+    }
+    Value::Object(map).to_string()
+}

@@ -1,0 +1,52 @@
+//! Numbered migrations applied against `PRAGMA user_version`.
+
+use rusqlite::Connection;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: the inbox and its dedup keys.
+    "CREATE TABLE inbox (
+        id             INTEGER PRIMARY KEY,
+        route          TEXT NOT NULL,
+        event_type     TEXT NOT NULL,
+        delivery_id    TEXT NOT NULL,
+        state          TEXT NOT NULL DEFAULT 'queued',
+        attempts       INTEGER NOT NULL DEFAULT 0,
+        received_at_ms INTEGER NOT NULL,
+        updated_at_ms  INTEGER NOT NULL,
+        profile        TEXT,
+        headers        TEXT NOT NULL,
+        payload        TEXT NOT NULL,
+        prompt         TEXT NOT NULL,
+        deliver        TEXT NOT NULL,
+        deliver_extra  TEXT NOT NULL,
+        skills         TEXT NOT NULL,
+        toolsets       TEXT,
+        last_error     TEXT
+    );
+    CREATE INDEX inbox_state ON inbox(state, id);
+    CREATE INDEX inbox_route ON inbox(route, id);
+    CREATE TABLE dedup (
+        route       TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        seen_at_ms  INTEGER NOT NULL,
+        PRIMARY KEY (route, delivery_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX dedup_seen ON dedup(seen_at_ms);",
+];
+
+/// Brings the database to the newest schema.
+pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// The schema version this build writes.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.len() as i64
+}

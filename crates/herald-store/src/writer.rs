@@ -1,0 +1,123 @@
+//! The one writer thread: whatever writes are waiting are committed together in one
+//! transaction (group commit), so many concurrent requests share one fsync.
+
+use crate::inbox::{EnqueueOutcome, NewInboxItem};
+use crate::StoreError;
+use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// How long a delivery id is remembered.
+pub const DEDUP_WINDOW_MS: i64 = 3_600_000;
+/// Most writes committed in one transaction.
+pub const MAX_BATCH: usize = 512;
+/// How often expired dedup keys are deleted.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+
+/// A write for the writer thread, with where to send its outcome.
+pub enum Command {
+    Enqueue(Box<NewInboxItem>, oneshot::Sender<Result<EnqueueOutcome, StoreError>>),
+}
+
+/// Runs until every sender is dropped.
+pub fn run(mut conn: Connection, rx: Receiver<Command>) {
+    let mut last_purge = Instant::now();
+    // Time comes from the callers (their clock stamps each item), so expiry follows it.
+    let mut latest_ms = crate::now_ms();
+    loop {
+        let first = match rx.recv_timeout(PURGE_EVERY) {
+            Ok(cmd) => cmd,
+            Err(RecvTimeoutError::Timeout) => {
+                purge(&conn, &mut last_purge, latest_ms);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(cmd) => batch.push(cmd),
+                Err(_) => break,
+            }
+        }
+        for Command::Enqueue(item, _) in &batch {
+            latest_ms = latest_ms.max(item.received_at_ms);
+        }
+        commit_batch(&mut conn, batch);
+        if last_purge.elapsed() >= PURGE_EVERY {
+            purge(&conn, &mut last_purge, latest_ms);
+        }
+    }
+}
+
+fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
+    let mut replies = Vec::with_capacity(batch.len());
+    let result = (|| -> rusqlite::Result<()> {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for cmd in batch {
+            match cmd {
+                Command::Enqueue(item, reply) => {
+                    let outcome = enqueue(&tx, &item);
+                    replies.push((reply, outcome));
+                }
+            }
+        }
+        tx.commit()
+    })();
+    match result {
+        Ok(()) => {
+            for (reply, outcome) in replies {
+                let _ = reply.send(outcome.map_err(StoreError::from));
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "store commit failed; the batch is answered with an error");
+            let message = e.to_string();
+            for (reply, _) in replies {
+                let _ = reply.send(Err(StoreError::Commit(message.clone())));
+            }
+        }
+    }
+}
+
+fn enqueue(tx: &rusqlite::Transaction<'_>, item: &NewInboxItem) -> rusqlite::Result<EnqueueOutcome> {
+    let seen: Option<i64> = tx
+        .prepare_cached("SELECT seen_at_ms FROM dedup WHERE route = ?1 AND delivery_id = ?2")?
+        .query_row(params![item.route, item.delivery_id], |r| r.get(0))
+        .optional()?;
+    if seen.is_some_and(|at| item.received_at_ms - at < DEDUP_WINDOW_MS) {
+        return Ok(EnqueueOutcome::Duplicate);
+    }
+    tx.prepare_cached("INSERT OR REPLACE INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)")?
+        .execute(params![item.route, item.delivery_id, item.received_at_ms])?;
+    tx.prepare_cached(
+        "INSERT INTO inbox (route, event_type, delivery_id, state, received_at_ms, updated_at_ms, profile,
+                            headers, payload, prompt, deliver, deliver_extra, skills, toolsets)
+         VALUES (?1, ?2, ?3, 'queued', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        item.route,
+        item.event_type,
+        item.delivery_id,
+        item.received_at_ms,
+        item.profile,
+        item.headers,
+        item.payload,
+        item.prompt,
+        item.deliver,
+        item.deliver_extra,
+        item.skills,
+        item.toolsets,
+    ])?;
+    Ok(EnqueueOutcome::Accepted { id: tx.last_insert_rowid() })
+}
+
+fn purge(conn: &Connection, last_purge: &mut Instant, now_ms: i64) {
+    *last_purge = Instant::now();
+    match conn.execute("DELETE FROM dedup WHERE seen_at_ms < ?1", params![now_ms - DEDUP_WINDOW_MS]) {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(removed = n, "expired dedup keys removed"),
+        Err(e) => tracing::warn!(error = %e, "could not remove expired dedup keys"),
+    }
+}
