@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(home.root()).with_context(|| format!("cannot create home {}", home.root().display()))?;
+    std::fs::create_dir_all(home.root())
+        .with_context(|| format!("cannot create home {}", home.root().display()))?;
     std::fs::create_dir_all(home.scripts_dir())
         .with_context(|| format!("cannot create {}", home.scripts_dir().display()))?;
     load_dotenv(home)?;
@@ -60,7 +61,10 @@ async fn serve_gateway(config: Config) -> anyhow::Result<ExitCode> {
     let routes = gateway.registry.current();
     for listener in &listeners {
         if let Ok(addr) = listener.local_addr() {
-            println!("herald: webhook listening on http://{addr} (routes: {})", routes.len());
+            println!(
+                "herald: webhook listening on http://{addr} (routes: {})",
+                routes.len()
+            );
         }
     }
     tracing::info!(routes = ?routes.names(), "gateway started");
@@ -94,13 +98,23 @@ async fn shutdown_signal() {
 
 fn print_first_start(home: &Home) {
     let config = home.config_file();
-    println!("herald: first start: wrote a default configuration to {}", config.display());
-    println!("herald: it enables the webhook listener on 127.0.0.1:8644 with a generated secret and one example route.");
+    println!(
+        "herald: first start: wrote a default configuration to {}",
+        config.display()
+    );
+    println!(
+        "herald: it enables the webhook listener on 127.0.0.1:8644 with a generated secret and one example route."
+    );
     println!("herald: send a signed test request with:");
     println!();
-    println!("  SECRET=$(sed -n 's/^ *secret: \"\\(.*\\)\"$/\\1/p' '{}')", config.display());
+    println!(
+        "  SECRET=$(sed -n 's/^ *secret: \"\\(.*\\)\"$/\\1/p' '{}')",
+        config.display()
+    );
     println!("  BODY='{{\"hello\": \"world\"}}'");
-    println!("  SIG=$(printf '%s' \"$BODY\" | openssl dgst -sha256 -hmac \"$SECRET\" | sed 's/^.* //')");
+    println!(
+        "  SIG=$(printf '%s' \"$BODY\" | openssl dgst -sha256 -hmac \"$SECRET\" | sed 's/^.* //')"
+    );
     println!("  curl -i http://127.0.0.1:8644/webhooks/example -H 'X-GitHub-Event: ping' \\");
     println!("       -H \"X-Hub-Signature-256: sha256=$SIG\" -d \"$BODY\"");
     println!();

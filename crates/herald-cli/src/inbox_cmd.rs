@@ -36,14 +36,26 @@ pub enum InboxCommand {
 pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
     let path = home.database_file();
     let reader = if path.exists() {
-        Some(StoreReader::open(&path).with_context(|| format!("cannot open the inbox at {}", path.display()))?)
+        Some(
+            StoreReader::open(&path)
+                .with_context(|| format!("cannot open the inbox at {}", path.display()))?,
+        )
     } else {
         None
     };
     match command {
-        InboxCommand::List { state, route, limit, json } => {
+        InboxCommand::List {
+            state,
+            route,
+            limit,
+            json,
+        } => {
             let items = match &reader {
-                Some(r) => r.list(&InboxQuery { state, route, limit: Some(limit) })?,
+                Some(r) => r.list(&InboxQuery {
+                    state,
+                    route,
+                    limit: Some(limit),
+                })?,
                 None => Vec::new(),
             };
             if json {
@@ -95,7 +107,15 @@ fn print_table(items: &[InboxItem]) {
             ]
         })
         .collect();
-    let header = ["ID", "STATE", "ROUTE", "EVENT", "DELIVERY ID", "RECEIVED", "ATTEMPTS"];
+    let header = [
+        "ID",
+        "STATE",
+        "ROUTE",
+        "EVENT",
+        "DELIVERY ID",
+        "RECEIVED",
+        "ATTEMPTS",
+    ];
     let mut widths = header.map(|h| h.chars().count());
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -142,5 +162,8 @@ fn print_item(i: &InboxItem) {
     }
     println!("headers:       {}", i.headers);
     println!("\nprompt:\n{}\n", i.prompt);
-    println!("payload:\n{}", serde_json::to_string_pretty(&i.payload).unwrap_or_default());
+    println!(
+        "payload:\n{}",
+        serde_json::to_string_pretty(&i.payload).unwrap_or_default()
+    );
 }

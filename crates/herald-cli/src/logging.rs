@@ -18,7 +18,10 @@ pub fn init(verbose: u8, format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("warn,herald={default},herald_gateway={default},herald_store={default},herald_webhook={default},herald_config={default}")));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.with_target(false).try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),

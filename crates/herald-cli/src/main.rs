@@ -51,7 +51,9 @@ fn main() -> ExitCode {
     logging::init(cli.verbose, cli.log_format);
     let home = cli.home.map(Home::new).unwrap_or_else(Home::from_env);
     let result = match cli.command {
-        Command::Gateway { command: GatewayCommand::Run } => gateway_cmd::run(&home),
+        Command::Gateway {
+            command: GatewayCommand::Run,
+        } => gateway_cmd::run(&home),
         Command::Inbox { command } => inbox_cmd::run(&home, command),
     };
     match result {

@@ -15,15 +15,50 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 1_048_576;
 /// Default route-script time limit.
 pub const DEFAULT_SCRIPT_TIMEOUT_SECS: u64 = 30;
 
-const TOP_KEYS: &[&str] = &["platforms", "gateway", "multiplex_profiles", "platform_toolsets"];
+const TOP_KEYS: &[&str] = &[
+    "platforms",
+    "gateway",
+    "multiplex_profiles",
+    "platform_toolsets",
+];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
-const EXTRA_KEYS: &[&str] = &["host", "port", "secret", "rate_limit", "max_body_bytes", "script_timeout_seconds", "routes"];
+const EXTRA_KEYS: &[&str] = &[
+    "host",
+    "port",
+    "secret",
+    "rate_limit",
+    "max_body_bytes",
+    "script_timeout_seconds",
+    "routes",
+];
 /// Platform names herald knows (their own keys are read by the delivery targets).
 const PLATFORM_NAMES: &[&str] = &[
-    "webhook", "telegram", "discord", "slack", "signal", "sms", "whatsapp", "matrix", "mattermost",
-    "homeassistant", "email", "dingtalk", "feishu", "wecom", "wecom_callback", "weixin", "bluebubbles",
-    "qqbot", "yuanbao", "ntfy", "line", "teams", "google_chat", "irc", "api_server",
+    "webhook",
+    "telegram",
+    "discord",
+    "slack",
+    "signal",
+    "sms",
+    "whatsapp",
+    "matrix",
+    "mattermost",
+    "homeassistant",
+    "email",
+    "dingtalk",
+    "feishu",
+    "wecom",
+    "wecom_callback",
+    "weixin",
+    "bluebubbles",
+    "qqbot",
+    "yuanbao",
+    "ntfy",
+    "line",
+    "teams",
+    "google_chat",
+    "irc",
+    "api_server",
 ];
 
 /// The webhook listener's settings.
@@ -88,18 +123,42 @@ impl Config {
     pub fn from_yaml(home: &Home, text: &str, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
         let path = home.config_file();
         let doc: Node = if text.trim().is_empty() {
-            Node { value: NodeValue::Map(Vec::new()), line: 0, column: 0 }
+            Node {
+                value: NodeValue::Map(Vec::new()),
+                line: 0,
+                column: 0,
+            }
         } else {
             // serde-saphyr's default options carry a budget against alias bombs.
             serde_saphyr::from_str(text).map_err(|e| {
                 let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-                ConfigError::Syntax { path: path.clone(), line, column, message: first_line(&e.to_string()) }
+                ConfigError::Syntax {
+                    path: path.clone(),
+                    line,
+                    column,
+                    message: first_line(&e.to_string()),
+                }
             })?
         };
-        let doc = if doc.is_null() { Node { value: NodeValue::Map(Vec::new()), line: 0, column: 0 } } else { doc };
+        let doc = if doc.is_null() {
+            Node {
+                value: NodeValue::Map(Vec::new()),
+                line: 0,
+                column: 0,
+            }
+        } else {
+            doc
+        };
         let mut r = Reader::new(&path);
         if !matches!(doc.value, NodeValue::Map(_)) {
-            r.error(Some(&doc), "(top level)", format!("config.yaml must be a mapping of keys, found {}", doc.kind()));
+            r.error(
+                Some(&doc),
+                "(top level)",
+                format!(
+                    "config.yaml must be a mapping of keys, found {}",
+                    doc.kind()
+                ),
+            );
             return Err(ConfigError::Invalid(r.errors));
         }
         r.check_keys(&doc, "", TOP_KEYS);
@@ -108,15 +167,30 @@ impl Config {
             r.check_keys(g, "gateway", GATEWAY_KEYS);
         }
         let sources = PlatformSources {
-            top: doc.get("platforms").and_then(|p| p.get("webhook")).filter(|n| !n.is_null()),
-            gateway: gateway.and_then(|g| g.get("platforms")).and_then(|p| p.get("webhook")).filter(|n| !n.is_null()),
+            top: doc
+                .get("platforms")
+                .and_then(|p| p.get("webhook"))
+                .filter(|n| !n.is_null()),
+            gateway: gateway
+                .and_then(|g| g.get("platforms"))
+                .and_then(|p| p.get("webhook"))
+                .filter(|n| !n.is_null()),
         };
-        for (prefix, platforms) in [("platforms", doc.get("platforms")), ("gateway.platforms", gateway.and_then(|g| g.get("platforms")))] {
+        for (prefix, platforms) in [
+            ("platforms", doc.get("platforms")),
+            (
+                "gateway.platforms",
+                gateway.and_then(|g| g.get("platforms")),
+            ),
+        ] {
             if let Some(p) = platforms.filter(|n| !n.is_null()) {
                 r.check_keys(p, prefix, PLATFORM_NAMES);
             }
         }
-        for (prefix, w) in [("platforms.webhook", sources.top), ("gateway.platforms.webhook", sources.gateway)] {
+        for (prefix, w) in [
+            ("platforms.webhook", sources.top),
+            ("gateway.platforms.webhook", sources.gateway),
+        ] {
             if let Some(w) = w {
                 r.check_keys(w, prefix, WEBHOOK_KEYS);
                 if let Some(extra) = w.get("extra").filter(|n| !n.is_null()) {
@@ -128,7 +202,9 @@ impl Config {
         let mut webhook = read_webhook_settings(&mut r, &sources);
         apply_env(&mut webhook, env);
 
-        let multiplex_node = doc.get("multiplex_profiles").or(gateway.and_then(|g| g.get("multiplex_profiles")));
+        let multiplex_node = doc
+            .get("multiplex_profiles")
+            .or(gateway.and_then(|g| g.get("multiplex_profiles")));
         let mut multiplex_profiles = multiplex_node
             .filter(|n| !n.is_null())
             .and_then(|n| r.bool(n, "multiplex_profiles"))
@@ -143,20 +219,33 @@ impl Config {
             .and_then(|n| r.string_list(n, "platform_toolsets.webhook"));
 
         let mut routes = Vec::new();
-        let ctx = RouteContext { global_secret: webhook.secret.as_deref(), host: webhook.host.as_deref(), home: home.root() };
+        let ctx = RouteContext {
+            global_secret: webhook.secret.as_deref(),
+            host: webhook.host.as_deref(),
+            home: home.root(),
+        };
         if let Some((routes_node, prefix)) = sources.lookup_extra("routes") {
             match &routes_node.value {
                 NodeValue::Map(entries) => {
                     for (name, node) in entries {
                         let key = format!("{prefix}.{name}");
-                        if let Some(route) = read_route(&mut r, name, node, &key, RouteSource::Config, &ctx) {
+                        if let Some(route) =
+                            read_route(&mut r, name, node, &key, RouteSource::Config, &ctx)
+                        {
                             routes.retain(|x: &Route| x.name != *name);
                             routes.push(route);
                         }
                     }
                 }
                 NodeValue::Null => {}
-                _ => r.error(Some(routes_node), &prefix, format!("expected a mapping of route name to route, found {}", routes_node.kind())),
+                _ => r.error(
+                    Some(routes_node),
+                    &prefix,
+                    format!(
+                        "expected a mapping of route name to route, found {}",
+                        routes_node.kind()
+                    ),
+                ),
             }
         }
 
@@ -186,7 +275,10 @@ struct PlatformSources<'a> {
 
 impl<'a> PlatformSources<'a> {
     fn lookup(&self, key: &str) -> Option<(&'a Node, String)> {
-        for (prefix, node) in [("platforms.webhook", self.top), ("gateway.platforms.webhook", self.gateway)] {
+        for (prefix, node) in [
+            ("platforms.webhook", self.top),
+            ("gateway.platforms.webhook", self.gateway),
+        ] {
             if let Some(v) = node.and_then(|n| n.get(key)).filter(|n| !n.is_null()) {
                 return Some((v, format!("{prefix}.{key}")));
             }
@@ -195,7 +287,10 @@ impl<'a> PlatformSources<'a> {
     }
 
     fn lookup_extra(&self, key: &str) -> Option<(&'a Node, String)> {
-        for (prefix, node) in [("platforms.webhook", self.top), ("gateway.platforms.webhook", self.gateway)] {
+        for (prefix, node) in [
+            ("platforms.webhook", self.top),
+            ("gateway.platforms.webhook", self.gateway),
+        ] {
             if let Some(v) = node.and_then(|n| n.get("extra")).and_then(|e| e.get(key)) {
                 return Some((v, format!("{prefix}.extra.{key}")));
             }
@@ -241,12 +336,23 @@ fn read_webhook_settings(r: &mut Reader, sources: &PlatformSources<'_>) -> Webho
         .filter(|(n, _)| !n.is_null())
         .and_then(|(n, key)| r.int(n, &key, i64::MIN as i128, 86_400))
         .map_or(DEFAULT_SCRIPT_TIMEOUT_SECS, |v| v.max(1) as u64);
-    WebhookSettings { enabled, host, port, secret, rate_limit, max_body_bytes, script_timeout_secs }
+    WebhookSettings {
+        enabled,
+        host,
+        port,
+        secret,
+        rate_limit,
+        max_body_bytes,
+        script_timeout_secs,
+    }
 }
 
 /// `WEBHOOK_ENABLED`, and only then `WEBHOOK_PORT` and `WEBHOOK_SECRET` (spec §1.4).
 fn apply_env(w: &mut WebhookSettings, env: EnvLookup<'_>) {
-    if !env("WEBHOOK_ENABLED").and_then(|v| parse_bool_text(&v)).unwrap_or(false) {
+    if !env("WEBHOOK_ENABLED")
+        .and_then(|v| parse_bool_text(&v))
+        .unwrap_or(false)
+    {
         return;
     }
     w.enabled = true;

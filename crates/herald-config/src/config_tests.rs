@@ -3,7 +3,10 @@ use crate::default_config::default_config_text;
 use std::collections::HashMap;
 
 fn load_with(yaml: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
-    let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let env: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     Config::from_yaml(&Home::new("/h"), yaml, &|k| env.get(k).cloned())
 }
 
@@ -69,8 +72,16 @@ platforms:
     let warnings: Vec<String> = c.warnings.iter().map(|w| w.to_string()).collect();
     assert_eq!(warnings.len(), 3, "{warnings:?}");
     assert!(warnings.iter().any(|w| w.contains("`model`")));
-    assert!(warnings.iter().any(|w| w.contains("secert") && w.contains("did you mean `secret`")), "{warnings:?}");
-    assert!(warnings.iter().any(|w| w.contains(":14:11:")), "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("secert") && w.contains("did you mean `secret`")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains(":14:11:")),
+        "{warnings:?}"
+    );
 }
 
 #[test]
@@ -78,10 +89,25 @@ fn env_overlay_needs_webhook_enabled() {
     let c = load_with("", &[("WEBHOOK_PORT", "9999"), ("WEBHOOK_SECRET", "s")]).unwrap();
     assert!(!c.webhook.enabled);
     assert_eq!(c.webhook.port, 8644);
-    let c = load_with("", &[("WEBHOOK_ENABLED", "TRUE"), ("WEBHOOK_PORT", "9999"), ("WEBHOOK_SECRET", "s")]).unwrap();
+    let c = load_with(
+        "",
+        &[
+            ("WEBHOOK_ENABLED", "TRUE"),
+            ("WEBHOOK_PORT", "9999"),
+            ("WEBHOOK_SECRET", "s"),
+        ],
+    )
+    .unwrap();
     assert!(c.webhook.enabled);
-    assert_eq!((c.webhook.port, c.webhook.secret.as_deref()), (9999, Some("s")));
-    let c = load_with("platforms: {webhook: {enabled: true}}", &[("WEBHOOK_ENABLED", "0")]).unwrap();
+    assert_eq!(
+        (c.webhook.port, c.webhook.secret.as_deref()),
+        (9999, Some("s"))
+    );
+    let c = load_with(
+        "platforms: {webhook: {enabled: true}}",
+        &[("WEBHOOK_ENABLED", "0")],
+    )
+    .unwrap();
     assert!(c.webhook.enabled);
 }
 
@@ -95,15 +121,22 @@ fn gateway_platforms_merge_with_top_level_winning() {
 
 #[test]
 fn missing_secret_names_line_and_fix() {
-    let text = error_text("platforms:\n  webhook:\n    extra:\n      routes:\n        r1:\n          prompt: hi\n");
+    let text = error_text(
+        "platforms:\n  webhook:\n    extra:\n      routes:\n        r1:\n          prompt: hi\n",
+    );
     assert!(text.contains("config.yaml:5:9:"), "{text}");
-    assert!(text.contains("platforms.webhook.extra.routes.r1.secret"), "{text}");
+    assert!(
+        text.contains("platforms.webhook.extra.routes.r1.secret"),
+        "{text}"
+    );
     assert!(text.contains("set `secret:`"), "{text}");
 }
 
 #[test]
 fn empty_route_secret_does_not_fall_back() {
-    let text = error_text("platforms:\n  webhook:\n    extra:\n      secret: g\n      routes:\n        r1: {secret: ''}\n");
+    let text = error_text(
+        "platforms:\n  webhook:\n    extra:\n      secret: g\n      routes:\n        r1: {secret: ''}\n",
+    );
     assert!(text.contains("no secret"), "{text}");
 }
 
@@ -113,8 +146,17 @@ fn insecure_only_on_loopback() {
     assert!(error_text(&base.replace("HOST", "")).contains("INSECURE_NO_AUTH is allowed only"));
     assert!(error_text(&base.replace("HOST", "host: 0.0.0.0")).contains("INSECURE_NO_AUTH"));
     assert!(error_text(&base.replace("HOST", "host: '[::1]'")).contains("INSECURE_NO_AUTH"));
-    for host in ["127.0.0.1", "localhost", "'::1'", " LocalHost ", "ip6-loopback"] {
-        assert!(load(&base.replace("HOST", &format!("host: {host}"))).is_ok(), "{host}");
+    for host in [
+        "127.0.0.1",
+        "localhost",
+        "'::1'",
+        " LocalHost ",
+        "ip6-loopback",
+    ] {
+        assert!(
+            load(&base.replace("HOST", &format!("host: {host}"))).is_ok(),
+            "{host}"
+        );
     }
 }
 
@@ -122,19 +164,33 @@ fn insecure_only_on_loopback() {
 fn deliver_only_needs_a_real_target() {
     let base = "platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r: {deliver_only: true DELIVER}\n";
     assert!(error_text(&base.replace(" DELIVER", "")).contains("needs a real target"));
-    assert!(error_text(&base.replace(" DELIVER", ", deliver: log")).contains("needs a real target"));
+    assert!(
+        error_text(&base.replace(" DELIVER", ", deliver: log")).contains("needs a real target")
+    );
     assert!(load(&base.replace(" DELIVER", ", deliver: telegram")).is_ok());
 }
 
 #[test]
 fn bad_types_and_regex_are_errors() {
     let text = error_text("platforms:\n  webhook:\n    extra:\n      port: abc\n");
-    assert!(text.contains("config.yaml:4:") && text.contains("port") && text.contains("whole number"), "{text}");
-    let text = error_text("platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r:\n          filters: [{field: a, regex: '(unclosed'}]\n");
+    assert!(
+        text.contains("config.yaml:4:") && text.contains("port") && text.contains("whole number"),
+        "{text}"
+    );
+    let text = error_text(
+        "platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r:\n          filters: [{field: a, regex: '(unclosed'}]\n",
+    );
     assert!(text.contains("invalid regex"), "{text}");
-    let text = error_text("platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r: {events: 5}\n");
-    assert!(text.contains("events") && text.contains("list of strings"), "{text}");
-    let text = error_text("platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r: {enabled: 'false'}\n");
+    let text = error_text(
+        "platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r: {events: 5}\n",
+    );
+    assert!(
+        text.contains("events") && text.contains("list of strings"),
+        "{text}"
+    );
+    let text = error_text(
+        "platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r: {enabled: 'false'}\n",
+    );
     assert!(text.contains("only `enabled: false`"), "{text}");
 }
 
@@ -157,9 +213,14 @@ fn script_timeout_floor_and_multiplex_env() {
 fn subscriptions_skip_bad_entries() {
     use crate::route::RouteContext;
     use crate::subscriptions::parse_subscriptions;
-    let ctx = RouteContext { global_secret: Some("g"), host: None, home: std::path::Path::new("/h") };
+    let ctx = RouteContext {
+        global_secret: Some("g"),
+        host: None,
+        home: std::path::Path::new("/h"),
+    };
     let json = br#"{"ok": {"prompt": "x"}, "clash": {}, "bad": {"secret": "INSECURE_NO_AUTH"}, "log": {"deliver_only": true}}"#;
-    let subs = parse_subscriptions(std::path::Path::new("/h/subs.json"), json, &["clash"], &ctx).unwrap();
+    let subs =
+        parse_subscriptions(std::path::Path::new("/h/subs.json"), json, &["clash"], &ctx).unwrap();
     let names: Vec<&str> = subs.routes.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, vec!["ok"]);
     assert_eq!(subs.skipped.len(), 3);

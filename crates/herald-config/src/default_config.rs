@@ -45,10 +45,17 @@ platforms:
 /// returns the generated secret.
 pub fn write_default_config(home: &Home) -> Result<String, ConfigError> {
     let path = home.config_file();
-    std::fs::create_dir_all(home.root()).map_err(|source| ConfigError::Write { path: home.root().to_path_buf(), source })?;
+    std::fs::create_dir_all(home.root()).map_err(|source| ConfigError::Write {
+        path: home.root().to_path_buf(),
+        source,
+    })?;
     let secret = generate_secret();
-    write_private_new(&path, default_config_text(&secret).as_bytes())
-        .map_err(|source| ConfigError::Write { path: path.clone(), source })?;
+    write_private_new(&path, default_config_text(&secret).as_bytes()).map_err(|source| {
+        ConfigError::Write {
+            path: path.clone(),
+            source,
+        }
+    })?;
     Ok(secret)
 }
 

@@ -15,7 +15,14 @@ pub struct Place {
 impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line > 0 {
-            write!(f, "{}:{}:{}: `{}`", self.file.display(), self.line, self.column, self.key)
+            write!(
+                f,
+                "{}:{}:{}: `{}`",
+                self.file.display(),
+                self.line,
+                self.column,
+                self.key
+            )
         } else {
             write!(f, "{}: `{}`", self.file.display(), self.key)
         }
@@ -39,15 +46,30 @@ impl fmt::Display for Problem {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}:{column}: YAML syntax error: {message}")]
-    Syntax { path: PathBuf, line: u64, column: u64, message: String },
+    Syntax {
+        path: PathBuf,
+        line: u64,
+        column: u64,
+        message: String,
+    },
     #[error("{}", join(.0))]
     Invalid(Vec<Problem>),
 }
 
 fn join(problems: &[Problem]) -> String {
-    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -17,7 +17,11 @@ impl Home {
     pub fn from_env() -> Self {
         match std::env::var_os("HERALD_HOME").filter(|v| !v.is_empty()) {
             Some(v) => Home::new(v),
-            None => Home::new(dirs::home_dir().unwrap_or_else(|| PathBuf::from(".")).join(".herald")),
+            None => Home::new(
+                dirs::home_dir()
+                    .unwrap_or_else(|| PathBuf::from("."))
+                    .join(".herald"),
+            ),
         }
     }
 

@@ -42,9 +42,17 @@ impl Node {
             }
             Value::String(s) => NodeValue::Str(s.clone()),
             Value::Array(items) => NodeValue::Seq(items.iter().map(Node::from_json).collect()),
-            Value::Object(map) => NodeValue::Map(map.iter().map(|(k, v)| (k.clone(), Node::from_json(v))).collect()),
+            Value::Object(map) => NodeValue::Map(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Node::from_json(v)))
+                    .collect(),
+            ),
         };
-        Node { value, line: 0, column: 0 }
+        Node {
+            value,
+            line: 0,
+            column: 0,
+        }
     }
 
     /// The node as a JSON value (filters and `deliver_extra` are kept as JSON).
@@ -53,12 +61,17 @@ impl Node {
             NodeValue::Null => Value::Null,
             NodeValue::Bool(b) => Value::Bool(*b),
             NodeValue::Int(i) => serde_json::from_str(&i.to_string()).unwrap_or(Value::Null),
-            NodeValue::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number).unwrap_or(Value::Null),
+            NodeValue::Float(f) => serde_json::Number::from_f64(*f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null),
             NodeValue::Str(s) => Value::String(s.clone()),
             NodeValue::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
-            NodeValue::Map(entries) => {
-                Value::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
-            }
+            NodeValue::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            ),
         }
     }
 
@@ -99,7 +112,11 @@ impl Node {
 impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let spanned = serde_saphyr::Spanned::<NodeValue>::deserialize(deserializer)?;
-        Ok(Node { value: spanned.value, line: spanned.referenced.line(), column: spanned.referenced.column() })
+        Ok(Node {
+            value: spanned.value,
+            line: spanned.referenced.line(),
+            column: spanned.referenced.column(),
+        })
     }
 }
 
@@ -130,7 +147,9 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(NodeValue::Int(v.into()))
     }
     fn visit_u128<E: de::Error>(self, v: u128) -> Result<NodeValue, E> {
-        Ok(i128::try_from(v).map(NodeValue::Int).unwrap_or(NodeValue::Float(v as f64)))
+        Ok(i128::try_from(v)
+            .map(NodeValue::Int)
+            .unwrap_or(NodeValue::Float(v as f64)))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<NodeValue, E> {
         Ok(NodeValue::Float(v))
@@ -192,9 +211,6 @@ mod tests {
         assert_eq!((b.line, b.value.clone()), (2, NodeValue::Int(1)));
         let c = a.get("c").unwrap();
         assert_eq!((c.line, c.column), (3, 3));
-        assert_eq!(
-            c.to_json(),
-            serde_json::json!(["x", 2.5, true, null])
-        );
+        assert_eq!(c.to_json(), serde_json::json!(["x", 2.5, true, null]));
     }
 }

@@ -14,7 +14,11 @@ pub struct Reader {
 
 impl Reader {
     pub fn new(file: &Path) -> Self {
-        Reader { file: file.to_path_buf(), errors: Vec::new(), warnings: Vec::new() }
+        Reader {
+            file: file.to_path_buf(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
     }
 
     pub fn place(&self, node: Option<&Node>, key: &str) -> Place {
@@ -28,12 +32,18 @@ impl Reader {
 
     pub fn error(&mut self, node: Option<&Node>, key: &str, message: impl Into<String>) {
         let place = self.place(node, key);
-        self.errors.push(Problem { place, message: message.into() });
+        self.errors.push(Problem {
+            place,
+            message: message.into(),
+        });
     }
 
     pub fn warn(&mut self, node: Option<&Node>, key: &str, message: impl Into<String>) {
         let place = self.place(node, key);
-        self.warnings.push(Problem { place, message: message.into() });
+        self.warnings.push(Problem {
+            place,
+            message: message.into(),
+        });
     }
 
     /// Warns once for every key of `node` not in `known`, suggesting the closest one.
@@ -42,7 +52,9 @@ impl Reader {
             if known.contains(&key.as_str()) {
                 continue;
             }
-            let hint = suggest(key, known).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
+            let hint = suggest(key, known)
+                .map(|k| format!("; did you mean `{k}`?"))
+                .unwrap_or_default();
             self.warn(
                 Some(value),
                 &join_key(prefix, key),
@@ -60,12 +72,20 @@ impl Reader {
             NodeValue::Str(s) => match parse_bool_text(s) {
                 Some(b) => Some(b),
                 None => {
-                    self.error(Some(node), key, format!("expected true or false, found {s:?}"));
+                    self.error(
+                        Some(node),
+                        key,
+                        format!("expected true or false, found {s:?}"),
+                    );
                     None
                 }
             },
             _ => {
-                self.error(Some(node), key, format!("expected true or false, found {}", node.kind()));
+                self.error(
+                    Some(node),
+                    key,
+                    format!("expected true or false, found {}", node.kind()),
+                );
                 None
             }
         }
@@ -82,7 +102,11 @@ impl Reader {
         match value {
             Some(v) if (min..=max).contains(&v) => Some(v),
             Some(v) => {
-                self.error(Some(node), key, format!("{v} is out of range: use a whole number from {min} to {max}"));
+                self.error(
+                    Some(node),
+                    key,
+                    format!("{v} is out of range: use a whole number from {min} to {max}"),
+                );
                 None
             }
             None => {
@@ -90,7 +114,11 @@ impl Reader {
                     NodeValue::Str(s) => format!("{s:?}"),
                     _ => node.kind().to_owned(),
                 };
-                self.error(Some(node), key, format!("expected a whole number, found {found}"));
+                self.error(
+                    Some(node),
+                    key,
+                    format!("expected a whole number, found {found}"),
+                );
                 None
             }
         }
@@ -103,7 +131,11 @@ impl Reader {
             NodeValue::Null => Some(None),
             NodeValue::Int(i) => Some(Some(i.to_string())),
             _ => {
-                self.error(Some(node), key, format!("expected a string, found {}", node.kind()));
+                self.error(
+                    Some(node),
+                    key,
+                    format!("expected a string, found {}", node.kind()),
+                );
                 None
             }
         }
@@ -121,7 +153,11 @@ impl Reader {
                         NodeValue::Str(s) => out.push(s.clone()),
                         NodeValue::Int(n) => out.push(n.to_string()),
                         _ => {
-                            self.error(Some(item), &format!("{key}[{i}]"), format!("expected a string, found {}", item.kind()));
+                            self.error(
+                                Some(item),
+                                &format!("{key}[{i}]"),
+                                format!("expected a string, found {}", item.kind()),
+                            );
                             return None;
                         }
                     }
@@ -129,7 +165,11 @@ impl Reader {
                 Some(out)
             }
             _ => {
-                self.error(Some(node), key, format!("expected a list of strings, found {}", node.kind()));
+                self.error(
+                    Some(node),
+                    key,
+                    format!("expected a list of strings, found {}", node.kind()),
+                );
                 None
             }
         }
@@ -146,14 +186,23 @@ pub fn parse_bool_text(s: &str) -> Option<bool> {
 }
 
 pub fn join_key(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") }
+    if prefix.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{prefix}.{key}")
+    }
 }
 
 /// The known key closest to `key`, if it is close enough to be a typo.
 pub fn suggest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
-        .map(|k| (*k, strsim::damerau_levenshtein(&key.to_ascii_lowercase(), k)))
+        .map(|k| {
+            (
+                *k,
+                strsim::damerau_levenshtein(&key.to_ascii_lowercase(), k),
+            )
+        })
         .filter(|(k, d)| *d <= 2.max(k.len() / 4) && *d < k.len())
         .min_by_key(|(_, d)| *d)
         .map(|(k, _)| k)
@@ -167,6 +216,9 @@ mod tests {
     fn suggestions() {
         assert_eq!(suggest("secert", &["secret", "events"]), Some("secret"));
         assert_eq!(suggest("compression", &["secret", "events"]), None);
-        assert_eq!(suggest("rate_limt", &["rate_limit", "routes"]), Some("rate_limit"));
+        assert_eq!(
+            suggest("rate_limt", &["rate_limit", "routes"]),
+            Some("rate_limit")
+        );
     }
 }

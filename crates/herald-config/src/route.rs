@@ -11,12 +11,30 @@ use std::path::Path;
 
 /// Every key a route may have (spec §1.3).
 pub const ROUTE_KEYS: &[&str] = &[
-    "secret", "events", "filters", "script", "prompt", "skills", "deliver", "deliver_extra",
-    "deliver_only", "enabled", "toolsets", "profile", "description", "created_at",
+    "secret",
+    "events",
+    "filters",
+    "script",
+    "prompt",
+    "skills",
+    "deliver",
+    "deliver_extra",
+    "deliver_only",
+    "enabled",
+    "toolsets",
+    "profile",
+    "description",
+    "created_at",
 ];
 
 /// Hosts on which `INSECURE_NO_AUTH` is allowed.
-pub const LOOPBACK_HOSTS: &[&str] = &["127.0.0.1", "localhost", "::1", "ip6-localhost", "ip6-loopback"];
+pub const LOOPBACK_HOSTS: &[&str] = &[
+    "127.0.0.1",
+    "localhost",
+    "::1",
+    "ip6-localhost",
+    "ip6-loopback",
+];
 
 /// Where a route was defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,25 +100,45 @@ pub fn read_route(
     let errors_before = reader.errors.len();
     let key = |k: &str| join_key(prefix, k);
     if !matches!(node.value, NodeValue::Map(_)) {
-        reader.error(Some(node), prefix, format!("a route must be a mapping of keys, found {}", node.kind()));
+        reader.error(
+            Some(node),
+            prefix,
+            format!("a route must be a mapping of keys, found {}", node.kind()),
+        );
         return None;
     }
     reader.check_keys(node, prefix, ROUTE_KEYS);
 
     let secret = match node.get("secret") {
         None => ctx.global_secret.unwrap_or("").to_owned(),
-        Some(n) => reader.string(n, &key("secret")).flatten().unwrap_or_default(),
+        Some(n) => reader
+            .string(n, &key("secret"))
+            .flatten()
+            .unwrap_or_default(),
     };
-    let events = opt(node, "events").and_then(|n| reader.string_list(n, &key("events"))).unwrap_or_default();
+    let events = opt(node, "events")
+        .and_then(|n| reader.string_list(n, &key("events")))
+        .unwrap_or_default();
     let filters_json = opt(node, "filters").map(Node::to_json);
     let (filter, issues) = filter::compile(filters_json.as_ref(), ctx.home);
     for issue in issues {
-        reader.error(node.get("filters"), &format!("{}.{}", prefix, issue.at), issue.message);
+        reader.error(
+            node.get("filters"),
+            &format!("{}.{}", prefix, issue.at),
+            issue.message,
+        );
     }
-    let script = opt(node, "script").and_then(|n| reader.string(n, &key("script"))).flatten();
-    let prompt_text = opt(node, "prompt").and_then(|n| reader.string(n, &key("prompt"))).flatten().unwrap_or_default();
+    let script = opt(node, "script")
+        .and_then(|n| reader.string(n, &key("script")))
+        .flatten();
+    let prompt_text = opt(node, "prompt")
+        .and_then(|n| reader.string(n, &key("prompt")))
+        .flatten()
+        .unwrap_or_default();
     let prompt = (!prompt_text.is_empty()).then(|| Template::compile(&prompt_text));
-    let skills = opt(node, "skills").and_then(|n| reader.string_list(n, &key("skills"))).unwrap_or_default();
+    let skills = opt(node, "skills")
+        .and_then(|n| reader.string_list(n, &key("skills")))
+        .unwrap_or_default();
     let deliver = opt(node, "deliver")
         .and_then(|n| reader.string(n, &key("deliver")))
         .flatten()
@@ -119,30 +157,44 @@ pub fn read_route(
                 })
                 .collect(),
             _ => {
-                reader.error(Some(n), &key("deliver_extra"), format!("expected a mapping, found {}", n.kind()));
+                reader.error(
+                    Some(n),
+                    &key("deliver_extra"),
+                    format!("expected a mapping, found {}", n.kind()),
+                );
                 Vec::new()
             }
         },
     };
-    let deliver_only = opt(node, "deliver_only").and_then(|n| reader.bool(n, &key("deliver_only"))).unwrap_or(false);
+    let deliver_only = opt(node, "deliver_only")
+        .and_then(|n| reader.bool(n, &key("deliver_only")))
+        .unwrap_or(false);
     let enabled = match opt(node, "enabled") {
         None => true,
-        Some(n) => match &n.value {
-            NodeValue::Bool(b) => *b,
-            _ => {
-                reader.error(
+        Some(n) => {
+            match &n.value {
+                NodeValue::Bool(b) => *b,
+                _ => {
+                    reader.error(
                     Some(n),
                     &key("enabled"),
                     format!("expected true or false, found {}; only `enabled: false` disables a route", n.kind()),
                 );
-                true
+                    true
+                }
             }
-        },
+        }
     };
     let toolsets = opt(node, "toolsets").and_then(|n| reader.string_list(n, &key("toolsets")));
-    let profile = opt(node, "profile").and_then(|n| reader.string(n, &key("profile"))).flatten();
-    let description = opt(node, "description").and_then(|n| reader.string(n, &key("description"))).flatten();
-    let created_at = opt(node, "created_at").and_then(|n| reader.string(n, &key("created_at"))).flatten();
+    let profile = opt(node, "profile")
+        .and_then(|n| reader.string(n, &key("profile")))
+        .flatten();
+    let description = opt(node, "description")
+        .and_then(|n| reader.string(n, &key("description")))
+        .flatten();
+    let created_at = opt(node, "created_at")
+        .and_then(|n| reader.string(n, &key("created_at")))
+        .flatten();
 
     // Start-up rules (spec §2.2).
     if secret.is_empty() {
@@ -159,7 +211,8 @@ pub fn read_route(
             format!(
                 "INSECURE_NO_AUTH is allowed only on a loopback bind, but `extra.host` is {}: \
                  set `host: 127.0.0.1` or give the route a real secret",
-                ctx.host.map_or_else(|| "unset (all interfaces)".to_owned(), |h| format!("{h:?}"))
+                ctx.host
+                    .map_or_else(|| "unset (all interfaces)".to_owned(), |h| format!("{h:?}"))
             ),
         );
     }

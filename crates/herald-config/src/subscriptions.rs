@@ -20,7 +20,9 @@ pub enum SubscriptionsError {
     Read(#[from] ConfigError),
     #[error("{path}: not valid JSON ({message}); the previous subscriptions stay in use")]
     Json { path: String, message: String },
-    #[error("{path}: must be a JSON object of name to route; the previous subscriptions stay in use")]
+    #[error(
+        "{path}: must be a JSON object of name to route; the previous subscriptions stay in use"
+    )]
     NotObject { path: String },
 }
 
@@ -34,7 +36,13 @@ pub fn load_subscriptions(
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Subscriptions::default()),
-        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }.into()),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+            .into());
+        }
     };
     parse_subscriptions(path, &bytes, static_names, ctx)
 }
@@ -46,21 +54,37 @@ pub fn parse_subscriptions(
     static_names: &[&str],
     ctx: &RouteContext<'_>,
 ) -> Result<Subscriptions, SubscriptionsError> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| SubscriptionsError::Json { path: path.display().to_string(), message: e.to_string() })?;
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| SubscriptionsError::Json {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
     let doc = Node::from_json(&value);
     let NodeValue::Map(entries) = &doc.value else {
-        return Err(SubscriptionsError::NotObject { path: path.display().to_string() });
+        return Err(SubscriptionsError::NotObject {
+            path: path.display().to_string(),
+        });
     };
     let mut out = Subscriptions::default();
     for (name, node) in entries {
         let mut reader = Reader::new(path);
         if static_names.contains(&name.as_str()) {
-            reader.warn(Some(node), name, "a route of this name is in config.yaml, which wins; this subscription is not used");
+            reader.warn(
+                Some(node),
+                name,
+                "a route of this name is in config.yaml, which wins; this subscription is not used",
+            );
             out.skipped.append(&mut reader.warnings);
             continue;
         }
-        match read_route(&mut reader, name, node, name, RouteSource::Subscription, ctx) {
+        match read_route(
+            &mut reader,
+            name,
+            node,
+            name,
+            RouteSource::Subscription,
+            ctx,
+        ) {
             Some(route) => {
                 out.routes.retain(|r| r.name != *name);
                 out.routes.push(route);

@@ -21,7 +21,10 @@ impl Answer {
     }
 
     pub fn health() -> Self {
-        Answer::new(StatusCode::OK, json!({"status": "ok", "platform": "webhook"}))
+        Answer::new(
+            StatusCode::OK,
+            json!({"status": "ok", "platform": "webhook"}),
+        )
     }
     pub fn not_found() -> Self {
         Answer::error(StatusCode::NOT_FOUND, "Not found")
@@ -39,7 +42,10 @@ impl Answer {
         Answer::error(StatusCode::FORBIDDEN, format!("Route disabled: {route}"))
     }
     pub fn missing_secret() -> Self {
-        Answer::error(StatusCode::FORBIDDEN, "Webhook route is missing an HMAC secret")
+        Answer::error(
+            StatusCode::FORBIDDEN,
+            "Webhook route is missing an HMAC secret",
+        )
     }
     pub fn too_large() -> Self {
         Answer::error(StatusCode::PAYLOAD_TOO_LARGE, "Payload too large")
@@ -57,16 +63,25 @@ impl Answer {
         Answer::error(StatusCode::BAD_REQUEST, "Cannot parse body")
     }
     pub fn unavailable() -> Self {
-        Answer::error(StatusCode::SERVICE_UNAVAILABLE, "Service unavailable, retry later")
+        Answer::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service unavailable, retry later",
+        )
     }
     pub fn ignored_event(event: &Value) -> Self {
         Answer::new(StatusCode::OK, json!({"status": "ignored", "event": event}))
     }
     pub fn ignored(reason: &str, route: &str) -> Self {
-        Answer::new(StatusCode::OK, json!({"status": "ignored", "reason": reason, "route": route}))
+        Answer::new(
+            StatusCode::OK,
+            json!({"status": "ignored", "reason": reason, "route": route}),
+        )
     }
     pub fn duplicate(delivery_id: &str) -> Self {
-        Answer::new(StatusCode::OK, json!({"status": "duplicate", "delivery_id": delivery_id}))
+        Answer::new(
+            StatusCode::OK,
+            json!({"status": "duplicate", "delivery_id": delivery_id}),
+        )
     }
     pub fn accepted(route: &str, event: &Value, delivery_id: &str) -> Self {
         Answer::new(
@@ -87,9 +102,10 @@ impl IntoResponse for Answer {
         let body = serde_json::to_vec(&self.body).unwrap_or_else(|_| b"{}".to_vec());
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = self.status;
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
         response
     }
 }

@@ -21,9 +21,20 @@ use std::time::{Duration, Instant};
 
 /// Headers kept with an inbox entry (never secrets such as `X-Gitlab-Token`).
 const KEPT_HEADERS: &[&str] = &[
-    "content-type", "user-agent", "x-github-event", "x-github-delivery", "x-github-hook-id",
-    "x-gitlab-event", "x-gitlab-event-uuid", "webhook-id", "webhook-timestamp", "webhook-event-type",
-    "svix-id", "svix-timestamp", "x-request-id", "x-webhook-timestamp",
+    "content-type",
+    "user-agent",
+    "x-github-event",
+    "x-github-delivery",
+    "x-github-hook-id",
+    "x-gitlab-event",
+    "x-gitlab-event-uuid",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-event-type",
+    "svix-id",
+    "svix-timestamp",
+    "x-request-id",
+    "x-webhook-timestamp",
 ];
 
 /// Everything a request needs, shared by all requests.
@@ -66,13 +77,24 @@ impl Gateway {
             return true;
         }
         let valid = profile.len() <= 64
-            && profile.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && profile.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+            && profile
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && profile
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
         valid && self.profiles_dir.join(profile).is_dir()
     }
 
     /// Runs the pipeline for one request.
-    pub async fn handle(&self, route_name: &str, profile: Option<&str>, headers: &HeaderMap, body: Body) -> Answer {
+    pub async fn handle(
+        &self,
+        route_name: &str,
+        profile: Option<&str>,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Answer {
         // 1. Reload subscriptions if changed (inside `current`).
         let table = self.registry.current();
         // 2. Profile prefix.
@@ -93,7 +115,11 @@ impl Gateway {
         let requested = profile.unwrap_or("default");
         let bound = route.profile.as_deref().unwrap_or("default");
         if requested != bound {
-            tracing::info!(route = route_name, profile = requested, "rejected: route is bound to profile {bound}");
+            tracing::info!(
+                route = route_name,
+                profile = requested,
+                "rejected: route is bound to profile {bound}"
+            );
             return Answer::unknown_route(route_name);
         }
         // 4. Disabled.
@@ -105,14 +131,24 @@ impl Gateway {
         if let Some(len) = content_length(headers)
             && len > self.max_body_bytes
         {
-            tracing::info!(route = route_name, content_length = len, "rejected: payload too large");
+            tracing::info!(
+                route = route_name,
+                content_length = len,
+                "rejected: payload too large"
+            );
             return Answer::too_large();
         }
         // 6. Read with the limit.
-        let body = match Limited::new(body, self.max_body_bytes as usize).collect().await {
+        let body = match Limited::new(body, self.max_body_bytes as usize)
+            .collect()
+            .await
+        {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<LengthLimitError>() => {
-                tracing::info!(route = route_name, "rejected: payload too large while reading");
+                tracing::info!(
+                    route = route_name,
+                    "rejected: payload too large while reading"
+                );
                 return Answer::too_large();
             }
             Err(e) => {
@@ -133,8 +169,15 @@ impl Gateway {
             }
         }
         // 9. Rate limit.
-        if !self.limiter.check(route_name, self.rate_limit, Instant::now()) {
-            tracing::warn!(route = route_name, limit = self.rate_limit, "rejected: rate limit exceeded");
+        if !self
+            .limiter
+            .check(route_name, self.rate_limit, Instant::now())
+        {
+            tracing::warn!(
+                route = route_name,
+                limit = self.rate_limit,
+                "rejected: rate limit exceeded"
+            );
             return Answer::rate_limited();
         }
         // 10. Parse.
@@ -157,7 +200,11 @@ impl Gateway {
             return Answer::ignored_event(&event_type);
         }
         // 12. Filters.
-        let input = FilterInput { payload: &payload, event_type: &event_type, headers };
+        let input = FilterInput {
+            payload: &payload,
+            event_type: &event_type,
+            headers,
+        };
         if !route.filter.matches(&input, &self.lists) {
             tracing::info!(route = route_name, event = %event_text, "ignored: filters did not match");
             return Answer::ignored("filter", route_name);
@@ -174,7 +221,10 @@ impl Gateway {
             }
         }
         // 14. Templates.
-        let ctx = RenderContext { payload: &payload, event_type: &event_type };
+        let ctx = RenderContext {
+            payload: &payload,
+            event_type: &event_type,
+        };
         let prompt = match &route.prompt {
             Some(t) => t.render(&ctx),
             None => default_prompt(route_name, &ctx),
@@ -203,7 +253,10 @@ impl Gateway {
             deliver: route.deliver.clone(),
             deliver_extra: Value::Object(deliver_extra).to_string(),
             skills: Value::from(route.skills.clone()).to_string(),
-            toolsets: route.toolsets.as_ref().map(|t| Value::from(t.clone()).to_string()),
+            toolsets: route
+                .toolsets
+                .as_ref()
+                .map(|t| Value::from(t.clone()).to_string()),
         };
         match self.store.enqueue(item).await {
             Ok(EnqueueOutcome::Accepted { id }) => {
@@ -236,7 +289,11 @@ impl Gateway {
     }
 
     /// `Ok(Some)` replaces the payload, `Ok(None)` keeps it, `Err` ignores the event.
-    async fn run_script(&self, value: &str, payload: &Map<String, Value>) -> Result<Option<Map<String, Value>>, String> {
+    async fn run_script(
+        &self,
+        value: &str,
+        payload: &Map<String, Value>,
+    ) -> Result<Option<Map<String, Value>>, String> {
         let path = script::resolve(value, &self.home)?;
         match script::run(&path, payload, self.script_timeout).await {
             ScriptOutcome::Ignore(reason) => Err(reason),
@@ -252,7 +309,13 @@ impl Gateway {
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {
-    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn render_extra(route: &Route, ctx: &RenderContext<'_>) -> Map<String, Value> {
@@ -273,7 +336,10 @@ fn kept_headers(headers: &HeaderMap) -> String {
     let mut map = Map::new();
     for name in KEPT_HEADERS {
         if let Some(v) = headers.get(*name) {
-            map.insert((*name).to_owned(), Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned()));
+            map.insert(
+                (*name).to_owned(),
+                Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned()),
+            );
         }
     }
     Value::Object(map).to_string()

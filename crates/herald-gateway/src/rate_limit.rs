@@ -28,7 +28,10 @@ impl RateLimiter {
             Some(t) => t,
             None => map.entry(route.to_owned()).or_default(),
         };
-        while times.front().is_some_and(|t| now.saturating_duration_since(*t) >= WINDOW) {
+        while times
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) >= WINDOW)
+        {
             times.pop_front();
         }
         if times.len() >= limit as usize {

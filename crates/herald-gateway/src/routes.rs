@@ -43,7 +43,11 @@ fn stamp(path: &std::path::Path) -> Option<FileStamp> {
     let inode = std::os::unix::fs::MetadataExt::ino(&meta);
     #[cfg(not(unix))]
     let inode = 0;
-    Some(FileStamp { modified: meta.modified().ok(), len: meta.len(), inode })
+    Some(FileStamp {
+        modified: meta.modified().ok(),
+        len: meta.len(),
+        inode,
+    })
 }
 
 /// Holds the current table and reloads subscriptions when their file changes.
@@ -93,7 +97,11 @@ impl RouteRegistry {
             return;
         }
         let static_names: Vec<&str> = self.static_routes.iter().map(|r| r.name.as_str()).collect();
-        let ctx = RouteContext { global_secret: self.global_secret.as_deref(), host: self.host.as_deref(), home: &self.home };
+        let ctx = RouteContext {
+            global_secret: self.global_secret.as_deref(),
+            host: self.host.as_deref(),
+            home: &self.home,
+        };
         let dynamic = match &now {
             None => Vec::new(),
             Some(_) => match load_subscriptions(&self.subscriptions_path, &static_names, &ctx) {
@@ -111,8 +119,10 @@ impl RouteRegistry {
                 }
             },
         };
-        let mut routes: HashMap<String, Arc<Route>> =
-            dynamic.into_iter().map(|r| (r.name.clone(), Arc::new(r))).collect();
+        let mut routes: HashMap<String, Arc<Route>> = dynamic
+            .into_iter()
+            .map(|r| (r.name.clone(), Arc::new(r)))
+            .collect();
         for r in &self.static_routes {
             routes.insert(r.name.clone(), r.clone());
         }
@@ -123,7 +133,10 @@ impl RouteRegistry {
             Err(poisoned) => *poisoned.into_inner() = table,
         }
         if !force {
-            tracing::info!(routes = count, "subscriptions file changed; routes reloaded");
+            tracing::info!(
+                routes = count,
+                "subscriptions file changed; routes reloaded"
+            );
         }
         *loaded = now;
     }

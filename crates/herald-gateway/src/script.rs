@@ -30,12 +30,48 @@ pub enum ScriptOutcome {
 /// Environment variables never passed to scripts: credentials and platform settings.
 fn is_credential_var(name: &str) -> bool {
     const PREFIXES: &[&str] = &[
-        "OPENAI_", "OPENROUTER_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_", "SLACK_", "MATTERMOST_",
-        "MATRIX_", "SIGNAL_", "WHATSAPP_", "EMAIL_", "TWILIO_", "SMS_", "HASS_", "NTFY_", "BLUEBUBBLES_",
-        "WEIXIN_", "FEISHU_", "DINGTALK_", "WECOM_", "QQ_", "QQBOT_", "YUANBAO_", "WEBHOOK_", "GEMINI_",
-        "GOOGLE_API", "NOUS_", "TAVILY_", "CUSTOM_", "GH_TOKEN", "GITHUB_TOKEN", "HERMES_", "AWS_SECRET",
+        "OPENAI_",
+        "OPENROUTER_",
+        "ANTHROPIC_",
+        "TELEGRAM_",
+        "DISCORD_",
+        "SLACK_",
+        "MATTERMOST_",
+        "MATRIX_",
+        "SIGNAL_",
+        "WHATSAPP_",
+        "EMAIL_",
+        "TWILIO_",
+        "SMS_",
+        "HASS_",
+        "NTFY_",
+        "BLUEBUBBLES_",
+        "WEIXIN_",
+        "FEISHU_",
+        "DINGTALK_",
+        "WECOM_",
+        "QQ_",
+        "QQBOT_",
+        "YUANBAO_",
+        "WEBHOOK_",
+        "GEMINI_",
+        "GOOGLE_API",
+        "NOUS_",
+        "TAVILY_",
+        "CUSTOM_",
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "HERMES_",
+        "AWS_SECRET",
     ];
-    const SUFFIXES: &[&str] = &["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_BASE_URL", "_ACCESS_KEY"];
+    const SUFFIXES: &[&str] = &[
+        "_API_KEY",
+        "_TOKEN",
+        "_SECRET",
+        "_PASSWORD",
+        "_BASE_URL",
+        "_ACCESS_KEY",
+    ];
     let upper = name.to_ascii_uppercase();
     PREFIXES.iter().any(|p| upper.starts_with(p)) || SUFFIXES.iter().any(|s| upper.ends_with(s))
 }
@@ -56,7 +92,9 @@ pub fn resolve(script: &str, home: &Path) -> Result<PathBuf, String> {
     } else {
         root.join(raw)
     };
-    let resolved = candidate.canonicalize().map_err(|_| format!("script {raw:?} does not exist"))?;
+    let resolved = candidate
+        .canonicalize()
+        .map_err(|_| format!("script {raw:?} does not exist"))?;
     if !resolved.starts_with(&root) {
         return Err(format!("script {raw:?} is outside {}", root.display()));
     }
@@ -118,7 +156,10 @@ pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -
         Ok(r) => r,
         Err(_) => {
             let _ = child.wait().await;
-            return ScriptOutcome::Ignore(format!("timed out after {}s and was killed", timeout.as_secs()));
+            return ScriptOutcome::Ignore(format!(
+                "timed out after {}s and was killed",
+                timeout.as_secs()
+            ));
         }
     };
     if !err.0.is_empty() {
@@ -130,7 +171,9 @@ pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -
         Err(e) => return ScriptOutcome::Ignore(format!("could not be waited for: {e}")),
     }
     if out.1 {
-        return ScriptOutcome::Ignore(format!("wrote more than {MAX_STDOUT_BYTES} bytes to stdout"));
+        return ScriptOutcome::Ignore(format!(
+            "wrote more than {MAX_STDOUT_BYTES} bytes to stdout"
+        ));
     }
     interpret(&String::from_utf8_lossy(&out.0))
 }
@@ -201,15 +244,35 @@ mod tests {
         assert!(matches!(interpret("  "), ScriptOutcome::Ignore(_)));
         assert!(matches!(interpret("[SILENT]\n"), ScriptOutcome::Ignore(_)));
         assert!(matches!(interpret("[1]"), ScriptOutcome::Ignore(_)));
-        assert!(matches!(interpret(r#"{"__hermes_ignore__": true}"#), ScriptOutcome::Ignore(_)));
-        assert_eq!(interpret(r#"{"__hermes_ignore__": 1}"#), ScriptOutcome::Replace(json!({"__hermes_ignore__": 1}).as_object().cloned().unwrap()));
+        assert!(matches!(
+            interpret(r#"{"__hermes_ignore__": true}"#),
+            ScriptOutcome::Ignore(_)
+        ));
+        assert_eq!(
+            interpret(r#"{"__hermes_ignore__": 1}"#),
+            ScriptOutcome::Replace(
+                json!({"__hermes_ignore__": 1})
+                    .as_object()
+                    .cloned()
+                    .unwrap()
+            )
+        );
         assert_eq!(interpret("{}"), ScriptOutcome::Unchanged);
-        assert_eq!(interpret(" hello \n"), ScriptOutcome::Output("hello".into()));
+        assert_eq!(
+            interpret(" hello \n"),
+            ScriptOutcome::Output("hello".into())
+        );
     }
 
     #[test]
     fn credential_vars() {
-        for v in ["OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN", "WEBHOOK_SECRET", "SLACK_HOME_CHANNEL", "MY_SERVICE_TOKEN"] {
+        for v in [
+            "OPENAI_API_KEY",
+            "TELEGRAM_BOT_TOKEN",
+            "WEBHOOK_SECRET",
+            "SLACK_HOME_CHANNEL",
+            "MY_SERVICE_TOKEN",
+        ] {
             assert!(is_credential_var(v), "{v}");
         }
         for v in ["PATH", "HOME", "LANG"] {
@@ -227,10 +290,20 @@ mod tests {
         assert!(resolve("ok.py", home.path()).is_ok());
         assert!(resolve("~/.hermes/scripts/ok.py", home.path()).is_ok());
         assert!(resolve("../outside.py", home.path()).is_err());
-        assert!(resolve(&home.path().join("outside.py").display().to_string(), home.path()).is_err());
+        assert!(
+            resolve(
+                &home.path().join("outside.py").display().to_string(),
+                home.path()
+            )
+            .is_err()
+        );
         assert!(resolve("dir", home.path()).is_err());
         assert!(resolve("missing.py", home.path()).is_err());
-        std::os::unix::fs::symlink(home.path().join("outside.py"), home.path().join("scripts/link.py")).unwrap();
+        std::os::unix::fs::symlink(
+            home.path().join("outside.py"),
+            home.path().join("scripts/link.py"),
+        )
+        .unwrap();
         assert!(resolve("link.py", home.path()).is_err());
     }
 }

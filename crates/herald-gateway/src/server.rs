@@ -3,12 +3,12 @@
 use crate::answer::Answer;
 use crate::pipeline::Gateway;
 use axum::Router;
-use axum::serve::ListenerExt;
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
 use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,7 +47,9 @@ async fn webhook(
         return Answer::not_found().into_response();
     };
     let (parts, body): (_, Body) = request.into_parts();
-    gw.handle(&route, None, &parts.headers, body).await.into_response()
+    gw.handle(&route, None, &parts.headers, body)
+        .await
+        .into_response()
 }
 
 async fn profiled_webhook(
@@ -60,29 +62,48 @@ async fn profiled_webhook(
     };
     let (parts, body): (_, Body) = request.into_parts();
     let profile = gw.multiplex_profiles.then_some(profile.as_str());
-    gw.handle(&route, profile, &parts.headers, body).await.into_response()
+    gw.handle(&route, profile, &parts.headers, body)
+        .await
+        .into_response()
 }
 
 /// Why the listener could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
     #[error("cannot resolve bind host {host:?}: {source}")]
-    Resolve { host: String, source: std::io::Error },
-    #[error("cannot listen on {addr}: {source} (is another process using the port? set `platforms.webhook.extra.port`)")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Resolve {
+        host: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "cannot listen on {addr}: {source} (is another process using the port? set `platforms.webhook.extra.port`)"
+    )]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// Binds the listening sockets: the given host (every address it resolves to), or all
 /// interfaces on IPv4 and IPv6 when no host is set.
 pub async fn bind(host: Option<&str>, port: u16) -> Result<Vec<TcpListener>, BindError> {
     let addrs: Vec<SocketAddr> = match host {
-        None => vec![SocketAddr::from(([0, 0, 0, 0], port)), SocketAddr::from(([0u16; 8], port))],
+        None => vec![
+            SocketAddr::from(([0, 0, 0, 0], port)),
+            SocketAddr::from(([0u16; 8], port)),
+        ],
         Some(h) => {
             let h = h.trim();
-            let h = h.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(h);
+            let h = h
+                .strip_prefix('[')
+                .and_then(|x| x.strip_suffix(']'))
+                .unwrap_or(h);
             let mut found: Vec<SocketAddr> = tokio::net::lookup_host((h, port))
                 .await
-                .map_err(|source| BindError::Resolve { host: h.to_owned(), source })?
+                .map_err(|source| BindError::Resolve {
+                    host: h.to_owned(),
+                    source,
+                })?
                 .collect();
             found.dedup();
             found
@@ -112,7 +133,11 @@ pub async fn bind(host: Option<&str>, port: u16) -> Result<Vec<TcpListener>, Bin
 }
 
 fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let domain = if addr.is_ipv6() { socket2::Domain::IPV6 } else { socket2::Domain::IPV4 };
+    let domain = if addr.is_ipv6() {
+        socket2::Domain::IPV6
+    } else {
+        socket2::Domain::IPV4
+    };
     let socket = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;

@@ -116,13 +116,18 @@ pub fn list(conn: &Connection, query: &InboxQuery) -> rusqlite::Result<Vec<Inbox
 
 /// One entry by id.
 pub fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<InboxItem>> {
-    conn.query_row(&format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"), [id], from_row)
-        .optional()
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"),
+        [id],
+        from_row,
+    )
+    .optional()
 }
 
 /// Counts per state.
 pub fn counts(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
-    let mut stmt = conn.prepare("SELECT state, COUNT(*) FROM inbox GROUP BY state ORDER BY state")?;
+    let mut stmt =
+        conn.prepare("SELECT state, COUNT(*) FROM inbox GROUP BY state ORDER BY state")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     rows.collect()
 }

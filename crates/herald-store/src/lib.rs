@@ -20,15 +20,24 @@ use tokio::sync::oneshot;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("store {path}: {source}")]
-    Open { path: PathBuf, source: rusqlite::Error },
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("store: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("store commit failed: {0}")]
     Commit(String),
     #[error("the store writer has stopped")]
     WriterGone,
-    #[error("store {path} has schema version {found}, newer than this herald ({supported}); upgrade herald")]
-    TooNew { path: PathBuf, found: i64, supported: i64 },
+    #[error(
+        "store {path} has schema version {found}, newer than this herald ({supported}); upgrade herald"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
 }
 
 /// Milliseconds since the Unix epoch.
@@ -47,8 +56,10 @@ pub struct Store {
 }
 
 fn open_connection(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
+    let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     Ok(conn)
 }
@@ -57,15 +68,24 @@ impl Store {
     /// Opens (creating if needed) the database, migrates it and starts the writer thread.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| StoreError::Open { path: path.to_path_buf(), source: rusqlite::Error::InvalidPath(parent.join(e.to_string())) })?;
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
+                path: path.to_path_buf(),
+                source: rusqlite::Error::InvalidPath(parent.join(e.to_string())),
+            })?;
         }
-        let mut conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
+        let mut conn = open_connection(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+        )?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if found > schema::latest_version() {
-            return Err(StoreError::TooNew { path: path.to_path_buf(), found, supported: schema::latest_version() });
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: schema::latest_version(),
+            });
         }
         schema::migrate(&mut conn)?;
         #[cfg(unix)]
@@ -78,7 +98,10 @@ impl Store {
             .name("herald-store-writer".into())
             .spawn(move || writer::run(conn, rx))
             .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
-        Ok(Store { tx, path: path.to_path_buf() })
+        Ok(Store {
+            tx,
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {

@@ -22,11 +22,23 @@ async fn enqueue_dedups_per_route_and_expires() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("h.db")).unwrap();
     let t = 1_000_000_000;
-    assert!(matches!(store.enqueue(item("a", "x", t)).await.unwrap(), EnqueueOutcome::Accepted { .. }));
-    assert_eq!(store.enqueue(item("a", "x", t + 10)).await.unwrap(), EnqueueOutcome::Duplicate);
-    assert!(matches!(store.enqueue(item("b", "x", t + 10)).await.unwrap(), EnqueueOutcome::Accepted { .. }));
     assert!(matches!(
-        store.enqueue(item("a", "x", t + DEDUP_WINDOW_MS)).await.unwrap(),
+        store.enqueue(item("a", "x", t)).await.unwrap(),
+        EnqueueOutcome::Accepted { .. }
+    ));
+    assert_eq!(
+        store.enqueue(item("a", "x", t + 10)).await.unwrap(),
+        EnqueueOutcome::Duplicate
+    );
+    assert!(matches!(
+        store.enqueue(item("b", "x", t + 10)).await.unwrap(),
+        EnqueueOutcome::Accepted { .. }
+    ));
+    assert!(matches!(
+        store
+            .enqueue(item("a", "x", t + DEDUP_WINDOW_MS))
+            .await
+            .unwrap(),
         EnqueueOutcome::Accepted { .. }
     ));
     let reader = store.reader().unwrap();
@@ -34,7 +46,12 @@ async fn enqueue_dedups_per_route_and_expires() {
     assert_eq!(all.len(), 3);
     assert_eq!(all[0].state, "queued");
     assert_eq!(all[0].payload, serde_json::json!({"a": 1}));
-    let only_b = reader.list(&InboxQuery { route: Some("b".into()), ..Default::default() }).unwrap();
+    let only_b = reader
+        .list(&InboxQuery {
+            route: Some("b".into()),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(only_b.len(), 1);
     assert_eq!(reader.counts().unwrap(), vec![("queued".to_owned(), 3)]);
     assert!(reader.get(9999).unwrap().is_none());
@@ -48,7 +65,9 @@ async fn concurrent_same_id_is_accepted_once_and_survives_reopen() {
     let mut tasks = Vec::new();
     for _ in 0..50 {
         let s = store.clone();
-        tasks.push(tokio::spawn(async move { s.enqueue(item("r", "same", now_ms())).await.unwrap() }));
+        tasks.push(tokio::spawn(async move {
+            s.enqueue(item("r", "same", now_ms())).await.unwrap()
+        }));
     }
     let mut accepted = 0;
     for t in tasks {
@@ -59,5 +78,8 @@ async fn concurrent_same_id_is_accepted_once_and_survives_reopen() {
     assert_eq!(accepted, 1);
     drop(store);
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.enqueue(item("r", "same", now_ms())).await.unwrap(), EnqueueOutcome::Duplicate);
+    assert_eq!(
+        store.enqueue(item("r", "same", now_ms())).await.unwrap(),
+        EnqueueOutcome::Duplicate
+    );
 }

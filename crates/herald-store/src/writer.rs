@@ -1,8 +1,8 @@
 //! The one writer thread: whatever writes are waiting are committed together in one
 //! transaction (group commit), so many concurrent requests share one fsync.
 
-use crate::inbox::{EnqueueOutcome, NewInboxItem};
 use crate::StoreError;
+use crate::inbox::{EnqueueOutcome, NewInboxItem};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -17,7 +17,10 @@ const PURGE_EVERY: Duration = Duration::from_secs(60);
 
 /// A write for the writer thread, with where to send its outcome.
 pub enum Command {
-    Enqueue(Box<NewInboxItem>, oneshot::Sender<Result<EnqueueOutcome, StoreError>>),
+    Enqueue(
+        Box<NewInboxItem>,
+        oneshot::Sender<Result<EnqueueOutcome, StoreError>>,
+    ),
 }
 
 /// Runs until every sender is dropped.
@@ -81,7 +84,10 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
     }
 }
 
-fn enqueue(tx: &rusqlite::Transaction<'_>, item: &NewInboxItem) -> rusqlite::Result<EnqueueOutcome> {
+fn enqueue(
+    tx: &rusqlite::Transaction<'_>,
+    item: &NewInboxItem,
+) -> rusqlite::Result<EnqueueOutcome> {
     let seen: Option<i64> = tx
         .prepare_cached("SELECT seen_at_ms FROM dedup WHERE route = ?1 AND delivery_id = ?2")?
         .query_row(params![item.route, item.delivery_id], |r| r.get(0))
@@ -89,8 +95,10 @@ fn enqueue(tx: &rusqlite::Transaction<'_>, item: &NewInboxItem) -> rusqlite::Res
     if seen.is_some_and(|at| item.received_at_ms - at < DEDUP_WINDOW_MS) {
         return Ok(EnqueueOutcome::Duplicate);
     }
-    tx.prepare_cached("INSERT OR REPLACE INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)")?
-        .execute(params![item.route, item.delivery_id, item.received_at_ms])?;
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![item.route, item.delivery_id, item.received_at_ms])?;
     tx.prepare_cached(
         "INSERT INTO inbox (route, event_type, delivery_id, state, received_at_ms, updated_at_ms, profile,
                             headers, payload, prompt, deliver, deliver_extra, skills, toolsets)
@@ -110,12 +118,17 @@ fn enqueue(tx: &rusqlite::Transaction<'_>, item: &NewInboxItem) -> rusqlite::Res
         item.skills,
         item.toolsets,
     ])?;
-    Ok(EnqueueOutcome::Accepted { id: tx.last_insert_rowid() })
+    Ok(EnqueueOutcome::Accepted {
+        id: tx.last_insert_rowid(),
+    })
 }
 
 fn purge(conn: &Connection, last_purge: &mut Instant, now_ms: i64) {
     *last_purge = Instant::now();
-    match conn.execute("DELETE FROM dedup WHERE seen_at_ms < ?1", params![now_ms - DEDUP_WINDOW_MS]) {
+    match conn.execute(
+        "DELETE FROM dedup WHERE seen_at_ms < ?1",
+        params![now_ms - DEDUP_WINDOW_MS],
+    ) {
         Ok(0) => {}
         Ok(n) => tracing::debug!(removed = n, "expired dedup keys removed"),
         Err(e) => tracing::warn!(error = %e, "could not remove expired dedup keys"),

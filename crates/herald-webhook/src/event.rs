@@ -16,7 +16,10 @@ pub enum ParseError {
 }
 
 /// Parses a body into a payload object: JSON first, then the form-encoded fallback.
-pub fn parse_body(body: &[u8], content_type: Option<&[u8]>) -> Result<Map<String, Value>, ParseError> {
+pub fn parse_body(
+    body: &[u8],
+    content_type: Option<&[u8]>,
+) -> Result<Map<String, Value>, ParseError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => return Ok(map),
         Ok(_) => return Err(ParseError::NotAnObject),
@@ -41,7 +44,12 @@ fn is_json_media_type(content_type: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(content_type) else {
         return false;
     };
-    let media = text.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let media = text
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     media == "application/json" || media.ends_with("+json")
 }
 
@@ -84,11 +92,12 @@ pub fn event_allowed(events: &[String], event_type: &Value) -> bool {
         Value::String(s) => s.clone(),
         other => crate::pyjson::text_form(other),
     };
-    events.iter().any(|e| *e == text)
+    events.contains(&text)
 }
 
 /// Header names that carry the sender's delivery id, in order of preference.
-pub const DELIVERY_ID_HEADERS: [&str; 4] = ["x-github-delivery", "svix-id", "webhook-id", "x-request-id"];
+pub const DELIVERY_ID_HEADERS: [&str; 4] =
+    ["x-github-delivery", "svix-id", "webhook-id", "x-request-id"];
 
 /// The sender's delivery id, if it sent one (an empty header counts as absent).
 pub fn sender_delivery_id(headers: &HeaderMap) -> Option<String> {
@@ -113,11 +122,24 @@ mod tests {
 
     #[test]
     fn json_object_and_fallbacks() {
-        assert_eq!(parse_body(br#"{"a":1,"a":2}"#, None).unwrap(), json!({"a":2}).as_object().cloned().unwrap());
+        assert_eq!(
+            parse_body(br#"{"a":1,"a":2}"#, None).unwrap(),
+            json!({"a":2}).as_object().cloned().unwrap()
+        );
         assert_eq!(parse_body(b"[1]", None), Err(ParseError::NotAnObject));
-        assert_eq!(parse_body(b"{bad", Some(b"application/json; charset=utf-8")), Err(ParseError::InvalidJson));
-        assert_eq!(parse_body(b"{bad", Some(b"application/vnd.x+json")), Err(ParseError::InvalidJson));
-        let form = parse_body(b"a=1&b=&c&a=x+y%21", Some(b"application/x-www-form-urlencoded")).unwrap();
+        assert_eq!(
+            parse_body(b"{bad", Some(b"application/json; charset=utf-8")),
+            Err(ParseError::InvalidJson)
+        );
+        assert_eq!(
+            parse_body(b"{bad", Some(b"application/vnd.x+json")),
+            Err(ParseError::InvalidJson)
+        );
+        let form = parse_body(
+            b"a=1&b=&c&a=x+y%21",
+            Some(b"application/x-www-form-urlencoded"),
+        )
+        .unwrap();
         assert_eq!(Value::Object(form), json!({"a": "x y!"}));
         assert_eq!(parse_body(b"just words", None).unwrap(), Map::new());
         assert_eq!(parse_body(b"", None).unwrap(), Map::new());
@@ -127,7 +149,10 @@ mod tests {
     #[test]
     fn event_type_order() {
         let mut h = HeaderMap::new();
-        let payload = json!({"event_type": "p", "type": "t"}).as_object().cloned().unwrap();
+        let payload = json!({"event_type": "p", "type": "t"})
+            .as_object()
+            .cloned()
+            .unwrap();
         assert_eq!(event_type(&h, &payload), json!("p"));
         h.insert("webhook-event-type", HeaderValue::from_static("std"));
         assert_eq!(event_type(&h, &payload), json!("std"));

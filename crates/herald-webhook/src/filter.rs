@@ -35,7 +35,9 @@ pub enum FieldPath {
     Payload(Vec<String>),
     /// `payload.<rest>`: the payload's own `payload` key if present, else the payload.
     PayloadKey(Vec<String>),
-    EventType { deeper: bool },
+    EventType {
+        deeper: bool,
+    },
     Header(String, Vec<String>),
 }
 
@@ -68,7 +70,10 @@ pub fn resolve_home_path(raw: &str, home: &Path) -> PathBuf {
         if expanded == prefix {
             return home.to_path_buf();
         }
-        if let Some(rest) = expanded.strip_prefix(prefix).and_then(|r| r.strip_prefix('/')) {
+        if let Some(rest) = expanded
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix('/'))
+        {
             return home.join(rest);
         }
     }
@@ -79,11 +84,17 @@ pub fn resolve_home_path(raw: &str, home: &Path) -> PathBuf {
         return user_home().join(rest);
     }
     let path = PathBuf::from(expanded);
-    if path.is_absolute() { path } else { home.join(path) }
+    if path.is_absolute() {
+        path
+    } else {
+        home.join(path)
+    }
 }
 
 fn user_home() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// `$VAR` and `${VAR}` expansion; unknown variables are left as written (Python's
@@ -140,12 +151,25 @@ pub fn compile(filters: Option<&Value>, home: &Path) -> (CompiledFilter, Vec<Fil
     (compiled, issues)
 }
 
-fn compile_spec(spec: &Value, at: &str, home: &Path, issues: &mut Vec<FilterIssue>) -> CompiledFilter {
+fn compile_spec(
+    spec: &Value,
+    at: &str,
+    home: &Path,
+    issues: &mut Vec<FilterIssue>,
+) -> CompiledFilter {
     let Value::Object(map) = spec else {
-        issues.push(FilterIssue { at: at.into(), message: "a filter spec must be a mapping".into() });
+        issues.push(FilterIssue {
+            at: at.into(),
+            message: "a filter spec must be a mapping".into(),
+        });
         return CompiledFilter::Never;
     };
-    let mut issue = |message: String| issues.push(FilterIssue { at: at.into(), message });
+    let mut issue = |message: String| {
+        issues.push(FilterIssue {
+            at: at.into(),
+            message,
+        })
+    };
     if let Some(list) = map.get("all") {
         return match list {
             Value::Array(items) => CompiledFilter::All(
@@ -177,7 +201,12 @@ fn compile_spec(spec: &Value, at: &str, home: &Path, issues: &mut Vec<FilterIssu
         };
     }
     if let Some(inner) = map.get("not") {
-        return CompiledFilter::Not(Box::new(compile_spec(inner, &format!("{at}.not"), home, issues)));
+        return CompiledFilter::Not(Box::new(compile_spec(
+            inner,
+            &format!("{at}.not"),
+            home,
+            issues,
+        )));
     }
     let field = field_path(map.get("field"));
     if let Some(x) = map.get("exists") {
@@ -243,7 +272,11 @@ fn compile_spec(spec: &Value, at: &str, home: &Path, issues: &mut Vec<FilterIssu
 }
 
 fn first_line(s: &str) -> String {
-    s.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or(s).trim().to_owned()
+    s.lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or(s)
+        .trim()
+        .to_owned()
 }
 
 fn truthy(v: &Value) -> bool {
@@ -261,13 +294,19 @@ fn field_path(field: Option<&Value>) -> FieldPath {
     let Some(Value::String(field)) = field else {
         return FieldPath::Absent;
     };
-    let segments: Vec<String> = field.split('.').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    let segments: Vec<String> = field
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
     let Some((first, rest)) = segments.split_first() else {
         return FieldPath::Absent;
     };
     match first.as_str() {
         "payload" => FieldPath::PayloadKey(rest.to_vec()),
-        "event" | "event_type" => FieldPath::EventType { deeper: !rest.is_empty() },
+        "event" | "event_type" => FieldPath::EventType {
+            deeper: !rest.is_empty(),
+        },
         "headers" => match rest.split_first() {
             Some((name, deeper)) => FieldPath::Header(name.to_ascii_lowercase(), deeper.to_vec()),
             None => FieldPath::Absent,
@@ -280,7 +319,9 @@ fn walk<'a>(mut current: &'a Value, path: &[String]) -> Option<&'a Value> {
     for segment in path {
         current = match current {
             Value::Object(map) => map.get(segment)?,
-            Value::Array(items) if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) => {
+            Value::Array(items)
+                if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) =>
+            {
                 items.get(segment.parse::<usize>().ok()?)?
             }
             _ => return None,
@@ -324,8 +365,10 @@ fn resolve<'a>(path: &FieldPath, input: &FilterInput<'a>) -> Option<Found<'a>> {
             if !deeper.is_empty() {
                 return None;
             }
-            let value = input.headers.get_all(name.as_str()).iter().last()?;
-            Some(Found::Owned(Value::String(String::from_utf8_lossy(value.as_bytes()).into_owned())))
+            let value = input.headers.get_all(name.as_str()).iter().next_back()?;
+            Some(Found::Owned(Value::String(
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )))
         }
     }
 }
@@ -341,8 +384,12 @@ impl CompiledFilter {
             CompiledFilter::Not(inner) => !inner.matches(input, lists),
             CompiledFilter::Exists(path, want) => resolve(path, input).is_some() == *want,
             CompiledFilter::Missing(path) => resolve(path, input).is_none(),
-            CompiledFilter::Equals(path, v) => resolve(path, input).is_some_and(|f| json_equal(f.get(), v)),
-            CompiledFilter::NotEquals(path, v) => resolve(path, input).is_none_or(|f| !json_equal(f.get(), v)),
+            CompiledFilter::Equals(path, v) => {
+                resolve(path, input).is_some_and(|f| json_equal(f.get(), v))
+            }
+            CompiledFilter::NotEquals(path, v) => {
+                resolve(path, input).is_none_or(|f| !json_equal(f.get(), v))
+            }
             CompiledFilter::Contains(path, needle) => {
                 resolve(path, input).is_some_and(|f| contains(f.get(), needle))
             }
@@ -353,7 +400,9 @@ impl CompiledFilter {
                 let values = lists.load(file);
                 values.iter().any(|v| json_equal(f.get(), v))
             }),
-            CompiledFilter::Regex(path, re) => resolve(path, input).is_some_and(|f| re.is_match(&text_form(f.get()))),
+            CompiledFilter::Regex(path, re) => {
+                resolve(path, input).is_some_and(|f| re.is_match(&text_form(f.get())))
+            }
         }
     }
 }
@@ -416,7 +465,13 @@ impl ListLoader for FileListCache {
                 return Arc::new(Vec::new());
             }
         };
-        entries.insert(path.to_path_buf(), CachedList { stamp, values: values.clone() });
+        entries.insert(
+            path.to_path_buf(),
+            CachedList {
+                stamp,
+                values: values.clone(),
+            },
+        );
         values
     }
 }
@@ -440,15 +495,23 @@ mod tests {
         let payload = payload.as_object().cloned().unwrap();
         let event = json!(event);
         compiled.matches(
-            &FilterInput { payload: &payload, event_type: &event, headers: &headers },
+            &FilterInput {
+                payload: &payload,
+                event_type: &event,
+                headers: &headers,
+            },
             &FileListCache::default(),
         )
     }
 
     #[test]
     fn operators() {
-        let p = json!({"a": {"b": [1, {"c": "x"}], "n": 4, "z": null}, "s": "hello", "o": {"k": 1}});
-        assert!(check(json!([{"field": "a.b.1.c", "equals": "x"}]), p.clone()));
+        let p =
+            json!({"a": {"b": [1, {"c": "x"}], "n": 4, "z": null}, "s": "hello", "o": {"k": 1}});
+        assert!(check(
+            json!([{"field": "a.b.1.c", "equals": "x"}]),
+            p.clone()
+        ));
         assert!(check(json!({"field": "a.n", "equals": 4.0}), p.clone()));
         assert!(!check(json!({"field": "a.n", "equals": "4"}), p.clone()));
         assert!(check(json!({"field": "a.z", "exists": true}), p.clone()));
@@ -462,12 +525,21 @@ mod tests {
         assert!(check(json!({"field": "a.n", "in": [3, 4]}), p.clone()));
         assert!(!check(json!({"field": "a.n", "in": 4}), p.clone()));
         assert!(check(json!({"field": "s", "regex": "^h.l+o$"}), p.clone()));
-        assert!(!check(json!({"field": "s", "regex": "(?<=h)ello"}), p.clone()));
+        assert!(!check(
+            json!({"field": "s", "regex": "(?<=h)ello"}),
+            p.clone()
+        ));
         assert!(check(json!({"field": "a.z", "regex": "None"}), p.clone()));
-        assert!(check(json!({"any": [{"field": "s", "equals": "no"}, {"field": "s", "equals": "hello"}]}), p.clone()));
+        assert!(check(
+            json!({"any": [{"field": "s", "equals": "no"}, {"field": "s", "equals": "hello"}]}),
+            p.clone()
+        ));
         assert!(!check(json!({"any": []}), p.clone()));
         assert!(check(json!({"all": []}), p.clone()));
-        assert!(check(json!({"not": {"field": "s", "equals": "no"}}), p.clone()));
+        assert!(check(
+            json!({"not": {"field": "s", "equals": "no"}}),
+            p.clone()
+        ));
         assert!(!check(json!({"field": "s"}), p.clone()));
         assert!(!check(json!("string"), p.clone()));
         assert!(check(json!([]), p.clone()));
@@ -478,13 +550,27 @@ mod tests {
     fn roots() {
         let p = json!({"payload": {"x": 1}, "x": 2});
         assert!(check(json!({"field": "payload.x", "equals": 1}), p));
-        assert!(check(json!({"field": "payload.x", "equals": 2}), json!({"x": 2})));
-        assert!(check(json!({"field": "event", "equals": "push"}), json!({})));
-        assert!(!check(json!({"field": "event.x", "exists": true}), json!({})));
+        assert!(check(
+            json!({"field": "payload.x", "equals": 2}),
+            json!({"x": 2})
+        ));
+        assert!(check(
+            json!({"field": "event", "equals": "push"}),
+            json!({})
+        ));
+        assert!(!check(
+            json!({"field": "event.x", "exists": true}),
+            json!({})
+        ));
         let mut h = HeaderMap::new();
         h.append("x-tag", HeaderValue::from_static("one"));
         h.append("x-tag", HeaderValue::from_static("two"));
-        assert!(check_with(json!({"field": "headers.X-Tag", "equals": "two"}), json!({}), "e", h));
+        assert!(check_with(
+            json!({"field": "headers.X-Tag", "equals": "two"}),
+            json!({}),
+            "e",
+            h
+        ));
     }
 
     #[test]
@@ -498,15 +584,24 @@ mod tests {
     fn list_files() {
         assert_eq!(parse_list_file("[42, \"a\"]"), vec![json!(42), json!("a")]);
         assert_eq!(parse_list_file("{\"k\": 1}"), vec![json!("k")]);
-        assert_eq!(parse_list_file("alice\n\n  bob \n"), vec![json!("alice"), json!("bob")]);
+        assert_eq!(
+            parse_list_file("alice\n\n  bob \n"),
+            vec![json!("alice"), json!("bob")]
+        );
         assert_eq!(parse_list_file("7"), vec![json!(7)]);
     }
 
     #[test]
     fn home_paths() {
         let home = Path::new("/h");
-        assert_eq!(resolve_home_path("~/.hermes/x.txt", home), PathBuf::from("/h/x.txt"));
-        assert_eq!(resolve_home_path(" lists/a ", home), PathBuf::from("/h/lists/a"));
+        assert_eq!(
+            resolve_home_path("~/.hermes/x.txt", home),
+            PathBuf::from("/h/x.txt")
+        );
+        assert_eq!(
+            resolve_home_path(" lists/a ", home),
+            PathBuf::from("/h/lists/a")
+        );
         assert_eq!(resolve_home_path("/abs", home), PathBuf::from("/abs"));
         assert_eq!(expand_env("$HERALD_NO_SUCH_VAR/x"), "$HERALD_NO_SUCH_VAR/x");
     }

@@ -199,7 +199,11 @@ fn classify(n: &Number) -> NumberText {
     if digits.is_empty() {
         return NumberText::Int("0".to_owned());
     }
-    NumberText::Int(if negative { format!("-{digits}") } else { digits.to_owned() })
+    NumberText::Int(if negative {
+        format!("-{digits}")
+    } else {
+        digits.to_owned()
+    })
 }
 
 /// Python's `repr(float)`: the shortest round-trip digits, fixed notation for decimal
@@ -264,7 +268,8 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         (Value::String(x), Value::String(y)) => x == y,
         (Value::Bool(x), Value::Bool(y)) => x == y,
@@ -356,9 +361,15 @@ mod tests {
         assert!(json_equal(&parse("4"), &parse("4.0")));
         assert!(!json_equal(&parse("4"), &json!("4")));
         assert!(!json_equal(&json!(true), &parse("1")));
-        assert!(json_equal(&parse(r#"{"a":1,"b":[2]}"#), &parse(r#"{"b":[2.0],"a":1}"#)));
+        assert!(json_equal(
+            &parse(r#"{"a":1,"b":[2]}"#),
+            &parse(r#"{"b":[2.0],"a":1}"#)
+        ));
         assert!(!json_equal(&parse("4"), &parse("4.5")));
-        assert!(json_equal(&parse("10000000000000000000000"), &parse("1e22")));
+        assert!(json_equal(
+            &parse("10000000000000000000000"),
+            &parse("1e22")
+        ));
     }
 
     #[test]

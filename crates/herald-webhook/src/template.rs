@@ -144,22 +144,37 @@ mod tests {
     fn render(template: &str, payload: Value) -> String {
         let payload = payload.as_object().cloned().unwrap();
         let event = json!("push");
-        Template::compile(template).render(&RenderContext { payload: &payload, event_type: &event })
+        Template::compile(template).render(&RenderContext {
+            payload: &payload,
+            event_type: &event,
+        })
     }
 
     #[test]
     fn paths_resolve_and_missing_stay() {
         let p = json!({"a": {"b": "x", "n": 42, "f": 1.5, "t": true, "z": null}, "l": [1, 2]});
-        assert_eq!(render("{a.b}/{a.n}/{a.f}/{a.t}/{a.z}", p.clone()), "x/42/1.5/True/None");
-        assert_eq!(render("{a.c} {missing} {l.0}", p.clone()), "{a.c} {missing} {l.0}");
-        assert_eq!(render("{a-b} { a } {} {$a} {é}", p.clone()), "{a-b} { a } {} {$a} {é}");
+        assert_eq!(
+            render("{a.b}/{a.n}/{a.f}/{a.t}/{a.z}", p.clone()),
+            "x/42/1.5/True/None"
+        );
+        assert_eq!(
+            render("{a.c} {missing} {l.0}", p.clone()),
+            "{a.c} {missing} {l.0}"
+        );
+        assert_eq!(
+            render("{a-b} { a } {} {$a} {é}", p.clone()),
+            "{a-b} { a } {} {$a} {é}"
+        );
         assert_eq!(render("{{a.b}}", p.clone()), "{x}");
         assert_eq!(render("{l}", p), "[\n  1,\n  2\n]");
     }
 
     #[test]
     fn event_type_is_reserved() {
-        assert_eq!(render("{event_type}", json!({"event_type": "other"})), "push");
+        assert_eq!(
+            render("{event_type}", json!({"event_type": "other"})),
+            "push"
+        );
     }
 
     #[test]
@@ -180,8 +195,17 @@ mod tests {
     fn default_prompt_has_fence() {
         let payload = json!({"a": 1}).as_object().cloned().unwrap();
         let ev = json!("ping");
-        let out = default_prompt("r", &RenderContext { payload: &payload, event_type: &ev });
-        assert_eq!(out, "Webhook event 'ping' on route 'r':\n\n```json\n{\n  \"a\": 1\n}\n```");
+        let out = default_prompt(
+            "r",
+            &RenderContext {
+                payload: &payload,
+                event_type: &ev,
+            },
+        );
+        assert_eq!(
+            out,
+            "Webhook event 'ping' on route 'r':\n\n```json\n{\n  \"a\": 1\n}\n```"
+        );
     }
 
     #[test]

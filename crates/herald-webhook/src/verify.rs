@@ -3,8 +3,8 @@
 //! alone decides.
 
 use base64::Engine;
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
 use sha2::Sha256;
@@ -86,7 +86,10 @@ pub enum VerifyError {
     #[error("no recognised signature header")]
     NoSignatureHeader,
     #[error("{scheme} signature: required header `{header}` is missing")]
-    MissingHeader { scheme: &'static str, header: &'static str },
+    MissingHeader {
+        scheme: &'static str,
+        header: &'static str,
+    },
     #[error("{scheme} signature: timestamp is not an integer")]
     BadTimestamp { scheme: &'static str },
     #[error("{scheme} signature: timestamp is {skew}s away from now (limit 300s)")]
@@ -101,7 +104,9 @@ pub enum VerifyError {
 /// base64 (padding optional), otherwise the UTF-8 bytes.
 pub fn standard_key(secret: &str) -> Result<Vec<u8>, VerifyError> {
     match secret.strip_prefix("whsec_") {
-        Some(rest) => LENIENT_PADDING.decode(rest).map_err(|_| VerifyError::BadWhsecSecret),
+        Some(rest) => LENIENT_PADDING
+            .decode(rest)
+            .map_err(|_| VerifyError::BadWhsecSecret),
         None => Ok(secret.as_bytes().to_vec()),
     }
 }
@@ -154,10 +159,15 @@ pub fn verify(
     let scheme = select_scheme(headers).ok_or(VerifyError::NoSignatureHeader)?;
     match scheme {
         SignatureScheme::Svix => verify_standard_like(secret, headers, body, clock, SVIX),
-        SignatureScheme::Standard => verify_standard_like(secret, headers, body, clock, STANDARD_HEADERS),
+        SignatureScheme::Standard => {
+            verify_standard_like(secret, headers, body, clock, STANDARD_HEADERS)
+        }
         SignatureScheme::Github => {
             let got = header(headers, "x-hub-signature-256").unwrap_or_default();
-            let want = format!("sha256={}", hex::encode(hmac_sha256(secret.as_bytes(), &[body])));
+            let want = format!(
+                "sha256={}",
+                hex::encode(hmac_sha256(secret.as_bytes(), &[body]))
+            );
             check_eq(got, want.as_bytes(), "github")
         }
         SignatureScheme::GitlabToken => {
@@ -213,7 +223,10 @@ fn verify_standard_like(
     clock: &dyn Clock,
     names: StandardHeaders,
 ) -> Result<(), VerifyError> {
-    let missing = |header| VerifyError::MissingHeader { scheme: names.scheme, header };
+    let missing = |header| VerifyError::MissingHeader {
+        scheme: names.scheme,
+        header,
+    };
     let id = header(headers, names.id).ok_or(missing(names.id))?;
     let ts = header(headers, names.timestamp).ok_or(missing(names.timestamp))?;
     let sigs = header(headers, names.signature).ok_or(missing(names.signature))?;
@@ -221,7 +234,10 @@ fn verify_standard_like(
     let key = standard_key(secret)?;
     let expected = STANDARD.encode(hmac_sha256(&key, &[id, b".", ts, b".", body]));
     let mut matched = subtle::Choice::from(0u8);
-    for entry in sigs.split(|b| b.is_ascii_whitespace()).filter(|e| !e.is_empty()) {
+    for entry in sigs
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|e| !e.is_empty())
+    {
         let Some(comma) = entry.iter().position(|b| *b == b',') else {
             continue;
         };
@@ -233,7 +249,9 @@ fn verify_standard_like(
     if bool::from(matched) {
         Ok(())
     } else {
-        Err(VerifyError::Mismatch { scheme: names.scheme })
+        Err(VerifyError::Mismatch {
+            scheme: names.scheme,
+        })
     }
 }
 
@@ -246,9 +264,14 @@ fn check_timestamp(ts: &[u8], clock: &dyn Clock, scheme: &'static str) -> Result
     if !valid_digits {
         return Err(VerifyError::BadTimestamp { scheme });
     }
-    let ts: i64 = text.parse().map_err(|_| VerifyError::BadTimestamp { scheme })?;
+    let ts: i64 = text
+        .parse()
+        .map_err(|_| VerifyError::BadTimestamp { scheme })?;
     let skew = clock.now_unix().saturating_sub(ts);
-    if skew.checked_abs().is_none_or(|s| s > TIMESTAMP_TOLERANCE_SECS) {
+    if skew
+        .checked_abs()
+        .is_none_or(|s| s > TIMESTAMP_TOLERANCE_SECS)
+    {
         return Err(VerifyError::StaleTimestamp { scheme, skew });
     }
     Ok(())
@@ -289,12 +312,18 @@ pub mod sign {
 
     /// `sha256=<hex>` for `X-Hub-Signature-256`.
     pub fn github(secret: &str, body: &[u8]) -> String {
-        format!("sha256={}", hex::encode(hmac_sha256(secret.as_bytes(), &[body])))
+        format!(
+            "sha256={}",
+            hex::encode(hmac_sha256(secret.as_bytes(), &[body]))
+        )
     }
 
     /// Hex for `X-Webhook-Signature-V2`.
     pub fn generic_v2(secret: &str, timestamp: &str, body: &[u8]) -> String {
-        hex::encode(hmac_sha256(secret.as_bytes(), &[timestamp.as_bytes(), b".", body]))
+        hex::encode(hmac_sha256(
+            secret.as_bytes(),
+            &[timestamp.as_bytes(), b".", body],
+        ))
     }
 
     /// Hex for `X-Webhook-Signature`.
@@ -303,9 +332,17 @@ pub mod sign {
     }
 
     /// `v1,<base64>` for `webhook-signature` / `svix-signature`.
-    pub fn standard(secret: &str, id: &str, timestamp: &str, body: &[u8]) -> Result<String, VerifyError> {
+    pub fn standard(
+        secret: &str,
+        id: &str,
+        timestamp: &str,
+        body: &[u8],
+    ) -> Result<String, VerifyError> {
         let key = standard_key(secret)?;
-        let mac = hmac_sha256(&key, &[id.as_bytes(), b".", timestamp.as_bytes(), b".", body]);
+        let mac = hmac_sha256(
+            &key,
+            &[id.as_bytes(), b".", timestamp.as_bytes(), b".", body],
+        );
         Ok(format!("v1,{}", STANDARD.encode(mac)))
     }
 }
@@ -326,14 +363,30 @@ mod tests {
     #[test]
     fn github_vector() {
         let sig = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
-        assert_eq!(sign::github("It's a Secret to Everybody", b"Hello, World!"), sig);
+        assert_eq!(
+            sign::github("It's a Secret to Everybody", b"Hello, World!"),
+            sig
+        );
         let h = headers(&[("x-hub-signature-256", sig)]);
         assert_eq!(
-            verify("It's a Secret to Everybody", &h, b"Hello, World!", &FixedClock(0)),
+            verify(
+                "It's a Secret to Everybody",
+                &h,
+                b"Hello, World!",
+                &FixedClock(0)
+            ),
             Ok(SignatureScheme::Github)
         );
         let upper = headers(&[("x-hub-signature-256", &sig.to_uppercase())]);
-        assert!(verify("It's a Secret to Everybody", &upper, b"Hello, World!", &FixedClock(0)).is_err());
+        assert!(
+            verify(
+                "It's a Secret to Everybody",
+                &upper,
+                b"Hello, World!",
+                &FixedClock(0)
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -348,46 +401,111 @@ mod tests {
         );
         let clock = FixedClock(1_700_000_300);
         let ok = headers(&[
-            ("x-webhook-signature-v2", "1698a50bc74d1ff1db85c4e0a5297c2ad9fdba245d5737cdb789e4cc6e098940"),
+            (
+                "x-webhook-signature-v2",
+                "1698a50bc74d1ff1db85c4e0a5297c2ad9fdba245d5737cdb789e4cc6e098940",
+            ),
             ("x-webhook-timestamp", "1700000000"),
         ]);
-        assert_eq!(verify("s3cret", &ok, br#"{"a":1}"#, &clock), Ok(SignatureScheme::GenericV2));
+        assert_eq!(
+            verify("s3cret", &ok, br#"{"a":1}"#, &clock),
+            Ok(SignatureScheme::GenericV2)
+        );
         assert!(verify("s3cret", &ok, br#"{"a":1}"#, &FixedClock(1_700_000_301)).is_err());
         // No downgrade: V2 without its timestamp fails even with a valid V1 signature.
         let stripped = headers(&[
-            ("x-webhook-signature-v2", "1698a50bc74d1ff1db85c4e0a5297c2ad9fdba245d5737cdb789e4cc6e098940"),
-            ("x-webhook-signature", "5910e62016ef5034272c926c27071992a465c2335cecf41851bda071577f4f6d"),
+            (
+                "x-webhook-signature-v2",
+                "1698a50bc74d1ff1db85c4e0a5297c2ad9fdba245d5737cdb789e4cc6e098940",
+            ),
+            (
+                "x-webhook-signature",
+                "5910e62016ef5034272c926c27071992a465c2335cecf41851bda071577f4f6d",
+            ),
         ]);
         assert!(verify("s3cret", &stripped, br#"{"a":1}"#, &clock).is_err());
-        let v1 = headers(&[("x-webhook-signature", "5910e62016ef5034272c926c27071992a465c2335cecf41851bda071577f4f6d")]);
-        assert_eq!(verify("s3cret", &v1, br#"{"a":1}"#, &clock), Ok(SignatureScheme::GenericV1));
-        let decimal = headers(&[("x-webhook-signature-v2", "00"), ("x-webhook-timestamp", "12.5")]);
+        let v1 = headers(&[(
+            "x-webhook-signature",
+            "5910e62016ef5034272c926c27071992a465c2335cecf41851bda071577f4f6d",
+        )]);
+        assert_eq!(
+            verify("s3cret", &v1, br#"{"a":1}"#, &clock),
+            Ok(SignatureScheme::GenericV1)
+        );
+        let decimal = headers(&[
+            ("x-webhook-signature-v2", "00"),
+            ("x-webhook-timestamp", "12.5"),
+        ]);
         assert_eq!(
             verify("s3cret", &decimal, b"", &clock),
-            Err(VerifyError::BadTimestamp { scheme: "generic_v2" })
+            Err(VerifyError::BadTimestamp {
+                scheme: "generic_v2"
+            })
         );
     }
 
     #[test]
     fn standard_vectors() {
         let cases = [
-            ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330",
-             r#"{"test": 2432232314}"#, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="),
-            ("whsec_aGVyYWxkLXN0YW5kYXJkLXdlYmhvb2tzLWtleS0zMmI=", "whe_01k1jbxexample", "1788253679",
-             r#"{"type":"event","id":"whe_01k1jbxexample","created_at":"2026-09-01T09:07:59Z","data":{"type":"forward.schedule_run.succeeded","id":"srun_01k1jbrexample","schema_version":1,"status":"completed"}}"#,
-             "v1,vQNKfZELKXjBDj6LYdwX+abhMgwn+2KeC6TfyO44or8="),
-            ("whsec_MDEyMzQ1Njc4OQ", "msg_1", "1700000000", "{}", "v1,iglk8egL6WhU+nipnFCfs3vgU+46ciIJt5ml4VoY+NY="),
+            (
+                "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                "msg_p5jXN8AQM9LWM0D4loKWxJek",
+                "1614265330",
+                r#"{"test": 2432232314}"#,
+                "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            ),
+            (
+                "whsec_aGVyYWxkLXN0YW5kYXJkLXdlYmhvb2tzLWtleS0zMmI=",
+                "whe_01k1jbxexample",
+                "1788253679",
+                r#"{"type":"event","id":"whe_01k1jbxexample","created_at":"2026-09-01T09:07:59Z","data":{"type":"forward.schedule_run.succeeded","id":"srun_01k1jbrexample","schema_version":1,"status":"completed"}}"#,
+                "v1,vQNKfZELKXjBDj6LYdwX+abhMgwn+2KeC6TfyO44or8=",
+            ),
+            (
+                "whsec_MDEyMzQ1Njc4OQ",
+                "msg_1",
+                "1700000000",
+                "{}",
+                "v1,iglk8egL6WhU+nipnFCfs3vgU+46ciIJt5ml4VoY+NY=",
+            ),
         ];
         for (secret, id, ts, body, sig) in cases {
-            assert_eq!(sign::standard(secret, id, ts, body.as_bytes()).unwrap(), sig);
+            assert_eq!(
+                sign::standard(secret, id, ts, body.as_bytes()).unwrap(),
+                sig
+            );
             let clock = FixedClock(ts.parse::<i64>().unwrap() + 300);
             for prefix in ["webhook", "svix"] {
                 let h = headers(&[
-                    (if prefix == "svix" { "svix-id" } else { "webhook-id" }, id),
-                    (if prefix == "svix" { "svix-timestamp" } else { "webhook-timestamp" }, ts),
-                    (if prefix == "svix" { "svix-signature" } else { "webhook-signature" }, &format!("v1,AAAA {sig}")),
+                    (
+                        if prefix == "svix" {
+                            "svix-id"
+                        } else {
+                            "webhook-id"
+                        },
+                        id,
+                    ),
+                    (
+                        if prefix == "svix" {
+                            "svix-timestamp"
+                        } else {
+                            "webhook-timestamp"
+                        },
+                        ts,
+                    ),
+                    (
+                        if prefix == "svix" {
+                            "svix-signature"
+                        } else {
+                            "webhook-signature"
+                        },
+                        &format!("v1,AAAA {sig}"),
+                    ),
                 ]);
-                assert!(verify(secret, &h, body.as_bytes(), &clock).is_ok(), "{prefix} {id}");
+                assert!(
+                    verify(secret, &h, body.as_bytes(), &clock).is_ok(),
+                    "{prefix} {id}"
+                );
                 assert!(verify(secret, &h, body.as_bytes(), &FixedClock(clock.0 + 1)).is_err());
             }
             let v2_only = headers(&[
@@ -401,20 +519,36 @@ mod tests {
 
     #[test]
     fn selection_order() {
-        let h = headers(&[("webhook-id", "x"), ("webhook-timestamp", "1"), ("x-gitlab-token", "t")]);
+        let h = headers(&[
+            ("webhook-id", "x"),
+            ("webhook-timestamp", "1"),
+            ("x-gitlab-token", "t"),
+        ]);
         assert_eq!(select_scheme(&h), Some(SignatureScheme::GitlabToken));
-        assert_eq!(verify("t", &h, b"", &FixedClock(0)), Ok(SignatureScheme::GitlabToken));
+        assert_eq!(
+            verify("t", &h, b"", &FixedClock(0)),
+            Ok(SignatureScheme::GitlabToken)
+        );
         let h = headers(&[("authorization", "Bearer t")]);
-        assert_eq!(verify("t", &h, b"", &FixedClock(0)), Err(VerifyError::NoSignatureHeader));
+        assert_eq!(
+            verify("t", &h, b"", &FixedClock(0)),
+            Err(VerifyError::NoSignatureHeader)
+        );
         let h = headers(&[("x-hub-signature-256", "")]);
         assert_eq!(select_scheme(&h), None);
-        assert_eq!(verify(INSECURE_NO_AUTH, &h, b"", &FixedClock(0)), Ok(SignatureScheme::Insecure));
+        assert_eq!(
+            verify(INSECURE_NO_AUTH, &h, b"", &FixedClock(0)),
+            Ok(SignatureScheme::Insecure)
+        );
     }
 
     #[test]
     fn non_ascii_header_is_a_mismatch() {
         let mut h = HeaderMap::new();
-        h.insert("x-gitlab-token", HeaderValue::from_bytes(b"caf\xe9").unwrap());
+        h.insert(
+            "x-gitlab-token",
+            HeaderValue::from_bytes(b"caf\xe9").unwrap(),
+        );
         assert!(verify("café", &h, b"", &FixedClock(0)).is_err());
     }
 }

@@ -1,0 +1,242 @@
+//! Start-up: the first start on an empty home, config errors that stop herald, warnings,
+//! the environment overlay, logs, and graceful shutdown.
+
+use super::support::*;
+use reqwest::StatusCode;
+use std::process::{Command, Stdio};
+
+#[tokio::test]
+async fn first_start_writes_a_default_config_and_serves() {
+    let home = tempfile::tempdir().unwrap();
+    // Port 8644 may be taken on a shared machine: pin a free one through the env overlay.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port().to_string()
+    };
+    let h = Herald::start_in(
+        home,
+        &[("WEBHOOK_ENABLED", "true"), ("WEBHOOK_PORT", &port)],
+    );
+    let text = h.stdout_lines.join("\n");
+    assert!(text.contains("wrote a default configuration to"), "{text}");
+    assert!(text.contains("curl"), "{text}");
+    let config_path = h.home().join("config.yaml");
+    let config = std::fs::read_to_string(&config_path).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&config_path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let secret = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("secret: \""))
+        .unwrap()
+        .trim_end_matches('"')
+        .to_owned();
+    assert_eq!(secret.len(), 43);
+    assert!(!text.contains(&secret), "the secret must not be printed");
+    assert!(h.home().join("scripts").is_dir());
+    let body = r#"{"hello": "world"}"#;
+    let sig = herald_webhook::verify::sign::github(&secret, body.as_bytes());
+    let (s, b) = h
+        .post(
+            "/webhooks/example",
+            body,
+            &[
+                ("x-hub-signature-256", sig),
+                ("x-github-event", "ping".into()),
+            ],
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert!(!h.log().contains("unknown key"), "{}", h.log());
+}
+
+#[test]
+fn config_errors_stop_herald_with_file_line_key_and_fix() {
+    let cases = [
+        (
+            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        r: {prompt: x}\n",
+            ["config.yaml:6:9", "routes.r.secret", "set `secret:`"],
+        ),
+        (
+            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 0.0.0.0\n      routes:\n        r: {secret: INSECURE_NO_AUTH}\n",
+            ["config.yaml:7:13", "INSECURE_NO_AUTH", "host: 127.0.0.1"],
+        ),
+        (
+            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: s\n      routes:\n        r: {deliver_only: true, deliver: log}\n",
+            ["config.yaml:7:33", "routes.r.deliver", "real target"],
+        ),
+        (
+            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: s\n      routes:\n        r:\n          filters: [{field: a, regex: '(?P<x'}]\n",
+            ["config.yaml:8:11", "invalid regex", "filters"],
+        ),
+        (
+            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: abc\n",
+            ["config.yaml:5:7", "extra.port", "whole number"],
+        ),
+        (
+            "platforms:\n  webhook: [oops\n",
+            ["config.yaml:", "YAML syntax error", ""],
+        ),
+    ];
+    for (config, needles) in cases {
+        let (code, stderr) = start_expect_failure(config);
+        assert_eq!(code, 1, "{stderr}");
+        for n in needles {
+            assert!(stderr.contains(n), "missing {n:?} in {stderr}");
+        }
+        assert!(
+            stderr.contains("not serving") || stderr.contains("YAML"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn disabled_webhook_platform_says_how_to_enable() {
+    let (code, stderr) = start_expect_failure("platforms:\n  webhook:\n    enabled: false\n");
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("platforms.webhook.enabled: true"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn port_in_use_exits_non_zero() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let config = config_with_routes("        r: {}\n").replace("port: 0", &format!("port: {port}"));
+    let (code, stderr) = start_expect_failure(&config);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cannot listen"), "{stderr}");
+}
+
+#[tokio::test]
+async fn unknown_keys_warn_once_with_suggestions() {
+    let config = format!(
+        "compression: {{enabled: true}}\nmemory: {{provider: x}}\n{}",
+        config_with_routes("        r:\n          secert: typo\n          prompt: hi\n")
+    );
+    let h = Herald::start(&config);
+    let log = h.log();
+    assert_eq!(
+        log.matches("`compression`: unknown key").count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("`memory`: unknown key"), "{log}");
+    assert!(
+        log.contains("secert`: unknown key, ignored by herald; did you mean `secret`?"),
+        "{log}"
+    );
+    let (s, _) = h.github("r", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn dotenv_overrides_the_environment() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "platforms:\n  webhook:\n    extra:\n      host: 127.0.0.1\n      port: 0\n      routes:\n        r: {}\n").unwrap();
+    std::fs::write(
+        home.path().join(".env"),
+        "WEBHOOK_ENABLED=true\nWEBHOOK_SECRET=from-dotenv\n",
+    )
+    .unwrap();
+    let h = Herald::start_in(home, &[("WEBHOOK_SECRET", "from-process")]);
+    let sig = herald_webhook::verify::sign::github("from-dotenv", b"{}");
+    let (s, _) = h
+        .post("/webhooks/r", "{}", &[("x-hub-signature-256", sig)])
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn json_logs_carry_route_event_and_delivery_id() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        config_with_routes("        r: {events: [push]}\n"),
+    )
+    .unwrap();
+    let log_path = home.path().join("json.log");
+    let mut child = Command::new(BIN)
+        .args(["--log-format", "json", "gateway", "run"])
+        .env("HERALD_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    use std::io::BufRead;
+    reader.read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("herald: webhook listening on ")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let client = reqwest::Client::new();
+    for (event, id) in [("push", "id-a"), ("issues", "id-b")] {
+        client
+            .post(format!("{base}/webhooks/r"))
+            .header("x-github-event", event)
+            .header("x-github-delivery", id)
+            .header(
+                "x-hub-signature-256",
+                herald_webhook::verify::sign::github(SECRET, b"{}"),
+            )
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+    }
+    let _ = client
+        .post(format!("{base}/webhooks/r"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}")))
+        .collect();
+    let accepted = lines.iter().find(|l| l["message"] == "accepted").unwrap();
+    assert_eq!(
+        (
+            accepted["route"].as_str(),
+            accepted["event"].as_str(),
+            accepted["delivery_id"].as_str()
+        ),
+        (Some("r"), Some("push"), Some("id-a"))
+    );
+    assert!(lines.iter().any(
+        |l| l["message"].as_str().unwrap_or("").starts_with("ignored") && l["event"] == "issues"
+    ));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["message"] == "rejected: invalid signature" && l["route"] == "r")
+    );
+    assert!(!std::fs::read_to_string(&log_path).unwrap().contains(SECRET));
+}
+
+#[tokio::test]
+async fn sigterm_exits_zero() {
+    let mut h = Herald::start(&config_with_routes("        r: {}\n"));
+    let (s, _) = h.github("r", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    assert_eq!(h.terminate(), Some(0));
+}

@@ -1,0 +1,246 @@
+//! Events, filters, route scripts and templates, end to end.
+
+use super::support::*;
+use reqwest::StatusCode;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn events_and_filters() {
+    let routes = r#"        prs:
+          events: [pull_request]
+          filters:
+            - field: action
+              in: [opened, reopened]
+            - any:
+                - field: pull_request.labels.0.name
+                  equals: urgent
+                - field: headers.X-Tag
+                  regex: '^deploy-\d+$'
+            - not: {field: pull_request.draft, equals: true}
+            - field: sender.login
+              in_file: lists/allowed.txt
+            - not: {field: pull_request.title, regex: '(a+)+$'}
+          prompt: "PR #{number}: {pull_request.title} by {sender.login} ({event_type}) {missing.key}"
+          deliver: telegram
+          deliver_extra:
+            chat_id: "{repository.owner.id}"
+            message_thread_id: 7
+            text: "{pull_request.title}"
+"#;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config_with_routes(routes)).unwrap();
+    std::fs::create_dir_all(home.path().join("lists")).unwrap();
+    std::fs::write(home.path().join("lists/allowed.txt"), "alice\n  bob \n").unwrap();
+    let h = Herald::start_in(home, &[]);
+    let pr = |action: &str, label: &str, draft: bool, login: &str, title: &str| {
+        json!({
+            "action": action, "number": 42,
+            "pull_request": {"title": title, "draft": draft, "labels": [{"name": label}]},
+            "sender": {"login": login}, "repository": {"owner": {"id": 12345}}
+        })
+        .to_string()
+    };
+    let (s, b) = h
+        .github(
+            "prs",
+            "push",
+            &pr("opened", "urgent", false, "alice", "t"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::OK,
+            json!({"status": "ignored", "event": "push"})
+        )
+    );
+    let filtered = json!({"status": "ignored", "reason": "filter", "route": "prs"});
+    for body in [
+        pr("closed", "urgent", false, "alice", "t"),
+        pr("opened", "later", false, "alice", "t"),
+        pr("opened", "urgent", true, "alice", "t"),
+        pr("opened", "urgent", false, "mallory", "t"),
+    ] {
+        let (s, b) = h.github("prs", "pull_request", &body, None).await;
+        assert_eq!((s, b), (StatusCode::OK, filtered.clone()));
+    }
+    // A hostile title against a catastrophic-backtracking pattern answers promptly.
+    let start = Instant::now();
+    let evil = format!("{}!", "a".repeat(50_000));
+    let (s, _) = h
+        .github(
+            "prs",
+            "pull_request",
+            &pr("opened", "urgent", false, "bob", &evil),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let (s, b) = h
+        .github(
+            "prs",
+            "pull_request",
+            &pr("reopened", "urgent", false, "bob", "Fix ✓ naïve"),
+            Some("d-1"),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    // The header branch of `any`.
+    let body = pr("opened", "none", false, "alice", "x");
+    let mut headers = vec![
+        ("x-github-event", "pull_request".to_owned()),
+        (
+            "x-hub-signature-256",
+            herald_webhook::verify::sign::github(SECRET, body.as_bytes()),
+        ),
+        ("x-tag", "deploy-12".to_owned()),
+    ];
+    let (s, _) = h.post("/webhooks/prs", body.clone(), &headers).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    headers[2].1 = "deploy-x".to_owned();
+    let (s, _) = h.post("/webhooks/prs", body, &headers).await;
+    assert_eq!(s, StatusCode::OK);
+    // in_file edits take effect at once.
+    std::fs::write(h.home().join("lists/allowed.txt"), "[\"mallory\"]").unwrap();
+    let (s, _) = h
+        .github(
+            "prs",
+            "pull_request",
+            &pr("opened", "urgent", false, "mallory", "t2"),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+
+    let inbox = h.inbox();
+    let item = inbox.iter().find(|i| i["delivery_id"] == "d-1").unwrap();
+    assert_eq!(
+        item["prompt"],
+        "PR #42: Fix ✓ naïve by bob (pull_request) {missing.key}"
+    );
+    assert_eq!(item["deliver"], "telegram");
+    assert_eq!(
+        item["deliver_extra"],
+        json!({"chat_id": "12345", "message_thread_id": 7, "text": "Fix ✓ naïve"})
+    );
+    assert_eq!(item["event_type"], "pull_request");
+    assert_eq!(item["headers"]["x-github-event"], "pull_request");
+    assert!(item["headers"].get("x-hub-signature-256").is_none());
+}
+
+fn script_routes() -> String {
+    let mut r = String::new();
+    for (name, script) in [
+        ("py", "transform.py"),
+        ("sh", "words.sh"),
+        ("drop", "drop.py"),
+        ("hang", "hang.sh"),
+        ("flood", "flood.sh"),
+        ("escape", "../config.yaml"),
+        ("abs", "/etc/passwd"),
+        ("fail", "fail.sh"),
+        ("missing", "nope.py"),
+        ("env", "env.sh"),
+    ] {
+        r.push_str(&format!("        {name}:\n          script: {script}\n          prompt: 'p={{script_output}} k={{kind}} a={{a}}'\n"));
+    }
+    r
+}
+
+#[tokio::test]
+async fn route_scripts() {
+    let config = config_with_routes(&script_routes()).replace(
+        "rate_limit: 100000",
+        "rate_limit: 100000\n      script_timeout_seconds: 1",
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    let scripts = home.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(
+        scripts.join("transform.py"),
+        "import json,sys\np=json.load(sys.stdin)\nprint(json.dumps({'kind':'py','a':p['a']*2}))\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scripts.join("words.sh"),
+        "read -r line\necho \"not json: $line\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scripts.join("drop.py"),
+        "print('{\"__hermes_ignore__\": true}')\n",
+    )
+    .unwrap();
+    let marker = home.path().join("grandchild-alive");
+    std::fs::write(
+        scripts.join("hang.sh"),
+        format!("(sleep 3; touch '{}') &\nsleep 30\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::write(scripts.join("flood.sh"), "yes floodfloodflood\n").unwrap();
+    std::fs::write(scripts.join("fail.sh"), "echo '{\"a\": 1}'\nexit 3\n").unwrap();
+    std::fs::write(
+        scripts.join("env.sh"),
+        "echo \"{\\\"a\\\": \\\"${TELEGRAM_BOT_TOKEN:-none}-${KEEP_ME:-gone}\\\"}\"\n",
+    )
+    .unwrap();
+    let h = Herald::start_in(
+        home,
+        &[("TELEGRAM_BOT_TOKEN", "tg-secret"), ("KEEP_ME", "kept")],
+    );
+
+    let (s, b) = h.github("py", "push", r#"{"a": 21}"#, Some("py")).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    let (s, _) = h.github("sh", "push", r#"{"a": 1}"#, Some("sh")).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let (s, _) = h.github("env", "push", r#"{}"#, Some("env")).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    for route in ["drop", "escape", "abs", "fail", "missing", "flood"] {
+        let (s, b) = h.github(route, "push", r#"{"a": 1}"#, None).await;
+        assert_eq!(
+            (s, b),
+            (
+                StatusCode::OK,
+                json!({"status": "ignored", "reason": "script", "route": route})
+            ),
+            "{route}"
+        );
+    }
+    // A hanging script is killed at the time limit, its whole process group with it,
+    // and other requests are served meanwhile.
+    let start = Instant::now();
+    let (hang, health) = tokio::join!(h.github("hang", "push", "{}", None), async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let t = Instant::now();
+        let r = h.get("/health").await;
+        (r.0, t.elapsed())
+    });
+    assert_eq!(hang.0, StatusCode::OK);
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(health.0, StatusCode::OK);
+    assert!(health.1 < Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        !h.home().join("grandchild-alive").exists(),
+        "the script's child survived the kill"
+    );
+
+    let inbox = h.inbox();
+    let prompt = |id: &str| {
+        inbox.iter().find(|i| i["delivery_id"] == id).unwrap()["prompt"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(prompt("py"), "p={script_output} k=py a=42");
+    assert_eq!(prompt("sh"), "p=not json: {\"a\":1} k={kind} a=1");
+    assert_eq!(prompt("env"), "p={script_output} k={kind} a=none-kept");
+}

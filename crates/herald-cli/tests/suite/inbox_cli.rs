@@ -1,0 +1,69 @@
+//! `herald inbox list|show` against a real inbox.
+
+use super::support::*;
+use reqwest::StatusCode;
+
+#[tokio::test]
+async fn list_and_show() {
+    let h = Herald::start(&config_with_routes(
+        "        a: {prompt: 'hello {x}'}\n        b: {}\n",
+    ));
+    for (route, id) in [("a", "one"), ("b", "two"), ("a", "three")] {
+        let (s, _) = h.github(route, "push", r#"{"x": "world"}"#, Some(id)).await;
+        assert_eq!(s, StatusCode::ACCEPTED);
+    }
+    let (code, out, _) = h.cli(&["inbox", "list"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("ID")
+            && lines[0].contains("STATE")
+            && lines[0].contains("DELIVERY ID"),
+        "{out}"
+    );
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(
+        lines[1].contains("three") && lines[1].contains("queued"),
+        "{out}"
+    );
+
+    let (code, out, _) = h.cli(&["inbox", "list", "--route", "a", "--json"]);
+    assert_eq!(code, 0);
+    let items: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = items
+        .iter()
+        .map(|i| i["delivery_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["three", "one"]);
+
+    let (code, out, _) = h.cli(&["inbox", "list", "--state", "dead"]);
+    assert_eq!((code, out.trim()), (0, "No inbox entries."));
+
+    let id = items[1]["id"].as_i64().unwrap().to_string();
+    let (code, out, _) = h.cli(&["inbox", "show", &id]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("route:         a")
+            && out.contains("hello world")
+            && out.contains("delivery id:   one"),
+        "{out}"
+    );
+    let (code, out, _) = h.cli(&["inbox", "show", &id, "--json"]);
+    assert_eq!(code, 0);
+    let item: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(item["payload"], serde_json::json!({"x": "world"}));
+    assert_eq!(item["state"], "queued");
+
+    let (code, _, err) = h.cli(&["inbox", "show", "999999"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no inbox entry with id 999999"), "{err}");
+    let (code, _, _) = h.cli(&["inbox", "show", "not-a-number"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn empty_home_lists_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, _) = run_cli(home.path(), &["inbox", "list"]);
+    assert_eq!((code, out.trim()), (0, "No inbox entries."));
+}

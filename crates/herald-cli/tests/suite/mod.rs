@@ -1,0 +1,7 @@
+mod config_start;
+mod crash;
+mod filters_scripts;
+mod inbox_cli;
+mod ingress;
+mod signatures;
+mod support;

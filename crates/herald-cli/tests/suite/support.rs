@@ -1,0 +1,262 @@
+//! Test support: a real `herald` process on a temp home, and a signing HTTP client.
+
+use herald_webhook::verify::sign;
+use reqwest::StatusCode;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_herald");
+pub const SECRET: &str = "test-secret";
+
+/// A config with the webhook on an ephemeral loopback port and `routes` (YAML, indented
+/// under `routes:` by the caller with 8 spaces).
+pub fn config_with_routes(routes: &str) -> String {
+    format!(
+        "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\n      secret: {SECRET}\n      rate_limit: 100000\n      routes:\n{routes}"
+    )
+}
+
+/// A running herald with its own home.
+pub struct Herald {
+    pub home: tempfile::TempDir,
+    pub child: Child,
+    pub base: String,
+    pub stdout_lines: Vec<String>,
+    client: reqwest::Client,
+}
+
+impl Herald {
+    /// Starts herald with `config` as config.yaml.
+    pub fn start(config: &str) -> Herald {
+        Self::start_with(config, &[])
+    }
+
+    pub fn start_with(config: &str, env: &[(&str, &str)]) -> Herald {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.yaml"), config).unwrap();
+        std::fs::create_dir_all(home.path().join("scripts")).unwrap();
+        Self::start_in(home, env)
+    }
+
+    /// Starts herald on an existing home.
+    pub fn start_in(home: tempfile::TempDir, env: &[(&str, &str)]) -> Herald {
+        let stderr = std::fs::File::create(home.path().join("herald.log")).unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["gateway", "run"])
+            .env("HERALD_HOME", home.path())
+            .env_remove("RUST_LOG")
+            .env_remove("WEBHOOK_ENABLED")
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut reader = BufReader::new(stdout);
+        let mut lines = Vec::new();
+        let base = loop {
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).unwrap();
+            if n == 0 {
+                let log =
+                    std::fs::read_to_string(home.path().join("herald.log")).unwrap_or_default();
+                panic!("herald exited before listening: {lines:?}\n{log}");
+            }
+            let line = line.trim_end().to_owned();
+            if let Some(rest) = line.strip_prefix("herald: webhook listening on ") {
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+            lines.push(line);
+        };
+        // Keep draining stdout so herald never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+                sink.clear();
+            }
+        });
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        Herald {
+            home,
+            child,
+            base,
+            stdout_lines: lines,
+            client,
+        }
+    }
+
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_owned()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.home().join("herald.log")).unwrap_or_default()
+    }
+
+    /// POSTs `body` with `headers` and returns status and JSON body.
+    pub async fn post(
+        &self,
+        path: &str,
+        body: impl Into<Vec<u8>>,
+        headers: &[(&str, String)],
+    ) -> (StatusCode, Value) {
+        let mut req = self.client.post(self.url(path)).body(body.into());
+        for (k, v) in headers {
+            req = req.header(*k, v);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        let json =
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text:?}"));
+        (status, json)
+    }
+
+    /// POSTs a GitHub-signed request.
+    pub async fn github(
+        &self,
+        route: &str,
+        event: &str,
+        body: &str,
+        delivery: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut headers = vec![
+            ("x-github-event", event.to_owned()),
+            ("x-hub-signature-256", sign::github(SECRET, body.as_bytes())),
+            ("content-type", "application/json".to_owned()),
+        ];
+        if let Some(d) = delivery {
+            headers.push(("x-github-delivery", d.to_owned()));
+        }
+        self.post(&format!("/webhooks/{route}"), body, &headers)
+            .await
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, String) {
+        let resp = self.client.get(self.url(path)).send().await.unwrap();
+        (resp.status(), resp.text().await.unwrap())
+    }
+
+    /// Runs `herald <args>` on this home and returns (exit code, stdout, stderr).
+    pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        run_cli(self.home(), args)
+    }
+
+    /// The inbox as JSON.
+    pub fn inbox(&self) -> Vec<Value> {
+        let (code, out, err) = self.cli(&["inbox", "list", "--json", "--limit", "100000"]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<Vec<Value>>(&out).unwrap()
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then the exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        unsafe_sigterm(self.child.id());
+        wait_timeout(&mut self.child, Duration::from_secs(10))
+    }
+
+    /// Stops herald and hands back its home for a restart.
+    pub fn into_home(mut self) -> tempfile::TempDir {
+        self.kill9();
+        let home = tempfile::tempdir().unwrap();
+        let old = std::mem::replace(&mut self.home, home);
+        std::mem::forget(self);
+        old
+    }
+}
+
+impl Drop for Herald {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn run_cli(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("HERALD_HOME", home)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn unsafe_sigterm(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+}
+
+pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Runs `herald gateway run` on a home expected to fail; returns (exit code, stderr).
+pub fn start_expect_failure(config: &str) -> (i32, String) {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["gateway", "run"])
+        .env("HERALD_HOME", home.path())
+        .env_remove("WEBHOOK_ENABLED")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let code = wait_timeout(&mut child, Duration::from_secs(10));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    (
+        code.unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Sends raw bytes over TCP and returns the response head and body text.
+pub async fn raw_request(addr: &str, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _ = stream.write_all(request).await;
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut buf)).await;
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
