@@ -9,6 +9,11 @@ use herald_config::Home;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc: the request path allocates many small JSON nodes; measured faster than the
+/// system allocator under load (see the README's performance section).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// herald turns events into agent work, safely and without losing any.
 #[derive(Parser, Debug)]
 #[command(name = "herald", version, about)]

@@ -8,6 +8,7 @@ use crate::script::{self, ScriptOutcome};
 use axum::body::Body;
 use herald_config::{Config, ExtraValue, Route};
 use herald_store::{EnqueueOutcome, NewInboxItem, Store};
+use herald_webhook::event::BodyKind;
 use herald_webhook::filter::{FileListCache, FilterInput};
 use herald_webhook::template::{RenderContext, default_prompt};
 use herald_webhook::verify::{Clock, SignatureScheme};
@@ -180,15 +181,30 @@ impl Gateway {
             );
             return Answer::rate_limited();
         }
-        // 10. Parse.
+        // 10–11 fast path: the headers name an event the route does not take, so the
+        // payload is only validated, not built (same answers as the full parse).
         let content_type = headers.get(header::CONTENT_TYPE).map(|v| v.as_bytes());
-        let mut payload = match event::parse_body(&body, content_type) {
+        if !route.events.is_empty()
+            && let Some(header_event) = event::header_event_type(headers)
+            && !route.events.iter().any(|e| e.as_bytes() == header_event)
+        {
+            if let Err(e) = event::validate_body(&body, content_type) {
+                tracing::info!(route = route_name, reason = %e, "rejected: cannot parse body");
+                return Answer::cannot_parse();
+            }
+            let event_type = Value::String(String::from_utf8_lossy(header_event).into_owned());
+            tracing::info!(route = route_name, event = %String::from_utf8_lossy(header_event), "ignored: event not in the route's events");
+            return Answer::ignored_event(&event_type);
+        }
+        // 10. Parse.
+        let (mut payload, body_kind) = match event::parse_body_kind(&body, content_type) {
             Ok(p) => p,
             Err(e) => {
                 tracing::info!(route = route_name, reason = %e, "rejected: cannot parse body");
                 return Answer::cannot_parse();
             }
         };
+        let mut payload_changed = body_kind != BodyKind::Json;
         // 11. Event type.
         let event_type = event::event_type(headers, &payload);
         let event_text = match &event_type {
@@ -212,7 +228,10 @@ impl Gateway {
         // 13. Script.
         if let Some(script_value) = &route.script {
             match self.run_script(script_value, &payload).await {
-                Ok(Some(new_payload)) => payload = new_payload,
+                Ok(Some(new_payload)) => {
+                    payload = new_payload;
+                    payload_changed = true;
+                }
                 Ok(None) => {}
                 Err(reason) => {
                     tracing::info!(route = route_name, event = %event_text, %reason, "ignored: script");
@@ -248,7 +267,11 @@ impl Gateway {
             received_at_ms: self.clock.now_ms(),
             profile: route.profile.clone(),
             headers: kept_headers(headers),
-            payload: Value::Object(payload).to_string(),
+            // An unchanged JSON body is stored as received (it is valid UTF-8 JSON).
+            payload: match (payload_changed, std::str::from_utf8(&body)) {
+                (false, Ok(text)) => text.to_owned(),
+                _ => Value::Object(payload).to_string(),
+            },
             prompt,
             deliver: route.deliver.clone(),
             deliver_extra: Value::Object(deliver_extra).to_string(),

@@ -24,7 +24,6 @@ const MIGRATIONS: &[&str] = &[
         last_error     TEXT
     );
     CREATE INDEX inbox_state ON inbox(state, id);
-    CREATE INDEX inbox_route ON inbox(route, id);
     CREATE TABLE dedup (
         route       TEXT NOT NULL,
         delivery_id TEXT NOT NULL,

@@ -3,7 +3,7 @@
 
 use crate::StoreError;
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -12,6 +12,8 @@ use tokio::sync::oneshot;
 pub const DEDUP_WINDOW_MS: i64 = 3_600_000;
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 512;
+/// Longest wait for company before a commit, applied only under load.
+const COMMIT_DELAY: Duration = Duration::from_micros(250);
 /// How often expired dedup keys are deleted.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 
@@ -28,6 +30,8 @@ pub fn run(mut conn: Connection, rx: Receiver<Command>) {
     let mut last_purge = Instant::now();
     // Time comes from the callers (their clock stamps each item), so expiry follows it.
     let mut latest_ms = crate::now_ms();
+    let mut stats = BatchStats::default();
+    let mut last_size = 0usize;
     loop {
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
@@ -38,18 +42,59 @@ pub fn run(mut conn: Connection, rx: Receiver<Command>) {
             Err(RecvTimeoutError::Disconnected) => return,
         };
         let mut batch = vec![first];
+        // Under load (the last batch had company), wait a moment for more writes so
+        // that they share one fsync; an idle store commits at once.
+        let deadline = (last_size > 1).then(|| Instant::now() + COMMIT_DELAY);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(cmd) => batch.push(cmd),
-                Err(_) => break,
+                Err(_) => match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
+                    Some(left) if !left.is_zero() => match rx.recv_timeout(left) {
+                        Ok(cmd) => batch.push(cmd),
+                        Err(_) => break,
+                    },
+                    _ => break,
+                },
             }
         }
+        last_size = batch.len();
         for Command::Enqueue(item, _) in &batch {
             latest_ms = latest_ms.max(item.received_at_ms);
         }
+        let size = batch.len();
+        let started = Instant::now();
         commit_batch(&mut conn, batch);
+        stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
             purge(&conn, &mut last_purge, latest_ms);
+        }
+    }
+}
+
+/// Batch sizes and commit times, summarised at debug level every few seconds.
+#[derive(Default)]
+struct BatchStats {
+    batches: u64,
+    items: u64,
+    busy: Duration,
+    since: Option<Instant>,
+}
+
+impl BatchStats {
+    fn record(&mut self, size: usize, took: Duration) {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.batches += 1;
+        self.items += size as u64;
+        self.busy += took;
+        if since.elapsed() >= Duration::from_secs(5) {
+            tracing::debug!(
+                batches = self.batches,
+                items = self.items,
+                mean_batch = self.items as f64 / self.batches as f64,
+                mean_commit_us = self.busy.as_micros() as u64 / self.batches,
+                "store writer"
+            );
+            *self = BatchStats::default();
         }
     }
 }
@@ -88,17 +133,23 @@ fn enqueue(
     tx: &rusqlite::Transaction<'_>,
     item: &NewInboxItem,
 ) -> rusqlite::Result<EnqueueOutcome> {
-    let seen: Option<i64> = tx
-        .prepare_cached("SELECT seen_at_ms FROM dedup WHERE route = ?1 AND delivery_id = ?2")?
-        .query_row(params![item.route, item.delivery_id], |r| r.get(0))
-        .optional()?;
-    if seen.is_some_and(|at| item.received_at_ms - at < DEDUP_WINDOW_MS) {
+    // One statement: insert the key, or refresh it only when it has expired. No row
+    // changed means the key was seen within the window.
+    let fresh = tx
+        .prepare_cached(
+            "INSERT INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (route, delivery_id) DO UPDATE SET seen_at_ms = excluded.seen_at_ms
+             WHERE dedup.seen_at_ms <= excluded.seen_at_ms - ?4",
+        )?
+        .execute(params![
+            item.route,
+            item.delivery_id,
+            item.received_at_ms,
+            DEDUP_WINDOW_MS
+        ])?;
+    if fresh == 0 {
         return Ok(EnqueueOutcome::Duplicate);
     }
-    tx.prepare_cached(
-        "INSERT OR REPLACE INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)",
-    )?
-    .execute(params![item.route, item.delivery_id, item.received_at_ms])?;
     tx.prepare_cached(
         "INSERT INTO inbox (route, event_type, delivery_id, state, received_at_ms, updated_at_ms, profile,
                             headers, payload, prompt, deliver, deliver_extra, skills, toolsets)

@@ -36,6 +36,13 @@ pub fn text_form(value: &Value) -> String {
     }
 }
 
+/// `json.dumps(payload, indent=2)` of an object, cut to `max_chars` (no copy of the map).
+pub fn indented_object_cut(map: &serde_json::Map<String, Value>, max_chars: usize) -> String {
+    let mut out = String::new();
+    write_object(&mut out, map, 0);
+    cut_chars(out, max_chars)
+}
+
 /// A scalar's rendering in a template: strings as themselves, numbers in Python's text
 /// form, `True`/`False`/`None`; containers as indented JSON cut to `max_chars`.
 pub fn template_value(value: &Value, max_chars: usize) -> String {
@@ -67,22 +74,28 @@ fn write_indented(out: &mut String, value: &Value, depth: usize) {
             newline(out, depth);
             out.push(']');
         }
-        Value::Object(map) if !map.is_empty() => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, depth + 1);
-                write_string(out, key);
-                out.push_str(": ");
-                write_indented(out, item, depth + 1);
-            }
-            newline(out, depth);
-            out.push('}');
-        }
+        Value::Object(map) => write_object(out, map, depth),
         scalar => write_scalar(out, scalar),
     }
+}
+
+fn write_object(out: &mut String, map: &serde_json::Map<String, Value>, depth: usize) {
+    if map.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (i, (key, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline(out, depth + 1);
+        write_string(out, key);
+        out.push_str(": ");
+        write_indented(out, item, depth + 1);
+    }
+    newline(out, depth);
+    out.push('}');
 }
 
 fn newline(out: &mut String, depth: usize) {

@@ -87,10 +87,9 @@ impl Template {
         for segment in &self.segments {
             match segment {
                 Segment::Literal(s) => out.push_str(s),
-                Segment::Raw => out.push_str(&pyjson::indented_cut(
-                    &Value::Object(ctx.payload.clone()),
-                    RAW_MAX_CHARS,
-                )),
+                Segment::Raw => {
+                    out.push_str(&pyjson::indented_object_cut(ctx.payload, RAW_MAX_CHARS))
+                }
                 Segment::EventType => {
                     out.push_str(&pyjson::template_value(ctx.event_type, NESTED_MAX_CHARS))
                 }
@@ -110,7 +109,7 @@ pub fn default_prompt(route: &str, ctx: &RenderContext<'_>) -> String {
         Value::String(s) => s.clone(),
         other => pyjson::text_form(other),
     };
-    let json = pyjson::indented_cut(&Value::Object(ctx.payload.clone()), RAW_MAX_CHARS);
+    let json = pyjson::indented_object_cut(ctx.payload, RAW_MAX_CHARS);
     format!("Webhook event '{event}' on route '{route}':\n\n```json\n{json}\n```")
 }
 

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Load test: herald's webhook ingress against a bare axum server, side by side.
+
+Starts a release herald on a fresh home and the bare server (reads the body, answers
+200), then drives both with wrk (127.0.0.1 only, bounded duration) for four mixes of a
+~2 KB GitHub pull_request payload with unique delivery ids:
+
+  filtered       valid signature, event not in the route's `events`   (200 ignored)
+  accepted       valid signature, durable enqueue                      (202)
+  bad_signature  wrong signature                                       (401)
+  duplicate      valid signature, one delivery id repeated             (200 duplicate)
+
+Prints requests/s, p50/p99 latency and herald's peak RSS per mix, the herald/bare ratio,
+herald's idle RSS and its start-to-/health time.
+
+Usage: python3 bench/load.py [--duration 10] [--connections 32] [--threads 2]
+"""
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURE = os.path.join(ROOT, "crates/herald-webhook/tests/fixtures/github_pull_request_opened.json")
+SECRET = "load-test-secret"
+
+LUA = r"""
+local counter = 0
+local thread_id = 0
+local threads = {}
+function setup(thread)
+  thread:set("thread_id", #threads)
+  table.insert(threads, thread)
+end
+function init(args)
+  wrk.method = "POST"
+  wrk.body = BODY
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["X-GitHub-Event"] = EVENT
+  wrk.headers["X-Hub-Signature-256"] = SIGNATURE
+end
+function request()
+  counter = counter + 1
+  local id
+  if UNIQUE then id = RUN .. "-" .. thread_id .. "-" .. counter else id = RUN .. "-same" end
+  wrk.headers["X-GitHub-Delivery"] = id
+  return wrk.format(nil, PATH)
+end
+local statuses = {}
+function response(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+function done(summary, latency, requests)
+  local out = string.format('{"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, "errors": %d, "non2xx": %d}',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    summary.errors.status)
+  io.stderr:write("WRK_RESULT " .. out .. "\n")
+end
+"""
+
+
+def lua_string(s):
+    return "[==[" + s + "]==]"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_kb(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def wait_http(port, path="/health", timeout=10.0):
+    start = time.perf_counter()
+    req = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+    while time.perf_counter() - start < timeout:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(req)
+                if s.recv(64).startswith(b"HTTP/1.1 200"):
+                    return time.perf_counter() - start
+        except OSError:
+            time.sleep(0.001)
+    raise SystemExit(f"server on port {port} did not answer {path}")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def wait_port(port, timeout=10.0):
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise SystemExit(f"nothing listens on port {port}")
+
+
+def run_wrk(port, mix, body, args, run_id):
+    sig = "sha256=" + hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
+    path, event, unique = {
+        "filtered": ("/webhooks/filtered", "pull_request", True),
+        "accepted": ("/webhooks/accepted", "pull_request", True),
+        "bad_signature": ("/webhooks/accepted", "pull_request", True),
+        "duplicate": ("/webhooks/accepted", "pull_request", False),
+    }[mix]
+    if mix == "bad_signature":
+        sig = "sha256=" + "0" * 64
+    script = (
+        f"BODY = {lua_string(body)}\nEVENT = {lua_string(event)}\nSIGNATURE = {lua_string(sig)}\n"
+        f"PATH = {lua_string(path)}\nUNIQUE = {'true' if unique else 'false'}\nRUN = {lua_string(run_id)}\n" + LUA
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(script)
+        lua = f.name
+    try:
+        out = subprocess.run(
+            ["wrk", "-t", str(args.threads), "-c", str(args.connections), "-d", f"{args.duration}s",
+             "--timeout", "5s", "-s", lua, f"http://127.0.0.1:{port}{path}"],
+            capture_output=True, text=True, check=True,
+        )
+    finally:
+        os.unlink(lua)
+    for line in out.stderr.splitlines():
+        if line.startswith("WRK_RESULT "):
+            r = json.loads(line[len("WRK_RESULT "):])
+            r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+            return r
+    raise SystemExit("wrk printed no result:\n" + out.stdout + out.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--mixes", default="filtered,accepted,bad_signature,duplicate")
+    ap.add_argument("--no-build", action="store_true")
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "-p", "herald-gateway", "--example", "bare_server"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-p", "herald-cli"], cwd=ROOT, check=True)
+    herald_bin = os.path.join(ROOT, "target/release/herald")
+    bare_bin = os.path.join(ROOT, "target/release/examples/bare_server")
+    with open(FIXTURE) as f:
+        body = f.read()
+
+    home = tempfile.mkdtemp(prefix="herald-load-")
+    herald_port, bare_port = free_port(), free_port()
+    with open(os.path.join(home, "config.yaml"), "w") as f:
+        f.write(f"""platforms:
+  webhook:
+    enabled: true
+    extra:
+      host: 127.0.0.1
+      port: {herald_port}
+      secret: {SECRET}
+      rate_limit: 1000000000
+      routes:
+        filtered:
+          events: [push]
+        accepted:
+          prompt: "Review PR #{{number}}: {{pull_request.title}}"
+""")
+    env = dict(os.environ, HERALD_HOME=home, RUST_LOG=os.environ.get("HERALD_LOG", "warn"))
+    if os.environ.get("HERALD_WORKERS"):
+        env["TOKIO_WORKER_THREADS"] = os.environ["HERALD_WORKERS"]
+    herald = subprocess.Popen([herald_bin, "gateway", "run"], env=env, stdout=subprocess.DEVNULL, stderr=open(os.environ.get("HERALD_STDERR", os.devnull), "w"))
+    start_s = wait_http(herald_port)
+    bare = subprocess.Popen([bare_bin, f"127.0.0.1:{bare_port}"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        idle_kb = rss_kb(herald.pid, "VmRSS")
+        wait_port(bare_port)
+        rows = []
+        for i, mix in enumerate(args.mixes.split(",")):
+            run_id = f"{int(time.time())}-{i}"
+            c0 = cpu_seconds(herald.pid)
+            h = run_wrk(herald_port, mix, body, args, run_id)
+            h["cpu_us"] = (cpu_seconds(herald.pid) - c0) * 1e6 / max(h["requests"], 1)
+            peak = rss_kb(herald.pid, "VmHWM")
+            c0 = cpu_seconds(bare.pid)
+            b = run_wrk(bare_port, mix, body, args, run_id)
+            b["cpu_us"] = (cpu_seconds(bare.pid) - c0) * 1e6 / max(b["requests"], 1)
+            rows.append((mix, h, b, peak))
+        print()
+        print(f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, body {len(body)} bytes, 127.0.0.1")
+        print(f"{'mix':<14} {'herald req/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'bare req/s':>11} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'peak RSS MB':>11} {'non-2xx':>8} {'CPU us/req h/b':>15}")
+        for mix, h, b, peak in rows:
+            print(f"{mix:<14} {h['rps']:>12.0f} {h['p50_us']/1000:>7.2f} {h['p99_us']/1000:>7.2f} {b['rps']:>11.0f} "
+                  f"{b['p50_us']/1000:>7.2f} {b['p99_us']/1000:>7.2f} {h['rps']/b['rps']:>6.2f} {peak/1024:>11.1f} {h['non2xx']:>8} {h['cpu_us']:>7.1f}/{b['cpu_us']:<7.1f}")
+        print(f"herald idle RSS: {idle_kb/1024:.1f} MB; start to /health answering: {start_s*1000:.0f} ms")
+        db = os.path.join(home, "herald.db")
+        if os.path.exists(db):
+            out = subprocess.run([herald_bin, "inbox", "list", "--limit", "1"], env=env, capture_output=True, text=True)
+            print("inbox newest entry:", (out.stdout.splitlines() or [""])[-1])
+    finally:
+        for p in (herald, bare):
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
