@@ -4,7 +4,7 @@
 use herald_config::{Config, Route, RouteContext, load_subscriptions};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 /// An immutable snapshot of every route, by name.
 #[derive(Default)]
@@ -59,7 +59,7 @@ pub struct RouteRegistry {
     subscriptions_path: PathBuf,
     table: RwLock<Arc<RouteTable>>,
     /// The stamp of the file version loaded (None: no file).
-    loaded: Mutex<Option<FileStamp>>,
+    loaded: RwLock<Option<FileStamp>>,
 }
 
 impl RouteRegistry {
@@ -72,7 +72,7 @@ impl RouteRegistry {
             home: config.home.root().to_path_buf(),
             subscriptions_path: config.home.subscriptions_file(),
             table: RwLock::new(Arc::new(RouteTable::default())),
-            loaded: Mutex::new(None),
+            loaded: RwLock::new(None),
         };
         registry.reload(true);
         registry
@@ -89,7 +89,17 @@ impl RouteRegistry {
 
     fn reload(&self, force: bool) {
         let now = stamp(&self.subscriptions_path);
-        let mut loaded = match self.loaded.lock() {
+        // Fast path: the file is as loaded (a shared lock, no contention between requests).
+        if !force {
+            let loaded = match self.loaded.read() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            if *loaded == now {
+                return;
+            }
+        }
+        let mut loaded = match self.loaded.write() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
