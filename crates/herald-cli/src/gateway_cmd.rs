@@ -4,6 +4,7 @@
 use anyhow::Context;
 use herald_config::default_config::write_default_config;
 use herald_config::{Config, Home, load_dotenv, process_env};
+use herald_deliver::{TargetSet, TargetSettings};
 use herald_gateway::{Gateway, bind, router, serve};
 use herald_store::Store;
 use herald_webhook::SystemClock;
@@ -50,7 +51,12 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
 
 async fn serve_gateway(config: Config) -> anyhow::Result<ExitCode> {
     let store = Store::open(&config.home.database_file())?;
-    let gateway = Arc::new(Gateway::new(&config, store, Arc::new(SystemClock)));
+    let targets = TargetSet::build(&TargetSettings {
+        platforms: &config.platforms,
+        env: &process_env,
+    });
+    tracing::info!(targets = ?targets.names(), "delivery targets ready");
+    let gateway = Arc::new(Gateway::new(&config, store, targets, Arc::new(SystemClock)));
     let listeners = match bind(config.webhook.host.as_deref(), config.webhook.port).await {
         Ok(l) => l,
         Err(e) => {

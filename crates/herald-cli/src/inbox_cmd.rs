@@ -86,17 +86,17 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn time(ms: i64) -> String {
+pub fn time(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_else(|_| ms.to_string())
 }
 
 fn print_table(items: &[InboxItem]) {
-    let rows: Vec<[String; 7]> = items
+    let rows: Vec<Vec<String>> = items
         .iter()
         .map(|i| {
-            [
+            vec![
                 i.id.to_string(),
                 i.state.clone(),
                 i.route.clone(),
@@ -107,34 +107,41 @@ fn print_table(items: &[InboxItem]) {
             ]
         })
         .collect();
-    let header = [
-        "ID",
-        "STATE",
-        "ROUTE",
-        "EVENT",
-        "DELIVERY ID",
-        "RECEIVED",
-        "ATTEMPTS",
-    ];
-    let mut widths = header.map(|h| h.chars().count());
-    for row in &rows {
+    print_rows(
+        &[
+            "ID",
+            "STATE",
+            "ROUTE",
+            "EVENT",
+            "DELIVERY ID",
+            "RECEIVED",
+            "ATTEMPTS",
+        ],
+        &rows,
+    );
+}
+
+/// Prints an aligned table.
+pub fn print_rows(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String]| {
+    let line = |cells: Vec<&str>| {
         cells
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .map(|(c, w)| format!("{c:<w$}"))
             .collect::<Vec<_>>()
             .join("  ")
             .trim_end()
             .to_owned()
     };
-    println!("{}", line(&header.map(str::to_owned)));
-    for row in &rows {
-        println!("{}", line(row));
+    println!("{}", line(header.to_vec()));
+    for row in rows {
+        println!("{}", line(row.iter().map(String::as_str).collect()));
     }
 }
 

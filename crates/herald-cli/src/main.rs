@@ -1,8 +1,10 @@
 //! The `herald` binary: command-line parsing, logging setup and wiring of the crates.
 
+mod deliveries_cmd;
 mod gateway_cmd;
 mod inbox_cmd;
 mod logging;
+mod webhook_cmd;
 
 use clap::{Parser, Subcommand};
 use herald_config::Home;
@@ -43,6 +45,16 @@ enum Command {
         #[command(subcommand)]
         command: inbox_cmd::InboxCommand,
     },
+    /// Manage webhook subscriptions (dynamic routes).
+    Webhook {
+        #[command(subcommand)]
+        command: webhook_cmd::WebhookCommand,
+    },
+    /// Inspect deliveries (direct deliveries and their outcome).
+    Deliveries {
+        #[command(subcommand)]
+        command: deliveries_cmd::DeliveriesCommand,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -81,6 +93,8 @@ fn main() -> ExitCode {
             command: GatewayCommand::Run,
         } => gateway_cmd::run(&home),
         Command::Inbox { command } => inbox_cmd::run(&home, command),
+        Command::Webhook { command } => webhook_cmd::run(&home, command),
+        Command::Deliveries { command } => deliveries_cmd::run(&home, command),
     };
     match result {
         Ok(code) => code,

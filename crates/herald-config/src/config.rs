@@ -83,6 +83,8 @@ pub struct Config {
     pub routes: Vec<Route>,
     pub multiplex_profiles: bool,
     pub platform_toolsets_webhook: Option<Vec<String>>,
+    /// Other platforms' blocks (telegram, discord, ...), for the delivery targets.
+    pub platforms: std::collections::BTreeMap<String, crate::platforms::PlatformSettings>,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
 }
@@ -199,6 +201,18 @@ impl Config {
             }
         }
 
+        let platforms = crate::platforms::read_platforms(
+            &mut r,
+            &[
+                ("platforms", doc.get("platforms").filter(|n| !n.is_null())),
+                (
+                    "gateway.platforms",
+                    gateway
+                        .and_then(|g| g.get("platforms"))
+                        .filter(|n| !n.is_null()),
+                ),
+            ],
+        );
         let mut webhook = read_webhook_settings(&mut r, &sources);
         apply_env(&mut webhook, env);
 
@@ -258,6 +272,7 @@ impl Config {
             routes,
             multiplex_profiles,
             platform_toolsets_webhook,
+            platforms,
             warnings: r.warnings,
         })
     }

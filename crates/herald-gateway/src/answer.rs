@@ -89,6 +89,12 @@ impl Answer {
             json!({"status": "accepted", "route": route, "event": event, "delivery_id": delivery_id}),
         )
     }
+    pub fn delivered(route: &str, target: &str, delivery_id: &str) -> Self {
+        Answer::new(
+            StatusCode::OK,
+            json!({"status": "delivered", "route": route, "target": target, "delivery_id": delivery_id}),
+        )
+    }
     pub fn delivery_failed(delivery_id: &str) -> Self {
         Answer::new(
             StatusCode::BAD_GATEWAY,

@@ -5,6 +5,7 @@
 //! each step live in `herald-webhook`. This crate never answers 500 to request input.
 
 pub mod answer;
+pub mod direct;
 pub mod pipeline;
 pub mod rate_limit;
 pub mod routes;

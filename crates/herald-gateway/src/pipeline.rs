@@ -2,11 +2,13 @@
 //! parse, event type, filters, script, templates, dedup + durable enqueue, answer.
 
 use crate::answer::Answer;
+use crate::direct::{self, DirectSend, InFlight};
 use crate::rate_limit::RateLimiter;
 use crate::routes::RouteRegistry;
 use crate::script::{self, ScriptOutcome};
 use axum::body::Body;
 use herald_config::{Config, ExtraValue, Route};
+use herald_deliver::{OutgoingMessage, TargetSet};
 use herald_store::{EnqueueOutcome, NewInboxItem, Store};
 use herald_webhook::event::BodyKind;
 use herald_webhook::filter::{FileListCache, FilterInput};
@@ -41,6 +43,8 @@ const KEPT_HEADERS: &[&str] = &[
 /// Everything a request needs, shared by all requests.
 pub struct Gateway {
     pub registry: RouteRegistry,
+    pub targets: TargetSet,
+    in_flight: InFlight,
     pub store: Store,
     pub clock: Arc<dyn Clock>,
     pub max_body_bytes: u64,
@@ -55,8 +59,10 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    pub fn new(config: &Config, store: Store, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(config: &Config, store: Store, targets: TargetSet, clock: Arc<dyn Clock>) -> Self {
         Gateway {
+            targets,
+            in_flight: InFlight::default(),
             registry: RouteRegistry::new(config),
             store,
             clock,
@@ -252,13 +258,14 @@ impl Gateway {
         // 15–16. Delivery id, dedup, and the hand-over.
         let delivery_id = event::delivery_id(headers);
         if route.deliver_only {
-            // Direct delivery targets are not part of this build: the send fails, the
-            // sender gets 502 and no dedup key is kept, so its retry will be processed.
-            tracing::warn!(
-                route = route_name, event = %event_text, delivery_id = %delivery_id, target = %route.deliver,
-                "delivery failed: target `{}` is not connected", route.deliver
-            );
-            return Answer::delivery_failed(&delivery_id);
+            let send = DirectSend {
+                route: route_name,
+                deliver: &route.deliver,
+                delivery_id: &delivery_id,
+                message: OutgoingMessage::new(prompt, deliver_extra),
+                now_ms: self.clock.now_ms(),
+            };
+            return direct::deliver(&self.store, &self.targets, &self.in_flight, send).await;
         }
         let item = NewInboxItem {
             route: route_name.to_owned(),

@@ -4,10 +4,12 @@
 //! single transaction (group commit) with WAL and `synchronous=FULL`: a caller's future
 //! resolves only after its write is durable. Readers use their own connections.
 
+pub mod deliveries;
 pub mod inbox;
 mod schema;
 mod writer;
 
+pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
 pub use writer::{DEDUP_WINDOW_MS, MAX_BATCH};
 
@@ -118,6 +120,42 @@ impl Store {
         wait.await.map_err(|_| StoreError::WriterGone)?
     }
 
+    /// Whether the route saw this delivery id within the dedup window.
+    pub async fn seen(
+        &self,
+        route: &str,
+        delivery_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (reply, wait) = oneshot::channel();
+        self.tx
+            .send(writer::Command::Seen {
+                route: route.to_owned(),
+                delivery_id: delivery_id.to_owned(),
+                now_ms,
+                reply,
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        wait.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Records a delivery; with `mark_seen` its dedup key too, in the same transaction.
+    pub async fn record_delivery(
+        &self,
+        delivery: NewDelivery,
+        mark_seen: bool,
+    ) -> Result<i64, StoreError> {
+        let (reply, wait) = oneshot::channel();
+        self.tx
+            .send(writer::Command::RecordDelivery {
+                delivery: Box::new(delivery),
+                mark_seen,
+                reply,
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        wait.await.map_err(|_| StoreError::WriterGone)?
+    }
+
     /// A read connection to the same database.
     pub fn reader(&self) -> Result<StoreReader, StoreError> {
         StoreReader::open(&self.path)
@@ -142,6 +180,10 @@ impl StoreReader {
 
     pub fn get(&self, id: i64) -> Result<Option<InboxItem>, StoreError> {
         Ok(inbox::get(&self.conn, id)?)
+    }
+
+    pub fn deliveries(&self, query: &DeliveryQuery) -> Result<Vec<Delivery>, StoreError> {
+        Ok(deliveries::list(&self.conn, query)?)
     }
 
     pub fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {

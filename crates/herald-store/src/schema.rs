@@ -31,6 +31,21 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (route, delivery_id)
     ) WITHOUT ROWID;
     CREATE INDEX dedup_seen ON dedup(seen_at_ms);",
+    // 2: direct deliveries (and, later, agent answers) with their outcome.
+    "CREATE TABLE deliveries (
+        id            INTEGER PRIMARY KEY,
+        kind          TEXT NOT NULL,
+        route         TEXT NOT NULL,
+        delivery_id   TEXT NOT NULL,
+        target        TEXT NOT NULL,
+        status        TEXT NOT NULL,
+        attempts      INTEGER NOT NULL,
+        latency_ms    INTEGER NOT NULL,
+        error         TEXT,
+        message       TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL
+    );
+    CREATE INDEX deliveries_route ON deliveries(route, id);",
 ];
 
 /// Brings the database to the newest schema.

@@ -2,8 +2,9 @@
 //! transaction (group commit), so many concurrent requests share one fsync.
 
 use crate::StoreError;
+use crate::deliveries::{self, NewDelivery};
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -23,6 +24,19 @@ pub enum Command {
         Box<NewInboxItem>,
         oneshot::Sender<Result<EnqueueOutcome, StoreError>>,
     ),
+    /// Whether (route, delivery id) was seen within the window at `now_ms`.
+    Seen {
+        route: String,
+        delivery_id: String,
+        now_ms: i64,
+        reply: oneshot::Sender<Result<bool, StoreError>>,
+    },
+    /// Records a delivery, and when `mark_seen` its dedup key, in one transaction.
+    RecordDelivery {
+        delivery: Box<NewDelivery>,
+        mark_seen: bool,
+        reply: oneshot::Sender<Result<i64, StoreError>>,
+    },
 }
 
 /// Runs until every sender is dropped.
@@ -58,8 +72,10 @@ pub fn run(mut conn: Connection, rx: Receiver<Command>) {
             }
         }
         last_size = batch.len();
-        for Command::Enqueue(item, _) in &batch {
-            latest_ms = latest_ms.max(item.received_at_ms);
+        for cmd in &batch {
+            if let Command::Enqueue(item, _) = cmd {
+                latest_ms = latest_ms.max(item.received_at_ms);
+            }
         }
         let size = batch.len();
         let started = Instant::now();
@@ -100,33 +116,91 @@ impl BatchStats {
 }
 
 fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
-    let mut replies = Vec::with_capacity(batch.len());
+    let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
     let result = (|| -> rusqlite::Result<()> {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for cmd in batch {
             match cmd {
                 Command::Enqueue(item, reply) => {
-                    let outcome = enqueue(&tx, &item);
-                    replies.push((reply, outcome));
+                    replies.push(Reply::Enqueue(reply, enqueue(&tx, &item)))
+                }
+                Command::Seen {
+                    route,
+                    delivery_id,
+                    now_ms,
+                    reply,
+                } => replies.push(Reply::Seen(reply, seen(&tx, &route, &delivery_id, now_ms))),
+                Command::RecordDelivery {
+                    delivery,
+                    mark_seen,
+                    reply,
+                } => {
+                    let outcome = (|| {
+                        if mark_seen {
+                            tx.prepare_cached("INSERT OR REPLACE INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)")?
+                                .execute(params![delivery.route, delivery.delivery_id, delivery.created_at_ms])?;
+                        }
+                        deliveries::insert(&tx, &delivery)
+                    })();
+                    replies.push(Reply::Record(reply, outcome));
                 }
             }
         }
         tx.commit()
     })();
-    match result {
-        Ok(()) => {
-            for (reply, outcome) in replies {
-                let _ = reply.send(outcome.map_err(StoreError::from));
+    let failed = result.err().map(|e| {
+        tracing::error!(error = %e, "store commit failed; the batch is answered with an error");
+        e.to_string()
+    });
+    for reply in replies {
+        reply.send(failed.as_deref());
+    }
+}
+
+/// A pending answer to a command of the batch.
+enum Reply {
+    Enqueue(
+        oneshot::Sender<Result<EnqueueOutcome, StoreError>>,
+        rusqlite::Result<EnqueueOutcome>,
+    ),
+    Seen(
+        oneshot::Sender<Result<bool, StoreError>>,
+        rusqlite::Result<bool>,
+    ),
+    Record(
+        oneshot::Sender<Result<i64, StoreError>>,
+        rusqlite::Result<i64>,
+    ),
+}
+
+impl Reply {
+    /// Sends the outcome, or the commit failure that undid it.
+    fn send(self, commit_failed: Option<&str>) {
+        fn out<T>(r: rusqlite::Result<T>, failed: Option<&str>) -> Result<T, StoreError> {
+            match failed {
+                Some(m) => Err(StoreError::Commit(m.to_owned())),
+                None => r.map_err(StoreError::from),
             }
         }
-        Err(e) => {
-            tracing::error!(error = %e, "store commit failed; the batch is answered with an error");
-            let message = e.to_string();
-            for (reply, _) in replies {
-                let _ = reply.send(Err(StoreError::Commit(message.clone())));
-            }
+        match self {
+            Reply::Enqueue(tx, r) => drop(tx.send(out(r, commit_failed))),
+            Reply::Seen(tx, r) => drop(tx.send(out(r, commit_failed))),
+            Reply::Record(tx, r) => drop(tx.send(out(r, commit_failed))),
         }
     }
+}
+
+fn seen(
+    tx: &rusqlite::Transaction<'_>,
+    route: &str,
+    delivery_id: &str,
+    now_ms: i64,
+) -> rusqlite::Result<bool> {
+    let at: Option<i64> = tx
+        .prepare_cached("SELECT seen_at_ms FROM dedup WHERE route = ?1 AND delivery_id = ?2")?
+        .query_row(params![route, delivery_id], |r| r.get(0))
+        .optional()?;
+    Ok(at.is_some_and(|at| now_ms - at < DEDUP_WINDOW_MS))
 }
 
 fn enqueue(

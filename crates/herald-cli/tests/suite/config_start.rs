@@ -185,7 +185,7 @@ async fn json_logs_carry_route_event_and_delivery_id() {
         .next()
         .unwrap()
         .to_owned();
-    let client = reqwest::Client::new();
+    let client = http_client(std::time::Duration::from_secs(10));
     for (event, id) in [("push", "id-a"), ("issues", "id-b")] {
         client
             .post(format!("{base}/webhooks/r"))

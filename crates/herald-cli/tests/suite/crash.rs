@@ -16,10 +16,7 @@ const CONCURRENCY: usize = 32;
 async fn kill_9_loses_no_accepted_event() {
     let h = Herald::start(&config_with_routes("        r: {prompt: 'n={n}'}\n"));
     let base = h.url("/webhooks/r");
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
+    let client = http_client(Duration::from_secs(5));
     let next = Arc::new(AtomicUsize::new(0));
     let sent = Arc::new(AtomicUsize::new(0));
     let mut workers = Vec::new();

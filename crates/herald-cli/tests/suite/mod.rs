@@ -1,7 +1,10 @@
 mod config_start;
 mod crash;
+mod direct_delivery;
+mod fakes;
 mod filters_scripts;
 mod inbox_cli;
 mod ingress;
 mod signatures;
 mod support;
+mod webhook_cli;

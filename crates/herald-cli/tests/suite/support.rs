@@ -79,10 +79,7 @@ impl Herald {
                 sink.clear();
             }
         });
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap();
+        let client = http_client(Duration::from_secs(30));
         Herald {
             home,
             child,
@@ -259,4 +256,10 @@ pub fn now() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64
+}
+
+/// A reqwest client (herald builds reqwest with rustls and no default crypto provider).
+pub fn http_client(timeout: Duration) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().timeout(timeout).build().unwrap()
 }

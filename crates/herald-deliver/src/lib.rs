@@ -1,0 +1,103 @@
+//! Delivery targets: where messages go (`telegram`, `discord`, `slack`, `mattermost`,
+//! `matrix`, `github_comment`, `log`), each a real client of the platform's HTTP API or
+//! CLI, and the retry rules around a send.
+//!
+//! A target sends on demand: no polling loop or inbound connection is needed first. A
+//! failed send says whether it is worth retrying ([`SendError::retryable`]).
+
+mod discord;
+mod github;
+mod http;
+mod log_target;
+mod matrix;
+mod mattermost;
+pub mod retry;
+mod slack;
+pub mod split;
+mod targets;
+mod telegram;
+
+pub use retry::{RetryPolicy, send_with_retries};
+pub use targets::{TargetSet, TargetSettings};
+
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A message to send, with the route's rendered `deliver_extra`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutgoingMessage {
+    pub text: String,
+    pub extra: Map<String, Value>,
+}
+
+impl OutgoingMessage {
+    pub fn new(text: impl Into<String>, extra: Map<String, Value>) -> Self {
+        OutgoingMessage {
+            text: text.into(),
+            extra,
+        }
+    }
+
+    /// A non-empty `deliver_extra` value as text (numbers are written plainly).
+    pub fn extra_text(&self, key: &str) -> Option<String> {
+        match self.extra.get(key)? {
+            Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    /// The thread: `message_thread_id`, else `thread_id`.
+    pub fn thread(&self) -> Option<String> {
+        self.extra_text("message_thread_id")
+            .or_else(|| self.extra_text("thread_id"))
+    }
+}
+
+/// What a target reports after a successful send.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Receipt {
+    /// Platform message ids, one per part sent.
+    pub message_ids: Vec<String>,
+}
+
+/// Why a send failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SendError {
+    pub message: String,
+    /// Worth trying again (network error, 408/429, 5xx).
+    pub retryable: bool,
+    /// How long the platform asked us to wait (429 `Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+impl SendError {
+    pub fn permanent(message: impl Into<String>) -> Self {
+        SendError {
+            message: message.into(),
+            retryable: false,
+            retry_after: None,
+        }
+    }
+    pub fn transient(message: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        SendError {
+            message: message.into(),
+            retryable: true,
+            retry_after,
+        }
+    }
+}
+
+/// A boxed send future.
+pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<Receipt, SendError>> + Send + 'a>>;
+
+/// A place messages can go.
+pub trait Target: Send + Sync {
+    /// The target's name as routes write it (`telegram`, `github_comment`, ...).
+    fn name(&self) -> &str;
+    /// Sends one message (split into parts where the platform needs it).
+    fn send<'a>(&'a self, message: &'a OutgoingMessage) -> SendFuture<'a>;
+}
