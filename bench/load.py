@@ -128,6 +128,7 @@ def run_wrk(port, mix, body, args, run_id):
         "accepted": ("/webhooks/accepted", "pull_request", True),
         "bad_signature": ("/webhooks/accepted", "pull_request", True),
         "duplicate": ("/webhooks/accepted", "pull_request", False),
+        "direct": ("/webhooks/direct", "pull_request", True),
     }[mix]
     if mix == "bad_signature":
         sig = "sha256=" + "0" * 64
@@ -188,8 +189,13 @@ def main():
           events: [push]
         accepted:
           prompt: "Review PR #{{number}}: {{pull_request.title}}"
+        direct:
+          deliver_only: true
+          deliver: telegram
+          prompt: "PR #{{number}}: {{pull_request.title}}"
+          deliver_extra: {{chat_id: "42"}}
 """)
-    env = dict(os.environ, HERALD_HOME=home, RUST_LOG=os.environ.get("HERALD_LOG", "warn"))
+    env = dict(os.environ, HERALD_HOME=home, TELEGRAM_BOT_TOKEN="1:bench", TELEGRAM_BASE_URL=f"http://127.0.0.1:{bare_port}/bot", RUST_LOG=os.environ.get("HERALD_LOG", "warn"))
     if os.environ.get("HERALD_WORKERS"):
         env["TOKIO_WORKER_THREADS"] = os.environ["HERALD_WORKERS"]
     herald = subprocess.Popen([herald_bin, "gateway", "run"], env=env, stdout=subprocess.DEVNULL, stderr=open(os.environ.get("HERALD_STDERR", os.devnull), "w"))
@@ -216,6 +222,14 @@ def main():
         for mix, h, b, peak in rows:
             print(f"{mix:<14} {h['rps']:>12.0f} {h['p50_us']/1000:>7.2f} {h['p99_us']/1000:>7.2f} {b['rps']:>11.0f} "
                   f"{b['p50_us']/1000:>7.2f} {b['p99_us']/1000:>7.2f} {h['rps']/b['rps']:>6.2f} {peak/1024:>11.1f} {h['non2xx']:>8} {h['cpu_us']:>7.1f}/{b['cpu_us']:<7.1f}")
+        # Direct delivery latency with one connection: herald (request in, send to the
+        # instant fake target, answer) against the bare server's own round trip.
+        lat = argparse.Namespace(**{**vars(args), "connections": 1, "threads": 1})
+        hd = run_wrk(herald_port, "direct", body, lat, f"{int(time.time())}-direct")
+        bd = run_wrk(bare_port, "filtered", body, lat, "bare-latency")
+        print(f"direct delivery, 1 connection: herald p50 {hd['p50_us']/1000:.3f} ms p99 {hd['p99_us']/1000:.3f} ms "
+              f"({hd['rps']:.0f} req/s, non-2xx {hd['non2xx']}); bare p50 {bd['p50_us']/1000:.3f} ms; "
+              f"herald overhead p50 ~{(hd['p50_us'] - 2 * bd['p50_us'])/1000:.3f} ms")
         print(f"herald idle RSS: {idle_kb/1024:.1f} MB; start to /health answering: {start_s*1000:.0f} ms")
         db = os.path.join(home, "herald.db")
         if os.path.exists(db):

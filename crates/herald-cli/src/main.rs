@@ -4,6 +4,7 @@ mod deliveries_cmd;
 mod gateway_cmd;
 mod inbox_cmd;
 mod logging;
+mod setup_cmd;
 mod webhook_cmd;
 
 use clap::{Parser, Subcommand};
@@ -61,6 +62,8 @@ enum Command {
 enum GatewayCommand {
     /// Start the gateway (webhook listener) in the foreground.
     Run,
+    /// Interactive setup: webhook listener, port, secret, one target (answers may be piped).
+    Setup,
 }
 
 /// mimalloc v3's `mi_option_t` indexes of the options herald sets.
@@ -92,6 +95,9 @@ fn main() -> ExitCode {
         Command::Gateway {
             command: GatewayCommand::Run,
         } => gateway_cmd::run(&home),
+        Command::Gateway {
+            command: GatewayCommand::Setup,
+        } => setup_cmd::run(&home),
         Command::Inbox { command } => inbox_cmd::run(&home, command),
         Command::Webhook { command } => webhook_cmd::run(&home, command),
         Command::Deliveries { command } => deliveries_cmd::run(&home, command),

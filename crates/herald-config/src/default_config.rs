@@ -4,6 +4,7 @@ use crate::error::ConfigError;
 use crate::home::Home;
 use base64::Engine;
 use rand::RngCore;
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
 
@@ -71,4 +72,110 @@ pub fn write_private_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut file = options.open(path)?;
     file.write_all(bytes)?;
     file.sync_all()
+}
+
+/// Sets `platforms.webhook.{enabled, extra.port, extra.secret}` in a config file, keeping
+/// every other key (comments are not kept: the old file is saved as `config.yaml.bak`).
+/// A missing file gets the commented default with these values.
+pub fn set_webhook_settings(
+    path: &Path,
+    enable: bool,
+    port: u16,
+    secret: &str,
+) -> Result<(), ConfigError> {
+    let write_err = |source| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let text = default_config_text(secret)
+                .replace("    enabled: true", &format!("    enabled: {enable}"))
+                .replace("      port: 8644", &format!("      port: {port}"));
+            return write_private_replace(path, text.as_bytes()).map_err(write_err);
+        }
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut doc: Value = if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_saphyr::from_str(&text).map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line: e.location().map_or(0, |l| l.line()),
+            column: e.location().map_or(0, |l| l.column()),
+            message: e.to_string().lines().next().unwrap_or("").to_owned(),
+        })?
+    };
+    if !doc.is_object() {
+        doc = json!({});
+    }
+    let webhook = entry(entry(&mut doc, "platforms"), "webhook");
+    webhook["enabled"] = json!(enable);
+    let extra = entry(webhook, "extra");
+    extra["port"] = json!(port);
+    extra["secret"] = json!(secret);
+    std::fs::copy(path, path.with_extension("yaml.bak")).map_err(write_err)?;
+    let yaml = serde_saphyr::to_string(&PlainNumbers(&doc))
+        .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
+    write_private_replace(path, yaml.as_bytes()).map_err(write_err)
+}
+
+/// The object under `key`, created when missing or not an object.
+fn entry<'a>(v: &'a mut Value, key: &str) -> &'a mut Value {
+    if !v[key].is_object() {
+        v[key] = Value::Object(serde_json::Map::new());
+    }
+    &mut v[key]
+}
+
+/// Writes a file with mode 0600 through a temporary file and a rename.
+pub fn write_private_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("herald-tmp");
+    let _ = std::fs::remove_file(&tmp);
+    write_private_new(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Serialises a JSON value with its numbers as plain numbers (serde_json's
+/// `arbitrary_precision` would otherwise hand other serialisers a private map).
+struct PlainNumbers<'a>(&'a Value);
+
+impl serde::Serialize for PlainNumbers<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    s.serialize_i64(i)
+                } else if let Some(u) = n.as_u64() {
+                    s.serialize_u64(u)
+                } else {
+                    s.serialize_f64(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            Value::String(v) => s.serialize_str(v),
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&PlainNumbers(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut m = s.serialize_map(Some(map.len()))?;
+                for (k, v) in map {
+                    m.serialize_entry(k, &PlainNumbers(v))?;
+                }
+                m.end()
+            }
+        }
+    }
 }

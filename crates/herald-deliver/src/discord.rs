@@ -8,6 +8,8 @@ use std::time::Duration;
 
 pub struct Discord {
     pub client: reqwest::Client,
+    /// Per-request time limit (`platforms.<name>.extra.timeout_seconds`, default 15).
+    pub timeout: std::time::Duration,
     pub base_url: String,
     pub token: Option<String>,
     pub home_channel: Option<String>,
@@ -67,7 +69,11 @@ impl Discord {
             if let Some(a) = &auth {
                 req = req.header(reqwest::header::AUTHORIZATION, a);
             }
-            let resp = req.send().await.map_err(|e| network_error("discord", &e))?;
+            let resp = req
+                .timeout(self.timeout)
+                .send()
+                .await
+                .map_err(|e| network_error("discord", &e))?;
             let (status, retry_after, text) = read_answer("discord", resp).await?;
             let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             if (200..300).contains(&status) {

@@ -6,6 +6,7 @@
 //! failed send says whether it is worth retrying ([`SendError::retryable`]).
 
 mod discord;
+mod email;
 mod github;
 mod http;
 mod log_target;

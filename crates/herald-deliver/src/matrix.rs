@@ -8,6 +8,8 @@ use std::time::Duration;
 
 pub struct Matrix {
     pub client: reqwest::Client,
+    /// Per-request time limit (`platforms.<name>.extra.timeout_seconds`, default 15).
+    pub timeout: std::time::Duration,
     pub homeserver: Option<String>,
     pub token: Option<String>,
     pub home_room: Option<String>,
@@ -49,6 +51,7 @@ impl Matrix {
             .put(&url)
             .bearer_auth(token)
             .json(&body)
+            .timeout(self.timeout)
             .send()
             .await
             .map_err(|e| network_error("matrix", &e))?;

@@ -10,6 +10,8 @@ const MAX_CHARS: usize = 16383;
 
 pub struct Mattermost {
     pub client: reqwest::Client,
+    /// Per-request time limit (`platforms.<name>.extra.timeout_seconds`, default 15).
+    pub timeout: std::time::Duration,
     pub url: Option<String>,
     pub token: Option<String>,
     pub home_channel: Option<String>,
@@ -40,6 +42,7 @@ impl Mattermost {
                 .post(&endpoint)
                 .bearer_auth(token)
                 .json(&body)
+                .timeout(self.timeout)
                 .send()
                 .await
                 .map_err(|e| network_error("mattermost", &e))?;

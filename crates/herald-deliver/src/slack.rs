@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 
 pub struct Slack {
     pub client: reqwest::Client,
+    /// Per-request time limit (`platforms.<name>.extra.timeout_seconds`, default 15).
+    pub timeout: std::time::Duration,
     /// `https://slack.com/api/` by default; methods are appended.
     pub base_url: String,
     pub token: Option<String>,
@@ -38,7 +40,7 @@ impl Slack {
                     if let Some(t) = &thread {
                         body["thread_ts"] = Value::from(t.clone());
                     }
-                    self.client.post(hook).json(&body).send().await
+                    self.client.post(hook).json(&body).timeout(self.timeout).send().await
                 }
                 None => {
                     let token = self.token.as_deref().ok_or_else(|| {
@@ -52,7 +54,7 @@ impl Slack {
                         body["thread_ts"] = Value::from(t.clone());
                     }
                     let url = format!("{}/chat.postMessage", self.base_url.trim_end_matches('/'));
-                    self.client.post(url).bearer_auth(token).json(&body).send().await
+                    self.client.post(url).bearer_auth(token).json(&body).timeout(self.timeout).send().await
                 }
             }
             .map_err(|e| network_error("slack", &e))?;

@@ -41,6 +41,19 @@ impl TargetSettings<'_> {
     }
 }
 
+/// `extra.timeout_seconds` of a platform block, else the default request limit.
+fn timeout_of(p: &PlatformSettings) -> std::time::Duration {
+    p.extra
+        .get("timeout_seconds")
+        .and_then(|v| {
+            v.as_f64()
+                .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        })
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(std::time::Duration::from_secs_f64)
+        .unwrap_or(crate::http::REQUEST_TIMEOUT)
+}
+
 /// The targets by name (lower case).
 #[derive(Clone, Default)]
 pub struct TargetSet {
@@ -76,6 +89,7 @@ impl TargetSet {
             || {
                 Arc::new(Telegram {
                     client: client.clone(),
+                    timeout: timeout_of(&p),
                     base_url,
                     token,
                     home_channel,
@@ -92,6 +106,7 @@ impl TargetSet {
         set.enable_if(&p, token.is_some(), "discord", "DISCORD_BOT_TOKEN", || {
             Arc::new(Discord {
                 client: client.clone(),
+                timeout: timeout_of(&p),
                 base_url,
                 token,
                 home_channel,
@@ -107,6 +122,7 @@ impl TargetSet {
         set.enable_if(&p, token.is_some(), "slack", "SLACK_BOT_TOKEN", || {
             Arc::new(Slack {
                 client: client.clone(),
+                timeout: timeout_of(&p),
                 base_url,
                 token,
                 home_channel,
@@ -127,6 +143,7 @@ impl TargetSet {
             || {
                 Arc::new(Mattermost {
                     client: client.clone(),
+                    timeout: timeout_of(&p),
                     url,
                     token,
                     home_channel,
@@ -148,9 +165,51 @@ impl TargetSet {
             || {
                 Arc::new(Matrix {
                     client: client.clone(),
+                    timeout: timeout_of(&p),
                     homeserver,
                     token,
                     home_room,
+                })
+            },
+        );
+
+        let p = s.platform("email");
+        let host = s
+            .env("EMAIL_SMTP_HOST")
+            .or_else(|| TargetSettings::extra_str(&p, "smtp_host"));
+        let port = s
+            .env("EMAIL_SMTP_PORT")
+            .or_else(|| {
+                p.extra
+                    .get("smtp_port")
+                    .map(|v| v.to_string().trim_matches('"').to_owned())
+            })
+            .and_then(|v| v.parse::<u16>().ok())
+            .unwrap_or(587);
+        let security = crate::email::SmtpSecurity::parse(
+            s.env("EMAIL_SMTP_SECURITY")
+                .or_else(|| TargetSettings::extra_str(&p, "smtp_security"))
+                .as_deref(),
+            port,
+        );
+        let address = s
+            .env("EMAIL_ADDRESS")
+            .or_else(|| TargetSettings::extra_str(&p, "address"));
+        let password = s.env("EMAIL_PASSWORD").or_else(|| p.token.clone());
+        let home_address = s.home(&p, "EMAIL_HOME_ADDRESS");
+        set.enable_if(
+            &p,
+            host.is_some() && address.is_some(),
+            "email",
+            "EMAIL_SMTP_HOST and EMAIL_ADDRESS",
+            || {
+                Arc::new(crate::email::Email {
+                    host,
+                    port,
+                    security,
+                    address,
+                    password,
+                    home_address,
                 })
             },
         );

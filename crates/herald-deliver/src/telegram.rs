@@ -8,6 +8,8 @@ use std::time::Duration;
 
 pub struct Telegram {
     pub client: reqwest::Client,
+    /// Per-request time limit (`platforms.<name>.extra.timeout_seconds`, default 15).
+    pub timeout: std::time::Duration,
     /// Requests go to `<base_url><token>/<method>`.
     pub base_url: String,
     pub token: Option<String>,
@@ -43,6 +45,7 @@ impl Telegram {
                 .client
                 .post(&url)
                 .json(&body)
+                .timeout(self.timeout)
                 .send()
                 .await
                 .map_err(|e| network_error("telegram", &e))?;

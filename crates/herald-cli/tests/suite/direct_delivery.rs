@@ -386,3 +386,77 @@ async fn github_comment_without_gh_says_how_to_fix() {
     let (_, out, _) = h.cli(&["deliveries", "list", "--json"]);
     assert!(out.contains("gh auth login"), "{out}");
 }
+
+#[tokio::test]
+async fn email_over_smtp() {
+    let smtp = FakeSmtp::start(1);
+    let port = smtp.port.to_string();
+    let config = config_with_routes(
+        "        mail:\n          deliver_only: true\n          deliver: email\n          prompt: 'Build {status}: {url}'\n          deliver_extra: {subject: 'CI {status}'}\n",
+    );
+    let h = Herald::start_with(
+        &config,
+        &[
+            ("EMAIL_SMTP_HOST", "127.0.0.1"),
+            ("EMAIL_SMTP_PORT", &port),
+            ("EMAIL_SMTP_SECURITY", "none"),
+            ("EMAIL_ADDRESS", "herald@example.org"),
+            ("EMAIL_PASSWORD", "pw"),
+            ("EMAIL_HOME_ADDRESS", "ops@example.org"),
+        ],
+    );
+    // The first DATA gets a transient 451: absorbed by a retry.
+    let (s, b) = h
+        .github(
+            "mail",
+            "x",
+            r#"{"status": "failed", "url": "https://ci/1"}"#,
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    let mails = smtp.mails.lock().unwrap().clone();
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].from, "<herald@example.org>");
+    assert_eq!(mails[0].to, vec!["<ops@example.org>"]);
+    assert!(
+        mails[0].auth.as_deref().unwrap_or("").starts_with("AUTH"),
+        "{:?}",
+        mails[0].auth
+    );
+    assert!(
+        mails[0].data.contains("Subject: CI failed"),
+        "{}",
+        mails[0].data
+    );
+    assert!(
+        mails[0].data.contains("Build failed: https://ci/1"),
+        "{}",
+        mails[0].data
+    );
+    let (_, out, _) = h.cli(&["deliveries", "list", "--json"]);
+    let list: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(list[0]["attempts"], 2);
+}
+
+#[tokio::test]
+async fn a_slow_target_times_out_and_is_retried() {
+    let fake = Fake::start(telegram_ok());
+    fake.push(Reply {
+        delay: Duration::from_secs(3),
+        ..telegram_ok()
+    });
+    let config = format!(
+        "{}\n  telegram:\n    extra:\n      timeout_seconds: 1\n",
+        telegram_route("          deliver_extra: {chat_id: '5'}\n")
+    );
+    let h = start_with_telegram(&config, &fake, &[]);
+    let start = Instant::now();
+    let (s, _) = h.github("tg", "x", "{}", Some("slow")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "one timeout (1 s) and a 1 s wait"
+    );
+    assert_eq!(fake.requests().len(), 2);
+}

@@ -5,6 +5,7 @@ mod fakes;
 mod filters_scripts;
 mod inbox_cli;
 mod ingress;
+mod setup;
 mod signatures;
 mod support;
 mod webhook_cli;

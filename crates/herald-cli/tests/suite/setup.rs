@@ -1,0 +1,98 @@
+//! `herald gateway setup` with piped answers.
+
+use super::support::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn setup(home: &std::path::Path, answers: &str) -> (i32, String) {
+    let mut child = Command::new(BIN)
+        .args(["gateway", "setup"])
+        .env("HERALD_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answers.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn piped_answers_write_config_and_env_that_herald_serves() {
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, out) = setup(
+        home.path(),
+        &format!("y\nnot-a-port\n{port}\nmy-secret\npigeon\ntelegram\n123:abc\n-1001\n"),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("is not a port number") && out.contains("Unknown target"),
+        "{out}"
+    );
+    let env = std::fs::read_to_string(home.path().join(".env")).unwrap();
+    assert_eq!(
+        env,
+        "TELEGRAM_BOT_TOKEN=123:abc\nTELEGRAM_HOME_CHANNEL=-1001\n"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    for f in [".env", "config.yaml"] {
+        assert_eq!(
+            std::fs::metadata(home.path().join(f))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600,
+            "{f}"
+        );
+    }
+    // Re-running with an existing config keeps other keys and updates the webhook ones.
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!("model: {{default: x}}\n{config}"),
+    )
+    .unwrap();
+    let (code, out) = setup(home.path(), &format!("\n{port}\nsecret-two\nnone\n"));
+    assert_eq!(code, 0, "{out}");
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert!(
+        config.contains("secret-two") && config.contains("model") && config.contains("example"),
+        "{config}"
+    );
+    assert!(home.path().join("config.yaml.bak").exists());
+    let h = Herald::start_in(home, &[]);
+    assert!(h.base.ends_with(&format!(":{port}")), "{}", h.base);
+    let sig = herald_webhook::verify::sign::github("secret-two", b"{}");
+    let (s, _) = h
+        .post("/webhooks/example", "{}", &[("x-hub-signature-256", sig)])
+        .await;
+    assert_eq!(s, reqwest::StatusCode::ACCEPTED);
+}
+
+#[test]
+fn end_of_input_takes_the_defaults() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, out) = setup(home.path(), "");
+    assert_eq!(code, 0, "{out}");
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert!(
+        config.contains("enabled: true") && config.contains("port: 8644"),
+        "{config}"
+    );
+    assert!(!home.path().join(".env").exists());
+}
