@@ -120,6 +120,13 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::FAILURE);
             }
+            if config.routes.iter().any(|r| r.name == name) {
+                println!(
+                    "Error: '{name}' is already a route in {}; config.yaml wins on a name clash, so this subscription would never be used. Choose another name.",
+                    home.config_file().display()
+                );
+                return Ok(ExitCode::FAILURE);
+            }
             let list = |s: &Option<String>| -> Vec<Value> {
                 s.as_deref()
                     .map(|v| {

@@ -460,3 +460,40 @@ async fn a_slow_target_times_out_and_is_retried() {
     );
     assert_eq!(fake.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn telegram_configured_in_config_yaml_and_disabled_there() {
+    let fake = Fake::start(telegram_ok());
+    let routes = "        tg:\n          deliver_only: true\n          deliver: telegram\n          prompt: hi\n        dc:\n          deliver_only: true\n          deliver: discord\n          prompt: hi\n          deliver_extra: {chat_id: '1'}\n";
+    let config = format!(
+        "{}\n  telegram:\n    token: 'cfg:token'\n    home_channel: {{platform: telegram, chat_id: 9, name: Home}}\n    extra:\n      base_url: '{}/custom/bot'\n  discord:\n    enabled: false\n",
+        config_with_routes(routes),
+        fake.base
+    );
+    let h = Herald::start_with(&config, &[("DISCORD_BOT_TOKEN", "would-enable")]);
+    let (s, _) = h.github("tg", "x", "{}", None).await;
+    assert_eq!(s, StatusCode::OK);
+    let reqs = fake.requests();
+    assert_eq!(reqs[0].path, "/custom/botcfg:token/sendMessage");
+    assert_eq!(reqs[0].body["chat_id"], "9");
+    let (s, _) = h.github("dc", "x", "{}", None).await;
+    assert_eq!(s, StatusCode::BAD_GATEWAY);
+    let (_, out, _) = h.cli(&["deliveries", "list", "--route", "dc", "--json"]);
+    assert!(out.contains("platforms.discord.enabled is false"), "{out}");
+}
+
+#[tokio::test]
+async fn discord_splits_at_2000_characters() {
+    let discord = Fake::start(Reply::json(200, json!({"id": "m"})));
+    let config = config_with_routes("        dc:\n          deliver_only: true\n          deliver: discord\n          prompt: '{text}'\n          deliver_extra: {chat_id: '1'}\n");
+    let base = format!("{}/api/v10", discord.base);
+    let h = Herald::start_with(&config, &[("DISCORD_BOT_TOKEN", "t"), ("DISCORD_BASE_URL", &base)]);
+    let text = "é".repeat(4500);
+    let (s, _) = h.github("dc", "x", &json!({"text": text}).to_string(), None).await;
+    assert_eq!(s, StatusCode::OK);
+    let parts: Vec<String> = discord.requests().iter().map(|r| r.body["content"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(parts.len(), 3);
+    assert!(parts.iter().all(|p| p.chars().count() <= 2000));
+    let joined: String = parts.iter().map(|p| p.rsplit_once(" (").unwrap().0.to_owned()).collect();
+    assert_eq!(joined, text);
+}
