@@ -485,15 +485,29 @@ async fn telegram_configured_in_config_yaml_and_disabled_there() {
 #[tokio::test]
 async fn discord_splits_at_2000_characters() {
     let discord = Fake::start(Reply::json(200, json!({"id": "m"})));
-    let config = config_with_routes("        dc:\n          deliver_only: true\n          deliver: discord\n          prompt: '{text}'\n          deliver_extra: {chat_id: '1'}\n");
+    let config = config_with_routes(
+        "        dc:\n          deliver_only: true\n          deliver: discord\n          prompt: '{text}'\n          deliver_extra: {chat_id: '1'}\n",
+    );
     let base = format!("{}/api/v10", discord.base);
-    let h = Herald::start_with(&config, &[("DISCORD_BOT_TOKEN", "t"), ("DISCORD_BASE_URL", &base)]);
+    let h = Herald::start_with(
+        &config,
+        &[("DISCORD_BOT_TOKEN", "t"), ("DISCORD_BASE_URL", &base)],
+    );
     let text = "é".repeat(4500);
-    let (s, _) = h.github("dc", "x", &json!({"text": text}).to_string(), None).await;
+    let (s, _) = h
+        .github("dc", "x", &json!({"text": text}).to_string(), None)
+        .await;
     assert_eq!(s, StatusCode::OK);
-    let parts: Vec<String> = discord.requests().iter().map(|r| r.body["content"].as_str().unwrap().to_owned()).collect();
+    let parts: Vec<String> = discord
+        .requests()
+        .iter()
+        .map(|r| r.body["content"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(parts.len(), 3);
     assert!(parts.iter().all(|p| p.chars().count() <= 2000));
-    let joined: String = parts.iter().map(|p| p.rsplit_once(" (").unwrap().0.to_owned()).collect();
+    let joined: String = parts
+        .iter()
+        .map(|p| p.rsplit_once(" (").unwrap().0.to_owned())
+        .collect();
     assert_eq!(joined, text);
 }

@@ -123,7 +123,10 @@ async fn subscribe_post_list_test_remove_without_restart() {
     // A name that is a config.yaml route would never be used: refused.
     let (code, out, _) = h.cli(&["webhook", "subscribe", "static-route"]);
     assert_eq!(code, 1);
-    assert!(out.starts_with("Error: 'static-route' is already a route in"), "{out}");
+    assert!(
+        out.starts_with("Error: 'static-route' is already a route in"),
+        "{out}"
+    );
 
     let (code, out, _) = h.cli(&["webhook", "rm", "MY-HOOK"]);
     assert_eq!(
