@@ -1,0 +1,269 @@
+//! The chat completions client: always streaming, one call with retries and back-off.
+
+use crate::assemble::{Assembler, DeltaEvent};
+use crate::endpoint::Endpoint;
+use crate::error::{ErrorClass, LlmError, classify};
+use crate::sse::SseDecoder;
+use futures_util::StreamExt;
+use herald_protocol::{ChatChunk, ChatCompletion, ChatMessage, ToolSpec};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Largest error body read from a provider.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// How many attempts, and the back-off between them (agent spec §4.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryConfig {
+    /// Attempts per call (`agent.api_max_retries`, default 3).
+    pub max_attempts: u32,
+    /// First wait (5 s), doubled each time up to `cap` (120 s), plus up to 50 % jitter.
+    pub base: Duration,
+    pub cap: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            max_attempts: 3,
+            base: Duration::from_secs(5),
+            cap: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RetryConfig {
+    /// The wait after failed attempt `n` (1-based).
+    pub fn backoff(&self, n: u32) -> Duration {
+        let exp = self
+            .base
+            .saturating_mul(1u32 << (n.saturating_sub(1)).min(16));
+        let wait = exp.min(self.cap);
+        let jitter = rand::random::<f64>() * 0.5;
+        wait + wait.mul_f64(jitter)
+    }
+}
+
+/// A finished call: the response and how many attempts it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    pub completion: ChatCompletion,
+    pub attempts: u32,
+}
+
+/// An OpenAI-compatible chat completions client.
+#[derive(Clone)]
+pub struct LlmClient {
+    http: reqwest::Client,
+}
+
+impl Default for LlmClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LlmClient {
+    pub fn new() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
+        LlmClient { http }
+    }
+
+    /// The request body: model, messages, tools, token cap, streaming with usage, and
+    /// the endpoint's `extra_body` merged in.
+    pub fn request_body(
+        endpoint: &Endpoint,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> Value {
+        let mut body = json!({
+            "model": endpoint.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if !tools.is_empty() {
+            body["tools"] = json!(tools);
+        }
+        if let Some(max) = endpoint.max_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        if let Value::Object(map) = &mut body {
+            for (k, v) in &endpoint.extra_body {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+        body
+    }
+
+    /// One streamed call; `on_delta` sees text, reasoning and tool-call starts as they
+    /// arrive.
+    pub async fn stream_once(
+        &self,
+        endpoint: &Endpoint,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+        on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
+    ) -> Result<ChatCompletion, LlmError> {
+        let url = format!(
+            "{}/chat/completions",
+            endpoint.base_url.trim_end_matches('/')
+        );
+        let mut req = self
+            .http
+            .post(&url)
+            .bearer_auth(&endpoint.api_key)
+            .timeout(endpoint.request_timeout)
+            .json(&Self::request_body(endpoint, messages, tools));
+        for (k, v) in &endpoint.extra_headers {
+            req = req.header(k, v);
+        }
+        let resp = req.send().await.map_err(transport_error)?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let bytes = resp.bytes().await.unwrap_or_default();
+            let text =
+                String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ERROR_BODY)]).into_owned();
+            let message = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+                .unwrap_or(text);
+            let message: String = message.chars().take(500).collect();
+            return Err(LlmError::new(
+                classify(status, &message),
+                Some(status),
+                format!("provider answered HTTP {status}: {message}"),
+            ));
+        }
+        let mut stream = resp.bytes_stream();
+        let mut decoder = SseDecoder::new();
+        let mut assembler = Assembler::new();
+        let mut done = false;
+        while !done {
+            let next = tokio::time::timeout(endpoint.stale_timeout, stream.next())
+                .await
+                .map_err(|_| {
+                    LlmError::new(
+                        ErrorClass::Timeout,
+                        None,
+                        format!(
+                            "no data from the provider for {}s",
+                            endpoint.stale_timeout.as_secs()
+                        ),
+                    )
+                })?;
+            let events = match next {
+                Some(Ok(bytes)) => decoder
+                    .feed(&bytes)
+                    .map_err(|e| LlmError::new(ErrorClass::InvalidResponse, None, e.to_string()))?,
+                Some(Err(e)) => return Err(transport_error(e)),
+                None => {
+                    let tail = decoder.finish();
+                    done = true;
+                    tail
+                }
+            };
+            for data in events {
+                if data.trim() == "[DONE]" {
+                    return finish(assembler, endpoint);
+                }
+                let chunk: ChatChunk = serde_json::from_str(&data).map_err(|e| {
+                    LlmError::new(
+                        ErrorClass::InvalidResponse,
+                        None,
+                        format!("malformed stream chunk: {e}"),
+                    )
+                })?;
+                if let Some(err) = &chunk.error {
+                    let message = err["message"]
+                        .as_str()
+                        .unwrap_or("error in stream")
+                        .to_owned();
+                    let status = err["code"].as_u64().map(|c| c as u16);
+                    return Err(LlmError::new(
+                        classify(status.unwrap_or(500), &message),
+                        status,
+                        message,
+                    ));
+                }
+                for delta in assembler.push(chunk) {
+                    on_delta(delta);
+                }
+            }
+        }
+        // The stream ended without [DONE]: acceptable only if the answer was complete.
+        if assembler.has_choice() && assembler_finished(&assembler) {
+            return finish(assembler, endpoint);
+        }
+        Err(LlmError::new(
+            ErrorClass::InvalidResponse,
+            None,
+            "the stream ended before the answer was complete",
+        ))
+    }
+
+    /// A call with retries on transient failures (rate limits, 5xx, timeouts, invalid
+    /// responses); others fail at once.
+    pub async fn chat(
+        &self,
+        endpoint: &Endpoint,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+        retry: &RetryConfig,
+        on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
+    ) -> Result<CallOutcome, LlmError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.stream_once(endpoint, messages, tools, on_delta).await {
+                Ok(completion) => {
+                    return Ok(CallOutcome {
+                        completion,
+                        attempts: attempt,
+                    });
+                }
+                Err(e) if e.retryable() && attempt < retry.max_attempts.max(1) => {
+                    let wait = retry.backoff(attempt);
+                    tracing::warn!(attempt, wait_ms = wait.as_millis() as u64, error = %e, "provider call failed; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+fn assembler_finished(a: &Assembler) -> bool {
+    a.finish_reason().is_some()
+}
+
+fn finish(assembler: Assembler, endpoint: &Endpoint) -> Result<ChatCompletion, LlmError> {
+    if !assembler.has_choice() {
+        return Err(LlmError::new(
+            ErrorClass::InvalidResponse,
+            None,
+            "the provider sent no choices (empty response)",
+        ));
+    }
+    Ok(assembler.finish(&endpoint.model))
+}
+
+fn transport_error(e: reqwest::Error) -> LlmError {
+    let mut text = e.to_string();
+    if let Some(url) = e.url() {
+        text = text.replace(url.as_str(), "<provider>");
+    }
+    let class = if e.is_timeout() {
+        ErrorClass::Timeout
+    } else if text.to_ascii_lowercase().contains("certificate") {
+        ErrorClass::Tls
+    } else {
+        ErrorClass::Network
+    };
+    LlmError::new(class, None, format!("provider request failed: {text}"))
+}

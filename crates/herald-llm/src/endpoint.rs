@@ -1,0 +1,203 @@
+//! Where a call goes: base URL, key (host-gated), model, headers, body extras, timeouts;
+//! and the refusal of endpoints that need another wire format.
+
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// One resolved provider endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// e.g. `http://127.0.0.1:8080/v1`; requests go to `<base_url>/chat/completions`.
+    pub base_url: String,
+    pub api_key: String,
+    pub model: String,
+    pub max_tokens: Option<u64>,
+    pub extra_headers: Vec<(String, String)>,
+    pub extra_body: Map<String, Value>,
+    /// Whole request.
+    pub request_timeout: Duration,
+    /// Longest silence between stream chunks.
+    pub stale_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl Endpoint {
+    /// An endpoint with the spec's default timeouts.
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        let base_url = base_url.into();
+        let local = is_local(&base_url);
+        Endpoint {
+            base_url,
+            api_key: api_key.into(),
+            model: model.into(),
+            max_tokens: None,
+            extra_headers: Vec::new(),
+            extra_body: Map::new(),
+            request_timeout: Duration::from_secs(1800),
+            stale_timeout: Duration::from_secs(if local { 900 } else { 180 }),
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The host of a URL, lower-cased, without port or credentials.
+pub fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next()?
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+fn is_local(url: &str) -> bool {
+    host_of(url).is_some_and(|h| {
+        h == "localhost"
+            || h == "::1"
+            || h.starts_with("127.")
+            || h.starts_with("10.")
+            || h.starts_with("192.168.")
+            || h.ends_with(".local")
+    })
+}
+
+fn host_is(host: &str, domain: &str) -> bool {
+    host == domain || host.ends_with(&format!(".{domain}"))
+}
+
+/// The API key for `base_url` (agent spec §4.1): a key is only sent to its own vendor's
+/// host; a custom endpoint with no key gets `no-key-required`.
+pub fn resolve_api_key(
+    base_url: &str,
+    explicit: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> String {
+    if let Some(k) = explicit.filter(|k| !k.is_empty()) {
+        return k.to_owned();
+    }
+    let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let Some(host) = host_of(base_url) else {
+        return "no-key-required".to_owned();
+    };
+    let vendor_key = if host_is(&host, "ollama.com") {
+        env("OLLAMA_API_KEY")
+    } else if host_is(&host, "openai.com") || host_is(&host, "openai.azure.com") {
+        env("OPENAI_API_KEY")
+    } else if host_is(&host, "openrouter.ai") {
+        env("OPENROUTER_API_KEY")
+    } else {
+        derived_vendor(&host).and_then(|v| env(&format!("{}_API_KEY", v.to_ascii_uppercase())))
+    };
+    vendor_key.unwrap_or_else(|| "no-key-required".to_owned())
+}
+
+/// `api.deepseek.com` → `deepseek`; IPs, `localhost` and odd hosts derive nothing.
+fn derived_vendor(host: &str) -> Option<String> {
+    if host.parse::<std::net::IpAddr>().is_ok() || !host.contains('.') {
+        return None;
+    }
+    let labels: Vec<&str> = host.split('.').collect();
+    let label = labels.get(labels.len().checked_sub(2)?)?;
+    (label.len() >= 2 && label.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| (*label).to_owned())
+}
+
+/// Refuses endpoints that speak another wire format unless `api_mode` says
+/// `chat_completions` explicitly (agent spec §4.1).
+pub fn check_wire_format(base_url: &str, api_mode: Option<&str>) -> Result<(), String> {
+    match api_mode {
+        Some("chat_completions") => return Ok(()),
+        Some(other) => {
+            return Err(format!(
+                "api_mode `{other}` is not supported yet; herald speaks chat_completions (set api_mode: chat_completions for an OpenAI-compatible server)"
+            ));
+        }
+        None => {}
+    }
+    let host = host_of(base_url).unwrap_or_default();
+    let path = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, r)| r)
+        .trim_end_matches('/');
+    if host_is(&host, "api.anthropic.com")
+        || path.ends_with("/anthropic")
+        || path.ends_with("/anthropic/v1")
+    {
+        return Err(format!(
+            "{base_url} speaks the Anthropic Messages API, which herald does not support yet; use an OpenAI-compatible endpoint (e.g. OpenRouter) or set api_mode: chat_completions if this server speaks chat completions"
+        ));
+    }
+    if host == "api.openai.com" || host == "api.x.ai" {
+        return Err(format!(
+            "{base_url} is used through the OpenAI Responses API, which herald does not support yet; set api_mode: chat_completions to use its chat completions endpoint"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "OPENAI_API_KEY" => Some("sk-openai".into()),
+            "OPENROUTER_API_KEY" => Some("sk-or".into()),
+            "DEEPSEEK_API_KEY" => Some("sk-ds".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn keys_only_go_to_their_own_host() {
+        assert_eq!(
+            resolve_api_key("https://openrouter.ai/api/v1", None, &env),
+            "sk-or"
+        );
+        assert_eq!(
+            resolve_api_key("https://api.openai.com/v1", None, &env),
+            "sk-openai"
+        );
+        assert_eq!(
+            resolve_api_key("https://api.deepseek.com/v1", None, &env),
+            "sk-ds"
+        );
+        assert_eq!(
+            resolve_api_key("http://127.0.0.1:8080/v1", None, &env),
+            "no-key-required"
+        );
+        assert_eq!(
+            resolve_api_key("http://localhost:11434/v1", None, &env),
+            "no-key-required"
+        );
+        assert_eq!(
+            resolve_api_key("https://openai.com.evil.example/v1", None, &env),
+            "no-key-required"
+        );
+        assert_eq!(
+            resolve_api_key("https://evil.example/openrouter.ai", None, &env),
+            "no-key-required"
+        );
+        assert_eq!(
+            resolve_api_key("http://x:y@10.0.0.1:1/v1", Some("mine"), &env),
+            "mine"
+        );
+    }
+
+    #[test]
+    fn other_wire_formats_are_refused() {
+        assert!(check_wire_format("https://api.anthropic.com/v1", None).is_err());
+        assert!(check_wire_format("https://proxy.example/anthropic/v1", None).is_err());
+        assert!(check_wire_format("https://api.openai.com/v1", None).is_err());
+        assert!(check_wire_format("https://api.openai.com/v1", Some("chat_completions")).is_ok());
+        assert!(check_wire_format("https://openrouter.ai/api/v1", None).is_ok());
+        assert!(check_wire_format("http://127.0.0.1:8080/v1", Some("codex_responses")).is_err());
+    }
+}

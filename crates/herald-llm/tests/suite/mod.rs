@@ -1,0 +1,2 @@
+mod fake_provider;
+mod props;

@@ -1,0 +1,9 @@
+//! herald's wire types: OpenAI-compatible chat completions (request, streamed chunk,
+//! normalized response). Data only: no tokio, no I/O.
+//!
+//! Unknown fields of provider chunks are ignored; optional fields stay `None` when a
+//! provider leaves them out, so one type reads OpenRouter, vLLM, Ollama and llama.cpp.
+
+pub mod chat;
+
+pub use chat::*;
