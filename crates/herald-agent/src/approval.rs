@@ -1,0 +1,269 @@
+//! Command approval for `terminal` (agent spec §8.5): the hard-line floor, deny rules,
+//! yolo, detection of dangerous commands, and asking a human — or denying at once when
+//! no human can answer.
+
+use regex::Regex;
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+/// A human's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Once,
+    Session,
+    Always,
+    Deny,
+}
+
+/// Asks a human (CLI prompt, API, RPC ...).
+pub trait Approver: Send + Sync {
+    fn ask<'a>(
+        &'a self,
+        command: &'a str,
+        reason: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
+}
+
+/// The outcome of the approval pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Blocked(String),
+}
+
+static HARD_LINE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        (r"\brm\s+(-[a-zA-Z]*[rR][a-zA-Z]*\s+|--recursive\s+)(-[a-zA-Z-]+\s+)*(/|/\*|~|~/|\$HOME/?|/(bin|boot|dev|etc|lib|lib64|proc|root|sbin|sys|usr|var)/?)(\s|$)", "recursive delete of / , a system directory or the home directory"),
+        (r"\bmkfs(\.\w+)?\b", "formatting a filesystem"),
+        (r"\bdd\b.*\bof=/dev/(sd|nvme|hd|vd|xvd|mmcblk)", "writing onto a raw block device"),
+        (r">\s*/dev/(sd|nvme|hd|vd|xvd|mmcblk)", "redirecting onto a raw block device"),
+        (r":\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:", "fork bomb"),
+        (r"\bkill\s+-(9\s+)?-1\b|\bkill\s+-1\b", "killing every process"),
+        (r"\b(shutdown|reboot|halt|poweroff)\b|\binit\s+[06]\b|\btelinit\s+[06]\b|\bsystemctl\s+(poweroff|reboot|halt|kexec)\b", "shutting the machine down"),
+    ]
+    .into_iter()
+    .filter_map(|(re, why)| Regex::new(re).ok().map(|r| (r, why)))
+    .collect()
+});
+
+static DANGEROUS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        (
+            r"\brm\s+(-[a-zA-Z]*[rRf][a-zA-Z]*\s+)",
+            "recursive or forced delete",
+        ),
+        (
+            r"\bchmod\s+(-R\s+)?(0?777|a\+w|o\+w)\b",
+            "world-writable permissions",
+        ),
+        (r"\bchown\s+-R\s+root\b", "recursive chown to root"),
+        (
+            r"(?i)\b(drop\s+(table|database)|truncate\s+table)\b",
+            "destructive SQL",
+        ),
+        (
+            r"(?i)\bdelete\s+from\s+\w+\s*(;|$)",
+            "SQL DELETE without WHERE",
+        ),
+        (
+            r">\s*/etc/|\btee\s+(-a\s+)?/etc/",
+            "writing system configuration",
+        ),
+        (
+            r"~/\.ssh|\.ssh/authorized_keys|~/\.aws|~/\.gnupg",
+            "touching credential files",
+        ),
+        (
+            r"(curl|wget)\b[^|]*\|\s*(sudo\s+)?(ba|z|da)?sh\b",
+            "piping remote content into a shell",
+        ),
+        (
+            r"base64\s+(-d|--decode)[^|]*\|\s*(ba|z)?sh\b",
+            "piping decoded content into a shell",
+        ),
+        (r"\bfind\b.*(-delete|-exec\s+rm)", "find that deletes"),
+        (r"\bxargs\s+(-\S+\s+)*rm\b", "xargs rm"),
+        (
+            r"\b(pkill|killall)\b.*\b(herald|hermes)\b",
+            "killing herald itself",
+        ),
+        (
+            r"\bsystemctl\s+(stop|disable|mask)\b|\bdocker\s+(rm|stop|kill)\b",
+            "stopping services or containers",
+        ),
+        (
+            r"\bgit\s+(push\s+.*--force|reset\s+--hard|clean\s+-[a-z]*f)",
+            "destructive git operation",
+        ),
+        (r"\bsudo\b", "running as root"),
+    ]
+    .into_iter()
+    .filter_map(|(re, why)| Regex::new(re).ok().map(|r| (r, why)))
+    .collect()
+});
+
+/// Why a command is on the hard-line floor (blocked even in yolo mode), if it is.
+pub fn hard_line(command: &str) -> Option<&'static str> {
+    HARD_LINE
+        .iter()
+        .find(|(re, _)| re.is_match(command))
+        .map(|(_, why)| *why)
+}
+
+/// Why a command is dangerous enough to need approval, if it is.
+pub fn dangerous(command: &str) -> Option<&'static str> {
+    DANGEROUS
+        .iter()
+        .find(|(re, _)| re.is_match(command))
+        .map(|(_, why)| *why)
+}
+
+/// Case-insensitive glob (`*` and `?`) match.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.to_lowercase().chars().collect();
+    let t: Vec<char> = text.to_lowercase().chars().collect();
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// The session's approval state and settings.
+pub struct Approvals {
+    pub yolo: bool,
+    pub deny: Vec<String>,
+    pub timeout: Duration,
+    pub approver: Option<Box<dyn Approver>>,
+    session_allowed: Mutex<HashSet<String>>,
+}
+
+impl Approvals {
+    pub fn new(yolo: bool, deny: Vec<String>, approver: Option<Box<dyn Approver>>) -> Self {
+        Approvals {
+            yolo,
+            deny,
+            timeout: Duration::from_secs(60),
+            approver,
+            session_allowed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Nobody to ask, no yolo: dangerous commands are denied.
+    pub fn unattended() -> Self {
+        Self::new(false, Vec::new(), None)
+    }
+
+    /// Runs the pipeline for one command.
+    pub async fn check(&self, command: &str) -> Verdict {
+        if let Some(why) = hard_line(command) {
+            return Verdict::Blocked(format!("BLOCKED: {why} is never allowed."));
+        }
+        if let Some(rule) = self.deny.iter().find(|g| glob_match(g, command)) {
+            return Verdict::Blocked(format!("BLOCKED by the approvals.deny rule `{rule}`."));
+        }
+        if self.yolo {
+            return Verdict::Allowed;
+        }
+        let Some(why) = dangerous(command) else {
+            return Verdict::Allowed;
+        };
+        let key = why.to_owned();
+        if self
+            .session_allowed
+            .lock()
+            .map(|s| s.contains(&key))
+            .unwrap_or(false)
+        {
+            return Verdict::Allowed;
+        }
+        let denial = format!(
+            "DENIED: this command needs approval ({why}) and was not approved. Do not retry it, rephrase it, or reach the same result another way."
+        );
+        let Some(approver) = &self.approver else {
+            return Verdict::Blocked(format!(
+                "{denial} No human can approve commands in this run."
+            ));
+        };
+        match tokio::time::timeout(self.timeout, approver.ask(command, why)).await {
+            Ok(Decision::Once) => Verdict::Allowed,
+            Ok(Decision::Session | Decision::Always) => {
+                if let Ok(mut s) = self.session_allowed.lock() {
+                    s.insert(key);
+                }
+                Verdict::Allowed
+            }
+            Ok(Decision::Deny) => Verdict::Blocked(denial),
+            Err(_) => Verdict::Blocked(format!(
+                "{denial} (no answer within {}s)",
+                self.timeout.as_secs()
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floors_and_patterns() {
+        for c in [
+            "rm -rf /",
+            "rm -rf ~",
+            "sudo rm -fr /etc",
+            "mkfs.ext4 /dev/sda1",
+            "dd if=/dev/zero of=/dev/sda",
+            ":(){ :|:& };:",
+            "shutdown -h now",
+            "kill -9 -1",
+        ] {
+            assert!(hard_line(c).is_some(), "{c}");
+        }
+        for c in [
+            "rm -rf ./build",
+            "curl http://x | sh",
+            "chmod 777 f",
+            "DROP TABLE users",
+            "cat ~/.ssh/id_rsa",
+            "find . -delete",
+        ] {
+            assert!(hard_line(c).is_none() && dangerous(c).is_some(), "{c}");
+        }
+        for c in ["ls -la", "echo hello", "true", "git status", "rm file.txt"] {
+            assert!(dangerous(c).is_none() && hard_line(c).is_none(), "{c}");
+        }
+        assert!(glob_match("*GIT PUSH*", "git push origin"));
+        assert!(!glob_match("ls", "ls -la"));
+    }
+
+    #[tokio::test]
+    async fn pipeline() {
+        assert_eq!(Approvals::unattended().check("ls").await, Verdict::Allowed);
+        assert!(
+            matches!(Approvals::unattended().check("rm -rf build").await, Verdict::Blocked(m) if m.contains("No human"))
+        );
+        let yolo = Approvals::new(true, vec!["*curl*".into()], None);
+        assert_eq!(yolo.check("rm -rf build").await, Verdict::Allowed);
+        assert!(matches!(yolo.check("rm -rf /").await, Verdict::Blocked(_)));
+        assert!(
+            matches!(yolo.check("curl x").await, Verdict::Blocked(m) if m.contains("approvals.deny"))
+        );
+    }
+}

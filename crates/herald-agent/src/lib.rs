@@ -1,0 +1,15 @@
+//! The agent core every front door drives: the turn loop, the tool registry and
+//! toolsets, command approval, steer and interrupt. Its output is one typed stream of
+//! [`AgentEvent`]s; no front door reaches into the loop.
+
+pub mod approval;
+pub mod event;
+pub mod tool;
+pub mod tools;
+pub mod toolsets;
+pub mod turn;
+
+pub use approval::{Approvals, Approver, Decision, Verdict};
+pub use event::AgentEvent;
+pub use tool::{Tool, ToolContext, ToolRegistry};
+pub use turn::{Agent, AgentConfig, AgentHandle, TurnResult};

@@ -1,0 +1,24 @@
+//! `clarify`: asks the human a question. In runs with no one to ask (webhooks, `-q`),
+//! it answers so at once and the model should go on with its best judgement.
+
+use crate::tool::{Tool, ToolContext, ToolFuture};
+use serde_json::{Value, json};
+
+pub struct Clarify;
+
+impl Tool for Clarify {
+    fn name(&self) -> &str {
+        "clarify"
+    }
+    fn description(&self) -> &str {
+        "Ask the user a clarifying question when the request is ambiguous."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"question": {"type": "string"}, "choices": {"type": "array", "items": {"type": "string"}}}, "required": ["question"]})
+    }
+    fn run<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async {
+            json!({"answer": null, "error": "No one is available to answer questions in this run; proceed with your best judgement and state your assumptions."}).to_string()
+        })
+    }
+}

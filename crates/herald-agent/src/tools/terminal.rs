@@ -1,0 +1,143 @@
+//! `terminal`: runs a shell command locally after the approval pipeline, with a time
+//! limit that kills the whole process group, and output capped head + tail.
+
+use super::error_result;
+use crate::approval::Verdict;
+use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, ToolFuture, cap_result};
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// Default and largest foreground time limits.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub struct Terminal;
+
+impl Tool for Terminal {
+    fn name(&self) -> &str {
+        "terminal"
+    }
+    fn description(&self) -> &str {
+        "Run a shell command (bash) on the local machine and return its output and exit code. Dangerous commands need approval."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The shell command to run."},
+                "timeout": {"type": "integer", "minimum": 1, "description": "Seconds before the command is killed (default 180, at most 600)."},
+                "workdir": {"type": "string", "description": "Absolute working directory."}
+            },
+            "required": ["command"]
+        })
+    }
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let Some(command) = args["command"].as_str().filter(|c| !c.trim().is_empty()) else {
+                return error_result("`command` is required");
+            };
+            if let Verdict::Blocked(why) = ctx.approvals.check(command).await {
+                return json!({"output": "", "exit_code": null, "error": why, "status": "blocked"})
+                    .to_string();
+            }
+            let timeout = args["timeout"]
+                .as_u64()
+                .map(Duration::from_secs)
+                .unwrap_or(DEFAULT_TIMEOUT)
+                .clamp(Duration::from_secs(1), MAX_TIMEOUT);
+            let cwd = args["workdir"]
+                .as_str()
+                .map(std::path::PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .unwrap_or_else(|| ctx.cwd.clone());
+            run_command(command, &cwd, timeout, ctx).await
+        })
+    }
+}
+
+async fn run_command(
+    command: &str,
+    cwd: &std::path::Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> String {
+    let mut child = match tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return error_result(format!("cannot start bash: {e}")),
+    };
+    let pid = child.id();
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let collect = async {
+        let mut o = Vec::new();
+        let mut e = Vec::new();
+        let read_o = async {
+            if let Some(s) = out.as_mut() {
+                let _ = s
+                    .take(8 * MAX_RESULT_CHARS as u64)
+                    .read_to_end(&mut o)
+                    .await;
+            }
+        };
+        let read_e = async {
+            if let Some(s) = err.as_mut() {
+                let _ = s.take(MAX_RESULT_CHARS as u64).read_to_end(&mut e).await;
+            }
+        };
+        let (_, _, status) = tokio::join!(read_o, read_e, child.wait());
+        (o, e, status)
+    };
+    let interrupted = async {
+        while !ctx.is_interrupted() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let outcome = tokio::select! {
+        r = tokio::time::timeout(timeout, collect) => r.ok(),
+        () = interrupted => {
+            kill_group(pid);
+            return json!({"output": "", "exit_code": null, "error": "cancelled: the turn was interrupted", "status": "cancelled"}).to_string();
+        }
+    };
+    kill_group(pid);
+    let Some((o, e, status)) = outcome else {
+        return json!({"output": "", "exit_code": null, "error": format!("timed out after {}s and was killed", timeout.as_secs()), "status": "timeout"}).to_string();
+    };
+    let mut output = String::from_utf8_lossy(&o).into_owned();
+    let stderr = String::from_utf8_lossy(&e);
+    if !stderr.is_empty() {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&stderr);
+    }
+    let output = cap_result(output, MAX_RESULT_CHARS);
+    match status {
+        Ok(s) => {
+            json!({"output": output, "exit_code": s.code(), "error": null, "status": "completed"})
+                .to_string()
+        }
+        Err(e) => error_result(format!("waiting for the command failed: {e}")),
+    }
+}
+
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) {
+        // SAFETY: kill(2) on the process group created with process_group(0).
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}

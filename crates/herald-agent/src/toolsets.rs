@@ -1,0 +1,139 @@
+//! Toolsets (agent spec §7): named groups of tools, resolved recursively, with the
+//! narrow webhook default and the per-route replace-not-merge override.
+
+/// Toolsets herald defines: (name, tools, included toolsets).
+const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
+    ("web", &["web_search", "web_extract"], &[]),
+    ("search", &["web_search"], &[]),
+    ("vision", &["vision_analyze"], &[]),
+    ("clarify", &["clarify"], &[]),
+    ("terminal", &["terminal", "process"], &[]),
+    (
+        "file",
+        &["read_file", "write_file", "patch", "search_files"],
+        &[],
+    ),
+    ("skills", &["skills_list", "skill_view"], &[]),
+    ("debugging", &["terminal", "process"], &["web", "file"]),
+    ("safe", &[], &["web", "vision"]),
+    (
+        "hermes-cli",
+        &[],
+        &["web", "terminal", "file", "vision", "skills", "clarify"],
+    ),
+    (
+        "hermes-webhook",
+        &["web_search", "web_extract", "vision_analyze", "clarify"],
+        &[],
+    ),
+];
+
+/// Toolsets never granted to webhook runs through a per-route list.
+const WEBHOOK_FORBIDDEN: &[&str] = &[];
+
+/// The tools of the named toolsets; unknown names are returned separately.
+pub fn resolve(names: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut tools: Vec<String> = Vec::new();
+    let mut unknown = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for name in names {
+        let name = name.trim();
+        if name == "all" || name == "*" {
+            for (n, _, _) in TOOLSETS {
+                expand(n, &mut tools, &mut seen);
+            }
+        } else if TOOLSETS.iter().any(|(n, _, _)| *n == name) {
+            expand(name, &mut tools, &mut seen);
+        } else {
+            unknown.push(name.to_owned());
+        }
+    }
+    tools.sort();
+    tools.dedup();
+    (tools, unknown)
+}
+
+fn expand(name: &str, tools: &mut Vec<String>, seen: &mut Vec<String>) {
+    if seen.iter().any(|s| s == name) {
+        return;
+    }
+    seen.push(name.to_owned());
+    if let Some((_, own, includes)) = TOOLSETS.iter().find(|(n, _, _)| *n == name) {
+        tools.extend(own.iter().map(|t| (*t).to_owned()));
+        for inc in *includes {
+            expand(inc, tools, seen);
+        }
+    }
+}
+
+/// The tools of a webhook-started run: the route's list replaces the platform list,
+/// which replaces the `hermes-webhook` default; unknown and forbidden names are dropped.
+pub fn webhook_tools(
+    route: Option<&[String]>,
+    platform: Option<&[String]>,
+) -> (Vec<String>, Vec<String>) {
+    let chosen: Vec<String> = match (route, platform) {
+        (Some(r), _) if !r.is_empty() => r.to_vec(),
+        (_, Some(p)) if !p.is_empty() => p.to_vec(),
+        _ => vec!["hermes-webhook".to_owned()],
+    };
+    let (allowed, forbidden): (Vec<String>, Vec<String>) = chosen
+        .into_iter()
+        .partition(|n| !WEBHOOK_FORBIDDEN.contains(&n.as_str()));
+    let (tools, mut dropped) = resolve(&allowed);
+    dropped.extend(forbidden);
+    (tools, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| (*x).to_owned()).collect()
+    }
+
+    #[test]
+    fn resolution() {
+        let (t, u) = resolve(&s(&["file", "nope"]));
+        assert_eq!(t, s(&["patch", "read_file", "search_files", "write_file"]));
+        assert_eq!(u, s(&["nope"]));
+        let (t, _) = resolve(&s(&["hermes-cli"]));
+        for tool in [
+            "terminal",
+            "process",
+            "read_file",
+            "write_file",
+            "patch",
+            "search_files",
+            "clarify",
+            "vision_analyze",
+            "skills_list",
+            "skill_view",
+            "web_search",
+        ] {
+            assert!(t.contains(&tool.to_owned()), "{tool}");
+        }
+        let (t, u) = resolve(&s(&["only-unknown"]));
+        assert!(t.is_empty() && u.len() == 1);
+    }
+
+    #[test]
+    fn webhook_rules() {
+        let (t, _) = webhook_tools(None, None);
+        assert_eq!(
+            t,
+            s(&["clarify", "vision_analyze", "web_extract", "web_search"])
+        );
+        assert!(!t.contains(&"terminal".to_owned()));
+        let (t, dropped) = webhook_tools(Some(&s(&["terminal", "bogus"])), Some(&s(&["web"])));
+        assert_eq!(
+            t,
+            s(&["process", "terminal"]),
+            "the route's list replaces, not extends"
+        );
+        assert_eq!(dropped, s(&["bogus"]));
+        let (t, _) = webhook_tools(Some(&[]), Some(&s(&["vision"])));
+        assert_eq!(t, s(&["vision_analyze"]));
+    }
+}

@@ -1,0 +1,145 @@
+//! Dev-only test support: a fake OpenAI-compatible provider on 127.0.0.1 that answers
+//! from a script in the real SSE wire format and records every request it got, so tests
+//! assert what herald sent (messages, tools, model, headers).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Scripted {
+    /// `data:` events, then `data: [DONE]`.
+    Events(Vec<Value>),
+    Status(u16, String),
+}
+
+impl Scripted {
+    /// A plain text answer.
+    pub fn text(text: &str) -> Scripted {
+        Scripted::Events(vec![
+            json!({"id": "r", "model": "fake", "created": 1, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}),
+        ])
+    }
+
+    /// Tool calls: (id, name, arguments JSON text), split into fragments like real servers.
+    pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Scripted {
+        let mut events = Vec::new();
+        for (i, (id, name, args)) in calls.iter().enumerate() {
+            events.push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}}]}));
+            let mid = args.len() / 2;
+            let (a, b) = args.split_at(
+                args.char_indices()
+                    .map(|(i, _)| i)
+                    .find(|i| *i >= mid)
+                    .unwrap_or(0),
+            );
+            for part in [a, b] {
+                events.push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": part}}]}}]}));
+            }
+        }
+        events.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+        Scripted::Events(events)
+    }
+}
+
+/// A recorded request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+#[derive(Clone, Default)]
+struct State {
+    script: Arc<Mutex<VecDeque<Scripted>>>,
+    fallback: Arc<Mutex<Option<Scripted>>>,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+/// The fake provider; its base URL ends in `/v1`.
+pub struct FakeProvider {
+    pub base_url: String,
+    state: State,
+    _thread: std::thread::JoinHandle<()>,
+}
+
+impl FakeProvider {
+    /// Starts on its own thread and runtime (usable from sync and async tests).
+    pub fn start(script: Vec<Scripted>) -> FakeProvider {
+        let state = State {
+            script: Arc::new(Mutex::new(script.into())),
+            ..Default::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let st = state.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = Router::new()
+                    .route("/v1/chat/completions", axum::routing::post(handle))
+                    .with_state(st);
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        let addr = rx.recv().unwrap();
+        FakeProvider {
+            base_url: format!("http://{addr}/v1"),
+            state,
+            _thread: thread,
+        }
+    }
+
+    /// The answer given when the script is used up.
+    pub fn set_fallback(&self, s: Scripted) {
+        *self.state.fallback.lock().unwrap() = Some(s);
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.requests.lock().unwrap().clone()
+    }
+}
+
+async fn handle(
+    axum::extract::State(st): axum::extract::State<State>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    st.requests.lock().unwrap().push(Request {
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    });
+    let next = st
+        .script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .or_else(|| st.fallback.lock().unwrap().clone());
+    match next {
+        Some(Scripted::Events(events)) => {
+            let mut text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+            text.push_str("data: [DONE]\n\n");
+            ([("content-type", "text/event-stream")], text).into_response()
+        }
+        Some(Scripted::Status(code, body)) => {
+            (StatusCode::from_u16(code).unwrap(), body).into_response()
+        }
+        None => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "fake provider: script exhausted",
+        )
+            .into_response(),
+    }
+}
