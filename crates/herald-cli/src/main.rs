@@ -1,9 +1,11 @@
 //! The `herald` binary: command-line parsing, logging setup and wiring of the crates.
 
+mod chat_cmd;
 mod deliveries_cmd;
 mod gateway_cmd;
 mod inbox_cmd;
 mod logging;
+mod model_select;
 mod setup_cmd;
 mod webhook_cmd;
 
@@ -51,6 +53,8 @@ enum Command {
         #[command(subcommand)]
         command: webhook_cmd::WebhookCommand,
     },
+    /// Talk to the agent: `-q TEXT` for one turn, or a session on stdin.
+    Chat(chat_cmd::ChatArgs),
     /// Inspect deliveries (direct deliveries and their outcome).
     Deliveries {
         #[command(subcommand)]
@@ -100,6 +104,7 @@ fn main() -> ExitCode {
         } => setup_cmd::run(&home),
         Command::Inbox { command } => inbox_cmd::run(&home, command),
         Command::Webhook { command } => webhook_cmd::run(&home, command),
+        Command::Chat(args) => chat_cmd::run(&home, args),
         Command::Deliveries { command } => deliveries_cmd::run(&home, command),
     };
     match result {

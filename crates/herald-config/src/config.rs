@@ -20,6 +20,12 @@ const TOP_KEYS: &[&str] = &[
     "gateway",
     "multiplex_profiles",
     "platform_toolsets",
+    "model",
+    "providers",
+    "custom_providers",
+    "agent",
+    "approvals",
+    "terminal",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -83,6 +89,9 @@ pub struct Config {
     pub routes: Vec<Route>,
     pub multiplex_profiles: bool,
     pub platform_toolsets_webhook: Option<Vec<String>>,
+    /// The agent's blocks as written (`model`, `providers`, `custom_providers`, `agent`,
+    /// `approvals`, `terminal`); the agent front doors interpret them.
+    pub agent_sections: serde_json::Map<String, serde_json::Value>,
     /// Other platforms' blocks (telegram, discord, ...), for the delivery targets.
     pub platforms: std::collections::BTreeMap<String, crate::platforms::PlatformSettings>,
     /// Unknown keys and other non-fatal findings, each reported once at start.
@@ -273,6 +282,21 @@ impl Config {
             multiplex_profiles,
             platform_toolsets_webhook,
             platforms,
+            agent_sections: [
+                "model",
+                "providers",
+                "custom_providers",
+                "agent",
+                "approvals",
+                "terminal",
+            ]
+            .iter()
+            .filter_map(|k| {
+                doc.get(k)
+                    .filter(|n| !n.is_null())
+                    .map(|n| ((*k).to_owned(), n.to_json()))
+            })
+            .collect(),
             warnings: r.warnings,
         })
     }

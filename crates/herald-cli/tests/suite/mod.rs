@@ -1,3 +1,4 @@
+mod chat;
 mod config_start;
 mod crash;
 mod direct_delivery;

@@ -1,0 +1,262 @@
+//! `herald chat` end to end: the real binary against the fake provider.
+
+use super::support::*;
+use herald_test_support::{FakeProvider, Scripted};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn home_for(provider: &FakeProvider) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model:\n  default: fake-model\n  base_url: {}\nagent:\n  api_max_retries: 2\n",
+            provider.base_url
+        ),
+    )
+    .unwrap();
+    home
+}
+
+fn chat(home: &std::path::Path, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let mut child = Command::new(BIN)
+        .arg("chat")
+        .args(args)
+        .env("HERALD_HOME", home)
+        .env("HERALD_RETRY_BASE_MS", "10")
+        .env_remove("RUST_LOG")
+        .current_dir(home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).unwrap();
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn quiet_query_prints_only_the_answer() {
+    let provider = FakeProvider::start(vec![Scripted::text("The answer is 42.")]);
+    let home = home_for(&provider);
+    let (code, out, err) = chat(home.path(), &["-Q", "-q", "what is it?"], None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "The answer is 42.\n");
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("session_id: "))
+        .unwrap();
+    let re = regex::Regex::new(r"^\d{8}_\d{6}_[0-9a-f]{6}$").unwrap();
+    assert!(re.is_match(id), "{id}");
+    let req = &provider.requests()[0].body;
+    assert_eq!(req["model"], "fake-model");
+    assert_eq!(
+        req["messages"][1],
+        json!({"role": "user", "content": "what is it?"})
+    );
+    let tools: Vec<&str> = req["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"terminal") && tools.contains(&"read_file") && tools.contains(&"clarify"),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&"web_search"),
+        "no search backend is configured"
+    );
+}
+
+#[test]
+fn a_tool_round_trip_and_streamed_output() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "c1",
+            "terminal",
+            r#"{"command": "echo tool-ran > proof.txt"}"#,
+        )]),
+        Scripted::text("Wrote the file."),
+    ]);
+    let home = home_for(&provider);
+    let (code, out, err) = chat(home.path(), &["-q", "make a file"], None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "Wrote the file.");
+    assert!(err.contains("⚙ terminal"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("proof.txt")).unwrap(),
+        "tool-ran\n"
+    );
+}
+
+#[test]
+fn toolsets_model_flags_and_max_turns() {
+    let provider = FakeProvider::start(vec![Scripted::text("no tools")]);
+    let home = home_for(&provider);
+    let (code, _, err) = chat(
+        home.path(),
+        &["-Q", "-t", "nonsense", "-m", "other-model", "-q", "x"],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("unknown toolset `nonsense`"), "{err}");
+    let req = &provider.requests()[0].body;
+    assert!(
+        req.get("tools").is_none(),
+        "only unknown toolsets means no tools"
+    );
+    assert_eq!(req["model"], "other-model");
+
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::tool_calls(&[(
+        "l",
+        "terminal",
+        r#"{"command": "true"}"#,
+    )]));
+    let home = home_for(&provider);
+    let (code, _, _) = chat(home.path(), &["-Q", "--max-turns", "1", "-q", "loop"], None);
+    assert_eq!(
+        code, 1,
+        "the summary call answered with a tool call, not text"
+    );
+    let reqs = provider.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].body.get("tools").is_none());
+}
+
+#[test]
+fn failures_exit_non_zero() {
+    let provider = FakeProvider::start(vec![Scripted::Status(
+        401,
+        r#"{"error": {"message": "invalid key"}}"#.into(),
+    )]);
+    let home = home_for(&provider);
+    let (code, out, err) = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.contains("invalid key"), "{err}");
+
+    let provider = FakeProvider::start(vec![
+        Scripted::text(""),
+        Scripted::text(""),
+        Scripted::text(""),
+    ]);
+    let home = home_for(&provider);
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert_eq!(code, 1, "{err}");
+
+    // Unknown skills only: nothing is sent.
+    let provider = FakeProvider::start(vec![Scripted::text("x")]);
+    let home = home_for(&provider);
+    let (code, _, err) = chat(home.path(), &["-s", "ghost", "-q", "hi"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("skill `ghost` not found"), "{err}");
+    assert!(provider.requests().is_empty());
+
+    // No provider configured at all.
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, err) = chat(empty.path(), &["-q", "hi"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("no model provider is configured"), "{err}");
+}
+
+#[test]
+fn skills_and_soul_reach_the_system_prompt() {
+    let provider = FakeProvider::start(vec![Scripted::text("ok")]);
+    let home = home_for(&provider);
+    std::fs::create_dir_all(home.path().join("skills/devops/deploy-check")).unwrap();
+    std::fs::write(
+        home.path().join("skills/devops/deploy-check/SKILL.md"),
+        "---\nname: deploy-check\n---\nAlways check the canary.",
+    )
+    .unwrap();
+    std::fs::write(home.path().join("SOUL.md"), "You are Ada.").unwrap();
+    let (code, _, err) = chat(
+        home.path(),
+        &["-Q", "-s", "deploy-check,missing", "-q", "deploy"],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let system = provider.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.starts_with("You are Ada."), "{system}");
+    assert!(system.contains("Always check the canary."), "{system}");
+}
+
+#[test]
+fn sigterm_interrupts_and_kills_the_running_command() {
+    let provider = FakeProvider::start(vec![Scripted::tool_calls(&[(
+        "s",
+        "terminal",
+        r#"{"command": "sleep 3; touch late.txt"}"#,
+    )])]);
+    let home = home_for(&provider);
+    let mut child = Command::new(BIN)
+        .args(["chat", "-Q", "--yolo", "-q", "sleep"])
+        .env("HERALD_HOME", home.path())
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let started = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let code = wait_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(code, Some(130));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !home.path().join("late.txt").exists(),
+        "the running command must be killed too"
+    );
+}
+
+#[test]
+fn a_line_based_session_keeps_history_and_switches_models() {
+    let provider = FakeProvider::start(vec![
+        Scripted::text("first answer"),
+        Scripted::text("second answer"),
+        Scripted::text("fresh"),
+    ]);
+    let home = home_for(&provider);
+    let (code, out, err) = chat(
+        home.path(),
+        &[],
+        Some("hello\n/model switched-model\nand again\n/new\nstart over\n/quit\n"),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("first answer") && out.contains("second answer") && out.contains("fresh"),
+        "{out}"
+    );
+    let reqs = provider.requests();
+    let second: Vec<Value> = reqs[1].body["messages"].as_array().unwrap().clone();
+    assert_eq!(reqs[1].body["model"], "switched-model");
+    assert_eq!(second[1]["content"], "hello");
+    assert_eq!(second[2]["content"], "first answer");
+    assert_eq!(second[3]["content"], "and again");
+    assert_eq!(
+        reqs[2].body["messages"].as_array().unwrap().len(),
+        2,
+        "/new starts over"
+    );
+}
