@@ -31,6 +31,9 @@ pub enum AgentEvent {
         command: String,
         reason: String,
     },
+    /// A message was added to the conversation (user, assistant or tool): front doors
+    /// persist it as it happens.
+    MessageAppended(herald_protocol::ChatMessage),
     TurnCompleted {
         final_response: String,
     },

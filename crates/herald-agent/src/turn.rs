@@ -116,6 +116,7 @@ impl Agent {
         messages.push(ChatMessage::system(self.config.system_prompt.clone()));
         messages.extend(history.iter().cloned());
         let turn_start = messages.len();
+        events(AgentEvent::MessageAppended(user.clone()));
         messages.push(user);
         let specs: Vec<_> = self
             .config
@@ -134,7 +135,9 @@ impl Agent {
             }
             let at_cap = result.api_calls >= self.config.max_iterations;
             if at_cap {
-                messages.push(ChatMessage::user(SUMMARY_REQUEST));
+                let request = ChatMessage::user(SUMMARY_REQUEST);
+                events(AgentEvent::MessageAppended(request.clone()));
+                messages.push(request);
             }
             self.deliver_steer(&mut messages);
             result.api_calls += 1;
@@ -195,14 +198,21 @@ impl Agent {
                     last_text = text;
                 }
                 let calls = message.tool_calls.clone();
+                events(AgentEvent::MessageAppended(message.clone()));
                 messages.push(message);
                 let results = self.run_tools(&calls, events).await;
+                let first_result = messages.len();
                 messages.extend(results);
+                if !self.handle.is_interrupted() {
+                    self.deliver_steer(&mut messages);
+                }
+                for m in &messages[first_result..] {
+                    events(AgentEvent::MessageAppended(m.clone()));
+                }
                 if self.handle.is_interrupted() {
                     result.interrupted = true;
                     break;
                 }
-                self.deliver_steer(&mut messages);
                 continue;
             }
             if text.trim().is_empty() && message.tool_calls.is_empty() {
@@ -212,7 +222,9 @@ impl Agent {
                 }
                 if !last_text.is_empty() {
                     result.final_response = last_text.clone();
-                    messages.push(ChatMessage::text(Role::Assistant, last_text.clone()));
+                    let answer = ChatMessage::text(Role::Assistant, last_text.clone());
+                    events(AgentEvent::MessageAppended(answer.clone()));
+                    messages.push(answer);
                     result.completed = true;
                 } else {
                     result.failed = true;
@@ -225,6 +237,7 @@ impl Agent {
             }
             let mut final_message = message;
             final_message.tool_calls.clear();
+            events(AgentEvent::MessageAppended(final_message.clone()));
             messages.push(final_message);
             result.final_response = text.clone();
             result.completed = true;

@@ -8,6 +8,7 @@ use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Approver, Decision
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_llm::RetryConfig;
 use herald_protocol::ChatMessage;
+use herald_store::sessions::{NewMessage, SessionDb, StoredMessage};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,81 @@ pub struct ChatArgs {
     /// Skills to preload, comma-separated (repeatable).
     #[arg(short = 's', long, value_delimiter = ',')]
     skills: Vec<String>,
+    /// Resume a session by id.
+    #[arg(short = 'r', long, conflicts_with = "continue_last")]
+    resume: Option<String>,
+    /// Continue the most recent CLI session.
+    #[arg(short = 'c', long = "continue")]
+    continue_last: bool,
+}
+
+/// Persists appended messages on a thread of its own (SQLite never blocks the loop).
+struct Persister {
+    tx: std::sync::mpsc::Sender<ChatMessage>,
+    done: std::thread::JoinHandle<()>,
+}
+
+impl Persister {
+    fn start(mut db: SessionDb, session: String) -> Persister {
+        let (tx, rx) = std::sync::mpsc::channel::<ChatMessage>();
+        let done = std::thread::spawn(move || {
+            for m in rx {
+                let role = match m.role {
+                    herald_protocol::Role::System => "system",
+                    herald_protocol::Role::User => "user",
+                    herald_protocol::Role::Assistant => "assistant",
+                    herald_protocol::Role::Tool => "tool",
+                };
+                let tool_calls = (!m.tool_calls.is_empty())
+                    .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
+                let row = NewMessage {
+                    role,
+                    content: m.content.as_deref(),
+                    tool_call_id: m.tool_call_id.as_deref(),
+                    tool_calls,
+                    tool_name: m.name.as_deref(),
+                    reasoning: m.reasoning.as_deref(),
+                    finish_reason: None,
+                };
+                if let Err(e) = db.append(&session, &row) {
+                    eprintln!(
+                        "herald: warning: could not save a message to the session store: {e}"
+                    );
+                }
+            }
+        });
+        Persister { tx, done }
+    }
+
+    fn finish(self) {
+        drop(self.tx);
+        let _ = self.done.join();
+    }
+}
+
+/// Stored rows back into messages.
+fn to_messages(rows: Vec<StoredMessage>) -> Vec<ChatMessage> {
+    rows.into_iter()
+        .filter_map(|r| {
+            let role = match r.role.as_str() {
+                "user" => herald_protocol::Role::User,
+                "assistant" => herald_protocol::Role::Assistant,
+                "tool" => herald_protocol::Role::Tool,
+                _ => return None,
+            };
+            Some(ChatMessage {
+                role,
+                content: r.content,
+                tool_calls: r
+                    .tool_calls
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or_default(),
+                tool_call_id: r.tool_call_id,
+                name: r.tool_name,
+                reasoning: None,
+            })
+        })
+        .collect()
 }
 
 /// Exit status after SIGINT/SIGTERM.
@@ -253,12 +329,51 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     if let Some(ms) = process_env("HERALD_RETRY_BASE_MS").and_then(|v| v.parse::<u64>().ok()) {
         retry.base = std::time::Duration::from_millis(ms);
     }
-    let session = session_id();
+    let db = SessionDb::open(&home.state_db_file())
+        .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
+    let resume_id = match (&args.resume, args.continue_last) {
+        (Some(id), _) => Some(id.clone()),
+        (None, true) => match db.latest("cli")? {
+            Some(id) => Some(id),
+            None => {
+                eprintln!("herald: there is no earlier CLI session to continue");
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        (None, false) => None,
+    };
+    let (session, history, prompt) = match resume_id {
+        Some(id) => {
+            let Some(row) = db.session(&id)? else {
+                eprintln!("herald: no session with id {id}");
+                return Ok(ExitCode::FAILURE);
+            };
+            let history = to_messages(db.history(&id)?);
+            // The stored system prompt is reused byte for byte (provider prompt caches).
+            let prompt = row
+                .system_prompt
+                .unwrap_or_else(|| system_prompt(home, &cwd, !tools.is_empty(), &skills));
+            (id, history, prompt)
+        }
+        None => {
+            let id = session_id();
+            let prompt = system_prompt(home, &cwd, !tools.is_empty(), &skills);
+            db.create_session(
+                &id,
+                "cli",
+                &endpoint.model,
+                &prompt,
+                &cwd.display().to_string(),
+            )?;
+            (id, Vec::new(), prompt)
+        }
+    };
     eprintln!("session_id: {session}");
+    let persister = Persister::start(db, session.clone());
     let agent = Agent::new(AgentConfig {
         endpoint,
         retry,
-        system_prompt: system_prompt(home, &cwd, !tools.is_empty(), &skills),
+        system_prompt: prompt,
         tools,
         max_iterations,
         cwd,
@@ -268,14 +383,17 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    let saver = persister.tx.clone();
+    let code = runtime.block_on(async move {
         match args.query {
-            Some(q) => one_turn(&agent, &[], &q, args.quiet)
+            Some(q) => one_turn(&agent, &history, &q, args.quiet, &saver)
                 .await
                 .map(|(code, _)| code),
-            None => interactive(agent, args.quiet).await,
+            None => interactive(agent, history, args.quiet, saver).await,
         }
-    })
+    });
+    persister.finish();
+    code
 }
 
 /// Runs one turn, printing as it goes; returns the exit code and the turn's messages.
@@ -284,10 +402,15 @@ async fn one_turn(
     history: &[ChatMessage],
     prompt: &str,
     quiet: bool,
+    saver: &std::sync::mpsc::Sender<ChatMessage>,
 ) -> anyhow::Result<(ExitCode, Vec<ChatMessage>)> {
     let handle = agent.handle();
     let printed_text = std::sync::atomic::AtomicBool::new(false);
     let mut on_event = |e: AgentEvent| {
+        if let AgentEvent::MessageAppended(m) = &e {
+            let _ = saver.send(m.clone());
+            return;
+        }
         if let AgentEvent::TurnFailed { error } = &e {
             eprintln!("herald: error: {error}");
             return;
@@ -377,8 +500,12 @@ async fn one_turn(
 
 /// A line-based session: each line is a turn; `/new` starts over, `/model SPEC` switches
 /// the model for this session, `/quit` leaves.
-async fn interactive(mut agent: Agent, quiet: bool) -> anyhow::Result<ExitCode> {
-    let mut history: Vec<ChatMessage> = Vec::new();
+async fn interactive(
+    mut agent: Agent,
+    mut history: Vec<ChatMessage>,
+    quiet: bool,
+    saver: std::sync::mpsc::Sender<ChatMessage>,
+) -> anyhow::Result<ExitCode> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
@@ -417,7 +544,7 @@ async fn interactive(mut agent: Agent, quiet: bool) -> anyhow::Result<ExitCode> 
             }
             continue;
         }
-        let (code, messages) = one_turn(&agent, &history, &line, quiet).await?;
+        let (code, messages) = one_turn(&agent, &history, &line, quiet, &saver).await?;
         if code == ExitCode::from(EXIT_INTERRUPTED) {
             continue;
         }

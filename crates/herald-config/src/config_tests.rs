@@ -71,7 +71,10 @@ platforms:
     assert_eq!(c.webhook.port, 9000);
     let warnings: Vec<String> = c.warnings.iter().map(|w| w.to_string()).collect();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(!warnings.iter().any(|w| w.contains("`model`")), "the agent's model block is known");
+    assert!(
+        !warnings.iter().any(|w| w.contains("`model`")),
+        "the agent's model block is known"
+    );
     assert!(
         warnings
             .iter()

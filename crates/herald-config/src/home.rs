@@ -43,6 +43,10 @@ impl Home {
     pub fn profiles_dir(&self) -> PathBuf {
         self.root.join("profiles")
     }
+    /// The session store (same tables as Hermes's `state.db`).
+    pub fn state_db_file(&self) -> PathBuf {
+        self.root.join("state.db")
+    }
     /// The store: inbox, dedup keys, deliveries.
     pub fn database_file(&self) -> PathBuf {
         self.root.join("herald.db")

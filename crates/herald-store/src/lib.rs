@@ -7,6 +7,7 @@
 pub mod deliveries;
 pub mod inbox;
 mod schema;
+pub mod sessions;
 mod writer;
 
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};

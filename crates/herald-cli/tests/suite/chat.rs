@@ -260,3 +260,81 @@ fn a_line_based_session_keeps_history_and_switches_models() {
         "/new starts over"
     );
 }
+
+fn session_of(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("session_id: "))
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn sessions_are_saved_and_resumed_with_a_byte_stable_system_prompt() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "echo seven"}"#)]),
+        Scripted::text("I will remember 7."),
+        Scripted::text("It was 7."),
+        Scripted::text("Still 7."),
+    ]);
+    let home = home_for(&provider);
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "remember 7"], None);
+    assert_eq!(code, 0, "{err}");
+    let id = session_of(&err);
+    // Someone changes SOUL.md: a resumed session keeps its stored prompt.
+    std::fs::write(home.path().join("SOUL.md"), "A different identity.").unwrap();
+    let (code, out, err) = chat(home.path(), &["-Q", "-r", &id, "-q", "what number?"], None);
+    assert_eq!((code, out.trim()), (0, "It was 7."), "{err}");
+    assert_eq!(session_of(&err), id);
+    let reqs = provider.requests();
+    let first = reqs[0].body["messages"].as_array().unwrap().clone();
+    let resumed = reqs[2].body["messages"].as_array().unwrap().clone();
+    assert_eq!(
+        resumed[0], first[0],
+        "the system prompt is byte for byte the same"
+    );
+    let roles: Vec<&str> = resumed
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        vec!["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    assert_eq!(resumed[2]["tool_calls"][0]["id"], "c1");
+    assert_eq!(resumed[3]["tool_call_id"], "c1");
+    // -c continues the latest CLI session.
+    let (code, out, err) = chat(home.path(), &["-Q", "-c", "-q", "and now?"], None);
+    assert_eq!((code, out.trim()), (0, "Still 7."), "{err}");
+    assert_eq!(session_of(&err), id);
+    // The store uses Hermes's table and column names.
+    let check = Command::new("python3")
+        .args(["-c", &format!(
+            "import sqlite3; c=sqlite3.connect({:?}); print(c.execute('select count(*), max(message_count) from sessions').fetchone()); print([r[0] for r in c.execute(\"select role from messages where session_id=? and active=1 order by id\", ({:?},))])",
+            home.path().join("state.db").display().to_string(), id
+        )])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert_eq!(
+        text,
+        "(1, 8)\n['user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'user', 'assistant']\n"
+    );
+}
+
+#[test]
+fn unknown_resume_ids_fail_before_any_model_call() {
+    let provider = FakeProvider::start(vec![Scripted::text("x")]);
+    let home = home_for(&provider);
+    let (code, _, err) = chat(
+        home.path(),
+        &["-r", "20990101_000000_ffffff", "-q", "hi"],
+        None,
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("no session with id"), "{err}");
+    let (code, _, err) = chat(home.path(), &["-c", "-q", "hi"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("no earlier CLI session"), "{err}");
+    assert!(provider.requests().is_empty());
+}

@@ -1,0 +1,257 @@
+//! The session store (`state.db`): conversations and their messages, with the same
+//! table and column names as Hermes so existing history and tools carry over. Messages
+//! are appended one by one as they happen and read back in row-id order.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::Path;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions and messages (a subset of Hermes's columns, same names).
+    "CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        source TEXT,
+        user_id TEXT,
+        session_key TEXT,
+        chat_id TEXT,
+        display_name TEXT,
+        model TEXT,
+        model_config TEXT,
+        system_prompt TEXT,
+        parent_session_id TEXT REFERENCES sessions(id),
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        end_reason TEXT,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        tool_call_count INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cwd TEXT,
+        title TEXT,
+        api_call_count INTEGER NOT NULL DEFAULT 0,
+        profile_name TEXT,
+        rewind_count INTEGER NOT NULL DEFAULT 0,
+        archived INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE IF NOT EXISTS messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        role TEXT NOT NULL,
+        content TEXT,
+        tool_call_id TEXT,
+        tool_calls TEXT,
+        tool_name TEXT,
+        timestamp REAL NOT NULL,
+        token_count INTEGER,
+        finish_reason TEXT,
+        reasoning TEXT,
+        active INTEGER NOT NULL DEFAULT 1,
+        compacted INTEGER NOT NULL DEFAULT 0,
+        api_content TEXT
+    );
+    CREATE INDEX IF NOT EXISTS idx_sessions_source ON sessions(source);
+    CREATE INDEX IF NOT EXISTS idx_sessions_started ON sessions(started_at);
+    CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, active, id);",
+];
+
+/// A message row as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    pub id: i64,
+    pub role: String,
+    pub content: Option<String>,
+    pub tool_call_id: Option<String>,
+    /// JSON array text.
+    pub tool_calls: Option<String>,
+    pub tool_name: Option<String>,
+    pub reasoning: Option<String>,
+}
+
+/// A session's header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    pub id: String,
+    pub source: Option<String>,
+    pub model: Option<String>,
+    pub system_prompt: Option<String>,
+    pub message_count: i64,
+}
+
+/// A message to append.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewMessage<'a> {
+    pub role: &'a str,
+    pub content: Option<&'a str>,
+    pub tool_call_id: Option<&'a str>,
+    pub tool_calls: Option<String>,
+    pub tool_name: Option<&'a str>,
+    pub reasoning: Option<&'a str>,
+    pub finish_reason: Option<&'a str>,
+}
+
+/// The session database.
+pub struct SessionDb {
+    conn: Connection,
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl SessionDb {
+    /// Opens (creating if needed) `state.db`, WAL mode.
+    pub fn open(path: &Path) -> rusqlite::Result<SessionDb> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
+        Ok(SessionDb { conn })
+    }
+
+    /// Creates a session with its (byte-stable) system prompt.
+    pub fn create_session(
+        &self,
+        id: &str,
+        source: &str,
+        model: &str,
+        system_prompt: &str,
+        cwd: &str,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id, source, model, system_prompt, now_secs(), cwd],
+        )?;
+        Ok(())
+    }
+
+    pub fn session(&self, id: &str) -> rusqlite::Result<Option<SessionRow>> {
+        self.conn
+            .query_row("SELECT id, source, model, system_prompt, message_count FROM sessions WHERE id = ?1", [id], |r| {
+                Ok(SessionRow { id: r.get(0)?, source: r.get(1)?, model: r.get(2)?, system_prompt: r.get(3)?, message_count: r.get(4)? })
+            })
+            .optional()
+    }
+
+    /// The most recently started session of a source.
+    pub fn latest(&self, source: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .query_row("SELECT id FROM sessions WHERE source = ?1 AND archived = 0 ORDER BY started_at DESC, rowid DESC LIMIT 1", [source], |r| r.get(0))
+            .optional()
+    }
+
+    /// Appends one message and updates the counters, in one transaction; returns its row id.
+    pub fn append(&mut self, session_id: &str, m: &NewMessage<'_>) -> rusqlite::Result<i64> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, finish_reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, now_secs(), m.reasoning, m.finish_reason],
+        )?;
+        let id = tx.last_insert_rowid();
+        let calls = m
+            .tool_calls
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .and_then(|v| v.as_array().map(Vec::len))
+            .unwrap_or(0) as i64;
+        tx.execute(
+            "UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ?2 WHERE id = ?1",
+            params![session_id, calls],
+        )?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// The live messages of a session in row-id order.
+    pub fn history(&self, session_id: &str) -> rusqlite::Result<Vec<StoredMessage>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, role, content, tool_call_id, tool_calls, tool_name, reasoning FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([session_id], |r| {
+            Ok(StoredMessage {
+                id: r.get(0)?,
+                role: r.get(1)?,
+                content: r.get(2)?,
+                tool_call_id: r.get(3)?,
+                tool_calls: r.get(4)?,
+                tool_name: r.get(5)?,
+                reasoning: r.get(6)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    /// Records the end of a session's use (counters of API calls and tokens added).
+    pub fn add_usage(
+        &self,
+        session_id: &str,
+        api_calls: i64,
+        input_tokens: i64,
+        output_tokens: i64,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "UPDATE sessions SET api_call_count = api_call_count + ?2, input_tokens = input_tokens + ?3, output_tokens = output_tokens + ?4 WHERE id = ?1",
+            params![session_id, api_calls, input_tokens, output_tokens],
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_and_read_back_in_row_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = SessionDb::open(&dir.path().join("state.db")).unwrap();
+        db.create_session("20260101_000000_abcdef", "cli", "m", "SYS", "/")
+            .unwrap();
+        let a = db
+            .append(
+                "20260101_000000_abcdef",
+                &NewMessage {
+                    role: "user",
+                    content: Some("hi"),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let b = db
+            .append(
+                "20260101_000000_abcdef",
+                &NewMessage { role: "assistant", tool_calls: Some(r#"[{"id":"c","type":"function","function":{"name":"t","arguments":"{}"}}]"#.into()), ..Default::default() },
+            )
+            .unwrap();
+        assert!(b > a);
+        let h = db.history("20260101_000000_abcdef").unwrap();
+        assert_eq!(
+            h.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(),
+            vec!["user", "assistant"]
+        );
+        let s = db.session("20260101_000000_abcdef").unwrap().unwrap();
+        assert_eq!(
+            (s.system_prompt.as_deref(), s.message_count),
+            (Some("SYS"), 2)
+        );
+        assert_eq!(
+            db.latest("cli").unwrap().as_deref(),
+            Some("20260101_000000_abcdef")
+        );
+        assert!(db.session("nope").unwrap().is_none());
+    }
+}
