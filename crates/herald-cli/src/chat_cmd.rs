@@ -186,6 +186,44 @@ fn system_prompt(home: &Home, cwd: &Path, has_tools: bool, skills: &[(String, St
     parts.join("\n\n")
 }
 
+/// The web tools' settings: `web.{backend, searxng_url, allow_private_urls}` in config,
+/// `SEARXNG_URL`, `TAVILY_API_KEY` (and `TAVILY_BASE_URL`) in the environment.
+fn web_settings(config: &Config) -> herald_tools::WebSettings {
+    let web = config
+        .agent_sections
+        .get("web")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let searxng = web
+        .get("searxng_url")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| process_env("SEARXNG_URL"))
+        .filter(|s| !s.is_empty());
+    let tavily = process_env("TAVILY_API_KEY").filter(|s| !s.is_empty());
+    let wanted = web
+        .get("backend")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase);
+    let tavily_backend = |key: String| herald_tools::SearchBackend::Tavily {
+        api_key: key,
+        base_url: process_env("TAVILY_BASE_URL").unwrap_or_else(|| "https://api.tavily.com".into()),
+    };
+    let backend = match (wanted.as_deref(), searxng, tavily) {
+        (Some("tavily"), _, Some(key)) => Some(tavily_backend(key)),
+        (Some("searxng") | None, Some(url), _) => {
+            Some(herald_tools::SearchBackend::Searxng { base_url: url })
+        }
+        (None, None, Some(key)) => Some(tavily_backend(key)),
+        (_, Some(url), _) => Some(herald_tools::SearchBackend::Searxng { base_url: url }),
+        _ => None,
+    };
+    herald_tools::WebSettings {
+        backend,
+        allow_private_urls: web.get("allow_private_urls") == Some(&Value::Bool(true)),
+    }
+}
+
 /// Asks on the terminal (stderr + stdin).
 struct TerminalApprover;
 
@@ -255,7 +293,9 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     }
     let (disabled_tools, _) = toolsets::resolve(&disabled);
     tool_names.retain(|t| !disabled_tools.contains(t));
-    let tools = builtin_registry().select(&tool_names);
+    let mut registry = builtin_registry();
+    herald_tools::register_web_tools(&mut registry, &web_settings(&config));
+    let tools = registry.select(&tool_names);
 
     // Skills.
     let mut skills = Vec::new();

@@ -26,6 +26,7 @@ const TOP_KEYS: &[&str] = &[
     "agent",
     "approvals",
     "terminal",
+    "web",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -289,6 +290,7 @@ impl Config {
                 "agent",
                 "approvals",
                 "terminal",
+                "web",
             ]
             .iter()
             .filter_map(|k| {

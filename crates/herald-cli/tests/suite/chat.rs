@@ -338,3 +338,27 @@ fn unknown_resume_ids_fail_before_any_model_call() {
     assert!(err.contains("no earlier CLI session"), "{err}");
     assert!(provider.requests().is_empty());
 }
+
+#[test]
+fn web_tools_are_offered_only_with_a_search_backend() {
+    let provider = FakeProvider::start(vec![Scripted::text("ok")]);
+    let home = home_for(&provider);
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!("{config}web:\n  searxng_url: http://127.0.0.1:9/\n"),
+    )
+    .unwrap();
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "search"], None);
+    assert_eq!(code, 0, "{err}");
+    let tools: Vec<String> = provider.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        tools.contains(&"web_search".to_owned()) && tools.contains(&"web_extract".to_owned()),
+        "{tools:?}"
+    );
+}

@@ -1,0 +1,4 @@
+//! Web tools against local fake servers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod suite;
