@@ -4,7 +4,9 @@
 use crate::model_select;
 use anyhow::Context;
 use herald_agent::tools::builtin_registry;
-use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Approver, Decision, toolsets};
+use herald_agent::{
+    Agent, AgentConfig, AgentEvent, Approvals, Approver, Decision, skills, toolsets,
+};
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_llm::RetryConfig;
 use herald_protocol::ChatMessage;
@@ -137,29 +139,13 @@ fn section<'a>(config: &'a Config, name: &str, key: &str) -> Option<&'a Value> {
     config.agent_sections.get(name).and_then(|s| s.get(key))
 }
 
-/// Finds `<home>/skills/**/<name>/SKILL.md`.
-fn find_skill(root: &Path, name: &str) -> Option<PathBuf> {
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                if path.file_name().and_then(|n| n.to_str()) == Some(name)
-                    && path.join("SKILL.md").is_file()
-                {
-                    return Some(path.join("SKILL.md"));
-                }
-                stack.push(path);
-            }
-        }
-    }
-    None
-}
-
-fn system_prompt(home: &Home, cwd: &Path, has_tools: bool, skills: &[(String, String)]) -> String {
+fn system_prompt(
+    home: &Home,
+    cwd: &Path,
+    tool_names: &[&str],
+    skills: &[(String, String)],
+) -> String {
+    let has_tools = !tool_names.is_empty();
     let mut parts = Vec::new();
     parts.push(
         std::fs::read_to_string(home.root().join("SOUL.md"))
@@ -175,6 +161,12 @@ fn system_prompt(home: &Home, cwd: &Path, has_tools: bool, skills: &[(String, St
                 .into(),
         );
     }
+    if tool_names.contains(&"skill_view") {
+        let installed = skills::discover(&home.root().join("skills"));
+        if !installed.is_empty() {
+            parts.push(skills::index(&installed));
+        }
+    }
     for (name, body) in skills {
         parts.push(format!("# Skill: {name}\n{body}"));
     }
@@ -184,6 +176,10 @@ fn system_prompt(home: &Home, cwd: &Path, has_tools: bool, skills: &[(String, St
         parts.push(format!("# Project instructions (AGENTS.md)\n{agents}"));
     }
     parts.join("\n\n")
+}
+
+fn tool_names_of(tools: &[Arc<dyn herald_agent::Tool>]) -> Vec<&str> {
+    tools.iter().map(|t| t.name()).collect()
 }
 
 /// The web tools' settings: `web.{backend, searxng_url, allow_private_urls}` in config,
@@ -294,11 +290,18 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let (disabled_tools, _) = toolsets::resolve(&disabled);
     tool_names.retain(|t| !disabled_tools.contains(t));
     let mut registry = builtin_registry();
+    let skills_root = home.root().join("skills");
+    registry.register(Arc::new(skills::SkillsList {
+        root: skills_root.clone(),
+    }));
+    registry.register(Arc::new(skills::SkillView {
+        root: skills_root.clone(),
+    }));
     herald_tools::register_web_tools(&mut registry, &web_settings(&config));
     let tools = registry.select(&tool_names);
 
     // Skills.
-    let mut skills = Vec::new();
+    let mut preloaded = Vec::new();
     let mut missing = Vec::new();
     for name in args
         .skills
@@ -306,10 +309,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
     {
-        match find_skill(&home.root().join("skills"), name)
-            .and_then(|p| std::fs::read_to_string(p).ok())
-        {
-            Some(body) => skills.push((name.to_owned(), body)),
+        match skills::load(&skills_root, name) {
+            Some(body) => preloaded.push((name.to_owned(), body)),
             None => missing.push(name.to_owned()),
         }
     }
@@ -319,7 +320,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
             home.root().join("skills").display()
         );
     }
-    if !missing.is_empty() && skills.is_empty() {
+    if !missing.is_empty() && preloaded.is_empty() {
         eprintln!("herald: none of the requested skills exist; nothing was sent to the model");
         return Ok(ExitCode::FAILURE);
     }
@@ -392,12 +393,12 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
             // The stored system prompt is reused byte for byte (provider prompt caches).
             let prompt = row
                 .system_prompt
-                .unwrap_or_else(|| system_prompt(home, &cwd, !tools.is_empty(), &skills));
+                .unwrap_or_else(|| system_prompt(home, &cwd, &tool_names_of(&tools), &preloaded));
             (id, history, prompt)
         }
         None => {
             let id = session_id();
-            let prompt = system_prompt(home, &cwd, !tools.is_empty(), &skills);
+            let prompt = system_prompt(home, &cwd, &tool_names_of(&tools), &preloaded);
             db.create_session(
                 &id,
                 "cli",

@@ -195,6 +195,14 @@ fn skills_and_soul_reach_the_system_prompt() {
         .to_owned();
     assert!(system.starts_with("You are Ada."), "{system}");
     assert!(system.contains("Always check the canary."), "{system}");
+    assert!(
+        !system.contains("name: deploy-check"),
+        "front matter is not part of the skill body"
+    );
+    assert!(
+        system.contains("- deploy-check:"),
+        "the skills index lists installed skills: {system}"
+    );
 }
 
 #[test]

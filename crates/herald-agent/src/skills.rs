@@ -1,0 +1,197 @@
+//! Skills: `SKILL.md` documents under the home's `skills/` folder (nested categories),
+//! their index for the system prompt, and the `skills_list` / `skill_view` tools.
+
+use crate::tool::{Tool, ToolContext, ToolFuture};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// Largest SKILL.md read.
+pub const MAX_SKILL_BYTES: u64 = 256 * 1024;
+
+/// One installed skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// The folders between `skills/` and the skill's own folder, joined with `/`.
+    pub category: String,
+    pub path: PathBuf,
+}
+
+/// Splits `---` front matter from the body; returns (name, description, body).
+pub fn parse_skill(text: &str) -> (Option<String>, Option<String>, String) {
+    let Some(rest) = text.strip_prefix("---") else {
+        return (None, None, text.to_owned());
+    };
+    let Some(end) = rest.find("\n---") else {
+        return (None, None, text.to_owned());
+    };
+    let front = &rest[..end];
+    let body = rest[end + 4..].trim_start_matches(['\r', '\n']).to_owned();
+    let field = |key: &str| {
+        front.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key)
+                .then(|| v.trim().trim_matches(['"', '\'']).to_owned())
+                .filter(|v| !v.is_empty())
+        })
+    };
+    (field("name"), field("description"), body)
+}
+
+/// Every skill under `root`, sorted by name.
+pub fn discover(root: &Path) -> Vec<Skill> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            let file = path.join("SKILL.md");
+            if file.is_file() {
+                let text = read_capped(&file).unwrap_or_default();
+                let (name, description, _) = parse_skill(&text);
+                let folder = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                let category = path
+                    .parent()
+                    .and_then(|p| p.strip_prefix(root).ok())
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                out.push(Skill {
+                    name: name.unwrap_or(folder),
+                    description: description.unwrap_or_default(),
+                    category,
+                    path: file,
+                });
+            } else {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn read_capped(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > MAX_SKILL_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// The body of the named skill.
+pub fn load(root: &Path, name: &str) -> Option<String> {
+    let skill = discover(root).into_iter().find(|s| s.name == name)?;
+    let (_, _, body) = parse_skill(&read_capped(&skill.path)?);
+    Some(body)
+}
+
+/// The skills index for the system prompt.
+pub fn index(skills: &[Skill]) -> String {
+    let mut out = String::from("Skills (load one with skill_view when it fits the task):");
+    for s in skills {
+        out.push_str(&format!("\n- {}: {}", s.name, s.description));
+    }
+    out
+}
+
+pub struct SkillsList {
+    pub root: PathBuf,
+}
+
+impl Tool for SkillsList {
+    fn name(&self) -> &str {
+        "skills_list"
+    }
+    fn description(&self) -> &str {
+        "List installed skills with their descriptions."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+    fn run<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let skills: Vec<Value> = discover(&self.root)
+                .into_iter()
+                .map(|s| json!({"name": s.name, "description": s.description, "category": s.category}))
+                .collect();
+            json!({ "skills": skills }).to_string()
+        })
+    }
+}
+
+pub struct SkillView {
+    pub root: PathBuf,
+}
+
+impl Tool for SkillView {
+    fn name(&self) -> &str {
+        "skill_view"
+    }
+    fn description(&self) -> &str {
+        "Load a skill's instructions by name."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    }
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+    fn run<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let Some(name) = args["name"].as_str() else {
+                return json!({"error": "`name` is required"}).to_string();
+            };
+            match load(&self.root, name) {
+                Some(body) => json!({"name": name, "content": body}).to_string(),
+                None => json!({"error": format!("no skill named `{name}`; use skills_list to see what is installed")}).to_string(),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_and_nested_categories() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("devops/deploy")).unwrap();
+        std::fs::write(
+            root.join("devops/deploy/SKILL.md"),
+            "---\nname: deploy-check\ndescription: \"Check a deploy\"\n---\nStep 1.\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("plain")).unwrap();
+        std::fs::write(root.join("plain/SKILL.md"), "No front matter.").unwrap();
+        let skills = discover(root);
+        assert_eq!(skills.len(), 2);
+        assert_eq!(
+            (
+                skills[0].name.as_str(),
+                skills[0].description.as_str(),
+                skills[0].category.as_str()
+            ),
+            ("deploy-check", "Check a deploy", "devops")
+        );
+        assert_eq!(skills[1].name, "plain");
+        assert_eq!(load(root, "deploy-check").unwrap(), "Step 1.\n");
+        assert!(index(&skills).contains("- deploy-check: Check a deploy"));
+        assert!(load(root, "nope").is_none());
+    }
+}
