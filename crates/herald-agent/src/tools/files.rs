@@ -162,3 +162,170 @@ impl Tool for WriteFile {
         })
     }
 }
+
+pub struct Patch;
+
+impl Tool for Patch {
+    fn name(&self) -> &str {
+        "patch"
+    }
+    fn description(&self) -> &str {
+        "Edit a file by replacing exact text: old_string must occur once (or set replace_all)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"}, "replace_all": {"type": "boolean"}
+        }, "required": ["path", "old_string", "new_string"]})
+    }
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let (Some(path), Some(old), Some(new)) = (
+                args["path"].as_str(),
+                args["old_string"].as_str(),
+                args["new_string"].as_str(),
+            ) else {
+                return error_result("`path`, `old_string` and `new_string` are required");
+            };
+            if old.is_empty() {
+                return error_result("`old_string` is empty; use write_file to create a file");
+            }
+            let path = resolve(path, &ctx.cwd);
+            if let Some(why) = write_refused(&path) {
+                return error_result(why);
+            }
+            let text = match tokio::fs::read_to_string(&path).await {
+                Ok(t) => t,
+                Err(e) => return error_result(format!("cannot read {}: {e}", path.display())),
+            };
+            let count = text.matches(old).count();
+            let replace_all = args["replace_all"].as_bool().unwrap_or(false);
+            if count == 0 {
+                return error_result(format!("old_string was not found in {}", path.display()));
+            }
+            if count > 1 && !replace_all {
+                return error_result(format!(
+                    "old_string occurs {count} times in {}; add context to make it unique or set replace_all",
+                    path.display()
+                ));
+            }
+            let updated = if replace_all {
+                text.replace(old, new)
+            } else {
+                text.replacen(old, new, 1)
+            };
+            match tokio::fs::write(&path, updated).await {
+                Ok(()) => json!({"path": path.display().to_string(), "replacements": if replace_all { count } else { 1 }}).to_string(),
+                Err(e) => error_result(format!("cannot write {}: {e}", path.display())),
+            }
+        })
+    }
+}
+
+/// Most matches `search_files` returns.
+pub const MAX_MATCHES: usize = 100;
+/// Files larger than this are skipped by `search_files`.
+const MAX_SEARCH_FILE_BYTES: u64 = 1024 * 1024;
+/// Folders `search_files` never enters.
+const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", "target", ".venv", "__pycache__"];
+
+pub struct SearchFiles;
+
+impl SearchFiles {
+    fn search(root: &Path, re: &regex::Regex, name_filter: Option<&str>) -> (Vec<Value>, bool) {
+        let mut matches = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut entries: Vec<_> = entries.flatten().collect();
+            entries.sort_by_key(|e| e.file_name());
+            for entry in entries {
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() {
+                    if !SKIPPED_DIRS.contains(&name.as_str()) {
+                        stack.push(path);
+                    }
+                    continue;
+                }
+                if !kind.is_file()
+                    || name_filter.is_some_and(|f| !name.ends_with(f.trim_start_matches('*')))
+                {
+                    continue;
+                }
+                if entry
+                    .metadata()
+                    .map(|m| m.len() > MAX_SEARCH_FILE_BYTES)
+                    .unwrap_or(true)
+                {
+                    continue;
+                }
+                let Ok(bytes) = std::fs::read(&path) else {
+                    continue;
+                };
+                if bytes.contains(&0) {
+                    continue;
+                }
+                for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+                    if re.is_match(line) {
+                        matches.push(json!({"path": path.display().to_string(), "line": i + 1, "text": line.chars().take(300).collect::<String>()}));
+                        if matches.len() >= MAX_MATCHES {
+                            return (matches, true);
+                        }
+                    }
+                }
+            }
+        }
+        (matches, false)
+    }
+}
+
+impl Tool for SearchFiles {
+    fn name(&self) -> &str {
+        "search_files"
+    }
+    fn description(&self) -> &str {
+        "Search file contents with a regular expression under a folder (default: the working directory)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "pattern": {"type": "string"}, "path": {"type": "string"}, "file_glob": {"type": "string", "description": "e.g. *.rs"}
+        }, "required": ["pattern"]})
+    }
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let Some(pattern) = args["pattern"].as_str() else {
+                return error_result("`pattern` is required");
+            };
+            let re = match regex::RegexBuilder::new(pattern)
+                .size_limit(1 << 20)
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => return error_result(format!("invalid pattern: {e}")),
+            };
+            let root = args["path"]
+                .as_str()
+                .map(|p| resolve(p, &ctx.cwd))
+                .unwrap_or_else(|| ctx.cwd.clone());
+            let filter = args["file_glob"].as_str().map(str::to_owned);
+            let found = tokio::task::spawn_blocking(move || {
+                SearchFiles::search(&root, &re, filter.as_deref())
+            })
+            .await;
+            match found {
+                Ok((matches, truncated)) => {
+                    json!({"matches": matches, "truncated": truncated}).to_string()
+                }
+                Err(e) => error_result(format!("search failed: {e}")),
+            }
+        })
+    }
+}

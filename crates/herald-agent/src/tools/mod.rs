@@ -13,6 +13,8 @@ pub fn builtin_registry() -> ToolRegistry {
     r.register(Arc::new(terminal::Terminal));
     r.register(Arc::new(files::ReadFile));
     r.register(Arc::new(files::WriteFile));
+    r.register(Arc::new(files::Patch));
+    r.register(Arc::new(files::SearchFiles));
     r.register(Arc::new(clarify::Clarify));
     r
 }

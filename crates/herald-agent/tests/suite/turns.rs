@@ -355,3 +355,66 @@ async fn credential_folders_are_not_writable() {
             .contains("credentials")
     );
 }
+
+#[tokio::test]
+async fn patch_and_search_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/main.rs"),
+        "fn main() {\n    println!(\"old\");\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "old old").unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/x.rs"), "println!(\"old\")").unwrap();
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[
+            (
+                "p1",
+                "patch",
+                r#"{"path": "src/main.rs", "old_string": "\"old\"", "new_string": "\"new\""}"#,
+            ),
+            (
+                "p2",
+                "patch",
+                r#"{"path": "notes.txt", "old_string": "old", "new_string": "x"}"#,
+            ),
+        ]),
+        Scripted::tool_calls(&[(
+            "s1",
+            "search_files",
+            r#"{"pattern": "println", "file_glob": "*.rs"}"#,
+        )]),
+        Scripted::text("patched"),
+    ]);
+    let agent = agent_with(&provider, &["patch", "search_files"], dir.path(), 10);
+    let r = agent.run_turn(&[], "edit", &mut |_| {}).await;
+    assert!(r.completed);
+    assert!(
+        std::fs::read_to_string(dir.path().join("src/main.rs"))
+            .unwrap()
+            .contains("\"new\"")
+    );
+    let reqs = provider.requests();
+    assert!(
+        tool_message(&reqs[1].body, "p2")["content"]
+            .as_str()
+            .unwrap()
+            .contains("occurs 2 times")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "old old"
+    );
+    let found: Value = serde_json::from_str(
+        tool_message(&reqs[2].body, "s1")["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let hits = found["matches"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{found}");
+    assert_eq!(hits[0]["line"], 2);
+    assert!(hits[0]["path"].as_str().unwrap().ends_with("src/main.rs"));
+}
