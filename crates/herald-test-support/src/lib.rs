@@ -102,6 +102,11 @@ impl FakeProvider {
         }
     }
 
+    /// Queues another answer.
+    pub fn push(&self, s: Scripted) {
+        self.state.script.lock().unwrap().push_back(s);
+    }
+
     /// The answer given when the script is used up.
     pub fn set_fallback(&self, s: Scripted) {
         *self.state.fallback.lock().unwrap() = Some(s);
