@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod event;
+pub mod middleware;
 pub mod skills;
 pub mod tool;
 pub mod tools;
