@@ -41,6 +41,10 @@ fn bench(c: &mut Criterion) {
         cwd: std::env::temp_dir(),
         approvals: Arc::new(Approvals::unattended()),
         system_prompt: "bench".into(),
+        plugins: herald_agent::Plugins::default(),
+        session_id: String::new(),
+        platform: "cli".into(),
+        provider: "custom".into(),
     });
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()

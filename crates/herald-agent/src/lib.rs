@@ -5,6 +5,7 @@
 pub mod approval;
 pub mod event;
 pub mod middleware;
+pub mod plugins;
 pub mod skills;
 pub mod tool;
 pub mod tools;
@@ -13,5 +14,6 @@ pub mod turn;
 
 pub use approval::{Approvals, Approver, Decision, Verdict};
 pub use event::AgentEvent;
+pub use plugins::{Observer, Plugins};
 pub use tool::{Tool, ToolContext, ToolRegistry};
 pub use turn::{Agent, AgentConfig, AgentHandle, TurnResult};

@@ -4,10 +4,17 @@
 
 use crate::approval::Approvals;
 use crate::event::AgentEvent;
+use crate::middleware::{
+    Kind, MiddlewareError, RequestPass, Terminal, run_execution_chain, run_request_chain,
+};
+use crate::plugins::Plugins;
 use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, cap_result, spec_of, wrap_untrusted};
 use herald_llm::{DeltaEvent, Endpoint, LlmClient, RetryConfig};
+use herald_llm::{ErrorClass, LlmError};
+use herald_protocol::ChatCompletion;
 use herald_protocol::{ChatMessage, Role, ToolCall};
 use serde_json::Value;
+use serde_json::{Map, json};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,6 +38,13 @@ pub struct AgentConfig {
     pub approvals: Arc<Approvals>,
     /// Byte-stable for the life of the session.
     pub system_prompt: String,
+    /// Middleware and observers.
+    pub plugins: Plugins,
+    /// Session id (`""` when none) and platform, passed to middleware and observers.
+    pub session_id: String,
+    pub platform: String,
+    /// Provider id for middleware (`custom`, `openrouter`, a `providers:` key).
+    pub provider: String,
 }
 
 /// The outcome of one turn.
@@ -124,6 +138,19 @@ impl Agent {
             .iter()
             .map(|t| spec_of(t.as_ref()))
             .collect();
+        let task_id = uuid::Uuid::new_v4().to_string();
+        let short: String = uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .chars()
+            .take(8)
+            .collect();
+        let session_label = if self.config.session_id.is_empty() {
+            "session"
+        } else {
+            &self.config.session_id
+        };
+        let turn_id = format!("{session_label}:{task_id}:{short}");
         let mut result = TurnResult::default();
         let mut empty_strikes = 0;
         let mut last_text = String::new();
@@ -142,23 +169,15 @@ impl Agent {
             self.deliver_steer(&mut messages);
             result.api_calls += 1;
             let tools = if at_cap { &[][..] } else { &specs[..] };
-            let mut on_delta = |d: DeltaEvent| match d {
-                DeltaEvent::Text(t) => events(AgentEvent::MessageDelta(t)),
-                DeltaEvent::Reasoning(r) => events(AgentEvent::ReasoningDelta(r)),
-                DeltaEvent::ToolCallStarted { .. } => {}
+            let ids = Ids {
+                turn_id: turn_id.clone(),
+                api_request_id: format!("{turn_id}:api:{}", result.api_calls),
+                api_call_count: result.api_calls,
+                task_id: task_id.clone(),
             };
-            let call = self
-                .client
-                .chat(
-                    &self.config.endpoint,
-                    &messages,
-                    tools,
-                    &self.config.retry,
-                    &mut on_delta,
-                )
-                .await;
+            let call = self.call_llm(&messages, tools, &ids, events).await;
             let completion = match call {
-                Ok(outcome) => outcome.completion,
+                Ok(completion) => completion,
                 Err(e) => {
                     result.failed = true;
                     result.error = Some(e.message.clone());
@@ -200,7 +219,13 @@ impl Agent {
                 let calls = message.tool_calls.clone();
                 events(AgentEvent::MessageAppended(message.clone()));
                 messages.push(message);
-                let results = self.run_tools(&calls, events).await;
+                let ids = Ids {
+                    turn_id: turn_id.clone(),
+                    api_request_id: format!("{turn_id}:api:{}", result.api_calls),
+                    api_call_count: result.api_calls,
+                    task_id: task_id.clone(),
+                };
+                let results = self.run_tools(&calls, &ids, events).await;
                 let first_result = messages.len();
                 messages.extend(results);
                 if !self.handle.is_interrupted() {
@@ -278,6 +303,7 @@ impl Agent {
     async fn run_tools(
         &self,
         calls: &[ToolCall],
+        ids: &Ids,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Vec<ChatMessage> {
         let available: Vec<&str> = self.config.tools.iter().map(|t| t.name()).collect();
@@ -326,6 +352,15 @@ impl Agent {
                 call_id: call.id.clone(),
             };
             let plan = plan.clone();
+            let plugins = self.config.plugins.clone();
+            let mut fields = Map::new();
+            fields.insert("tool_name".into(), json!(call.function.name));
+            fields.insert("task_id".into(), json!(ids.task_id));
+            fields.insert("session_id".into(), json!(self.config.session_id));
+            fields.insert("tool_call_id".into(), json!(call.id));
+            fields.insert("turn_id".into(), json!(ids.turn_id));
+            fields.insert("api_request_id".into(), json!(ids.api_request_id));
+            fields.insert("platform".into(), json!(self.config.platform));
             async move {
                 match plan {
                     Err(e) => (e, true),
@@ -333,17 +368,7 @@ impl Agent {
                         if ctx.is_interrupted() {
                             return ("cancelled: skipped due to interrupt".to_owned(), true);
                         }
-                        let out = tool.run(args, &ctx).await;
-                        let is_error = serde_json::from_str::<Value>(&out)
-                            .ok()
-                            .is_some_and(|v| v.get("error").is_some_and(|e| !e.is_null()));
-                        let out = cap_result(out, MAX_RESULT_CHARS);
-                        let out = if tool.untrusted_output() {
-                            wrap_untrusted(tool.name(), out)
-                        } else {
-                            out
-                        };
-                        (out, is_error)
+                        run_tool_pipeline(tool, args, ctx, plugins, fields).await
                     }
                 }
             }
@@ -372,6 +397,319 @@ impl Agent {
             })
             .collect()
     }
+}
+
+/// The ids of one API call within a turn.
+#[derive(Debug, Clone)]
+struct Ids {
+    turn_id: String,
+    api_request_id: String,
+    api_call_count: u32,
+    task_id: String,
+}
+
+impl Agent {
+    /// One provider call through the middleware pipeline (middleware.md A10.1), with
+    /// retries: every attempt re-runs `llm_request`, `pre_api_request` and the whole
+    /// `llm_execution` chain, keeping the same `api_request_id`.
+    async fn call_llm(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[herald_protocol::ToolSpec],
+        ids: &Ids,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<ChatCompletion, LlmError> {
+        let plugins = &self.config.plugins;
+        let endpoint = &self.config.endpoint;
+        let mut fields = Map::new();
+        fields.insert("task_id".into(), json!(ids.task_id));
+        fields.insert("turn_id".into(), json!(ids.turn_id));
+        fields.insert("api_request_id".into(), json!(ids.api_request_id));
+        fields.insert("session_id".into(), json!(self.config.session_id));
+        fields.insert("platform".into(), json!(self.config.platform));
+        fields.insert("model".into(), json!(endpoint.model));
+        fields.insert("provider".into(), json!(self.config.provider));
+        fields.insert("base_url".into(), json!(endpoint.base_url));
+        fields.insert("api_mode".into(), json!("chat_completions"));
+        fields.insert("api_call_count".into(), json!(ids.api_call_count));
+        let max_attempts = self.config.retry.max_attempts.max(1);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let body = LlmClient::request_body(endpoint, messages, tools);
+            let pass = if plugins.llm_request.is_empty() {
+                RequestPass {
+                    original: Value::Null,
+                    effective: body,
+                    changed: false,
+                    trace: Vec::new(),
+                }
+            } else {
+                run_request_chain(
+                    Kind::LlmRequest,
+                    &plugins.llm_request,
+                    body,
+                    &fields,
+                    &plugins.reporter,
+                )
+            };
+            let trace = Value::Array(pass.trace.clone());
+            let mut observed = fields.clone();
+            observed.insert("request".into(), pass.effective.clone());
+            observed.insert("middleware_trace".into(), trace.clone());
+            observed.insert("attempt".into(), json!(attempt));
+            let observed = Value::Object(observed);
+            plugins.fire(|o| o.pre_api_request(&observed));
+
+            let outcome = if plugins.llm_execution.is_empty() {
+                let mut on_delta = |d: DeltaEvent| forward_delta(d, events);
+                self.client
+                    .stream_body(endpoint, &pass.effective, &mut on_delta)
+                    .await
+            } else {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<DeltaEvent>();
+                let client = self.client.clone();
+                let ep = endpoint.clone();
+                let terminal: Terminal<LlmError> = Arc::new(move |payload: Value| {
+                    let (client, ep, tx) = (client.clone(), ep.clone(), tx.clone());
+                    Box::pin(async move {
+                        let mut on_delta = |d: DeltaEvent| {
+                            let _ = tx.send(d);
+                        };
+                        let done = client.stream_body(&ep, &payload, &mut on_delta).await?;
+                        serde_json::to_value(done).map_err(|e| {
+                            LlmError::new(ErrorClass::InvalidResponse, None, e.to_string())
+                        })
+                    })
+                });
+                let mut exec_fields = fields.clone();
+                exec_fields.insert("middleware_trace".into(), trace.clone());
+                let chain = run_execution_chain(
+                    Kind::LlmExecution,
+                    Arc::new(plugins.llm_execution.clone()),
+                    0,
+                    pass.effective.clone(),
+                    Arc::new(exec_fields),
+                    terminal,
+                    plugins.reporter.clone(),
+                );
+                tokio::pin!(chain);
+                let result = loop {
+                    tokio::select! {
+                        biased;
+                        Some(d) = rx.recv() => forward_delta(d, events),
+                        r = &mut chain => break r,
+                    }
+                };
+                while let Ok(d) = rx.try_recv() {
+                    forward_delta(d, events);
+                }
+                match result {
+                    Ok(v) => serde_json::from_value::<ChatCompletion>(v).map_err(|e| {
+                        LlmError::new(
+                            ErrorClass::InvalidResponse,
+                            None,
+                            format!("middleware returned a response of the wrong shape: {e}"),
+                        )
+                    }),
+                    Err(MiddlewareError::Downstream(e)) => Err(e),
+                    Err(MiddlewareError::Block { reason, checked_by }) => Err(LlmError::new(
+                        ErrorClass::Blocked,
+                        None,
+                        format!(
+                            "blocked by {}: {reason}",
+                            checked_by.unwrap_or_else(|| "middleware".into())
+                        ),
+                    )),
+                    Err(MiddlewareError::Failed(f)) => {
+                        Err(LlmError::new(ErrorClass::Format, None, f))
+                    }
+                    Err(MiddlewareError::NextAlreadyUsed) => Err(LlmError::new(
+                        ErrorClass::Format,
+                        None,
+                        "next_call may be used only once per frame",
+                    )),
+                }
+            };
+            match outcome {
+                Ok(c) if !c.choices.is_empty() => {
+                    let mut payload = fields.clone();
+                    payload.insert("middleware_trace".into(), trace);
+                    payload.insert(
+                        "response".into(),
+                        serde_json::to_value(&c).unwrap_or(Value::Null),
+                    );
+                    let payload = Value::Object(payload);
+                    plugins.fire(|o| o.post_api_request(&payload));
+                    return Ok(c);
+                }
+                other => {
+                    let e = other.err().unwrap_or_else(|| {
+                        LlmError::new(ErrorClass::InvalidResponse, None, "no choices")
+                    });
+                    let retryable = e.retryable() && attempt < max_attempts;
+                    let mut payload = fields.clone();
+                    payload.insert("middleware_trace".into(), trace);
+                    payload.insert("error".into(), json!(e.message));
+                    payload.insert("retry_count".into(), json!(attempt - 1));
+                    payload.insert("max_retries".into(), json!(max_attempts));
+                    payload.insert("retryable".into(), json!(retryable));
+                    let reason = if e.class == ErrorClass::Blocked {
+                        "blocked"
+                    } else if e.class == ErrorClass::InvalidResponse {
+                        "invalid_response"
+                    } else {
+                        "error"
+                    };
+                    payload.insert("reason".into(), json!(reason));
+                    let payload = Value::Object(payload);
+                    plugins.fire(|o| o.api_request_error(&payload));
+                    if !retryable {
+                        return Err(e);
+                    }
+                    let wait = self.config.retry.backoff(attempt);
+                    tracing::warn!(attempt, wait_ms = wait.as_millis() as u64, error = %e, "provider call failed; retrying");
+                    // Sleep in short slices so an interrupt is honoured.
+                    let until = tokio::time::Instant::now() + wait;
+                    while tokio::time::Instant::now() < until {
+                        if self.handle.is_interrupted() {
+                            return Err(LlmError::new(ErrorClass::Blocked, None, "interrupted"));
+                        }
+                        tokio::time::sleep_until(until.min(
+                            tokio::time::Instant::now() + std::time::Duration::from_millis(100),
+                        ))
+                        .await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn forward_delta(d: DeltaEvent, events: &mut (dyn FnMut(AgentEvent) + Send)) {
+    match d {
+        DeltaEvent::Text(t) => events(AgentEvent::MessageDelta(t)),
+        DeltaEvent::Reasoning(r) => events(AgentEvent::ReasoningDelta(r)),
+        DeltaEvent::ToolCallStarted { .. } => {}
+    }
+}
+
+/// One tool call after parsing (middleware.md A10.2): `tool_request`, `pre_tool_call`,
+/// the `tool_execution` chain around the tool, `post_tool_call`, size cap and wrapping.
+async fn run_tool_pipeline(
+    tool: Arc<dyn Tool>,
+    args: Value,
+    ctx: ToolContext,
+    plugins: Plugins,
+    fields: Map<String, Value>,
+) -> (String, bool) {
+    let started = std::time::Instant::now();
+    let pass = if plugins.tool_request.is_empty() {
+        RequestPass {
+            original: args.clone(),
+            effective: args,
+            changed: false,
+            trace: Vec::new(),
+        }
+    } else {
+        run_request_chain(
+            Kind::ToolRequest,
+            &plugins.tool_request,
+            args,
+            &fields,
+            &plugins.reporter,
+        )
+    };
+    let trace = Value::Array(pass.trace.clone());
+    let mut observed = fields.clone();
+    observed.insert("args".into(), pass.effective.clone());
+    observed.insert("middleware_trace".into(), trace.clone());
+    let observed_value = Value::Object(observed.clone());
+    let block = plugins
+        .observers
+        .iter()
+        .find_map(|o| o.pre_tool_call(&observed_value));
+    let post = |status: &str, result: &str, error_type: Option<&str>| {
+        let mut p = observed.clone();
+        p.insert("status".into(), json!(status));
+        p.insert("result".into(), json!(result));
+        p.insert(
+            "duration_ms".into(),
+            json!(started.elapsed().as_millis() as u64),
+        );
+        if let Some(t) = error_type {
+            p.insert("error_type".into(), json!(t));
+        }
+        let p = Value::Object(p);
+        plugins.fire(|o| o.post_tool_call(&p));
+    };
+    if let Some(message) = block {
+        let out = json!({ "error": message }).to_string();
+        post("blocked", &out, Some("plugin_block"));
+        return (out, true);
+    }
+    let out = if plugins.tool_execution.is_empty() {
+        Ok(tool.run(pass.effective.clone(), &ctx).await)
+    } else {
+        let (t, c) = (tool.clone(), ctx.clone());
+        let terminal: Terminal<String> = Arc::new(move |payload: Value| {
+            let (t, c) = (t.clone(), c.clone());
+            Box::pin(async move { Ok(Value::String(t.run(payload, &c).await)) })
+        });
+        let mut exec_fields = fields.clone();
+        exec_fields.insert("original_args".into(), pass.original.clone());
+        exec_fields.insert("middleware_trace".into(), trace);
+        run_execution_chain(
+            Kind::ToolExecution,
+            Arc::new(plugins.tool_execution.clone()),
+            0,
+            pass.effective.clone(),
+            Arc::new(exec_fields),
+            terminal,
+            plugins.reporter.clone(),
+        )
+        .await
+        .map(|v| match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+    };
+    let (out, status, error_type) = match out {
+        Ok(s) => (s, "ok", None),
+        Err(MiddlewareError::Block { reason, .. }) => (
+            json!({ "error": reason }).to_string(),
+            "blocked",
+            Some("middleware_block"),
+        ),
+        Err(MiddlewareError::Downstream(e) | MiddlewareError::Failed(e)) => {
+            (json!({ "error": e }).to_string(), "error", None)
+        }
+        Err(MiddlewareError::NextAlreadyUsed) => (
+            json!({ "error": "next_call may be used only once per frame" }).to_string(),
+            "error",
+            None,
+        ),
+    };
+    let is_error = status != "ok"
+        || serde_json::from_str::<Value>(&out)
+            .ok()
+            .is_some_and(|v| v.get("error").is_some_and(|e| !e.is_null()));
+    post(
+        if is_error && status == "ok" {
+            "error"
+        } else {
+            status
+        },
+        &out,
+        error_type,
+    );
+    let out = cap_result(out, MAX_RESULT_CHARS);
+    let out = if tool.untrusted_output() {
+        wrap_untrusted(tool.name(), out)
+    } else {
+        out
+    };
+    (out, is_error)
 }
 
 /// A tool call ready to run (the tool and its parsed arguments), or its error result.

@@ -419,6 +419,10 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         max_iterations,
         cwd,
         approvals: Arc::new(approvals),
+        plugins: herald_agent::Plugins::default(),
+        session_id: session.clone(),
+        platform: "cli".into(),
+        provider: args.provider.clone().unwrap_or_else(|| "auto".into()),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

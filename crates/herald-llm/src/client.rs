@@ -110,6 +110,22 @@ impl LlmClient {
         tools: &[ToolSpec],
         on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
     ) -> Result<ChatCompletion, LlmError> {
+        self.stream_body(
+            endpoint,
+            &Self::request_body(endpoint, messages, tools),
+            on_delta,
+        )
+        .await
+    }
+
+    /// One streamed call with a request body that is already built (and possibly
+    /// replaced by middleware).
+    pub async fn stream_body(
+        &self,
+        endpoint: &Endpoint,
+        body: &Value,
+        on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
+    ) -> Result<ChatCompletion, LlmError> {
         let url = format!(
             "{}/chat/completions",
             endpoint.base_url.trim_end_matches('/')
@@ -119,7 +135,7 @@ impl LlmClient {
             .post(&url)
             .bearer_auth(&endpoint.api_key)
             .timeout(endpoint.request_timeout)
-            .json(&Self::request_body(endpoint, messages, tools));
+            .json(body);
         for (k, v) in &endpoint.extra_headers {
             req = req.header(k, v);
         }

@@ -17,6 +17,8 @@ pub enum ErrorClass {
     Format,
     /// Empty, malformed or truncated response.
     InvalidResponse,
+    /// Stopped by middleware on purpose (never retried).
+    Blocked,
 }
 
 impl ErrorClass {

@@ -1,1 +1,2 @@
+mod middleware_e2e;
 mod turns;

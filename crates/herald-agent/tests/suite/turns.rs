@@ -28,6 +28,10 @@ fn agent_with(
         cwd: cwd.to_path_buf(),
         approvals: Arc::new(Approvals::unattended()),
         system_prompt: "You are herald.".into(),
+        plugins: herald_agent::Plugins::default(),
+        session_id: String::new(),
+        platform: "cli".into(),
+        provider: "custom".into(),
     })
 }
 

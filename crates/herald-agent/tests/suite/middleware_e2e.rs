@@ -1,0 +1,290 @@
+//! Middleware and observers inside real turns over the fake provider (middleware.md A11,
+//! items 6–8).
+
+use herald_agent::middleware::{
+    BoxFut, ExecutionMiddleware, MiddlewareError, Next, RequestMiddleware,
+};
+use herald_agent::tools::builtin_registry;
+use herald_agent::{Agent, AgentConfig, Approvals, Observer, Plugins};
+use herald_llm::{Endpoint, LlmError, RetryConfig};
+use herald_test_support::{FakeProvider, Scripted};
+use serde_json::{Map, Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn agent(
+    provider: &FakeProvider,
+    tools: &[&str],
+    dir: &std::path::Path,
+    plugins: Plugins,
+) -> Agent {
+    let names: Vec<String> = tools.iter().map(|t| (*t).to_owned()).collect();
+    Agent::new(AgentConfig {
+        endpoint: Endpoint::new(&provider.base_url, "k", "base-model"),
+        retry: RetryConfig {
+            max_attempts: 3,
+            base: Duration::from_millis(5),
+            cap: Duration::from_millis(10),
+        },
+        tools: builtin_registry().select(&names),
+        max_iterations: 10,
+        cwd: dir.to_path_buf(),
+        approvals: Arc::new(Approvals::unattended()),
+        system_prompt: "sys".into(),
+        plugins,
+        session_id: "20260101_000000_abcdef".into(),
+        platform: "cli".into(),
+        provider: "custom".into(),
+    })
+}
+
+struct SwapModel;
+
+impl RequestMiddleware for SwapModel {
+    fn name(&self) -> &str {
+        "swap-model"
+    }
+    fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
+        let mut req = fields["request"].clone();
+        req["model"] = json!("routed-model");
+        Ok(Some(
+            json!({"request": req, "source": "router", "reason": "cheaper model"}),
+        ))
+    }
+}
+
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<(String, Value)>>,
+    block_tools: bool,
+}
+
+impl Observer for Recorder {
+    fn name(&self) -> &str {
+        "recorder"
+    }
+    fn pre_api_request(&self, p: &Value) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(("pre_api_request".into(), p.clone()));
+    }
+    fn api_request_error(&self, p: &Value) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(("api_request_error".into(), p.clone()));
+    }
+    fn pre_tool_call(&self, p: &Value) -> Option<String> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(("pre_tool_call".into(), p.clone()));
+        self.block_tools.then(|| "tools are off today".to_owned())
+    }
+    fn post_tool_call(&self, p: &Value) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(("post_tool_call".into(), p.clone()));
+    }
+}
+
+struct CountCalls(Arc<Mutex<Vec<String>>>);
+
+impl ExecutionMiddleware<LlmError> for CountCalls {
+    fn name(&self) -> &str {
+        "count"
+    }
+    fn call(
+        &self,
+        fields: Map<String, Value>,
+        next: Next<LlmError>,
+    ) -> BoxFut<'static, Result<Value, MiddlewareError<LlmError>>> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(fields["api_request_id"].as_str().unwrap().to_owned());
+        Box::pin(async move { next.call(None).await })
+    }
+}
+
+#[tokio::test]
+async fn llm_middleware_replaces_the_request_and_reruns_on_retry_with_the_same_id() {
+    let provider = FakeProvider::start(vec![
+        Scripted::Status(503, "busy".into()),
+        Scripted::text("done"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let plugins = Plugins {
+        llm_request: vec![Arc::new(SwapModel)],
+        llm_execution: vec![Arc::new(CountCalls(ids.clone()))],
+        observers: vec![recorder.clone()],
+        ..Default::default()
+    };
+    let a = agent(&provider, &[], dir.path(), plugins);
+    let mut deltas = Vec::new();
+    let r = a.run_turn(&[], "hi", &mut |e| deltas.push(e)).await;
+    assert!(r.completed, "{r:?}");
+    // The provider saw the replaced request on both attempts.
+    let reqs = provider.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs.iter().all(|q| q.body["model"] == "routed-model"));
+    // Both attempts ran the execution chain with one api_request_id.
+    let ids = ids.lock().unwrap().clone();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0], ids[1]);
+    assert!(
+        ids[0].starts_with("20260101_000000_abcdef:") && ids[0].ends_with(":api:1"),
+        "{}",
+        ids[0]
+    );
+    // pre_api_request carries the trace; the error observer fired for the failed attempt.
+    let seen = recorder.seen.lock().unwrap().clone();
+    let pre: Vec<&Value> = seen
+        .iter()
+        .filter(|(k, _)| k == "pre_api_request")
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(pre.len(), 2);
+    assert_eq!(
+        pre[0]["middleware_trace"],
+        json!([{"source": "router", "reason": "cheaper model"}])
+    );
+    assert_eq!(pre[0]["request"]["model"], "routed-model");
+    assert!(
+        seen.iter()
+            .any(|(k, v)| k == "api_request_error" && v["retryable"] == true)
+    );
+    // Streaming still reached the caller through the chain.
+    assert!(
+        deltas
+            .iter()
+            .any(|e| matches!(e, herald_agent::AgentEvent::MessageDelta(t) if t == "done"))
+    );
+}
+
+struct Rewrite;
+
+impl RequestMiddleware for Rewrite {
+    fn name(&self) -> &str {
+        "pin-workdir"
+    }
+    fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
+        let mut args = fields["args"].clone();
+        args["command"] = json!("rm -rf build && pwd");
+        Ok(Some(json!({"args": args, "source": "rewriter"})))
+    }
+}
+
+#[tokio::test]
+async fn tool_request_rewrites_are_what_approval_and_observers_see() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "ls"}"#)]),
+        Scripted::text("ok"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("build")).unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let plugins = Plugins {
+        tool_request: vec![Arc::new(Rewrite)],
+        observers: vec![recorder.clone()],
+        ..Default::default()
+    };
+    let a = agent(&provider, &["terminal"], dir.path(), plugins);
+    a.run_turn(&[], "list", &mut |_| {}).await;
+    assert!(
+        dir.path().join("build").exists(),
+        "the rewritten dangerous command was judged and denied"
+    );
+    let seen = recorder.seen.lock().unwrap().clone();
+    let pre = &seen.iter().find(|(k, _)| k == "pre_tool_call").unwrap().1;
+    assert_eq!(pre["args"]["command"], "rm -rf build && pwd");
+    assert_eq!(pre["middleware_trace"], json!([{"source": "rewriter"}]));
+    let post = &seen.iter().find(|(k, _)| k == "post_tool_call").unwrap().1;
+    assert_eq!(post["status"], "error");
+    assert!(post["result"].as_str().unwrap().contains("DENIED"));
+}
+
+#[tokio::test]
+async fn pre_tool_call_blocks_and_execution_middleware_short_circuits() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "touch ran"}"#)]),
+        Scripted::text("ok"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder {
+        block_tools: true,
+        ..Default::default()
+    });
+    let a = agent(
+        &provider,
+        &["terminal"],
+        dir.path(),
+        Plugins {
+            observers: vec![recorder.clone()],
+            ..Default::default()
+        },
+    );
+    a.run_turn(&[], "go", &mut |_| {}).await;
+    assert!(!dir.path().join("ran").exists());
+    let body = &provider.requests()[1].body;
+    let tool = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(
+        tool["content"],
+        json!({"error": "tools are off today"}).to_string()
+    );
+    let seen = recorder.seen.lock().unwrap().clone();
+    let post = &seen.iter().find(|(k, _)| k == "post_tool_call").unwrap().1;
+    assert_eq!(
+        (post["status"].as_str(), post["error_type"].as_str()),
+        (Some("blocked"), Some("plugin_block"))
+    );
+
+    struct Cached;
+    impl ExecutionMiddleware<String> for Cached {
+        fn name(&self) -> &str {
+            "cache"
+        }
+        fn call(
+            &self,
+            _f: Map<String, Value>,
+            _n: Next<String>,
+        ) -> BoxFut<'static, Result<Value, MiddlewareError<String>>> {
+            Box::pin(async { Ok(json!("{\"output\": \"from cache\"}")) })
+        }
+    }
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("t2", "terminal", r#"{"command": "touch ran"}"#)]),
+        Scripted::text("ok"),
+    ]);
+    let a = agent(
+        &provider,
+        &["terminal"],
+        dir.path(),
+        Plugins {
+            tool_execution: vec![Arc::new(Cached)],
+            ..Default::default()
+        },
+    );
+    a.run_turn(&[], "go", &mut |_| {}).await;
+    assert!(
+        !dir.path().join("ran").exists(),
+        "the short-circuit means the tool never ran"
+    );
+    let body = &provider.requests()[1].body;
+    let tool = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool["content"], "{\"output\": \"from cache\"}");
+}
