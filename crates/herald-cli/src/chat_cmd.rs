@@ -11,7 +11,7 @@ use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_llm::RetryConfig;
 use herald_protocol::ChatMessage;
 use herald_store::sessions::{NewMessage, SessionDb, StoredMessage};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,38 +51,67 @@ pub struct ChatArgs {
     continue_last: bool,
 }
 
-/// Persists appended messages on a thread of its own (SQLite never blocks the loop).
+/// What the persister thread writes.
+enum Save {
+    Create {
+        id: String,
+        model: String,
+        prompt: String,
+        cwd: String,
+    },
+    Append {
+        session: String,
+        message: ChatMessage,
+    },
+}
+
+/// Persists sessions and appended messages on a thread of its own (SQLite never blocks
+/// the async loop).
 struct Persister {
-    tx: std::sync::mpsc::Sender<ChatMessage>,
+    tx: std::sync::mpsc::Sender<Save>,
     done: std::thread::JoinHandle<()>,
 }
 
 impl Persister {
-    fn start(mut db: SessionDb, session: String) -> Persister {
-        let (tx, rx) = std::sync::mpsc::channel::<ChatMessage>();
+    fn start(mut db: SessionDb) -> Persister {
+        let (tx, rx) = std::sync::mpsc::channel::<Save>();
         let done = std::thread::spawn(move || {
-            for m in rx {
-                let role = match m.role {
-                    herald_protocol::Role::System => "system",
-                    herald_protocol::Role::User => "user",
-                    herald_protocol::Role::Assistant => "assistant",
-                    herald_protocol::Role::Tool => "tool",
+            for cmd in rx {
+                let outcome = match cmd {
+                    Save::Create {
+                        id,
+                        model,
+                        prompt,
+                        cwd,
+                    } => db
+                        .create_session(&id, "cli", &model, &prompt, &cwd)
+                        .map(|_| ()),
+                    Save::Append {
+                        session,
+                        message: m,
+                    } => {
+                        let role = match m.role {
+                            herald_protocol::Role::System => "system",
+                            herald_protocol::Role::User => "user",
+                            herald_protocol::Role::Assistant => "assistant",
+                            herald_protocol::Role::Tool => "tool",
+                        };
+                        let tool_calls = (!m.tool_calls.is_empty())
+                            .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
+                        let row = NewMessage {
+                            role,
+                            content: m.content.as_deref(),
+                            tool_call_id: m.tool_call_id.as_deref(),
+                            tool_calls,
+                            tool_name: m.name.as_deref(),
+                            reasoning: m.reasoning.as_deref(),
+                            finish_reason: None,
+                        };
+                        db.append(&session, &row).map(|_| ())
+                    }
                 };
-                let tool_calls = (!m.tool_calls.is_empty())
-                    .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
-                let row = NewMessage {
-                    role,
-                    content: m.content.as_deref(),
-                    tool_call_id: m.tool_call_id.as_deref(),
-                    tool_calls,
-                    tool_name: m.name.as_deref(),
-                    reasoning: m.reasoning.as_deref(),
-                    finish_reason: None,
-                };
-                if let Err(e) = db.append(&session, &row) {
-                    eprintln!(
-                        "herald: warning: could not save a message to the session store: {e}"
-                    );
+                if let Err(e) = outcome {
+                    eprintln!("herald: warning: could not write to the session store: {e}");
                 }
             }
         });
@@ -92,6 +121,67 @@ impl Persister {
     fn finish(self) {
         drop(self.tx);
         let _ = self.done.join();
+    }
+}
+
+/// Reads lines for the session and for approval prompts, one reader at a time: with
+/// line editing and history on a terminal, plain lines otherwise.
+#[derive(Clone)]
+struct LineInput {
+    editor: Option<Arc<std::sync::Mutex<rustyline::DefaultEditor>>>,
+    history_file: PathBuf,
+}
+
+impl LineInput {
+    fn new(home: &Home) -> LineInput {
+        let history_file = home.root().join(".chat_history");
+        let editor = (std::io::stdin().is_terminal())
+            .then(|| rustyline::DefaultEditor::new().ok())
+            .flatten()
+            .map(|mut ed| {
+                let _ = ed.load_history(&history_file);
+                Arc::new(std::sync::Mutex::new(ed))
+            });
+        LineInput {
+            editor,
+            history_file,
+        }
+    }
+
+    /// A line, or `None` at end of input.
+    async fn read(&self, prompt: String) -> Option<String> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.read_blocking(&prompt))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    fn read_blocking(&self, prompt: &str) -> Option<String> {
+        match &self.editor {
+            Some(ed) => {
+                let mut ed = ed.lock().ok()?;
+                match ed.readline(prompt) {
+                    Ok(line) => {
+                        if !line.trim().is_empty() {
+                            let _ = ed.add_history_entry(line.as_str());
+                            let _ = ed.save_history(&self.history_file);
+                        }
+                        Some(line)
+                    }
+                    Err(rustyline::error::ReadlineError::Interrupted) => Some(String::new()),
+                    Err(_) => None,
+                }
+            }
+            None => {
+                eprint!("{prompt}");
+                let mut line = String::new();
+                match std::io::stdin().lock().read_line(&mut line) {
+                    Ok(0) | Err(_) => None,
+                    Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
+                }
+            }
+        }
     }
 }
 
@@ -220,8 +310,8 @@ fn web_settings(config: &Config) -> herald_tools::WebSettings {
     }
 }
 
-/// Asks on the terminal (stderr + stdin).
-struct TerminalApprover;
+/// Asks on the terminal.
+struct TerminalApprover(LineInput);
 
 impl Approver for TerminalApprover {
     fn ask<'a>(
@@ -229,25 +319,19 @@ impl Approver for TerminalApprover {
         command: &'a str,
         reason: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
-        let prompt = format!(
-            "\n⚠ approval needed ({reason}):\n  {command}\n[o]nce / [s]ession / [a]lways / [d]eny? "
-        );
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                eprint!("{prompt}");
-                let mut line = String::new();
-                if std::io::stdin().lock().read_line(&mut line).is_err() {
-                    return Decision::Deny;
-                }
-                match line.trim().to_ascii_lowercase().as_str() {
-                    "o" | "once" | "y" | "yes" => Decision::Once,
-                    "s" | "session" => Decision::Session,
-                    "a" | "always" => Decision::Always,
-                    _ => Decision::Deny,
-                }
-            })
-            .await
-            .unwrap_or(Decision::Deny)
+            eprintln!("\n⚠ approval needed ({reason}):\n  {command}");
+            let answer = self
+                .0
+                .read("[o]nce / [s]ession / [a]lways / [d]eny? ".to_owned())
+                .await
+                .unwrap_or_default();
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "o" | "once" | "y" | "yes" => Decision::Once,
+                "s" | "session" => Decision::Session,
+                "a" | "always" => Decision::Always,
+                _ => Decision::Deny,
+            }
         })
     }
 }
@@ -343,9 +427,10 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let yolo = args.yolo
         || mode_off
         || process_env("HERMES_YOLO_MODE").is_some_and(|v| !v.is_empty() && v != "0");
+    let input = LineInput::new(home);
     let approver: Option<Box<dyn Approver>> = std::io::stdin()
         .is_terminal()
-        .then(|| Box::new(TerminalApprover) as Box<dyn Approver>);
+        .then(|| Box::new(TerminalApprover(input.clone())) as Box<dyn Approver>);
     let mut approvals = Approvals::new(yolo, deny, approver);
     if let Some(t) = section(&config, "approvals", "timeout").and_then(Value::as_u64) {
         approvals.timeout = std::time::Duration::from_secs(t.max(1));
@@ -410,14 +495,14 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         }
     };
     eprintln!("session_id: {session}");
-    let persister = Persister::start(db, session.clone());
+    let persister = Persister::start(db);
     let agent = Agent::new(AgentConfig {
         endpoint,
         retry,
         system_prompt: prompt,
         tools,
         max_iterations,
-        cwd,
+        cwd: cwd.clone(),
         approvals: Arc::new(approvals),
         plugins: herald_agent::Plugins::default(),
         session_id: session.clone(),
@@ -429,12 +514,19 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let saver = persister.tx.clone();
+    let session_ctx = SessionCtx {
+        id: session,
+        saver,
+        state_db: home.state_db_file(),
+        cwd: cwd.display().to_string(),
+    };
+    let sections = config.agent_sections.clone();
     let code = runtime.block_on(async move {
         match args.query {
-            Some(q) => one_turn(&agent, &history, &q, args.quiet, &saver)
+            Some(q) => one_turn(&agent, &history, &q, args.quiet, &session_ctx)
                 .await
                 .map(|(code, _)| code),
-            None => interactive(agent, history, args.quiet, saver).await,
+            None => interactive(agent, history, args.quiet, session_ctx, input, sections).await,
         }
     });
     persister.finish();
@@ -447,13 +539,16 @@ async fn one_turn(
     history: &[ChatMessage],
     prompt: &str,
     quiet: bool,
-    saver: &std::sync::mpsc::Sender<ChatMessage>,
+    session: &SessionCtx,
 ) -> anyhow::Result<(ExitCode, Vec<ChatMessage>)> {
     let handle = agent.handle();
     let printed_text = std::sync::atomic::AtomicBool::new(false);
     let mut on_event = |e: AgentEvent| {
         if let AgentEvent::MessageAppended(m) = &e {
-            let _ = saver.send(m.clone());
+            let _ = session.saver.send(Save::Append {
+                session: session.id.clone(),
+                message: m.clone(),
+            });
             return;
         }
         if let AgentEvent::TurnFailed { error } = &e {
@@ -543,28 +638,28 @@ async fn one_turn(
     ))
 }
 
-/// A line-based session: each line is a turn; `/new` starts over, `/model SPEC` switches
-/// the model for this session, `/quit` leaves.
+/// The live session of a chat: its id and where its messages go.
+struct SessionCtx {
+    id: String,
+    saver: std::sync::mpsc::Sender<Save>,
+    state_db: PathBuf,
+    cwd: String,
+}
+
+/// An interactive session: each line is a turn. `/new` starts a new session, `/resume ID`
+/// continues a stored one, `/model SPEC` switches the model (also `provider:model`) for
+/// this session, `/quit` leaves. Line editing and history on a terminal.
 async fn interactive(
     mut agent: Agent,
     mut history: Vec<ChatMessage>,
     quiet: bool,
-    saver: std::sync::mpsc::Sender<ChatMessage>,
+    mut session: SessionCtx,
+    input: LineInput,
+    sections: Map<String, Value>,
 ) -> anyhow::Result<ExitCode> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.blocking_send(line).is_err() {
-                break;
-            }
-        }
-    });
-    eprintln!("herald chat — /new to start over, /model <name> to switch, /quit to leave");
+    eprintln!("herald chat — /new, /resume ID, /model NAME, /quit");
     loop {
-        eprint!("› ");
-        let Some(line) = rx.recv().await else {
+        let Some(line) = input.read("› ".to_owned()).await else {
             return Ok(ExitCode::SUCCESS);
         };
         let line = line.trim().to_owned();
@@ -576,20 +671,52 @@ async fn interactive(
         }
         if line == "/new" {
             history.clear();
-            eprintln!("(new conversation)");
+            session.id = session_id();
+            let _ = session.saver.send(Save::Create {
+                id: session.id.clone(),
+                model: agent.config.endpoint.model.clone(),
+                prompt: agent.config.system_prompt.clone(),
+                cwd: session.cwd.clone(),
+            });
+            agent.config.session_id = session.id.clone();
+            eprintln!("session_id: {}", session.id);
+            continue;
+        }
+        if let Some(id) = line.strip_prefix("/resume") {
+            let id = id.trim().to_owned();
+            let loaded = SessionDb::open(&session.state_db)
+                .and_then(|db| Ok((db.session(&id)?, db.history(&id)?)));
+            match loaded {
+                Ok((Some(row), rows)) => {
+                    history = to_messages(rows);
+                    if let Some(p) = row.system_prompt {
+                        agent.config.system_prompt = p;
+                    }
+                    session.id = id;
+                    agent.config.session_id = session.id.clone();
+                    eprintln!("session_id: {} ({} messages)", session.id, history.len());
+                }
+                Ok((None, _)) => eprintln!("herald: no session with id {id}"),
+                Err(e) => eprintln!("herald: cannot read the session store: {e}"),
+            }
             continue;
         }
         if let Some(spec) = line.strip_prefix("/model") {
             let spec = spec.trim();
             if spec.is_empty() {
                 eprintln!("model: {}", agent.config.endpoint.model);
-            } else {
-                agent.config.endpoint.model = spec.to_owned();
-                eprintln!("(model switched to {spec} for this session)");
+                continue;
+            }
+            match model_select::select(&sections, Some(spec), None, &process_env) {
+                Ok(endpoint) => {
+                    eprintln!("(model switched to {} for this session)", endpoint.model);
+                    agent.config.endpoint = endpoint;
+                }
+                Err(e) => eprintln!("herald: {e}"),
             }
             continue;
         }
-        let (code, messages) = one_turn(&agent, &history, &line, quiet, &saver).await?;
+        let (code, messages) = one_turn(&agent, &history, &line, quiet, &session).await?;
         if code == ExitCode::from(EXIT_INTERRUPTED) {
             continue;
         }

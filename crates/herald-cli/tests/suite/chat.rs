@@ -370,3 +370,77 @@ fn web_tools_are_offered_only_with_a_search_backend() {
         "{tools:?}"
     );
 }
+
+/// Runs `herald chat` on a pseudo-terminal (through `script`), typing `input`.
+fn chat_on_pty(home: &std::path::Path, input: &str) -> (Option<i32>, String) {
+    let mut child = Command::new("script")
+        .args(["-qefc", &format!("{BIN} chat"), "/dev/null"])
+        .env("HERALD_HOME", home)
+        .env("HERALD_RETRY_BASE_MS", "10")
+        .env("TERM", "dumb")
+        .current_dir(home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_owned();
+    let writer = std::thread::spawn(move || {
+        for line in input.lines() {
+            std::thread::sleep(Duration::from_millis(400));
+            let _ = stdin.write_all(format!("{line}\r").as_bytes());
+            let _ = stdin.flush();
+        }
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let code = wait_timeout(&mut child, Duration::from_secs(20));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn a_terminal_session_asks_for_approval() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("a1", "terminal", r#"{"command": "rm -rf junk"}"#)]),
+        Scripted::text("Removed the junk."),
+        Scripted::tool_calls(&[("a2", "terminal", r#"{"command": "rm -rf keep"}"#)]),
+        Scripted::text("Left it alone."),
+    ]);
+    let home = home_for(&provider);
+    std::fs::create_dir(home.path().join("junk")).unwrap();
+    std::fs::create_dir(home.path().join("keep")).unwrap();
+    let (code, out) = chat_on_pty(home.path(), "delete junk\no\ndelete keep\nd\n/quit\n");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("approval needed"), "{out}");
+    assert!(
+        out.contains("Removed the junk.") && out.contains("Left it alone."),
+        "{out}"
+    );
+    assert!(
+        !home.path().join("junk").exists(),
+        "approved once: the command ran"
+    );
+    assert!(
+        home.path().join("keep").exists(),
+        "denied: the command did not run"
+    );
+    let denied = provider.requests()[3].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert!(
+        denied["content"].as_str().unwrap().contains("DENIED"),
+        "{denied}"
+    );
+    assert!(
+        home.path().join(".chat_history").exists(),
+        "line history is kept"
+    );
+}
