@@ -382,6 +382,11 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         root: skills_root.clone(),
     }));
     herald_tools::register_web_tools(&mut registry, &web_settings(&config));
+    registry.register(Arc::new(herald_tools::VisionAnalyze {
+        client: herald_llm::LlmClient::new(),
+        endpoint: endpoint.clone(),
+        allow_local_files: true,
+    }));
     let tools = registry.select(&tool_names);
 
     // Skills.

@@ -4,8 +4,10 @@
 //! Both return third-party text, so the turn loop wraps their results as untrusted.
 
 pub mod url_safety;
+pub mod vision;
 pub mod web;
 
+pub use vision::VisionAnalyze;
 pub use web::{SearchBackend, WebExtract, WebSearch};
 
 use herald_agent::ToolRegistry;

@@ -127,3 +127,59 @@ async fn extract_turns_html_into_text_within_limits_when_allowed() {
     let hop = strict.vet_for_tests("http://169.254.169.254/").await;
     assert!(hop.is_err());
 }
+
+#[tokio::test]
+async fn vision_sends_the_image_as_a_content_part() {
+    use herald_test_support::{FakeProvider, Scripted};
+    let provider = FakeProvider::start(vec![
+        Scripted::text("A red square."),
+        Scripted::text("A cat."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pic.png"), [0x89u8, b'P', b'N', b'G']).unwrap();
+    let mut ctx = ctx();
+    ctx.cwd = dir.path().to_path_buf();
+    let tool = herald_tools::VisionAnalyze {
+        client: herald_llm::LlmClient::new(),
+        endpoint: herald_llm::Endpoint::new(&provider.base_url, "k", "vision-model"),
+        allow_local_files: true,
+    };
+    let out: Value = serde_json::from_str(
+        &tool
+            .run(
+                json!({"image_url": "pic.png", "question": "what is it?"}),
+                &ctx,
+            )
+            .await,
+    )
+    .unwrap();
+    assert_eq!(out["analysis"], "A red square.");
+    let body = &provider.requests()[0].body;
+    assert_eq!(body["model"], "vision-model");
+    let parts = body["messages"][0]["content"].as_array().unwrap();
+    assert_eq!(parts[0], json!({"type": "text", "text": "what is it?"}));
+    assert_eq!(
+        parts[1]["image_url"]["url"],
+        "data:image/png;base64,iVBORw=="
+    );
+    let url_out: Value = serde_json::from_str(
+        &tool
+            .run(json!({"image_url": "https://img.example/cat.jpg"}), &ctx)
+            .await,
+    )
+    .unwrap();
+    assert_eq!(url_out["analysis"], "A cat.");
+    // Webhook runs: no local files.
+    let strict = herald_tools::VisionAnalyze {
+        allow_local_files: false,
+        ..tool
+    };
+    let denied: Value =
+        serde_json::from_str(&strict.run(json!({"image_url": "/etc/passwd"}), &ctx).await).unwrap();
+    assert!(
+        denied["error"]
+            .as_str()
+            .unwrap()
+            .contains("only http(s) and data:")
+    );
+}
