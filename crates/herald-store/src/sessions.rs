@@ -211,6 +211,172 @@ impl SessionDb {
     }
 }
 
+/// Why a rewind was refused (the codes of the gateway protocol); nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RewindError {
+    #[error(
+        "4004: truncate_before_user_ordinal must be an integer, and confirm_truncate needs a target"
+    )]
+    BadParams,
+    #[error(
+        "4029: truncation needs confirm_truncate (and confirm_empty_truncate when nothing would remain)"
+    )]
+    NotConfirmed,
+    #[error("4030: truncate_before_user_ordinal and truncate_before_row_id name different turns")]
+    Disagree,
+    #[error("4018: row {0} is not a live user message of this session")]
+    StaleRow(i64),
+    #[error("store: {0}")]
+    Store(String),
+}
+
+impl RewindError {
+    pub fn code(&self) -> u32 {
+        match self {
+            RewindError::BadParams => 4004,
+            RewindError::NotConfirmed => 4029,
+            RewindError::Disagree => 4030,
+            RewindError::StaleRow(_) => 4018,
+            RewindError::Store(_) => 5000,
+        }
+    }
+}
+
+/// What to rewind to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rewind {
+    pub truncate_before_row_id: Option<i64>,
+    /// As received (a JSON boolean is rejected).
+    pub truncate_before_user_ordinal: Option<serde_json::Value>,
+    pub confirm_truncate: bool,
+    pub confirm_empty_truncate: bool,
+}
+
+impl SessionDb {
+    /// The live user rows of a session, in order.
+    fn user_rows(&self, session_id: &str) -> rusqlite::Result<Vec<i64>> {
+        let mut stmt = self.conn.prepare("SELECT id FROM messages WHERE session_id = ?1 AND active = 1 AND role = 'user' ORDER BY id")?;
+        let rows = stmt.query_map([session_id], |r| r.get(0))?;
+        rows.collect()
+    }
+
+    /// Rewinds before a user turn: soft-deletes that turn and everything after it
+    /// (surviving rows keep their ids) and returns the surviving user row ids.
+    pub fn rewind(&mut self, session_id: &str, r: &Rewind) -> Result<Vec<i64>, RewindError> {
+        let store = |e: rusqlite::Error| RewindError::Store(e.to_string());
+        let ordinal = match &r.truncate_before_user_ordinal {
+            None => None,
+            Some(serde_json::Value::Number(n)) => {
+                Some(n.as_u64().ok_or(RewindError::BadParams)? as usize)
+            }
+            Some(_) => return Err(RewindError::BadParams),
+        };
+        if ordinal.is_none() && r.truncate_before_row_id.is_none() {
+            return Err(if r.confirm_truncate {
+                RewindError::BadParams
+            } else {
+                RewindError::NotConfirmed
+            });
+        }
+        if !r.confirm_truncate {
+            return Err(RewindError::NotConfirmed);
+        }
+        let users = self.user_rows(session_id).map_err(store)?;
+        let by_ordinal = match ordinal {
+            Some(o) => Some(*users.get(o).ok_or(RewindError::BadParams)?),
+            None => None,
+        };
+        let target = match (r.truncate_before_row_id, by_ordinal) {
+            (Some(row), Some(o)) if row != o => return Err(RewindError::Disagree),
+            (Some(row), _) => {
+                if !users.contains(&row) {
+                    return Err(RewindError::StaleRow(row));
+                }
+                row
+            }
+            (None, Some(o)) => o,
+            (None, None) => return Err(RewindError::BadParams),
+        };
+        let survivors: Vec<i64> = users.into_iter().filter(|id| *id < target).collect();
+        let remaining: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1 AND id < ?2",
+                params![session_id, target],
+                |row| row.get(0),
+            )
+            .map_err(store)?;
+        if remaining == 0 && !r.confirm_empty_truncate {
+            return Err(RewindError::NotConfirmed);
+        }
+        let tx = self.conn.transaction().map_err(store)?;
+        tx.execute("UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ?1 AND active = 1 AND id >= ?2", params![session_id, target])
+            .map_err(store)?;
+        tx.execute(
+            "UPDATE sessions SET rewind_count = rewind_count + 1,
+                 message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1) WHERE id = ?1",
+            params![session_id],
+        )
+        .map_err(store)?;
+        tx.commit().map_err(store)?;
+        Ok(survivors)
+    }
+
+    /// Branches a session: a new session pointing back at its parent, with a copy of the
+    /// parent's live rows (full rows: tool calls, ids, reasoning). Returns the new id.
+    pub fn branch(
+        &mut self,
+        parent: &str,
+        new_id: &str,
+        name: Option<&str>,
+    ) -> rusqlite::Result<String> {
+        let tx = self.conn.transaction()?;
+        let (title, source, model, prompt, cwd): (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        ) = tx.query_row(
+            "SELECT title, source, model, system_prompt, cwd FROM sessions WHERE id = ?1",
+            [parent],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )?;
+        let base = name
+            .map(str::to_owned)
+            .or(title)
+            .unwrap_or_else(|| "branch".to_owned());
+        let mut candidate = base.clone();
+        let mut n = 1;
+        while tx.query_row(
+            "SELECT COUNT(*) FROM sessions WHERE title = ?1",
+            [&candidate],
+            |r| r.get::<_, i64>(0),
+        )? > 0
+        {
+            n += 1;
+            candidate = format!("{base} #{n}");
+        }
+        tx.execute(
+            "INSERT INTO sessions (id, source, model, model_config, system_prompt, parent_session_id, started_at, cwd, title)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![new_id, source, model, serde_json::json!({"_branched_from": parent}).to_string(), prompt, parent, now_secs(), cwd, candidate],
+        )?;
+        let copied = tx.execute(
+            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content)
+             SELECT ?1, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content
+             FROM messages WHERE session_id = ?2 AND active = 1 ORDER BY id",
+            params![new_id, parent],
+        )?;
+        tx.execute(
+            "UPDATE sessions SET message_count = ?2 WHERE id = ?1",
+            params![new_id, copied as i64],
+        )?;
+        tx.commit()?;
+        Ok(candidate)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,5 +419,135 @@ mod tests {
             Some("20260101_000000_abcdef")
         );
         assert!(db.session("nope").unwrap().is_none());
+    }
+}
+
+#[cfg(test)]
+mod rewind_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn db_with_turns() -> (tempfile::TempDir, SessionDb, Vec<i64>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = SessionDb::open(&dir.path().join("state.db")).unwrap();
+        db.create_session("s", "cli", "m", "SYS", "/").unwrap();
+        let mut users = Vec::new();
+        for i in 0..3 {
+            users.push(
+                db.append(
+                    "s",
+                    &NewMessage {
+                        role: "user",
+                        content: Some(&format!("q{i}")),
+                        ..Default::default()
+                    },
+                )
+                .unwrap(),
+            );
+            db.append(
+                "s",
+                &NewMessage {
+                    role: "assistant",
+                    content: Some("a"),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        (dir, db, users)
+    }
+
+    #[test]
+    fn rewind_rules_and_soft_delete() {
+        let (_d, mut db, users) = db_with_turns();
+        let ask = |row: Option<i64>, ord: Option<serde_json::Value>, confirm: bool| Rewind {
+            truncate_before_row_id: row,
+            truncate_before_user_ordinal: ord,
+            confirm_truncate: confirm,
+            confirm_empty_truncate: false,
+        };
+        assert_eq!(
+            db.rewind("s", &ask(None, Some(json!(true)), true))
+                .unwrap_err()
+                .code(),
+            4004
+        );
+        assert_eq!(
+            db.rewind("s", &ask(None, None, true)).unwrap_err().code(),
+            4004
+        );
+        assert_eq!(
+            db.rewind("s", &ask(Some(users[1]), None, false))
+                .unwrap_err()
+                .code(),
+            4029
+        );
+        assert_eq!(
+            db.rewind("s", &ask(Some(users[1]), Some(json!(2)), true))
+                .unwrap_err()
+                .code(),
+            4030
+        );
+        assert_eq!(
+            db.rewind("s", &ask(Some(9999), None, true))
+                .unwrap_err()
+                .code(),
+            4018
+        );
+        assert_eq!(
+            db.rewind("s", &ask(Some(users[0]), None, true))
+                .unwrap_err()
+                .code(),
+            4029,
+            "empty result needs its own confirmation"
+        );
+        assert_eq!(
+            db.history("s").unwrap().len(),
+            6,
+            "nothing written on errors"
+        );
+        let survivors = db
+            .rewind("s", &ask(Some(users[1]), Some(json!(1)), true))
+            .unwrap();
+        assert_eq!(survivors, vec![users[0]]);
+        let live = db.history("s").unwrap();
+        assert_eq!(live.len(), 2);
+        assert_eq!(live[0].id, users[0], "surviving rows keep their ids");
+        assert_eq!(db.session("s").unwrap().unwrap().message_count, 2);
+        // The rewound row is stale now.
+        assert_eq!(
+            db.rewind("s", &ask(Some(users[2]), None, true))
+                .unwrap_err()
+                .code(),
+            4018
+        );
+    }
+
+    #[test]
+    fn branch_copies_full_rows_and_titles() {
+        let (_d, mut db, _) = db_with_turns();
+        db.append(
+            "s",
+            &NewMessage {
+                role: "tool",
+                content: Some("out"),
+                tool_call_id: Some("c1"),
+                tool_name: Some("terminal"),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(db.branch("s", "b1", None).unwrap(), "branch");
+        assert_eq!(db.branch("s", "b2", None).unwrap(), "branch #2");
+        let h = db.history("b1").unwrap();
+        assert_eq!(h.len(), 7);
+        assert_eq!(
+            (h[6].tool_call_id.as_deref(), h[6].tool_name.as_deref()),
+            (Some("c1"), Some("terminal"))
+        );
+        assert_eq!(
+            db.session("b1").unwrap().unwrap().system_prompt.as_deref(),
+            Some("SYS")
+        );
     }
 }
