@@ -211,6 +211,15 @@ impl SessionDb {
     }
 }
 
+/// A parent session's title, source, model, system prompt and cwd.
+type ParentFields = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
 /// Why a rewind was refused (the codes of the gateway protocol); nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RewindError {
@@ -331,13 +340,7 @@ impl SessionDb {
         name: Option<&str>,
     ) -> rusqlite::Result<String> {
         let tx = self.conn.transaction()?;
-        let (title, source, model, prompt, cwd): (
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        ) = tx.query_row(
+        let (title, source, model, prompt, cwd): ParentFields = tx.query_row(
             "SELECT title, source, model, system_prompt, cwd FROM sessions WHERE id = ?1",
             [parent],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
