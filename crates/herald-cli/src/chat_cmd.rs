@@ -3,7 +3,6 @@
 
 use crate::model_select;
 use anyhow::Context;
-use herald_agent::tools::builtin_registry;
 use herald_agent::{
     Agent, AgentConfig, AgentEvent, Approvals, Approver, Decision, skills, toolsets,
 };
@@ -373,7 +372,21 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     }
     let (disabled_tools, _) = toolsets::resolve(&disabled);
     tool_names.retain(|t| !disabled_tools.contains(t));
-    let mut registry = builtin_registry();
+    if let Some(backend) = section(&config, "terminal", "backend")
+        .and_then(Value::as_str)
+        .filter(|b| *b != "local")
+    {
+        eprintln!(
+            "herald: terminal.backend `{backend}` is not supported yet; herald runs commands locally (set terminal.backend: local)"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let terminal_timeout = section(&config, "terminal", "timeout")
+        .and_then(Value::as_u64)
+        .map_or(herald_agent::tools::terminal::DEFAULT_TIMEOUT, |s| {
+            std::time::Duration::from_secs(s.max(1))
+        });
+    let mut registry = herald_agent::tools::registry_with_terminal_timeout(terminal_timeout);
     let skills_root = home.root().join("skills");
     registry.register(Arc::new(skills::SkillsList {
         root: skills_root.clone(),

@@ -2,15 +2,26 @@
 
 pub mod clarify;
 pub mod files;
+pub mod process;
 pub mod terminal;
 
 use crate::tool::ToolRegistry;
 use std::sync::Arc;
 
-/// A registry with the built-in local tools.
+/// A registry with the built-in local tools (terminal's default time limit 180 s).
 pub fn builtin_registry() -> ToolRegistry {
+    registry_with_terminal_timeout(terminal::DEFAULT_TIMEOUT)
+}
+
+/// The built-in local tools with `terminal.timeout` as the default command limit.
+pub fn registry_with_terminal_timeout(default_timeout: std::time::Duration) -> ToolRegistry {
     let mut r = ToolRegistry::new();
-    r.register(Arc::new(terminal::Terminal));
+    let jobs = process::Jobs::default();
+    r.register(Arc::new(terminal::Terminal {
+        jobs: jobs.clone(),
+        default_timeout,
+    }));
+    r.register(Arc::new(process::Process { jobs }));
     r.register(Arc::new(files::ReadFile));
     r.register(Arc::new(files::WriteFile));
     r.register(Arc::new(files::Patch));

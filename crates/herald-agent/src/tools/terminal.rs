@@ -13,7 +13,11 @@ use tokio::io::AsyncReadExt;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
-pub struct Terminal;
+/// `jobs` is shared with the `process` tool; `default_timeout` is `terminal.timeout`.
+pub struct Terminal {
+    pub jobs: super::process::Jobs,
+    pub default_timeout: Duration,
+}
 
 impl Tool for Terminal {
     fn name(&self) -> &str {
@@ -28,7 +32,8 @@ impl Tool for Terminal {
             "properties": {
                 "command": {"type": "string", "description": "The shell command to run."},
                 "timeout": {"type": "integer", "minimum": 1, "description": "Seconds before the command is killed (default 180, at most 600)."},
-                "workdir": {"type": "string", "description": "Absolute working directory."}
+                "workdir": {"type": "string", "description": "Absolute working directory."},
+                "background": {"type": "boolean", "description": "Start in the background; manage it with the process tool."}
             },
             "required": ["command"]
         })
@@ -45,13 +50,19 @@ impl Tool for Terminal {
             let timeout = args["timeout"]
                 .as_u64()
                 .map(Duration::from_secs)
-                .unwrap_or(DEFAULT_TIMEOUT)
+                .unwrap_or(self.default_timeout)
                 .clamp(Duration::from_secs(1), MAX_TIMEOUT);
             let cwd = args["workdir"]
                 .as_str()
                 .map(std::path::PathBuf::from)
                 .filter(|p| p.is_absolute())
                 .unwrap_or_else(|| ctx.cwd.clone());
+            if args["background"].as_bool() == Some(true) {
+                return match self.jobs.start(command, &cwd) {
+                    Ok(id) => json!({"session_id": id, "status": "started", "note": "use the process tool to poll, wait for or kill it"}).to_string(),
+                    Err(e) => error_result(e),
+                };
+            }
             run_command(command, &cwd, timeout, ctx).await
         })
     }

@@ -422,3 +422,45 @@ async fn patch_and_search_files() {
     assert_eq!(hits[0]["line"], 2);
     assert!(hits[0]["path"].as_str().unwrap().ends_with("src/main.rs"));
 }
+
+#[tokio::test]
+async fn background_commands_through_terminal_and_process() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "b1",
+            "terminal",
+            r#"{"command": "echo started; sleep 0.3; echo finished", "background": true}"#,
+        )]),
+        Scripted::text("started it"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with(&provider, &["terminal", "process"], dir.path(), 10);
+    let r = agent.run_turn(&[], "run in background", &mut |_| {}).await;
+    assert!(r.completed);
+    let started: Value = serde_json::from_str(
+        tool_message(&provider.requests()[1].body, "b1")["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let id = started["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(started["status"], "started");
+    // The same agent's process tool sees the job.
+    provider.push(Scripted::tool_calls(&[(
+        "w1",
+        "process",
+        &json!({"action": "wait", "session_id": id, "timeout": 5}).to_string(),
+    )]));
+    provider.push(Scripted::text("waited"));
+    let r = agent.run_turn(&[], "wait for it", &mut |_| {}).await;
+    assert!(r.completed);
+    let waited: Value = serde_json::from_str(
+        tool_message(&provider.requests()[3].body, "w1")["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(waited["status"], "exited");
+    assert_eq!(waited["exit_code"], 0);
+    assert_eq!(waited["output"], "started\nfinished\n");
+}
