@@ -224,6 +224,19 @@ fn session_id() -> String {
     format!("{}_{hex}", now.strftime("%Y%m%d_%H%M%S"))
 }
 
+/// A list of strings from an agent config section (absent or mistyped: empty).
+fn string_list(config: &Config, name: &str, key: &str) -> Vec<String> {
+    section(config, name, key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn section<'a>(config: &'a Config, name: &str, key: &str) -> Option<&'a Value> {
     config.agent_sections.get(name).and_then(|s| s.get(key))
 }
@@ -353,15 +366,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     };
 
     // Tools.
-    let disabled: Vec<String> = section(&config, "agent", "disabled_toolsets")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let disabled: Vec<String> = string_list(&config, "agent", "disabled_toolsets");
     let requested = args
         .toolsets
         .clone()
@@ -432,15 +437,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .map(PathBuf::from)
         .filter(|p| p.is_dir())
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
-    let deny: Vec<String> = section(&config, "approvals", "deny")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let deny: Vec<String> = string_list(&config, "approvals", "deny");
     let mode_off = section(&config, "approvals", "mode").and_then(Value::as_str) == Some("off");
     let yolo = args.yolo
         || mode_off

@@ -5,7 +5,6 @@ use super::error_result;
 use crate::tool::{Tool, ToolContext, ToolFuture};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -31,16 +30,7 @@ pub struct Jobs {
 impl Jobs {
     /// Starts `command` in the background; returns its id.
     pub fn start(&self, command: &str, cwd: &std::path::Path) -> Result<String, String> {
-        let mut child = tokio::process::Command::new("bash")
-            .arg("-c")
-            .arg(command)
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
+        let mut child = super::terminal::spawn_bash(command, cwd)
             .map_err(|e| format!("cannot start bash: {e}"))?;
         let id = format!(
             "proc_{}",
@@ -78,29 +68,21 @@ impl Jobs {
                     }
                 }
             };
-            let pump = |mut reader: Option<tokio::process::ChildStdout>,
-                        jobs: Arc<Mutex<BTreeMap<String, Job>>>| async move {
+            async fn pump<R: tokio::io::AsyncRead + Unpin>(
+                mut reader: Option<R>,
+                append: impl Fn(&[u8]),
+            ) {
                 let mut buf = [0u8; 8192];
                 while let Some(r) = reader.as_mut() {
                     match r.read(&mut buf).await {
                         Ok(0) | Err(_) => break,
-                        Ok(n) => append(&jobs, &buf[..n]),
+                        Ok(n) => append(&buf[..n]),
                     }
                 }
-            };
-            let pump_err = |mut reader: Option<tokio::process::ChildStderr>,
-                            jobs: Arc<Mutex<BTreeMap<String, Job>>>| async move {
-                let mut buf = [0u8; 8192];
-                while let Some(r) = reader.as_mut() {
-                    match r.read(&mut buf).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => append(&jobs, &buf[..n]),
-                    }
-                }
-            };
+            }
             let (_, _, status) = tokio::join!(
-                pump(out.take(), jobs.clone()),
-                pump_err(err.take(), jobs.clone()),
+                pump(out.take(), |b| append(&jobs, b)),
+                pump(err.take(), |b| append(&jobs, b)),
                 child.wait()
             );
             if let Ok(mut g) = jobs.lock()

@@ -68,13 +68,9 @@ impl Tool for Terminal {
     }
 }
 
-async fn run_command(
-    command: &str,
-    cwd: &std::path::Path,
-    timeout: Duration,
-    ctx: &ToolContext,
-) -> String {
-    let mut child = match tokio::process::Command::new("bash")
+/// `bash -c command` in its own process group, output piped, killed when dropped.
+pub fn spawn_bash(command: &str, cwd: &std::path::Path) -> std::io::Result<tokio::process::Child> {
+    tokio::process::Command::new("bash")
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -84,7 +80,15 @@ async fn run_command(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-    {
+}
+
+async fn run_command(
+    command: &str,
+    cwd: &std::path::Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> String {
+    let mut child = match spawn_bash(command, cwd) {
         Ok(c) => c,
         Err(e) => return error_result(format!("cannot start bash: {e}")),
     };
