@@ -17,6 +17,23 @@ pub trait Observer: Send + Sync {
         None
     }
     fn post_tool_call(&self, _payload: &Value) {}
+    /// A new conversation starts (its first turn).
+    fn on_session_start(&self, _payload: &Value) {}
+    /// Once per turn before the first API call; returned text is added to the current
+    /// user message for the API (never to the system prompt).
+    fn pre_llm_call(&self, _payload: &Value) -> Option<String> {
+        None
+    }
+    /// The first string returned replaces a tool's result before it enters the conversation.
+    fn transform_tool_result(&self, _payload: &Value) -> Option<String> {
+        None
+    }
+    /// The first non-empty string returned replaces the turn's final answer.
+    fn transform_llm_output(&self, _payload: &Value) -> Option<String> {
+        None
+    }
+    fn post_llm_call(&self, _payload: &Value) {}
+    fn on_session_end(&self, _payload: &Value) {}
 }
 
 /// Everything registered for an agent, in registration order.

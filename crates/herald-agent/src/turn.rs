@@ -131,6 +131,29 @@ impl Agent {
         messages.extend(history.iter().cloned());
         let turn_start = messages.len();
         events(AgentEvent::MessageAppended(user.clone()));
+        let plugins = &self.config.plugins;
+        let hook_base = json!({
+            "session_id": self.config.session_id,
+            "platform": self.config.platform,
+            "model": self.config.endpoint.model,
+            "user_message": user.content,
+        });
+        if history.is_empty() {
+            plugins.fire(|o| o.on_session_start(&hook_base));
+        }
+        // Context from pre_llm_call rides on the user message sent to the API only.
+        let context: Vec<String> = plugins
+            .observers
+            .iter()
+            .filter_map(|o| o.pre_llm_call(&hook_base))
+            .filter(|c| !c.trim().is_empty())
+            .collect();
+        let mut user = user;
+        if !context.is_empty() {
+            let content = user.content.get_or_insert_with(String::new);
+            content.push_str("\n\n");
+            content.push_str(&context.join("\n\n"));
+        }
         messages.push(user);
         let specs: Vec<_> = self
             .config
@@ -278,6 +301,34 @@ impl Agent {
         } else {
             result.pending_steer = self.handle.take_steer();
         }
+        if result.completed {
+            let payload = json!({"session_id": self.config.session_id, "platform": self.config.platform, "response": result.final_response});
+            if let Some(t) = self
+                .config
+                .plugins
+                .observers
+                .iter()
+                .find_map(|o| o.transform_llm_output(&payload).filter(|t| !t.is_empty()))
+            {
+                result.final_response = t.clone();
+                if let Some(last) = messages
+                    .iter_mut()
+                    .rev()
+                    .find(|m| m.role == Role::Assistant)
+                {
+                    last.content = Some(t);
+                }
+            }
+        }
+        let end = json!({
+            "session_id": self.config.session_id,
+            "platform": self.config.platform,
+            "completed": result.completed,
+            "interrupted": result.interrupted,
+            "response": result.final_response,
+        });
+        self.config.plugins.fire(|o| o.post_llm_call(&end));
+        self.config.plugins.fire(|o| o.on_session_end(&end));
         if result.completed {
             events(AgentEvent::TurnCompleted {
                 final_response: result.final_response.clone(),
@@ -703,6 +754,14 @@ async fn run_tool_pipeline(
         &out,
         error_type,
     );
+    let mut transform = observed.clone();
+    transform.insert("result".into(), json!(out));
+    let transform = Value::Object(transform);
+    let out = plugins
+        .observers
+        .iter()
+        .find_map(|o| o.transform_tool_result(&transform))
+        .unwrap_or(out);
     let out = cap_result(out, MAX_RESULT_CHARS);
     let out = if tool.untrusted_output() {
         wrap_untrusted(tool.name(), out)

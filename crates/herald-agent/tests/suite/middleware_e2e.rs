@@ -288,3 +288,80 @@ async fn pre_tool_call_blocks_and_execution_middleware_short_circuits() {
         .unwrap();
     assert_eq!(tool["content"], "{\"output\": \"from cache\"}");
 }
+
+#[derive(Default)]
+struct Hooks {
+    calls: Mutex<Vec<String>>,
+}
+
+impl Observer for Hooks {
+    fn name(&self) -> &str {
+        "hooks"
+    }
+    fn on_session_start(&self, _p: &Value) {
+        self.calls.lock().unwrap().push("on_session_start".into());
+    }
+    fn pre_llm_call(&self, _p: &Value) -> Option<String> {
+        self.calls.lock().unwrap().push("pre_llm_call".into());
+        Some("Context: the user prefers short answers.".into())
+    }
+    fn transform_tool_result(&self, p: &Value) -> Option<String> {
+        Some(format!("[redacted {}]", p["tool_name"].as_str().unwrap()))
+    }
+    fn transform_llm_output(&self, p: &Value) -> Option<String> {
+        Some(format!("{} (checked)", p["response"].as_str().unwrap()))
+    }
+    fn post_llm_call(&self, _p: &Value) {
+        self.calls.lock().unwrap().push("post_llm_call".into());
+    }
+    fn on_session_end(&self, _p: &Value) {
+        self.calls.lock().unwrap().push("on_session_end".into());
+    }
+}
+
+#[tokio::test]
+async fn turn_level_hooks() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("h1", "terminal", r#"{"command": "echo secret"}"#)]),
+        Scripted::text("fine"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = Arc::new(Hooks::default());
+    let a = agent(
+        &provider,
+        &["terminal"],
+        dir.path(),
+        Plugins {
+            observers: vec![hooks.clone()],
+            ..Default::default()
+        },
+    );
+    let r = a.run_turn(&[], "hi", &mut |_| {}).await;
+    assert_eq!(r.final_response, "fine (checked)");
+    assert_eq!(
+        r.messages.last().unwrap().content.as_deref(),
+        Some("fine (checked)")
+    );
+    let first = &provider.requests()[0].body["messages"];
+    assert_eq!(
+        first[1]["content"],
+        "hi\n\nContext: the user prefers short answers."
+    );
+    let second = &provider.requests()[1].body["messages"];
+    let tool = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool["content"], "[redacted terminal]");
+    assert_eq!(
+        *hooks.calls.lock().unwrap(),
+        vec![
+            "on_session_start",
+            "pre_llm_call",
+            "post_llm_call",
+            "on_session_end"
+        ]
+    );
+}
