@@ -45,6 +45,7 @@ fn bench(c: &mut Criterion) {
         session_id: String::new(),
         platform: "cli".into(),
         provider: "custom".into(),
+        clarifier: None,
     });
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -172,6 +172,11 @@ impl Approvals {
 
     /// Runs the pipeline for one command.
     pub async fn check(&self, command: &str) -> Verdict {
+        self.check_with(command, |_| {}).await
+    }
+
+    /// [`Approvals::check`], calling `on_ask(reason)` just before a human is asked.
+    pub async fn check_with(&self, command: &str, on_ask: impl FnOnce(&str)) -> Verdict {
         if let Some(why) = hard_line(command) {
             return Verdict::Blocked(format!("BLOCKED: {why} is never allowed."));
         }
@@ -201,6 +206,7 @@ impl Approvals {
                 "{denial} No human can approve commands in this run."
             ));
         };
+        on_ask(why);
         match tokio::time::timeout(self.timeout, approver.ask(command, why)).await {
             Ok(Decision::Once) => Verdict::Allowed,
             Ok(Decision::Session | Decision::Always) => {

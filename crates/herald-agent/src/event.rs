@@ -26,6 +26,11 @@ pub enum AgentEvent {
         is_error: bool,
     },
     /// A guarded action waits for a human decision.
+    /// The model asked the human a question (`clarify`).
+    ClarifyRequested {
+        call_id: String,
+        question: String,
+    },
     ApprovalRequested {
         call_id: String,
         command: String,

@@ -20,11 +20,32 @@ pub struct ToolContext {
     pub approvals: Arc<Approvals>,
     pub interrupted: Arc<AtomicBool>,
     pub call_id: String,
+    /// Events a tool raises while it runs (approval and clarify requests).
+    pub notify: Option<tokio::sync::mpsc::UnboundedSender<crate::AgentEvent>>,
+    /// Who answers `clarify` (the front door); `None` in unattended runs.
+    pub clarifier: Option<Arc<dyn Clarifier>>,
+}
+
+/// A front door that can put a question to the human.
+pub trait Clarifier: Send + Sync {
+    /// The answer, or `None` when no answer came.
+    fn ask<'a>(
+        &'a self,
+        question: &'a str,
+        choices: &'a [String],
+    ) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
 }
 
 impl ToolContext {
     pub fn is_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// Raises an event to the front door.
+    pub fn notify(&self, event: crate::AgentEvent) {
+        if let Some(tx) = &self.notify {
+            let _ = tx.send(event);
+        }
     }
 }
 

@@ -45,6 +45,8 @@ pub struct AgentConfig {
     pub platform: String,
     /// Provider id for middleware (`custom`, `openrouter`, a `providers:` key).
     pub provider: String,
+    /// Who answers `clarify`; `None` in unattended runs.
+    pub clarifier: Option<Arc<dyn crate::tool::Clarifier>>,
 }
 
 /// The outcome of one turn.
@@ -395,12 +397,15 @@ impl Agent {
         let all_parallel = planned
             .iter()
             .all(|p| p.as_ref().map(|(t, _)| t.parallel_safe()).unwrap_or(true));
+        let (notify_tx, mut notify_rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
         let run_one = |call: &ToolCall, plan: &Planned| {
             let ctx = ToolContext {
                 cwd: self.config.cwd.clone(),
                 approvals: self.config.approvals.clone(),
                 interrupted: self.handle.interrupted.clone(),
                 call_id: call.id.clone(),
+                notify: Some(notify_tx.clone()),
+                clarifier: self.config.clarifier.clone(),
             };
             let plan = plan.clone();
             let plugins = self.config.plugins.clone();
@@ -424,16 +429,33 @@ impl Agent {
                 }
             }
         };
-        let outputs: Vec<(String, bool)> = if all_parallel && calls.len() > 1 {
-            futures_util::future::join_all(calls.iter().zip(&planned).map(|(c, p)| run_one(c, p)))
+        let batch = async {
+            if all_parallel && calls.len() > 1 {
+                futures_util::future::join_all(
+                    calls.iter().zip(&planned).map(|(c, p)| run_one(c, p)),
+                )
                 .await
-        } else {
-            let mut v = Vec::new();
-            for (c, p) in calls.iter().zip(&planned) {
-                v.push(run_one(c, p).await);
+            } else {
+                let mut v = Vec::new();
+                for (c, p) in calls.iter().zip(&planned) {
+                    v.push(run_one(c, p).await);
+                }
+                v
             }
-            v
         };
+        // Approval and clarify requests raised by tools reach the front door while the
+        // batch runs.
+        tokio::pin!(batch);
+        let outputs: Vec<(String, bool)> = loop {
+            tokio::select! {
+                biased;
+                Some(e) = notify_rx.recv() => events(e),
+                out = &mut batch => break out,
+            }
+        };
+        while let Ok(e) = notify_rx.try_recv() {
+            events(e);
+        }
         calls
             .iter()
             .zip(outputs)

@@ -322,6 +322,33 @@ fn web_settings(config: &Config) -> herald_tools::WebSettings {
     }
 }
 
+/// Puts the model's `clarify` questions to the human on the terminal.
+struct TerminalClarifier(LineInput);
+
+impl herald_agent::tool::Clarifier for TerminalClarifier {
+    fn ask<'a>(
+        &'a self,
+        question: &'a str,
+        choices: &'a [String],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
+        Box::pin(async move {
+            eprintln!("\n? {question}");
+            for (i, c) in choices.iter().enumerate() {
+                eprintln!("  {}. {c}", i + 1);
+            }
+            let answer = self.0.read("answer: ".to_owned()).await?;
+            let answer = answer.trim().to_owned();
+            // A number picks a listed choice.
+            let picked = answer
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| choices.get(n.wrapping_sub(1)))
+                .cloned();
+            Some(picked.unwrap_or(answer)).filter(|a| !a.is_empty())
+        })
+    }
+}
+
 /// Asks on the terminal.
 struct TerminalApprover(LineInput);
 
@@ -523,6 +550,9 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         session_id: session.clone(),
         platform: "cli".into(),
         provider: args.provider.clone().unwrap_or_else(|| "auto".into()),
+        clarifier: std::io::stdin().is_terminal().then(|| {
+            Arc::new(TerminalClarifier(input.clone())) as Arc<dyn herald_agent::tool::Clarifier>
+        }),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -16,9 +16,29 @@ impl Tool for Clarify {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"question": {"type": "string"}, "choices": {"type": "array", "items": {"type": "string"}}}, "required": ["question"]})
     }
-    fn run<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
-        Box::pin(async {
-            json!({"answer": null, "error": "No one is available to answer questions in this run; proceed with your best judgement and state your assumptions."}).to_string()
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let question = args["question"].as_str().unwrap_or("").to_owned();
+            let choices: Vec<String> = args["choices"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let Some(clarifier) = &ctx.clarifier else {
+                return json!({"answer": null, "error": "No one is available to answer questions in this run; proceed with your best judgement and state your assumptions."}).to_string();
+            };
+            ctx.notify(crate::AgentEvent::ClarifyRequested {
+                call_id: ctx.call_id.clone(),
+                question: question.clone(),
+            });
+            match clarifier.ask(&question, &choices).await {
+                Some(answer) => json!({ "answer": answer }).to_string(),
+                None => json!({"answer": null, "error": "No answer came; proceed with your best judgement and state your assumptions."}).to_string(),
+            }
         })
     }
 }

@@ -43,7 +43,14 @@ impl Tool for Terminal {
             let Some(command) = args["command"].as_str().filter(|c| !c.trim().is_empty()) else {
                 return error_result("`command` is required");
             };
-            if let Verdict::Blocked(why) = ctx.approvals.check(command).await {
+            let on_ask = |reason: &str| {
+                ctx.notify(crate::AgentEvent::ApprovalRequested {
+                    call_id: ctx.call_id.clone(),
+                    command: command.to_owned(),
+                    reason: reason.to_owned(),
+                })
+            };
+            if let Verdict::Blocked(why) = ctx.approvals.check_with(command, on_ask).await {
                 return json!({"output": "", "exit_code": null, "error": why, "status": "blocked"})
                     .to_string();
             }

@@ -32,6 +32,7 @@ fn agent_with(
         session_id: String::new(),
         platform: "cli".into(),
         provider: "custom".into(),
+        clarifier: None,
     })
 }
 
@@ -463,4 +464,64 @@ async fn background_commands_through_terminal_and_process() {
     assert_eq!(waited["status"], "exited");
     assert_eq!(waited["exit_code"], 0);
     assert_eq!(waited["output"], "started\nfinished\n");
+}
+
+struct AnswerWith(&'static str);
+
+impl herald_agent::tool::Clarifier for AnswerWith {
+    fn ask<'a>(
+        &'a self,
+        _q: &'a str,
+        _c: &'a [String],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
+        Box::pin(async move { Some(self.0.to_owned()) })
+    }
+}
+
+struct Approve;
+
+impl herald_agent::Approver for Approve {
+    fn ask<'a>(
+        &'a self,
+        _c: &'a str,
+        _r: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = herald_agent::Decision> + Send + 'a>>
+    {
+        Box::pin(async { herald_agent::Decision::Once })
+    }
+}
+
+#[tokio::test]
+async fn clarify_and_approval_requests_reach_the_front_door() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("old")).unwrap();
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "q1",
+            "clarify",
+            r#"{"question": "Which color?", "choices": ["red", "blue"]}"#,
+        )]),
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "rm -rf old"}"#)]),
+        Scripted::text("done"),
+    ]);
+    let mut agent = agent_with(&provider, &["clarify", "terminal"], dir.path(), 10);
+    agent.config.clarifier = Some(Arc::new(AnswerWith("blue")));
+    agent.config.approvals = Arc::new(Approvals::new(false, vec![], Some(Box::new(Approve))));
+    let mut events = Vec::new();
+    let r = agent.run_turn(&[], "go", &mut |e| events.push(e)).await;
+    assert!(r.completed);
+    assert!(events.iter().any(
+        |e| matches!(e, AgentEvent::ClarifyRequested { question, .. } if question == "Which color?")
+    ));
+    assert!(events.iter().any(
+        |e| matches!(e, AgentEvent::ApprovalRequested { command, .. } if command == "rm -rf old")
+    ));
+    assert_eq!(
+        tool_message(&provider.requests()[1].body, "q1")["content"],
+        json!({"answer": "blue"}).to_string()
+    );
+    assert!(
+        !dir.path().join("old").exists(),
+        "approved: the command ran"
+    );
 }

@@ -408,11 +408,20 @@ fn a_terminal_session_asks_for_approval() {
         Scripted::text("Removed the junk."),
         Scripted::tool_calls(&[("a2", "terminal", r#"{"command": "rm -rf keep"}"#)]),
         Scripted::text("Left it alone."),
+        Scripted::tool_calls(&[(
+            "q1",
+            "clarify",
+            r#"{"question": "Which color?", "choices": ["red", "blue"]}"#,
+        )]),
+        Scripted::text("Blue it is."),
     ]);
     let home = home_for(&provider);
     std::fs::create_dir(home.path().join("junk")).unwrap();
     std::fs::create_dir(home.path().join("keep")).unwrap();
-    let (code, out) = chat_on_pty(home.path(), "delete junk\no\ndelete keep\nd\n/quit\n");
+    let (code, out) = chat_on_pty(
+        home.path(),
+        "delete junk\no\ndelete keep\nd\npick a color\n2\n/quit\n",
+    );
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("approval needed"), "{out}");
     assert!(

@@ -22,6 +22,8 @@ fn ctx() -> ToolContext {
         approvals: Arc::new(Approvals::unattended()),
         interrupted: Arc::new(AtomicBool::new(false)),
         call_id: "c".into(),
+        notify: None,
+        clarifier: None,
     }
 }
 
