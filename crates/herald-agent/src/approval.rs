@@ -152,6 +152,18 @@ pub struct Approvals {
     pub timeout: Duration,
     pub approver: Option<Box<dyn Approver>>,
     session_allowed: Mutex<HashSet<String>>,
+    /// `command_allowlist`: exact commands or globs, for commands without shell operators.
+    allowlist: Mutex<Vec<String>>,
+    /// Saves an "always" approval (the command) to the permanent allowlist.
+    pub persist_always: Option<Box<dyn Fn(&str) + Send + Sync>>,
+}
+
+/// Whether a command uses shell operators (`;`, `&&`, `|`, redirects, backticks, `$(`):
+/// such commands never match the permanent allowlist.
+fn has_shell_operators(command: &str) -> bool {
+    ["&&", "||", ";", "|", ">", "<", "`", "$("]
+        .iter()
+        .any(|op| command.contains(op))
 }
 
 impl Approvals {
@@ -160,9 +172,19 @@ impl Approvals {
             yolo,
             deny,
             timeout: Duration::from_secs(60),
+            allowlist: Mutex::new(Vec::new()),
+            persist_always: None,
             approver,
             session_allowed: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Sets the permanent allowlist (`command_allowlist`).
+    pub fn with_allowlist(self, entries: Vec<String>) -> Self {
+        if let Ok(mut a) = self.allowlist.lock() {
+            *a = entries;
+        }
+        self
     }
 
     /// Nobody to ask, no yolo: dangerous commands are denied.
@@ -190,6 +212,15 @@ impl Approvals {
             return Verdict::Allowed;
         };
         let key = why.to_owned();
+        let listed = !has_shell_operators(command)
+            && self
+                .allowlist
+                .lock()
+                .map(|a| a.iter().any(|g| g == command || glob_match(g, command)))
+                .unwrap_or(false);
+        if listed {
+            return Verdict::Allowed;
+        }
         if self
             .session_allowed
             .lock()
@@ -209,9 +240,18 @@ impl Approvals {
         on_ask(why);
         match tokio::time::timeout(self.timeout, approver.ask(command, why)).await {
             Ok(Decision::Once) => Verdict::Allowed,
-            Ok(Decision::Session | Decision::Always) => {
+            Ok(Decision::Session) => {
                 if let Ok(mut s) = self.session_allowed.lock() {
                     s.insert(key);
+                }
+                Verdict::Allowed
+            }
+            Ok(Decision::Always) => {
+                if let Ok(mut a) = self.allowlist.lock() {
+                    a.push(command.to_owned());
+                }
+                if let Some(save) = &self.persist_always {
+                    save(command);
                 }
                 Verdict::Allowed
             }
@@ -264,6 +304,15 @@ mod tests {
         assert_eq!(Approvals::unattended().check("ls").await, Verdict::Allowed);
         assert!(
             matches!(Approvals::unattended().check("rm -rf build").await, Verdict::Blocked(m) if m.contains("No human"))
+        );
+        let listed = Approvals::unattended().with_allowlist(vec!["rm -rf build".into()]);
+        assert_eq!(listed.check("rm -rf build").await, Verdict::Allowed);
+        assert!(
+            matches!(
+                listed.check("rm -rf build; rm -rf src").await,
+                Verdict::Blocked(_)
+            ),
+            "shell operators never match"
         );
         let yolo = Approvals::new(true, vec!["*curl*".into()], None);
         assert_eq!(yolo.check("rm -rf build").await, Verdict::Allowed);

@@ -473,7 +473,28 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let approver: Option<Box<dyn Approver>> = std::io::stdin()
         .is_terminal()
         .then(|| Box::new(TerminalApprover(input.clone())) as Box<dyn Approver>);
-    let mut approvals = Approvals::new(yolo, deny, approver);
+    let allowlist: Vec<String> = config
+        .agent_sections
+        .get("command_allowlist")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut approvals = Approvals::new(yolo, deny, approver).with_allowlist(allowlist);
+    let config_file = home.config_file();
+    approvals.persist_always = Some(Box::new(move |command: &str| {
+        if let Err(e) = herald_config::default_config::append_to_list(
+            &config_file,
+            "command_allowlist",
+            command,
+        ) {
+            eprintln!("herald: warning: could not save the approval: {e}");
+        }
+    }));
     if let Some(t) = section(&config, "approvals", "timeout").and_then(Value::as_u64) {
         approvals.timeout = std::time::Duration::from_secs(t.max(1));
     }

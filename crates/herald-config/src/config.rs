@@ -27,6 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "approvals",
     "terminal",
     "web",
+    "command_allowlist",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -291,6 +292,7 @@ impl Config {
                 "approvals",
                 "terminal",
                 "web",
+                "command_allowlist",
             ]
             .iter()
             .filter_map(|k| {

@@ -179,3 +179,40 @@ impl serde::Serialize for PlainNumbers<'_> {
         }
     }
 }
+
+/// Appends `value` to the top-level list `key` of a config file (created when missing),
+/// keeping every other key; the old file is saved as `config.yaml.bak`.
+pub fn append_to_list(path: &Path, key: &str, value: &str) -> Result<(), ConfigError> {
+    let write_err = |source| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut doc: Value = if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_saphyr::from_str(&text).map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line: e.location().map_or(0, |l| l.line()),
+            column: e.location().map_or(0, |l| l.column()),
+            message: e.to_string().lines().next().unwrap_or("").to_owned(),
+        })?
+    };
+    if !doc.is_object() {
+        doc = json!({});
+    }
+    if !doc[key].is_array() {
+        doc[key] = json!([]);
+    }
+    if let Some(list) = doc[key].as_array_mut()
+        && !list.iter().any(|v| v.as_str() == Some(value))
+    {
+        list.push(json!(value));
+    }
+    if path.exists() {
+        std::fs::copy(path, path.with_extension("yaml.bak")).map_err(write_err)?;
+    }
+    let yaml = serde_saphyr::to_string(&PlainNumbers(&doc))
+        .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
+    write_private_replace(path, yaml.as_bytes()).map_err(write_err)
+}

@@ -453,3 +453,39 @@ fn a_terminal_session_asks_for_approval() {
         "line history is kept"
     );
 }
+
+#[test]
+fn always_approvals_are_saved_to_the_allowlist() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("x1", "terminal", r#"{"command": "rm -rf cache1"}"#)]),
+        Scripted::text("first"),
+    ]);
+    let home = home_for(&provider);
+    std::fs::create_dir(home.path().join("cache1")).unwrap();
+    let (code, out) = chat_on_pty(home.path(), "clean\na\n/quit\n");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!home.path().join("cache1").exists());
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert!(
+        config.contains("command_allowlist") && config.contains("rm -rf cache1"),
+        "{config}"
+    );
+    assert!(
+        config.contains("fake-model"),
+        "other keys are kept: {config}"
+    );
+    // Next time the same command runs without a question, even with no terminal.
+    std::fs::create_dir(home.path().join("cache1")).unwrap();
+    let provider2 = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("x2", "terminal", r#"{"command": "rm -rf cache1"}"#)]),
+        Scripted::text("second"),
+    ]);
+    let config = config.replace(&provider.base_url, &provider2.base_url);
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "clean again"], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !home.path().join("cache1").exists(),
+        "allow-listed: ran without asking"
+    );
+}
