@@ -155,8 +155,11 @@ pub struct Approvals {
     /// `command_allowlist`: exact commands or globs, for commands without shell operators.
     allowlist: Mutex<Vec<String>>,
     /// Saves an "always" approval (the command) to the permanent allowlist.
-    pub persist_always: Option<Box<dyn Fn(&str) + Send + Sync>>,
+    pub persist_always: Option<SaveApproval>,
 }
+
+/// Saves an "always" approval somewhere permanent.
+pub type SaveApproval = Box<dyn Fn(&str) + Send + Sync>;
 
 /// Whether a command uses shell operators (`;`, `&&`, `|`, redirects, backticks, `$(`):
 /// such commands never match the permanent allowlist.
