@@ -20,6 +20,19 @@ pub struct Skill {
 
 /// Splits `---` front matter from the body; returns (name, description, body).
 pub fn parse_skill(text: &str) -> (Option<String>, Option<String>, String) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (name, description, body) = parse_front(text);
+    // Without a description: the first non-heading body line (80 characters).
+    let description = description.or_else(|| {
+        body.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| l.chars().take(80).collect())
+    });
+    (name, description, body)
+}
+
+fn parse_front(text: &str) -> (Option<String>, Option<String>, String) {
     let Some(rest) = text.strip_prefix("---") else {
         return (None, None, text.to_owned());
     };
@@ -50,6 +63,13 @@ pub fn discover(root: &Path) -> Vec<Skill> {
         for entry in entries.flatten() {
             let path = entry.path();
             if !path.is_dir() {
+                continue;
+            }
+            let dir_name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if [".git", ".github", ".hub", ".archive"].contains(&dir_name) {
                 continue;
             }
             let file = path.join("SKILL.md");
@@ -94,6 +114,57 @@ pub fn load(root: &Path, name: &str) -> Option<String> {
     let skill = discover(root).into_iter().find(|s| s.name == name)?;
     let (_, _, body) = parse_skill(&read_capped(&skill.path)?);
     Some(body)
+}
+
+/// The user message for an explicit skill invocation (a webhook route's `skills:`):
+/// the first listed skill that exists wraps `instruction` (agent spec §10.3). Returns
+/// the message, the skill used, and the names that were not found.
+pub fn invocation_message(
+    root: &Path,
+    names: &[String],
+    instruction: &str,
+    session_id: &str,
+) -> (String, Option<String>, Vec<String>) {
+    let installed = discover(root);
+    let mut missing = Vec::new();
+    for name in names {
+        let Some(skill) = installed.iter().find(|s| &s.name == name) else {
+            missing.push(name.clone());
+            continue;
+        };
+        let Some(text) = read_capped(&skill.path) else {
+            missing.push(name.clone());
+            continue;
+        };
+        let (_, _, body) = parse_skill(&text);
+        let dir = skill.path.parent().unwrap_or(root);
+        let body = body
+            .replace("${HERMES_SKILL_DIR}", &dir.display().to_string())
+            .replace("${HERMES_SESSION_ID}", session_id);
+        let mut files = Vec::new();
+        for sub in ["references", "templates", "scripts", "assets"] {
+            if let Ok(entries) = std::fs::read_dir(dir.join(sub)) {
+                let mut names: Vec<String> = entries
+                    .flatten()
+                    .map(|e| format!("{sub}/{}", e.file_name().to_string_lossy()))
+                    .collect();
+                names.sort();
+                files.extend(names);
+            }
+        }
+        let mut msg = format!(
+            "[The user invoked the skill \"{}\". Follow its instructions.]\n\n{}\n\nSkill directory: {}",
+            skill.name,
+            body.trim_end(),
+            dir.display()
+        );
+        if !files.is_empty() {
+            msg.push_str(&format!("\nSupporting files: {}", files.join(", ")));
+        }
+        msg.push_str(&format!("\n\nUser instruction:\n{instruction}"));
+        return (msg, Some(skill.name.clone()), missing);
+    }
+    (instruction.to_owned(), None, missing)
 }
 
 /// The skills index for the system prompt.
@@ -193,5 +264,43 @@ mod tests {
         assert_eq!(load(root, "deploy-check").unwrap(), "Step 1.\n");
         assert!(index(&skills).contains("- deploy-check: Check a deploy"));
         assert!(load(root, "nope").is_none());
+        assert_eq!(
+            skills[1].description, "No front matter.",
+            "the first body line stands in for a description"
+        );
+    }
+
+    #[test]
+    fn route_skill_invocation_uses_the_first_existing_skill() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("ops/triage/scripts")).unwrap();
+        std::fs::write(root.join("ops/triage/SKILL.md"), "---\nname: triage\ndescription: Triage a PR\n---\nRun ${HERMES_SKILL_DIR}/scripts/check.sh for ${HERMES_SESSION_ID}.\n").unwrap();
+        std::fs::write(root.join("ops/triage/scripts/check.sh"), "true").unwrap();
+        std::fs::create_dir_all(root.join(".git/evil")).unwrap();
+        std::fs::write(root.join(".git/evil/SKILL.md"), "---\nname: evil\n---\nx").unwrap();
+        let names = vec!["ghost".to_owned(), "triage".to_owned(), "other".to_owned()];
+        let (msg, used, missing) = invocation_message(root, &names, "Review PR #7", "sess-1");
+        assert_eq!(used.as_deref(), Some("triage"));
+        assert_eq!(missing, vec!["ghost".to_owned()]);
+        assert!(
+            msg.starts_with("[The user invoked the skill \"triage\"."),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!(
+                "Run {}/scripts/check.sh for sess-1.",
+                root.join("ops/triage").display()
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("Supporting files: scripts/check.sh"), "{msg}");
+        assert!(msg.ends_with("User instruction:\nReview PR #7"), "{msg}");
+        let (plain, none, _) = invocation_message(root, &["evil".to_owned()], "x", "s");
+        assert_eq!(
+            (plain.as_str(), none),
+            ("x", None),
+            "skills under .git are skipped"
+        );
     }
 }
