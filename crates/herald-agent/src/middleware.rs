@@ -158,7 +158,10 @@ pub fn run_request_chain(
             "middleware_schema_version".into(),
             json!(MIDDLEWARE_SCHEMA_VERSION),
         );
-        match mw.call(&fields) {
+        // A panicking plugin is a failure like any other (fail-open).
+        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| mw.call(&fields)))
+            .unwrap_or_else(|_| Err("the middleware panicked".to_owned()));
+        match called {
             Ok(Some(Value::Object(ret))) => {
                 let Some(Value::Object(replacement)) = ret.get(key) else {
                     continue;
@@ -291,7 +294,11 @@ pub fn run_execution_chain<E: Clone + Send + Sync + 'static>(
             .cloned()
             .chain(["next_call".to_owned()])
             .collect();
-        let returned = mw.call(fields, next).await;
+        let returned = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+            mw.call(fields, next),
+        ))
+        .await
+        .unwrap_or_else(|_| Err(MiddlewareError::Failed("the middleware panicked".into())));
         let downstream = state.lock().ok().and_then(|mut s| s.outcome.take());
         let report = |e: &str| {
             let names: Vec<&str> = field_names.iter().map(String::as_str).collect();

@@ -319,6 +319,44 @@ async fn failure_rows_one_to_nine() {
     );
 }
 
+#[tokio::test]
+async fn panics_are_contained() {
+    let (out, calls, _) = run(
+        vec![exec("panics", |_, _| {
+            Box::pin(async { panic!("plugin bug") })
+        })],
+        false,
+    )
+    .await;
+    assert_eq!(
+        (out.is_ok(), calls),
+        (true, 1),
+        "a panic before next continues the chain"
+    );
+    let (out, calls, _) = run(
+        vec![exec("late-panic", |_, n| {
+            Box::pin(async move {
+                let _ = n.call(None).await;
+                panic!("after")
+            })
+        })],
+        false,
+    )
+    .await;
+    assert_eq!(
+        (out.unwrap(), calls),
+        (json!({"echo": {"v": 1}}), 1),
+        "a panic after success returns R"
+    );
+    let r = FailureReporter::default();
+    let chain = vec![
+        req("boom", |_| panic!("request bug")),
+        req("ok", |_| Ok(Some(json!({"request": {"n": 1}})))),
+    ];
+    let pass = run_request_chain(Kind::LlmRequest, &chain, json!({"n": 0}), &Map::new(), &r);
+    assert_eq!(pass.effective, json!({"n": 1}));
+}
+
 #[test]
 fn warn_once_then_debug_and_reset() {
     let r = FailureReporter::default();

@@ -21,6 +21,10 @@ use std::sync::{Arc, Mutex};
 
 /// Default `agent.max_turns`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 90;
+/// API calls retried because tool arguments were not valid JSON.
+const MAX_INVALID_JSON_RETRIES: u32 = 3;
+/// Consecutive batches of only unknown tools before the turn ends as partial.
+const MAX_UNKNOWN_TOOL_STRIKES: u32 = 3;
 /// Empty responses tolerated in a row before the turn fails.
 const MAX_EMPTY_RESPONSES: u32 = 3;
 /// The text that asks for a final answer when the iteration cap is hit.
@@ -178,6 +182,8 @@ impl Agent {
         let turn_id = format!("{session_label}:{task_id}:{short}");
         let mut result = TurnResult::default();
         let mut empty_strikes = 0;
+        let mut json_strikes = 0;
+        let mut unknown_strikes = 0;
         let mut last_text = String::new();
 
         loop {
@@ -238,6 +244,23 @@ impl Agent {
                     });
                     break;
                 }
+                // Broken argument JSON: ask again (nothing appended), up to 3 times.
+                if message
+                    .tool_calls
+                    .iter()
+                    .any(|c| parse_args(&c.function.arguments).is_err())
+                    && json_strikes < MAX_INVALID_JSON_RETRIES
+                {
+                    json_strikes += 1;
+                    continue;
+                }
+                // Calls to tools that do not exist, every one of them: a strike.
+                let known = |name: &str| self.config.tools.iter().any(|t| t.name() == name);
+                if message.tool_calls.iter().all(|c| !known(&c.function.name)) {
+                    unknown_strikes += 1;
+                } else {
+                    unknown_strikes = 0;
+                }
                 if !text.trim().is_empty() {
                     last_text = text;
                 }
@@ -258,6 +281,17 @@ impl Agent {
                 }
                 for m in &messages[first_result..] {
                     events(AgentEvent::MessageAppended(m.clone()));
+                }
+                if unknown_strikes >= MAX_UNKNOWN_TOOL_STRIKES {
+                    result.partial = true;
+                    result.error = Some(
+                        "the model called only tools that do not exist, three times in a row"
+                            .into(),
+                    );
+                    events(AgentEvent::TurnFailed {
+                        error: result.error.clone().unwrap_or_default(),
+                    });
+                    break;
                 }
                 if self.handle.is_interrupted() {
                     result.interrupted = true;
@@ -368,12 +402,7 @@ impl Agent {
                 .iter()
                 .find(|t| t.name() == call.function.name)
                 .cloned();
-            let args =
-                serde_json::from_str::<Value>(if call.function.arguments.trim().is_empty() {
-                    "{}"
-                } else {
-                    &call.function.arguments
-                });
+            let args = parse_args(&call.function.arguments);
             planned.push(match (tool, args) {
                 (None, _) if call.function.name.trim().is_empty() => Err("error: the tool call has an empty name".into()),
                 (None, _) => Err(format!(
@@ -795,6 +824,18 @@ async fn run_tool_pipeline(
 
 /// A tool call ready to run (the tool and its parsed arguments), or its error result.
 type Planned = Result<(Arc<dyn Tool>, Value), String>;
+
+/// Tool arguments: a JSON object (empty text means `{}`).
+fn parse_args(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("arguments must be a JSON object".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
 
 /// Removes lone surrogates and NULs (invalid in JSON strings for many servers).
 fn strip_invalid(text: &str) -> String {

@@ -111,7 +111,7 @@ impl Tool for ReadFile {
             };
             let text = String::from_utf8_lossy(&bytes);
             let offset = args["offset"].as_u64().unwrap_or(1).max(1) as usize;
-            let limit = args["limit"].as_u64().unwrap_or(2000) as usize;
+            let limit = args["limit"].as_u64().unwrap_or(500).clamp(1, 2000) as usize;
             let total = text.lines().count();
             let content: String = text
                 .lines()

@@ -159,7 +159,6 @@ async fn dangerous_commands_are_denied_without_a_human_and_unknown_tools_answere
         Scripted::tool_calls(&[
             ("t1", "terminal", r#"{"command": "rm -rf keep"}"#),
             ("t2", "launch_missiles", "{}"),
-            ("t3", "terminal", "{not json"),
         ]),
         Scripted::text("could not"),
     ]);
@@ -185,12 +184,6 @@ async fn dangerous_commands_are_denied_without_a_human_and_unknown_tools_answere
             .as_str()
             .unwrap()
             .contains("Unknown tool `launch_missiles`. Available tools: terminal")
-    );
-    assert!(
-        tool_message(body, "t3")["content"]
-            .as_str()
-            .unwrap()
-            .contains("Invalid JSON arguments")
     );
 }
 
@@ -524,4 +517,45 @@ async fn clarify_and_approval_requests_reach_the_front_door() {
         !dir.path().join("old").exists(),
         "approved: the command ran"
     );
+}
+
+#[tokio::test]
+async fn broken_argument_json_is_asked_again_then_answered_with_errors() {
+    let broken = || Scripted::tool_calls(&[("j", "terminal", "{not json")]);
+    let provider = FakeProvider::start(vec![
+        broken(),
+        broken(),
+        broken(),
+        broken(),
+        Scripted::text("gave up"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with(&provider, &["terminal"], dir.path(), 10);
+    let r = agent.run_turn(&[], "go", &mut |_| {}).await;
+    assert_eq!((r.final_response.as_str(), r.api_calls), ("gave up", 5));
+    let reqs = provider.requests();
+    for q in &reqs[1..4] {
+        assert_eq!(
+            q.body["messages"].as_array().unwrap().len(),
+            2,
+            "retries append nothing"
+        );
+    }
+    assert!(
+        tool_message(&reqs[4].body, "j")["content"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid JSON arguments")
+    );
+}
+
+#[tokio::test]
+async fn three_batches_of_unknown_tools_end_the_turn_as_partial() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::tool_calls(&[("u", "no_such_tool", "{}")]));
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with(&provider, &["terminal"], dir.path(), 10);
+    let r = agent.run_turn(&[], "go", &mut |_| {}).await;
+    assert!(r.partial && !r.completed);
+    assert_eq!(r.api_calls, 3);
 }
