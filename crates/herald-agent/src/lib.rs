@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod event;
+pub mod guardrails;
 pub mod middleware;
 pub mod plugins;
 pub mod skills;

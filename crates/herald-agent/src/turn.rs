@@ -53,6 +53,13 @@ pub struct AgentConfig {
     pub clarifier: Option<Arc<dyn crate::tool::Clarifier>>,
 }
 
+impl AgentConfig {
+    /// Guardrail hard stops (off by default: warnings only).
+    pub fn guard(&self) -> crate::guardrails::LoopGuard {
+        crate::guardrails::LoopGuard::new(false)
+    }
+}
+
 /// The outcome of one turn.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnResult {
@@ -183,6 +190,7 @@ impl Agent {
         let mut result = TurnResult::default();
         let mut empty_strikes = 0;
         let mut json_strikes = 0;
+        let mut guard = self.config.guard();
         let mut unknown_strikes = 0;
         let mut last_text = String::new();
 
@@ -273,7 +281,7 @@ impl Agent {
                     api_call_count: result.api_calls,
                     task_id: task_id.clone(),
                 };
-                let results = self.run_tools(&calls, &ids, events).await;
+                let results = self.run_tools(&calls, &ids, &mut guard, events).await;
                 let first_result = messages.len();
                 messages.extend(results);
                 if !self.handle.is_interrupted() {
@@ -391,6 +399,7 @@ impl Agent {
         &self,
         calls: &[ToolCall],
         ids: &Ids,
+        guard: &mut crate::guardrails::LoopGuard,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Vec<ChatMessage> {
         let available: Vec<&str> = self.config.tools.iter().map(|t| t.name()).collect();
@@ -405,13 +414,18 @@ impl Agent {
             let args = parse_args(&call.function.arguments);
             planned.push(match (tool, args) {
                 (None, _) if call.function.name.trim().is_empty() => Err("error: the tool call has an empty name".into()),
-                (None, _) => Err(format!(
-                    "{{\"error\": \"Unknown tool `{}`. Available tools: {}\"}}",
-                    call.function.name.replace('"', "'"),
-                    available.join(", ")
-                )),
-                (Some(_), Err(e)) => Err(format!("{{\"error\": \"Invalid JSON arguments ({e}); use {{}} for no-argument tools\"}}")),
-                (Some(t), Ok(args)) => Ok((t, args)),
+                (None, _) => Err(json!({
+                    "error": format!("Unknown tool `{}`. Available tools: {}", call.function.name, available.join(", "))
+                })
+                .to_string()),
+                (Some(_), Err(e)) => Err(json!({
+                    "error": format!("Invalid JSON arguments ({e}); use {{}} for no-argument tools")
+                })
+                .to_string()),
+                (Some(t), Ok(args)) => match guard.before_call(&call.function.name, &args.to_string()) {
+                    Some(blocked) => Err(json!({ "error": blocked }).to_string()),
+                    None => Ok((t, args)),
+                },
             });
         }
         for (call, plan) in calls.iter().zip(&planned) {
@@ -487,8 +501,19 @@ impl Agent {
         }
         calls
             .iter()
+            .zip(planned.iter())
             .zip(outputs)
-            .map(|(call, (out, is_error))| {
+            .map(|((call, plan), (mut out, is_error))| {
+                let args_key = match plan {
+                    Ok((_, args)) => args.to_string(),
+                    Err(_) => call.function.arguments.clone(),
+                };
+                if let Some(warning) =
+                    guard.after_call(&call.function.name, &args_key, &out, is_error)
+                {
+                    out.push_str("\n\n");
+                    out.push_str(&warning);
+                }
                 events(AgentEvent::ToolCompleted {
                     call_id: call.id.clone(),
                     name: call.function.name.clone(),

@@ -559,3 +559,35 @@ async fn three_batches_of_unknown_tools_end_the_turn_as_partial() {
     assert!(r.partial && !r.completed);
     assert_eq!(r.api_calls, 3);
 }
+
+#[tokio::test]
+async fn repeated_failing_calls_get_a_guardrail_warning() {
+    let missing = || Scripted::tool_calls(&[("m", "read_file", r#"{"path": "nope.txt"}"#)]);
+    let provider = FakeProvider::start(vec![missing(), missing(), Scripted::text("stopped")]);
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with(&provider, &["read_file"], dir.path(), 10);
+    let r = agent.run_turn(&[], "read", &mut |_| {}).await;
+    assert!(r.completed);
+    let reqs = provider.requests();
+    assert!(
+        !tool_message(&reqs[1].body, "m")["content"]
+            .as_str()
+            .unwrap()
+            .contains("guardrail")
+    );
+    let last_tool = reqs[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert!(
+        last_tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("[herald guardrail] This exact `read_file` call has now failed 2 times"),
+        "{last_tool}"
+    );
+}
