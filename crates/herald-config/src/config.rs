@@ -15,11 +15,15 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 1_048_576;
 /// Default route-script time limit.
 pub const DEFAULT_SCRIPT_TIMEOUT_SECS: u64 = 30;
 
+/// Top-level keys of the webhook side.
 const TOP_KEYS: &[&str] = &[
     "platforms",
     "gateway",
     "multiplex_profiles",
     "platform_toolsets",
+];
+/// Top-level blocks kept as written for the agent front doors (also known keys).
+const AGENT_SECTIONS: &[&str] = &[
     "model",
     "providers",
     "custom_providers",
@@ -174,7 +178,8 @@ impl Config {
             );
             return Err(ConfigError::Invalid(r.errors));
         }
-        r.check_keys(&doc, "", TOP_KEYS);
+        let known: Vec<&str> = TOP_KEYS.iter().chain(AGENT_SECTIONS).copied().collect();
+        r.check_keys(&doc, "", &known);
         let gateway = doc.get("gateway").filter(|n| !n.is_null());
         if let Some(g) = gateway {
             r.check_keys(g, "gateway", GATEWAY_KEYS);
@@ -284,23 +289,14 @@ impl Config {
             multiplex_profiles,
             platform_toolsets_webhook,
             platforms,
-            agent_sections: [
-                "model",
-                "providers",
-                "custom_providers",
-                "agent",
-                "approvals",
-                "terminal",
-                "web",
-                "command_allowlist",
-            ]
-            .iter()
-            .filter_map(|k| {
-                doc.get(k)
-                    .filter(|n| !n.is_null())
-                    .map(|n| ((*k).to_owned(), n.to_json()))
-            })
-            .collect(),
+            agent_sections: AGENT_SECTIONS
+                .iter()
+                .filter_map(|k| {
+                    doc.get(k)
+                        .filter(|n| !n.is_null())
+                        .map(|n| ((*k).to_owned(), n.to_json()))
+                })
+                .collect(),
             warnings: r.warnings,
         })
     }

@@ -102,26 +102,39 @@ pub fn set_webhook_settings(
             });
         }
     };
-    let mut doc: Value = if text.trim().is_empty() {
-        json!({})
-    } else {
-        serde_saphyr::from_str(&text).map_err(|e| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            line: e.location().map_or(0, |l| l.line()),
-            column: e.location().map_or(0, |l| l.column()),
-            message: e.to_string().lines().next().unwrap_or("").to_owned(),
-        })?
-    };
-    if !doc.is_object() {
-        doc = json!({});
-    }
+    let mut doc = parse_doc(path, &text)?;
     let webhook = entry(entry(&mut doc, "platforms"), "webhook");
     webhook["enabled"] = json!(enable);
     let extra = entry(webhook, "extra");
     extra["port"] = json!(port);
     extra["secret"] = json!(secret);
-    std::fs::copy(path, path.with_extension("yaml.bak")).map_err(write_err)?;
-    let yaml = serde_saphyr::to_string(&PlainNumbers(&doc))
+    write_doc(path, &doc)
+}
+
+/// A config document as JSON (empty or non-mapping text is an empty mapping).
+fn parse_doc(path: &Path, text: &str) -> Result<Value, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    let doc: Value = serde_saphyr::from_str(text).map_err(|e| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        line: e.location().map_or(0, |l| l.line()),
+        column: e.location().map_or(0, |l| l.column()),
+        message: e.to_string().lines().next().unwrap_or("").to_owned(),
+    })?;
+    Ok(if doc.is_object() { doc } else { json!({}) })
+}
+
+/// Saves the old file as `config.yaml.bak`, then writes `doc` as YAML (0600, atomic).
+fn write_doc(path: &Path, doc: &Value) -> Result<(), ConfigError> {
+    let write_err = |source| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.exists() {
+        std::fs::copy(path, path.with_extension("yaml.bak")).map_err(write_err)?;
+    }
+    let yaml = serde_saphyr::to_string(&PlainNumbers(doc))
         .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
     write_private_replace(path, yaml.as_bytes()).map_err(write_err)
 }
@@ -183,24 +196,18 @@ impl serde::Serialize for PlainNumbers<'_> {
 /// Appends `value` to the top-level list `key` of a config file (created when missing),
 /// keeping every other key; the old file is saved as `config.yaml.bak`.
 pub fn append_to_list(path: &Path, key: &str, value: &str) -> Result<(), ConfigError> {
-    let write_err = |source| ConfigError::Write {
-        path: path.to_path_buf(),
-        source,
+    // A file that exists but cannot be read must not be replaced by a near-empty one.
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
     };
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut doc: Value = if text.trim().is_empty() {
-        json!({})
-    } else {
-        serde_saphyr::from_str(&text).map_err(|e| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            line: e.location().map_or(0, |l| l.line()),
-            column: e.location().map_or(0, |l| l.column()),
-            message: e.to_string().lines().next().unwrap_or("").to_owned(),
-        })?
-    };
-    if !doc.is_object() {
-        doc = json!({});
-    }
+    let mut doc = parse_doc(path, &text)?;
     if !doc[key].is_array() {
         doc[key] = json!([]);
     }
@@ -209,10 +216,5 @@ pub fn append_to_list(path: &Path, key: &str, value: &str) -> Result<(), ConfigE
     {
         list.push(json!(value));
     }
-    if path.exists() {
-        std::fs::copy(path, path.with_extension("yaml.bak")).map_err(write_err)?;
-    }
-    let yaml = serde_saphyr::to_string(&PlainNumbers(&doc))
-        .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
-    write_private_replace(path, yaml.as_bytes()).map_err(write_err)
+    write_doc(path, &doc)
 }
