@@ -317,12 +317,8 @@ pub fn run_execution_chain<E: Clone + Send + Sync + 'static>(
             // Row 2: failed (or returned null) before calling next: continue the chain.
             (None, other) => {
                 let why = match other {
-                    Err(MiddlewareError::Failed(m)) => m,
-                    Err(MiddlewareError::Downstream(_)) | Err(MiddlewareError::NextAlreadyUsed) => {
-                        "returned an error without calling next_call".into()
-                    }
                     Ok(_) => "returned null without calling next_call".into(),
-                    Err(MiddlewareError::Block { .. }) => unreachable_block(),
+                    Err(e) => describe(&e),
                 };
                 report(&why);
                 run_execution_chain(
@@ -367,11 +363,6 @@ fn describe<E>(e: &MiddlewareError<E>) -> String {
         }
         MiddlewareError::Block { reason, .. } => reason.clone(),
     }
-}
-
-/// Blocks are matched by the arm above; this keeps the match exhaustive without panics.
-fn unreachable_block() -> String {
-    "blocked".into()
 }
 
 #[cfg(test)]
