@@ -11,6 +11,35 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+/// Binds 127.0.0.1:0 and runs `serve(listener)` on a thread with its own runtime
+/// (usable from sync and async tests); returns the address once it is listening.
+pub fn listen_in_thread<F, Fut>(serve: F) -> (std::net::SocketAddr, std::thread::JoinHandle<()>)
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            serve(listener).await;
+        });
+    });
+    (rx.recv().unwrap(), thread)
+}
+
+/// Serves an axum app on 127.0.0.1 from a thread of its own.
+pub fn serve_in_thread(app: Router) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    listen_in_thread(move |listener| async move {
+        axum::serve(listener, app).await.unwrap();
+    })
+}
+
 /// One scripted answer.
 #[derive(Debug, Clone)]
 pub enum Scripted {
@@ -78,23 +107,10 @@ impl FakeProvider {
             script: Arc::new(Mutex::new(script.into())),
             ..Default::default()
         };
-        let (tx, rx) = std::sync::mpsc::channel();
-        let st = state.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new()
-                    .route("/v1/chat/completions", axum::routing::post(handle))
-                    .with_state(st);
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv().unwrap();
+        let app = Router::new()
+            .route("/v1/chat/completions", axum::routing::post(handle))
+            .with_state(state.clone());
+        let (addr, thread) = serve_in_thread(app);
         FakeProvider {
             base_url: format!("http://{addr}/v1"),
             state,

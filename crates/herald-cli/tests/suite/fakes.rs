@@ -5,6 +5,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use herald_test_support::{listen_in_thread, serve_in_thread};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -62,25 +63,12 @@ impl Fake {
             script: Arc::default(),
             default: Arc::new(Mutex::new(default)),
         };
-        let (tx, rx) = std::sync::mpsc::channel();
-        let st = state.clone();
-        let handle = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new().fallback(handle).with_state(st);
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv().unwrap();
+        let (addr, runtime) =
+            serve_in_thread(Router::new().fallback(handle).with_state(state.clone()));
         Fake {
             base: format!("http://{addr}"),
             state,
-            _runtime: handle,
+            _runtime: runtime,
         }
     }
 
@@ -158,78 +146,69 @@ impl FakeSmtp {
         use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
         let mails: Arc<Mutex<Vec<Mail>>> = Arc::default();
         let failures = Arc::new(Mutex::new(fail_first));
-        let (tx, rx) = std::sync::mpsc::channel();
         let m = mails.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap().port()).unwrap();
-                loop {
-                    let (stream, _) = listener.accept().await.unwrap();
-                    let (m, failures) = (m.clone(), failures.clone());
-                    tokio::spawn(async move {
-                        let (r, mut w) = stream.into_split();
-                        let mut lines = BufReader::new(r).lines();
-                        let _ = w.write_all(b"220 fake.smtp ESMTP\r\n").await;
-                        let mut mail = Mail::default();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            let upper = line.to_ascii_uppercase();
-                            let reply: &[u8] =
-                                if upper.starts_with("EHLO") || upper.starts_with("HELO") {
-                                    b"250-fake.smtp\r\n250-AUTH PLAIN LOGIN\r\n250 8BITMIME\r\n"
-                                } else if upper.starts_with("AUTH") {
-                                    mail.auth = Some(line.clone());
-                                    b"235 2.7.0 ok\r\n"
-                                } else if upper.starts_with("MAIL FROM") {
-                                    mail.from = line[10..].trim().to_owned();
-                                    b"250 ok\r\n"
-                                } else if upper.starts_with("RCPT TO") {
-                                    mail.to.push(line[8..].trim().to_owned());
-                                    b"250 ok\r\n"
-                                } else if upper == "DATA" {
-                                    let fail = {
-                                        let mut f = failures.lock().unwrap();
-                                        if *f > 0 {
-                                            *f -= 1;
-                                            true
-                                        } else {
-                                            false
-                                        }
-                                    };
-                                    if fail {
-                                        b"451 4.3.0 try again later\r\n"
-                                    } else {
-                                        let _ = w.write_all(b"354 go ahead\r\n").await;
-                                        let mut data = String::new();
-                                        while let Ok(Some(l)) = lines.next_line().await {
-                                            if l == "." {
-                                                break;
-                                            }
-                                            data.push_str(&l);
-                                            data.push('\n');
-                                        }
-                                        mail.data = data;
-                                        m.lock().unwrap().push(std::mem::take(&mut mail));
-                                        b"250 2.0.0 queued as fake1\r\n"
-                                    }
-                                } else if upper == "QUIT" {
-                                    let _ = w.write_all(b"221 bye\r\n").await;
-                                    break;
+        let (addr, thread) = listen_in_thread(move |listener| async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let (m, failures) = (m.clone(), failures.clone());
+                tokio::spawn(async move {
+                    let (r, mut w) = stream.into_split();
+                    let mut lines = BufReader::new(r).lines();
+                    let _ = w.write_all(b"220 fake.smtp ESMTP\r\n").await;
+                    let mut mail = Mail::default();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let upper = line.to_ascii_uppercase();
+                        let reply: &[u8] = if upper.starts_with("EHLO") || upper.starts_with("HELO")
+                        {
+                            b"250-fake.smtp\r\n250-AUTH PLAIN LOGIN\r\n250 8BITMIME\r\n"
+                        } else if upper.starts_with("AUTH") {
+                            mail.auth = Some(line.clone());
+                            b"235 2.7.0 ok\r\n"
+                        } else if upper.starts_with("MAIL FROM") {
+                            mail.from = line[10..].trim().to_owned();
+                            b"250 ok\r\n"
+                        } else if upper.starts_with("RCPT TO") {
+                            mail.to.push(line[8..].trim().to_owned());
+                            b"250 ok\r\n"
+                        } else if upper == "DATA" {
+                            let fail = {
+                                let mut f = failures.lock().unwrap();
+                                if *f > 0 {
+                                    *f -= 1;
+                                    true
                                 } else {
-                                    b"250 ok\r\n"
-                                };
-                            let _ = w.write_all(reply).await;
-                        }
-                    });
-                }
-            });
+                                    false
+                                }
+                            };
+                            if fail {
+                                b"451 4.3.0 try again later\r\n"
+                            } else {
+                                let _ = w.write_all(b"354 go ahead\r\n").await;
+                                let mut data = String::new();
+                                while let Ok(Some(l)) = lines.next_line().await {
+                                    if l == "." {
+                                        break;
+                                    }
+                                    data.push_str(&l);
+                                    data.push('\n');
+                                }
+                                mail.data = data;
+                                m.lock().unwrap().push(std::mem::take(&mut mail));
+                                b"250 2.0.0 queued as fake1\r\n"
+                            }
+                        } else if upper == "QUIT" {
+                            let _ = w.write_all(b"221 bye\r\n").await;
+                            break;
+                        } else {
+                            b"250 ok\r\n"
+                        };
+                        let _ = w.write_all(reply).await;
+                    }
+                });
+            }
         });
         FakeSmtp {
-            port: rx.recv().unwrap(),
+            port: addr.port(),
             mails,
             _thread: thread,
         }
