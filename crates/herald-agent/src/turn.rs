@@ -72,6 +72,8 @@ pub struct TurnResult {
     pub partial: bool,
     pub failed: bool,
     pub error: Option<String>,
+    /// The failure was a provider error worth trying again later (network, 5xx, 429).
+    pub error_retryable: bool,
     pub last_reasoning: Option<String>,
     /// Steer text that found no tool boundary to ride on.
     pub pending_steer: Option<String>,
@@ -119,9 +121,14 @@ pub struct Agent {
 
 impl Agent {
     pub fn new(config: AgentConfig) -> Self {
+        Agent::with_client(config, LlmClient::new())
+    }
+
+    /// An agent sharing an existing provider client (and its connection pool).
+    pub fn with_client(config: AgentConfig, client: LlmClient) -> Self {
         Agent {
             config,
-            client: LlmClient::new(),
+            client,
             handle: AgentHandle::default(),
         }
     }
@@ -219,6 +226,7 @@ impl Agent {
                 Ok(completion) => completion,
                 Err(e) => {
                     result.failed = true;
+                    result.error_retryable = e.retryable();
                     result.error = Some(e.message.clone());
                     events(AgentEvent::TurnFailed { error: e.message });
                     break;

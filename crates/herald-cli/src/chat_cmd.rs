@@ -1,13 +1,13 @@
 //! `herald chat`: the agent core's first front door, with Hermes's flags. `-q` runs one
 //! turn and exits; without it, a line-based session reads prompts from stdin.
 
+use crate::agent_setup::{self, section, string_list};
 use crate::model_select;
 use anyhow::Context;
 use herald_agent::{
     Agent, AgentConfig, AgentEvent, Approvals, Approver, Decision, skills, toolsets,
 };
 use herald_config::{Config, Home, load_dotenv, process_env};
-use herald_llm::RetryConfig;
 use herald_protocol::ChatMessage;
 use herald_store::sessions::{NewMessage, SessionDb, StoredMessage};
 use serde_json::{Map, Value};
@@ -89,12 +89,7 @@ impl Persister {
                         session,
                         message: m,
                     } => {
-                        let role = match m.role {
-                            herald_protocol::Role::System => "system",
-                            herald_protocol::Role::User => "user",
-                            herald_protocol::Role::Assistant => "assistant",
-                            herald_protocol::Role::Tool => "tool",
-                        };
+                        let role = m.role.as_str();
                         let tool_calls = (!m.tool_calls.is_empty())
                             .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
                         let row = NewMessage {
@@ -224,23 +219,6 @@ fn session_id() -> String {
     format!("{}_{hex}", now.strftime("%Y%m%d_%H%M%S"))
 }
 
-/// A list of strings from an agent config section (absent or mistyped: empty).
-fn string_list(config: &Config, name: &str, key: &str) -> Vec<String> {
-    section(config, name, key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn section<'a>(config: &'a Config, name: &str, key: &str) -> Option<&'a Value> {
-    config.agent_sections.get(name).and_then(|s| s.get(key))
-}
-
 fn system_prompt(
     home: &Home,
     cwd: &Path,
@@ -282,44 +260,6 @@ fn system_prompt(
 
 fn tool_names_of(tools: &[Arc<dyn herald_agent::Tool>]) -> Vec<&str> {
     tools.iter().map(|t| t.name()).collect()
-}
-
-/// The web tools' settings: `web.{backend, searxng_url, allow_private_urls}` in config,
-/// `SEARXNG_URL`, `TAVILY_API_KEY` (and `TAVILY_BASE_URL`) in the environment.
-fn web_settings(config: &Config) -> herald_tools::WebSettings {
-    let web = config
-        .agent_sections
-        .get("web")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let searxng = web
-        .get("searxng_url")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| process_env("SEARXNG_URL"))
-        .filter(|s| !s.is_empty());
-    let tavily = process_env("TAVILY_API_KEY").filter(|s| !s.is_empty());
-    let wanted = web
-        .get("backend")
-        .and_then(Value::as_str)
-        .map(str::to_ascii_lowercase);
-    let tavily_backend = |key: String| herald_tools::SearchBackend::Tavily {
-        api_key: key,
-        base_url: process_env("TAVILY_BASE_URL").unwrap_or_else(|| "https://api.tavily.com".into()),
-    };
-    let backend = match (wanted.as_deref(), searxng, tavily) {
-        (Some("tavily"), _, Some(key)) => Some(tavily_backend(key)),
-        (Some("searxng") | None, Some(url), _) => {
-            Some(herald_tools::SearchBackend::Searxng { base_url: url })
-        }
-        (None, None, Some(key)) => Some(tavily_backend(key)),
-        (_, Some(url), _) => Some(herald_tools::SearchBackend::Searxng { base_url: url }),
-        _ => None,
-    };
-    herald_tools::WebSettings {
-        backend,
-        allow_private_urls: web.get("allow_private_urls") == Some(&Value::Bool(true)),
-    }
 }
 
 /// Puts the model's `clarify` questions to the human on the terminal.
@@ -413,25 +353,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
-    let terminal_timeout = section(&config, "terminal", "timeout")
-        .and_then(Value::as_u64)
-        .map_or(herald_agent::tools::terminal::DEFAULT_TIMEOUT, |s| {
-            std::time::Duration::from_secs(s.max(1))
-        });
-    let mut registry = herald_agent::tools::registry_with_terminal_timeout(terminal_timeout);
+    let registry = agent_setup::tool_registry(home, &config, &endpoint, true);
     let skills_root = home.root().join("skills");
-    registry.register(Arc::new(skills::SkillsList {
-        root: skills_root.clone(),
-    }));
-    registry.register(Arc::new(skills::SkillView {
-        root: skills_root.clone(),
-    }));
-    herald_tools::register_web_tools(&mut registry, &web_settings(&config));
-    registry.register(Arc::new(herald_tools::VisionAnalyze {
-        client: herald_llm::LlmClient::new(),
-        endpoint: endpoint.clone(),
-        allow_local_files: true,
-    }));
     let tools = registry.select(&tool_names);
 
     // Skills.
@@ -507,17 +430,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         })
         .unwrap_or(herald_agent::turn::DEFAULT_MAX_ITERATIONS)
         .max(1);
-    let retries = section(&config, "agent", "api_max_retries")
-        .and_then(Value::as_u64)
-        .map_or(3, |v| v as u32)
-        .max(1);
-    let mut retry = RetryConfig {
-        max_attempts: retries,
-        ..RetryConfig::default()
-    };
-    if let Some(ms) = process_env("HERALD_RETRY_BASE_MS").and_then(|v| v.parse::<u64>().ok()) {
-        retry.base = std::time::Duration::from_millis(ms);
-    }
+    let retry = agent_setup::retry_config(&config);
     let db = SessionDb::open(&home.state_db_file())
         .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
     let resume_id = match (&args.resume, args.continue_last) {

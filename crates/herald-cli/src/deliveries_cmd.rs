@@ -39,6 +39,7 @@ pub fn run(home: &Home, command: DeliveriesCommand) -> anyhow::Result<ExitCode> 
             route,
             status,
             limit: Some(limit),
+            ..DeliveryQuery::default()
         })?
     } else {
         Vec::new()

@@ -1,21 +1,26 @@
-//! `herald inbox list|show`: what is waiting in the durable inbox.
+//! `herald inbox list|show|replay|purge`: what is in the durable inbox, what happened
+//! to each event, and putting finished entries back or away.
 
 use anyhow::Context;
 use clap::Subcommand;
 use herald_config::Home;
-use herald_store::{InboxItem, InboxQuery, StoreReader};
+use herald_store::{DeliveryQuery, InboxItem, InboxQuery, ReplayOutcome, Store, StoreReader};
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum InboxCommand {
     /// List inbox entries, newest first.
     List {
-        /// Only entries in this state (queued, running, delivered, failed, dead).
+        /// Only entries in this state (queued, running, delivering, delivered, dead).
         #[arg(long)]
         state: Option<String>,
         /// Only entries of this route.
         #[arg(long)]
         route: Option<String>,
+        /// Only entries received since: an age (`30m`, `2h`, `7d`) or a time
+        /// (`2026-11-30T12:00:00Z`).
+        #[arg(long, value_parser = parse_since)]
+        since: Option<i64>,
         /// At most this many entries.
         #[arg(long, default_value_t = 100)]
         limit: u32,
@@ -23,7 +28,8 @@ pub enum InboxCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show one entry in full.
+    /// Show one entry in full: payload, prompt, every attempt with its error, the
+    /// answer and its delivery.
     Show {
         /// The inbox id (first column of `inbox list`).
         id: i64,
@@ -31,6 +37,70 @@ pub enum InboxCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Queue a dead (or delivered) entry again: a stored answer that was never
+    /// delivered is re-sent; otherwise the agent runs again.
+    Replay {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete finished entries.
+    Purge {
+        /// `dead` or `delivered`.
+        #[arg(long)]
+        state: String,
+        /// Only entries last changed longer ago than this (`30m`, `12h`, `7d`).
+        #[arg(long, value_parser = parse_age)]
+        older_than: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `30s`, `15m`, `2h`, `7d`, `1w` in milliseconds.
+fn parse_age(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: i64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not an age like 30m, 2h or 7d"))?;
+    let unit_ms = match unit.trim() {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        "w" => 7 * 86_400_000,
+        _ => {
+            return Err(format!(
+                "`{text}`: the unit must be s, m, h, d or w (e.g. 7d)"
+            ));
+        }
+    };
+    n.checked_mul(unit_ms)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+/// An age (relative to now) or an RFC 3339 time, as epoch milliseconds.
+fn parse_since(text: &str) -> Result<i64, String> {
+    if let Ok(t) = text.trim().parse::<jiff::Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    parse_age(text)
+        .map(|age| herald_store::now_ms() - age)
+        .map_err(|_| {
+            format!("`{text}` is neither an age (30m, 2h, 7d) nor a time like 2026-11-30T12:00:00Z")
+        })
+}
+
+fn open_writer(home: &Home) -> anyhow::Result<Option<Store>> {
+    let path = home.database_file();
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some(Store::open(&path).with_context(|| {
+        format!("cannot open the inbox at {}", path.display())
+    })?))
 }
 
 pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
@@ -47,6 +117,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
         InboxCommand::List {
             state,
             route,
+            since,
             limit,
             json,
         } => {
@@ -54,6 +125,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 Some(r) => r.list(&InboxQuery {
                     state,
                     route,
+                    since_ms: since,
                     limit: Some(limit),
                 })?,
                 None => Vec::new(),
@@ -68,21 +140,138 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Show { id, json } => {
-            let item = match &reader {
-                Some(r) => r.get(id)?,
-                None => None,
-            };
-            let Some(item) = item else {
+            let (Some(reader), Some(item)) = (
+                reader.as_ref(),
+                reader.as_ref().map(|r| r.get(id)).transpose()?.flatten(),
+            ) else {
                 eprintln!("herald: no inbox entry with id {id} (see `herald inbox list`)");
                 return Ok(ExitCode::FAILURE);
             };
+            let attempts = reader.attempts(id)?;
+            let deliveries = reader.deliveries(&DeliveryQuery {
+                route: Some(item.route.clone()),
+                delivery_id: Some(item.delivery_id.clone()),
+                ..DeliveryQuery::default()
+            })?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&item)?);
+                let mut value = serde_json::to_value(&item)?;
+                if let Some(obj) = value.as_object_mut() {
+                    obj.insert("attempt_log".into(), serde_json::to_value(&attempts)?);
+                    obj.insert("deliveries".into(), serde_json::to_value(&deliveries)?);
+                }
+                println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 print_item(&item);
+                print_history(&item, &attempts, &deliveries);
             }
             Ok(ExitCode::SUCCESS)
         }
+        InboxCommand::Replay { id, json } => {
+            drop(reader);
+            let outcome = match open_writer(home)? {
+                Some(store) => runtime()?.block_on(store.replay(id))?,
+                None => ReplayOutcome::NotFound,
+            };
+            match outcome {
+                ReplayOutcome::Queued(state) => {
+                    if json {
+                        println!("{}", serde_json::json!({"id": id, "state": state}));
+                    } else {
+                        println!("Entry {id} is {state} again; a running gateway picks it up.");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                ReplayOutcome::NotFound => {
+                    eprintln!("herald: no inbox entry with id {id} (see `herald inbox list`)");
+                    Ok(ExitCode::FAILURE)
+                }
+                ReplayOutcome::NotFinished(state) => {
+                    eprintln!(
+                        "herald: entry {id} is {state}; only dead or delivered entries can be replayed"
+                    );
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        InboxCommand::Purge {
+            state,
+            older_than,
+            json,
+        } => {
+            drop(reader);
+            if state != "dead" && state != "delivered" {
+                eprintln!(
+                    "herald: --state must be dead or delivered (entries still being worked are never purged)"
+                );
+                return Ok(ExitCode::from(2));
+            }
+            let before = herald_store::now_ms() - older_than;
+            let removed = match open_writer(home)? {
+                Some(store) => runtime()?.block_on(store.purge(state.clone(), before))?,
+                None => 0,
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"state": state, "removed": removed})
+                );
+            } else {
+                println!("Removed {removed} {state} entries.");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn print_history(
+    item: &InboxItem,
+    attempts: &[herald_store::Attempt],
+    deliveries: &[herald_store::Delivery],
+) {
+    println!("\nattempts:");
+    if attempts.is_empty() {
+        println!("  (none yet)");
+    }
+    for a in attempts {
+        let took = a.finished_at_ms - a.started_at_ms;
+        match &a.error {
+            Some(e) => println!(
+                "  {}  {:<8}  {:<11}  {took} ms  {e}",
+                time(a.started_at_ms),
+                a.stage,
+                a.outcome
+            ),
+            None => println!(
+                "  {}  {:<8}  {:<11}  {took} ms",
+                time(a.started_at_ms),
+                a.stage,
+                a.outcome
+            ),
+        }
+    }
+    match &item.answer {
+        Some(answer) => println!("\nanswer:\n{answer}"),
+        None => println!("\nanswer: (none yet)"),
+    }
+    for d in deliveries {
+        println!(
+            "\ndelivery: {} to {} after {} attempt(s) at {}{}",
+            d.status,
+            d.target,
+            d.attempts,
+            time(d.created_at_ms),
+            d.error
+                .as_ref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        );
     }
 }
 
@@ -153,7 +342,8 @@ fn print_item(i: &InboxItem) {
     println!("delivery id:   {}", i.delivery_id);
     println!("received:      {}", time(i.received_at_ms));
     println!("updated:       {}", time(i.updated_at_ms));
-    println!("attempts:      {}", i.attempts);
+    println!("run attempts:  {}", i.attempts);
+    println!("deliveries:    {} attempt(s)", i.delivery_attempts);
     if let Some(p) = &i.profile {
         println!("profile:       {p}");
     }

@@ -1,5 +1,6 @@
 //! The `herald` binary: command-line parsing, logging setup and wiring of the crates.
 
+mod agent_setup;
 mod chat_cmd;
 mod deliveries_cmd;
 mod gateway_cmd;

@@ -43,6 +43,12 @@ const EXTRA_KEYS: &[&str] = &[
     "max_body_bytes",
     "script_timeout_seconds",
     "routes",
+    "max_concurrent_runs",
+    "max_concurrent_runs_per_route",
+    "retry_initial_seconds",
+    "retry_max_seconds",
+    "retry_for_seconds",
+    "shutdown_grace_seconds",
 ];
 /// Platform names herald knows (their own keys are read by the delivery targets).
 const PLATFORM_NAMES: &[&str] = &[
@@ -84,6 +90,39 @@ pub struct WebhookSettings {
     pub rate_limit: u32,
     pub max_body_bytes: u64,
     pub script_timeout_secs: u64,
+    /// The inbox workers (herald keys in `platforms.webhook.extra`).
+    pub workers: WorkerSettings,
+}
+
+/// How queued agent events are worked off (herald additions, all in
+/// `platforms.webhook.extra`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSettings {
+    /// `max_concurrent_runs`: agent runs and deliveries at once, all routes.
+    pub max_runs: usize,
+    /// `max_concurrent_runs_per_route`.
+    pub max_runs_per_route: usize,
+    /// `retry_initial_seconds`: the first wait after a transient failure (doubles).
+    pub retry_initial_secs: u64,
+    /// `retry_max_seconds`: the longest wait between attempts.
+    pub retry_max_secs: u64,
+    /// `retry_for_seconds`: how long a failing stage is retried before it is dead.
+    pub retry_for_secs: u64,
+    /// `shutdown_grace_seconds`: how long running turns may finish on SIGINT/SIGTERM.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            max_runs: 8,
+            max_runs_per_route: 4,
+            retry_initial_secs: 1,
+            retry_max_secs: 15,
+            retry_for_secs: 600,
+            shutdown_grace_secs: 30,
+        }
+    }
 }
 
 /// The whole checked configuration.
@@ -375,6 +414,37 @@ fn read_webhook_settings(r: &mut Reader, sources: &PlatformSources<'_>) -> Webho
         .filter(|(n, _)| !n.is_null())
         .and_then(|(n, key)| r.int(n, &key, i64::MIN as i128, 86_400))
         .map_or(DEFAULT_SCRIPT_TIMEOUT_SECS, |v| v.max(1) as u64);
+    let defaults = WorkerSettings::default();
+    let mut number = |key: &str, min: i128, max: i128, default: u64| {
+        sources
+            .lookup_extra(key)
+            .filter(|(n, _)| !n.is_null())
+            .and_then(|(n, key)| r.int(n, &key, min, max))
+            .map_or(default, |v| v as u64)
+    };
+    let workers = WorkerSettings {
+        max_runs: number("max_concurrent_runs", 1, 1024, defaults.max_runs as u64) as usize,
+        max_runs_per_route: number(
+            "max_concurrent_runs_per_route",
+            1,
+            1024,
+            defaults.max_runs_per_route as u64,
+        ) as usize,
+        retry_initial_secs: number(
+            "retry_initial_seconds",
+            1,
+            3600,
+            defaults.retry_initial_secs,
+        ),
+        retry_max_secs: number("retry_max_seconds", 1, 86_400, defaults.retry_max_secs),
+        retry_for_secs: number("retry_for_seconds", 0, 30 * 86_400, defaults.retry_for_secs),
+        shutdown_grace_secs: number(
+            "shutdown_grace_seconds",
+            0,
+            3600,
+            defaults.shutdown_grace_secs,
+        ),
+    };
     WebhookSettings {
         enabled,
         host,
@@ -383,6 +453,7 @@ fn read_webhook_settings(r: &mut Reader, sources: &PlatformSources<'_>) -> Webho
         rate_limit,
         max_body_bytes,
         script_timeout_secs,
+        workers,
     }
 }
 

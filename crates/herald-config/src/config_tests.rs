@@ -30,7 +30,8 @@ fn empty_config_has_defaults() {
             secret: None,
             rate_limit: 30,
             max_body_bytes: 1_048_576,
-            script_timeout_secs: 30
+            script_timeout_secs: 30,
+            workers: WorkerSettings::default(),
         }
     );
     assert!(c.routes.is_empty());
@@ -229,4 +230,29 @@ fn subscriptions_skip_bad_entries() {
     assert_eq!(subs.skipped.len(), 3);
     assert!(parse_subscriptions(std::path::Path::new("x"), b"[1]", &[], &ctx).is_err());
     assert!(parse_subscriptions(std::path::Path::new("x"), b"{", &[], &ctx).is_err());
+}
+
+#[test]
+fn worker_settings_are_read_from_extra() {
+    let yaml = "platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: s\n      max_concurrent_runs: 3\n      max_concurrent_runs_per_route: 1\n      retry_initial_seconds: 2\n      retry_max_seconds: 4\n      retry_for_seconds: 60\n      shutdown_grace_seconds: 5\n";
+    let c = load_with(yaml, &[]).unwrap();
+    assert_eq!(
+        c.webhook.workers,
+        WorkerSettings {
+            max_runs: 3,
+            max_runs_per_route: 1,
+            retry_initial_secs: 2,
+            retry_max_secs: 4,
+            retry_for_secs: 60,
+            shutdown_grace_secs: 5,
+        }
+    );
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    let err = load_with(
+        "platforms:\n  webhook:\n    enabled: true\n    extra: {secret: s, max_concurrent_runs: 0}\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("max_concurrent_runs"), "{err}");
 }

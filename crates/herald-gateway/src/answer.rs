@@ -26,6 +26,29 @@ impl Answer {
             json!({"status": "ok", "platform": "webhook"}),
         )
     }
+    /// `GET /health/detailed`: the inbox's entries per state.
+    pub fn health_detailed(counts: &[(String, i64)]) -> Self {
+        let mut inbox = serde_json::Map::new();
+        for state in ["queued", "running", "delivering", "delivered", "dead"] {
+            inbox.insert(state.into(), json!(0));
+        }
+        let mut total = 0;
+        for (state, n) in counts {
+            inbox.insert(state.clone(), json!(n));
+            total += n;
+        }
+        inbox.insert("total".into(), json!(total));
+        Answer::new(
+            StatusCode::OK,
+            json!({"status": "ok", "platform": "webhook", "inbox": inbox}),
+        )
+    }
+    pub fn health_degraded() -> Self {
+        Answer::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"status": "degraded", "platform": "webhook", "error": "the inbox cannot be read"}),
+        )
+    }
     pub fn not_found() -> Self {
         Answer::error(StatusCode::NOT_FOUND, "Not found")
     }

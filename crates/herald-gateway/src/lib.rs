@@ -11,7 +11,9 @@ pub mod rate_limit;
 pub mod routes;
 pub mod script;
 pub mod server;
+pub mod worker;
 
 pub use answer::Answer;
 pub use pipeline::Gateway;
 pub use server::{BindError, bind, router, serve};
+pub use worker::{Backoff, RunTemplate, WorkerSettings, Workers};

@@ -56,6 +56,8 @@ pub struct Gateway {
     limiter: RateLimiter,
     lists: FileListCache,
     v1_warned: Mutex<HashSet<String>>,
+    /// Wakes the inbox workers when an event is queued.
+    pub work_notify: Arc<tokio::sync::Notify>,
 }
 
 impl Gateway {
@@ -75,6 +77,7 @@ impl Gateway {
             limiter: RateLimiter::default(),
             lists: FileListCache::default(),
             v1_warned: Mutex::new(HashSet::new()),
+            work_notify: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -290,6 +293,7 @@ impl Gateway {
         };
         match self.store.enqueue(item).await {
             Ok(EnqueueOutcome::Accepted { id }) => {
+                self.work_notify.notify_one();
                 tracing::info!(route = route_name, event = %event_text, delivery_id = %delivery_id, inbox_id = id, "accepted");
                 Answer::accepted(route_name, &event_type, &delivery_id)
             }

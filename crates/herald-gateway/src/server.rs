@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/health", get(health).head(health))
+        .route("/health/detailed", get(health_detailed))
         .route("/webhooks/{route}", post(webhook))
         .route("/p/{profile}/webhooks/{route}", post(profiled_webhook))
         .fallback(not_found)
@@ -27,6 +28,23 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 
 async fn health() -> Answer {
     Answer::health()
+}
+
+/// The inbox's counts per state (the same as `herald inbox list` shows).
+async fn health_detailed(State(gw): State<Arc<Gateway>>) -> Answer {
+    let path = gw.store.path().to_path_buf();
+    let counts = tokio::task::spawn_blocking(move || {
+        herald_store::StoreReader::open(&path).and_then(|r| r.counts())
+    })
+    .await;
+    match counts {
+        Ok(Ok(counts)) => Answer::health_detailed(&counts),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "health: cannot read the inbox");
+            Answer::health_degraded()
+        }
+        Err(_) => Answer::health_degraded(),
+    }
 }
 
 async fn not_found() -> Answer {

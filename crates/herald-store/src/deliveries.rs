@@ -44,6 +44,8 @@ pub struct Delivery {
 pub struct DeliveryQuery {
     pub route: Option<String>,
     pub status: Option<String>,
+    /// Only the deliveries of this event (with `route`).
+    pub delivery_id: Option<String>,
     pub limit: Option<u32>,
 }
 
@@ -84,6 +86,10 @@ pub fn list(conn: &Connection, q: &DeliveryQuery) -> rusqlite::Result<Vec<Delive
     if let Some(r) = &q.route {
         args.push(r.clone());
         sql.push_str(&format!(" AND route = ?{}", args.len()));
+    }
+    if let Some(d) = &q.delivery_id {
+        args.push(d.clone());
+        sql.push_str(&format!(" AND delivery_id = ?{}", args.len()));
     }
     if let Some(s) = &q.status {
         args.push(s.clone());

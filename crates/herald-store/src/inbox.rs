@@ -54,6 +54,16 @@ pub struct InboxItem {
     pub skills: serde_json::Value,
     pub toolsets: Option<serde_json::Value>,
     pub last_error: Option<String>,
+    /// The agent's final answer, once a run produced it (delivered from here, never
+    /// recomputed).
+    pub answer: Option<String>,
+    /// Earliest time of the next attempt (retry back-off).
+    pub next_attempt_at_ms: i64,
+    /// Failures in a row of the current stage (run or delivery).
+    pub failures: i64,
+    /// When the current stage began failing (the start of its retry window).
+    pub failing_since_ms: Option<i64>,
+    pub delivery_attempts: i64,
 }
 
 /// Which entries to list.
@@ -61,17 +71,20 @@ pub struct InboxItem {
 pub struct InboxQuery {
     pub state: Option<String>,
     pub route: Option<String>,
+    /// Only entries received at or after this time.
+    pub since_ms: Option<i64>,
     pub limit: Option<u32>,
 }
 
-const COLUMNS: &str = "id, route, event_type, delivery_id, state, attempts, received_at_ms, updated_at_ms, \
-                       profile, headers, payload, prompt, deliver, deliver_extra, skills, toolsets, last_error";
+pub(crate) const COLUMNS: &str = "id, route, event_type, delivery_id, state, attempts, received_at_ms, updated_at_ms, \
+                       profile, headers, payload, prompt, deliver, deliver_extra, skills, toolsets, last_error, \
+                       answer, next_attempt_at_ms, failures, failing_since_ms, delivery_attempts";
 
 fn json(text: String) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
 }
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<InboxItem> {
+pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<InboxItem> {
     Ok(InboxItem {
         id: row.get(0)?,
         route: row.get(1)?,
@@ -90,20 +103,29 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<InboxItem> {
         skills: json(row.get(14)?),
         toolsets: row.get::<_, Option<String>>(15)?.map(json),
         last_error: row.get(16)?,
+        answer: row.get(17)?,
+        next_attempt_at_ms: row.get(18)?,
+        failures: row.get(19)?,
+        failing_since_ms: row.get(20)?,
+        delivery_attempts: row.get(21)?,
     })
 }
 
 /// Lists entries, newest first.
 pub fn list(conn: &Connection, query: &InboxQuery) -> rusqlite::Result<Vec<InboxItem>> {
     let mut sql = format!("SELECT {COLUMNS} FROM inbox WHERE 1=1");
-    let mut args: Vec<String> = Vec::new();
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
     if let Some(state) = &query.state {
-        args.push(state.clone());
+        args.push(state.clone().into());
         sql.push_str(&format!(" AND state = ?{}", args.len()));
     }
     if let Some(route) = &query.route {
-        args.push(route.clone());
+        args.push(route.clone().into());
         sql.push_str(&format!(" AND route = ?{}", args.len()));
+    }
+    if let Some(since) = query.since_ms {
+        args.push(since.into());
+        sql.push_str(&format!(" AND received_at_ms >= ?{}", args.len()));
     }
     sql.push_str(" ORDER BY id DESC");
     if let Some(limit) = query.limit {
@@ -129,5 +151,34 @@ pub fn counts(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
     let mut stmt =
         conn.prepare("SELECT state, COUNT(*) FROM inbox GROUP BY state ORDER BY state")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// One attempt at an entry: an agent run or a delivery, with its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    pub stage: String,
+    pub started_at_ms: i64,
+    pub finished_at_ms: i64,
+    /// `ok`, `retry`, `dead`, `interrupted` or `replayed`.
+    pub outcome: String,
+    pub error: Option<String>,
+}
+
+/// Every attempt at an entry, oldest first.
+pub fn attempts(conn: &Connection, inbox_id: i64) -> rusqlite::Result<Vec<Attempt>> {
+    let mut stmt = conn.prepare(
+        "SELECT stage, started_at_ms, finished_at_ms, outcome, error FROM inbox_attempts
+         WHERE inbox_id = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([inbox_id], |r| {
+        Ok(Attempt {
+            stage: r.get(0)?,
+            started_at_ms: r.get(1)?,
+            finished_at_ms: r.get(2)?,
+            outcome: r.get(3)?,
+            error: r.get(4)?,
+        })
+    })?;
     rows.collect()
 }

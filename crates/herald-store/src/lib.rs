@@ -6,12 +6,14 @@
 
 pub mod deliveries;
 pub mod inbox;
+pub mod queue;
 mod schema;
 pub mod sessions;
 mod writer;
 
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
-pub use inbox::{EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
+pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
+pub use queue::{ClaimRequest, ReplayOutcome, Stage};
 pub use writer::{DEDUP_WINDOW_MS, MAX_BATCH};
 
 use rusqlite::{Connection, OpenFlags};
@@ -157,6 +159,121 @@ impl Store {
         wait.await.map_err(|_| StoreError::WriterGone)?
     }
 
+    /// Runs `f` in the writer's next transaction (under its own savepoint) and
+    /// resolves once that transaction is durable.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, wait) = oneshot::channel();
+        let f: writer::WriteFn =
+            Box::new(move |conn| f(conn).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
+        self.tx
+            .send(writer::Command::Write(f, reply))
+            .map_err(|_| StoreError::WriterGone)?;
+        let value = wait.await.map_err(|_| StoreError::WriterGone)??;
+        value
+            .downcast::<T>()
+            .map(|v| *v)
+            .map_err(|_| StoreError::Commit("internal: unexpected write result type".into()))
+    }
+
+    /// Claims ready entries for this process's workers.
+    pub async fn claim(&self, req: ClaimRequest) -> Result<Vec<InboxItem>, StoreError> {
+        self.write(move |c| queue::claim(c, &req)).await
+    }
+
+    /// Stores a run's answer (before any delivery is tried).
+    pub async fn store_answer(
+        &self,
+        id: i64,
+        answer: String,
+        started_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| queue::store_answer(c, id, &answer, started_ms, now_ms()))
+            .await
+    }
+
+    /// Records a transient failure; the entry is tried again at `next_ms`.
+    pub async fn retry_later(
+        &self,
+        id: i64,
+        stage: Stage,
+        started_ms: i64,
+        next_ms: i64,
+        error: String,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| queue::retry_later(c, id, stage, started_ms, now_ms(), next_ms, &error))
+            .await
+    }
+
+    /// Marks an entry dead with the reason (and its failed delivery record).
+    pub async fn mark_dead(
+        &self,
+        id: i64,
+        stage: Stage,
+        started_ms: i64,
+        error: String,
+        delivery: Option<NewDelivery>,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| {
+            queue::mark_dead(
+                c,
+                id,
+                stage,
+                started_ms,
+                now_ms(),
+                &error,
+                delivery.as_ref(),
+            )
+        })
+        .await
+    }
+
+    /// Marks an entry delivered, with its delivery record.
+    pub async fn mark_delivered(
+        &self,
+        id: i64,
+        started_ms: i64,
+        delivery: NewDelivery,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| queue::mark_delivered(c, id, started_ms, now_ms(), &delivery))
+            .await
+    }
+
+    /// Gives a claimed entry back to the queue unchanged (shutdown).
+    pub async fn release(
+        &self,
+        id: i64,
+        stage: Stage,
+        started_ms: i64,
+        why: String,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| queue::release(c, id, stage, started_ms, now_ms(), &why))
+            .await
+    }
+
+    /// Entries left `running` by a crash wait again; returns how many.
+    pub async fn recover(&self) -> Result<usize, StoreError> {
+        self.write(|c| queue::recover(c, now_ms())).await
+    }
+
+    /// Extends the leases of the given entries.
+    pub async fn renew_leases(&self, ids: Vec<i64>, until_ms: i64) -> Result<(), StoreError> {
+        self.write(move |c| queue::renew(c, &ids, until_ms)).await
+    }
+
+    /// Queues a dead or delivered entry again.
+    pub async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError> {
+        self.write(move |c| queue::replay(c, id, now_ms())).await
+    }
+
+    /// Deletes entries in `state` last changed before `before_ms`; returns how many.
+    pub async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError> {
+        self.write(move |c| queue::purge(c, &state, before_ms))
+            .await
+    }
+
     /// A read connection to the same database.
     pub fn reader(&self) -> Result<StoreReader, StoreError> {
         StoreReader::open(&self.path)
@@ -185,6 +302,10 @@ impl StoreReader {
 
     pub fn deliveries(&self, query: &DeliveryQuery) -> Result<Vec<Delivery>, StoreError> {
         Ok(deliveries::list(&self.conn, query)?)
+    }
+
+    pub fn attempts(&self, id: i64) -> Result<Vec<Attempt>, StoreError> {
+        Ok(inbox::attempts(&self.conn, id)?)
     }
 
     pub fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {

@@ -46,6 +46,24 @@ const MIGRATIONS: &[&str] = &[
         created_at_ms INTEGER NOT NULL
     );
     CREATE INDEX deliveries_route ON deliveries(route, id);",
+    // 3: the inbox as a work queue: leases, retry times, the stored answer, and every
+    // attempt (agent run or delivery) with its outcome.
+    "ALTER TABLE inbox ADD COLUMN answer TEXT;
+    ALTER TABLE inbox ADD COLUMN next_attempt_at_ms INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE inbox ADD COLUMN lease_until_ms INTEGER;
+    ALTER TABLE inbox ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE inbox ADD COLUMN failing_since_ms INTEGER;
+    ALTER TABLE inbox ADD COLUMN delivery_attempts INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE inbox_attempts (
+        id             INTEGER PRIMARY KEY,
+        inbox_id       INTEGER NOT NULL,
+        stage          TEXT NOT NULL,
+        started_at_ms  INTEGER NOT NULL,
+        finished_at_ms INTEGER NOT NULL,
+        outcome        TEXT NOT NULL,
+        error          TEXT
+    );
+    CREATE INDEX inbox_attempts_item ON inbox_attempts(inbox_id, id);",
 ];
 
 /// Brings the database to the newest schema.

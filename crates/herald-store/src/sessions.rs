@@ -76,6 +76,9 @@ pub struct SessionRow {
     pub message_count: i64,
 }
 
+/// The session store's error type.
+pub type DbError = rusqlite::Error;
+
 /// A message to append.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewMessage<'a> {

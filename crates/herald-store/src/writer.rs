@@ -18,8 +18,17 @@ const COMMIT_DELAY: Duration = Duration::from_micros(250);
 /// How often expired dedup keys are deleted.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 
+/// A write run inside the batch's transaction, under its own savepoint (a failure
+/// undoes only its own statements); its value is handed back type-erased.
+pub type WriteFn =
+    Box<dyn FnOnce(&Connection) -> rusqlite::Result<Box<dyn std::any::Any + Send>> + Send>;
+
 /// A write for the writer thread, with where to send its outcome.
 pub enum Command {
+    Write(
+        WriteFn,
+        oneshot::Sender<Result<Box<dyn std::any::Any + Send>, StoreError>>,
+    ),
     Enqueue(
         Box<NewInboxItem>,
         oneshot::Sender<Result<EnqueueOutcome, StoreError>>,
@@ -118,9 +127,18 @@ impl BatchStats {
 fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
     let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
     let result = (|| -> rusqlite::Result<()> {
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for cmd in batch {
             match cmd {
+                Command::Write(f, reply) => {
+                    let outcome = (|| {
+                        let sp = tx.savepoint()?;
+                        let value = f(&sp)?;
+                        sp.commit()?;
+                        Ok(value)
+                    })();
+                    replies.push(Reply::Write(reply, outcome));
+                }
                 Command::Enqueue(item, reply) => {
                     replies.push(Reply::Enqueue(reply, enqueue(&tx, &item)))
                 }
@@ -159,6 +177,10 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
 
 /// A pending answer to a command of the batch.
 enum Reply {
+    Write(
+        oneshot::Sender<Result<Box<dyn std::any::Any + Send>, StoreError>>,
+        rusqlite::Result<Box<dyn std::any::Any + Send>>,
+    ),
     Enqueue(
         oneshot::Sender<Result<EnqueueOutcome, StoreError>>,
         rusqlite::Result<EnqueueOutcome>,
@@ -183,6 +205,7 @@ impl Reply {
             }
         }
         match self {
+            Reply::Write(tx, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Enqueue(tx, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Seen(tx, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Record(tx, r) => drop(tx.send(out(r, commit_failed))),
