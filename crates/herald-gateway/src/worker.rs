@@ -29,7 +29,7 @@ const LEASE: Duration = Duration::from_secs(300);
 /// replays from the CLI).
 const POLL: Duration = Duration::from_millis(250);
 /// How long interrupted runs get to give their entries back after the grace period.
-const INTERRUPT_WAIT: Duration = Duration::from_secs(5);
+const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
 
 /// Retry back-off for failing runs and deliveries (spec §14.5).
 #[derive(Debug, Clone, PartialEq)]
@@ -167,8 +167,8 @@ impl Workers {
 async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     let notify = shared.gateway.work_notify.clone();
     let mut tasks: JoinSet<i64> = JoinSet::new();
-    // inbox id -> route, for the entries being worked on.
-    let mut running: HashMap<i64, String> = HashMap::new();
+    // inbox id -> route and stage, for the entries being worked on.
+    let mut running: HashMap<i64, (String, Stage)> = HashMap::new();
     let mut renew = tokio::time::interval(LEASE / 3);
     renew.tick().await;
     loop {
@@ -176,7 +176,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         let mut claimed_all = false;
         if free > 0 {
             let mut per_route: HashMap<String, usize> = HashMap::new();
-            for route in running.values() {
+            for (route, _) in running.values() {
                 *per_route.entry(route.clone()).or_insert(0) += 1;
             }
             let req = ClaimRequest {
@@ -190,7 +190,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
                 Ok(items) => {
                     claimed_all = items.len() == free;
                     for item in items {
-                        running.insert(item.id, item.route.clone());
+                        running.insert(item.id, (item.route.clone(), Stage::of(&item)));
                         let shared = shared.clone();
                         tasks.spawn(async move {
                             let id = item.id;
@@ -234,9 +234,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
             "waiting for running webhook work to finish"
         );
     }
-    let finished =
-        tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
-    if finished.is_err() {
+    if !drain(&mut tasks, &mut running, grace).await {
         let handles: Vec<AgentHandle> = shared
             .handles
             .lock()
@@ -249,13 +247,37 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         for h in handles {
             h.interrupt();
         }
-        let _ = tokio::time::timeout(INTERRUPT_WAIT, async {
+        if !drain(&mut tasks, &mut running, INTERRUPT_WAIT).await {
+            tasks.abort_all();
             while tasks.join_next().await.is_some() {}
-        })
-        .await;
-        // Whatever still runs is left `running`; the next start queues it again.
-        tasks.abort_all();
+        }
+        // Entries whose work was cut off wait again for the next start.
+        let now = now_ms();
+        for (id, (_, stage)) in &running {
+            let release = shared
+                .gateway
+                .store
+                .release(*id, *stage, now, "stopped at shutdown".into())
+                .await;
+            log_store_error(*id, release);
+        }
     }
+}
+
+/// Waits up to `limit` for the tasks to end; true when all did.
+async fn drain(
+    tasks: &mut JoinSet<i64>,
+    running: &mut HashMap<i64, (String, Stage)>,
+    limit: Duration,
+) -> bool {
+    let all = async {
+        while let Some(done) = tasks.join_next().await {
+            if let Ok(id) = done {
+                running.remove(&id);
+            }
+        }
+    };
+    tokio::time::timeout(limit, all).await.is_ok()
 }
 
 /// Works one claimed entry: runs the agent unless an answer is stored, then delivers.
@@ -563,5 +585,33 @@ fn keep_session(shared: &Shared, session: &str, route: &str, messages: &[ChatMes
     };
     if let Err(e) = save() {
         tracing::warn!(session, route, error = %e, "cannot keep the webhook session");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_initial_and_is_capped() {
+        let b = Backoff {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(15),
+            retry_for: Duration::from_secs(600),
+        };
+        for (failures, base) in [(1, 1), (2, 2), (3, 4), (4, 8), (5, 15), (40, 15)] {
+            let w = b.wait(failures);
+            let base = Duration::from_secs(base);
+            assert!(w >= base && w <= base.mul_f64(1.1), "{failures}: {w:?}");
+        }
+        // 10 minutes of retries at the cap is dozens of attempts: a 22 s outage
+        // is absorbed.
+        let mut total = Duration::ZERO;
+        let mut n = 0;
+        while total < Duration::from_secs(22) {
+            n += 1;
+            total += b.wait(n);
+        }
+        assert!(total < b.retry_for && n < 10);
     }
 }

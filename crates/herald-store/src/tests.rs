@@ -83,3 +83,139 @@ async fn concurrent_same_id_is_accepted_once_and_survives_reopen() {
         EnqueueOutcome::Duplicate
     );
 }
+
+fn claim_req(max: usize, per_route: usize, running: &[(&str, usize)]) -> ClaimRequest {
+    ClaimRequest {
+        now_ms: now_ms(),
+        lease_ms: 60_000,
+        max,
+        running_per_route: running.iter().map(|(r, n)| ((*r).to_owned(), *n)).collect(),
+        per_route_limit: per_route,
+    }
+}
+
+#[tokio::test]
+async fn claims_respect_global_and_per_route_limits_and_leases() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("h.db")).unwrap();
+    let t = now_ms();
+    for (route, n) in [("a", 0), ("a", 1), ("a", 2), ("b", 3), ("b", 4)] {
+        store.enqueue(item(route, &n.to_string(), t)).await.unwrap();
+    }
+    // Two per route at most, three in all: a, a, b (oldest first, a's third skipped).
+    let got = store.claim(claim_req(3, 2, &[])).await.unwrap();
+    let routes: Vec<&str> = got.iter().map(|i| i.route.as_str()).collect();
+    assert_eq!(routes, vec!["a", "a", "b"]);
+    assert!(got.iter().all(|i| i.state == "running" && i.attempts == 1));
+    // What this process already runs counts against the route.
+    let got = store
+        .claim(claim_req(5, 2, &[("a", 2), ("b", 1)]))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].route, "b");
+    // The last one (a's third), then nothing is ready; a crash-recovery puts the
+    // running ones back.
+    assert_eq!(store.claim(claim_req(5, 5, &[])).await.unwrap().len(), 1);
+    assert!(store.claim(claim_req(5, 5, &[])).await.unwrap().is_empty());
+    assert_eq!(store.recover().await.unwrap(), 5);
+    let got = store.claim(claim_req(10, 10, &[])).await.unwrap();
+    assert_eq!(got.len(), 5);
+    assert_eq!(got.iter().map(|i| i.attempts).max(), Some(2));
+    // An expired lease makes an entry claimable again (another worker died).
+    let mut expired = claim_req(10, 10, &[]);
+    expired.now_ms += 61_000;
+    assert_eq!(store.claim(expired).await.unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn outcomes_retries_dead_replay_and_purge() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("h.db")).unwrap();
+    store.enqueue(item("r", "1", now_ms())).await.unwrap();
+    let id = store.claim(claim_req(1, 1, &[])).await.unwrap()[0].id;
+    // A transient run failure waits until its time.
+    let later = now_ms() + 60_000;
+    store
+        .retry_later(id, Stage::Run, now_ms(), later, "down".into())
+        .await
+        .unwrap();
+    assert!(store.claim(claim_req(1, 1, &[])).await.unwrap().is_empty());
+    let mut at_time = claim_req(1, 1, &[]);
+    at_time.now_ms = later;
+    let again = store.claim(at_time).await.unwrap();
+    assert_eq!((again[0].failures, again[0].attempts), (1, 2));
+    assert!(again[0].failing_since_ms.is_some());
+    // The answer is kept; a failed delivery waits in `delivering` with it.
+    store.store_answer(id, "A".into(), now_ms()).await.unwrap();
+    store
+        .retry_later(id, Stage::Delivery, now_ms(), 0, "502".into())
+        .await
+        .unwrap();
+    let reader = store.reader().unwrap();
+    let e = reader.get(id).unwrap().unwrap();
+    assert_eq!(
+        (e.state.as_str(), e.answer.as_deref()),
+        ("delivering", Some("A"))
+    );
+    let claimed = store.claim(claim_req(1, 1, &[])).await.unwrap();
+    assert_eq!(claimed[0].delivery_attempts, 1);
+    store
+        .mark_dead(
+            id,
+            Stage::Delivery,
+            now_ms(),
+            "400 chat not found".into(),
+            None,
+        )
+        .await
+        .unwrap();
+    let e = reader.get(id).unwrap().unwrap();
+    assert_eq!(e.state, "dead");
+    assert_eq!(e.last_error.as_deref(), Some("400 chat not found"));
+    let log: Vec<(String, String)> = reader
+        .attempts(id)
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.stage, a.outcome))
+        .collect();
+    assert_eq!(
+        log,
+        [
+            ("run", "retry"),
+            ("run", "ok"),
+            ("delivery", "retry"),
+            ("delivery", "dead")
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    // Replay re-sends the stored answer; only finished entries can be replayed.
+    assert_eq!(
+        store.replay(id).await.unwrap(),
+        ReplayOutcome::Queued("delivering".into())
+    );
+    assert_eq!(
+        store.replay(id).await.unwrap(),
+        ReplayOutcome::NotFinished("delivering".into())
+    );
+    assert_eq!(
+        store.replay(id + 100).await.unwrap(),
+        ReplayOutcome::NotFound
+    );
+    // Purge takes only the given state, older than the cut-off.
+    store.claim(claim_req(1, 1, &[])).await.unwrap();
+    store
+        .mark_dead(id, Stage::Delivery, now_ms(), "x".into(), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.purge("delivered".into(), now_ms() + 1).await.unwrap(),
+        0
+    );
+    assert_eq!(
+        store.purge("dead".into(), now_ms() - 60_000).await.unwrap(),
+        0
+    );
+    assert_eq!(store.purge("dead".into(), now_ms() + 1).await.unwrap(), 1);
+    assert!(reader.attempts(id).unwrap().is_empty());
+}

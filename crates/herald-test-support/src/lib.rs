@@ -18,6 +18,19 @@ where
     F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()>,
 {
+    listen_in_thread_on("127.0.0.1:0".into(), serve)
+}
+
+/// [`listen_in_thread`] on a given address (a test that needs a server to come up on
+/// a port herald already knows).
+pub fn listen_in_thread_on<F, Fut>(
+    addr: String,
+    serve: F,
+) -> (std::net::SocketAddr, std::thread::JoinHandle<()>)
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -25,7 +38,7 @@ where
             .build()
             .unwrap();
         rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             serve(listener).await;
         });
@@ -46,6 +59,8 @@ pub enum Scripted {
     /// `data:` events, then `data: [DONE]`.
     Events(Vec<Value>),
     Status(u16, String),
+    /// Waits this long, then answers as the inner script says.
+    Delayed(std::time::Duration, Box<Scripted>),
 }
 
 impl Scripted {
@@ -103,6 +118,11 @@ pub struct FakeProvider {
 impl FakeProvider {
     /// Starts on its own thread and runtime (usable from sync and async tests).
     pub fn start(script: Vec<Scripted>) -> FakeProvider {
+        Self::start_on("127.0.0.1:0", script)
+    }
+
+    /// Starts on a given address (e.g. a port herald was told about while it was down).
+    pub fn start_on(addr: &str, script: Vec<Scripted>) -> FakeProvider {
         let state = State {
             script: Arc::new(Mutex::new(script.into())),
             ..Default::default()
@@ -110,7 +130,9 @@ impl FakeProvider {
         let app = Router::new()
             .route("/v1/chat/completions", axum::routing::post(handle))
             .with_state(state.clone());
-        let (addr, thread) = serve_in_thread(app);
+        let (addr, thread) = listen_in_thread_on(addr.to_owned(), move |listener| async move {
+            axum::serve(listener, app).await.unwrap();
+        });
         FakeProvider {
             base_url: format!("http://{addr}/v1"),
             state,
@@ -148,7 +170,15 @@ async fn handle(
         .unwrap()
         .pop_front()
         .or_else(|| st.fallback.lock().unwrap().clone());
+    answer(next).await
+}
+
+async fn answer(next: Option<Scripted>) -> Response {
     match next {
+        Some(Scripted::Delayed(wait, inner)) => {
+            tokio::time::sleep(wait).await;
+            Box::pin(answer(Some(*inner))).await
+        }
         Some(Scripted::Events(events)) => {
             let mut text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
             text.push_str("data: [DONE]\n\n");

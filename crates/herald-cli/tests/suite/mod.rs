@@ -1,3 +1,4 @@
+mod agent_runs;
 mod chat;
 mod config_start;
 mod crash;
