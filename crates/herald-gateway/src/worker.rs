@@ -13,6 +13,7 @@ use herald_agent::{
 use herald_deliver::OutgoingMessage;
 use herald_llm::{Endpoint, LlmClient, RetryConfig};
 use herald_protocol::ChatMessage;
+use herald_store::sessions::{NewMessage, NewSession};
 use herald_store::{ClaimRequest, InboxItem, NewDelivery, Stage, now_ms};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -281,7 +282,7 @@ async fn drain(
 }
 
 /// Works one claimed entry: runs the agent unless an answer is stored, then delivers.
-async fn process(shared: &Shared, item: InboxItem) {
+async fn process(shared: &Arc<Shared>, item: InboxItem) {
     let store = &shared.gateway.store;
     let started = now_ms();
     let claimed_stage = Stage::of(&item);
@@ -483,7 +484,7 @@ fn string_list(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn run_agent(shared: &Shared, item: &InboxItem) -> RunOutcome {
+async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
     let t = &shared.template;
     let session = format!("webhook:{}:{}", item.route, item.delivery_id);
     let route_toolsets = item.toolsets.as_ref().map(string_list);
@@ -494,8 +495,11 @@ async fn run_agent(shared: &Shared, item: &InboxItem) -> RunOutcome {
     }
     let tools = t.registry.select(&tool_names);
     let skill_names = string_list(&item.skills);
-    let (message, skill, missing) =
-        skills::invocation_message(&t.skills_root, &skill_names, &item.prompt, &session);
+    let (message, skill, missing) = if skill_names.is_empty() {
+        (item.prompt.clone(), None, Vec::new())
+    } else {
+        skills::invocation_message(&t.skills_root, &skill_names, &item.prompt, &session)
+    };
     for m in missing {
         tracing::warn!(route = %item.route, skill = %m, "route skill not installed; skipped");
     }
@@ -531,7 +535,7 @@ async fn run_agent(shared: &Shared, item: &InboxItem) -> RunOutcome {
     if let Ok(mut h) = shared.handles.lock() {
         h.remove(&item.id);
     }
-    keep_session(shared, &session, &item.route, &appended);
+    keep_session(shared, session, &item.route, appended).await;
     if result.interrupted {
         return RunOutcome::Interrupted;
     }
@@ -550,41 +554,56 @@ async fn run_agent(shared: &Shared, item: &InboxItem) -> RunOutcome {
     }
 }
 
-/// Keeps the run's messages as a session in `state.db` (source `webhook`).
-fn keep_session(shared: &Shared, session: &str, route: &str, messages: &[ChatMessage]) {
-    let Some(db) = &shared.sessions else { return };
-    let Ok(mut db) = db.lock() else { return };
-    let t = &shared.template;
-    let mut save = || -> Result<(), herald_store::sessions::DbError> {
-        if db.session(session)?.is_none() {
-            db.create_session(
-                session,
-                "webhook",
-                &t.endpoint.model,
-                &t.system_prompt,
-                &t.cwd.display().to_string(),
-            )?;
-        }
-        for m in messages {
-            let tool_calls = (!m.tool_calls.is_empty())
-                .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
-            db.append(
-                session,
-                &herald_store::sessions::NewMessage {
-                    role: m.role.as_str(),
-                    content: m.content.as_deref(),
-                    tool_call_id: m.tool_call_id.as_deref(),
-                    tool_calls,
-                    tool_name: m.name.as_deref(),
-                    reasoning: m.reasoning.as_deref(),
-                    finish_reason: None,
-                },
-            )?;
-        }
-        Ok(())
-    };
-    if let Err(e) = save() {
-        tracing::warn!(session, route, error = %e, "cannot keep the webhook session");
+/// Keeps the run's messages as a session in `state.db` (source `webhook`), in one
+/// transaction on a blocking thread.
+async fn keep_session(
+    shared: &Arc<Shared>,
+    session: String,
+    route: &str,
+    messages: Vec<ChatMessage>,
+) {
+    if shared.sessions.is_none() {
+        return;
+    }
+    let shared = shared.clone();
+    let saved = tokio::task::spawn_blocking(move || {
+        let Some(db) = &shared.sessions else {
+            return Ok(());
+        };
+        let Ok(mut db) = db.lock() else {
+            return Ok(());
+        };
+        let t = &shared.template;
+        let cwd = t.cwd.display().to_string();
+        let rows: Vec<NewMessage<'_>> = messages
+            .iter()
+            .map(|m| NewMessage {
+                role: m.role.as_str(),
+                content: m.content.as_deref(),
+                tool_call_id: m.tool_call_id.as_deref(),
+                tool_calls: (!m.tool_calls.is_empty())
+                    .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default()),
+                tool_name: m.name.as_deref(),
+                reasoning: m.reasoning.as_deref(),
+                finish_reason: None,
+            })
+            .collect();
+        db.record_run(
+            &NewSession {
+                id: &session,
+                source: "webhook",
+                model: &t.endpoint.model,
+                system_prompt: &t.system_prompt,
+                cwd: &cwd,
+            },
+            &rows,
+        )
+    })
+    .await;
+    match saved {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(route, error = %e, "cannot keep the webhook session"),
+        Err(e) => tracing::warn!(route, error = %e, "cannot keep the webhook session"),
     }
 }
 

@@ -76,9 +76,6 @@ pub struct SessionRow {
     pub message_count: i64,
 }
 
-/// The session store's error type.
-pub type DbError = rusqlite::Error;
-
 /// A message to append.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewMessage<'a> {
@@ -89,6 +86,41 @@ pub struct NewMessage<'a> {
     pub tool_name: Option<&'a str>,
     pub reasoning: Option<&'a str>,
     pub finish_reason: Option<&'a str>,
+}
+
+/// A session to create.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NewSession<'a> {
+    pub id: &'a str,
+    pub source: &'a str,
+    pub model: &'a str,
+    pub system_prompt: &'a str,
+    pub cwd: &'a str,
+}
+
+/// Inserts one message and updates its session's counters.
+fn insert_message(
+    conn: &Connection,
+    session_id: &str,
+    m: &NewMessage<'_>,
+) -> rusqlite::Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, finish_reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, now_secs(), m.reasoning, m.finish_reason])?;
+    let id = conn.last_insert_rowid();
+    let calls = m
+        .tool_calls
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        .and_then(|v| v.as_array().map(Vec::len))
+        .unwrap_or(0) as i64;
+    conn.prepare_cached(
+        "UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ?2 WHERE id = ?1",
+    )?
+    .execute(params![session_id, calls])?;
+    Ok(id)
 }
 
 /// The session database.
@@ -159,24 +191,27 @@ impl SessionDb {
     /// Appends one message and updates the counters, in one transaction; returns its row id.
     pub fn append(&mut self, session_id: &str, m: &NewMessage<'_>) -> rusqlite::Result<i64> {
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, finish_reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, now_secs(), m.reasoning, m.finish_reason],
-        )?;
-        let id = tx.last_insert_rowid();
-        let calls = m
-            .tool_calls
-            .as_deref()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-            .and_then(|v| v.as_array().map(Vec::len))
-            .unwrap_or(0) as i64;
-        tx.execute(
-            "UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ?2 WHERE id = ?1",
-            params![session_id, calls],
-        )?;
+        let id = insert_message(&tx, session_id, m)?;
         tx.commit()?;
         Ok(id)
+    }
+
+    /// Creates the session unless it exists and appends `messages`, in one transaction
+    /// (a finished unattended run, e.g. a webhook event).
+    pub fn record_run(
+        &mut self,
+        session: &NewSession<'_>,
+        messages: &[NewMessage<'_>],
+    ) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![session.id, session.source, session.model, session.system_prompt, now_secs(), session.cwd])?;
+        for m in messages {
+            insert_message(&tx, session.id, m)?;
+        }
+        tx.commit()
     }
 
     /// The live messages of a session in row-id order.
