@@ -104,9 +104,16 @@ enum RunOutcome {
     Interrupted,
 }
 
+/// Builds the run template of a named profile (`<home>/profiles/<name>`: its config,
+/// model, skills); `None` when the profile has no usable model.
+pub type ProfileTemplates = Box<dyn Fn(&str) -> Option<RunTemplate> + Send + Sync>;
+
 struct Shared {
     gateway: Arc<Gateway>,
-    template: RunTemplate,
+    template: Arc<RunTemplate>,
+    profiles: Option<ProfileTemplates>,
+    /// Profile templates built so far (`None`: the profile falls back to the default).
+    profile_cache: Mutex<HashMap<String, Option<Arc<RunTemplate>>>>,
     client: LlmClient,
     settings: WorkerSettings,
     /// Agents running now, by inbox id (interrupted after the grace period).
@@ -125,6 +132,7 @@ impl Workers {
     pub async fn start(
         gateway: Arc<Gateway>,
         template: RunTemplate,
+        profiles: Option<ProfileTemplates>,
         settings: WorkerSettings,
     ) -> Result<Workers, herald_store::StoreError> {
         let recovered = gateway.store.recover().await?;
@@ -146,7 +154,9 @@ impl Workers {
         };
         let shared = Arc::new(Shared {
             gateway,
-            template,
+            template: Arc::new(template),
+            profiles,
+            profile_cache: Mutex::new(HashMap::new()),
             client: LlmClient::new(),
             settings,
             handles: Mutex::new(HashMap::new()),
@@ -484,8 +494,31 @@ fn string_list(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The template for an event's profile: the default one, or the named profile's (built
+/// once; a profile without a usable model runs with the default, warned once).
+fn template_for(shared: &Shared, profile: Option<&str>) -> Arc<RunTemplate> {
+    let (Some(name), Some(make)) = (profile.filter(|p| *p != "default"), &shared.profiles) else {
+        return shared.template.clone();
+    };
+    let Ok(mut cache) = shared.profile_cache.lock() else {
+        return shared.template.clone();
+    };
+    let built = cache.entry(name.to_owned()).or_insert_with(|| {
+        let t = make(name).map(Arc::new);
+        if t.is_none() {
+            tracing::warn!(
+                profile = name,
+                "profile has no usable model; its webhook runs use the default profile's"
+            );
+        }
+        t
+    });
+    built.clone().unwrap_or_else(|| shared.template.clone())
+}
+
 async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
-    let t = &shared.template;
+    let template = template_for(shared, item.profile.as_deref());
+    let t = &*template;
     let session = format!("webhook:{}:{}", item.route, item.delivery_id);
     let route_toolsets = item.toolsets.as_ref().map(string_list);
     let (tool_names, dropped) =
@@ -535,7 +568,7 @@ async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
     if let Ok(mut h) = shared.handles.lock() {
         h.remove(&item.id);
     }
-    keep_session(shared, session, &item.route, appended).await;
+    keep_session(shared, &template, session, &item.route, appended).await;
     if result.interrupted {
         return RunOutcome::Interrupted;
     }
@@ -558,6 +591,7 @@ async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
 /// transaction on a blocking thread.
 async fn keep_session(
     shared: &Arc<Shared>,
+    template: &Arc<RunTemplate>,
     session: String,
     route: &str,
     messages: Vec<ChatMessage>,
@@ -566,6 +600,7 @@ async fn keep_session(
         return;
     }
     let shared = shared.clone();
+    let template = template.clone();
     let saved = tokio::task::spawn_blocking(move || {
         let Some(db) = &shared.sessions else {
             return Ok(());
@@ -573,7 +608,7 @@ async fn keep_session(
         let Ok(mut db) = db.lock() else {
             return Ok(());
         };
-        let t = &shared.template;
+        let t = &*template;
         let cwd = t.cwd.display().to_string();
         let rows: Vec<NewMessage<'_>> = messages
             .iter()

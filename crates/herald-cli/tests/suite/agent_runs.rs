@@ -545,3 +545,75 @@ async fn a_target_down_longer_than_the_retry_window_makes_the_entry_dead() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(telegram.requests().len(), sends, "no sends after dead");
 }
+
+#[tokio::test]
+async fn a_profile_event_runs_with_that_profiles_model_and_skill() {
+    let default_provider = FakeProvider::start(vec![]);
+    default_provider.set_fallback(Scripted::text("from the default model"));
+    let team_provider = FakeProvider::start(vec![]);
+    team_provider.set_fallback(Scripted::text("from the team model"));
+    let telegram = Fake::start(telegram_ok());
+    let routes = "        plain:\n          prompt: 'plain {n}'\n          deliver: log\n        team_review:\n          profile: team\n          prompt: 'review {n}'\n          skills: [missing-skill, pr-review]\n          deliver: log\n";
+    let config = format!(
+        "multiplex_profiles: true\n{}",
+        agent_config(&default_provider.base_url, "", routes)
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), &config).unwrap();
+    let team = home.path().join("profiles/team");
+    std::fs::create_dir_all(team.join("skills/pr-review")).unwrap();
+    std::fs::write(
+        team.join("config.yaml"),
+        format!(
+            "model:\n  default: team-model\n  base_url: {}\n",
+            team_provider.base_url
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        team.join("skills/pr-review/SKILL.md"),
+        "---\nname: pr-review\ndescription: Review pull requests\n---\nCheck the tests first.\n",
+    )
+    .unwrap();
+    let h = restart(home, &telegram);
+    let sig = vec![
+        (
+            "x-hub-signature-256",
+            herald_webhook::verify::sign::github(SECRET, br#"{"n": 1}"#),
+        ),
+        ("x-github-event", "push".to_owned()),
+    ];
+    let (s, _) = h
+        .post("/p/team/webhooks/team_review", r#"{"n": 1}"#, &sig)
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let (s, _) = h.post("/webhooks/plain", r#"{"n": 1}"#, &sig).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    wait_for(Duration::from_secs(20), "both runs", || {
+        let inbox = h.inbox();
+        (inbox.len() == 2 && inbox.iter().all(|e| e["state"] == "delivered")).then_some(())
+    })
+    .await;
+    let team_requests = team_provider.requests();
+    assert_eq!(team_requests.len(), 1);
+    assert_eq!(team_requests[0].body["model"], "team-model");
+    let user = team_requests[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(user.contains("invoked the skill \"pr-review\""), "{user}");
+    assert!(user.contains("Check the tests first."), "{user}");
+    assert!(user.ends_with("review 1"), "{user}");
+    let default_requests = default_provider.requests();
+    assert_eq!(default_requests.len(), 1);
+    assert_eq!(default_requests[0].body["model"], "fake-model");
+    assert!(
+        h.log().contains("missing-skill"),
+        "a missing skill is logged"
+    );
+}
