@@ -4,6 +4,7 @@
 use crate::node::{Node, NodeValue};
 use crate::reader::{Reader, join_key};
 use herald_webhook::filter::{self, CompiledFilter};
+use herald_webhook::pick::PayloadPaths;
 use herald_webhook::template::Template;
 use herald_webhook::verify::INSECURE_NO_AUTH;
 use serde_json::Value;
@@ -71,6 +72,9 @@ pub struct Route {
     pub profile: Option<String>,
     pub description: Option<String>,
     pub created_at: Option<String>,
+    /// The payload paths the route's filters and templates read (everything when it
+    /// uses the default prompt, `{__raw__}` or a script).
+    pub payload_paths: PayloadPaths,
 }
 
 /// What a route needs from the listener settings to be read and checked.
@@ -238,6 +242,20 @@ pub fn read_route(
     if reader.errors.len() > errors_before {
         return None;
     }
+    let payload_paths = match (&script, &prompt) {
+        (None, Some(prompt)) => {
+            let mut paths = PayloadPaths::new();
+            filter.add_paths(&mut paths);
+            prompt.add_paths(&mut paths);
+            for (_, value) in &deliver_extra {
+                if let ExtraValue::Template(t) = value {
+                    t.add_paths(&mut paths);
+                }
+            }
+            paths
+        }
+        _ => PayloadPaths::everything(),
+    };
     Some(Route {
         name: name.to_owned(),
         source,
@@ -255,6 +273,7 @@ pub fn read_route(
         profile,
         description,
         created_at,
+        payload_paths,
     })
 }
 

@@ -205,8 +205,13 @@ impl Gateway {
             tracing::info!(route = route_name, event = %String::from_utf8_lossy(header_event), "ignored: event not in the route's events");
             return Answer::ignored_event(&event_type);
         }
-        // 10. Parse.
-        let (mut payload, body_kind) = match event::parse_body_kind(&body, content_type) {
+        // 10. Parse: only the paths the route reads when that gives the same answers,
+        // else the whole payload.
+        let parsed = match route.payload_paths.pick(&body) {
+            Some(picked) => Ok((picked, BodyKind::Json)),
+            None => event::parse_body_kind(&body, content_type),
+        };
+        let (mut payload, body_kind) = match parsed {
             Ok(p) => p,
             Err(e) => {
                 tracing::info!(route = route_name, reason = %e, "rejected: cannot parse body");

@@ -374,6 +374,38 @@ fn resolve<'a>(path: &FieldPath, input: &FilterInput<'a>) -> Option<Found<'a>> {
 }
 
 impl CompiledFilter {
+    /// Adds the payload paths this filter reads.
+    pub fn add_paths(&self, paths: &mut crate::pick::PayloadPaths) {
+        let field = |f: &FieldPath, paths: &mut crate::pick::PayloadPaths| match f {
+            FieldPath::Payload(segments) => paths.add(segments),
+            FieldPath::PayloadKey(rest) => {
+                // The payload's own `payload` key if present, else the payload itself.
+                let mut under = vec!["payload".to_owned()];
+                under.extend(rest.iter().cloned());
+                paths.add(&under);
+                paths.add(rest);
+            }
+            FieldPath::Absent | FieldPath::EventType { .. } | FieldPath::Header(..) => {}
+        };
+        match self {
+            CompiledFilter::Always | CompiledFilter::Never => {}
+            CompiledFilter::All(list) | CompiledFilter::Any(list) => {
+                for f in list {
+                    f.add_paths(paths);
+                }
+            }
+            CompiledFilter::Not(inner) => inner.add_paths(paths),
+            CompiledFilter::Exists(f, _)
+            | CompiledFilter::Missing(f)
+            | CompiledFilter::Equals(f, _)
+            | CompiledFilter::NotEquals(f, _)
+            | CompiledFilter::Contains(f, _)
+            | CompiledFilter::In(f, _)
+            | CompiledFilter::InFile(f, _)
+            | CompiledFilter::Regex(f, _) => field(f, paths),
+        }
+    }
+
     /// Whether the event passes.
     pub fn matches(&self, input: &FilterInput<'_>, lists: &dyn ListLoader) -> bool {
         match self {

@@ -8,6 +8,7 @@
 
 pub mod event;
 pub mod filter;
+pub mod pick;
 pub mod pyjson;
 pub mod template;
 pub mod verify;

@@ -76,6 +76,17 @@ impl Template {
         Template { segments }
     }
 
+    /// Adds the payload paths this template reads (`{__raw__}` reads everything).
+    pub fn add_paths(&self, paths: &mut crate::pick::PayloadPaths) {
+        for segment in &self.segments {
+            match segment {
+                Segment::Raw => *paths = crate::pick::PayloadPaths::everything(),
+                Segment::Path(path, _) => paths.add(path),
+                Segment::Literal(_) | Segment::EventType => {}
+            }
+        }
+    }
+
     /// True when the template has no text at all.
     pub fn is_empty(&self) -> bool {
         self.segments.is_empty()

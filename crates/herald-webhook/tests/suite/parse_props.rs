@@ -1,5 +1,6 @@
 //! Body parsing: the allocation-free validation gives exactly the answer of the full parse.
 use herald_webhook::event::{parse_body, validate_body};
+use herald_webhook::pick::PayloadPaths;
 use proptest::prelude::*;
 
 fn jsonish() -> impl Strategy<Value = Vec<u8>> {
@@ -32,6 +33,15 @@ fn jsonish() -> impl Strategy<Value = Vec<u8>> {
 
 proptest! {
     #[test]
+    fn pick_succeeds_only_for_json_objects(body in jsonish()) {
+        let picked = PayloadPaths::new().pick(&body);
+        if picked.is_some() {
+            let full = serde_json::from_slice::<serde_json::Value>(&body);
+            prop_assert!(matches!(full, Ok(serde_json::Value::Object(_))), "{:?}", String::from_utf8_lossy(&body));
+        }
+    }
+
+    #[test]
     fn validate_agrees_with_parse(body in jsonish(), json_ct in any::<bool>()) {
         let ct: Option<&[u8]> = if json_ct { Some(b"application/json") } else { None };
         prop_assert_eq!(validate_body(&body, ct), parse_body(&body, ct).map(|_| ()));
@@ -52,6 +62,7 @@ fn known_cases_agree() {
         b"{\"a\":\"\xff\"}",
         b"",
         b"1e999999",
+        format!("{{\"a\": {}{}}}", "[".repeat(200), "]".repeat(200)).as_bytes(),
     ] {
         for ct in [None, Some(&b"application/json"[..])] {
             assert_eq!(

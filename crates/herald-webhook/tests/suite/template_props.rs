@@ -60,3 +60,81 @@ proptest! {
         prop_assert_eq!(out, format!("<{value}>"));
     }
 }
+
+/// A path into `payload`: mostly keys that exist, sometimes ones that do not.
+fn paths_of(payload: &Map<String, Value>, picks: &[(usize, usize, bool)]) -> Vec<Vec<String>> {
+    let keys: Vec<&String> = payload.keys().collect();
+    picks
+        .iter()
+        .map(|(i, depth, missing)| {
+            let mut path = Vec::new();
+            let mut current: Option<&Value> = None;
+            if let Some(k) = keys.get(i % keys.len().max(1)) {
+                path.push((*k).clone());
+                current = payload.get(*k);
+            }
+            for _ in 0..*depth {
+                match current.and_then(Value::as_object) {
+                    Some(obj) if !obj.is_empty() => {
+                        let (k, v) = obj.iter().nth(i % obj.len()).unwrap();
+                        path.push(k.clone());
+                        current = Some(v);
+                    }
+                    _ => break,
+                }
+            }
+            if *missing || path.is_empty() {
+                path.push("zz".to_owned());
+            }
+            path
+        })
+        .collect()
+}
+
+fn lookup<'a>(payload: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let mut current = payload.get(first)?;
+    for segment in rest {
+        current = current.as_object()?.get(segment)?;
+    }
+    Some(current)
+}
+
+proptest! {
+    #[test]
+    fn picked_payload_agrees_with_the_full_one_on_every_named_path(
+        payload in arb_payload(),
+        picks in proptest::collection::vec((0usize..50, 0usize..4, any::<bool>()), 0..6),
+    ) {
+        use herald_webhook::pick::PayloadPaths;
+        let body = serde_json::to_vec(&payload).unwrap();
+        let full: Map<String, Value> = serde_json::from_slice(&body).unwrap();
+        let paths = paths_of(&full, &picks);
+        let mut set = PayloadPaths::new();
+        for p in &paths {
+            set.add(p);
+        }
+        let Some(picked) = set.pick(&body) else {
+            // Only bodies the picker must leave to the full parse.
+            let escaped = body.windows(2).any(|w| w == b"\\u");
+            let openers = body.iter().filter(|b| matches!(b, b'[' | b'{')).count();
+            prop_assert!(escaped || openers > 100, "picker refused a plain body");
+            return Ok(());
+        };
+        for p in &paths {
+            for len in 1..=p.len() {
+                let prefix = &p[..len];
+                if len < p.len() {
+                    // A prefix is an object whose named children agree; compare those.
+                    let (a, b) = (lookup(&full, prefix), lookup(&picked, prefix));
+                    prop_assert_eq!(a.is_some(), b.is_some(), "{:?}", prefix);
+                } else {
+                    prop_assert_eq!(lookup(&full, prefix), lookup(&picked, prefix), "{:?}", prefix);
+                }
+            }
+        }
+        for key in ["event_type", "type"] {
+            prop_assert_eq!(full.get(key), picked.get(key));
+        }
+    }
+}

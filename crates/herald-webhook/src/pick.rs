@@ -1,0 +1,223 @@
+//! Building only the part of a JSON payload a route reads.
+//!
+//! Most routes read a handful of fields (a template's `{pull_request.title}`, a filter's
+//! `action`), yet a full parse builds every key of a 2 KB payload into an ordered map.
+//! [`PayloadPaths`] is the set of paths a route can read (computed once, when the route
+//! is loaded); [`PayloadPaths::pick`] validates the whole body exactly as the full parse
+//! does but builds only those paths. Every lookup of a path in the set (or a prefix of
+//! one) gives the same value as on the full payload.
+//!
+//! When the answer could differ from the full parse — a body that is not UTF-8, has
+//! `\u` escapes (lone surrogates), might nest deeper than serde_json's recursion limit,
+//! or is not a JSON object at all — `pick` returns `None` and the caller parses in full.
+
+use serde::Deserializer as _;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Payload keys read when no header names the event type (spec §7.1).
+const EVENT_TYPE_KEYS: [&str; 2] = ["event_type", "type"];
+/// At most this many `[`/`{` bytes, so no nesting can reach serde_json's limit (128).
+const MAX_OPENERS: usize = 100;
+
+/// The payload paths a route reads.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PayloadPaths {
+    everything: bool,
+    root: Node,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Node {
+    /// The whole value at this path is read.
+    whole: bool,
+    children: BTreeMap<String, Node>,
+}
+
+impl PayloadPaths {
+    /// Only the event type keys; add what the route reads with [`PayloadPaths::add`].
+    pub fn new() -> Self {
+        let mut p = PayloadPaths::default();
+        for key in EVENT_TYPE_KEYS {
+            p.add(&[key.to_owned()]);
+        }
+        p
+    }
+
+    /// A route that reads the whole payload (`{__raw__}`, the default prompt, a script).
+    pub fn everything() -> Self {
+        PayloadPaths {
+            everything: true,
+            root: Node::default(),
+        }
+    }
+
+    pub fn needs_everything(&self) -> bool {
+        self.everything
+    }
+
+    /// The route reads the value at `path` (and everything under it).
+    pub fn add(&mut self, path: &[String]) {
+        if path.is_empty() {
+            self.everything = true;
+            return;
+        }
+        let mut node = &mut self.root;
+        for segment in path {
+            node = node.children.entry(segment.clone()).or_default();
+        }
+        node.whole = true;
+    }
+
+    /// The body as a payload holding only these paths, or `None` when only the full
+    /// parse can give the exact answer.
+    pub fn pick(&self, body: &[u8]) -> Option<Map<String, Value>> {
+        if self.everything || !plain_json_text(body) {
+            return None;
+        }
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let map = de.deserialize_map(PickObject(&self.root)).ok()?;
+        de.end().ok()?;
+        Some(map)
+    }
+}
+
+/// UTF-8 without `\u` escapes and with too few `[`/`{` to reach serde_json's nesting
+/// limit: the bodies on which skipping a value answers exactly as parsing it.
+pub fn plain_json_text(body: &[u8]) -> bool {
+    let escapes_ok = memchr::memchr_iter(b'\\', body).all(|i| body.get(i + 1) != Some(&b'u'));
+    let openers = memchr::memchr2_iter(b'[', b'{', body)
+        .take(MAX_OPENERS + 1)
+        .count();
+    escapes_ok && openers <= MAX_OPENERS && std::str::from_utf8(body).is_ok()
+}
+
+/// A key, borrowed from the body when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Visits an object, keeping only the keys `node` names.
+struct PickObject<'n>(&'n Node);
+
+impl<'de> Visitor<'de> for PickObject<'_> {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(Key(key)) = access.next_key::<Key<'de>>()? {
+            match self.0.children.get(key.as_ref()) {
+                None => {
+                    access.next_value::<IgnoredAny>()?;
+                }
+                Some(child) if child.whole || child.children.is_empty() => {
+                    let value: Value = access.next_value()?;
+                    out.insert(key.into_owned(), value);
+                }
+                Some(child) => {
+                    let raw: &'de RawValue = access.next_value()?;
+                    let value = pick_value(raw.get(), child).map_err(de::Error::custom)?;
+                    out.insert(key.into_owned(), value);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An object is picked further; anything else is taken whole (a path through it
+/// resolves the same way on the whole value).
+fn pick_value(text: &str, node: &Node) -> Result<Value, serde_json::Error> {
+    if text.starts_with('{') {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let map = de.deserialize_map(PickObject(node))?;
+        de.end()?;
+        Ok(Value::Object(map))
+    } else {
+        serde_json::from_str(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn paths(list: &[&str]) -> PayloadPaths {
+        let mut p = PayloadPaths::new();
+        for path in list {
+            p.add(&path.split('.').map(str::to_owned).collect::<Vec<_>>());
+        }
+        p
+    }
+
+    #[test]
+    fn keeps_only_the_named_paths() {
+        let body = br#"{"number": 42, "action": "opened", "type": "pr",
+            "pull_request": {"title": "Fix", "body": "long", "user": {"login": "x"}},
+            "list": [1, {"a": 2}], "big": 123456789012345678901234567890}"#;
+        let picked = paths(&[
+            "number",
+            "pull_request.title",
+            "list.1.a",
+            "big",
+            "missing.x",
+        ])
+        .pick(body)
+        .unwrap();
+        assert_eq!(
+            Value::Object(picked),
+            json!({"number": 42, "type": "pr", "pull_request": {"title": "Fix"},
+                   "list": [1, {"a": 2}], "big": 123456789012345678901234567890u128})
+        );
+    }
+
+    #[test]
+    fn refuses_what_only_the_full_parse_answers_exactly() {
+        let p = paths(&["a"]);
+        assert!(p.pick(b"[1]").is_none());
+        assert!(p.pick(b"{\"a\": 1").is_none());
+        assert!(p.pick(b"{\"a\": 1} x").is_none());
+        assert!(p.pick(b"{\"a\": \"\\ud800\"}").is_none());
+        assert!(p.pick(b"{\"a\": \"\xff\"}").is_none());
+        assert!(p.pick(b"a=1&b=2").is_none());
+        let deep = format!("{{\"a\": {}{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(p.pick(deep.as_bytes()).is_none());
+        assert!(PayloadPaths::everything().pick(b"{}").is_none());
+        // Escaped keys and values other than \u are fine.
+        let picked = p.pick(br#"{"\"a\"": 1, "a": "x\ny"}"#).unwrap();
+        assert_eq!(Value::Object(picked), json!({"a": "x\ny"}));
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value_like_the_full_parse() {
+        let body = br#"{"a": {"b": 1}, "a": "s", "c": {"d": 1}, "c": {"d": 2, "e": 3}}"#;
+        let picked = paths(&["a.b", "c.d"]).pick(body).unwrap();
+        assert_eq!(Value::Object(picked), json!({"a": "s", "c": {"d": 2}}));
+    }
+}
