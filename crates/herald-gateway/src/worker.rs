@@ -180,6 +180,8 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     let mut tasks: JoinSet<i64> = JoinSet::new();
     // inbox id -> route and stage, for the entries being worked on.
     let mut running: HashMap<i64, (String, Stage)> = HashMap::new();
+    // task id -> inbox id, to know which entry a panicked task was working on.
+    let mut task_entries: HashMap<tokio::task::Id, i64> = HashMap::new();
     let mut renew = tokio::time::interval(LEASE / 3);
     renew.tick().await;
     loop {
@@ -201,13 +203,18 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
                 Ok(items) => {
                     claimed_all = items.len() == free;
                     for item in items {
+                        // An entry of ours whose lease ran out is already being worked.
+                        if running.contains_key(&item.id) {
+                            continue;
+                        }
                         running.insert(item.id, (item.route.clone(), Stage::of(&item)));
+                        let id = item.id;
                         let shared = shared.clone();
-                        tasks.spawn(async move {
-                            let id = item.id;
+                        let task = tasks.spawn(async move {
                             process(&shared, item).await;
                             id
                         });
+                        task_entries.insert(task.id(), id);
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "cannot claim inbox entries"),
@@ -216,17 +223,6 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         tokio::select! {
             biased;
             _ = stopped.changed() => break,
-            Some(done) = tasks.join_next() => {
-                if let Ok(id) = done {
-                    running.remove(&id);
-                } else {
-                    // A task that panicked: its entry stays leased and comes back when
-                    // the lease runs out; forget it here.
-                    running.retain(|id, _| shared.handles.lock().map(|h| h.contains_key(id)).unwrap_or(true));
-                }
-            }
-            _ = notify.notified(), if !claimed_all => {}
-            _ = tokio::time::sleep(POLL), if !claimed_all => {}
             _ = renew.tick() => {
                 let ids: Vec<i64> = running.keys().copied().collect();
                 let until = now_ms() + LEASE.as_millis() as i64;
@@ -234,6 +230,24 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
                     tracing::warn!(error = %e, "cannot renew inbox leases");
                 }
             }
+            Some(done) = tasks.join_next_with_id() => {
+                let task = match &done {
+                    Ok((task, _)) => *task,
+                    Err(e) => e.id(),
+                };
+                if let Some(id) = task_entries.remove(&task) {
+                    running.remove(&id);
+                    if let Err(e) = done {
+                        // The entry stays leased and is worked again when the lease ends.
+                        tracing::error!(inbox_id = id, error = %e, "worker task failed");
+                        if let Ok(mut h) = shared.handles.lock() {
+                            h.remove(&id);
+                        }
+                    }
+                }
+            }
+            _ = notify.notified(), if !claimed_all => {}
+            _ = tokio::time::sleep(POLL), if !claimed_all => {}
         }
     }
     // Shutdown: no new claims; running work gets the grace period.
