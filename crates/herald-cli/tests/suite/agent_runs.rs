@@ -617,3 +617,36 @@ async fn a_profile_event_runs_with_that_profiles_model_and_skill() {
         "a missing skill is logged"
     );
 }
+
+#[tokio::test]
+async fn per_route_limit_runs_one_event_of_a_route_at_a_time() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::Delayed(
+        Duration::from_millis(300),
+        Box::new(Scripted::text("one at a time")),
+    ));
+    let telegram = Fake::start(telegram_ok());
+    let extra = "      max_concurrent_runs: 4\n      max_concurrent_runs_per_route: 1\n";
+    let h = start(
+        &agent_config(&provider.base_url, extra, PR_ROUTE),
+        &telegram,
+    );
+    for id in ["c-1", "c-2", "c-3"] {
+        let (s, _) = h.github("pr", "pull_request", PR_BODY, Some(id)).await;
+        assert_eq!(s, StatusCode::ACCEPTED);
+    }
+    let mut most_running = 0;
+    let start_time = Instant::now();
+    while sent_ok(&telegram).len() < 3 {
+        assert!(
+            start_time.elapsed() < Duration::from_secs(20),
+            "not all delivered"
+        );
+        let (_, body) = h.get("/health/detailed").await;
+        let body: Value = serde_json::from_str(&body).unwrap();
+        most_running = most_running.max(body["inbox"]["running"].as_i64().unwrap());
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    assert_eq!(most_running, 1);
+    assert!(start_time.elapsed() >= Duration::from_millis(800));
+}
