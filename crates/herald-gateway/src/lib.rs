@@ -11,6 +11,7 @@ pub mod rate_limit;
 pub mod routes;
 pub mod script;
 pub mod server;
+mod session_keeper;
 pub mod worker;
 
 pub use answer::Answer;

@@ -7,13 +7,13 @@
 //! for it, so a long queue does not slow the ingress.
 
 use crate::pipeline::Gateway;
+use crate::session_keeper::{KeptRun, SessionKeeper};
 use herald_agent::{
     Agent, AgentConfig, AgentEvent, AgentHandle, Approvals, Plugins, ToolRegistry, skills, toolsets,
 };
 use herald_deliver::OutgoingMessage;
 use herald_llm::{Endpoint, LlmClient, RetryConfig};
 use herald_protocol::ChatMessage;
-use herald_store::sessions::{NewMessage, NewSession};
 use herald_store::{ClaimRequest, InboxItem, NewDelivery, Stage, now_ms};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -118,13 +118,15 @@ struct Shared {
     settings: WorkerSettings,
     /// Agents running now, by inbox id (interrupted after the grace period).
     handles: Mutex<HashMap<i64, AgentHandle>>,
-    sessions: Option<Mutex<herald_store::sessions::SessionDb>>,
+    sessions: Option<SessionKeeper>,
 }
 
 /// The running worker pool.
 pub struct Workers {
     stop: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
+    /// Joined after the dispatcher ends, so the last sessions are written.
+    keeper_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Workers {
@@ -142,15 +144,15 @@ impl Workers {
                 "entries left running by an earlier stop are queued again"
             );
         }
-        let sessions = match &template.state_db {
-            Some(path) => match herald_store::sessions::SessionDb::open(path) {
-                Ok(db) => Some(Mutex::new(db)),
+        let (sessions, keeper_thread) = match &template.state_db {
+            Some(path) => match SessionKeeper::start(path) {
+                Ok((keeper, thread)) => (Some(keeper), Some(thread)),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "cannot open the session store; webhook runs are not kept as sessions");
-                    None
+                    (None, None)
                 }
             },
-            None => None,
+            None => (None, None),
         };
         let shared = Arc::new(Shared {
             gateway,
@@ -164,7 +166,11 @@ impl Workers {
         });
         let (stop, stopped) = watch::channel(false);
         let done = tokio::spawn(dispatch(shared, stopped));
-        Ok(Workers { stop, done })
+        Ok(Workers {
+            stop,
+            done,
+            keeper_thread,
+        })
     }
 
     /// Stops claiming, lets running work finish for the grace period, interrupts what
@@ -172,6 +178,15 @@ impl Workers {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.done.await;
+        if let Some(thread) = self.keeper_thread {
+            let joined = tokio::task::spawn_blocking(move || thread.join());
+            if tokio::time::timeout(Duration::from_secs(10), joined)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the session keeper did not finish in time");
+            }
+        }
     }
 }
 
@@ -582,7 +597,15 @@ async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
     if let Ok(mut h) = shared.handles.lock() {
         h.remove(&item.id);
     }
-    keep_session(shared, &template, session, &item.route, appended).await;
+    if let Some(keeper) = &shared.sessions {
+        keeper.keep(KeptRun {
+            session,
+            model: t.endpoint.model.clone(),
+            system_prompt: t.system_prompt.clone(),
+            cwd: t.cwd.display().to_string(),
+            messages: appended,
+        });
+    }
     if result.interrupted {
         return RunOutcome::Interrupted;
     }
@@ -598,61 +621,6 @@ async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
         RunOutcome::Retry(error)
     } else {
         RunOutcome::Dead(error)
-    }
-}
-
-/// Keeps the run's messages as a session in `state.db` (source `webhook`), in one
-/// transaction on a blocking thread.
-async fn keep_session(
-    shared: &Arc<Shared>,
-    template: &Arc<RunTemplate>,
-    session: String,
-    route: &str,
-    messages: Vec<ChatMessage>,
-) {
-    if shared.sessions.is_none() {
-        return;
-    }
-    let shared = shared.clone();
-    let template = template.clone();
-    let saved = tokio::task::spawn_blocking(move || {
-        let Some(db) = &shared.sessions else {
-            return Ok(());
-        };
-        let Ok(mut db) = db.lock() else {
-            return Ok(());
-        };
-        let t = &*template;
-        let cwd = t.cwd.display().to_string();
-        let rows: Vec<NewMessage<'_>> = messages
-            .iter()
-            .map(|m| NewMessage {
-                role: m.role.as_str(),
-                content: m.content.as_deref(),
-                tool_call_id: m.tool_call_id.as_deref(),
-                tool_calls: (!m.tool_calls.is_empty())
-                    .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default()),
-                tool_name: m.name.as_deref(),
-                reasoning: m.reasoning.as_deref(),
-                finish_reason: None,
-            })
-            .collect();
-        db.record_run(
-            &NewSession {
-                id: &session,
-                source: "webhook",
-                model: &t.endpoint.model,
-                system_prompt: &t.system_prompt,
-                cwd: &cwd,
-            },
-            &rows,
-        )
-    })
-    .await;
-    match saved {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(route, error = %e, "cannot keep the webhook session"),
-        Err(e) => tracing::warn!(route, error = %e, "cannot keep the webhook session"),
     }
 }
 

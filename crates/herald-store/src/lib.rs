@@ -14,7 +14,7 @@ mod writer;
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
 pub use queue::{ClaimRequest, ReplayOutcome, Stage};
-pub use writer::{DEDUP_WINDOW_MS, MAX_BATCH};
+pub use writer::{DEDUP_WINDOW_MS, Durability, MAX_BATCH};
 
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
@@ -159,17 +159,18 @@ impl Store {
         wait.await.map_err(|_| StoreError::WriterGone)?
     }
 
-    /// Runs `f` in the writer's next transaction (under its own savepoint) and
-    /// resolves once that transaction is durable.
+    /// Runs `f` in the writer's next transaction (under its own savepoint) and resolves
+    /// once that transaction is committed: fsynced when `durability` is `Full`.
     async fn write<T: Send + 'static>(
         &self,
+        durability: Durability,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (reply, wait) = oneshot::channel();
         let f: writer::WriteFn =
             Box::new(move |conn| f(conn).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
         self.tx
-            .send(writer::Command::Write(f, reply))
+            .send(writer::Command::Write(f, durability, reply))
             .map_err(|_| StoreError::WriterGone)?;
         let value = wait.await.map_err(|_| StoreError::WriterGone)??;
         value
@@ -180,7 +181,8 @@ impl Store {
 
     /// Claims ready entries for this process's workers.
     pub async fn claim(&self, req: ClaimRequest) -> Result<Vec<InboxItem>, StoreError> {
-        self.write(move |c| queue::claim(c, &req)).await
+        self.write(Durability::Process, move |c| queue::claim(c, &req))
+            .await
     }
 
     /// Stores a run's answer (before any delivery is tried).
@@ -190,8 +192,10 @@ impl Store {
         answer: String,
         started_ms: i64,
     ) -> Result<(), StoreError> {
-        self.write(move |c| queue::store_answer(c, id, &answer, started_ms, now_ms()))
-            .await
+        self.write(Durability::Process, move |c| {
+            queue::store_answer(c, id, &answer, started_ms, now_ms())
+        })
+        .await
     }
 
     /// Records a transient failure; the entry is tried again at `next_ms`.
@@ -203,8 +207,10 @@ impl Store {
         next_ms: i64,
         error: String,
     ) -> Result<(), StoreError> {
-        self.write(move |c| queue::retry_later(c, id, stage, started_ms, now_ms(), next_ms, &error))
-            .await
+        self.write(Durability::Process, move |c| {
+            queue::retry_later(c, id, stage, started_ms, now_ms(), next_ms, &error)
+        })
+        .await
     }
 
     /// Marks an entry dead with the reason (and its failed delivery record).
@@ -216,7 +222,7 @@ impl Store {
         error: String,
         delivery: Option<NewDelivery>,
     ) -> Result<(), StoreError> {
-        self.write(move |c| {
+        self.write(Durability::Process, move |c| {
             queue::mark_dead(
                 c,
                 id,
@@ -237,8 +243,10 @@ impl Store {
         started_ms: i64,
         delivery: NewDelivery,
     ) -> Result<(), StoreError> {
-        self.write(move |c| queue::mark_delivered(c, id, started_ms, now_ms(), &delivery))
-            .await
+        self.write(Durability::Process, move |c| {
+            queue::mark_delivered(c, id, started_ms, now_ms(), &delivery)
+        })
+        .await
     }
 
     /// Gives a claimed entry back to the queue unchanged (shutdown).
@@ -249,29 +257,38 @@ impl Store {
         started_ms: i64,
         why: String,
     ) -> Result<(), StoreError> {
-        self.write(move |c| queue::release(c, id, stage, started_ms, now_ms(), &why))
-            .await
+        self.write(Durability::Process, move |c| {
+            queue::release(c, id, stage, started_ms, now_ms(), &why)
+        })
+        .await
     }
 
     /// Entries left `running` by a crash wait again; returns how many.
     pub async fn recover(&self) -> Result<usize, StoreError> {
-        self.write(|c| queue::recover(c, now_ms())).await
+        self.write(Durability::Process, |c| queue::recover(c, now_ms()))
+            .await
     }
 
     /// Extends the leases of the given entries.
     pub async fn renew_leases(&self, ids: Vec<i64>, until_ms: i64) -> Result<(), StoreError> {
-        self.write(move |c| queue::renew(c, &ids, until_ms)).await
+        self.write(Durability::Process, move |c| {
+            queue::renew(c, &ids, until_ms)
+        })
+        .await
     }
 
     /// Queues a dead or delivered entry again.
     pub async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError> {
-        self.write(move |c| queue::replay(c, id, now_ms())).await
+        self.write(Durability::Full, move |c| queue::replay(c, id, now_ms()))
+            .await
     }
 
     /// Deletes entries in `state` last changed before `before_ms`; returns how many.
     pub async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError> {
-        self.write(move |c| queue::purge(c, &state, before_ms))
-            .await
+        self.write(Durability::Full, move |c| {
+            queue::purge(c, &state, before_ms)
+        })
+        .await
     }
 
     /// A read connection to the same database.

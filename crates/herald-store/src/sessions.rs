@@ -98,6 +98,13 @@ pub struct NewSession<'a> {
     pub cwd: &'a str,
 }
 
+/// A finished run to keep: its session and the messages it added.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord<'a> {
+    pub session: NewSession<'a>,
+    pub messages: Vec<NewMessage<'a>>,
+}
+
 /// Inserts one message and updates its session's counters.
 fn insert_message(
     conn: &Connection,
@@ -196,20 +203,19 @@ impl SessionDb {
         Ok(id)
     }
 
-    /// Creates the session unless it exists and appends `messages`, in one transaction
-    /// (a finished unattended run, e.g. a webhook event).
-    pub fn record_run(
-        &mut self,
-        session: &NewSession<'_>,
-        messages: &[NewMessage<'_>],
-    ) -> rusqlite::Result<()> {
+    /// Finished unattended runs (e.g. webhook events), all in one transaction: each
+    /// session is created unless it exists, then its messages are appended.
+    pub fn record_runs(&mut self, runs: &[RunRecord<'_>]) -> rusqlite::Result<()> {
         let tx = self.conn.transaction()?;
-        tx.prepare_cached(
-            "INSERT OR IGNORE INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![session.id, session.source, session.model, session.system_prompt, now_secs(), session.cwd])?;
-        for m in messages {
-            insert_message(&tx, session.id, m)?;
+        for run in runs {
+            let s = &run.session;
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![s.id, s.source, s.model, s.system_prompt, now_secs(), s.cwd])?;
+            for m in &run.messages {
+                insert_message(&tx, s.id, m)?;
+            }
         }
         tx.commit()
     }

@@ -18,6 +18,18 @@ const COMMIT_DELAY: Duration = Duration::from_micros(250);
 /// How often expired dedup keys are deleted.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 
+/// How durable a write must be when its caller hears back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// On disk (fsynced): survives a power loss. Accepted events, dedup keys, deliveries
+    /// of the ingress, anything a user asked for.
+    Full,
+    /// In the database file's WAL but not yet fsynced: survives a crash or `kill -9` of
+    /// herald, not a power loss (the next `Full` commit or checkpoint syncs it). Worker
+    /// bookkeeping whose loss only makes work happen again (claims, leases, outcomes).
+    Process,
+}
+
 /// A write run inside the batch's transaction, under its own savepoint (a failure
 /// undoes only its own statements); its value is handed back type-erased.
 pub type WriteFn =
@@ -27,6 +39,7 @@ pub type WriteFn =
 pub enum Command {
     Write(
         WriteFn,
+        Durability,
         oneshot::Sender<Result<Box<dyn std::any::Any + Send>, StoreError>>,
     ),
     Enqueue(
@@ -55,6 +68,8 @@ pub fn run(mut conn: Connection, rx: Receiver<Command>) {
     let mut latest_ms = crate::now_ms();
     let mut stats = BatchStats::default();
     let mut last_size = 0usize;
+    // Whether commits are fsynced (`synchronous=FULL`, as the store opens).
+    let mut synced = true;
     loop {
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
@@ -88,6 +103,16 @@ pub fn run(mut conn: Connection, rx: Receiver<Command>) {
         }
         let size = batch.len();
         let started = Instant::now();
+        let full = batch
+            .iter()
+            .any(|c| !matches!(c, Command::Write(_, Durability::Process, _)));
+        if full != synced {
+            let mode = if full { "FULL" } else { "NORMAL" };
+            match conn.pragma_update(None, "synchronous", mode) {
+                Ok(()) => synced = full,
+                Err(e) => tracing::error!(error = %e, "cannot set the store's synchronous mode"),
+            }
+        }
         commit_batch(&mut conn, batch);
         stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
@@ -130,7 +155,7 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
         let mut tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for cmd in batch {
             match cmd {
-                Command::Write(f, reply) => {
+                Command::Write(f, _, reply) => {
                     let outcome = (|| {
                         let sp = tx.savepoint()?;
                         let value = f(&sp)?;
