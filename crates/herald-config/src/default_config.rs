@@ -21,6 +21,12 @@ pub fn default_config_text(secret: &str) -> String {
         r#"# herald configuration (the same keys as a Hermes Agent config.yaml).
 # Written on first start; edit freely. Unknown keys are reported and ignored.
 
+# The model that answers webhook events on agent routes (any OpenAI-compatible server).
+# Without one, accepted events wait in the inbox (`herald inbox list`).
+# model:
+#   default: llama3.1
+#   base_url: http://127.0.0.1:11434/v1
+
 platforms:
   webhook:
     enabled: true
@@ -31,6 +37,14 @@ platforms:
       secret: "{secret}"
       rate_limit: 30           # accepted requests per route per minute
       max_body_bytes: 1048576
+      # Agent runs at once (all routes / per route), retries of failed runs and
+      # deliveries (1 s doubling to 15 s, for 10 minutes), shutdown grace period.
+      max_concurrent_runs: 8
+      max_concurrent_runs_per_route: 4
+      retry_initial_seconds: 1
+      retry_max_seconds: 15
+      retry_for_seconds: 600
+      shutdown_grace_seconds: 30
       routes:
         # POST /webhooks/example, signed like GitHub (X-Hub-Signature-256)
         # or with X-Webhook-Signature-V2 + X-Webhook-Timestamp.
