@@ -50,6 +50,13 @@ fn bench(c: &mut Criterion) {
     group.bench_function("parse_body_2k", |b| {
         b.iter(|| parse_body(black_box(BODY), None))
     });
+    // What an accepted event of a route with a two-placeholder prompt builds instead.
+    let mut paths = herald_webhook::pick::PayloadPaths::new();
+    herald_webhook::Template::compile("Review PR #{number}: {pull_request.title}")
+        .add_paths(&mut paths);
+    group.bench_function("pick_2k_two_paths", |b| {
+        b.iter(|| paths.pick(black_box(BODY)))
+    });
     group.bench_function("event_type", |b| {
         b.iter(|| event::event_type(black_box(&headers), black_box(&payload)))
     });
