@@ -1,0 +1,155 @@
+//! One webhook-started agent run: the template (model, tools, prompt) of the event's
+//! profile, the webhook toolsets, the route's skill, nobody to ask, its own session.
+
+use super::Shared;
+use crate::session_keeper::KeptRun;
+use herald_agent::{
+    Agent, AgentConfig, AgentEvent, Approvals, Plugins, ToolRegistry, skills, toolsets,
+};
+use herald_llm::{Endpoint, RetryConfig};
+use herald_protocol::ChatMessage;
+use herald_store::InboxItem;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Everything a webhook-started agent run needs besides its event.
+pub struct RunTemplate {
+    pub endpoint: Endpoint,
+    pub retry: RetryConfig,
+    /// Every tool a webhook run may be given; each run selects its toolsets from it.
+    pub registry: ToolRegistry,
+    /// `platform_toolsets.webhook`.
+    pub platform_toolsets: Option<Vec<String>>,
+    pub max_iterations: u32,
+    pub cwd: PathBuf,
+    pub skills_root: PathBuf,
+    pub system_prompt: String,
+    pub provider: String,
+    /// Where sessions are kept (`state.db`); `None` keeps none.
+    pub state_db: Option<PathBuf>,
+}
+
+/// Builds the run template of a named profile (`<home>/profiles/<name>`: its config,
+/// model, skills); `None` when the profile has no usable model.
+pub type ProfileTemplates = Box<dyn Fn(&str) -> Option<RunTemplate> + Send + Sync>;
+
+/// What one agent run came to.
+pub(super) enum RunOutcome {
+    Answer(String),
+    Retry(String),
+    Dead(String),
+    Interrupted,
+}
+
+fn string_list(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The template for an event's profile: the default one, or the named profile's (built
+/// once; a profile without a usable model runs with the default, warned once).
+fn template_for(shared: &Shared, profile: Option<&str>) -> Arc<RunTemplate> {
+    let (Some(name), Some(make)) = (profile.filter(|p| *p != "default"), &shared.profiles) else {
+        return shared.template.clone();
+    };
+    let Ok(mut cache) = shared.profile_cache.lock() else {
+        return shared.template.clone();
+    };
+    let built = cache.entry(name.to_owned()).or_insert_with(|| {
+        let t = make(name).map(Arc::new);
+        if t.is_none() {
+            tracing::warn!(
+                profile = name,
+                "profile has no usable model; its webhook runs use the default profile's"
+            );
+        }
+        t
+    });
+    built.clone().unwrap_or_else(|| shared.template.clone())
+}
+
+pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
+    let template = template_for(shared, item.profile.as_deref());
+    let t = &*template;
+    let session = format!("webhook:{}:{}", item.route, item.delivery_id);
+    let route_toolsets = item.toolsets.as_ref().map(string_list);
+    let (tool_names, dropped) =
+        toolsets::webhook_tools(route_toolsets.as_deref(), t.platform_toolsets.as_deref());
+    if !dropped.is_empty() {
+        tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets not allowed on webhook runs were dropped");
+    }
+    let tools = t.registry.select(&tool_names);
+    let skill_names = string_list(&item.skills);
+    let (message, skill, missing) = if skill_names.is_empty() {
+        (item.prompt.clone(), None, Vec::new())
+    } else {
+        skills::invocation_message(&t.skills_root, &skill_names, &item.prompt, &session)
+    };
+    for m in missing {
+        tracing::warn!(route = %item.route, skill = %m, "route skill not installed; skipped");
+    }
+    let agent = Agent::with_client(
+        AgentConfig {
+            endpoint: t.endpoint.clone(),
+            retry: t.retry.clone(),
+            tools,
+            max_iterations: t.max_iterations,
+            cwd: t.cwd.clone(),
+            approvals: Arc::new(Approvals::unattended()),
+            system_prompt: t.system_prompt.clone(),
+            plugins: Plugins::default(),
+            session_id: session.clone(),
+            platform: "webhook".into(),
+            provider: t.provider.clone(),
+            clarifier: None,
+        },
+        shared.client.clone(),
+    );
+    if let Ok(mut h) = shared.handles.lock() {
+        h.insert(item.id, agent.handle());
+    }
+    tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, session = %session, skill = ?skill, tools = ?tool_names, "agent run started");
+    let mut appended: Vec<ChatMessage> = Vec::new();
+    let result = agent
+        .run_turn(&[], &message, &mut |event| {
+            if let AgentEvent::MessageAppended(m) = event {
+                appended.push(m);
+            }
+        })
+        .await;
+    if let Ok(mut h) = shared.handles.lock() {
+        h.remove(&item.id);
+    }
+    if let Some(keeper) = &shared.sessions {
+        keeper.keep(KeptRun {
+            session,
+            model: t.endpoint.model.clone(),
+            system_prompt: t.system_prompt.clone(),
+            cwd: t.cwd.display().to_string(),
+            messages: appended,
+        });
+    }
+    if result.interrupted {
+        return RunOutcome::Interrupted;
+    }
+    let answer = result.final_response.trim();
+    if !result.failed && !answer.is_empty() {
+        return RunOutcome::Answer(result.final_response.clone());
+    }
+    let error = result
+        .error
+        .clone()
+        .unwrap_or_else(|| "the run ended without an answer".into());
+    if result.failed && result.error_retryable {
+        RunOutcome::Retry(error)
+    } else {
+        RunOutcome::Dead(error)
+    }
+}

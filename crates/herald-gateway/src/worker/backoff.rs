@@ -1,0 +1,54 @@
+//! Retry back-off for failing runs and deliveries (spec §14.5).
+
+use std::time::Duration;
+
+/// `initial` doubling up to `max`, for `retry_for`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+    /// How long a failing stage is retried before the entry is dead.
+    pub retry_for: Duration,
+}
+
+impl Backoff {
+    /// The wait before the next attempt after `failures` failures in a row (≥ 1):
+    /// `initial` doubling, capped at `max`, with up to 10% jitter.
+    pub fn wait(&self, failures: u32) -> Duration {
+        let exp = failures.saturating_sub(1).min(20);
+        let base = self
+            .initial
+            .saturating_mul(1u32 << exp)
+            .min(self.max.max(self.initial));
+        let jitter = base.mul_f64(rand::random::<f64>() * 0.1);
+        base + jitter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_initial_and_is_capped() {
+        let b = Backoff {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(15),
+            retry_for: Duration::from_secs(600),
+        };
+        for (failures, base) in [(1, 1), (2, 2), (3, 4), (4, 8), (5, 15), (40, 15)] {
+            let w = b.wait(failures);
+            let base = Duration::from_secs(base);
+            assert!(w >= base && w <= base.mul_f64(1.1), "{failures}: {w:?}");
+        }
+        // 10 minutes of retries at the cap is dozens of attempts: a 22 s outage
+        // is absorbed.
+        let mut total = Duration::ZERO;
+        let mut n = 0;
+        while total < Duration::from_secs(22) {
+            n += 1;
+            total += b.wait(n);
+        }
+        assert!(total < b.retry_for && n < 10);
+    }
+}

@@ -1,0 +1,271 @@
+//! The inbox workers: claim queued events under a lease, run the agent on each (its own
+//! session, the webhook toolsets, the route's skill, no human to ask), store the answer,
+//! and deliver it to the route's target, retrying transient failures durably.
+//!
+//! One dispatcher task claims entries when there is room (global and per-route limits)
+//! and spawns one task per entry. The HTTP side only wakes it (`Notify`); it never waits
+//! for it, so a long queue does not slow the ingress.
+
+mod agent_run;
+mod backoff;
+mod delivery;
+
+pub use agent_run::{ProfileTemplates, RunTemplate};
+pub use backoff::Backoff;
+
+use crate::pipeline::Gateway;
+use crate::session_keeper::SessionKeeper;
+use delivery::{log_store_error, process};
+use herald_agent::AgentHandle;
+use herald_llm::LlmClient;
+use herald_store::{ClaimRequest, Stage, now_ms};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// How long a claim holds an entry before another worker may take it; renewed while
+/// the entry is worked on.
+const LEASE: Duration = Duration::from_secs(300);
+/// How often the queue is looked at when nothing woke the dispatcher (retry timers,
+/// replays from the CLI).
+const POLL: Duration = Duration::from_millis(250);
+/// How long interrupted runs get to give their entries back after the grace period.
+const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
+
+/// The worker pool's limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSettings {
+    pub max_runs: usize,
+    pub max_runs_per_route: usize,
+    pub backoff: Backoff,
+    pub shutdown_grace: Duration,
+}
+
+impl WorkerSettings {
+    pub fn from_config(w: &herald_config::WorkerSettings) -> Self {
+        WorkerSettings {
+            max_runs: w.max_runs.max(1),
+            max_runs_per_route: w.max_runs_per_route.max(1),
+            backoff: Backoff {
+                initial: Duration::from_secs(w.retry_initial_secs.max(1)),
+                max: Duration::from_secs(w.retry_max_secs.max(1)),
+                retry_for: Duration::from_secs(w.retry_for_secs),
+            },
+            shutdown_grace: Duration::from_secs(w.shutdown_grace_secs),
+        }
+    }
+}
+
+struct Shared {
+    gateway: Arc<Gateway>,
+    template: Arc<RunTemplate>,
+    profiles: Option<ProfileTemplates>,
+    /// Profile templates built so far (`None`: the profile falls back to the default).
+    profile_cache: Mutex<HashMap<String, Option<Arc<RunTemplate>>>>,
+    client: LlmClient,
+    settings: WorkerSettings,
+    /// Agents running now, by inbox id (interrupted after the grace period).
+    handles: Mutex<HashMap<i64, AgentHandle>>,
+    sessions: Option<SessionKeeper>,
+}
+
+/// The running worker pool.
+pub struct Workers {
+    stop: watch::Sender<bool>,
+    done: tokio::task::JoinHandle<()>,
+    /// Joined after the dispatcher ends, so the last sessions are written.
+    keeper_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Returns entries a crash left `running` to the queue, then starts dispatching.
+    pub async fn start(
+        gateway: Arc<Gateway>,
+        template: RunTemplate,
+        profiles: Option<ProfileTemplates>,
+        settings: WorkerSettings,
+    ) -> Result<Workers, herald_store::StoreError> {
+        let recovered = gateway.store.recover().await?;
+        if recovered > 0 {
+            tracing::warn!(
+                entries = recovered,
+                "entries left running by an earlier stop are queued again"
+            );
+        }
+        let (sessions, keeper_thread) = match &template.state_db {
+            Some(path) => match SessionKeeper::start(path) {
+                Ok((keeper, thread)) => (Some(keeper), Some(thread)),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot open the session store; webhook runs are not kept as sessions");
+                    (None, None)
+                }
+            },
+            None => (None, None),
+        };
+        let shared = Arc::new(Shared {
+            gateway,
+            template: Arc::new(template),
+            profiles,
+            profile_cache: Mutex::new(HashMap::new()),
+            client: LlmClient::new(),
+            settings,
+            handles: Mutex::new(HashMap::new()),
+            sessions,
+        });
+        let (stop, stopped) = watch::channel(false);
+        let done = tokio::spawn(dispatch(shared, stopped));
+        Ok(Workers {
+            stop,
+            done,
+            keeper_thread,
+        })
+    }
+
+    /// Stops claiming, lets running work finish for the grace period, interrupts what
+    /// is left (its entries go back to the queue) and returns.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.done.await;
+        if let Some(thread) = self.keeper_thread {
+            let joined = tokio::task::spawn_blocking(move || thread.join());
+            if tokio::time::timeout(Duration::from_secs(10), joined)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the session keeper did not finish in time");
+            }
+        }
+    }
+}
+
+async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+    let notify = shared.gateway.work_notify.clone();
+    let mut tasks: JoinSet<i64> = JoinSet::new();
+    // inbox id -> route and stage, for the entries being worked on.
+    let mut running: HashMap<i64, (String, Stage)> = HashMap::new();
+    // task id -> inbox id, to know which entry a panicked task was working on.
+    let mut task_entries: HashMap<tokio::task::Id, i64> = HashMap::new();
+    let mut renew = tokio::time::interval(LEASE / 3);
+    renew.tick().await;
+    loop {
+        let free = shared.settings.max_runs.saturating_sub(running.len());
+        let mut claimed_all = false;
+        if free > 0 {
+            let mut per_route: HashMap<String, usize> = HashMap::new();
+            for (route, _) in running.values() {
+                *per_route.entry(route.clone()).or_insert(0) += 1;
+            }
+            let req = ClaimRequest {
+                now_ms: now_ms(),
+                lease_ms: LEASE.as_millis() as i64,
+                max: free,
+                running_per_route: per_route,
+                per_route_limit: shared.settings.max_runs_per_route,
+            };
+            match shared.gateway.store.claim(req).await {
+                Ok(items) => {
+                    claimed_all = items.len() == free;
+                    for item in items {
+                        // An entry of ours whose lease ran out is already being worked.
+                        if running.contains_key(&item.id) {
+                            continue;
+                        }
+                        running.insert(item.id, (item.route.clone(), Stage::of(&item)));
+                        let id = item.id;
+                        let shared = shared.clone();
+                        let task = tasks.spawn(async move {
+                            process(&shared, item).await;
+                            id
+                        });
+                        task_entries.insert(task.id(), id);
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "cannot claim inbox entries"),
+            }
+        }
+        tokio::select! {
+            biased;
+            _ = stopped.changed() => break,
+            _ = renew.tick() => {
+                let ids: Vec<i64> = running.keys().copied().collect();
+                let until = now_ms() + LEASE.as_millis() as i64;
+                if let Err(e) = shared.gateway.store.renew_leases(ids, until).await {
+                    tracing::warn!(error = %e, "cannot renew inbox leases");
+                }
+            }
+            Some(done) = tasks.join_next_with_id() => {
+                let task = match &done {
+                    Ok((task, _)) => *task,
+                    Err(e) => e.id(),
+                };
+                if let Some(id) = task_entries.remove(&task) {
+                    running.remove(&id);
+                    if let Err(e) = done {
+                        // The entry stays leased and is worked again when the lease ends.
+                        tracing::error!(inbox_id = id, error = %e, "worker task failed");
+                        if let Ok(mut h) = shared.handles.lock() {
+                            h.remove(&id);
+                        }
+                    }
+                }
+            }
+            _ = notify.notified(), if !claimed_all => {}
+            _ = tokio::time::sleep(POLL), if !claimed_all => {}
+        }
+    }
+    // Shutdown: no new claims; running work gets the grace period.
+    let grace = shared.settings.shutdown_grace;
+    if !tasks.is_empty() {
+        tracing::info!(
+            running = tasks.len(),
+            grace_s = grace.as_secs(),
+            "waiting for running webhook work to finish"
+        );
+    }
+    if !drain(&mut tasks, &mut running, grace).await {
+        let handles: Vec<AgentHandle> = shared
+            .handles
+            .lock()
+            .map(|h| h.values().cloned().collect())
+            .unwrap_or_default();
+        tracing::warn!(
+            running = tasks.len(),
+            "grace period over: interrupting the remaining runs; their events stay queued"
+        );
+        for h in handles {
+            h.interrupt();
+        }
+        if !drain(&mut tasks, &mut running, INTERRUPT_WAIT).await {
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
+        // Entries whose work was cut off wait again for the next start.
+        let now = now_ms();
+        for (id, (_, stage)) in &running {
+            let release = shared
+                .gateway
+                .store
+                .release(*id, *stage, now, "stopped at shutdown".into())
+                .await;
+            log_store_error(*id, release);
+        }
+    }
+}
+
+/// Waits up to `limit` for the tasks to end; true when all did.
+async fn drain(
+    tasks: &mut JoinSet<i64>,
+    running: &mut HashMap<i64, (String, Stage)>,
+    limit: Duration,
+) -> bool {
+    let all = async {
+        while let Some(done) = tasks.join_next().await {
+            if let Ok(id) = done {
+                running.remove(&id);
+            }
+        }
+    };
+    tokio::time::timeout(limit, all).await.is_ok()
+}
