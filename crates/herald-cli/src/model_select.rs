@@ -210,21 +210,23 @@ pub fn select(
             .and_then(Value::as_f64)
             .filter(|s| *s > 0.0)
         {
-            endpoint.request_timeout = Duration::from_secs_f64(s);
+            endpoint.request_timeout =
+                Duration::try_from_secs_f64(s).unwrap_or(endpoint.request_timeout);
         }
         if let Some(s) = entry
             .get("stale_timeout_seconds")
             .and_then(Value::as_f64)
             .filter(|s| *s > 0.0)
         {
-            endpoint.stale_timeout = Duration::from_secs_f64(s);
+            endpoint.stale_timeout =
+                Duration::try_from_secs_f64(s).unwrap_or(endpoint.stale_timeout);
         }
     }
     if let Some(s) = env("HERMES_STREAM_STALE_TIMEOUT")
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| *s > 0.0)
     {
-        endpoint.stale_timeout = Duration::from_secs_f64(s);
+        endpoint.stale_timeout = Duration::try_from_secs_f64(s).unwrap_or(endpoint.stale_timeout);
     }
     Ok(endpoint)
 }
@@ -233,6 +235,18 @@ pub fn select(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn absurd_timeouts_keep_the_defaults() {
+        let s = json!({"model": {"default": "m", "base_url": "http://127.0.0.1:1/v1", "request_timeout_seconds": 1e300, "stale_timeout_seconds": 1e300}});
+        let s = s.as_object().cloned().unwrap();
+        let inf = |k: &str| (k == "HERMES_STREAM_STALE_TIMEOUT").then(|| "inf".to_owned());
+        let e = select(&s, None, None, &inf).unwrap();
+        let d = select(&s, None, None, &|_: &str| None).unwrap();
+        assert_eq!(e.request_timeout, d.request_timeout);
+        assert!(e.request_timeout < Duration::from_secs(86_400));
+        assert!(e.stale_timeout < Duration::from_secs(86_400));
+    }
 
     fn sections(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()

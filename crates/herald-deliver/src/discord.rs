@@ -85,7 +85,7 @@ impl Discord {
             let retry_after = answer["retry_after"]
                 .as_f64()
                 .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(Duration::from_secs_f64)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
                 .or(retry_after);
             let detail = answer["message"].as_str().unwrap_or(&text);
             return Err(status_error("discord", status, retry_after, detail));

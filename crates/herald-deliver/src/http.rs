@@ -53,7 +53,7 @@ pub async fn read_answer(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64);
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
     let bytes = resp
         .bytes()
         .await

@@ -50,7 +50,7 @@ fn timeout_of(p: &PlatformSettings) -> std::time::Duration {
                 .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
         })
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map(std::time::Duration::from_secs_f64)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
         .unwrap_or(crate::http::REQUEST_TIMEOUT)
 }
 

@@ -511,3 +511,31 @@ async fn discord_splits_at_2000_characters() {
         .collect();
     assert_eq!(joined, text);
 }
+
+#[tokio::test]
+async fn an_absurd_retry_after_from_the_platform_is_ignored_not_fatal() {
+    let fake = Fake::start(telegram_ok());
+    let h = start_with_telegram(
+        &telegram_route(""),
+        &fake,
+        &[("TELEGRAM_HOME_CHANNEL", "-100")],
+    );
+    for wait in ["1e300", "inf", "-5", "NaN"] {
+        fake.push(
+            Reply::json(
+                429,
+                json!({"ok": false, "description": "Too Many Requests"}),
+            )
+            .with_header("retry-after", wait),
+        );
+        let (s, b) = h
+            .github("tg", "pull_request", "{}", Some(&format!("absurd-{wait}")))
+            .await;
+        assert_eq!(
+            (s, b["status"].as_str()),
+            (StatusCode::OK, Some("delivered")),
+            "{wait}"
+        );
+    }
+    assert_eq!(fake.requests().len(), 8);
+}

@@ -178,7 +178,10 @@ async fn fail_later(
         );
         return;
     }
-    let wait = backoff.wait(failures).max(retry_after.unwrap_or_default());
+    // A platform's Retry-After is honoured up to the retry window (past it the entry
+    // would be given up on anyway).
+    let asked = retry_after.unwrap_or_default().min(backoff.retry_for);
+    let wait = backoff.wait(failures).max(asked);
     tracing::info!(inbox_id = item.id, route = %item.route, stage = stage.as_str(), attempt = failures, wait_ms = wait.as_millis() as u64, error = %error, "transient failure; will retry");
     log_store_error(
         item.id,
@@ -187,7 +190,7 @@ async fn fail_later(
                 item.id,
                 stage,
                 started,
-                now + wait.as_millis() as i64,
+                now.saturating_add(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)),
                 error,
             )
             .await,
