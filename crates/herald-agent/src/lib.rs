@@ -16,5 +16,5 @@ pub mod turn;
 pub use approval::{Approvals, Approver, Decision, Verdict};
 pub use event::AgentEvent;
 pub use plugins::{Observer, Plugins};
-pub use tool::{Tool, ToolContext, ToolRegistry};
+pub use tool::{Tool, ToolContext, ToolRegistry, string_list};
 pub use turn::{Agent, AgentConfig, AgentHandle, TurnResult};

@@ -149,6 +149,19 @@ pub fn wrap_untrusted(tool: &str, text: String) -> String {
     )
 }
 
+/// The strings of a JSON array (tool arguments, config lists, stored route lists);
+/// anything else, and non-string items, give nothing.
+pub fn string_list(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,13 +10,7 @@ use std::sync::Arc;
 /// A list of strings from an agent config section (absent or mistyped: empty).
 pub fn string_list(config: &Config, name: &str, key: &str) -> Vec<String> {
     section(config, name, key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(herald_agent::string_list)
         .unwrap_or_default()
 }
 

@@ -396,16 +396,10 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let approver: Option<Box<dyn Approver>> = std::io::stdin()
         .is_terminal()
         .then(|| Box::new(TerminalApprover(input.clone())) as Box<dyn Approver>);
-    let allowlist: Vec<String> = config
+    let allowlist = config
         .agent_sections
         .get("command_allowlist")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(herald_agent::string_list)
         .unwrap_or_default();
     let mut approvals = Approvals::new(yolo, deny, approver).with_allowlist(allowlist);
     let config_file = home.config_file();

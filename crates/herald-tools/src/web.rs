@@ -167,11 +167,7 @@ impl Tool for WebExtract {
     fn run<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let urls: Vec<String> = match &args["urls"] {
-                Value::Array(a) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect(),
+                list @ Value::Array(_) => herald_agent::string_list(list),
                 Value::String(s) => vec![s.clone()],
                 _ => return error("`urls` is required"),
             };

@@ -19,15 +19,7 @@ impl Tool for Clarify {
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let question = args["question"].as_str().unwrap_or("").to_owned();
-            let choices: Vec<String> = args["choices"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let choices = crate::tool::string_list(&args["choices"]);
             let Some(clarifier) = &ctx.clarifier else {
                 return json!({"answer": null, "error": "No one is available to answer questions in this run; proceed with your best judgement and state your assumptions."}).to_string();
             };

@@ -4,12 +4,11 @@
 use super::Shared;
 use crate::session_keeper::KeptRun;
 use herald_agent::{
-    Agent, AgentConfig, AgentEvent, Approvals, Plugins, ToolRegistry, skills, toolsets,
+    Agent, AgentConfig, AgentEvent, Approvals, Plugins, ToolRegistry, skills, string_list, toolsets,
 };
 use herald_llm::{Endpoint, RetryConfig};
 use herald_protocol::ChatMessage;
 use herald_store::InboxItem;
-use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -40,17 +39,6 @@ pub(super) enum RunOutcome {
     Retry(String),
     Dead(String),
     Interrupted,
-}
-
-fn string_list(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The template for an event's profile: the default one, or the named profile's (built
