@@ -6,9 +6,7 @@ use anyhow::Context;
 use herald_config::default_config::write_default_config;
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_deliver::{TargetSet, TargetSettings};
-use herald_gateway::{
-    Gateway, ProfileTemplates, RunTemplate, WorkerSettings, Workers, bind, router, serve,
-};
+use herald_gateway::{Gateway, ProfileTemplates, RunTemplate, Workers, bind, router, serve};
 use herald_store::Store;
 use herald_webhook::SystemClock;
 use std::process::ExitCode;
@@ -152,7 +150,7 @@ async fn serve_gateway(config: Config, template: Option<RunTemplate>) -> anyhow:
                 gateway.clone(),
                 template,
                 Some(profile_templates(config.home.clone())),
-                WorkerSettings::from_config(&config.webhook.workers),
+                &config.webhook.workers,
             )
             .await?,
         ),

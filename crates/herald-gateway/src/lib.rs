@@ -17,4 +17,4 @@ pub mod worker;
 pub use answer::Answer;
 pub use pipeline::Gateway;
 pub use server::{BindError, bind, router, serve};
-pub use worker::{Backoff, ProfileTemplates, RunTemplate, WorkerSettings, Workers};
+pub use worker::{Backoff, ProfileTemplates, RunTemplate, Workers};

@@ -12,6 +12,15 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// `retry_initial_seconds`, `retry_max_seconds` and `retry_for_seconds`.
+    pub fn from_settings(w: &herald_config::WorkerSettings) -> Self {
+        Backoff {
+            initial: Duration::from_secs(w.retry_initial_secs),
+            max: Duration::from_secs(w.retry_max_secs),
+            retry_for: Duration::from_secs(w.retry_for_secs),
+        }
+    }
+
     /// The wait before the next attempt after `failures` failures in a row (≥ 1):
     /// `initial` doubling, capped at `max`, with up to 10% jitter.
     pub fn wait(&self, failures: u32) -> Duration {

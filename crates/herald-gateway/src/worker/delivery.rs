@@ -13,17 +13,25 @@ use std::time::Duration;
 pub(super) async fn process(shared: &Arc<Shared>, item: InboxItem) {
     let store = &shared.gateway.store;
     let started = now_ms();
-    let claimed_stage = Stage::of(&item);
-    let answer = match item.answer.clone() {
-        Some(answer) => answer,
-        None => match run_agent(shared, &item).await {
+    let item = if item.answer.is_some() {
+        item
+    } else {
+        match run_agent(shared, &item).await {
             RunOutcome::Answer(answer) => {
                 if let Err(e) = store.store_answer(item.id, answer.clone(), started).await {
                     // Not stored: the entry keeps its lease and is run again later.
                     tracing::error!(inbox_id = item.id, error = %e, "cannot store the answer");
                     return;
                 }
-                answer
+                // As stored: the run's failure counters are cleared and this is the
+                // first delivery attempt, with a retry window of its own.
+                InboxItem {
+                    answer: Some(answer),
+                    failures: 0,
+                    failing_since_ms: None,
+                    delivery_attempts: 1,
+                    ..item
+                }
             }
             RunOutcome::Retry(error) => {
                 fail_later(shared, &item, Stage::Run, started, error, None).await;
@@ -31,62 +39,48 @@ pub(super) async fn process(shared: &Arc<Shared>, item: InboxItem) {
             }
             RunOutcome::Dead(error) => {
                 tracing::warn!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, error = %error, "agent run failed permanently; entry is dead");
-                log_store_error(
-                    item.id,
-                    store
-                        .mark_dead(item.id, Stage::Run, started, error, None)
-                        .await,
-                );
+                let dead = store.mark_dead(item.id, Stage::Run, started, error, None);
+                log_store_error(item.id, dead.await);
                 return;
             }
             RunOutcome::Interrupted => {
-                log_store_error(
-                    item.id,
-                    store
-                        .release(
-                            item.id,
-                            Stage::Run,
-                            started,
-                            "interrupted at shutdown".into(),
-                        )
-                        .await,
-                );
+                let why = "interrupted at shutdown".to_owned();
+                let released = store.release(item.id, Stage::Run, started, why);
+                log_store_error(item.id, released.await);
                 return;
             }
-        },
+        }
     };
-    // A delivery right after a fresh answer starts its own retry window.
-    let delivery_started = now_ms();
-    let fresh = claimed_stage == Stage::Run;
-    deliver(shared, &item, answer, delivery_started, fresh).await;
+    deliver(shared, &item, now_ms()).await;
 }
 
-async fn deliver(shared: &Shared, item: &InboxItem, answer: String, started: i64, fresh: bool) {
-    let store = &shared.gateway.store;
-    let record = |status: &str, attempts: i64, error: Option<String>, text: &str| NewDelivery {
+/// The record of an entry's delivery outcome (`delivered` or `failed`).
+fn delivery_record(item: &InboxItem, status: &str, error: Option<String>) -> NewDelivery {
+    let now = now_ms();
+    NewDelivery {
         kind: "agent".into(),
         route: item.route.clone(),
         delivery_id: item.delivery_id.clone(),
         target: item.deliver.clone(),
         status: status.into(),
-        attempts: attempts.max(1) as u32,
-        latency_ms: (now_ms() - item.received_at_ms).max(0) as u64,
+        attempts: item.delivery_attempts.max(1) as u32,
+        latency_ms: (now - item.received_at_ms).max(0) as u64,
         error,
-        message: text.to_owned(),
-        created_at_ms: now_ms(),
-    };
-    let attempts = if fresh { 1 } else { item.delivery_attempts };
+        message: item.answer.clone().unwrap_or_default(),
+        created_at_ms: now,
+    }
+}
+
+/// Sends the entry's stored answer to its target.
+async fn deliver(shared: &Shared, item: &InboxItem, started: i64) {
+    let store = &shared.gateway.store;
     let target = match shared.gateway.targets.get(&item.deliver) {
         Ok(t) => t,
         Err(why) => {
             tracing::warn!(inbox_id = item.id, route = %item.route, target = %item.deliver, error = %why, "answer cannot be delivered; entry is dead");
-            let rec = record("failed", attempts, Some(why.clone()), &answer);
-            log_store_error(
-                item.id,
-                store
-                    .mark_dead(item.id, Stage::Delivery, started, why, Some(rec))
-                    .await,
-            );
+            let rec = delivery_record(item, "failed", Some(why.clone()));
+            let dead = store.mark_dead(item.id, Stage::Delivery, started, why, Some(rec));
+            log_store_error(item.id, dead.await);
             return;
         }
     };
@@ -94,44 +88,22 @@ async fn deliver(shared: &Shared, item: &InboxItem, answer: String, started: i64
         Value::Object(m) => m.clone(),
         _ => Map::new(),
     };
-    let message = OutgoingMessage::new(answer.clone(), extra);
+    let message = OutgoingMessage::new(item.answer.clone().unwrap_or_default(), extra);
     match target.send(&message).await {
         Ok(_) => {
             tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, target = %item.deliver, "answer delivered");
-            let rec = record("delivered", attempts, None, &answer);
+            let rec = delivery_record(item, "delivered", None);
             log_store_error(item.id, store.mark_delivered(item.id, started, rec).await);
         }
         Err(e) if e.retryable => {
-            let item = if fresh {
-                // The claimed row's failure counters were the run's.
-                InboxItem {
-                    failures: 0,
-                    failing_since_ms: None,
-                    delivery_attempts: 1,
-                    ..item.clone()
-                }
-            } else {
-                item.clone()
-            };
-            fail_later(
-                shared,
-                &item,
-                Stage::Delivery,
-                started,
-                e.message,
-                e.retry_after,
-            )
-            .await;
+            let (error, after) = (e.message, e.retry_after);
+            fail_later(shared, item, Stage::Delivery, started, error, after).await;
         }
         Err(e) => {
             tracing::warn!(inbox_id = item.id, route = %item.route, target = %item.deliver, error = %e, "target refused the answer; entry is dead");
-            let rec = record("failed", attempts, Some(e.message.clone()), &answer);
-            log_store_error(
-                item.id,
-                store
-                    .mark_dead(item.id, Stage::Delivery, started, e.message, Some(rec))
-                    .await,
-            );
+            let rec = delivery_record(item, "failed", Some(e.message.clone()));
+            let dead = store.mark_dead(item.id, Stage::Delivery, started, e.message, Some(rec));
+            log_store_error(item.id, dead.await);
         }
     }
 }
@@ -147,7 +119,7 @@ async fn fail_later(
     retry_after: Option<Duration>,
 ) {
     let store = &shared.gateway.store;
-    let backoff = &shared.settings.backoff;
+    let backoff = &shared.backoff;
     let since = item.failing_since_ms.unwrap_or(started);
     let failures = item.failures.max(0) as u32 + 1;
     let now = now_ms();
@@ -158,18 +130,8 @@ async fn fail_later(
             (now - since) / 1000
         );
         tracing::warn!(inbox_id = item.id, route = %item.route, error = %error, "retries used up; entry is dead");
-        let delivery = (stage == Stage::Delivery).then(|| NewDelivery {
-            kind: "agent".into(),
-            route: item.route.clone(),
-            delivery_id: item.delivery_id.clone(),
-            target: item.deliver.clone(),
-            status: "failed".into(),
-            attempts: item.delivery_attempts.max(1) as u32,
-            latency_ms: (now - item.received_at_ms).max(0) as u64,
-            error: Some(error.clone()),
-            message: item.answer.clone().unwrap_or_default(),
-            created_at_ms: now,
-        });
+        let delivery = (stage == Stage::Delivery)
+            .then(|| delivery_record(item, "failed", Some(error.clone())));
         log_store_error(
             item.id,
             store

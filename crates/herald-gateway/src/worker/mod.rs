@@ -17,6 +17,7 @@ use crate::pipeline::Gateway;
 use crate::session_keeper::SessionKeeper;
 use delivery::{log_store_error, process};
 use herald_agent::AgentHandle;
+use herald_config::WorkerSettings;
 use herald_llm::LlmClient;
 use herald_store::{ClaimRequest, Stage, now_ms};
 use std::collections::HashMap;
@@ -34,30 +35,6 @@ const POLL: Duration = Duration::from_millis(250);
 /// How long interrupted runs get to give their entries back after the grace period.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
 
-/// The worker pool's limits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WorkerSettings {
-    pub max_runs: usize,
-    pub max_runs_per_route: usize,
-    pub backoff: Backoff,
-    pub shutdown_grace: Duration,
-}
-
-impl WorkerSettings {
-    pub fn from_config(w: &herald_config::WorkerSettings) -> Self {
-        WorkerSettings {
-            max_runs: w.max_runs.max(1),
-            max_runs_per_route: w.max_runs_per_route.max(1),
-            backoff: Backoff {
-                initial: Duration::from_secs(w.retry_initial_secs.max(1)),
-                max: Duration::from_secs(w.retry_max_secs.max(1)),
-                retry_for: Duration::from_secs(w.retry_for_secs),
-            },
-            shutdown_grace: Duration::from_secs(w.shutdown_grace_secs),
-        }
-    }
-}
-
 struct Shared {
     gateway: Arc<Gateway>,
     template: Arc<RunTemplate>,
@@ -65,7 +42,9 @@ struct Shared {
     /// Profile templates built so far (`None`: the profile falls back to the default).
     profile_cache: Mutex<HashMap<String, Option<Arc<RunTemplate>>>>,
     client: LlmClient,
+    /// The limits as configured (the config reader checked their ranges).
     settings: WorkerSettings,
+    backoff: Backoff,
     /// Agents running now, by inbox id (interrupted after the grace period).
     handles: Mutex<HashMap<i64, AgentHandle>>,
     sessions: Option<SessionKeeper>,
@@ -85,7 +64,7 @@ impl Workers {
         gateway: Arc<Gateway>,
         template: RunTemplate,
         profiles: Option<ProfileTemplates>,
-        settings: WorkerSettings,
+        settings: &WorkerSettings,
     ) -> Result<Workers, herald_store::StoreError> {
         let recovered = gateway.store.recover().await?;
         if recovered > 0 {
@@ -110,7 +89,8 @@ impl Workers {
             profiles,
             profile_cache: Mutex::new(HashMap::new()),
             client: LlmClient::new(),
-            settings,
+            settings: settings.clone(),
+            backoff: Backoff::from_settings(settings),
             handles: Mutex::new(HashMap::new()),
             sessions,
         });
@@ -216,7 +196,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         }
     }
     // Shutdown: no new claims; running work gets the grace period.
-    let grace = shared.settings.shutdown_grace;
+    let grace = Duration::from_secs(shared.settings.shutdown_grace_secs);
     if !tasks.is_empty() {
         tracing::info!(
             running = tasks.len(),
