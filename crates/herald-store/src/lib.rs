@@ -93,11 +93,7 @@ impl Store {
             });
         }
         schema::migrate(&mut conn)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-        }
+        schema::restrict_to_owner(path);
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("herald-store-writer".into())

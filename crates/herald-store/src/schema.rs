@@ -66,10 +66,16 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX inbox_attempts_item ON inbox_attempts(inbox_id, id);",
 ];
 
-/// Brings the database to the newest schema.
+/// Brings `herald.db` to the newest schema.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    apply(conn, MIGRATIONS)
+}
+
+/// Applies the migrations a database has not had yet, each in its own transaction,
+/// numbering them in `PRAGMA user_version`.
+pub(crate) fn apply(conn: &mut Connection, migrations: &[&str]) -> rusqlite::Result<()> {
     let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+    for (i, sql) in migrations.iter().enumerate().skip(current.max(0) as usize) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
@@ -81,4 +87,15 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 /// The schema version this build writes.
 pub fn latest_version() -> i64 {
     MIGRATIONS.len() as i64
+}
+
+/// Database files hold event payloads and conversations: owner-only (best effort).
+pub(crate) fn restrict_to_owner(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
