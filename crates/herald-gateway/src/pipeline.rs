@@ -58,6 +58,8 @@ pub struct Gateway {
     v1_warned: Mutex<HashSet<String>>,
     /// Wakes the inbox workers when an event is queued.
     pub work_notify: Arc<tokio::sync::Notify>,
+    /// The read connection `/health/detailed` uses, opened on first use.
+    health_reader: Mutex<Option<herald_store::StoreReader>>,
 }
 
 impl Gateway {
@@ -78,6 +80,7 @@ impl Gateway {
             lists: FileListCache::default(),
             v1_warned: Mutex::new(HashSet::new()),
             work_notify: Arc::new(tokio::sync::Notify::new()),
+            health_reader: Mutex::new(None),
         }
     }
 
@@ -95,6 +98,28 @@ impl Gateway {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
         valid && self.profiles_dir.join(profile).is_dir()
+    }
+
+    /// The inbox's entries per state, on a kept read connection (blocking: call it
+    /// off the async threads). A failed read drops the connection for the next call.
+    pub fn inbox_counts(&self) -> Result<Vec<(String, i64)>, herald_store::StoreError> {
+        let mut reader = self
+            .health_reader
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let counts = match reader.as_ref() {
+            Some(r) => r.counts(),
+            None => {
+                let r = self.store.reader()?;
+                let counts = r.counts();
+                *reader = Some(r);
+                counts
+            }
+        };
+        if counts.is_err() {
+            *reader = None;
+        }
+        counts
     }
 
     /// Runs the pipeline for one request.
@@ -290,11 +315,11 @@ impl Gateway {
             prompt,
             deliver: route.deliver.clone(),
             deliver_extra: Value::Object(deliver_extra).to_string(),
-            skills: Value::from(route.skills.clone()).to_string(),
+            skills: serde_json::to_string(&route.skills).unwrap_or_default(),
             toolsets: route
                 .toolsets
                 .as_ref()
-                .map(|t| Value::from(t.clone()).to_string()),
+                .and_then(|t| serde_json::to_string(t).ok()),
         };
         match self.store.enqueue(item).await {
             Ok(EnqueueOutcome::Accepted { id }) => {

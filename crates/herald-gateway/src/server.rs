@@ -32,11 +32,7 @@ async fn health() -> Answer {
 
 /// The inbox's counts per state (the same as `herald inbox list` shows).
 async fn health_detailed(State(gw): State<Arc<Gateway>>) -> Answer {
-    let path = gw.store.path().to_path_buf();
-    let counts = tokio::task::spawn_blocking(move || {
-        herald_store::StoreReader::open(&path).and_then(|r| r.counts())
-    })
-    .await;
+    let counts = tokio::task::spawn_blocking(move || gw.inbox_counts()).await;
     match counts {
         Ok(Ok(counts)) => Answer::health_detailed(&counts),
         Ok(Err(e)) => {
