@@ -5,6 +5,7 @@ use herald_agent::{ToolRegistry, skills};
 use herald_config::{Config, Home, process_env};
 use herald_llm::{Endpoint, RetryConfig};
 use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A list of strings from an agent config section (absent or mistyped: empty).
@@ -16,6 +17,29 @@ pub fn string_list(config: &Config, name: &str, key: &str) -> Vec<String> {
 
 pub fn section<'a>(config: &'a Config, name: &str, key: &str) -> Option<&'a Value> {
     config.agent_sections.get(name).and_then(|s| s.get(key))
+}
+
+/// `terminal.cwd`, when it names a directory.
+pub fn configured_cwd(config: &Config) -> Option<PathBuf> {
+    section(config, "terminal", "cwd")
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+}
+
+/// `agent.max_turns`.
+pub fn max_turns(config: &Config) -> Option<u32> {
+    section(config, "agent", "max_turns")
+        .and_then(Value::as_u64)
+        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+/// The persona: `<home>/SOUL.md` when it has text, else `default`.
+pub fn soul(home: &Home, default: &str) -> String {
+    std::fs::read_to_string(home.root().join("SOUL.md"))
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }
 
 /// The web tools' settings: `web.{backend, searxng_url, allow_private_urls}` in config,

@@ -228,10 +228,10 @@ fn system_prompt(
     let has_tools = !tool_names.is_empty();
     let mut parts = Vec::new();
     parts.push(
-        std::fs::read_to_string(home.root().join("SOUL.md"))
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| "You are herald, a helpful assistant that completes tasks carefully and reports what it did.".into()),
+        agent_setup::soul(
+            home,
+            "You are herald, a helpful assistant that completes tasks carefully and reports what it did.",
+        ),
     );
     if has_tools {
         parts.push(
@@ -382,10 +382,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
 
-    let cwd = section(&config, "terminal", "cwd")
-        .and_then(Value::as_str)
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir())
+    let cwd = agent_setup::configured_cwd(&config)
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
     let deny: Vec<String> = string_list(&config, "approvals", "deny");
     let mode_off = section(&config, "approvals", "mode").and_then(Value::as_str) == Some("off");
@@ -417,11 +414,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     }
     let max_iterations = args
         .max_turns
-        .or_else(|| {
-            section(&config, "agent", "max_turns")
-                .and_then(Value::as_u64)
-                .map(|v| v as u32)
-        })
+        .or_else(|| agent_setup::max_turns(&config))
         .unwrap_or(herald_agent::turn::DEFAULT_MAX_ITERATIONS)
         .max(1);
     let retry = agent_setup::retry_config(&config);

@@ -124,7 +124,8 @@ pub fn default_prompt(route: &str, ctx: &RenderContext<'_>) -> String {
     format!("Webhook event '{event}' on route '{route}':\n\n```json\n{json}\n```")
 }
 
-fn lookup<'a>(payload: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
+/// The value a `{a.b}` placeholder resolves to: keys through nested objects.
+pub fn lookup<'a>(payload: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
     let mut current = payload.get(first)?;
     for segment in rest {

@@ -69,6 +69,16 @@ fn show(h: &Herald, id: i64) -> Value {
     serde_json::from_str(&out).unwrap()
 }
 
+/// The outcome of every attempt in an `inbox show --json` answer, oldest first.
+fn outcomes(detail: &Value) -> Vec<&str> {
+    detail["attempt_log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect()
+}
+
 fn only_entry(h: &Herald) -> Value {
     let inbox = h.inbox();
     assert_eq!(inbox.len(), 1, "{inbox:?}");
@@ -305,12 +315,7 @@ async fn target_5xx_then_200_is_delivered_once() {
     assert!(requests.iter().all(|r| r.body["text"] == "the answer"));
     assert_eq!(provider.requests().len(), 1, "the answer is not recomputed");
     let detail = show(&h, e["id"].as_i64().unwrap());
-    let outcomes: Vec<&str> = detail["attempt_log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["outcome"].as_str().unwrap())
-        .collect();
+    let outcomes = outcomes(&detail);
     assert_eq!(outcomes, vec!["ok", "retry", "ok"]);
     assert!(
         detail["attempt_log"][1]["error"]
@@ -427,12 +432,7 @@ async fn kill_9_during_a_run_runs_it_again_after_restart() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].body["text"], "second run");
     let detail = show(&h, e["id"].as_i64().unwrap());
-    let outcomes: Vec<&str> = detail["attempt_log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["outcome"].as_str().unwrap())
-        .collect();
+    let outcomes = outcomes(&detail);
     assert_eq!(outcomes, vec!["interrupted", "ok", "ok"]);
     assert_eq!(detail["attempts"], 2);
 }

@@ -1,7 +1,7 @@
 //! Templates: text without braces renders to itself; rendering never panics and leaves
 //! unresolvable placeholders as written.
 
-use herald_webhook::template::{RenderContext, Template};
+use herald_webhook::template::{RenderContext, Template, lookup};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -89,15 +89,6 @@ fn paths_of(payload: &Map<String, Value>, picks: &[(usize, usize, bool)]) -> Vec
             path
         })
         .collect()
-}
-
-fn lookup<'a>(payload: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
-    let (first, rest) = path.split_first()?;
-    let mut current = payload.get(first)?;
-    for segment in rest {
-        current = current.as_object()?.get(segment)?;
-    }
-    Some(current)
 }
 
 proptest! {
