@@ -150,14 +150,7 @@ pub fn run_request_chain(
         let mut fields = base_fields.clone();
         fields.insert(key.to_owned(), effective.clone());
         fields.insert(format!("original_{key}"), original.clone());
-        fields.insert(
-            "telemetry_schema_version".into(),
-            json!(TELEMETRY_SCHEMA_VERSION),
-        );
-        fields.insert(
-            "middleware_schema_version".into(),
-            json!(MIDDLEWARE_SCHEMA_VERSION),
-        );
+        insert_schema_versions(&mut fields);
         // A panicking plugin is a failure like any other (fail-open).
         let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| mw.call(&fields)))
             .unwrap_or_else(|_| Err("the middleware panicked".to_owned()));
@@ -281,14 +274,7 @@ pub fn run_execution_chain<E: Clone + Send + Sync + 'static>(
         };
         let mut fields = (*base_fields).clone();
         fields.insert(kind.payload_key().to_owned(), payload.clone());
-        fields.insert(
-            "telemetry_schema_version".into(),
-            json!(TELEMETRY_SCHEMA_VERSION),
-        );
-        fields.insert(
-            "middleware_schema_version".into(),
-            json!(MIDDLEWARE_SCHEMA_VERSION),
-        );
+        insert_schema_versions(&mut fields);
         let field_names: Vec<String> = fields
             .keys()
             .cloned()
@@ -363,6 +349,18 @@ fn describe<E>(e: &MiddlewareError<E>) -> String {
         }
         MiddlewareError::Block { reason, .. } => reason.clone(),
     }
+}
+
+/// The schema versions every middleware call carries.
+fn insert_schema_versions(fields: &mut Map<String, Value>) {
+    fields.insert(
+        "telemetry_schema_version".into(),
+        json!(TELEMETRY_SCHEMA_VERSION),
+    );
+    fields.insert(
+        "middleware_schema_version".into(),
+        json!(MIDDLEWARE_SCHEMA_VERSION),
+    );
 }
 
 #[cfg(test)]
