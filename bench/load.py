@@ -162,13 +162,14 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mixes", default="filtered,accepted,bad_signature,duplicate")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--herald-bin", help="measure this herald binary instead of target/release/herald")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "-p", "herald-gateway", "--example", "bare_server"], cwd=ROOT, check=True)
         subprocess.run(["cargo", "build", "--release", "-p", "herald-cli"], cwd=ROOT, check=True)
-    herald_bin = os.path.join(ROOT, "target/release/herald")
+    herald_bin = args.herald_bin or os.path.join(ROOT, "target/release/herald")
     bare_bin = os.path.join(ROOT, "target/release/examples/bare_server")
     with open(FIXTURE) as f:
         body = f.read()

@@ -96,7 +96,7 @@ pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<InboxItem> {
         updated_at_ms: row.get(7)?,
         profile: row.get(8)?,
         headers: json(row.get(9)?),
-        payload: json(row.get(10)?),
+        payload: json(crate::payload::decode(row.get_ref(10)?)),
         prompt: row.get(11)?,
         deliver: row.get(12)?,
         deliver_extra: json(row.get(13)?),

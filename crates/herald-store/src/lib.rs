@@ -1,14 +1,18 @@
 //! herald's store: the durable inbox of accepted events and the dedup keys, in SQLite.
 //!
 //! Every write goes through one writer thread that commits whatever is waiting in a
-//! single transaction (group commit) with WAL and `synchronous=FULL`: a caller's future
-//! resolves only after its write is durable. Readers use their own connections.
+//! single transaction (group commit) to the WAL; a syncer thread fsyncs the WAL and
+//! only then answers, so a caller's future resolves only after its write is durable
+//! (the same guarantee as `synchronous=FULL`, with the next batch committed while the
+//! disk works). Readers use their own connections.
 
 pub mod deliveries;
 pub mod inbox;
+mod payload;
 pub mod queue;
 mod schema;
 pub mod sessions;
+mod syncer;
 mod writer;
 
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
@@ -94,10 +98,21 @@ impl Store {
         }
         schema::migrate(&mut conn)?;
         schema::restrict_to_owner(path);
+        // From here on commits only write the WAL; the syncer fsyncs it before a
+        // caller hears back (see `syncer`).
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
+        let (to_sync, sync_rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("herald-store-sync".into())
+            .spawn(move || syncer::run(wal, sync_rx))
+            .map_err(|e| StoreError::Commit(format!("cannot start the syncer thread: {e}")))?;
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("herald-store-writer".into())
-            .spawn(move || writer::run(conn, rx))
+            .spawn(move || writer::run(conn, rx, to_sync))
             .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
         Ok(Store {
             tx,
@@ -111,10 +126,14 @@ impl Store {
 
     /// Stores an accepted event and its dedup key in one transaction; resolves once the
     /// transaction is durable.
-    pub async fn enqueue(&self, item: NewInboxItem) -> Result<EnqueueOutcome, StoreError> {
+    pub async fn enqueue(&self, mut item: NewInboxItem) -> Result<EnqueueOutcome, StoreError> {
+        let payload = payload::encode(std::mem::take(&mut item.payload));
         let (reply, wait) = oneshot::channel();
         self.tx
-            .send(writer::Command::Enqueue(Box::new(item), reply))
+            .send(writer::Command::Enqueue(
+                Box::new(writer::Enqueue { item, payload }),
+                reply,
+            ))
             .map_err(|_| StoreError::WriterGone)?;
         wait.await.map_err(|_| StoreError::WriterGone)?
     }

@@ -219,3 +219,40 @@ async fn outcomes_retries_dead_replay_and_purge() {
     assert_eq!(store.purge("dead".into(), now_ms() + 1).await.unwrap(), 1);
     assert!(reader.attempts(id).unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn large_payloads_are_stored_compressed_and_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let store = Store::open(&path).unwrap();
+    let payload = serde_json::json!({
+        "action": "opened",
+        "pull_request": {"title": "Ünïcode ✓ title", "body": "line\n".repeat(300)},
+    });
+    let mut big = item("a", "big", 1_000);
+    big.payload = payload.to_string();
+    store.enqueue(big).await.unwrap();
+    store.enqueue(item("a", "small", 1_000)).await.unwrap();
+    let all = store
+        .reader()
+        .unwrap()
+        .list(&InboxQuery::default())
+        .unwrap();
+    assert_eq!(all[1].payload, payload);
+    assert_eq!(all[0].payload, serde_json::json!({"a": 1}));
+    // On disk the large one is a compressed blob, clearly smaller; the small one text.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let kinds: Vec<(String, i64)> = conn
+        .prepare("SELECT typeof(payload), length(payload) FROM inbox ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(kinds[0].0, "blob");
+    assert!(
+        (kinds[0].1 as usize) < payload.to_string().len() / 2,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds[1].0, "text");
+}

@@ -1,11 +1,13 @@
 //! The one writer thread: whatever writes are waiting are committed together in one
-//! transaction (group commit), so many concurrent requests share one fsync.
+//! transaction (group commit); the syncer thread then makes them durable, so many
+//! concurrent requests share one fsync and the next batch is committed meanwhile.
 
 use crate::StoreError;
 use crate::deliveries::{self, NewDelivery};
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
+use crate::syncer::Pending;
 use rusqlite::{Connection, OptionalExtension, params};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -43,7 +45,7 @@ pub enum Command {
         oneshot::Sender<Result<Box<dyn std::any::Any + Send>, StoreError>>,
     ),
     Enqueue(
-        Box<NewInboxItem>,
+        Box<Enqueue>,
         oneshot::Sender<Result<EnqueueOutcome, StoreError>>,
     ),
     /// Whether (route, delivery id) was seen within the window at `now_ms`.
@@ -61,15 +63,21 @@ pub enum Command {
     },
 }
 
-/// Runs until every sender is dropped.
-pub fn run(mut conn: Connection, rx: Receiver<Command>) {
+/// An accepted event for the inbox, its payload already encoded for its column (by
+/// the caller's thread, so the writer does not spend its time compressing).
+pub struct Enqueue {
+    pub item: NewInboxItem,
+    pub payload: rusqlite::types::Value,
+}
+
+/// Runs until every sender is dropped. Committed batches whose callers need them on
+/// disk go to the syncer (`to_sync`), which answers them after the WAL is synced.
+pub fn run(mut conn: Connection, rx: Receiver<Command>, to_sync: Sender<Pending>) {
     let mut last_purge = Instant::now();
     // Time comes from the callers (their clock stamps each item), so expiry follows it.
     let mut latest_ms = crate::now_ms();
     let mut stats = BatchStats::default();
     let mut last_size = 0usize;
-    // Whether commits are fsynced (`synchronous=FULL`, as the store opens).
-    let mut synced = true;
     loop {
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
@@ -81,39 +89,43 @@ pub fn run(mut conn: Connection, rx: Receiver<Command>) {
         };
         let mut batch = vec![first];
         // Under load (the last batch had company), wait a moment for more writes so
-        // that they share one fsync; an idle store commits at once.
-        let deadline = (last_size > 1).then(|| Instant::now() + COMMIT_DELAY);
+        // that they share one commit; an idle store commits at once. The wait is a
+        // plain sleep, not a blocking receive: writes arriving meanwhile queue up
+        // without waking this thread one by one.
+        if last_size > 1 {
+            std::thread::sleep(COMMIT_DELAY);
+        }
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(cmd) => batch.push(cmd),
-                Err(_) => match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
-                    Some(left) if !left.is_zero() => match rx.recv_timeout(left) {
-                        Ok(cmd) => batch.push(cmd),
-                        Err(_) => break,
-                    },
-                    _ => break,
-                },
+                Err(_) => break,
             }
         }
         last_size = batch.len();
         for cmd in &batch {
-            if let Command::Enqueue(item, _) = cmd {
-                latest_ms = latest_ms.max(item.received_at_ms);
+            if let Command::Enqueue(e, _) = cmd {
+                latest_ms = latest_ms.max(e.item.received_at_ms);
             }
         }
         let size = batch.len();
         let started = Instant::now();
-        let full = batch
-            .iter()
-            .any(|c| !matches!(c, Command::Write(_, Durability::Process, _)));
-        if full != synced {
-            let mode = if full { "FULL" } else { "NORMAL" };
-            match conn.pragma_update(None, "synchronous", mode) {
-                Ok(()) => synced = full,
-                Err(e) => tracing::error!(error = %e, "cannot set the store's synchronous mode"),
+        let (replies, failed) = commit_batch(&mut conn, batch);
+        let mut durable = Vec::with_capacity(replies.len());
+        for reply in replies {
+            if failed.is_some() || reply.durability() == Durability::Process {
+                reply.send(failed.as_deref());
+            } else {
+                durable.push(reply);
             }
         }
-        commit_batch(&mut conn, batch);
+        if !durable.is_empty()
+            && let Err(mpsc::SendError(replies)) = to_sync.send(durable)
+        {
+            tracing::error!("the store syncer has stopped; answering with an error");
+            for reply in replies {
+                reply.send(Some("the store syncer has stopped"));
+            }
+        }
         stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
             purge(&conn, &mut last_purge, latest_ms);
@@ -149,23 +161,25 @@ impl BatchStats {
     }
 }
 
-fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
+/// Runs the batch in one transaction and commits it; the answers are returned
+/// unsent, with the commit failure that undid them, if any.
+fn commit_batch(conn: &mut Connection, batch: Vec<Command>) -> (Vec<Reply>, Option<String>) {
     let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
     let result = (|| -> rusqlite::Result<()> {
         let mut tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for cmd in batch {
             match cmd {
-                Command::Write(f, _, reply) => {
+                Command::Write(f, durability, reply) => {
                     let outcome = (|| {
                         let sp = tx.savepoint()?;
                         let value = f(&sp)?;
                         sp.commit()?;
                         Ok(value)
                     })();
-                    replies.push(Reply::Write(reply, outcome));
+                    replies.push(Reply::Write(reply, durability, outcome));
                 }
-                Command::Enqueue(item, reply) => {
-                    replies.push(Reply::Enqueue(reply, enqueue(&tx, &item)))
+                Command::Enqueue(e, reply) => {
+                    replies.push(Reply::Enqueue(reply, enqueue(&tx, &e.item, &e.payload)))
                 }
                 Command::Seen {
                     route,
@@ -195,15 +209,14 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>) {
         tracing::error!(error = %e, "store commit failed; the batch is answered with an error");
         e.to_string()
     });
-    for reply in replies {
-        reply.send(failed.as_deref());
-    }
+    (replies, failed)
 }
 
 /// A pending answer to a command of the batch.
-enum Reply {
+pub(crate) enum Reply {
     Write(
         oneshot::Sender<Result<Box<dyn std::any::Any + Send>, StoreError>>,
+        Durability,
         rusqlite::Result<Box<dyn std::any::Any + Send>>,
     ),
     Enqueue(
@@ -221,8 +234,18 @@ enum Reply {
 }
 
 impl Reply {
-    /// Sends the outcome, or the commit failure that undid it.
-    fn send(self, commit_failed: Option<&str>) {
+    /// How durable the commit must be before this answer is sent. Reads and
+    /// duplicates wait for the sync too: they may have seen a write of the same batch
+    /// that is not on disk yet.
+    fn durability(&self) -> Durability {
+        match self {
+            Reply::Write(_, durability, _) => *durability,
+            _ => Durability::Full,
+        }
+    }
+
+    /// Sends the outcome, or the failure (commit or sync) that undid it.
+    pub(crate) fn send(self, commit_failed: Option<&str>) {
         fn out<T>(r: rusqlite::Result<T>, failed: Option<&str>) -> Result<T, StoreError> {
             match failed {
                 Some(m) => Err(StoreError::Commit(m.to_owned())),
@@ -230,7 +253,7 @@ impl Reply {
             }
         }
         match self {
-            Reply::Write(tx, r) => drop(tx.send(out(r, commit_failed))),
+            Reply::Write(tx, _, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Enqueue(tx, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Seen(tx, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Record(tx, r) => drop(tx.send(out(r, commit_failed))),
@@ -254,6 +277,7 @@ fn seen(
 fn enqueue(
     tx: &rusqlite::Transaction<'_>,
     item: &NewInboxItem,
+    payload: &rusqlite::types::Value,
 ) -> rusqlite::Result<EnqueueOutcome> {
     // One statement: insert the key, or refresh it only when it has expired. No row
     // changed means the key was seen within the window.
@@ -284,7 +308,7 @@ fn enqueue(
         item.received_at_ms,
         item.profile,
         item.headers,
-        item.payload,
+        payload,
         item.prompt,
         item.deliver,
         item.deliver_extra,

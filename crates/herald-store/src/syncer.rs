@@ -1,0 +1,75 @@
+//! The syncer thread: makes committed batches durable and only then answers them.
+//!
+//! The writer commits with `synchronous=NORMAL` (the WAL is written, not fsynced) and
+//! hands the batch's answers here. One `fdatasync` of the WAL covers every batch
+//! committed before it started, so the writer commits the next batch while this
+//! thread waits for the disk (a pipelined group commit), and a caller still hears
+//! back only once its write is on disk, exactly as with `synchronous=FULL`.
+//!
+//! The WAL is opened afresh for every sync: SQLite deletes it only after a complete
+//! checkpoint has copied it into the database file and synced that, so a missing WAL
+//! means everything committed is already durable.
+
+use crate::writer::Reply;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+/// Answers of one committed batch, waiting for the WAL to be on disk.
+pub(crate) type Pending = Vec<Reply>;
+
+/// Runs until the writer drops its sender, answering whatever it was handed.
+pub(crate) fn run(wal: PathBuf, rx: Receiver<Pending>) {
+    let mut stats = SyncStats::default();
+    while let Ok(first) = rx.recv() {
+        let mut groups = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            groups.push(more);
+        }
+        let started = Instant::now();
+        let sync_failed = sync_wal(&wal).err().map(|e| {
+            tracing::error!(wal = %wal.display(), error = %e, "cannot sync the store's WAL to disk; the writes waiting for it are answered with an error");
+            format!("cannot sync {}: {e}", wal.display())
+        });
+        stats.record(groups.len(), started.elapsed());
+        for reply in groups.into_iter().flatten() {
+            reply.send(sync_failed.as_deref());
+        }
+    }
+}
+
+/// Syncs, batches per sync and sync times, summarised at debug level every few seconds.
+#[derive(Default)]
+struct SyncStats {
+    syncs: u64,
+    batches: u64,
+    busy: Duration,
+    since: Option<Instant>,
+}
+
+impl SyncStats {
+    fn record(&mut self, batches: usize, took: Duration) {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.syncs += 1;
+        self.batches += batches as u64;
+        self.busy += took;
+        if since.elapsed() >= Duration::from_secs(5) {
+            tracing::debug!(
+                syncs = self.syncs,
+                mean_batches = self.batches as f64 / self.syncs as f64,
+                mean_sync_us = self.busy.as_micros() as u64 / self.syncs,
+                "store syncer"
+            );
+            *self = SyncStats::default();
+        }
+    }
+}
+
+fn sync_wal(wal: &std::path::Path) -> std::io::Result<()> {
+    match File::open(wal) {
+        Ok(file) => file.sync_data(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
