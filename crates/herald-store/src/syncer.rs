@@ -13,14 +13,21 @@
 use crate::writer::Reply;
 use std::fs::File;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// Answers of one committed batch, waiting for the WAL to be on disk.
-pub(crate) type Pending = Vec<Reply>;
+pub(crate) struct Pending {
+    pub replies: Vec<Reply>,
+    /// How many batches with durable writes the writer had committed by then.
+    pub upto: u64,
+}
 
-/// Runs until the writer drops its sender, answering whatever it was handed.
-pub(crate) fn run(wal: PathBuf, rx: Receiver<Pending>) {
+/// Runs until the writer drops its sender, answering whatever it was handed, and
+/// publishing in `synced` how many writing batches are known to be on disk.
+pub(crate) fn run(wal: PathBuf, rx: Receiver<Pending>, synced: Arc<AtomicU64>) {
     let mut stats = SyncStats::default();
     while let Ok(first) = rx.recv() {
         let mut groups = vec![first];
@@ -33,7 +40,11 @@ pub(crate) fn run(wal: PathBuf, rx: Receiver<Pending>) {
             format!("cannot sync {}: {e}", wal.display())
         });
         stats.record(groups.len(), started.elapsed());
-        for reply in groups.into_iter().flatten() {
+        if sync_failed.is_none() {
+            let upto = groups.iter().map(|g| g.upto).max().unwrap_or(0);
+            synced.fetch_max(upto, Ordering::Release);
+        }
+        for reply in groups.into_iter().flat_map(|g| g.replies) {
             reply.send(sync_failed.as_deref());
         }
     }

@@ -7,6 +7,8 @@ use crate::deliveries::{self, NewDelivery};
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
 use crate::syncer::Pending;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -71,8 +73,16 @@ pub struct Enqueue {
 }
 
 /// Runs until every sender is dropped. Committed batches whose callers need them on
-/// disk go to the syncer (`to_sync`), which answers them after the WAL is synced.
-pub fn run(mut conn: Connection, rx: Receiver<Command>, to_sync: Sender<Pending>) {
+/// disk go to the syncer (`to_sync`), which answers them after the WAL is synced;
+/// `synced` is how many of the batches that wrote it has seen on disk.
+pub fn run(
+    mut conn: Connection,
+    rx: Receiver<Command>,
+    to_sync: Sender<Pending>,
+    synced: Arc<AtomicU64>,
+) {
+    // Batches with durable writes committed so far.
+    let mut written: u64 = 0;
     let mut last_purge = Instant::now();
     // Time comes from the callers (their clock stamps each item), so expiry follows it.
     let mut latest_ms = crate::now_ms();
@@ -110,20 +120,37 @@ pub fn run(mut conn: Connection, rx: Receiver<Command>, to_sync: Sender<Pending>
         let size = batch.len();
         let started = Instant::now();
         let (replies, failed) = commit_batch(&mut conn, batch);
+        let wrote = failed.is_none()
+            && replies
+                .iter()
+                .any(|r| r.durability() == Durability::Full && !r.is_read_only());
+        if wrote {
+            written += 1;
+        }
+        // A read (a duplicate, a `seen` check) of a batch that wrote nothing rests only
+        // on earlier batches: once those are on disk it needs no sync of its own.
+        let reads_settled = !wrote && synced.load(Ordering::Acquire) >= written;
         let mut durable = Vec::with_capacity(replies.len());
         for reply in replies {
-            if failed.is_some() || reply.durability() == Durability::Process {
+            if failed.is_some()
+                || reply.durability() == Durability::Process
+                || (reads_settled && reply.is_read_only())
+            {
                 reply.send(failed.as_deref());
             } else {
                 durable.push(reply);
             }
         }
-        if !durable.is_empty()
-            && let Err(mpsc::SendError(replies)) = to_sync.send(durable)
-        {
-            tracing::error!("the store syncer has stopped; answering with an error");
-            for reply in replies {
-                reply.send(Some("the store syncer has stopped"));
+        if !durable.is_empty() {
+            let pending = Pending {
+                replies: durable,
+                upto: written,
+            };
+            if let Err(mpsc::SendError(pending)) = to_sync.send(pending) {
+                tracing::error!("the store syncer has stopped; answering with an error");
+                for reply in pending.replies {
+                    reply.send(Some("the store syncer has stopped"));
+                }
             }
         }
         stats.record(size, started.elapsed());
@@ -242,6 +269,15 @@ impl Reply {
             Reply::Write(_, durability, _) => *durability,
             _ => Durability::Full,
         }
+    }
+
+    /// Whether the answer only reports what is already stored (a `seen` check, a
+    /// duplicate) rather than a write of its own.
+    fn is_read_only(&self) -> bool {
+        matches!(
+            self,
+            Reply::Seen(..) | Reply::Enqueue(_, Ok(EnqueueOutcome::Duplicate))
+        )
     }
 
     /// Sends the outcome, or the failure (commit or sync) that undid it.
