@@ -84,3 +84,34 @@ fn sync_wal(wal: &std::path::Path) -> std::io::Result<()> {
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_once(wal: PathBuf, upto: u64) -> u64 {
+        let synced = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = std::sync::mpsc::channel();
+        tx.send(Pending {
+            replies: Vec::new(),
+            upto,
+        })
+        .unwrap();
+        drop(tx);
+        run(wal, rx, synced.clone());
+        synced.load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn publishes_only_what_a_successful_sync_covered() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("h.db-wal");
+        std::fs::write(&wal, b"frames").unwrap();
+        assert_eq!(run_once(wal, 7), 7);
+        // No WAL at all: a checkpoint already put everything in the database file.
+        assert_eq!(run_once(dir.path().join("gone-wal"), 3), 3);
+        // A WAL that cannot be opened: nothing is published as on disk.
+        let under_a_file = dir.path().join("h.db-wal").join("x");
+        assert_eq!(run_once(under_a_file, 9), 0);
+    }
+}

@@ -120,42 +120,56 @@ pub fn run(
         let size = batch.len();
         let started = Instant::now();
         let (replies, failed) = commit_batch(&mut conn, batch);
-        let wrote = failed.is_none()
-            && replies
-                .iter()
-                .any(|r| r.durability() == Durability::Full && !r.is_read_only());
-        if wrote {
-            written += 1;
-        }
-        // A read (a duplicate, a `seen` check) of a batch that wrote nothing rests only
-        // on earlier batches: once those are on disk it needs no sync of its own.
-        let reads_settled = !wrote && synced.load(Ordering::Acquire) >= written;
-        let mut durable = Vec::with_capacity(replies.len());
-        for reply in replies {
-            if failed.is_some()
-                || reply.durability() == Durability::Process
-                || (reads_settled && reply.is_read_only())
-            {
-                reply.send(failed.as_deref());
-            } else {
-                durable.push(reply);
-            }
-        }
-        if !durable.is_empty() {
-            let pending = Pending {
-                replies: durable,
-                upto: written,
-            };
-            if let Err(mpsc::SendError(pending)) = to_sync.send(pending) {
-                tracing::error!("the store syncer has stopped; answering with an error");
-                for reply in pending.replies {
-                    reply.send(Some("the store syncer has stopped"));
-                }
-            }
-        }
+        answer_batch(replies, failed, &mut written, &synced, &to_sync);
         stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
             purge(&conn, &mut last_purge, latest_ms);
+        }
+    }
+}
+
+/// Sends a committed batch's answers: failures and `Process` writes at once, reads
+/// that rest only on batches already on disk at once, everything else through the
+/// syncer after the WAL is synced. `written` counts the batches with durable writes.
+fn answer_batch(
+    replies: Vec<Reply>,
+    failed: Option<String>,
+    written: &mut u64,
+    synced: &AtomicU64,
+    to_sync: &Sender<Pending>,
+) {
+    let wrote = failed.is_none()
+        && replies
+            .iter()
+            .any(|r| r.durability() == Durability::Full && !r.is_read_only());
+    if wrote {
+        *written += 1;
+    }
+    // A read (a duplicate, a `seen` check) of a batch that wrote nothing rests only
+    // on earlier batches: once those are on disk it needs no sync of its own.
+    let reads_settled = !wrote && synced.load(Ordering::Acquire) >= *written;
+    let mut durable = Vec::with_capacity(replies.len());
+    for reply in replies {
+        if failed.is_some()
+            || reply.durability() == Durability::Process
+            || (reads_settled && reply.is_read_only())
+        {
+            reply.send(failed.as_deref());
+        } else {
+            durable.push(reply);
+        }
+    }
+    if durable.is_empty() {
+        return;
+    }
+    let pending = Pending {
+        replies: durable,
+        upto: *written,
+    };
+    if let Err(mpsc::SendError(pending)) = to_sync.send(pending) {
+        tracing::error!("the store syncer has stopped; answering with an error");
+        for reply in pending.replies {
+            reply.send(Some("the store syncer has stopped"));
         }
     }
 }
