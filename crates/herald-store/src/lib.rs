@@ -10,6 +10,7 @@ pub mod deliveries;
 pub mod inbox;
 mod payload;
 pub mod queue;
+mod round_stats;
 mod schema;
 pub mod sessions;
 mod syncer;

@@ -10,13 +10,14 @@
 //! checkpoint has copied it into the database file and synced that, so a missing WAL
 //! means everything committed is already durable.
 
+use crate::round_stats::RoundStats;
 use crate::writer::Reply;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Answers of one committed batch, waiting for the WAL to be on disk.
 pub(crate) struct Pending {
@@ -28,7 +29,7 @@ pub(crate) struct Pending {
 /// Runs until the writer drops its sender, answering whatever it was handed, and
 /// publishing in `synced` how many writing batches are known to be on disk.
 pub(crate) fn run(wal: PathBuf, rx: Receiver<Pending>, synced: Arc<AtomicU64>) {
-    let mut stats = SyncStats::default();
+    let mut stats = RoundStats::new("store syncer");
     while let Ok(first) = rx.recv() {
         let mut groups = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -46,33 +47,6 @@ pub(crate) fn run(wal: PathBuf, rx: Receiver<Pending>, synced: Arc<AtomicU64>) {
         }
         for reply in groups.into_iter().flat_map(|g| g.replies) {
             reply.send(sync_failed.as_deref());
-        }
-    }
-}
-
-/// Syncs, batches per sync and sync times, summarised at debug level every few seconds.
-#[derive(Default)]
-struct SyncStats {
-    syncs: u64,
-    batches: u64,
-    busy: Duration,
-    since: Option<Instant>,
-}
-
-impl SyncStats {
-    fn record(&mut self, batches: usize, took: Duration) {
-        let since = *self.since.get_or_insert_with(Instant::now);
-        self.syncs += 1;
-        self.batches += batches as u64;
-        self.busy += took;
-        if since.elapsed() >= Duration::from_secs(5) {
-            tracing::debug!(
-                syncs = self.syncs,
-                mean_batches = self.batches as f64 / self.syncs as f64,
-                mean_sync_us = self.busy.as_micros() as u64 / self.syncs,
-                "store syncer"
-            );
-            *self = SyncStats::default();
         }
     }
 }

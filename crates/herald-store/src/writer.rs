@@ -5,6 +5,7 @@
 use crate::StoreError;
 use crate::deliveries::{self, NewDelivery};
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
+use crate::round_stats::RoundStats;
 use crate::syncer::Pending;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use tokio::sync::oneshot;
 pub const DEDUP_WINDOW_MS: i64 = 3_600_000;
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 512;
-/// Longest wait for company before a commit, applied only under load.
+/// How long the writer sleeps for company before a commit, only under load.
 const COMMIT_DELAY: Duration = Duration::from_micros(250);
 /// How often expired dedup keys are deleted.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
@@ -29,7 +30,7 @@ pub enum Durability {
     /// of the ingress, anything a user asked for.
     Full,
     /// In the database file's WAL but not yet fsynced: survives a crash or `kill -9` of
-    /// herald, not a power loss (the next `Full` commit or checkpoint syncs it). Worker
+    /// herald, not a power loss (the next sync of the WAL or checkpoint covers it). Worker
     /// bookkeeping whose loss only makes work happen again (claims, leases, outcomes).
     Process,
 }
@@ -86,7 +87,7 @@ pub fn run(
     let mut last_purge = Instant::now();
     // Time comes from the callers (their clock stamps each item), so expiry follows it.
     let mut latest_ms = crate::now_ms();
-    let mut stats = BatchStats::default();
+    let mut stats = RoundStats::new("store writer");
     let mut last_size = 0usize;
     loop {
         let first = match rx.recv_timeout(PURGE_EVERY) {
@@ -170,34 +171,6 @@ fn answer_batch(
         tracing::error!("the store syncer has stopped; answering with an error");
         for reply in pending.replies {
             reply.send(Some("the store syncer has stopped"));
-        }
-    }
-}
-
-/// Batch sizes and commit times, summarised at debug level every few seconds.
-#[derive(Default)]
-struct BatchStats {
-    batches: u64,
-    items: u64,
-    busy: Duration,
-    since: Option<Instant>,
-}
-
-impl BatchStats {
-    fn record(&mut self, size: usize, took: Duration) {
-        let since = *self.since.get_or_insert_with(Instant::now);
-        self.batches += 1;
-        self.items += size as u64;
-        self.busy += took;
-        if since.elapsed() >= Duration::from_secs(5) {
-            tracing::debug!(
-                batches = self.batches,
-                items = self.items,
-                mean_batch = self.items as f64 / self.batches as f64,
-                mean_commit_us = self.busy.as_micros() as u64 / self.batches,
-                "store writer"
-            );
-            *self = BatchStats::default();
         }
     }
 }
