@@ -6,6 +6,7 @@
 //! (the same guarantee as `synchronous=FULL`, with the next batch committed while the
 //! disk works). Readers use their own connections.
 
+mod dedup_keys;
 pub mod deliveries;
 pub mod inbox;
 mod payload;
@@ -102,6 +103,7 @@ impl Store {
         // From here on commits only write the WAL; the syncer fsyncs it before a
         // caller hears back (see `syncer`).
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let keys = dedup_keys::DedupKeys::load(&conn, now_ms())?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
         let wal = PathBuf::from(wal);
@@ -115,7 +117,7 @@ impl Store {
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("herald-store-writer".into())
-            .spawn(move || writer::run(conn, rx, to_sync, synced))
+            .spawn(move || writer::run(conn, keys, rx, to_sync, synced))
             .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
         Ok(Store {
             tx,

@@ -256,3 +256,97 @@ async fn large_payloads_are_stored_compressed_and_read_back_whole() {
     );
     assert_eq!(kinds[1].0, "text");
 }
+
+#[tokio::test]
+async fn dedup_keys_come_back_after_a_restart_from_inbox_rows_and_dedup_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let now = now_ms();
+    let store = Store::open(&path).unwrap();
+    // Accepted events: their inbox rows are their keys. One is older than the window.
+    for id in ["kept", "purged"] {
+        store.enqueue(item("r", id, now - 1_000)).await.unwrap();
+    }
+    store
+        .enqueue(item("r", "old", now - DEDUP_WINDOW_MS - 1))
+        .await
+        .unwrap();
+    // A direct delivery's key, and a key as older stores kept it (a `dedup` row).
+    let delivery = NewDelivery {
+        kind: "direct".into(),
+        route: "d".into(),
+        delivery_id: "sent".into(),
+        target: "log".into(),
+        status: "delivered".into(),
+        attempts: 1,
+        latency_ms: 1,
+        error: None,
+        message: "m".into(),
+        created_at_ms: now - 1_000,
+    };
+    store.record_delivery(delivery, true).await.unwrap();
+    assert!(store.seen("d", "sent", now).await.unwrap());
+    // A route's keys are shared by its direct deliveries and its inbox.
+    assert_eq!(
+        store.enqueue(item("d", "sent", now)).await.unwrap(),
+        EnqueueOutcome::Duplicate
+    );
+    assert!(store.seen("r", "kept", now).await.unwrap());
+    store
+        .write(Durability::Full, move |c| {
+            c.execute(
+                "INSERT INTO dedup (route, delivery_id, seen_at_ms) VALUES ('r', 'legacy', ?1)",
+                [now - 2_000],
+            )
+        })
+        .await
+        .unwrap();
+    // Purging an entry keeps its key (moved to `dedup`) for the rest of the window.
+    let purged_id = store
+        .reader()
+        .unwrap()
+        .list(&InboxQuery::default())
+        .unwrap()
+        .into_iter()
+        .find(|i| i.delivery_id == "purged")
+        .unwrap()
+        .id;
+    store
+        .write(Durability::Full, move |c| {
+            c.execute(
+                "UPDATE inbox SET state = 'delivered' WHERE id = ?1",
+                [purged_id],
+            )
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        store.purge("delivered".into(), now_ms() + 1).await.unwrap(),
+        1
+    );
+    drop(store);
+
+    let store = Store::open(&path).unwrap();
+    for (route, id) in [
+        ("r", "kept"),
+        ("r", "purged"),
+        ("r", "legacy"),
+        ("d", "sent"),
+    ] {
+        assert_eq!(
+            store.enqueue(item(route, id, now_ms())).await.unwrap(),
+            EnqueueOutcome::Duplicate,
+            "{route}/{id}"
+        );
+        assert!(
+            store.seen(route, id, now_ms()).await.unwrap(),
+            "{route}/{id}"
+        );
+    }
+    // Outside the window: accepted again.
+    assert!(matches!(
+        store.enqueue(item("r", "old", now_ms())).await.unwrap(),
+        EnqueueOutcome::Accepted { .. }
+    ));
+    assert!(!store.seen("r", "never", now_ms()).await.unwrap());
+}

@@ -3,11 +3,12 @@
 //! concurrent requests share one fsync and the next batch is committed meanwhile.
 
 use crate::StoreError;
+use crate::dedup_keys::DedupKeys;
 use crate::deliveries::{self, NewDelivery};
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
 use crate::round_stats::RoundStats;
 use crate::syncer::Pending;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -76,8 +77,9 @@ pub struct Enqueue {
 /// Runs until every sender is dropped. Committed batches whose callers need them on
 /// disk go to the syncer (`to_sync`), which answers them after the WAL is synced;
 /// `synced` is how many of the batches that wrote it has seen on disk.
-pub fn run(
+pub(crate) fn run(
     mut conn: Connection,
+    mut keys: DedupKeys,
     rx: Receiver<Command>,
     to_sync: Sender<Pending>,
     synced: Arc<AtomicU64>,
@@ -93,7 +95,7 @@ pub fn run(
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {
-                purge(&conn, &mut last_purge, latest_ms);
+                purge(&conn, &mut keys, &mut last_purge, latest_ms);
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return,
@@ -120,11 +122,11 @@ pub fn run(
         }
         let size = batch.len();
         let started = Instant::now();
-        let (replies, failed) = commit_batch(&mut conn, batch);
+        let (replies, failed) = commit_batch(&mut conn, &mut keys, batch);
         answer_batch(replies, failed, &mut written, &synced, &to_sync);
         stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
-            purge(&conn, &mut last_purge, latest_ms);
+            purge(&conn, &mut keys, &mut last_purge, latest_ms);
         }
     }
 }
@@ -176,8 +178,13 @@ fn answer_batch(
 }
 
 /// Runs the batch in one transaction and commits it; the answers are returned
-/// unsent, with the commit failure that undid them, if any.
-fn commit_batch(conn: &mut Connection, batch: Vec<Command>) -> (Vec<Reply>, Option<String>) {
+/// unsent, with the commit failure that undid them, if any. The dedup keys follow:
+/// a failed commit undoes the batch's changes to them too.
+fn commit_batch(
+    conn: &mut Connection,
+    keys: &mut DedupKeys,
+    batch: Vec<Command>,
+) -> (Vec<Reply>, Option<String>) {
     let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
     let result = (|| -> rusqlite::Result<()> {
         let mut tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -192,27 +199,41 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>) -> (Vec<Reply>, Opti
                     })();
                     replies.push(Reply::Write(reply, durability, outcome));
                 }
-                Command::Enqueue(e, reply) => {
-                    replies.push(Reply::Enqueue(reply, enqueue(&tx, &e.item, &e.payload)))
-                }
+                Command::Enqueue(e, reply) => replies.push(Reply::Enqueue(
+                    reply,
+                    enqueue(&tx, keys, &e.item, &e.payload),
+                )),
                 Command::Seen {
                     route,
                     delivery_id,
                     now_ms,
                     reply,
-                } => replies.push(Reply::Seen(reply, seen(&tx, &route, &delivery_id, now_ms))),
+                } => replies.push(Reply::Seen(
+                    reply,
+                    Ok(keys.is_seen(&route, &delivery_id, now_ms)),
+                )),
                 Command::RecordDelivery {
                     delivery,
                     mark_seen,
                     reply,
                 } => {
                     let outcome = (|| {
+                        let sp = tx.savepoint()?;
                         if mark_seen {
-                            tx.prepare_cached("INSERT OR REPLACE INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)")?
+                            sp.prepare_cached("INSERT OR REPLACE INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)")?
                                 .execute(params![delivery.route, delivery.delivery_id, delivery.created_at_ms])?;
                         }
-                        deliveries::insert(&tx, &delivery)
+                        let id = deliveries::insert(&sp, &delivery)?;
+                        sp.commit()?;
+                        Ok(id)
                     })();
+                    if mark_seen && outcome.is_ok() {
+                        keys.mark(
+                            &delivery.route,
+                            &delivery.delivery_id,
+                            delivery.created_at_ms,
+                        );
+                    }
                     replies.push(Reply::Record(reply, outcome));
                 }
             }
@@ -223,6 +244,10 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>) -> (Vec<Reply>, Opti
         tracing::error!(error = %e, "store commit failed; the batch is answered with an error");
         e.to_string()
     });
+    match failed {
+        None => keys.keep_batch(),
+        Some(_) => keys.undo_batch(),
+    }
     (replies, failed)
 }
 
@@ -284,39 +309,15 @@ impl Reply {
     }
 }
 
-fn seen(
-    tx: &rusqlite::Transaction<'_>,
-    route: &str,
-    delivery_id: &str,
-    now_ms: i64,
-) -> rusqlite::Result<bool> {
-    let at: Option<i64> = tx
-        .prepare_cached("SELECT seen_at_ms FROM dedup WHERE route = ?1 AND delivery_id = ?2")?
-        .query_row(params![route, delivery_id], |r| r.get(0))
-        .optional()?;
-    Ok(at.is_some_and(|at| now_ms - at < DEDUP_WINDOW_MS))
-}
-
 fn enqueue(
     tx: &rusqlite::Transaction<'_>,
+    keys: &mut DedupKeys,
     item: &NewInboxItem,
     payload: &rusqlite::types::Value,
 ) -> rusqlite::Result<EnqueueOutcome> {
-    // One statement: insert the key, or refresh it only when it has expired. No row
-    // changed means the key was seen within the window.
-    let fresh = tx
-        .prepare_cached(
-            "INSERT INTO dedup (route, delivery_id, seen_at_ms) VALUES (?1, ?2, ?3)
-             ON CONFLICT (route, delivery_id) DO UPDATE SET seen_at_ms = excluded.seen_at_ms
-             WHERE dedup.seen_at_ms <= excluded.seen_at_ms - ?4",
-        )?
-        .execute(params![
-            item.route,
-            item.delivery_id,
-            item.received_at_ms,
-            DEDUP_WINDOW_MS
-        ])?;
-    if fresh == 0 {
+    // The key is decided in memory; the inbox row (route, delivery id, received time)
+    // is what keeps it on disk (see `dedup_keys`).
+    if keys.is_seen(&item.route, &item.delivery_id, item.received_at_ms) {
         return Ok(EnqueueOutcome::Duplicate);
     }
     tx.prepare_cached(
@@ -338,19 +339,23 @@ fn enqueue(
         item.skills,
         item.toolsets,
     ])?;
+    keys.mark(&item.route, &item.delivery_id, item.received_at_ms);
     Ok(EnqueueOutcome::Accepted {
         id: tx.last_insert_rowid(),
     })
 }
 
-fn purge(conn: &Connection, last_purge: &mut Instant, now_ms: i64) {
+fn purge(conn: &Connection, keys: &mut DedupKeys, last_purge: &mut Instant, now_ms: i64) {
     *last_purge = Instant::now();
+    let forgotten = keys.expire(now_ms);
     match conn.execute(
         "DELETE FROM dedup WHERE seen_at_ms < ?1",
         params![now_ms - DEDUP_WINDOW_MS],
     ) {
-        Ok(0) => {}
-        Ok(n) => tracing::debug!(removed = n, "expired dedup keys removed"),
+        Ok(n) if n + forgotten > 0 => {
+            tracing::debug!(removed = n, forgotten, "expired dedup keys removed")
+        }
+        Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "could not remove expired dedup keys"),
     }
 }
