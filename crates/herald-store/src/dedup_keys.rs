@@ -6,7 +6,9 @@
 //! keyed by delivery id, and senders' ids are random (GitHub's are UUIDs): every
 //! accepted event would then dirty a page of its own in every commit. So the writer
 //! decides from this map, which it loads from both tables when the store opens and
-//! keeps in step with every commit (a failed commit undoes its changes).
+//! keeps in step with every commit (a failed commit undoes its changes). On disk the
+//! inbox's keys are read through an index on (received time, route, delivery id),
+//! whose inserts always land at its end.
 //!
 //! A key is 128 bits of two independently seeded SipHashes of (route, delivery id):
 //! a collision (an event taken for a duplicate it is not) is about as likely as a
@@ -19,10 +21,6 @@ use rusqlite::{Connection, params};
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-
-/// How far back the newest inbox rows are read at start beyond the window: rows are
-/// numbered in commit order, which follows their received times within moments.
-const LOAD_SLACK_MS: i64 = 10 * 60_000;
 
 /// The keys seen within the window and when.
 pub(crate) struct DedupKeys {
@@ -42,29 +40,32 @@ impl DedupKeys {
         }
     }
 
-    /// Loads the keys still within the window at `now_ms` from both tables.
+    /// Loads the keys still within the window at `now_ms` from both tables (the
+    /// inbox's through its `inbox_received` index, without reading the rows).
     pub(crate) fn load(conn: &Connection, now_ms: i64) -> rusqlite::Result<DedupKeys> {
-        let mut keys = DedupKeys::new();
         let since = now_ms - DEDUP_WINDOW_MS;
-        let mut stmt =
-            conn.prepare("SELECT route, delivery_id, seen_at_ms FROM dedup WHERE seen_at_ms > ?1")?;
-        let mut rows = stmt.query(params![since])?;
-        while let Some(row) = rows.next()? {
-            let (route, id): (String, String) = (row.get(0)?, row.get(1)?);
-            keys.load_one(&route, &id, row.get(2)?);
+        let sources = [
+            "SELECT route, delivery_id, seen_at_ms FROM dedup WHERE seen_at_ms > ?1",
+            "SELECT route, delivery_id, received_at_ms FROM inbox INDEXED BY inbox_received
+             WHERE received_at_ms > ?1",
+        ];
+        let mut count = 0usize;
+        for sql in sources {
+            let n: i64 = conn.query_row(
+                &format!("SELECT count(*) FROM ({sql})"),
+                params![since],
+                |r| r.get(0),
+            )?;
+            count += usize::try_from(n).unwrap_or(0);
         }
-        // Newest first, until the rows are well before the window.
-        let mut stmt =
-            conn.prepare("SELECT route, delivery_id, received_at_ms FROM inbox ORDER BY id DESC")?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let at: i64 = row.get(2)?;
-            if at < since - LOAD_SLACK_MS {
-                break;
-            }
-            if at > since {
-                let (route, id): (String, String) = (row.get(0)?, row.get(1)?);
-                keys.load_one(&route, &id, at);
+        let mut keys = DedupKeys::new();
+        keys.seen.reserve(count);
+        for sql in sources {
+            let mut stmt = conn.prepare(sql)?;
+            let mut rows = stmt.query(params![since])?;
+            while let Some(row) = rows.next()? {
+                let at = row.get(2)?;
+                keys.load_one(row.get_ref(0)?.as_str()?, row.get_ref(1)?.as_str()?, at);
             }
         }
         Ok(keys)

@@ -64,6 +64,9 @@ const MIGRATIONS: &[&str] = &[
         error          TEXT
     );
     CREATE INDEX inbox_attempts_item ON inbox_attempts(inbox_id, id);",
+    // 4: an accepted event's inbox row is its dedup key (see `dedup_keys`): the keys of
+    // the last hour are read from this index at start, not from the rows themselves.
+    "CREATE INDEX inbox_received ON inbox(received_at_ms, route, delivery_id);",
 ];
 
 /// Brings `herald.db` to the newest schema.
