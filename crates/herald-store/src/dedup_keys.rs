@@ -22,13 +22,17 @@ use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
+/// A key's 128 bits as two words (a `u128` would be aligned to 16 bytes and make each
+/// map entry 32 bytes instead of 24).
+type Key = (u64, u64);
+
 /// The keys seen within the window and when.
 pub(crate) struct DedupKeys {
-    seen: HashMap<u128, i64>,
+    seen: HashMap<Key, i64>,
     seeds: (RandomState, RandomState),
     /// Changes of the batch being committed, to undo if the commit fails: each key
     /// with the time it had before.
-    undo: Vec<(u128, Option<i64>)>,
+    undo: Vec<(Key, Option<i64>)>,
 }
 
 impl DedupKeys {
@@ -77,10 +81,11 @@ impl DedupKeys {
         *entry = (*entry).max(at);
     }
 
-    fn key(&self, route: &str, delivery_id: &str) -> u128 {
-        let high = self.seeds.0.hash_one((route, delivery_id));
-        let low = self.seeds.1.hash_one((route, delivery_id));
-        (u128::from(high) << 64) | u128::from(low)
+    fn key(&self, route: &str, delivery_id: &str) -> Key {
+        (
+            self.seeds.0.hash_one((route, delivery_id)),
+            self.seeds.1.hash_one((route, delivery_id)),
+        )
     }
 
     /// Whether the key was seen within the window before `now_ms`.
