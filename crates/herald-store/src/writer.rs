@@ -87,7 +87,9 @@ pub(crate) fn run(
     // Batches with durable writes committed so far.
     let mut written: u64 = 0;
     let mut last_purge = Instant::now();
-    // Time comes from the callers (their clock stamps each item), so expiry follows it.
+    // Time comes from the callers (their clock stamps each item), so expiry follows
+    // it, and the wall clock too: keys of a quiet store or of direct deliveries alone
+    // (which stamp no enqueue) still leave the window and memory.
     let mut latest_ms = crate::now_ms();
     let mut stats = RoundStats::new("store writer");
     let mut last_size = 0usize;
@@ -95,7 +97,12 @@ pub(crate) fn run(
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {
-                purge(&conn, &mut keys, &mut last_purge, latest_ms);
+                purge(
+                    &conn,
+                    &mut keys,
+                    &mut last_purge,
+                    latest_ms.max(crate::now_ms()),
+                );
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return,
@@ -126,7 +133,12 @@ pub(crate) fn run(
         answer_batch(replies, failed, &mut written, &synced, &to_sync);
         stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
-            purge(&conn, &mut keys, &mut last_purge, latest_ms);
+            purge(
+                &conn,
+                &mut keys,
+                &mut last_purge,
+                latest_ms.max(crate::now_ms()),
+            );
         }
     }
 }
