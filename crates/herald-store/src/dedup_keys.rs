@@ -24,7 +24,7 @@ use std::hash::BuildHasher;
 
 /// A key's 128 bits as two words (a `u128` would be aligned to 16 bytes and make each
 /// map entry 32 bytes instead of 24).
-type Key = (u64, u64);
+pub(crate) type Key = (u64, u64);
 
 /// The keys seen within the window and when.
 pub(crate) struct DedupKeys {
@@ -81,7 +81,8 @@ impl DedupKeys {
         *entry = (*entry).max(at);
     }
 
-    fn key(&self, route: &str, delivery_id: &str) -> Key {
+    /// The key of (route, delivery id): hash it once, then ask and mark with it.
+    pub(crate) fn key(&self, route: &str, delivery_id: &str) -> Key {
         (
             self.seeds.0.hash_one((route, delivery_id)),
             self.seeds.1.hash_one((route, delivery_id)),
@@ -89,15 +90,14 @@ impl DedupKeys {
     }
 
     /// Whether the key was seen within the window before `now_ms`.
-    pub(crate) fn is_seen(&self, route: &str, delivery_id: &str, now_ms: i64) -> bool {
+    pub(crate) fn is_seen(&self, key: Key, now_ms: i64) -> bool {
         self.seen
-            .get(&self.key(route, delivery_id))
+            .get(&key)
             .is_some_and(|at| now_ms - at < DEDUP_WINDOW_MS)
     }
 
     /// Marks the key seen at `at_ms`, as part of the batch being committed.
-    pub(crate) fn mark(&mut self, route: &str, delivery_id: &str, at_ms: i64) {
-        let key = self.key(route, delivery_id);
+    pub(crate) fn mark(&mut self, key: Key, at_ms: i64) {
         let before = self.seen.insert(key, at_ms);
         self.undo.push((key, before));
     }
@@ -141,21 +141,21 @@ mod tests {
     fn marks_expire_and_failed_batches_are_undone() {
         let mut keys = DedupKeys::new();
         let t = 1_000_000;
-        keys.mark("r", "a", t);
+        keys.mark(keys.key("r", "a"), t);
         keys.keep_batch();
-        assert!(keys.is_seen("r", "a", t + 1));
-        assert!(!keys.is_seen("other", "a", t + 1));
-        assert!(!keys.is_seen("r", "b", t + 1));
+        assert!(keys.is_seen(keys.key("r", "a"), t + 1));
+        assert!(!keys.is_seen(keys.key("other", "a"), t + 1));
+        assert!(!keys.is_seen(keys.key("r", "b"), t + 1));
         // Route and id are not simply concatenated.
-        assert!(!keys.is_seen("ra", "", t + 1));
-        assert!(!keys.is_seen("r", "a", t + DEDUP_WINDOW_MS));
+        assert!(!keys.is_seen(keys.key("ra", ""), t + 1));
+        assert!(!keys.is_seen(keys.key("r", "a"), t + DEDUP_WINDOW_MS));
         // A failed batch: a refreshed key gets its old time back, a new one goes.
-        keys.mark("r", "a", t + DEDUP_WINDOW_MS);
-        keys.mark("r", "b", t + DEDUP_WINDOW_MS);
+        keys.mark(keys.key("r", "a"), t + DEDUP_WINDOW_MS);
+        keys.mark(keys.key("r", "b"), t + DEDUP_WINDOW_MS);
         keys.undo_batch();
-        assert!(!keys.is_seen("r", "a", t + DEDUP_WINDOW_MS));
-        assert!(keys.is_seen("r", "a", t + 5));
-        assert!(!keys.is_seen("r", "b", t + DEDUP_WINDOW_MS));
+        assert!(!keys.is_seen(keys.key("r", "a"), t + DEDUP_WINDOW_MS));
+        assert!(keys.is_seen(keys.key("r", "a"), t + 5));
+        assert!(!keys.is_seen(keys.key("r", "b"), t + DEDUP_WINDOW_MS));
         assert_eq!(keys.len(), 1);
         assert_eq!(keys.expire(t + DEDUP_WINDOW_MS - 1), 0);
         assert_eq!(keys.expire(t + DEDUP_WINDOW_MS), 1);

@@ -125,10 +125,6 @@ impl Store {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Stores an accepted event and its dedup key in one transaction; resolves once the
     /// transaction is durable.
     pub async fn enqueue(&self, mut item: NewInboxItem) -> Result<EnqueueOutcome, StoreError> {
@@ -306,7 +302,7 @@ impl Store {
     /// Deletes entries in `state` last changed before `before_ms`; returns how many.
     pub async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError> {
         self.write(Durability::Full, move |c| {
-            queue::purge(c, &state, before_ms)
+            queue::purge(c, &state, before_ms, now_ms())
         })
         .await
     }

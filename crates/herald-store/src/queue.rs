@@ -285,7 +285,12 @@ pub(crate) fn replay(conn: &Connection, id: i64, now_ms: i64) -> rusqlite::Resul
 }
 
 /// Deletes entries in `state` last changed before `before_ms`, with their attempts.
-pub(crate) fn purge(conn: &Connection, state: &str, before_ms: i64) -> rusqlite::Result<usize> {
+pub(crate) fn purge(
+    conn: &Connection,
+    state: &str,
+    before_ms: i64,
+    now_ms: i64,
+) -> rusqlite::Result<usize> {
     // An inbox row is its event's dedup key (see `dedup_keys`): keys still within the
     // window move to `dedup`, so that a purge does not let a redelivery in again
     // after a restart.
@@ -295,7 +300,7 @@ pub(crate) fn purge(conn: &Connection, state: &str, before_ms: i64) -> rusqlite:
              WHERE state = ?1 AND updated_at_ms < ?2 AND received_at_ms > ?3
              GROUP BY route, delivery_id
          ON CONFLICT (route, delivery_id) DO UPDATE SET seen_at_ms = max(seen_at_ms, excluded.seen_at_ms)",
-        params![state, before_ms, crate::now_ms() - crate::DEDUP_WINDOW_MS],
+        params![state, before_ms, now_ms - crate::DEDUP_WINDOW_MS],
     )?;
     conn.execute(
         "DELETE FROM inbox_attempts WHERE inbox_id IN

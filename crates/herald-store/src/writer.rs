@@ -222,7 +222,7 @@ fn commit_batch(
                     reply,
                 } => replies.push(Reply::Seen(
                     reply,
-                    Ok(keys.is_seen(&route, &delivery_id, now_ms)),
+                    Ok(keys.is_seen(keys.key(&route, &delivery_id), now_ms)),
                 )),
                 Command::RecordDelivery {
                     delivery,
@@ -240,11 +240,8 @@ fn commit_batch(
                         Ok(id)
                     })();
                     if mark_seen && outcome.is_ok() {
-                        keys.mark(
-                            &delivery.route,
-                            &delivery.delivery_id,
-                            delivery.created_at_ms,
-                        );
+                        let key = keys.key(&delivery.route, &delivery.delivery_id);
+                        keys.mark(key, delivery.created_at_ms);
                     }
                     replies.push(Reply::Record(reply, outcome));
                 }
@@ -329,7 +326,8 @@ fn enqueue(
 ) -> rusqlite::Result<EnqueueOutcome> {
     // The key is decided in memory; the inbox row (route, delivery id, received time)
     // is what keeps it on disk (see `dedup_keys`).
-    if keys.is_seen(&item.route, &item.delivery_id, item.received_at_ms) {
+    let key = keys.key(&item.route, &item.delivery_id);
+    if keys.is_seen(key, item.received_at_ms) {
         return Ok(EnqueueOutcome::Duplicate);
     }
     tx.prepare_cached(
@@ -351,7 +349,7 @@ fn enqueue(
         item.skills,
         item.toolsets,
     ])?;
-    keys.mark(&item.route, &item.delivery_id, item.received_at_ms);
+    keys.mark(key, item.received_at_ms);
     Ok(EnqueueOutcome::Accepted {
         id: tx.last_insert_rowid(),
     })
