@@ -74,11 +74,12 @@ def main():
     ap.add_argument("--runs", type=int, default=16, help="max_concurrent_runs (and per route)")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--herald-bin", help="measure this herald binary instead of target/release/herald")
     args = ap.parse_args()
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "-p", "herald-cli"], cwd=ROOT, check=True)
         subprocess.run(["cargo", "build", "--release", "-p", "herald-test-support", "--example", "fake_upstreams"], cwd=ROOT, check=True)
-    herald_bin = os.path.join(ROOT, "target/release/herald")
+    herald_bin = args.herald_bin or os.path.join(ROOT, "target/release/herald")
     fake_bin = os.path.join(ROOT, "target/release/examples/fake_upstreams")
 
     fake_port = free_port()

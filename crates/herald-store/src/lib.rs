@@ -108,16 +108,16 @@ impl Store {
         wal.push("-wal");
         let wal = PathBuf::from(wal);
         let (to_sync, sync_rx) = mpsc::channel();
-        let synced = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let synced_by_syncer = synced.clone();
+        let progress = std::sync::Arc::new(syncer::SyncProgress::default());
+        let progress_for_syncer = progress.clone();
         std::thread::Builder::new()
             .name("herald-store-sync".into())
-            .spawn(move || syncer::run(wal, sync_rx, synced_by_syncer))
+            .spawn(move || syncer::run(wal, sync_rx, progress_for_syncer))
             .map_err(|e| StoreError::Commit(format!("cannot start the syncer thread: {e}")))?;
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("herald-store-writer".into())
-            .spawn(move || writer::run(conn, keys, rx, to_sync, synced))
+            .spawn(move || writer::run(conn, keys, rx, to_sync, progress))
             .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
         Ok(Store {
             tx,

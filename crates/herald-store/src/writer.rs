@@ -7,10 +7,9 @@ use crate::dedup_keys::DedupKeys;
 use crate::deliveries::{self, NewDelivery};
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
 use crate::round_stats::RoundStats;
-use crate::syncer::Pending;
+use crate::syncer::{Pending, SyncProgress};
 use rusqlite::{Connection, params};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -19,7 +18,8 @@ use tokio::sync::oneshot;
 pub const DEDUP_WINDOW_MS: i64 = 3_600_000;
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 512;
-/// How long the writer sleeps for company before a commit, only under load.
+/// Longest the writer waits for the syncer to finish an earlier batch before it
+/// commits the next one anyway.
 const COMMIT_DELAY: Duration = Duration::from_micros(250);
 /// How often expired dedup keys are deleted.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
@@ -76,14 +76,15 @@ pub struct Enqueue {
 
 /// Runs until every sender is dropped. Committed batches whose callers need them on
 /// disk go to the syncer (`to_sync`), which answers them after the WAL is synced;
-/// `synced` is how many of the batches that wrote it has seen on disk.
+/// `progress` tells how many of the batches that wrote it has seen on disk.
 pub(crate) fn run(
     mut conn: Connection,
     mut keys: DedupKeys,
     rx: Receiver<Command>,
     to_sync: Sender<Pending>,
-    synced: Arc<AtomicU64>,
+    progress: Arc<SyncProgress>,
 ) {
+    progress.register_writer();
     // Batches with durable writes committed so far.
     let mut written: u64 = 0;
     let mut last_purge = Instant::now();
@@ -92,7 +93,6 @@ pub(crate) fn run(
     // (which stamp no enqueue) still leave the window and memory.
     let mut latest_ms = crate::now_ms();
     let mut stats = RoundStats::new("store writer");
-    let mut last_size = 0usize;
     loop {
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
@@ -108,20 +108,18 @@ pub(crate) fn run(
             Err(RecvTimeoutError::Disconnected) => return,
         };
         let mut batch = vec![first];
-        // Under load (the last batch had company), wait a moment for more writes so
-        // that they share one commit; an idle store commits at once. The wait is a
-        // plain sleep, not a blocking receive: writes arriving meanwhile queue up
-        // without waking this thread one by one.
-        if last_size > 1 {
-            std::thread::sleep(COMMIT_DELAY);
-        }
+        // While the syncer is still at an earlier batch, this one could not be synced
+        // before that sync ends anyway: let company gather meanwhile and commit when
+        // the syncer is free, so that the commit is synced at once. An idle store
+        // commits at once. Writes arriving during the wait queue up without waking
+        // this thread one by one; only the syncer wakes it.
+        progress.wait_until_synced(written, Instant::now() + COMMIT_DELAY);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(cmd) => batch.push(cmd),
                 Err(_) => break,
             }
         }
-        last_size = batch.len();
         for cmd in &batch {
             if let Command::Enqueue(e, _) = cmd {
                 latest_ms = latest_ms.max(e.item.received_at_ms);
@@ -130,7 +128,7 @@ pub(crate) fn run(
         let size = batch.len();
         let started = Instant::now();
         let (replies, failed) = commit_batch(&mut conn, &mut keys, batch);
-        answer_batch(replies, failed, &mut written, &synced, &to_sync);
+        answer_batch(replies, failed, &mut written, &progress, &to_sync);
         stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
             purge(
@@ -150,7 +148,7 @@ fn answer_batch(
     replies: Vec<Reply>,
     failed: Option<String>,
     written: &mut u64,
-    synced: &AtomicU64,
+    progress: &SyncProgress,
     to_sync: &Sender<Pending>,
 ) {
     let wrote = failed.is_none()
@@ -162,7 +160,7 @@ fn answer_batch(
     }
     // A read (a duplicate, a `seen` check) of a batch that wrote nothing rests only
     // on earlier batches: once those are on disk it needs no sync of its own.
-    let reads_settled = !wrote && synced.load(Ordering::Acquire) >= *written;
+    let reads_settled = !wrote && progress.synced() >= *written;
     let mut durable = Vec::with_capacity(replies.len());
     for reply in replies {
         if failed.is_some()
