@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(home.root())
+    home.create()
         .with_context(|| format!("cannot create home {}", home.root().display()))?;
     std::fs::create_dir_all(home.scripts_dir())
         .with_context(|| format!("cannot create {}", home.scripts_dir().display()))?;

@@ -72,7 +72,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 fn wizard<R: BufRead, W: Write>(home: &Home, a: &mut Asker<R, W>) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(home.root())
+    home.create()
         .with_context(|| format!("cannot create {}", home.root().display()))?;
     writeln!(
         a.out,

@@ -351,7 +351,7 @@ fn read_subscriptions(path: &std::path::Path) -> anyhow::Result<Map<String, Valu
 /// Writes through a temporary file and an atomic rename, mode 0600.
 fn write_subscriptions(path: &std::path::Path, subs: &Map<String, Value>) -> anyhow::Result<()> {
     let dir = path.parent().context("subscriptions file has no folder")?;
-    std::fs::create_dir_all(dir)?;
+    herald_config::home::create_private_dir(dir)?;
     let tmp = dir.join(format!(".webhook_subscriptions.{}.tmp", std::process::id()));
     let mut text = serde_json::to_string_pretty(&Value::Object(subs.clone()))?;
     text.push('\n');

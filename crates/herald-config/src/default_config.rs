@@ -60,7 +60,7 @@ platforms:
 /// returns the generated secret.
 pub fn write_default_config(home: &Home) -> Result<String, ConfigError> {
     let path = home.config_file();
-    std::fs::create_dir_all(home.root()).map_err(|source| ConfigError::Write {
+    home.create().map_err(|source| ConfigError::Write {
         path: home.root().to_path_buf(),
         source,
     })?;

@@ -28,6 +28,12 @@ impl Home {
     pub fn root(&self) -> &Path {
         &self.root
     }
+    /// Creates the home folder if it does not exist yet, owner-only (0700): it holds
+    /// secrets (`.env`, `config.yaml`) and the stored events. An existing folder is
+    /// left as it is.
+    pub fn create(&self) -> std::io::Result<()> {
+        create_private_dir(&self.root)
+    }
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.yaml")
     }
@@ -51,4 +57,17 @@ impl Home {
     pub fn database_file(&self) -> PathBuf {
         self.root.join("herald.db")
     }
+}
+
+/// Creates `dir` and any missing parents, owner-only (0700) where created; folders that
+/// exist keep their permissions.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
 }

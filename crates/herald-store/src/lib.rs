@@ -84,6 +84,7 @@ impl Store {
                 source: rusqlite::Error::InvalidPath(parent.join(e.to_string())),
             })?;
         }
+        schema::create_owner_only(path);
         let mut conn = open_connection(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,

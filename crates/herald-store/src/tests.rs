@@ -350,3 +350,35 @@ async fn dedup_keys_come_back_after_a_restart_from_inbox_rows_and_dedup_rows() {
     ));
     assert!(!store.seen("r", "never", now_ms()).await.unwrap());
 }
+
+#[cfg(unix)]
+#[test]
+fn database_files_are_owner_only_also_for_stores_made_before() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    // A store made by an older build: files as the umask left them, WAL still there
+    // (its writer is still open).
+    let path = dir.path().join("old.db");
+    let older = rusqlite::Connection::open(&path).unwrap();
+    older
+        .execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let file = dir.path().join(format!("old.db{suffix}"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let _store = Store::open(&path).unwrap();
+    let _sessions = sessions::SessionDb::open(&dir.path().join("state.db")).unwrap();
+    for name in [
+        "old.db",
+        "old.db-wal",
+        "old.db-shm",
+        "state.db",
+        "state.db-wal",
+        "state.db-shm",
+    ] {
+        assert_eq!(mode(&dir.path().join(name)), 0o600, "{name}");
+    }
+    drop(older);
+}

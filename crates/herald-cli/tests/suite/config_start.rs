@@ -54,6 +54,45 @@ async fn first_start_writes_a_default_config_and_serves() {
         .await;
     assert_eq!(s, StatusCode::ACCEPTED, "{b}");
     assert!(!h.log().contains("unknown key"), "{}", h.log());
+    // The accepted event is in the store: the database and the WAL and shared-memory
+    // files SQLite made beside it hold payloads, so they are owner-only from the start.
+    for name in ["herald.db", "herald.db-wal", "herald.db-shm"] {
+        let mode = std::fs::metadata(h.home().join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{name} has mode {mode:o}");
+    }
+}
+
+#[test]
+fn a_home_herald_creates_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let subscribe = |home: &std::path::Path, name: &str| {
+        let out = Command::new(BIN)
+            .args(["webhook", "subscribe", name])
+            .env("HERALD_HOME", home)
+            .env("WEBHOOK_ENABLED", "true")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    let home = dir.path().join("new").join("home");
+    subscribe(&home, "hook");
+    for folder in [dir.path().join("new"), home.clone()] {
+        let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{} has mode {mode:o}", folder.display());
+    }
+    let file = home.join("webhook_subscriptions.json");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // An existing folder keeps the permissions its owner gave it.
+    subscribe(dir.path(), "other");
+    let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755);
 }
 
 #[test]
