@@ -160,6 +160,14 @@ def run_wrk(port, mix, body, args, run_id):
     raise SystemExit("wrk printed no result:\n" + out.stdout + out.stderr)
 
 
+def measure(pid, port, mix, body, args, run_id):
+    """One wrk run against a server, with the server's CPU time per request."""
+    c0 = cpu_seconds(pid)
+    r = run_wrk(port, mix, body, args, run_id)
+    r["cpu_us"] = (cpu_seconds(pid) - c0) * 1e6 / max(r["requests"], 1)
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=10)
@@ -217,18 +225,12 @@ def main():
             rounds = []
             for r in range(max(args.rounds, 1)):
                 run_id = f"{int(time.time())}-{i}-{r}"
-                h = b = None
+                servers = {"herald": (herald.pid, herald_port), "bare": (bare.pid, bare_port)}
                 # Swap the order every round so that a drift of the machine's speed
                 # does not always favour the same server.
-                for who in (("herald", "bare") if r % 2 == 0 else ("bare", "herald")):
-                    if who == "herald":
-                        c0 = cpu_seconds(herald.pid)
-                        h = run_wrk(herald_port, mix, body, args, run_id)
-                        h["cpu_us"] = (cpu_seconds(herald.pid) - c0) * 1e6 / max(h["requests"], 1)
-                    else:
-                        c0 = cpu_seconds(bare.pid)
-                        b = run_wrk(bare_port, mix, body, args, run_id)
-                        b["cpu_us"] = (cpu_seconds(bare.pid) - c0) * 1e6 / max(b["requests"], 1)
+                order = ("herald", "bare") if r % 2 == 0 else ("bare", "herald")
+                got = {who: measure(*servers[who], mix, body, args, run_id) for who in order}
+                h, b = got["herald"], got["bare"]
                 rounds.append((h["rps"] / b["rps"], h, b))
             peak = rss_kb(herald.pid, "VmHWM")
             rounds_by_ratio = sorted(rounds, key=lambda x: x[0])

@@ -84,7 +84,7 @@ impl Store {
                 source: rusqlite::Error::InvalidPath(parent.join(e.to_string())),
             })?;
         }
-        schema::create_owner_only(path);
+        schema::restrict_to_owner(path);
         let mut conn = open_connection(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
@@ -100,7 +100,6 @@ impl Store {
             });
         }
         schema::migrate(&mut conn)?;
-        schema::restrict_to_owner(path);
         // From here on commits only write the WAL; the syncer fsyncs it before a
         // caller hears back (see `syncer`).
         conn.pragma_update(None, "synchronous", "NORMAL")?;

@@ -92,27 +92,20 @@ pub fn latest_version() -> i64 {
     MIGRATIONS.len() as i64
 }
 
-/// Creates a missing database file empty and owner-only before SQLite opens it:
-/// SQLite gives the `-wal` and `-shm` files it creates the database file's permissions,
-/// and they hold the same event payloads and conversations (best effort).
-pub(crate) fn create_owner_only(path: &std::path::Path) {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let _ = options.open(path);
-}
-
-/// Database files hold event payloads and conversations: the file and its `-wal` and
-/// `-shm` companions owner-only, also for stores created before this was done (best
-/// effort).
+/// Database files hold event payloads and conversations: owner-only (best effort).
+/// Called before SQLite opens the database: a missing file is created empty with mode
+/// 0600, since SQLite gives the `-wal` and `-shm` files it creates the database file's
+/// permissions; an existing file and its companions (stores of older builds) are set to
+/// 0600.
 pub(crate) fn restrict_to_owner(path: &std::path::Path) {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
         for suffix in ["", "-wal", "-shm"] {
             let mut file = path.as_os_str().to_owned();
             file.push(suffix);

@@ -145,13 +145,12 @@ fn now_secs() -> f64 {
 impl SessionDb {
     /// Opens (creating if needed) `state.db`, WAL mode.
     pub fn open(path: &Path) -> rusqlite::Result<SessionDb> {
-        crate::schema::create_owner_only(path);
+        crate::schema::restrict_to_owner(path);
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         crate::schema::apply(&mut conn, MIGRATIONS)?;
-        crate::schema::restrict_to_owner(path);
         Ok(SessionDb { conn })
     }
 

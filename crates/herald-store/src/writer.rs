@@ -20,7 +20,7 @@ pub const DEDUP_WINDOW_MS: i64 = 3_600_000;
 pub const MAX_BATCH: usize = 512;
 /// Longest the writer waits for the syncer to finish an earlier batch before it
 /// commits the next one anyway.
-const COMMIT_DELAY: Duration = Duration::from_micros(250);
+const SYNC_WAIT_LIMIT: Duration = Duration::from_micros(250);
 /// How often expired dedup keys are deleted.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 
@@ -97,12 +97,7 @@ pub(crate) fn run(
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {
-                purge(
-                    &conn,
-                    &mut keys,
-                    &mut last_purge,
-                    latest_ms.max(crate::now_ms()),
-                );
+                purge(&conn, &mut keys, &mut last_purge, latest_ms);
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return,
@@ -113,7 +108,7 @@ pub(crate) fn run(
         // the syncer is free, so that the commit is synced at once. An idle store
         // commits at once. Writes arriving during the wait queue up without waking
         // this thread one by one; only the syncer wakes it.
-        progress.wait_until_synced(written, Instant::now() + COMMIT_DELAY);
+        progress.wait_until_synced(written, Instant::now() + SYNC_WAIT_LIMIT);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(cmd) => batch.push(cmd),
@@ -131,12 +126,7 @@ pub(crate) fn run(
         answer_batch(replies, failed, &mut written, &progress, &to_sync);
         stats.record(size, started.elapsed());
         if last_purge.elapsed() >= PURGE_EVERY {
-            purge(
-                &conn,
-                &mut keys,
-                &mut last_purge,
-                latest_ms.max(crate::now_ms()),
-            );
+            purge(&conn, &mut keys, &mut last_purge, latest_ms);
         }
     }
 }
@@ -353,8 +343,11 @@ fn enqueue(
     })
 }
 
-fn purge(conn: &Connection, keys: &mut DedupKeys, last_purge: &mut Instant, now_ms: i64) {
+/// Forgets the dedup keys that left the window: by the callers' latest stamp or the
+/// wall clock, whichever is later.
+fn purge(conn: &Connection, keys: &mut DedupKeys, last_purge: &mut Instant, latest_ms: i64) {
     *last_purge = Instant::now();
+    let now_ms = latest_ms.max(crate::now_ms());
     let forgotten = keys.expire(now_ms);
     match conn.execute(
         "DELETE FROM dedup WHERE seen_at_ms < ?1",
