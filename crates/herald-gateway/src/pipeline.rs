@@ -359,9 +359,7 @@ impl Gateway {
         payload: &Map<String, Value>,
     ) -> Result<Option<Map<String, Value>>, String> {
         let path = script::resolve(value, &self.home)?;
-        // Boxed: the script's future (two 8 KB read buffers among its state) would
-        // otherwise be part of every request's future, which is moved on each request.
-        match Box::pin(script::run(&path, payload, self.script_timeout)).await {
+        match script::run(&path, payload, self.script_timeout).await {
             ScriptOutcome::Ignore(reason) => Err(reason),
             ScriptOutcome::Unchanged => Ok(None),
             ScriptOutcome::Replace(map) => Ok(Some(map)),

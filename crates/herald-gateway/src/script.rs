@@ -207,7 +207,9 @@ async fn read_capped<R: AsyncRead + Unpin>(reader: Option<&mut R>, cap: usize) -
     };
     let mut kept = Vec::new();
     let mut overflow = false;
-    let mut buf = [0u8; 8192];
+    // On the heap: a buffer held across `.await` is part of the future, and the
+    // script's future is part of every webhook request's (moved on each request).
+    let mut buf = vec![0u8; 8192];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
