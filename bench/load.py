@@ -22,6 +22,7 @@ Usage: python3 bench/load.py [--duration 10] [--rounds 3] [--connections 32] [--
 """
 
 import argparse
+import contextlib
 import hashlib
 import hmac
 import json
@@ -262,7 +263,7 @@ def main():
             if "accepted" in answered:
                 # Every accepted request must have made its own inbox entry: the ids are
                 # unique. A request wrk sent but stopped waiting for may be in it too.
-                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+                with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
                     (stored,) = c.execute("SELECT count(*) FROM inbox WHERE route = 'accepted'").fetchone()
                 sent = answered["accepted"]
                 print(f"inbox: {stored} accepted events for {sent} accepted requests answered")
