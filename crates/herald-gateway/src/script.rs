@@ -214,7 +214,9 @@ async fn read_capped<R: AsyncRead + Unpin>(reader: Option<&mut R>, cap: usize) -
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if kept.len() + n <= cap {
+                // After the first chunk that does not fit, nothing more is kept: the
+                // kept bytes stay one unbroken prefix of the output.
+                if !overflow && kept.len() + n <= cap {
                     kept.extend_from_slice(&buf[..n]);
                 } else {
                     overflow = true;
@@ -264,6 +266,22 @@ mod tests {
             interpret(" hello \n"),
             ScriptOutcome::Output("hello".into())
         );
+    }
+
+    #[test]
+    fn read_capped_keeps_an_unbroken_prefix() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        // Two reads: 20 bytes (more than the cap of 10), then 5 that would fit.
+        let mut two_chunks = (&[b'a'; 20][..]).chain(&[b'b'; 5][..]);
+        let (kept, overflow) = rt.block_on(read_capped(Some(&mut two_chunks), 10));
+        assert!(overflow);
+        assert!(kept.is_empty(), "kept {kept:?}");
+        let mut fits = (&b"hello"[..]).chain(&b" world"[..]);
+        let (kept, overflow) = rt.block_on(read_capped(Some(&mut fits), 11));
+        assert!(!overflow);
+        assert_eq!(kept, b"hello world");
     }
 
     #[test]
