@@ -6,11 +6,14 @@ use anyhow::Context;
 use herald_config::default_config::write_default_config;
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_deliver::{TargetSet, TargetSettings};
-use herald_gateway::{Gateway, ProfileTemplates, RunTemplate, Workers, bind, router, serve};
+use herald_gateway::{
+    ConnectionLimits, Gateway, ProfileTemplates, RunTemplate, Workers, bind, router, serve,
+};
 use herald_store::Store;
 use herald_webhook::SystemClock;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     home.create()
@@ -147,12 +150,44 @@ async fn serve_gateway(config: Config, template: Option<RunTemplate>) -> anyhow:
         ),
         None => None,
     };
-    serve(listeners, router(gateway), shutdown_signal()).await?;
-    if let Some(workers) = workers {
-        workers.shutdown().await;
-    }
+    // One signal starts both drains at once, so the grace period bounds the whole stop.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let drain_workers = {
+        let rx = stop_rx.clone();
+        async move {
+            if let Some(workers) = workers {
+                stopped(rx).await;
+                workers.shutdown().await;
+            }
+        }
+    };
+    let limits = connection_limits(&config);
+    let (served, ()) = tokio::join!(
+        serve(listeners, router(gateway), limits, stopped(stop_rx)),
+        drain_workers
+    );
+    served?;
     tracing::info!("gateway stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The connection bounds from `platforms.webhook.extra`, within the descriptor limit.
+fn connection_limits(config: &Config) -> ConnectionLimits {
+    let c = &config.webhook.connections;
+    ConnectionLimits {
+        max_connections: usize::try_from(c.max_connections).unwrap_or(usize::MAX),
+        header_timeout: Duration::from_secs(c.header_timeout_secs),
+        idle_timeout: Duration::from_secs(c.idle_timeout_secs),
+        shutdown_grace: Duration::from_secs(config.webhook.workers.shutdown_grace_secs),
+    }
+    .within_fd_limit()
 }
 
 async fn shutdown_signal() {

@@ -49,6 +49,11 @@ const EXTRA_KEYS: &[&str] = &[
     "retry_max_seconds",
     "retry_for_seconds",
     "shutdown_grace_seconds",
+    "header_timeout_seconds",
+    "body_timeout_seconds",
+    "idle_timeout_seconds",
+    "max_connections",
+    "max_body_bytes_in_flight",
 ];
 /// Platform names herald knows (their own keys are read by the delivery targets).
 const PLATFORM_NAMES: &[&str] = &[
@@ -92,6 +97,36 @@ pub struct WebhookSettings {
     pub script_timeout_secs: u64,
     /// The inbox workers (herald keys in `platforms.webhook.extra`).
     pub workers: WorkerSettings,
+    /// Bounds on clients (herald keys in `platforms.webhook.extra`).
+    pub connections: ConnectionSettings,
+}
+
+/// How hostile or slow clients are bounded (herald additions, all in
+/// `platforms.webhook.extra`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionSettings {
+    /// `header_timeout_seconds`: a request's head must arrive within this.
+    pub header_timeout_secs: u64,
+    /// `body_timeout_seconds`: a request's body must arrive within this.
+    pub body_timeout_secs: u64,
+    /// `idle_timeout_seconds`: a keep-alive connection with nothing to do is closed after this.
+    pub idle_timeout_secs: u64,
+    /// `max_connections`: open connections at once (kept below the descriptor limit).
+    pub max_connections: u64,
+    /// `max_body_bytes_in_flight`: bytes of request bodies being read and processed at once.
+    pub max_body_bytes_in_flight: u64,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            idle_timeout_secs: 60,
+            max_connections: 4096,
+            max_body_bytes_in_flight: 64 << 20,
+        }
+    }
 }
 
 /// How queued agent events are worked off (herald additions, all in
@@ -445,6 +480,29 @@ fn read_webhook_settings(r: &mut Reader, sources: &PlatformSources<'_>) -> Webho
             defaults.shutdown_grace_secs,
         ),
     };
+    let defaults = ConnectionSettings::default();
+    let connections = ConnectionSettings {
+        header_timeout_secs: number(
+            "header_timeout_seconds",
+            1,
+            3600,
+            defaults.header_timeout_secs,
+        ),
+        body_timeout_secs: number("body_timeout_seconds", 1, 3600, defaults.body_timeout_secs),
+        idle_timeout_secs: number(
+            "idle_timeout_seconds",
+            1,
+            86_400,
+            defaults.idle_timeout_secs,
+        ),
+        max_connections: number("max_connections", 1, 1 << 20, defaults.max_connections),
+        max_body_bytes_in_flight: number(
+            "max_body_bytes_in_flight",
+            1,
+            1 << 40,
+            defaults.max_body_bytes_in_flight,
+        ),
+    };
     WebhookSettings {
         enabled,
         host,
@@ -454,6 +512,7 @@ fn read_webhook_settings(r: &mut Reader, sources: &PlatformSources<'_>) -> Webho
         max_body_bytes,
         script_timeout_secs,
         workers,
+        connections,
     }
 }
 

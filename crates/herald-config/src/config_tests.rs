@@ -32,9 +32,29 @@ fn empty_config_has_defaults() {
             max_body_bytes: 1_048_576,
             script_timeout_secs: 30,
             workers: WorkerSettings::default(),
+            connections: ConnectionSettings::default(),
         }
     );
     assert!(c.routes.is_empty());
+}
+
+#[test]
+fn connection_knobs_are_read() {
+    let c = load(
+        "platforms:\n  webhook:\n    extra:\n      header_timeout_seconds: 3\n      body_timeout_seconds: 4\n      idle_timeout_seconds: 5\n      max_connections: 6\n      max_body_bytes_in_flight: 7\n",
+    )
+    .unwrap();
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(
+        c.webhook.connections,
+        ConnectionSettings {
+            header_timeout_secs: 3,
+            body_timeout_secs: 4,
+            idle_timeout_secs: 5,
+            max_connections: 6,
+            max_body_bytes_in_flight: 7,
+        }
+    );
 }
 
 #[test]
@@ -175,16 +195,31 @@ fn deliver_only_needs_a_real_target() {
 }
 
 #[test]
-fn bad_types_and_regex_are_errors() {
+fn bad_types_are_errors_and_bad_filters_warnings() {
     let text = error_text("platforms:\n  webhook:\n    extra:\n      port: abc\n");
     assert!(
         text.contains("config.yaml:4:") && text.contains("port") && text.contains("whole number"),
         "{text}"
     );
-    let text = error_text(
-        "platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r:\n          filters: [{field: a, regex: '(unclosed'}]\n",
-    );
-    assert!(text.contains("invalid regex"), "{text}");
+    // A filter the spec says never matches is a warning: the route keeps serving.
+    for filters in [
+        "[{field: a, regex: '(unclosed'}]",
+        "[{field: a}]",
+        "[5]",
+        "oops",
+    ] {
+        let config = load(&format!(
+            "platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r:\n          filters: {filters}\n"
+        ))
+        .unwrap();
+        let warnings: Vec<String> = config.warnings.iter().map(|w| w.to_string()).collect();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("config.yaml:7:") && w.contains("routes.r.filters")),
+            "{filters}: {warnings:?}"
+        );
+    }
     let text = error_text(
         "platforms:\n  webhook:\n    extra:\n      secret: s\n      routes:\n        r: {events: 5}\n",
     );

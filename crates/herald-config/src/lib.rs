@@ -14,7 +14,9 @@ pub mod reader;
 pub mod route;
 pub mod subscriptions;
 
-pub use config::{Config, WebhookSettings, WorkerSettings, load_dotenv, process_env};
+pub use config::{
+    Config, ConnectionSettings, WebhookSettings, WorkerSettings, load_dotenv, process_env,
+};
 pub use error::{ConfigError, Problem};
 pub use home::Home;
 pub use platforms::PlatformSettings;

@@ -10,11 +10,17 @@ use serde_json::{Value, json};
 pub struct Answer {
     pub status: StatusCode,
     pub body: Value,
+    /// A `Retry-After` header, in seconds.
+    pub retry_after_secs: Option<u64>,
 }
 
 impl Answer {
     fn new(status: StatusCode, body: Value) -> Self {
-        Answer { status, body }
+        Answer {
+            status,
+            body,
+            retry_after_secs: None,
+        }
     }
     fn error(status: StatusCode, message: impl Into<String>) -> Self {
         Answer::new(status, json!({ "error": message.into() }))
@@ -91,6 +97,13 @@ impl Answer {
             "Service unavailable, retry later",
         )
     }
+    /// Too many request bodies are being processed at once: the sender should retry.
+    pub fn busy(retry_after_secs: u64) -> Self {
+        Answer {
+            retry_after_secs: Some(retry_after_secs),
+            ..Answer::unavailable()
+        }
+    }
     pub fn ignored_event(event: &Value) -> Self {
         Answer::new(StatusCode::OK, json!({"status": "ignored", "event": event}))
     }
@@ -135,6 +148,11 @@ impl IntoResponse for Answer {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json; charset=utf-8"),
         );
+        if let Some(secs) = self.retry_after_secs {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         response
     }
 }

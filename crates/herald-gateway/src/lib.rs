@@ -5,9 +5,12 @@
 //! each step live in `herald-webhook`. This crate never answers 500 to request input.
 
 pub mod answer;
+pub mod body_budget;
+pub mod connections;
 pub mod direct;
 pub mod pipeline;
 pub mod rate_limit;
+pub mod reject_log;
 pub mod routes;
 pub mod script;
 pub mod server;
@@ -15,6 +18,7 @@ mod session_keeper;
 pub mod worker;
 
 pub use answer::Answer;
+pub use connections::{ConnectionLimits, serve};
 pub use pipeline::Gateway;
-pub use server::{BindError, bind, router, serve};
+pub use server::{BindError, bind, router};
 pub use worker::{Backoff, ProfileTemplates, RunTemplate, Workers};

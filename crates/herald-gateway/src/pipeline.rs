@@ -2,8 +2,10 @@
 //! parse, event type, filters, script, templates, dedup + durable enqueue, answer.
 
 use crate::answer::Answer;
+use crate::body_budget::{self, BodyBudget};
 use crate::direct::{self, DirectSend, InFlight};
 use crate::rate_limit::RateLimiter;
+use crate::reject_log::{self, Reason, RejectLog};
 use crate::routes::RouteRegistry;
 use crate::script::{self, ScriptOutcome};
 use axum::body::Body;
@@ -48,12 +50,16 @@ pub struct Gateway {
     pub store: Store,
     pub clock: Arc<dyn Clock>,
     pub max_body_bytes: u64,
+    /// A request's whole body must arrive within this.
+    pub body_timeout: Duration,
+    budget: BodyBudget,
     pub rate_limit: u32,
     pub script_timeout: Duration,
     pub multiplex_profiles: bool,
     home: std::path::PathBuf,
     profiles_dir: std::path::PathBuf,
     limiter: RateLimiter,
+    rejects: RejectLog,
     lists: FileListCache,
     v1_warned: Mutex<HashSet<String>>,
     /// Wakes the inbox workers when an event is queued.
@@ -71,12 +77,15 @@ impl Gateway {
             store,
             clock,
             max_body_bytes: config.webhook.max_body_bytes,
+            body_timeout: Duration::from_secs(config.webhook.connections.body_timeout_secs),
+            budget: BodyBudget::new(config.webhook.connections.max_body_bytes_in_flight),
             rate_limit: config.webhook.rate_limit,
             script_timeout: Duration::from_secs(config.webhook.script_timeout_secs),
             multiplex_profiles: config.multiplex_profiles,
             home: config.home.root().to_path_buf(),
             profiles_dir: config.home.profiles_dir(),
             limiter: RateLimiter::default(),
+            rejects: RejectLog::default(),
             lists: FileListCache::default(),
             v1_warned: Mutex::new(HashSet::new()),
             work_notify: Arc::new(tokio::sync::Notify::new()),
@@ -137,12 +146,13 @@ impl Gateway {
             && let Some(p) = profile
             && !self.profile_served(p)
         {
-            tracing::warn!(route = route_name, profile = p, "rejected: unknown profile");
+            self.rejects
+                .record(Reason::UnknownProfile, route_name, &reject_log::quoted(p));
             return Answer::unknown_profile();
         }
         // 3. Route lookup.
         let Some(route) = table.get(route_name).cloned() else {
-            tracing::info!(route = route_name, "rejected: unknown route");
+            self.rejects.record(Reason::UnknownRoute, route_name, &"");
             return Answer::unknown_route(route_name);
         };
         drop(table);
@@ -150,47 +160,45 @@ impl Gateway {
         let requested = profile.unwrap_or("default");
         let bound = route.profile.as_deref().unwrap_or("default");
         if requested != bound {
-            tracing::info!(
-                route = route_name,
-                profile = requested,
-                "rejected: route is bound to profile {bound}"
+            let detail = format!(
+                "profile {} asked, the route is bound to {bound}",
+                reject_log::quoted(requested)
             );
+            self.rejects
+                .record(Reason::UnknownRoute, route_name, &detail);
             return Answer::unknown_route(route_name);
         }
         // 4. Disabled.
         if !route.enabled {
-            tracing::info!(route = route_name, "rejected: route disabled");
+            self.rejects.record(Reason::RouteDisabled, route_name, &"");
             return Answer::route_disabled(route_name);
         }
         // 5. Declared size.
         if let Some(len) = content_length(headers)
             && len > self.max_body_bytes
         {
-            tracing::info!(
-                route = route_name,
-                content_length = len,
-                "rejected: payload too large"
-            );
+            let detail = format!("Content-Length {len}");
+            self.rejects.record(Reason::TooLarge, route_name, &detail);
             return Answer::too_large();
         }
-        // 6. Read with the limit.
-        let body = match Limited::new(body, self.max_body_bytes as usize)
-            .collect()
+        // 6. Read with the limit, the deadline and room in the body budget.
+        let declared = content_length(headers).unwrap_or(self.max_body_bytes);
+        let Some(mut reservation) = self.budget.reserve(declared).await else {
+            self.rejects.record(Reason::Busy, route_name, &"");
+            return Answer::busy(1);
+        };
+        let body = match self.read_body(route_name, body).await {
+            Ok(body) => body,
+            Err(answer) => return answer,
+        };
+        if !self
+            .budget
+            .grow(&mut reservation, body_budget::parse_cost(&body))
             .await
         {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<LengthLimitError>() => {
-                tracing::info!(
-                    route = route_name,
-                    "rejected: payload too large while reading"
-                );
-                return Answer::too_large();
-            }
-            Err(e) => {
-                tracing::info!(route = route_name, error = %e, "rejected: body could not be read");
-                return Answer::bad_request();
-            }
-        };
+            self.rejects.record(Reason::Busy, route_name, &"");
+            return Answer::busy(1);
+        }
         // 7–8. Secret and signature.
         if route.secret.is_empty() {
             return Answer::missing_secret();
@@ -199,7 +207,8 @@ impl Gateway {
             Ok(SignatureScheme::GenericV1) => self.warn_v1_once(route_name),
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!(route = route_name, reason = %e, "rejected: invalid signature");
+                self.rejects
+                    .record(Reason::InvalidSignature, route_name, &e);
                 return Answer::invalid_signature();
             }
         }
@@ -208,11 +217,9 @@ impl Gateway {
             .limiter
             .check(route_name, self.rate_limit, Instant::now())
         {
-            tracing::warn!(
-                route = route_name,
-                limit = self.rate_limit,
-                "rejected: rate limit exceeded"
-            );
+            let detail = format!("limit {} a minute", self.rate_limit);
+            self.rejects
+                .record(Reason::RateLimited, route_name, &detail);
             return Answer::rate_limited();
         }
         // 10–11 fast path: the headers name an event the route does not take, so the
@@ -223,11 +230,15 @@ impl Gateway {
             && !route.events.iter().any(|e| e.as_bytes() == header_event)
         {
             if let Err(e) = event::validate_body(&body, content_type) {
-                tracing::info!(route = route_name, reason = %e, "rejected: cannot parse body");
+                self.rejects.record(Reason::CannotParse, route_name, &e);
                 return Answer::cannot_parse();
             }
             let event_type = Value::String(String::from_utf8_lossy(header_event).into_owned());
-            tracing::info!(route = route_name, event = %String::from_utf8_lossy(header_event), "ignored: event not in the route's events");
+            tracing::info!(
+                route = route_name,
+                event = &*reject_log::cut(&String::from_utf8_lossy(header_event)),
+                "ignored: event not in the route's events"
+            );
             return Answer::ignored_event(&event_type);
         }
         // 10. Parse: only the paths the route reads when that gives the same answers,
@@ -239,7 +250,7 @@ impl Gateway {
         let (mut payload, body_kind) = match parsed {
             Ok(p) => p,
             Err(e) => {
-                tracing::info!(route = route_name, reason = %e, "rejected: cannot parse body");
+                self.rejects.record(Reason::CannotParse, route_name, &e);
                 return Answer::cannot_parse();
             }
         };
@@ -251,7 +262,11 @@ impl Gateway {
             other => pyjson::text_form(other),
         };
         if !event::event_allowed(&route.events, &event_type) {
-            tracing::info!(route = route_name, event = %event_text, "ignored: event not in the route's events");
+            tracing::info!(
+                route = route_name,
+                event = &*reject_log::cut(&event_text),
+                "ignored: event not in the route's events"
+            );
             return Answer::ignored_event(&event_type);
         }
         // 12. Filters.
@@ -261,7 +276,11 @@ impl Gateway {
             headers,
         };
         if !route.filter.matches(&input, &self.lists) {
-            tracing::info!(route = route_name, event = %event_text, "ignored: filters did not match");
+            tracing::info!(
+                route = route_name,
+                event = &*reject_log::cut(&event_text),
+                "ignored: filters did not match"
+            );
             return Answer::ignored("filter", route_name);
         }
         // 13. Script.
@@ -273,7 +292,7 @@ impl Gateway {
                 }
                 Ok(None) => {}
                 Err(reason) => {
-                    tracing::info!(route = route_name, event = %event_text, %reason, "ignored: script");
+                    tracing::info!(route = route_name, event = &*reject_log::cut(&event_text), %reason, "ignored: script");
                     return Answer::ignored("script", route_name);
                 }
             }
@@ -324,16 +343,49 @@ impl Gateway {
         match self.store.enqueue(item).await {
             Ok(EnqueueOutcome::Accepted { id }) => {
                 self.work_notify.notify_one();
-                tracing::info!(route = route_name, event = %event_text, delivery_id = %delivery_id, inbox_id = id, "accepted");
+                tracing::info!(
+                    route = route_name,
+                    event = &*reject_log::cut(&event_text),
+                    delivery_id = &*reject_log::cut(&delivery_id),
+                    inbox_id = id,
+                    "accepted"
+                );
                 Answer::accepted(route_name, &event_type, &delivery_id)
             }
             Ok(EnqueueOutcome::Duplicate) => {
-                tracing::info!(route = route_name, event = %event_text, delivery_id = %delivery_id, "duplicate");
+                tracing::info!(
+                    route = route_name,
+                    event = &*reject_log::cut(&event_text),
+                    delivery_id = &*reject_log::cut(&delivery_id),
+                    "duplicate"
+                );
                 Answer::duplicate(&delivery_id)
             }
             Err(e) => {
-                tracing::error!(route = route_name, delivery_id = %delivery_id, error = %e, "not accepted: store unavailable");
+                tracing::error!(route = route_name, delivery_id = &*reject_log::cut(&delivery_id), error = %e, "not accepted: store unavailable");
                 Answer::unavailable()
+            }
+        }
+    }
+
+    /// Reads the body within `max_body_bytes` and `body_timeout`.
+    async fn read_body(&self, route_name: &str, body: Body) -> Result<bytes::Bytes, Answer> {
+        let limited = Limited::new(body, self.max_body_bytes as usize).collect();
+        match tokio::time::timeout(self.body_timeout, limited).await {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e)) if e.is::<LengthLimitError>() => {
+                self.rejects
+                    .record(Reason::TooLarge, route_name, &"while reading");
+                Err(Answer::too_large())
+            }
+            Ok(Err(e)) => {
+                self.rejects.record(Reason::BadBody, route_name, &e);
+                Err(Answer::bad_request())
+            }
+            Err(_) => {
+                let detail = format!("not received within {} s", self.body_timeout.as_secs());
+                self.rejects.record(Reason::BadBody, route_name, &detail);
+                Err(Answer::bad_request())
             }
         }
     }

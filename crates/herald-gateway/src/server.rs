@@ -8,8 +8,6 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -161,37 +159,4 @@ fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     TcpListener::from_std(socket.into())
-}
-
-/// Serves on every listener until `shutdown` resolves; in-flight requests finish.
-pub async fn serve(
-    listeners: Vec<TcpListener>,
-    app: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut tasks = Vec::new();
-    for listener in listeners {
-        let mut rx = stop_rx.clone();
-        let app = app.clone();
-        tasks.push(tokio::spawn(async move {
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.wait_for(|stop| *stop).await;
-                })
-                .await
-        }));
-    }
-    shutdown.await;
-    let _ = stop_tx.send(true);
-    for task in tasks {
-        match task.await {
-            Ok(result) => result?,
-            Err(e) => return Err(std::io::Error::other(e)),
-        }
-    }
-    Ok(())
 }

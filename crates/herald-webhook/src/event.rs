@@ -1,6 +1,7 @@
 //! Turning a verified request into an event: body parsing (spec §6), event type
 //! (spec §7) and delivery id (spec §11.1).
 
+use crate::json_text::{self, JsonRead};
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
@@ -13,6 +14,11 @@ pub enum ParseError {
     InvalidJson,
     #[error("body is neither JSON nor UTF-8 form data")]
     NotUtf8,
+    #[error(
+        "body is JSON nested deeper than {} levels",
+        crate::json_text::MAX_DEPTH
+    )]
+    TooDeep,
 }
 
 /// How a body became a payload.
@@ -22,6 +28,9 @@ pub enum BodyKind {
     Json,
     /// Form-encoded (or plain text giving `{}`): the payload must be serialised.
     Form,
+    /// JSON whose text had to be changed to be parsed (a byte-order mark, a lone
+    /// surrogate): the payload must be serialised.
+    RewrittenJson,
 }
 
 /// Parses a body into a payload object: JSON first, then the form-encoded fallback.
@@ -37,10 +46,18 @@ pub fn parse_body_kind(
     body: &[u8],
     content_type: Option<&[u8]>,
 ) -> Result<(Map<String, Value>, BodyKind), ParseError> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(map)) => return Ok((map, BodyKind::Json)),
-        Ok(_) => return Err(ParseError::NotAnObject),
-        Err(_) => {}
+    match json_text::read(body) {
+        JsonRead::Object {
+            map,
+            rewritten: false,
+        } => return Ok((map, BodyKind::Json)),
+        JsonRead::Object {
+            map,
+            rewritten: true,
+        } => return Ok((map, BodyKind::RewrittenJson)),
+        JsonRead::NotObject => return Err(ParseError::NotAnObject),
+        JsonRead::TooDeep => return Err(ParseError::TooDeep),
+        JsonRead::NotJson => {}
     }
     if content_type.is_some_and(is_json_media_type) {
         return Err(ParseError::InvalidJson);
@@ -53,7 +70,20 @@ pub fn parse_body_kind(
         }
         map.insert(name.into_owned(), Value::String(value.into_owned()));
     }
-    Ok((map, BodyKind::Form))
+    Ok((form_payload_field(map), BodyKind::Form))
+}
+
+/// GitHub's `application/x-www-form-urlencoded` content type sends `payload=<json>`:
+/// when that is the only field and it holds a JSON object, the object is the payload
+/// (spec §6 rule 7).
+fn form_payload_field(map: Map<String, Value>) -> Map<String, Value> {
+    if map.len() == 1
+        && let Some(Value::String(text)) = map.get("payload")
+        && let JsonRead::Object { map: inner, .. } = json_text::read(text.as_bytes())
+    {
+        return inner;
+    }
+    map
 }
 
 /// Checks that a body would parse (the same answer as [`parse_body`]) without building
@@ -62,7 +92,7 @@ pub fn parse_body_kind(
 pub fn validate_body(body: &[u8], content_type: Option<&[u8]>) -> Result<(), ParseError> {
     // Skipping a value has no nesting limit, the full parse has one (128): bodies that
     // could nest that deep take the full parse too.
-    let plain = crate::pick::plain_json_text(body);
+    let plain = crate::pick::plain_json_text(body) && !json_text::has_bom(body);
     if !plain && std::str::from_utf8(body).is_ok() {
         return parse_body(body, content_type).map(|_| ());
     }
@@ -200,6 +230,58 @@ mod tests {
         assert_eq!(parse_body(b"just words", None).unwrap(), Map::new());
         assert_eq!(parse_body(b"", None).unwrap(), Map::new());
         assert_eq!(parse_body(b"\xff\xfe", None), Err(ParseError::NotUtf8));
+    }
+
+    #[test]
+    fn python_json_and_github_form_bodies() {
+        let (map, kind) =
+            parse_body_kind(b"\xEF\xBB\xBF{\"a\": 1}", Some(b"application/json")).unwrap();
+        assert_eq!(
+            (Value::Object(map), kind),
+            (json!({"a": 1}), BodyKind::RewrittenJson)
+        );
+        let (map, kind) = parse_body_kind(br#"{"a": "\ud800"}"#, Some(b"text/plain")).unwrap();
+        assert_eq!(
+            (Value::Object(map), kind),
+            (json!({"a": "\u{FFFD}"}), BodyKind::RewrittenJson)
+        );
+        let deep = format!("{{\"a\": {}{}}}", "[".repeat(500), "]".repeat(500));
+        assert_eq!(
+            parse_body_kind(deep.as_bytes(), None).unwrap().1,
+            BodyKind::Json
+        );
+        let too_deep = format!("{{\"a\": {}{}}}", "[".repeat(1500), "]".repeat(1500));
+        assert_eq!(
+            parse_body(too_deep.as_bytes(), None),
+            Err(ParseError::TooDeep)
+        );
+        assert_eq!(
+            validate_body(too_deep.as_bytes(), None),
+            Err(ParseError::TooDeep)
+        );
+        assert_eq!(
+            validate_body(b"\xEF\xBB\xBF{}", Some(b"application/json")),
+            Ok(())
+        );
+        // GitHub's form content type: payload=<json object>.
+        let form = b"payload=%7B%22action%22%3A%22opened%22%2C%22n%22%3A1%7D";
+        let (map, kind) =
+            parse_body_kind(form, Some(b"application/x-www-form-urlencoded")).unwrap();
+        assert_eq!(
+            (Value::Object(map), kind),
+            (json!({"action": "opened", "n": 1}), BodyKind::Form)
+        );
+        // Other form bodies keep every value a string.
+        for (body, want) in [
+            (&b"payload=%5B1%5D"[..], json!({"payload": "[1]"})),
+            (
+                &b"payload=%7B%7D&x=1"[..],
+                json!({"payload": "{}", "x": "1"}),
+            ),
+            (&b"payload=hello"[..], json!({"payload": "hello"})),
+        ] {
+            assert_eq!(Value::Object(parse_body(body, None).unwrap()), want);
+        }
     }
 
     #[test]

@@ -255,9 +255,10 @@ fn compile_spec(
             Ok(re) => CompiledFilter::Regex(field, re),
             Err(e) => {
                 issue(format!(
-                    "invalid regex {pattern:?}: {}; herald uses linear-time regexes \
-                     (no look-around or back-references)",
-                    first_line(&e.to_string())
+                    "invalid regex {}: {}; herald uses linear-time regexes \
+                     (no look-around or back-references); this filter never matches",
+                    crate::quoted::quoted(pattern),
+                    crate::quoted::quoted(&first_line(&e.to_string()))
                 ));
                 CompiledFilter::Never
             }

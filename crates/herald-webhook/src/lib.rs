@@ -8,8 +8,10 @@
 
 pub mod event;
 pub mod filter;
+pub mod json_text;
 pub mod pick;
 pub mod pyjson;
+pub mod quoted;
 pub mod template;
 pub mod verify;
 

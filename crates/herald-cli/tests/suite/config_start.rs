@@ -111,10 +111,6 @@ fn config_errors_stop_herald_with_file_line_key_and_fix() {
             ["config.yaml:7:33", "routes.r.deliver", "real target"],
         ),
         (
-            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: s\n      routes:\n        r:\n          filters: [{field: a, regex: '(?P<x'}]\n",
-            ["config.yaml:8:11", "invalid regex", "filters"],
-        ),
-        (
             "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: abc\n",
             ["config.yaml:5:7", "extra.port", "whole number"],
         ),
@@ -134,6 +130,37 @@ fn config_errors_stop_herald_with_file_line_key_and_fix() {
             "{stderr}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_bad_filter_never_matches_and_the_other_routes_keep_serving() {
+    let long = "(".repeat(100_000);
+    let h = Herald::start(&config_with_routes(&format!(
+        "        bad:\n          filters: [{{field: a, regex: '{long}'}}]\n        good:\n          prompt: hi\n        spec:\n          filters: [{{field: a}}, 5]\n"
+    )));
+    let (s, b) = h.github("good", "push", r#"{"a":1}"#, None).await;
+    assert_eq!(s, 202, "{b}");
+    for route in ["bad", "spec"] {
+        let (s, b) = h.github(route, "push", r#"{"a":"(("}"#, None).await;
+        assert_eq!(
+            (s.as_u16(), b["reason"].as_str()),
+            (200, Some("filter")),
+            "{b}"
+        );
+    }
+    let log = h.log();
+    assert!(
+        log.contains("config.yaml:11:11")
+            && log.contains("routes.bad.filters")
+            && log.contains("invalid regex"),
+        "{log}"
+    );
+    assert!(log.contains("routes.spec.filters"), "{log}");
+    // The 100 KB pattern is cut in the log line.
+    assert!(
+        log.lines().all(|l| l.len() < 2000),
+        "a log line is too long"
+    );
 }
 
 #[test]

@@ -185,6 +185,69 @@ async fn body_parsing() {
 }
 
 #[tokio::test]
+async fn valid_json_as_python_reads_it_is_never_an_empty_payload() {
+    let h = Herald::start(&config_with_routes(
+        "        r:\n          prompt: 'a={a} action={action}'\n",
+    ));
+    let post = |body: Vec<u8>, ct: Option<&'static str>| {
+        let mut headers = vec![("x-hub-signature-256", sign::github(SECRET, &body))];
+        if let Some(ct) = ct {
+            headers.push(("content-type", ct.to_owned()));
+        }
+        let h = &h;
+        async move { h.post("/webhooks/r", body, &headers).await }
+    };
+    let deep = format!(
+        "{{\"a\": \"deep\", \"n\": {}1{}}}",
+        "[".repeat(500),
+        "]".repeat(500)
+    );
+    let cases: Vec<(Vec<u8>, Option<&str>)> = vec![
+        (
+            b"\xEF\xBB\xBF{\"a\": \"bom\"}".to_vec(),
+            Some("application/json"),
+        ),
+        (b"\xEF\xBB\xBF{\"a\": \"bom2\"}".to_vec(), None),
+        (br#"{"a": "lone\ud800"}"#.to_vec(), Some("text/plain")),
+        (deep.into_bytes(), None),
+        // GitHub's default content type: payload=<json>.
+        (
+            b"payload=%7B%22action%22%3A%22opened%22%2C%22a%22%3A%22form%22%7D".to_vec(),
+            Some("application/x-www-form-urlencoded"),
+        ),
+    ];
+    for (body, ct) in cases {
+        let (s, b) = post(body, ct).await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    }
+    // Deeper than herald's limit: refused, never form-decoded to {}.
+    let too_deep = format!("{{\"a\": {}1{}}}", "[".repeat(1500), "]".repeat(1500));
+    assert_eq!(
+        post(too_deep.into_bytes(), None).await,
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "Cannot parse body"})
+        )
+    );
+    let mut prompts: Vec<String> = h
+        .inbox()
+        .iter()
+        .map(|i| i["prompt"].as_str().unwrap().to_owned())
+        .collect();
+    prompts.reverse();
+    assert_eq!(
+        prompts,
+        vec![
+            "a=bom action={action}",
+            "a=bom2 action={action}",
+            "a=lone\u{FFFD} action={action}",
+            "a=deep action={action}",
+            "a=form action=opened",
+        ]
+    );
+}
+
+#[tokio::test]
 async fn rate_limit_counts_only_authenticated_requests() {
     let config = config_with_routes("        r: {}\n        other: {}\n")
         .replace("rate_limit: 100000", "rate_limit: 3");

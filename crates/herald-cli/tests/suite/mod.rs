@@ -5,6 +5,7 @@ mod crash;
 mod direct_delivery;
 mod fakes;
 mod filters_scripts;
+mod hostile;
 mod inbox_cli;
 mod ingress;
 mod setup;

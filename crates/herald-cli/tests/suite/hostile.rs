@@ -1,0 +1,184 @@
+//! Hostile and slow clients: header, body and idle timeouts, the connection cap, and a
+//! shutdown that the grace period bounds whatever clients do.
+
+use crate::suite::support::*;
+
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn config(extra: &str) -> String {
+    let base = config_with_routes("        hook:\n          deliver: log\n");
+    base.replace(
+        "      rate_limit: 100000\n",
+        &format!("      rate_limit: 100000\n{extra}"),
+    )
+}
+
+/// Reads until the server closes the connection (or `limit` passes); returns what came
+/// and how long it took.
+async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, Duration) {
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(limit, stream.read_to_end(&mut buf)).await;
+    (
+        String::from_utf8_lossy(&buf).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn slow_headers_are_cut_off_by_the_header_timeout() {
+    let herald = Herald::start(&config("      header_timeout_seconds: 1\n"));
+    let mut stream = TcpStream::connect(herald.addr()).await.unwrap();
+    let started = Instant::now();
+    stream
+        .write_all(b"POST /webhooks/hook HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    // A byte every 200 ms: never a whole head.
+    let mut closed_after = None;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if stream.write_all(b"X").await.is_err() {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+        let mut probe = [0u8; 64];
+        if let Ok(Ok(0)) =
+            tokio::time::timeout(Duration::from_millis(1), stream.read(&mut probe)).await
+        {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+    }
+    let closed_after = closed_after.expect("a slowloris connection must be closed");
+    assert!(closed_after < Duration::from_secs(4), "{closed_after:?}");
+    // herald still answers others.
+    assert_eq!(herald.get("/health").await.0, 200);
+}
+
+#[tokio::test]
+async fn bodies_that_never_finish_are_answered_within_the_body_timeout() {
+    let herald = Herald::start(&config("      body_timeout_seconds: 1\n"));
+    for request in [
+        // A Content-Length larger than what is sent.
+        "POST /webhooks/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\":".to_owned(),
+        // A chunked body that never ends.
+        "POST /webhooks/hook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n"
+            .to_owned(),
+    ] {
+        let mut stream = TcpStream::connect(herald.addr()).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let (answer, took) = read_until_closed(&mut stream, Duration::from_secs(10)).await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(answer.contains(r#"{"error":"Bad request"}"#), "{answer}");
+        assert!(took < Duration::from_secs(4), "{took:?}");
+    }
+}
+
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed() {
+    let herald = Herald::start(&config(
+        "      idle_timeout_seconds: 1\n      header_timeout_seconds: 30\n",
+    ));
+    let mut stream = TcpStream::connect(herald.addr()).await.unwrap();
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let (answer, took) = read_until_closed(&mut stream, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_are_closed_at_once_and_the_rest_are_served() {
+    let mut herald = Herald::start(&config(
+        "      max_connections: 8\n      header_timeout_seconds: 30\n      idle_timeout_seconds: 30\n",
+    ));
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        held.push(TcpStream::connect(herald.addr()).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The ninth is closed as soon as it is accepted.
+    let mut extra = TcpStream::connect(herald.addr()).await.unwrap();
+    let (got, took) = read_until_closed(&mut extra, Duration::from_secs(5)).await;
+    assert!(
+        got.is_empty() && took < Duration::from_secs(1),
+        "{got:?} {took:?}"
+    );
+    // Those already open are unaffected.
+    for stream in &mut held {
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let (answer, _) = read_until_closed(stream, Duration::from_secs(5)).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(herald.get("/health").await.0, 200);
+    assert_eq!(herald.terminate(), Some(0));
+    let log = herald.log();
+    assert!(
+        log.contains("connections dropped since the last report"),
+        "{log}"
+    );
+    assert!(log.contains("refused_over_cap=1"), "{log}");
+}
+
+#[tokio::test]
+async fn sigterm_is_bounded_by_the_grace_period_whatever_clients_do() {
+    let mut herald = Herald::start(&config(
+        "      shutdown_grace_seconds: 1\n      header_timeout_seconds: 60\n      body_timeout_seconds: 60\n",
+    ));
+    // One client holds a half-sent request, another a half-sent head.
+    let mut body = TcpStream::connect(herald.addr()).await.unwrap();
+    body.write_all(b"POST /webhooks/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let mut head = TcpStream::connect(herald.addr()).await.unwrap();
+    head.write_all(b"POST /webhooks/hook HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let code = herald.terminate();
+    let took = started.elapsed();
+    assert_eq!(code, Some(0), "{}", herald.log());
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_flood_of_forged_requests_writes_one_line_not_one_each() {
+    let h = Herald::start(&config(""));
+    for i in 0..300 {
+        let (s, _) = h
+            .post(
+                "/webhooks/hook",
+                format!("{{\"n\":{i}}}"),
+                &[("x-hub-signature-256", "sha256=00".to_owned())],
+            )
+            .await;
+        assert_eq!(s, 401);
+    }
+    let long_route = "x".repeat(5000);
+    for _ in 0..50 {
+        let (s, _) = h.post(&format!("/webhooks/{long_route}"), "{}", &[]).await;
+        assert_eq!(s, 404);
+    }
+    let log = h.log();
+    assert_eq!(
+        log.matches("rejected: invalid signature").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(log.matches("rejected: unknown route").count(), 1, "{log}");
+    assert!(log.lines().all(|l| l.len() < 1000), "{log}");
+}

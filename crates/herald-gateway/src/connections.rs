@@ -1,0 +1,392 @@
+//! Serving connections on the open internet: a cap on open connections, a header-read
+//! timeout, an idle keep-alive timeout, and a shutdown that the grace period bounds
+//! whatever clients do. Connections closed for these reasons are counted and reported
+//! as a periodic summary, never a log line each.
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tower_service::Service;
+
+/// How long to wait before accepting again when the process is out of descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// How often dropped-connection counts are reported (only when they changed).
+const SUMMARY_EVERY: Duration = Duration::from_secs(10);
+/// Descriptors kept free below the process's limit for the store, scripts and sends.
+const FD_RESERVE: u64 = 256;
+
+/// The bounds every connection is served under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most connections open at once; more are closed as soon as they are accepted.
+    pub max_connections: usize,
+    /// A request's head (request line and headers) must arrive within this.
+    pub header_timeout: Duration,
+    /// A connection with no request in progress and no bytes moving is closed after this.
+    pub idle_timeout: Duration,
+    /// After the shutdown signal, connections get this long; then they are closed.
+    pub shutdown_grace: Duration,
+}
+
+impl ConnectionLimits {
+    /// `max_connections` lowered to what the process's descriptor limit allows.
+    pub fn within_fd_limit(mut self) -> Self {
+        let limit = raise_fd_limit();
+        let allowed = limit.saturating_sub(FD_RESERVE).max(16) as usize;
+        if self.max_connections > allowed {
+            tracing::warn!(
+                configured = self.max_connections,
+                allowed,
+                fd_limit = limit,
+                "max_connections lowered below the process's file descriptor limit"
+            );
+            self.max_connections = allowed;
+        }
+        self
+    }
+}
+
+/// Raises the soft descriptor limit to the hard one and returns the soft limit in force.
+fn raise_fd_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 1024;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+    }
+    lim.rlim_cur
+}
+
+/// Counts shared by the accept loops and the connections.
+#[derive(Default)]
+struct Counters {
+    open: AtomicUsize,
+    refused: AtomicU64,
+    header_timeouts: AtomicU64,
+    idle_closed: AtomicU64,
+    shutdown_closed: AtomicU64,
+    accept_errors: AtomicU64,
+}
+
+/// Serves on every listener until `shutdown` resolves, then lets connections finish
+/// for at most the grace period.
+pub async fn serve(
+    listeners: Vec<TcpListener>,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let counters = Arc::new(Counters::default());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut accepters = JoinSet::new();
+    let connections = Arc::new(tokio::sync::Mutex::new(JoinSet::new()));
+    for listener in listeners {
+        accepters.spawn(accept_loop(
+            listener,
+            app.clone(),
+            limits,
+            counters.clone(),
+            connections.clone(),
+            stop_rx.clone(),
+        ));
+    }
+    let summary = tokio::spawn(report_summaries(counters.clone(), limits));
+    shutdown.await;
+    let _ = stop_tx.send(true);
+    while accepters.join_next().await.is_some() {}
+    let mut connections = connections.lock().await;
+    let drained = tokio::time::timeout(limits.shutdown_grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        let left = connections.len();
+        connections.abort_all();
+        while connections.join_next().await.is_some() {}
+        tracing::warn!(
+            connections = left,
+            grace_seconds = limits.shutdown_grace.as_secs(),
+            "closed connections still open when the shutdown grace period ended"
+        );
+    }
+    summary.abort();
+    log_summary(&counters, &mut Snapshot::default(), limits);
+    Ok(())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    counters: Arc<Counters>,
+    connections: Arc<tokio::sync::Mutex<JoinSet<()>>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // EMFILE and friends: count, wait a moment, accept again (no busy loop).
+                counters.accept_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(error = %e, "accept failed");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        if counters.open.load(Ordering::Relaxed) >= limits.max_connections {
+            counters.refused.fetch_add(1, Ordering::Relaxed);
+            drop(stream);
+            continue;
+        }
+        counters.open.fetch_add(1, Ordering::Relaxed);
+        let _ = stream.set_nodelay(true);
+        let conn = serve_connection(stream, app.clone(), limits, counters.clone(), stop.clone());
+        let mut set = connections.lock().await;
+        // Finished connections leave the set as new ones come in.
+        while set.try_join_next().is_some() {}
+        set.spawn(conn);
+    }
+}
+
+/// What one connection shares with its watchdog.
+#[derive(Default)]
+struct Activity {
+    /// Requests whose handler has not answered yet.
+    in_flight: AtomicUsize,
+    /// When bytes last moved, in ms since the connection opened.
+    last_ms: AtomicU64,
+}
+
+/// Why a connection ended early.
+enum Closed {
+    Finished,
+    Idle,
+    Shutdown,
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    app: Router,
+    limits: ConnectionLimits,
+    counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let opened = Instant::now();
+    let activity = Arc::new(Activity::default());
+    let io = TokioIo::new(TrackedIo {
+        inner: stream,
+        activity: activity.clone(),
+        opened,
+    });
+    let service = {
+        let activity = activity.clone();
+        hyper::service::service_fn(move |request: http::Request<Incoming>| {
+            let guard = InFlight::enter(&activity);
+            let mut app = app.clone();
+            async move {
+                let response = app.call(request).await;
+                drop(guard);
+                response
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut closing: Option<Closed> = None;
+    let tick = (limits.idle_timeout.min(limits.header_timeout) / 4).max(Duration::from_millis(50));
+    let mut watchdog = tokio::time::interval(tick);
+    let result = loop {
+        tokio::select! {
+            result = conn.as_mut() => break result,
+            _ = watchdog.tick(), if closing.is_none() => {
+                if is_idle(&activity, opened, limits.idle_timeout) {
+                    conn.as_mut().graceful_shutdown();
+                    closing = Some(Closed::Idle);
+                }
+            }
+            _ = stop.wait_for(|s| *s), if closing.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                closing = Some(Closed::Shutdown);
+            }
+        }
+    };
+    let why = match (&result, closing) {
+        (Err(e), _) if e.is_timeout() => {
+            counters.header_timeouts.fetch_add(1, Ordering::Relaxed);
+            Closed::Finished
+        }
+        (_, Some(why)) => why,
+        _ => Closed::Finished,
+    };
+    match why {
+        Closed::Idle => counters.idle_closed.fetch_add(1, Ordering::Relaxed),
+        Closed::Shutdown => counters.shutdown_closed.fetch_add(1, Ordering::Relaxed),
+        Closed::Finished => 0,
+    };
+    counters.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+fn is_idle(activity: &Activity, opened: Instant, idle: Duration) -> bool {
+    if activity.in_flight.load(Ordering::Relaxed) > 0 {
+        return false;
+    }
+    let now_ms = opened.elapsed().as_millis() as u64;
+    let last = activity.last_ms.load(Ordering::Relaxed);
+    now_ms.saturating_sub(last) >= idle.as_millis() as u64
+}
+
+/// Marks a request in progress on its connection for as long as it lives.
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn enter(activity: &Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(activity.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A TCP stream that notes when bytes last moved.
+struct TrackedIo {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+    opened: Instant,
+}
+
+impl TrackedIo {
+    fn touch(&self) {
+        let ms = self.opened.elapsed().as_millis() as u64;
+        self.activity.last_ms.store(ms, Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for TrackedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.touch();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for TrackedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        polled
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        polled
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+/// The counts last reported.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+struct Snapshot {
+    refused: u64,
+    header_timeouts: u64,
+    idle_closed: u64,
+    shutdown_closed: u64,
+    accept_errors: u64,
+}
+
+async fn report_summaries(counters: Arc<Counters>, limits: ConnectionLimits) {
+    let mut last = Snapshot::default();
+    let mut every = tokio::time::interval(SUMMARY_EVERY);
+    every.tick().await;
+    loop {
+        every.tick().await;
+        log_summary(&counters, &mut last, limits);
+    }
+}
+
+/// One line with what changed since the last report, if anything did.
+fn log_summary(counters: &Counters, last: &mut Snapshot, limits: ConnectionLimits) {
+    let now = Snapshot {
+        refused: counters.refused.load(Ordering::Relaxed),
+        header_timeouts: counters.header_timeouts.load(Ordering::Relaxed),
+        idle_closed: counters.idle_closed.load(Ordering::Relaxed),
+        shutdown_closed: counters.shutdown_closed.load(Ordering::Relaxed),
+        accept_errors: counters.accept_errors.load(Ordering::Relaxed),
+    };
+    if now == *last {
+        return;
+    }
+    tracing::warn!(
+        refused_over_cap = now.refused - last.refused,
+        header_timeouts = now.header_timeouts - last.header_timeouts,
+        idle_closed = now.idle_closed - last.idle_closed,
+        closed_at_shutdown = now.shutdown_closed - last.shutdown_closed,
+        accept_errors = now.accept_errors - last.accept_errors,
+        open = counters.open.load(Ordering::Relaxed),
+        max_connections = limits.max_connections,
+        "connections dropped since the last report"
+    );
+    *last = now;
+}

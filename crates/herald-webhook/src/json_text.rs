@@ -1,0 +1,209 @@
+//! JSON as Python's `json` reads it from bytes (spec §6 rule 6): a UTF-8 byte-order mark
+//! is skipped, lone surrogate escapes are valid, and nesting goes as deep as Python's
+//! default recursion limit allows. serde_json refuses the last two, so a body with lone
+//! surrogates is parsed with each one replaced by U+FFFD (a Rust string cannot hold a
+//! lone surrogate; the body as received keeps it), and deep bodies are parsed on a
+//! stack that grows as needed.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The deepest nesting accepted, about what Python's default recursion limit allows.
+pub const MAX_DEPTH: usize = 1000;
+/// Bodies with at most this many `[`/`{` take serde_json's ordinary parse.
+const SHALLOW_OPENERS: usize = 100;
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// What a body is, read as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JsonRead {
+    /// A JSON object; `rewritten` when its text had to be changed to be parsed (a
+    /// byte-order mark or a lone surrogate), so it cannot be stored as received.
+    Object {
+        map: Map<String, Value>,
+        rewritten: bool,
+    },
+    /// Valid JSON whose top-level value is not an object.
+    NotObject,
+    /// JSON nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// Not JSON at all.
+    NotJson,
+}
+
+/// Reads `body` as Python's `json.loads(body)` would.
+pub fn read(body: &[u8]) -> JsonRead {
+    let (text, bom) = match body.strip_prefix(BOM) {
+        Some(rest) => (rest, true),
+        None => (body, false),
+    };
+    let openers = memchr::memchr2_iter(b'[', b'{', text)
+        .take(SHALLOW_OPENERS + 1)
+        .count();
+    let shallow = openers <= SHALLOW_OPENERS;
+    if !shallow && nesting_depth(text) > MAX_DEPTH {
+        return JsonRead::TooDeep;
+    }
+    let fixed = replace_lone_surrogates(text);
+    let input = fixed.as_deref().unwrap_or(text);
+    let parsed = if shallow {
+        serde_json::from_slice::<Value>(input)
+    } else {
+        parse_deep(input)
+    };
+    match parsed {
+        Ok(Value::Object(map)) => JsonRead::Object {
+            map,
+            rewritten: bom || fixed.is_some(),
+        },
+        Ok(_) => JsonRead::NotObject,
+        Err(_) => JsonRead::NotJson,
+    }
+}
+
+/// Whether a body starts with a UTF-8 byte-order mark.
+pub fn has_bom(body: &[u8]) -> bool {
+    body.starts_with(BOM)
+}
+
+/// Parses without serde_json's nesting limit, growing the stack instead of overflowing.
+fn parse_deep(input: &[u8]) -> serde_json::Result<Value> {
+    let mut de = serde_json::Deserializer::from_slice(input);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+    de.end()?;
+    Ok(value)
+}
+
+/// The deepest nesting of `[`/`{` outside strings (0 when the text does not start
+/// with one, so form data is never counted).
+pub fn nesting_depth(text: &[u8]) -> usize {
+    let start = text
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    if !matches!(start.map(|i| text[i]), Some(b'[' | b'{')) {
+        return 0;
+    }
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The text with every lone surrogate escape (`\ud800` without its pair) replaced by
+/// `\ufffd`, or `None` when it has none.
+fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(found) = text.get(i..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let at = i + found;
+        if text.get(at + 1) != Some(&b'u') {
+            i = at + 2;
+            continue;
+        }
+        let Some(unit) = hex4(text, at + 2) else {
+            i = at + 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&unit)
+            && text.get(at + 6) == Some(&b'\\')
+            && text.get(at + 7) == Some(&b'u')
+            && hex4(text, at + 8).is_some_and(|low| (0xDC00..0xE000).contains(&low));
+        if paired {
+            i = at + 12;
+        } else if (0xD800..0xE000).contains(&unit) {
+            let buf = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+            buf.extend_from_slice(&text[copied..at]);
+            buf.extend_from_slice(b"\\ufffd");
+            copied = at + 6;
+            i = at + 6;
+        } else {
+            i = at + 6;
+        }
+    }
+    let mut buf = out?;
+    buf.extend_from_slice(&text[copied..]);
+    Some(buf)
+}
+
+fn hex4(text: &[u8], at: usize) -> Option<u32> {
+    let digits = text.get(at..at + 4)?;
+    let s = std::str::from_utf8(digits).ok()?;
+    u32::from_str_radix(s, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(body: &[u8]) -> (Value, bool) {
+        match read(body) {
+            JsonRead::Object { map, rewritten } => (Value::Object(map), rewritten),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn python_reads_these_as_json() {
+        assert_eq!(object(b"\xEF\xBB\xBF{\"a\": 1}"), (json!({"a": 1}), true));
+        assert_eq!(
+            object(br#"{"a": "x\ud800y", "b": "\ud83d\ude00", "c": "\udc00"}"#),
+            (
+                json!({"a": "x\u{FFFD}y", "b": "\u{1F600}", "c": "\u{FFFD}"}),
+                true
+            )
+        );
+        assert_eq!(
+            object(br#"{"a": "\\ud800"}"#),
+            (json!({"a": "\\ud800"}), false)
+        );
+        let deep = format!("{{\"a\": {}1{}}}", "[".repeat(900), "]".repeat(900));
+        let (v, rewritten) = object(deep.as_bytes());
+        assert!(!rewritten);
+        assert!(v["a"].is_array());
+    }
+
+    #[test]
+    fn limits_and_refusals() {
+        let too_deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert_eq!(read(too_deep.as_bytes()), JsonRead::TooDeep);
+        let at_limit = format!(
+            "{{\"a\":{}{}}}",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
+        assert!(matches!(read(at_limit.as_bytes()), JsonRead::Object { .. }));
+        assert_eq!(read(b"[1]"), JsonRead::NotObject);
+        assert_eq!(read(b"a=1"), JsonRead::NotJson);
+        // Brackets inside strings do not count.
+        let in_strings = format!("{{\"a\": \"{}\"}}", "[".repeat(5000));
+        assert!(matches!(
+            read(in_strings.as_bytes()),
+            JsonRead::Object { .. }
+        ));
+        assert_eq!(
+            nesting_depth(format!("a={}", "[".repeat(2000)).as_bytes()),
+            0
+        );
+    }
+}

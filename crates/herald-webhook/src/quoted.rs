@@ -1,0 +1,57 @@
+//! Untrusted text (paths, header values, config values) in a log line or an error
+//! message: quoted, escaped and cut, so that one input can never make a huge line.
+
+/// The longest untrusted text put in a log line, in bytes.
+pub const MAX_LOGGED_BYTES: usize = 200;
+
+/// Untrusted text for a log line: quoted and escaped, cut to [`MAX_LOGGED_BYTES`].
+pub fn quoted(text: &str) -> Quoted<'_> {
+    Quoted(text)
+}
+
+/// Untrusted text for a log field (the log format quotes and escapes fields itself): as
+/// it is when short, else its first [`MAX_LOGGED_BYTES`] bytes and its length.
+pub fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_LOGGED_BYTES {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = MAX_LOGGED_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+}
+
+/// The [`Display`](std::fmt::Display) of [`quoted`] (no allocation).
+pub struct Quoted<'a>(pub &'a str);
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.0;
+        let mut cut = text.len().min(MAX_LOGGED_BYTES);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if cut < text.len() {
+            write!(f, "{:?}… ({} bytes)", &text[..cut], text.len())
+        } else {
+            write!(f, "{text:?}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_cuts_long_and_escapes_control_text() {
+        assert_eq!(quoted("a\nb").to_string(), r#""a\nb""#);
+        let long = "é".repeat(1000);
+        let q = quoted(&long).to_string();
+        assert!(q.len() < MAX_LOGGED_BYTES + 40, "{}", q.len());
+        assert!(q.ends_with("(2000 bytes)"));
+        assert_eq!(cut("short"), "short");
+        assert!(cut(&long).len() < MAX_LOGGED_BYTES + 20);
+    }
+}
