@@ -214,14 +214,10 @@ impl Config {
     pub fn from_yaml(home: &Home, text: &str, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
         let path = home.config_file();
         let doc: Node = if text.trim().is_empty() {
-            Node {
-                value: NodeValue::Map(Vec::new()),
-                line: 0,
-                column: 0,
-            }
+            Node::at(NodeValue::Map(Vec::new()), 0, 0)
         } else {
             // serde-saphyr's default options carry a budget against alias bombs.
-            serde_saphyr::from_str(text).map_err(|e| {
+            Node::parse_yaml(text).map_err(|e| {
                 let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
                 ConfigError::Syntax {
                     path: path.clone(),
@@ -232,11 +228,7 @@ impl Config {
             })?
         };
         let doc = if doc.is_null() {
-            Node {
-                value: NodeValue::Map(Vec::new()),
-                line: 0,
-                column: 0,
-            }
+            Node::at(NodeValue::Map(Vec::new()), 0, 0)
         } else {
             doc
         };

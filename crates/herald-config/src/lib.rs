@@ -10,6 +10,7 @@ pub mod error;
 pub mod home;
 pub mod node;
 pub mod platforms;
+pub mod pyyaml;
 pub mod reader;
 pub mod route;
 pub mod subscriptions;

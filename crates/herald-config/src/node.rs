@@ -1,6 +1,7 @@
 //! A YAML (or JSON) document as a tree of nodes that remember where they were written,
 //! so that every configuration error can name its line and column.
 
+use crate::pyyaml;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::fmt;
@@ -13,6 +14,16 @@ pub struct Node {
     /// where the value starts (line 0: unknown).
     pub line: u64,
     pub column: u64,
+    /// Where the value's text (and, for a mapping value, its key's text) is in the
+    /// source, as byte (offset, length): used to type plain scalars as PyYAML does.
+    pub source: SourceSpans,
+}
+
+/// Byte spans of a node's text in its YAML source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SourceSpans {
+    pub value: Option<(usize, usize)>,
+    pub key: Option<(usize, usize)>,
 }
 
 /// The value of a node.
@@ -48,10 +59,58 @@ impl Node {
                     .collect(),
             ),
         };
+        Node::at(value, 0, 0)
+    }
+
+    /// A node without a source position.
+    pub fn at(value: NodeValue, line: u64, column: u64) -> Node {
         Node {
             value,
-            line: 0,
-            column: 0,
+            line,
+            column,
+            source: SourceSpans::default(),
+        }
+    }
+
+    /// Parses a YAML document, typing plain scalars exactly as PyYAML's safe loader does.
+    pub fn parse_yaml(text: &str) -> Result<Node, serde_saphyr::Error> {
+        let mut doc: Node = serde_saphyr::from_str(text)?;
+        doc.type_like_pyyaml(text);
+        Ok(doc)
+    }
+
+    /// Types every plain, untagged scalar (values and mapping keys) again from its
+    /// source text with PyYAML's rules.
+    fn type_like_pyyaml(&mut self, text: &str) {
+        match &mut self.value {
+            NodeValue::Seq(items) => items.iter_mut().for_each(|i| i.type_like_pyyaml(text)),
+            NodeValue::Map(entries) => {
+                for (key, value) in entries.iter_mut() {
+                    if let Some(raw) = value
+                        .source
+                        .key
+                        .and_then(|(s, l)| pyyaml::plain_source(text, s, l))
+                    {
+                        *key = key_text(pyyaml::resolve_plain(raw), raw);
+                    }
+                    value.type_like_pyyaml(text);
+                }
+            }
+            NodeValue::Null => {}
+            scalar => {
+                let Some(raw) = self
+                    .source
+                    .value
+                    .and_then(|(s, l)| pyyaml::plain_source(text, s, l))
+                else {
+                    return;
+                };
+                // A plain string is its own source text; anything else was typed.
+                if matches!(scalar, NodeValue::Str(s) if s != raw) {
+                    return;
+                }
+                *scalar = pyyaml::resolve_plain(raw);
+            }
         }
     }
 
@@ -112,10 +171,19 @@ impl Node {
 impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let spanned = serde_saphyr::Spanned::<NodeValue>::deserialize(deserializer)?;
+        let span = spanned.defined.span();
+        let value_span = span
+            .byte_offset()
+            .zip(span.byte_len())
+            .and_then(|(o, l)| Some((usize::try_from(o).ok()?, usize::try_from(l).ok()?)));
         Ok(Node {
             value: spanned.value,
             line: spanned.referenced.line(),
             column: spanned.referenced.column(),
+            source: SourceSpans {
+                value: value_span,
+                key: None,
+            },
         })
     }
 }
@@ -179,7 +247,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeValue, A::Error> {
         let mut entries = Vec::new();
         while let Some(key) = map.next_key::<Node>()? {
-            let (key_line, key_column) = (key.line, key.column);
+            let (key_line, key_column, key_span) = (key.line, key.column, key.source.value);
             let key = match key.value {
                 NodeValue::Str(s) => s,
                 NodeValue::Int(i) => i.to_string(),
@@ -193,9 +261,23 @@ impl<'de> Visitor<'de> for NodeVisitor {
             let mut value = map.next_value::<Node>()?;
             value.line = key_line;
             value.column = key_column;
+            value.source.key = key_span;
             entries.push((key, value));
         }
         Ok(NodeValue::Map(entries))
+    }
+}
+
+/// A mapping key's text: a string as written; a key PyYAML types (a boolean, a number)
+/// in herald's spelling of that value.
+fn key_text(value: NodeValue, raw: &str) -> String {
+    match value {
+        NodeValue::Str(s) => s,
+        NodeValue::Bool(b) => b.to_string(),
+        NodeValue::Int(i) => i.to_string(),
+        NodeValue::Float(_) | NodeValue::Null | NodeValue::Seq(_) | NodeValue::Map(_) => {
+            raw.to_owned()
+        }
     }
 }
 
@@ -205,12 +287,25 @@ mod tests {
 
     #[test]
     fn positions_are_kept() {
-        let doc: Node = serde_saphyr::from_str("a:\n  b: 1\n  c: [x, 2.5, true, ~]\n").unwrap();
+        let doc = Node::parse_yaml("a:\n  b: 1\n  c: [x, 2.5, true, ~]\n").unwrap();
         let a = doc.get("a").unwrap();
         let b = a.get("b").unwrap();
         assert_eq!((b.line, b.value.clone()), (2, NodeValue::Int(1)));
         let c = a.get("c").unwrap();
         assert_eq!((c.line, c.column), (3, 3));
         assert_eq!(c.to_json(), serde_json::json!(["x", 2.5, true, null]));
+    }
+
+    #[test]
+    fn scalars_are_typed_as_pyyaml_types_them() {
+        let doc = Node::parse_yaml(
+            "events: [y, n, 'yes']\nfield: n\nport: 017\nx: 1e5\ny: 1\nt: !!str yes\nb: yes\nk: &a y\nl: *a\nid: -100123456789\n",
+        )
+        .unwrap();
+        assert_eq!(
+            doc.to_json(),
+            serde_json::json!({"events": ["y", "n", "yes"], "field": "n", "port": 15, "x": "1e5",
+                "y": 1, "t": "yes", "b": true, "k": "y", "l": "y", "id": -100123456789i64})
+        );
     }
 }

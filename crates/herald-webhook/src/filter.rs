@@ -25,7 +25,28 @@ pub enum CompiledFilter {
     Contains(FieldPath, Value),
     In(FieldPath, Vec<Value>),
     InFile(FieldPath, PathBuf),
-    Regex(FieldPath, regex::Regex),
+    Regex(FieldPath, FilterRegex),
+}
+
+/// A filter's regular expression, searched as Python's `re.search` does.
+#[derive(Debug, Clone)]
+pub struct FilterRegex {
+    re: regex::Regex,
+    /// The pattern has a `$`: Python's also matches just before one final newline.
+    has_dollar: bool,
+}
+
+impl FilterRegex {
+    /// Whether the pattern is found in `text`. A `$` (without multi-line mode) matches at
+    /// the end and, as in Python, just before a final newline: searching the text without
+    /// that newline finds exactly those extra matches.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.re.is_match(text)
+            || (self.has_dollar
+                && text
+                    .strip_suffix('\n')
+                    .is_some_and(|shorter| self.re.is_match(shorter)))
+    }
 }
 
 /// Where a filter's `field` points.
@@ -252,7 +273,13 @@ fn compile_spec(
             .dfa_size_limit(REGEX_SIZE_LIMIT)
             .build()
         {
-            Ok(re) => CompiledFilter::Regex(field, re),
+            Ok(re) => CompiledFilter::Regex(
+                field,
+                FilterRegex {
+                    re,
+                    has_dollar: pattern.contains('$'),
+                },
+            ),
             Err(e) => {
                 issue(format!(
                     "invalid regex {}: {}; herald uses linear-time regexes \

@@ -244,3 +244,30 @@ async fn route_scripts() {
     assert_eq!(prompt("sh"), "p=not json: {\"a\":1} k={kind} a=1");
     assert_eq!(prompt("env"), "p={script_output} k={kind} a=none-kept");
 }
+
+#[tokio::test]
+async fn contains_and_regex_use_text_forms_and_pythons_dollar() {
+    let routes = r#"        c:
+          filters: [{field: n, contains: 12}]
+        r:
+          filters: [{field: n, regex: "^42$"}]
+        d:
+          filters: [{field: s, regex: "^ab$"}]
+"#;
+    let h = Herald::start(&config_with_routes(routes));
+    let cases = [
+        ("c", r#"{"n": 3123}"#, 202),
+        ("c", r#"{"n": 3456}"#, 200),
+        ("c", r#"{"n": "x12y"}"#, 202),
+        ("r", r#"{"n": 42}"#, 202),
+        ("r", r#"{"n": 420}"#, 200),
+        // Python's `$` also matches before one final newline.
+        ("d", r#"{"s": "ab\n"}"#, 202),
+        ("d", r#"{"s": "ab\n\n"}"#, 200),
+        ("d", r#"{"s": "ab"}"#, 202),
+    ];
+    for (route, body, want) in cases {
+        let (s, b) = h.github(route, "push", body, None).await;
+        assert_eq!(s.as_u16(), want, "{route} {body}: {b}");
+    }
+}
