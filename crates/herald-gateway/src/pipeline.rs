@@ -33,6 +33,7 @@ const KEPT_HEADERS: &[&str] = &[
     "x-github-hook-id",
     "x-gitlab-event",
     "x-gitlab-event-uuid",
+    "idempotency-key",
     "webhook-id",
     "webhook-timestamp",
     "webhook-event-type",
@@ -223,9 +224,11 @@ impl Gateway {
             return Answer::rate_limited();
         }
         // 10–11 fast path: the headers name an event the route does not take, so the
-        // payload is only validated, not built (same answers as the full parse).
+        // payload is only validated, not built (same answers as the full parse). GitLab
+        // requests take the full parse: their `object_kind` may admit the event.
         let content_type = headers.get(header::CONTENT_TYPE).map(|v| v.as_bytes());
         if !route.events.is_empty()
+            && !event::is_gitlab(headers)
             && let Some(header_event) = event::header_event_type(headers)
             && !route.events.iter().any(|e| e.as_bytes() == header_event)
         {
@@ -261,7 +264,7 @@ impl Gateway {
             Value::String(s) => s.clone(),
             other => pyjson::text_form(other),
         };
-        if !event::event_allowed(&route.events, &event_type) {
+        if !event::event_admitted(&route.events, &event_type, headers, &payload) {
             tracing::info!(
                 route = route_name,
                 event = &*reject_log::cut(&event_text),

@@ -181,9 +181,34 @@ pub fn event_allowed(events: &[String], event_type: &Value) -> bool {
     events.contains(&text)
 }
 
+/// [`event_allowed`], and for GitLab (an `X-Gitlab-Event` header) an entry equal to the
+/// payload's `object_kind` also admits the event, so `merge_request` matches GitLab's
+/// `Merge Request Hook` (spec §7.2).
+pub fn event_admitted(
+    events: &[String],
+    event_type: &Value,
+    headers: &HeaderMap,
+    payload: &Map<String, Value>,
+) -> bool {
+    event_allowed(events, event_type)
+        || (is_gitlab(headers)
+            && matches!(payload.get("object_kind"), Some(Value::String(kind)) if events.contains(kind)))
+}
+
+/// Whether the request carries GitLab's `X-Gitlab-Event` header.
+pub fn is_gitlab(headers: &HeaderMap) -> bool {
+    headers.get("x-gitlab-event").is_some()
+}
+
 /// Header names that carry the sender's delivery id, in order of preference.
-pub const DELIVERY_ID_HEADERS: [&str; 4] =
-    ["x-github-delivery", "svix-id", "webhook-id", "x-request-id"];
+pub const DELIVERY_ID_HEADERS: [&str; 6] = [
+    "x-github-delivery",
+    "svix-id",
+    "webhook-id",
+    "x-request-id",
+    "x-gitlab-event-uuid",
+    "idempotency-key",
+];
 
 /// The sender's delivery id, if it sent one (an empty header counts as absent).
 pub fn sender_delivery_id(headers: &HeaderMap) -> Option<String> {
@@ -301,6 +326,20 @@ mod tests {
         assert_eq!(event_type(&HeaderMap::new(), &typed), json!(5));
         assert!(event_allowed(&["5".to_owned()], &json!(5)));
         assert!(!event_allowed(&["Push".to_owned()], &json!("push")));
+        let mr = json!({"object_kind": "merge_request"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let events = ["merge_request".to_owned()];
+        let hook = json!("Merge Request Hook");
+        assert!(!event_admitted(&events, &hook, &HeaderMap::new(), &mr));
+        let mut gl = HeaderMap::new();
+        gl.insert(
+            "x-gitlab-event",
+            HeaderValue::from_static("Merge Request Hook"),
+        );
+        assert!(event_admitted(&events, &hook, &gl, &mr));
+        assert!(!event_admitted(&["push".to_owned()], &hook, &gl, &mr));
     }
 
     #[test]
@@ -311,6 +350,11 @@ mod tests {
         assert_eq!(delivery_id(&h), "r");
         h.insert("svix-id", HeaderValue::from_static("s"));
         assert_eq!(delivery_id(&h), "s");
+        let mut gitlab = HeaderMap::new();
+        gitlab.insert("idempotency-key", HeaderValue::from_static("k"));
+        assert_eq!(delivery_id(&gitlab), "k");
+        gitlab.insert("x-gitlab-event-uuid", HeaderValue::from_static("u"));
+        assert_eq!(delivery_id(&gitlab), "u");
         let a = delivery_id(&HeaderMap::new());
         let b = delivery_id(&HeaderMap::new());
         assert_ne!(a, b);

@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Payload keys read when no header names the event type (spec §7.1).
-const EVENT_TYPE_KEYS: [&str; 2] = ["event_type", "type"];
+/// Payload keys read for the event type (spec §7.1) and GitLab's `object_kind` (§7.2).
+const EVENT_TYPE_KEYS: [&str; 3] = ["event_type", "type", "object_kind"];
 /// At most this many `[`/`{` bytes, so no nesting can reach serde_json's limit (128).
 const MAX_OPENERS: usize = 100;
 

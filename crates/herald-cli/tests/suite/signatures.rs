@@ -278,3 +278,88 @@ async fn standard_webhooks_both_spellings() {
     let inbox = h.inbox();
     assert!(inbox.iter().all(|i| i["prompt"] == "srun_1"), "{inbox:?}");
 }
+
+#[tokio::test]
+async fn gitlab_event_names_and_retries_as_gitlab_sends_them() {
+    let routes = "        mrs:\n          secret: gitlab-token\n          events: [\"merge_request\"]\n          prompt: '{object_attributes.title}'\n        gh:\n          events: [merge_request]\n";
+    let h = Herald::start(&config_with_routes(routes));
+    let body = r#"{"object_kind":"merge_request","object_attributes":{"title":"Fix"}}"#;
+    let send = |event: &'static str, uuid: &'static str| {
+        let h = &h;
+        async move {
+            h.post(
+                "/webhooks/mrs",
+                body,
+                &[
+                    ("x-gitlab-token", "gitlab-token".into()),
+                    ("x-gitlab-event", event.into()),
+                    ("x-gitlab-event-uuid", uuid.into()),
+                ],
+            )
+            .await
+        }
+    };
+    let (s, b) = send("Merge Request Hook", "uuid-1").await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::ACCEPTED,
+            json!({"status":"accepted","route":"mrs","event":"Merge Request Hook","delivery_id":"uuid-1"})
+        )
+    );
+    // GitLab's re-send keeps its X-Gitlab-Event-UUID: a duplicate.
+    let (s, b) = send("Merge Request Hook", "uuid-1").await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::OK,
+            json!({"status":"duplicate","delivery_id":"uuid-1"})
+        )
+    );
+    let (s, b) = send("Push Hook", "uuid-2").await;
+    assert_eq!(s, StatusCode::ACCEPTED, "object_kind admits it: {b}");
+    let push = r#"{"object_kind":"push"}"#;
+    let (s, b) = h
+        .post(
+            "/webhooks/mrs",
+            push,
+            &[
+                ("x-gitlab-token", "gitlab-token".into()),
+                ("x-gitlab-event", "Push Hook".into()),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::OK,
+            json!({"status":"ignored","event":"Push Hook"})
+        )
+    );
+    // Without the GitLab header, matching stays exact (GitHub included).
+    let (s, b) = h.github("gh", "pull_request", body, None).await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::OK,
+            json!({"status":"ignored","event":"pull_request"})
+        )
+    );
+    // Idempotency-Key is a delivery id too.
+    for expected in ["accepted", "duplicate"] {
+        let (_, b) = h
+            .post(
+                "/webhooks/gh",
+                r#"{"type":"merge_request"}"#,
+                &[
+                    (
+                        "x-hub-signature-256",
+                        sign::github(SECRET, br#"{"type":"merge_request"}"#),
+                    ),
+                    ("idempotency-key", "idem-1".into()),
+                ],
+            )
+            .await;
+        assert_eq!(b["status"], expected, "{b}");
+    }
+}
