@@ -1,12 +1,13 @@
 //! Direct delivery (`deliver_only: true`, spec §14.2): the rendered prompt is sent inline
 //! with retries; the dedup key is recorded only when the send succeeded, and concurrent
-//! requests with the same delivery id send once.
+//! requests with the same delivery id send once (the others get its outcome).
 
 use crate::answer::Answer;
 use herald_deliver::{OutgoingMessage, RetryPolicy, TargetSet, send_with_retries};
 use herald_store::{NewDelivery, Store};
+use herald_webhook::quoted::cut;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// One direct delivery to make.
@@ -18,64 +19,118 @@ pub struct DirectSend<'a> {
     pub now_ms: i64,
 }
 
-/// One lock per (route, delivery id) being delivered.
-type KeyLock = Arc<tokio::sync::Mutex<()>>;
+/// The outcome of one in-flight send, for the requests waiting on it.
+type Outcome = tokio::sync::watch::Receiver<Option<Answer>>;
 
-/// Serialises requests that carry the same (route, delivery id).
+/// The sends in flight per (route, delivery id): the first request sends, later ones
+/// with the same key wait for its outcome instead of each retrying a failing target.
 #[derive(Default)]
 pub struct InFlight {
-    keys: Mutex<HashMap<(String, String), KeyLock>>,
+    keys: Mutex<HashMap<(String, String), Outcome>>,
 }
 
-impl InFlight {
-    fn lock_for(&self, route: &str, id: &str) -> KeyLock {
-        let mut keys = match self.keys.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        keys.entry((route.to_owned(), id.to_owned()))
-            .or_default()
-            .clone()
-    }
+/// What a request does about its key.
+enum Role<'a> {
+    /// Send, then publish the answer (the guard removes the key, even if cancelled).
+    Send(SendGuard<'a>),
+    /// Wait for the request that is sending.
+    Wait(Outcome),
+}
 
-    fn release(&self, route: &str, id: &str, lock: KeyLock) {
-        let mut keys = match self.keys.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        // Two references: the map's and ours. Anyone else waiting keeps the entry alive.
-        if Arc::strong_count(&lock) <= 2 {
-            keys.remove(&(route.to_owned(), id.to_owned()));
+/// Publishes a sender's answer; its key leaves the in-flight map when the answer is
+/// published, or when the sending request is cancelled.
+struct SendGuard<'a> {
+    in_flight: &'a InFlight,
+    key: (String, String),
+    outcome: tokio::sync::watch::Sender<Option<Answer>>,
+    published: bool,
+}
+
+impl SendGuard<'_> {
+    /// Later requests send on their own; the ones already waiting get `answer`.
+    fn publish(mut self, answer: &Answer) {
+        lock(&self.in_flight.keys).remove(&self.key);
+        self.published = true;
+        let _ = self.outcome.send(Some(answer.clone()));
+    }
+}
+
+impl Drop for SendGuard<'_> {
+    fn drop(&mut self) {
+        if !self.published {
+            lock(&self.in_flight.keys).remove(&self.key);
         }
     }
 }
 
-/// Sends, records and answers.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl InFlight {
+    fn role(&self, route: &str, id: &str) -> Role<'_> {
+        let key = (route.to_owned(), id.to_owned());
+        let mut keys = lock(&self.keys);
+        if let Some(outcome) = keys.get(&key) {
+            return Role::Wait(outcome.clone());
+        }
+        let (outcome, receiver) = tokio::sync::watch::channel(None);
+        keys.insert(key.clone(), receiver);
+        Role::Send(SendGuard {
+            in_flight: self,
+            key,
+            outcome,
+            published: false,
+        })
+    }
+}
+
+/// Sends, records and answers; a request whose delivery id is being sent by another
+/// gets that send's outcome (a success as `duplicate`, since its key is now recorded).
 pub async fn deliver(
     store: &Store,
     targets: &TargetSet,
     in_flight: &InFlight,
     send: DirectSend<'_>,
 ) -> Answer {
-    let lock = in_flight.lock_for(send.route, send.delivery_id);
-    let answer = {
-        let _guard = lock.lock().await;
-        deliver_locked(store, targets, &send).await
-    };
-    in_flight.release(send.route, send.delivery_id, lock);
-    answer
+    loop {
+        match in_flight.role(send.route, send.delivery_id) {
+            Role::Send(guard) => {
+                let answer = deliver_locked(store, targets, &send).await;
+                guard.publish(&answer);
+                return answer;
+            }
+            Role::Wait(mut outcome) => {
+                // A sender that was cancelled publishes nothing: try again ourselves.
+                let Ok(published) = outcome.wait_for(Option::is_some).await else {
+                    continue;
+                };
+                let Some(answer) = published.clone() else {
+                    continue;
+                };
+                tracing::info!(route = send.route, delivery_id = %cut(send.delivery_id), status = answer.status.as_u16(), "answered with a concurrent send's outcome");
+                return if answer.status == http::StatusCode::OK
+                    && answer.body["status"] == "delivered"
+                {
+                    Answer::duplicate(send.delivery_id)
+                } else {
+                    answer
+                };
+            }
+        }
+    }
 }
 
 async fn deliver_locked(store: &Store, targets: &TargetSet, send: &DirectSend<'_>) -> Answer {
     let (route, id) = (send.route, send.delivery_id);
     match store.seen(route, id, send.now_ms).await {
         Ok(true) => {
-            tracing::info!(route, delivery_id = id, "duplicate");
+            tracing::info!(route, delivery_id = %cut(id), "duplicate");
             return Answer::duplicate(id);
         }
         Ok(false) => {}
         Err(e) => {
-            tracing::error!(route, delivery_id = id, error = %e, "not delivered: store unavailable");
+            tracing::error!(route, delivery_id = %cut(id), error = %e, "not delivered: store unavailable");
             return Answer::unavailable();
         }
     }
@@ -105,13 +160,13 @@ async fn deliver_locked(store: &Store, targets: &TargetSet, send: &DirectSend<'_
     if let Err(e) = store.record_delivery(record, delivered).await {
         // The message went out but its dedup key could not be kept: say so loudly; the
         // sender still gets the truth about the send.
-        tracing::error!(route, delivery_id = id, error = %e, "delivery not recorded in the store");
+        tracing::error!(route, delivery_id = %cut(id), error = %e, "delivery not recorded in the store");
     }
     match result {
         Ok(_) => {
             tracing::info!(
                 route,
-                delivery_id = id,
+                delivery_id = %cut(id),
                 target = send.deliver,
                 attempts,
                 latency_ms,
@@ -120,7 +175,7 @@ async fn deliver_locked(store: &Store, targets: &TargetSet, send: &DirectSend<'_
             Answer::delivered(route, send.deliver, id)
         }
         Err(error) => {
-            tracing::warn!(route, delivery_id = id, target = send.deliver, attempts, latency_ms, %error, "delivery failed");
+            tracing::warn!(route, delivery_id = %cut(id), target = send.deliver, attempts, latency_ms, %error, "delivery failed");
             Answer::delivery_failed(id)
         }
     }

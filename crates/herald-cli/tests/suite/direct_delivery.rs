@@ -539,3 +539,31 @@ async fn an_absurd_retry_after_from_the_platform_is_ignored_not_fatal() {
     }
     assert_eq!(fake.requests().len(), 8);
 }
+
+#[tokio::test]
+async fn requests_waiting_on_a_failing_send_get_its_outcome_instead_of_retrying_it() {
+    let fake = Fake::start(Reply::json(
+        500,
+        json!({"ok": false, "description": "Internal"}),
+    ));
+    let h = start_with_telegram(
+        &telegram_route("          deliver_extra: {chat_id: '5'}\n"),
+        &fake,
+        &[],
+    );
+    let started = Instant::now();
+    let requests = (0..32).map(|_| h.github("tg", "x", "{}", Some("one-id")));
+    let answers = futures_util::future::join_all(requests).await;
+    let took = started.elapsed();
+    for (s, b) in &answers {
+        assert_eq!(*s, StatusCode::BAD_GATEWAY, "{b}");
+        assert_eq!(b["delivery_id"], "one-id");
+    }
+    // One send with its retries (3 attempts, ~3 s), not 32 of them one after another.
+    assert_eq!(fake.requests().len(), 3);
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    // Nothing was recorded: a later retry is sent again.
+    let (s, _) = h.github("tg", "x", "{}", Some("one-id")).await;
+    assert_eq!(s, StatusCode::BAD_GATEWAY);
+    assert_eq!(fake.requests().len(), 6);
+}
