@@ -18,7 +18,7 @@ use std::time::Duration;
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     home.create()
         .with_context(|| format!("cannot create home {}", home.root().display()))?;
-    std::fs::create_dir_all(home.scripts_dir())
+    home.create_scripts_dir()
         .with_context(|| format!("cannot create {}", home.scripts_dir().display()))?;
     load_dotenv(home)?;
     if !home.config_file().exists() {

@@ -46,6 +46,11 @@ impl Home {
     pub fn scripts_dir(&self) -> PathBuf {
         self.root.join("scripts")
     }
+    /// Creates `scripts/` if missing, owner-only (0700): route scripts run with herald's
+    /// rights, so nobody else may add one.
+    pub fn create_scripts_dir(&self) -> std::io::Result<()> {
+        create_private_dir(&self.scripts_dir())
+    }
     pub fn profiles_dir(&self) -> PathBuf {
         self.root.join("profiles")
     }
@@ -59,9 +64,10 @@ impl Home {
     }
 }
 
-/// Creates `dir` and any missing parents, owner-only (0700) where created; folders that
-/// exist keep their permissions.
+/// Creates `dir` and any missing parents, owner-only (0700) where created whatever the
+/// umask; folders that exist keep their permissions.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -69,5 +75,11 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder.create(dir)
+    builder.create(dir)?;
+    #[cfg(unix)]
+    for created in missing {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(created, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }

@@ -9,6 +9,7 @@ pub mod body_budget;
 pub mod connections;
 pub mod direct;
 pub mod pipeline;
+mod process_tree;
 pub mod rate_limit;
 pub mod reject_log;
 pub mod routes;

@@ -1,6 +1,8 @@
 //! Route scripts (spec §9): a child process under `<home>/scripts/` that may drop or
-//! rewrite the payload. Runs in its own process group, killed whole on timeout.
+//! rewrite the payload. Runs in its own process group; when it ends or times out,
+//! everything it started is killed, including processes that left its group.
 
+use crate::process_tree;
 use herald_webhook::filter::{expand_env, resolve_home_path};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -118,6 +120,12 @@ pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    let marker = process_tree::new_run_marker();
+    cmd.env(process_tree::RUN_MARKER_VAR, &marker);
+    // SAFETY: the closure only makes a syscall (prctl), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(process_tree::become_subreaper);
+    }
     for (name, _) in std::env::vars_os() {
         if let Some(n) = name.to_str()
             && is_credential_var(n)
@@ -151,7 +159,13 @@ pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -
         (out, err, status)
     };
     let result = tokio::time::timeout(timeout, work).await;
-    kill_group(pid);
+    // Everything the script started goes with it, whether it finished or timed out.
+    let strays = tokio::task::spawn_blocking(move || process_tree::kill_run(pid, &marker))
+        .await
+        .unwrap_or(0);
+    if strays > 0 {
+        tracing::debug!(script = %path.display(), processes = strays, "killed processes the script left behind");
+    }
     let (out, err, status) = match result {
         Ok(r) => r,
         Err(_) => {
@@ -225,17 +239,6 @@ async fn read_capped<R: AsyncRead + Unpin>(reader: Option<&mut R>, cap: usize) -
         }
     }
     (kept, overflow)
-}
-
-/// Kills the script's whole process group (children included).
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) {
-        // SAFETY: kill(2) with a negative pid signals the process group we created with
-        // process_group(0); it has no memory-safety preconditions.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -271,3 +271,60 @@ async fn contains_and_regex_use_text_forms_and_pythons_dollar() {
         assert_eq!(s.as_u16(), want, "{route} {body}: {b}");
     }
 }
+
+#[tokio::test]
+async fn everything_a_script_started_is_killed_even_outside_its_group() {
+    let config = config_with_routes(
+        "        hang:\n          script: hang.sh\n        quick:\n          script: quick.sh\n",
+    )
+    .replace(
+        "rate_limit: 100000",
+        "rate_limit: 100000\n      script_timeout_seconds: 1",
+    );
+    // No scripts/ yet: herald creates it, owner-only.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    let h = Herald::start_in(home, &[]);
+    let scripts = h.home().join("scripts");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&scripts).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "scripts/ has mode {mode:o}");
+    let alive = |name: &str| h.home().join(name);
+    let touch_later = |name: &str| format!("sleep 3; touch '{}'", alive(name).display());
+    // A setsid grandchild (own session and group), and a double-forked one.
+    std::fs::write(
+        scripts.join("hang.sh"),
+        format!(
+            "setsid sh -c \"{}\" &\n( setsid sh -c \"{}\" & )\nsleep 30\n",
+            touch_later("setsid-alive"),
+            touch_later("daemon-alive")
+        ),
+    )
+    .unwrap();
+    // A script that answers at once but leaves a daemon behind.
+    std::fs::write(
+        scripts.join("quick.sh"),
+        format!(
+            "setsid sh -c \"{}\" >/dev/null 2>&1 </dev/null &\necho '{{}}'\n",
+            touch_later("left-alive")
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let (s, b) = h.github("hang", "push", "{}", None).await;
+    assert_eq!(
+        (s.as_u16(), b["reason"].as_str()),
+        (200, Some("script")),
+        "{b}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let (s, b) = h.github("quick", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    std::thread::sleep(Duration::from_millis(4000));
+    for name in ["setsid-alive", "daemon-alive", "left-alive"] {
+        assert!(
+            !alive(name).exists(),
+            "{name}: a process the script started survived"
+        );
+    }
+}
