@@ -243,11 +243,15 @@ pub fn read_route(
     if reader.errors.len() > errors_before {
         return None;
     }
-    let payload_paths = match (&script, &prompt) {
-        (None, Some(prompt)) => {
+    let payload_paths = match &script {
+        None => {
             let mut paths = PayloadPaths::new();
             filter.add_paths(&mut paths);
-            prompt.add_paths(&mut paths);
+            match &prompt {
+                Some(prompt) => prompt.add_paths(&mut paths),
+                // The default prompt shows the whole payload, cut.
+                None => paths.add_raw(),
+            }
             for (_, value) in &deliver_extra {
                 if let ExtraValue::Template(t) = value {
                     t.add_paths(&mut paths);
@@ -255,7 +259,8 @@ pub fn read_route(
             }
             paths
         }
-        _ => PayloadPaths::everything(),
+        // A script is given the whole payload.
+        Some(_) => PayloadPaths::everything(),
     };
     Some(Route {
         name: name.to_owned(),

@@ -14,12 +14,14 @@ use herald_deliver::{OutgoingMessage, TargetSet};
 use herald_store::{EnqueueOutcome, NewInboxItem, Store};
 use herald_webhook::event::BodyKind;
 use herald_webhook::filter::{FileListCache, FilterInput};
-use herald_webhook::template::{RenderContext, default_prompt};
+use herald_webhook::raw_render;
+use herald_webhook::template::{RAW_MAX_CHARS, RenderContext, default_prompt};
 use herald_webhook::verify::{Clock, SignatureScheme};
 use herald_webhook::{event, pyjson};
 use http::{HeaderMap, header};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -246,18 +248,18 @@ impl Gateway {
         }
         // 10. Parse: only the paths the route reads when that gives the same answers,
         // else the whole payload.
-        let parsed = match route.payload_paths.pick(&body) {
-            Some(picked) => Ok((picked, BodyKind::Json)),
-            None => event::parse_body_kind(&body, content_type),
-        };
-        let (mut payload, body_kind) = match parsed {
-            Ok(p) => p,
+        let Parsed {
+            mut payload,
+            stored,
+            raw,
+        } = match parse_payload(&route, &body, content_type) {
+            Ok(parsed) => parsed,
             Err(e) => {
                 self.rejects.record(Reason::CannotParse, route_name, &e);
                 return Answer::cannot_parse();
             }
         };
-        let mut payload_changed = body_kind != BodyKind::Json;
+        let mut payload_changed = false;
         // 11. Event type.
         let event_type = event::event_type(headers, &payload);
         let event_text = match &event_type {
@@ -304,6 +306,7 @@ impl Gateway {
         let ctx = RenderContext {
             payload: &payload,
             event_type: &event_type,
+            raw: raw.as_deref(),
         };
         let prompt = match &route.prompt {
             Some(t) => t.render(&ctx),
@@ -330,8 +333,8 @@ impl Gateway {
             profile: route.profile.clone(),
             headers: kept_headers(headers),
             // An unchanged JSON body is stored as received (it is valid UTF-8 JSON).
-            payload: match (payload_changed, std::str::from_utf8(&body)) {
-                (false, Ok(text)) => text.to_owned(),
+            payload: match stored.as_deref().map(std::str::from_utf8) {
+                Some(Ok(text)) if !payload_changed => text.to_owned(),
                 _ => Value::Object(payload).to_string(),
             },
             prompt,
@@ -425,6 +428,46 @@ impl Gateway {
             }
         }
     }
+}
+
+/// A body made a payload.
+struct Parsed<'a> {
+    /// The payload, or only the paths the route reads of it.
+    payload: Map<String, Value>,
+    /// The JSON text to store while the payload is unchanged (`None`: serialise it).
+    stored: Option<Cow<'a, [u8]>>,
+    /// `{__raw__}` and the default prompt, when rendered from the text.
+    raw: Option<String>,
+}
+
+/// Only the paths the route reads when that gives the same answers (the payload shown
+/// whole is then written from the body's text), else the whole payload.
+fn parse_payload<'a>(
+    route: &Route,
+    body: &'a [u8],
+    content_type: Option<&[u8]>,
+) -> Result<Parsed<'a>, event::ParseError> {
+    if let Some(picked) = route.payload_paths.pick(body) {
+        let raw = if route.payload_paths.needs_raw() {
+            raw_render::indented_cut(&picked.text, RAW_MAX_CHARS)
+        } else {
+            Some(String::new())
+        };
+        // `None`: a repeated key changes what is shown; only the whole payload can say.
+        if let Some(raw) = raw {
+            return Ok(Parsed {
+                payload: picked.payload,
+                stored: Some(picked.text),
+                raw: route.payload_paths.needs_raw().then_some(raw),
+            });
+        }
+    }
+    let (payload, kind) = event::parse_body_kind(body, content_type)?;
+    Ok(Parsed {
+        payload,
+        stored: (kind == BodyKind::Json).then_some(Cow::Borrowed(body)),
+        raw: None,
+    })
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {

@@ -14,6 +14,7 @@ fn bench(c: &mut Criterion) {
     let ctx = RenderContext {
         payload: &payload,
         event_type: &ev,
+        raw: None,
     };
     let typical = Template::compile(
         "Review PR #{number} '{pull_request.title}' by {pull_request.user.login} in {repository.full_name}:\n{pull_request.body}\nLabels: {pull_request.labels}",

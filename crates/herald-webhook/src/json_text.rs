@@ -33,6 +33,36 @@ pub enum JsonRead {
 
 /// Reads `body` as Python's `json.loads(body)` would.
 pub fn read(body: &[u8]) -> JsonRead {
+    let Some(text) = readable(body) else {
+        return JsonRead::TooDeep;
+    };
+    let rewritten = text.changed;
+    let parsed = if text.shallow {
+        serde_json::from_slice::<Value>(&text.bytes)
+    } else {
+        parse_deep(&text.bytes)
+    };
+    match parsed {
+        Ok(Value::Object(map)) => JsonRead::Object { map, rewritten },
+        Ok(_) => JsonRead::NotObject,
+        Err(_) => JsonRead::NotJson,
+    }
+}
+
+/// A body's text as serde_json can read it.
+pub struct Readable<'a> {
+    /// The text: the body's own bytes, or a copy without its byte-order mark and with
+    /// lone surrogate escapes replaced.
+    pub bytes: std::borrow::Cow<'a, [u8]>,
+    /// Whether `bytes` differs from the body.
+    pub changed: bool,
+    /// Few enough `[`/`{` that serde_json's own nesting limit is never reached.
+    pub shallow: bool,
+}
+
+/// The body made readable for serde_json, or `None` when it nests deeper than
+/// [`MAX_DEPTH`].
+pub fn readable(body: &[u8]) -> Option<Readable<'_>> {
     let (text, bom) = match body.strip_prefix(BOM) {
         Some(rest) => (rest, true),
         None => (body, false),
@@ -42,23 +72,17 @@ pub fn read(body: &[u8]) -> JsonRead {
         .count();
     let shallow = openers <= SHALLOW_OPENERS;
     if !shallow && nesting_depth(text) > MAX_DEPTH {
-        return JsonRead::TooDeep;
+        return None;
     }
-    let fixed = replace_lone_surrogates(text);
-    let input = fixed.as_deref().unwrap_or(text);
-    let parsed = if shallow {
-        serde_json::from_slice::<Value>(input)
-    } else {
-        parse_deep(input)
+    let (bytes, changed) = match replace_lone_surrogates(text) {
+        Some(fixed) => (std::borrow::Cow::Owned(fixed), true),
+        None => (std::borrow::Cow::Borrowed(text), bom),
     };
-    match parsed {
-        Ok(Value::Object(map)) => JsonRead::Object {
-            map,
-            rewritten: bom || fixed.is_some(),
-        },
-        Ok(_) => JsonRead::NotObject,
-        Err(_) => JsonRead::NotJson,
-    }
+    Some(Readable {
+        bytes,
+        changed,
+        shallow,
+    })
 }
 
 /// Whether a body starts with a UTF-8 byte-order mark.

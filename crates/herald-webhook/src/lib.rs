@@ -12,6 +12,7 @@ pub mod json_text;
 pub mod pick;
 pub mod pyjson;
 pub mod quoted;
+pub mod raw_render;
 pub mod template;
 pub mod verify;
 

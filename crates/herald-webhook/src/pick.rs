@@ -7,10 +7,13 @@
 //! does but builds only those paths. Every lookup of a path in the set (or a prefix of
 //! one) gives the same value as on the full payload.
 //!
-//! When the answer could differ from the full parse — a body that is not UTF-8, has
-//! `\u` escapes (lone surrogates), might nest deeper than serde_json's recursion limit,
-//! or is not a JSON object at all — `pick` returns `None` and the caller parses in full.
+//! The body is read as [`crate::json_text`] reads it (a byte-order mark skipped, lone
+//! surrogates replaced, nesting up to its limit). When that is not a JSON object — not
+//! UTF-8, not JSON, another JSON value, or nested too deep — `pick` returns `None` and
+//! the caller parses in full for the exact answer.
 
+use crate::json_text;
+use serde::Deserialize as _;
 use serde::Deserializer as _;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -28,6 +31,8 @@ const MAX_OPENERS: usize = 100;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PayloadPaths {
     everything: bool,
+    /// The route shows the whole payload cut (`{__raw__}`, the default prompt).
+    raw: bool,
     root: Node,
 }
 
@@ -48,10 +53,11 @@ impl PayloadPaths {
         p
     }
 
-    /// A route that reads the whole payload (`{__raw__}`, the default prompt, a script).
+    /// A route that needs the whole payload built (a script).
     pub fn everything() -> Self {
         PayloadPaths {
             everything: true,
+            raw: true,
             root: Node::default(),
         }
     }
@@ -74,16 +80,58 @@ impl PayloadPaths {
     }
 
     /// The body as a payload holding only these paths, or `None` when only the full
-    /// parse can give the exact answer.
-    pub fn pick(&self, body: &[u8]) -> Option<Map<String, Value>> {
-        if self.everything || !plain_json_text(body) {
+    /// parse can give the exact answer (the body is not a JSON object, or nests deeper
+    /// than herald reads).
+    pub fn pick<'a>(&self, body: &'a [u8]) -> Option<Picked<'a>> {
+        if self.everything {
             return None;
         }
-        let mut de = serde_json::Deserializer::from_slice(body);
-        let map = de.deserialize_map(PickObject(&self.root)).ok()?;
-        de.end().ok()?;
-        Some(map)
+        let text = json_text::readable(body)?;
+        let payload = pick_object(&text.bytes, &self.root, text.shallow).ok()?;
+        Some(Picked {
+            payload,
+            rewritten: text.changed,
+            text: text.bytes,
+        })
     }
+
+    /// Whether the route shows the whole payload (`{__raw__}`, the default prompt).
+    pub fn needs_raw(&self) -> bool {
+        self.raw
+    }
+
+    /// The route shows the whole payload, cut (rendered from the text, see
+    /// [`crate::raw_render`]).
+    pub fn add_raw(&mut self) {
+        self.raw = true;
+    }
+}
+
+/// A payload with only the paths a route reads, and the text it was read from.
+pub struct Picked<'a> {
+    pub payload: Map<String, Value>,
+    /// The body's text as read (without a byte-order mark, lone surrogates replaced).
+    pub text: std::borrow::Cow<'a, [u8]>,
+    /// Whether `text` differs from the body (then the payload cannot be stored as received).
+    pub rewritten: bool,
+}
+
+/// Picks `node`'s paths out of the JSON object `text`; a text with many `[`/`{` is read
+/// without serde_json's nesting limit, on a stack that grows as needed.
+fn pick_object(
+    text: &[u8],
+    node: &Node,
+    shallow: bool,
+) -> Result<Map<String, Value>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let map = if shallow {
+        de.deserialize_map(PickObject(node))?
+    } else {
+        de.disable_recursion_limit();
+        serde_stacker::Deserializer::new(&mut de).deserialize_map(PickObject(node))?
+    };
+    de.end()?;
+    Ok(map)
 }
 
 /// UTF-8 without `\u` escapes and with too few `[`/`{` to reach serde_json's nesting
@@ -153,14 +201,21 @@ impl<'de> Visitor<'de> for PickObject<'_> {
 /// An object is picked further; anything else is taken whole (a path through it
 /// resolves the same way on the whole value).
 fn pick_value(text: &str, node: &Node) -> Result<Value, serde_json::Error> {
+    let shallow = memchr::memchr2_iter(b'[', b'{', text.as_bytes())
+        .take(MAX_OPENERS + 1)
+        .count()
+        <= MAX_OPENERS;
     if text.starts_with('{') {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let map = de.deserialize_map(PickObject(node))?;
-        de.end()?;
-        Ok(Value::Object(map))
-    } else {
-        serde_json::from_str(text)
+        return pick_object(text.as_bytes(), node, shallow).map(Value::Object);
     }
+    if shallow {
+        return serde_json::from_str(text);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+    de.end()?;
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -189,7 +244,8 @@ mod tests {
             "missing.x",
         ])
         .pick(body)
-        .unwrap();
+        .unwrap()
+        .payload;
         assert_eq!(
             Value::Object(picked),
             json!({"number": 42, "type": "pr", "pull_request": {"title": "Fix"},
@@ -203,21 +259,42 @@ mod tests {
         assert!(p.pick(b"[1]").is_none());
         assert!(p.pick(b"{\"a\": 1").is_none());
         assert!(p.pick(b"{\"a\": 1} x").is_none());
-        assert!(p.pick(b"{\"a\": \"\\ud800\"}").is_none());
         assert!(p.pick(b"{\"a\": \"\xff\"}").is_none());
         assert!(p.pick(b"a=1&b=2").is_none());
-        let deep = format!("{{\"a\": {}{}}}", "[".repeat(200), "]".repeat(200));
-        assert!(p.pick(deep.as_bytes()).is_none());
+        let too_deep = format!("{{\"a\": {}{}}}", "[".repeat(1200), "]".repeat(1200));
+        assert!(p.pick(too_deep.as_bytes()).is_none());
         assert!(PayloadPaths::everything().pick(b"{}").is_none());
-        // Escaped keys and values other than \u are fine.
+        // Escaped keys and values are fine.
         let picked = p.pick(br#"{"\"a\"": 1, "a": "x\ny"}"#).unwrap();
-        assert_eq!(Value::Object(picked), json!({"a": "x\ny"}));
+        assert_eq!(Value::Object(picked.payload), json!({"a": "x\ny"}));
+    }
+
+    #[test]
+    fn reads_what_python_reads_as_json() {
+        let p = paths(&["a", "b.c"]);
+        let picked = p
+            .pick(b"\xEF\xBB\xBF{\"a\": \"\\ud800\", \"z\": 1}")
+            .unwrap();
+        assert!(picked.rewritten);
+        assert_eq!(Value::Object(picked.payload), json!({"a": "\u{FFFD}"}));
+        let deep = format!(
+            "{{\"x\": {}1{}, \"a\": 1, \"b\": {{\"c\": {}2{}, \"d\": 0}}}}",
+            "[".repeat(600),
+            "]".repeat(600),
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        let picked = p.pick(deep.as_bytes()).unwrap();
+        assert!(!picked.rewritten);
+        assert_eq!(picked.payload["a"], json!(1));
+        assert!(picked.payload["b"]["c"].is_array());
+        assert!(picked.payload["b"].get("d").is_none());
     }
 
     #[test]
     fn duplicate_keys_keep_the_last_value_like_the_full_parse() {
         let body = br#"{"a": {"b": 1}, "a": "s", "c": {"d": 1}, "c": {"d": 2, "e": 3}}"#;
-        let picked = paths(&["a.b", "c.d"]).pick(body).unwrap();
+        let picked = paths(&["a.b", "c.d"]).pick(body).unwrap().payload;
         assert_eq!(Value::Object(picked), json!({"a": "s", "c": {"d": 2}}));
     }
 }

@@ -11,13 +11,15 @@ use std::fmt::Write;
 /// every non-ASCII code point escaped as `\uXXXX`.
 pub fn indented(value: &Value) -> String {
     let mut out = String::new();
-    write_indented(&mut out, value, 0);
+    write_indented(&mut out, value, 0, usize::MAX);
     out
 }
 
 /// `json.dumps(value, indent=2)` cut to its first `max_chars` code points.
 pub fn indented_cut(value: &Value, max_chars: usize) -> String {
-    cut_chars(indented(value), max_chars)
+    let mut out = String::new();
+    write_indented(&mut out, value, 0, max_chars);
+    cut_chars(out, max_chars)
 }
 
 /// The text form used by `contains` and `regex` filters (spec §8.4).
@@ -39,7 +41,7 @@ pub fn text_form(value: &Value) -> String {
 /// `json.dumps(payload, indent=2)` of an object, cut to `max_chars` (no copy of the map).
 pub fn indented_object_cut(map: &serde_json::Map<String, Value>, max_chars: usize) -> String {
     let mut out = String::new();
-    write_object(&mut out, map, 0);
+    write_object(&mut out, map, 0, max_chars);
     cut_chars(out, max_chars)
 }
 
@@ -60,39 +62,53 @@ pub fn cut_chars(mut s: String, max_chars: usize) -> String {
     s
 }
 
-fn write_indented(out: &mut String, value: &Value, depth: usize) {
+/// Writes `value` indented; stops early once `out` is longer than `limit` bytes (the
+/// text is ASCII, so bytes are characters), so a cut rendering of a huge payload costs
+/// only the cut.
+fn write_indented(out: &mut String, value: &Value, depth: usize, limit: usize) {
     match value {
         Value::Array(items) if !items.is_empty() => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
+                if out.len() > limit {
+                    return;
+                }
                 if i > 0 {
                     out.push(',');
                 }
                 newline(out, depth + 1);
-                write_indented(out, item, depth + 1);
+                write_indented(out, item, depth + 1, limit);
             }
             newline(out, depth);
             out.push(']');
         }
-        Value::Object(map) => write_object(out, map, depth),
+        Value::Object(map) => write_object(out, map, depth, limit),
         scalar => write_scalar(out, scalar),
     }
 }
 
-fn write_object(out: &mut String, map: &serde_json::Map<String, Value>, depth: usize) {
+fn write_object(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    depth: usize,
+    limit: usize,
+) {
     if map.is_empty() {
         out.push_str("{}");
         return;
     }
     out.push('{');
     for (i, (key, item)) in map.iter().enumerate() {
+        if out.len() > limit {
+            return;
+        }
         if i > 0 {
             out.push(',');
         }
         newline(out, depth + 1);
-        write_string(out, key);
+        write_json_string(out, key);
         out.push_str(": ");
-        write_indented(out, item, depth + 1);
+        write_indented(out, item, depth + 1, limit);
     }
     newline(out, depth);
     out.push('}');
@@ -126,7 +142,7 @@ fn write_sorted_compact(out: &mut String, value: &Value) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_string(out, key);
+                write_json_string(out, key);
                 out.push_str(": ");
                 write_sorted_compact(out, item);
             }
@@ -142,14 +158,14 @@ fn write_scalar(out: &mut String, value: &Value) {
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
         Value::Number(n) => out.push_str(&json_number(n)),
-        Value::String(s) => write_string(out, s),
+        Value::String(s) => write_json_string(out, s),
         Value::Array(_) => out.push_str("[]"),
         Value::Object(_) => out.push_str("{}"),
     }
 }
 
 /// A JSON string with Python's `ensure_ascii=True` escapes.
-fn write_string(out: &mut String, s: &str) {
+pub(crate) fn write_json_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -173,7 +189,7 @@ fn write_string(out: &mut String, s: &str) {
 }
 
 /// A number as `json.dumps` writes it (floats that overflow become `Infinity`).
-fn json_number(n: &Number) -> String {
+pub(crate) fn json_number(n: &Number) -> String {
     match classify(n) {
         NumberText::Int(text) => text,
         NumberText::Float(f) if f.is_infinite() => {

@@ -30,6 +30,21 @@ enum Segment {
 pub struct RenderContext<'a> {
     pub payload: &'a Map<String, Value>,
     pub event_type: &'a Value,
+    /// The whole payload as `{__raw__}` shows it, when already rendered from the body's
+    /// text (the payload then holds only the paths the route reads).
+    pub raw: Option<&'a str>,
+}
+
+impl RenderContext<'_> {
+    /// `{__raw__}`: the whole payload as indented JSON, cut.
+    fn raw_text(&self) -> std::borrow::Cow<'_, str> {
+        match self.raw {
+            Some(text) => std::borrow::Cow::Borrowed(text),
+            None => {
+                std::borrow::Cow::Owned(pyjson::indented_object_cut(self.payload, RAW_MAX_CHARS))
+            }
+        }
+    }
 }
 
 impl Template {
@@ -80,7 +95,7 @@ impl Template {
     pub fn add_paths(&self, paths: &mut crate::pick::PayloadPaths) {
         for segment in &self.segments {
             match segment {
-                Segment::Raw => *paths = crate::pick::PayloadPaths::everything(),
+                Segment::Raw => paths.add_raw(),
                 Segment::Path(path, _) => paths.add(path),
                 Segment::Literal(_) | Segment::EventType => {}
             }
@@ -98,9 +113,7 @@ impl Template {
         for segment in &self.segments {
             match segment {
                 Segment::Literal(s) => out.push_str(s),
-                Segment::Raw => {
-                    out.push_str(&pyjson::indented_object_cut(ctx.payload, RAW_MAX_CHARS))
-                }
+                Segment::Raw => out.push_str(&ctx.raw_text()),
                 Segment::EventType => {
                     out.push_str(&pyjson::template_value(ctx.event_type, NESTED_MAX_CHARS))
                 }
@@ -120,7 +133,7 @@ pub fn default_prompt(route: &str, ctx: &RenderContext<'_>) -> String {
         Value::String(s) => s.clone(),
         other => pyjson::text_form(other),
     };
-    let json = pyjson::indented_object_cut(ctx.payload, RAW_MAX_CHARS);
+    let json = ctx.raw_text();
     format!("Webhook event '{event}' on route '{route}':\n\n```json\n{json}\n```")
 }
 
@@ -158,6 +171,7 @@ mod tests {
         Template::compile(template).render(&RenderContext {
             payload: &payload,
             event_type: &event,
+            raw: None,
         })
     }
 
@@ -211,6 +225,7 @@ mod tests {
             &RenderContext {
                 payload: &payload,
                 event_type: &ev,
+                raw: None,
             },
         );
         assert_eq!(
