@@ -92,6 +92,24 @@ extern "C" fn configure_allocator() {
     }
 }
 
+/// How often freed memory is handed back to the system after a burst.
+const MEMORY_RETURN_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// mimalloc returns freed pages only when the allocator runs again on their heap, so a
+/// burst's memory can stay resident while the process is quiet: a background thread
+/// collects every couple of seconds (a no-op when nothing is waiting to be returned).
+fn start_memory_returner() {
+    let _ = std::thread::Builder::new()
+        .name("herald-memory".into())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(MEMORY_RETURN_EVERY);
+                // SAFETY: mi_collect has no preconditions; `false` only purges what is due.
+                unsafe { libmimalloc_sys::mi_collect(false) };
+            }
+        });
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.verbose, cli.log_format);
@@ -99,7 +117,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Gateway {
             command: GatewayCommand::Run,
-        } => gateway_cmd::run(&home),
+        } => {
+            start_memory_returner();
+            gateway_cmd::run(&home)
+        }
         Command::Gateway {
             command: GatewayCommand::Setup,
         } => setup_cmd::run(&home),

@@ -194,11 +194,14 @@ impl Gateway {
             Ok(body) => body,
             Err(answer) => return answer,
         };
-        if !self
-            .budget
-            .grow(&mut reservation, body_budget::parse_cost(&body))
-            .await
-        {
+        // A route with a script builds the whole payload; the others only the paths they
+        // read, plus the copies that are stored.
+        let cost = if route.payload_paths.needs_everything() {
+            body_budget::parse_cost(&body)
+        } else {
+            body.len() as u64
+        };
+        if !self.budget.grow(&mut reservation, cost).await {
             self.rejects.record(Reason::Busy, route_name, &"");
             return Answer::busy(1);
         }
