@@ -182,3 +182,111 @@ async fn a_flood_of_forged_requests_writes_one_line_not_one_each() {
     assert_eq!(log.matches("rejected: unknown route").count(), 1, "{log}");
     assert!(log.lines().all(|l| l.len() < 1000), "{log}");
 }
+
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// About 1 MB of `[[[...1...]]]` chains side by side: a tree of it would be ~40 MB.
+fn nested_body() -> String {
+    let unit = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+    let units = vec![unit; 5000].join(",");
+    format!("{{\"n\": 7, \"a\": [{units}]}}")
+}
+
+#[tokio::test]
+async fn a_big_body_of_nested_arrays_costs_about_its_size() {
+    let h = Herald::start(&config_with_routes(
+        "        whole:\n          deliver: log\n        field:\n          prompt: 'n={n}'\n",
+    ));
+    let body = nested_body();
+    let before = peak_rss_kb(h.child.id());
+    for route in ["whole", "field"] {
+        let (s, b) = h
+            .post(
+                &format!("/webhooks/{route}"),
+                body.clone(),
+                &[(
+                    "x-hub-signature-256",
+                    herald_webhook::verify::sign::github(SECRET, body.as_bytes()),
+                )],
+            )
+            .await;
+        assert_eq!(s, 202, "{b}");
+    }
+    let grew_mb = (peak_rss_kb(h.child.id()) - before) / 1024;
+    assert!(
+        grew_mb < 25,
+        "peak RSS grew {grew_mb} MB for two 1 MB bodies"
+    );
+    let inbox = h.inbox();
+    let whole = inbox.iter().find(|i| i["route"] == "whole").unwrap();
+    let prompt = whole["prompt"].as_str().unwrap();
+    assert!(prompt.starts_with("Webhook event 'unknown' on route 'whole':\n\n```json\n{\n  \"n\": 7,\n  \"a\": [\n    [\n"), "{prompt:.200}");
+    assert_eq!(
+        inbox.iter().find(|i| i["route"] == "field").unwrap()["prompt"],
+        "n=7"
+    );
+}
+
+#[tokio::test]
+async fn bodies_beyond_the_in_flight_budget_wait_then_get_503_with_retry_after() {
+    let config = config_with_routes("        slow:\n          script: slow.sh\n").replace(
+        "      rate_limit: 100000\n",
+        "      rate_limit: 100000\n      max_body_bytes_in_flight: 4096\n",
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    std::fs::create_dir_all(home.path().join("scripts")).unwrap();
+    std::fs::write(home.path().join("scripts/slow.sh"), "sleep 4\necho '{}'\n").unwrap();
+    let h = Herald::start_in(home, &[]);
+    let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(3000));
+    let sig = herald_webhook::verify::sign::github(SECRET, body.as_bytes());
+    let first_headers = [("x-hub-signature-256", sig.clone())];
+    let first = h.post("/webhooks/slow", body.clone(), &first_headers);
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let client = http_client(Duration::from_secs(30));
+        let started = Instant::now();
+        let resp = client
+            .post(h.url("/webhooks/slow"))
+            .header("x-hub-signature-256", &sig)
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (
+            resp.status(),
+            retry_after,
+            resp.text().await.unwrap(),
+            started.elapsed(),
+        )
+    };
+    let ((first_status, _), (status, retry_after, text, waited)) = tokio::join!(first, second);
+    assert_eq!(first_status, 202);
+    assert_eq!(status, 503, "{text}");
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    assert!(
+        waited >= Duration::from_millis(1900) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+    // Once the first is answered there is room again.
+    let (s, _) = h
+        .post(
+            "/webhooks/slow",
+            body.clone(),
+            &[("x-hub-signature-256", sig)],
+        )
+        .await;
+    assert_eq!(s, 202);
+}
