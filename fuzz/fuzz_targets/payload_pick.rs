@@ -1,8 +1,10 @@
 //! Arbitrary bodies and path lists: picking never panics; when it gives a payload, the
-//! full parse gives an object too, and a template over the named paths renders the same
-//! text on both (the property the ingress relies on).
+//! full parse gives an object too, a template over the named paths renders the same
+//! text on both, and the payload shown whole, written from the text, is the tree's
+//! rendering (the properties the ingress relies on).
 #![no_main]
 
+use herald_webhook::json_text::{self, JsonRead};
 use herald_webhook::pick::PayloadPaths;
 use herald_webhook::template::{RenderContext, Template};
 use libfuzzer_sys::fuzz_target;
@@ -20,12 +22,16 @@ fuzz_target!(|data: &[u8]| {
     let Some(picked) = paths.pick(body) else {
         return;
     };
-    let full: Map<String, Value> = match serde_json::from_slice(body) {
-        Ok(Value::Object(m)) => m,
+    let full: Map<String, Value> = match json_text::read(body) {
+        JsonRead::Object { map, .. } => map,
         other => panic!("picked a body the full parse refuses: {other:?}"),
     };
     let event = Value::String("push".into());
-    let a = template.render(&RenderContext { payload: &full, event_type: &event });
-    let b = template.render(&RenderContext { payload: &picked, event_type: &event });
+    let a = template.render(&RenderContext { payload: &full, event_type: &event, raw: None });
+    let b = template.render(&RenderContext { payload: &picked.payload, event_type: &event, raw: None });
     assert_eq!(a, b);
+    // `None` only for a repeated key; otherwise exactly what the tree shows.
+    if let Some(raw) = herald_webhook::raw_render::indented_cut(&picked.text, 4000) {
+        assert_eq!(raw, herald_webhook::pyjson::indented_object_cut(&full, 4000));
+    }
 });

@@ -28,7 +28,7 @@ pub struct BodyBudget {
 
 /// Room reserved by one request, given back when dropped.
 pub struct Reservation {
-    permits: Vec<OwnedSemaphorePermit>,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl BodyBudget {
@@ -42,9 +42,7 @@ impl BodyBudget {
 
     /// Reserves `bytes` (at most the whole budget), waiting up to [`MAX_WAIT`].
     pub async fn reserve(&self, bytes: u64) -> Option<Reservation> {
-        let mut reservation = Reservation {
-            permits: Vec::new(),
-        };
+        let mut reservation = Reservation { permit: None };
         self.grow(&mut reservation, bytes)
             .await
             .then_some(reservation)
@@ -52,11 +50,10 @@ impl BodyBudget {
 
     /// Adds `bytes` to a reservation (the whole reservation stays within the budget).
     pub async fn grow(&self, reservation: &mut Reservation, bytes: u64) -> bool {
-        let held: u32 = reservation
-            .permits
-            .iter()
-            .map(|p| p.num_permits() as u32)
-            .sum();
+        let held = reservation
+            .permit
+            .as_ref()
+            .map_or(0, |p| p.num_permits() as u32);
         let wanted = u32::try_from(bytes.div_ceil(UNIT).max(1))
             .unwrap_or(u32::MAX)
             .min(self.total_units.saturating_sub(held));
@@ -66,7 +63,10 @@ impl BodyBudget {
         let acquire = self.permits.clone().acquire_many_owned(wanted);
         match tokio::time::timeout(MAX_WAIT, acquire).await {
             Ok(Ok(permit)) => {
-                reservation.permits.push(permit);
+                match &mut reservation.permit {
+                    Some(held) => held.merge(permit),
+                    None => reservation.permit = Some(permit),
+                }
                 true
             }
             _ => false,

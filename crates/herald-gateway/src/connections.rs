@@ -5,11 +5,11 @@
 
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -133,7 +133,12 @@ pub async fn serve(
         );
     }
     summary.abort();
-    log_summary(&counters, &mut Snapshot::default(), limits);
+    log_summary(
+        &counters,
+        &mut Snapshot::default(),
+        limits,
+        "connections dropped while serving (totals)",
+    );
     Ok(())
 }
 
@@ -175,18 +180,24 @@ async fn accept_loop(
     }
 }
 
-/// What one connection shares with its watchdog.
+/// What one connection's I/O and handler tell its watchdog: counters only, so the
+/// request path reads no clock (the watchdog keeps the times, at its own ticks).
 #[derive(Default)]
 struct Activity {
     /// Requests whose handler has not answered yet.
     in_flight: AtomicUsize,
-    /// When bytes last moved, in ms since the connection opened.
-    last_ms: AtomicU64,
+    /// Reads that brought bytes (a client that does not read its answer is idle too).
+    moved: AtomicU64,
+    /// Request heads completed (handlers started).
+    heads: AtomicU64,
+    /// Bytes were read since the last head completed: a new head is arriving.
+    head_pending: AtomicBool,
 }
 
 /// Why a connection ended early.
 enum Closed {
     Finished,
+    HeaderTimeout,
     Idle,
     Shutdown,
 }
@@ -198,12 +209,10 @@ async fn serve_connection(
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let opened = Instant::now();
     let activity = Arc::new(Activity::default());
     let io = TokioIo::new(TrackedIo {
         inner: stream,
         activity: activity.clone(),
-        opened,
     });
     let service = {
         let activity = activity.clone();
@@ -217,23 +226,25 @@ async fn serve_connection(
             }
         })
     };
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .keep_alive(true);
-    let conn = builder.serve_connection(io, service);
+    // The header timeout is the watchdog's: hyper's own arms a timer for every request.
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(io, service);
     tokio::pin!(conn);
-    let mut closing: Option<Closed> = None;
     let tick = (limits.idle_timeout.min(limits.header_timeout) / 4).max(Duration::from_millis(50));
-    let mut watchdog = tokio::time::interval(tick);
-    let result = loop {
+    let mut watchdog = Watchdog::new(limits);
+    let mut ticks = tokio::time::interval(tick);
+    let mut closing: Option<Closed> = None;
+    loop {
         tokio::select! {
-            result = conn.as_mut() => break result,
-            _ = watchdog.tick(), if closing.is_none() => {
-                if is_idle(&activity, opened, limits.idle_timeout) {
-                    conn.as_mut().graceful_shutdown();
-                    closing = Some(Closed::Idle);
+            biased;
+            _ = conn.as_mut() => break,
+            _ = ticks.tick(), if closing.is_none() => {
+                // Overdue heads and idle connections are dropped at once (a graceful
+                // shutdown would wait for the rest of a head).
+                if let Some(why) = watchdog.check(&activity, Instant::now()) {
+                    closing = Some(why);
+                    break;
                 }
             }
             _ = stop.wait_for(|s| *s), if closing.is_none() => {
@@ -241,16 +252,9 @@ async fn serve_connection(
                 closing = Some(Closed::Shutdown);
             }
         }
-    };
-    let why = match (&result, closing) {
-        (Err(e), _) if e.is_timeout() => {
-            counters.header_timeouts.fetch_add(1, Ordering::Relaxed);
-            Closed::Finished
-        }
-        (_, Some(why)) => why,
-        _ => Closed::Finished,
-    };
-    match why {
+    }
+    match closing.unwrap_or(Closed::Finished) {
+        Closed::HeaderTimeout => counters.header_timeouts.fetch_add(1, Ordering::Relaxed),
         Closed::Idle => counters.idle_closed.fetch_add(1, Ordering::Relaxed),
         Closed::Shutdown => counters.shutdown_closed.fetch_add(1, Ordering::Relaxed),
         Closed::Finished => 0,
@@ -258,13 +262,53 @@ async fn serve_connection(
     counters.open.fetch_sub(1, Ordering::Relaxed);
 }
 
-fn is_idle(activity: &Activity, opened: Instant, idle: Duration) -> bool {
-    if activity.in_flight.load(Ordering::Relaxed) > 0 {
-        return false;
+/// Times a connection's heads and idleness from its activity counters.
+struct Watchdog {
+    limits: ConnectionLimits,
+    last_moved: u64,
+    quiet_since: Instant,
+    /// The head being waited for (as the count of heads before it) and since when.
+    head: Option<(u64, Instant)>,
+}
+
+impl Watchdog {
+    fn new(limits: ConnectionLimits) -> Self {
+        let now = Instant::now();
+        // The first head is awaited from the connection's opening.
+        Watchdog {
+            limits,
+            last_moved: 0,
+            quiet_since: now,
+            head: Some((0, now)),
+        }
     }
-    let now_ms = opened.elapsed().as_millis() as u64;
-    let last = activity.last_ms.load(Ordering::Relaxed);
-    now_ms.saturating_sub(last) >= idle.as_millis() as u64
+
+    /// Why the connection must close now, if it must.
+    fn check(&mut self, activity: &Activity, now: Instant) -> Option<Closed> {
+        if activity.in_flight.load(Ordering::Relaxed) > 0 {
+            self.quiet_since = now;
+            self.head = None;
+            return None;
+        }
+        let moved = activity.moved.load(Ordering::Relaxed);
+        if moved != self.last_moved {
+            self.last_moved = moved;
+            self.quiet_since = now;
+        }
+        let heads = activity.heads.load(Ordering::Relaxed);
+        let awaiting = heads == 0 || activity.head_pending.load(Ordering::Relaxed);
+        self.head = match self.head {
+            _ if !awaiting => None,
+            Some((n, since)) if n == heads => Some((n, since)),
+            _ => Some((heads, now)),
+        };
+        if let Some((_, since)) = self.head
+            && now.duration_since(since) >= self.limits.header_timeout
+        {
+            return Some(Closed::HeaderTimeout);
+        }
+        (now.duration_since(self.quiet_since) >= self.limits.idle_timeout).then_some(Closed::Idle)
+    }
 }
 
 /// Marks a request in progress on its connection for as long as it lives.
@@ -272,6 +316,8 @@ struct InFlight(Arc<Activity>);
 
 impl InFlight {
     fn enter(activity: &Arc<Activity>) -> Self {
+        activity.heads.fetch_add(1, Ordering::Relaxed);
+        activity.head_pending.store(false, Ordering::Relaxed);
         activity.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(activity.clone())
     }
@@ -283,18 +329,10 @@ impl Drop for InFlight {
     }
 }
 
-/// A TCP stream that notes when bytes last moved.
+/// A TCP stream that counts the reads that brought bytes.
 struct TrackedIo {
     inner: TcpStream,
     activity: Arc<Activity>,
-    opened: Instant,
-}
-
-impl TrackedIo {
-    fn touch(&self) {
-        let ms = self.opened.elapsed().as_millis() as u64;
-        self.activity.last_ms.store(ms, Ordering::Relaxed);
-    }
 }
 
 impl AsyncRead for TrackedIo {
@@ -306,7 +344,11 @@ impl AsyncRead for TrackedIo {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.touch();
+            self.activity.moved.fetch_add(1, Ordering::Relaxed);
+            // Bytes with no request in progress: the next head is arriving.
+            if self.activity.in_flight.load(Ordering::Relaxed) == 0 {
+                self.activity.head_pending.store(true, Ordering::Relaxed);
+            }
         }
         polled
     }
@@ -318,11 +360,7 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.touch();
-        }
-        polled
+        Pin::new(&mut self.inner).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_flush(cx)
@@ -335,11 +373,7 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.touch();
-        }
-        polled
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
@@ -362,12 +396,17 @@ async fn report_summaries(counters: Arc<Counters>, limits: ConnectionLimits) {
     every.tick().await;
     loop {
         every.tick().await;
-        log_summary(&counters, &mut last, limits);
+        log_summary(
+            &counters,
+            &mut last,
+            limits,
+            "connections dropped since the last report",
+        );
     }
 }
 
-/// One line with what changed since the last report, if anything did.
-fn log_summary(counters: &Counters, last: &mut Snapshot, limits: ConnectionLimits) {
+/// One line with what changed since `last`, if anything did.
+fn log_summary(counters: &Counters, last: &mut Snapshot, limits: ConnectionLimits, what: &str) {
     let now = Snapshot {
         refused: counters.refused.load(Ordering::Relaxed),
         header_timeouts: counters.header_timeouts.load(Ordering::Relaxed),
@@ -386,7 +425,7 @@ fn log_summary(counters: &Counters, last: &mut Snapshot, limits: ConnectionLimit
         accept_errors = now.accept_errors - last.accept_errors,
         open = counters.open.load(Ordering::Relaxed),
         max_connections = limits.max_connections,
-        "connections dropped since the last report"
+        "{what}"
     );
     *last = now;
 }

@@ -23,7 +23,9 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// Headers kept with an inbox entry (never secrets such as `X-Gitlab-Token`).
@@ -380,7 +382,15 @@ impl Gateway {
     /// Reads the body within `max_body_bytes` and `body_timeout`.
     async fn read_body(&self, route_name: &str, body: Body) -> Result<bytes::Bytes, Answer> {
         let limited = Limited::new(body, self.max_body_bytes as usize).collect();
-        match tokio::time::timeout(self.body_timeout, limited).await {
+        let mut limited = std::pin::pin!(limited);
+        // A body that has already arrived (most do, with their head) needs no deadline:
+        // only a body still on its way gets a timer.
+        let first = std::future::poll_fn(|cx| Poll::Ready(limited.as_mut().poll(cx))).await;
+        let read = match first {
+            Poll::Ready(read) => Ok(read),
+            Poll::Pending => tokio::time::timeout(self.body_timeout, limited).await,
+        };
+        match read {
             Ok(Ok(collected)) => Ok(collected.to_bytes()),
             Ok(Err(e)) if e.is::<LengthLimitError>() => {
                 self.rejects

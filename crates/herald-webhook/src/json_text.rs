@@ -1,9 +1,9 @@
 //! JSON as Python's `json` reads it from bytes (spec §6 rule 6): a UTF-8 byte-order mark
 //! is skipped, lone surrogate escapes are valid, and nesting goes as deep as Python's
 //! default recursion limit allows. serde_json refuses the last two, so a body with lone
-//! surrogates is parsed with each one replaced by U+FFFD (a Rust string cannot hold a
-//! lone surrogate; the body as received keeps it), and deep bodies are parsed on a
-//! stack that grows as needed.
+//! surrogates is parsed (and stored) with each one replaced by U+FFFD, as a Rust string
+//! cannot hold a lone surrogate, and deep bodies are parsed on a stack that grows as
+//! needed.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -127,7 +127,7 @@ async fn connections_over_the_cap_are_closed_at_once_and_the_rest_are_served() {
     assert_eq!(herald.terminate(), Some(0));
     let log = herald.log();
     assert!(
-        log.contains("connections dropped since the last report"),
+        log.contains("connections dropped while serving (totals)"),
         "{log}"
     );
     assert!(log.contains("refused_over_cap=1"), "{log}");
