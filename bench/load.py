@@ -18,7 +18,11 @@ each mix is run in several rounds, herald and bare back to back with their order
 every round, and the table shows the round with the median ratio; every round's ratio is
 printed under it.
 
+With --bare-verifies the bare server also verifies every signature with herald's verifier
+(a bare verifying server: the baseline for the bad-signature mix's CPU per request).
+
 Usage: python3 bench/load.py [--duration 10] [--rounds 3] [--connections 32] [--threads 2]
+       [--bare-verifies]
 """
 
 import argparse
@@ -178,6 +182,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mixes", default="filtered,accepted,bad_signature,duplicate")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--bare-verifies", action="store_true",
+                    help="the bare server verifies each signature (answers 401 on a bad one)")
     ap.add_argument("--herald-bin", help="measure this herald binary instead of target/release/herald")
     args = ap.parse_args()
     if not shutil.which("wrk"):
@@ -217,7 +223,8 @@ def main():
         env["TOKIO_WORKER_THREADS"] = os.environ["HERALD_WORKERS"]
     herald = subprocess.Popen([herald_bin, "gateway", "run"], env=env, stdout=subprocess.DEVNULL, stderr=open(os.environ.get("HERALD_STDERR", os.devnull), "w"))
     start_s = wait_http(herald_port)
-    bare = subprocess.Popen([bare_bin, f"127.0.0.1:{bare_port}"], stdout=subprocess.DEVNULL)
+    bare_env = dict(os.environ, BARE_SERVER_SECRET=SECRET) if args.bare_verifies else None
+    bare = subprocess.Popen([bare_bin, f"127.0.0.1:{bare_port}"], stdout=subprocess.DEVNULL, env=bare_env)
     try:
         time.sleep(0.5)
         idle_kb = rss_kb(herald.pid, "VmRSS")
