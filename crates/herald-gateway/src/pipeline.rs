@@ -5,7 +5,7 @@ use crate::answer::Answer;
 use crate::body_budget::{self, BodyBudget};
 use crate::direct::{self, DirectSend, InFlight};
 use crate::rate_limit::RateLimiter;
-use crate::reject_log::{self, Reason, RejectLog};
+use crate::reject_log::{Reason, RejectLog};
 use crate::routes::RouteRegistry;
 use crate::script::{self, ScriptOutcome};
 use axum::body::Body;
@@ -14,6 +14,7 @@ use herald_deliver::{OutgoingMessage, TargetSet};
 use herald_store::{EnqueueOutcome, NewInboxItem, Store};
 use herald_webhook::event::BodyKind;
 use herald_webhook::filter::{FileListCache, FilterInput};
+use herald_webhook::quoted::{cut, quoted};
 use herald_webhook::raw_render;
 use herald_webhook::template::{RAW_MAX_CHARS, RenderContext, default_prompt};
 use herald_webhook::verify::{Clock, SignatureScheme};
@@ -152,7 +153,7 @@ impl Gateway {
             && !self.profile_served(p)
         {
             self.rejects
-                .record(Reason::UnknownProfile, route_name, &reject_log::quoted(p));
+                .record(Reason::UnknownProfile, route_name, &quoted(p));
             return Answer::unknown_profile();
         }
         // 3. Route lookup.
@@ -167,7 +168,7 @@ impl Gateway {
         if requested != bound {
             let detail = format!(
                 "profile {} asked, the route is bound to {bound}",
-                reject_log::quoted(requested)
+                quoted(requested)
             );
             self.rejects
                 .record(Reason::UnknownRoute, route_name, &detail);
@@ -179,7 +180,8 @@ impl Gateway {
             return Answer::route_disabled(route_name);
         }
         // 5. Declared size.
-        if let Some(len) = content_length(headers)
+        let declared = content_length(headers);
+        if let Some(len) = declared
             && len > self.max_body_bytes
         {
             let detail = format!("Content-Length {len}");
@@ -187,26 +189,10 @@ impl Gateway {
             return Answer::too_large();
         }
         // 6. Read with the limit, the deadline and room in the body budget.
-        let declared = content_length(headers).unwrap_or(self.max_body_bytes);
-        let Some(mut reservation) = self.budget.reserve(declared).await else {
-            self.rejects.record(Reason::Busy, route_name, &"");
-            return Answer::busy(1);
-        };
-        let body = match self.read_body(route_name, body).await {
-            Ok(body) => body,
+        let (body, _reservation) = match self.admit_body(&route, declared, body).await {
+            Ok(admitted) => admitted,
             Err(answer) => return answer,
         };
-        // A route with a script builds the whole payload; the others only the paths they
-        // read, plus the copies that are stored.
-        let cost = if route.payload_paths.needs_everything() {
-            body_budget::parse_cost(&body)
-        } else {
-            body.len() as u64
-        };
-        if !self.budget.grow(&mut reservation, cost).await {
-            self.rejects.record(Reason::Busy, route_name, &"");
-            return Answer::busy(1);
-        }
         // 7–8. Secret and signature.
         if route.secret.is_empty() {
             return Answer::missing_secret();
@@ -246,7 +232,7 @@ impl Gateway {
             let event_type = Value::String(String::from_utf8_lossy(header_event).into_owned());
             tracing::info!(
                 route = route_name,
-                event = &*reject_log::cut(&String::from_utf8_lossy(header_event)),
+                event = &*cut(&String::from_utf8_lossy(header_event)),
                 "ignored: event not in the route's events"
             );
             return Answer::ignored_event(&event_type);
@@ -274,7 +260,7 @@ impl Gateway {
         if !event::event_admitted(&route.events, &event_type, headers, &payload) {
             tracing::info!(
                 route = route_name,
-                event = &*reject_log::cut(&event_text),
+                event = &*cut(&event_text),
                 "ignored: event not in the route's events"
             );
             return Answer::ignored_event(&event_type);
@@ -288,7 +274,7 @@ impl Gateway {
         if !route.filter.matches(&input, &self.lists) {
             tracing::info!(
                 route = route_name,
-                event = &*reject_log::cut(&event_text),
+                event = &*cut(&event_text),
                 "ignored: filters did not match"
             );
             return Answer::ignored("filter", route_name);
@@ -302,7 +288,7 @@ impl Gateway {
                 }
                 Ok(None) => {}
                 Err(reason) => {
-                    tracing::info!(route = route_name, event = &*reject_log::cut(&event_text), %reason, "ignored: script");
+                    tracing::info!(route = route_name, event = &*cut(&event_text), %reason, "ignored: script");
                     return Answer::ignored("script", route_name);
                 }
             }
@@ -356,8 +342,8 @@ impl Gateway {
                 self.work_notify.notify_one();
                 tracing::info!(
                     route = route_name,
-                    event = &*reject_log::cut(&event_text),
-                    delivery_id = &*reject_log::cut(&delivery_id),
+                    event = &*cut(&event_text),
+                    delivery_id = &*cut(&delivery_id),
                     inbox_id = id,
                     "accepted"
                 );
@@ -366,17 +352,49 @@ impl Gateway {
             Ok(EnqueueOutcome::Duplicate) => {
                 tracing::info!(
                     route = route_name,
-                    event = &*reject_log::cut(&event_text),
-                    delivery_id = &*reject_log::cut(&delivery_id),
+                    event = &*cut(&event_text),
+                    delivery_id = &*cut(&delivery_id),
                     "duplicate"
                 );
                 Answer::duplicate(&delivery_id)
             }
             Err(e) => {
-                tracing::error!(route = route_name, delivery_id = &*reject_log::cut(&delivery_id), error = %e, "not accepted: store unavailable");
+                tracing::error!(route = route_name, delivery_id = &*cut(&delivery_id), error = %e, "not accepted: store unavailable");
                 Answer::unavailable()
             }
         }
+    }
+
+    /// Reads the body holding room for it in the body budget: its declared length (the
+    /// limit when it has none) before reading, then what handling it will cost. The
+    /// reservation is held until the request is answered.
+    async fn admit_body(
+        &self,
+        route: &Route,
+        declared: Option<u64>,
+        body: Body,
+    ) -> Result<(bytes::Bytes, body_budget::Reservation), Answer> {
+        let busy = || {
+            self.rejects.record(Reason::Busy, &route.name, &"");
+            Answer::busy(1)
+        };
+        let mut reservation = self
+            .budget
+            .reserve(declared.unwrap_or(self.max_body_bytes))
+            .await
+            .ok_or_else(busy)?;
+        let body = self.read_body(&route.name, body).await?;
+        // A route with a script builds the whole payload; the others only the paths they
+        // read, plus the copies that are stored.
+        let cost = if route.payload_paths.needs_everything() {
+            body_budget::parse_cost(&body)
+        } else {
+            body.len() as u64
+        };
+        if !self.budget.grow(&mut reservation, cost).await {
+            return Err(busy());
+        }
+        Ok((body, reservation))
     }
 
     /// Reads the body within `max_body_bytes` and `body_timeout`.
@@ -461,17 +479,17 @@ fn parse_payload<'a>(
     content_type: Option<&[u8]>,
 ) -> Result<Parsed<'a>, event::ParseError> {
     if let Some(picked) = route.payload_paths.pick(body) {
-        let raw = if route.payload_paths.needs_raw() {
-            raw_render::indented_cut(&picked.text, RAW_MAX_CHARS)
-        } else {
-            Some(String::new())
-        };
-        // `None`: a repeated key changes what is shown; only the whole payload can say.
-        if let Some(raw) = raw {
+        let needs_raw = route.payload_paths.needs_raw();
+        let raw = needs_raw
+            .then(|| raw_render::indented_cut(&picked.text, RAW_MAX_CHARS))
+            .flatten();
+        // A payload shown whole that could not be written from the text (a repeated key
+        // changes what is shown) takes the whole payload.
+        if raw.is_some() || !needs_raw {
             return Ok(Parsed {
                 payload: picked.payload,
                 stored: Some(picked.text),
-                raw: route.payload_paths.needs_raw().then_some(raw),
+                raw,
             });
         }
     }

@@ -6,7 +6,7 @@
 //! are quoted and cut, and the number of routes tracked is bounded (the rest share one
 //! line).
 
-pub use herald_webhook::quoted::{MAX_LOGGED_BYTES, Quoted, cut, quoted};
+use herald_webhook::quoted::cut;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;

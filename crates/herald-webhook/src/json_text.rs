@@ -67,10 +67,7 @@ pub fn readable(body: &[u8]) -> Option<Readable<'_>> {
         Some(rest) => (rest, true),
         None => (body, false),
     };
-    let openers = memchr::memchr2_iter(b'[', b'{', text)
-        .take(SHALLOW_OPENERS + 1)
-        .count();
-    let shallow = openers <= SHALLOW_OPENERS;
+    let shallow = is_shallow(text);
     if !shallow && nesting_depth(text) > MAX_DEPTH {
         return None;
     }
@@ -90,8 +87,16 @@ pub fn has_bom(body: &[u8]) -> bool {
     body.starts_with(BOM)
 }
 
+/// Few enough `[`/`{` that serde_json's own nesting limit (128) cannot be reached.
+pub(crate) fn is_shallow(text: &[u8]) -> bool {
+    memchr::memchr2_iter(b'[', b'{', text)
+        .take(SHALLOW_OPENERS + 1)
+        .count()
+        <= SHALLOW_OPENERS
+}
+
 /// Parses without serde_json's nesting limit, growing the stack instead of overflowing.
-fn parse_deep(input: &[u8]) -> serde_json::Result<Value> {
+pub(crate) fn parse_deep(input: &[u8]) -> serde_json::Result<Value> {
     let mut de = serde_json::Deserializer::from_slice(input);
     de.disable_recursion_limit();
     let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))?;

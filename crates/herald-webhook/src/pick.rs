@@ -13,7 +13,6 @@
 //! the caller parses in full for the exact answer.
 
 use crate::json_text;
-use serde::Deserialize as _;
 use serde::Deserializer as _;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -24,8 +23,6 @@ use std::fmt;
 
 /// Payload keys read for the event type (spec §7.1) and GitLab's `object_kind` (§7.2).
 const EVENT_TYPE_KEYS: [&str; 3] = ["event_type", "type", "object_kind"];
-/// At most this many `[`/`{` bytes, so no nesting can reach serde_json's limit (128).
-const MAX_OPENERS: usize = 100;
 
 /// The payload paths a route reads.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -138,10 +135,7 @@ fn pick_object(
 /// limit: the bodies on which skipping a value answers exactly as parsing it.
 pub fn plain_json_text(body: &[u8]) -> bool {
     let escapes_ok = memchr::memchr_iter(b'\\', body).all(|i| body.get(i + 1) != Some(&b'u'));
-    let openers = memchr::memchr2_iter(b'[', b'{', body)
-        .take(MAX_OPENERS + 1)
-        .count();
-    escapes_ok && openers <= MAX_OPENERS && std::str::from_utf8(body).is_ok()
+    escapes_ok && json_text::is_shallow(body) && std::str::from_utf8(body).is_ok()
 }
 
 /// A key, borrowed from the body when it has no escapes.
@@ -201,21 +195,14 @@ impl<'de> Visitor<'de> for PickObject<'_> {
 /// An object is picked further; anything else is taken whole (a path through it
 /// resolves the same way on the whole value).
 fn pick_value(text: &str, node: &Node) -> Result<Value, serde_json::Error> {
-    let shallow = memchr::memchr2_iter(b'[', b'{', text.as_bytes())
-        .take(MAX_OPENERS + 1)
-        .count()
-        <= MAX_OPENERS;
+    let shallow = json_text::is_shallow(text.as_bytes());
     if text.starts_with('{') {
-        return pick_object(text.as_bytes(), node, shallow).map(Value::Object);
+        pick_object(text.as_bytes(), node, shallow).map(Value::Object)
+    } else if shallow {
+        serde_json::from_str(text)
+    } else {
+        json_text::parse_deep(text.as_bytes())
     }
-    if shallow {
-        return serde_json::from_str(text);
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    de.disable_recursion_limit();
-    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))?;
-    de.end()?;
-    Ok(value)
 }
 
 #[cfg(test)]

@@ -114,7 +114,7 @@ fn write_object(
     out.push('}');
 }
 
-fn newline(out: &mut String, depth: usize) {
+pub(crate) fn newline(out: &mut String, depth: usize) {
     out.push('\n');
     for _ in 0..depth {
         out.push_str("  ");

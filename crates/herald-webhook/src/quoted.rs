@@ -12,14 +12,20 @@ pub fn quoted(text: &str) -> Quoted<'_> {
 /// Untrusted text for a log field (the log format quotes and escapes fields itself): as
 /// it is when short, else its first [`MAX_LOGGED_BYTES`] bytes and its length.
 pub fn cut(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.len() <= MAX_LOGGED_BYTES {
+    let kept = prefix(text);
+    if kept.len() == text.len() {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut end = MAX_LOGGED_BYTES;
+    std::borrow::Cow::Owned(format!("{kept}… ({} bytes)", text.len()))
+}
+
+/// The longest prefix of `text` within [`MAX_LOGGED_BYTES`] that ends on a character.
+fn prefix(text: &str) -> &str {
+    let mut end = text.len().min(MAX_LOGGED_BYTES);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+    &text[..end]
 }
 
 /// The [`Display`](std::fmt::Display) of [`quoted`] (no allocation).
@@ -28,12 +34,9 @@ pub struct Quoted<'a>(pub &'a str);
 impl std::fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let text = self.0;
-        let mut cut = text.len().min(MAX_LOGGED_BYTES);
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        if cut < text.len() {
-            write!(f, "{:?}… ({} bytes)", &text[..cut], text.len())
+        let kept = prefix(text);
+        if kept.len() < text.len() {
+            write!(f, "{kept:?}… ({} bytes)", text.len())
         } else {
             write!(f, "{text:?}")
         }

@@ -41,7 +41,7 @@ pub fn indented_cut(text: &[u8], max_chars: usize) -> Option<String> {
             b',' => {
                 if writing {
                     out.push(',');
-                    newline(&mut out, depth);
+                    pyjson::newline(&mut out, depth);
                 }
                 if frame.is_object {
                     r.key(&mut out, frame, writing)?;
@@ -51,7 +51,7 @@ pub fn indented_cut(text: &[u8], max_chars: usize) -> Option<String> {
             close @ (b'}' | b']') => {
                 stack.pop();
                 if writing {
-                    newline(&mut out, depth - 1);
+                    pyjson::newline(&mut out, depth - 1);
                     out.push(close as char);
                 }
             }
@@ -59,13 +59,6 @@ pub fn indented_cut(text: &[u8], max_chars: usize) -> Option<String> {
         }
     }
     Some(pyjson::cut_chars(out, max_chars))
-}
-
-fn newline(out: &mut String, depth: usize) {
-    out.push('\n');
-    for _ in 0..depth {
-        out.push_str("  ");
-    }
 }
 
 struct Reader<'a> {
@@ -141,7 +134,7 @@ impl Reader<'_> {
                 };
                 if writing {
                     out.push(b as char);
-                    newline(out, stack.len() + 1);
+                    pyjson::newline(out, stack.len() + 1);
                 }
                 if frame.is_object {
                     self.key(out, &mut frame, writing)?;
