@@ -11,7 +11,7 @@ use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_protocol::ChatMessage;
 use herald_store::sessions::{NewMessage, SessionDb, StoredMessage};
 use serde_json::{Map, Value};
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -526,8 +526,7 @@ async fn one_turn(
         }
         match e {
             AgentEvent::MessageDelta(t) => {
-                print!("{t}");
-                let _ = std::io::stdout().flush();
+                out!("{t}");
                 printed_text.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             AgentEvent::ToolStarted {
@@ -574,12 +573,12 @@ async fn one_turn(
     }
     if quiet {
         if result.completed && !result.final_response.trim().is_empty() {
-            println!("{}", result.final_response);
+            outln!("{}", result.final_response);
         }
     } else if printed_text.load(std::sync::atomic::Ordering::Relaxed) {
-        println!();
+        outln!();
     } else if result.completed {
-        println!("{}", result.final_response);
+        outln!("{}", result.final_response);
     }
     if let Some(p) = &result.pending_steer {
         eprintln!("herald: note: this steer was not delivered: {p}");

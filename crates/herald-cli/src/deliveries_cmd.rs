@@ -16,6 +16,7 @@ pub enum DeliveriesCommand {
         /// Only `delivered` or `failed`.
         #[arg(long)]
         status: Option<String>,
+        /// At most this many deliveries.
         #[arg(long, default_value_t = 100)]
         limit: u32,
         /// Print JSON.
@@ -45,11 +46,11 @@ pub fn run(home: &Home, command: DeliveriesCommand) -> anyhow::Result<ExitCode> 
         Vec::new()
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&items)?);
+        outln!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(ExitCode::SUCCESS);
     }
     if items.is_empty() {
-        println!("No deliveries.");
+        outln!("No deliveries.");
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = items

@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
+    if !home.root().exists() {
+        offer_hermes_import(home);
+    }
     home.create()
         .with_context(|| format!("cannot create home {}", home.root().display()))?;
     home.create_scripts_dir()
@@ -23,7 +26,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     load_dotenv(home)?;
     if !home.config_file().exists() {
         write_default_config(home)?;
-        print_first_start(home);
+        print_first_start(home)?;
     }
     let config = match Config::load(home, &process_env) {
         Ok(c) => c,
@@ -128,14 +131,18 @@ async fn serve_gateway(config: Config, template: Option<RunTemplate>) -> anyhow:
         }
     };
     let routes = gateway.registry.current();
-    for listener in &listeners {
-        if let Ok(addr) = listener.local_addr() {
-            println!(
-                "herald: webhook listening on http://{addr} (routes: {})",
-                routes.len()
-            );
-        }
+    let urls: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|addr| format!("http://{addr}"))
+        .collect();
+    for url in &urls {
+        outln!(
+            "herald: webhook listening on {url} (routes: {})",
+            routes.len()
+        );
     }
+    let _state = crate::gateway_status::record(&config.home, urls)?;
     tracing::info!(routes = ?routes.names(), "gateway started");
     drop(routes);
     let workers = match template {
@@ -212,26 +219,32 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: no new requests, finishing the ones in flight");
 }
 
-fn print_first_start(home: &Home) {
-    let config = home.config_file();
-    println!(
+/// A Hermes user's first start: say that their Hermes home was not read, and how to bring
+/// it over.
+fn offer_hermes_import(home: &Home) {
+    let hermes = crate::hermes_import::default_hermes_home();
+    if hermes.join("config.yaml").is_file() {
+        outln!(
+            "herald: found a Hermes home at {} (not read: herald uses {}).",
+            hermes.display(),
+            home.root().display()
+        );
+        outln!(
+            "herald: to bring its config, .env, subscriptions, scripts, skills and plugins over, stop and run: herald setup --from-hermes"
+        );
+    }
+}
+
+fn print_first_start(home: &Home) -> anyhow::Result<()> {
+    outln!(
         "herald: first start: wrote a default configuration to {}",
-        config.display()
+        home.config_file().display()
     );
-    println!(
+    outln!(
         "herald: it enables the webhook listener on 127.0.0.1:8644 with a generated secret and one example route."
     );
-    println!("herald: send a signed test request with:");
-    println!();
-    println!(
-        "  SECRET=$(sed -n 's/^ *secret: \"\\(.*\\)\"$/\\1/p' '{}')",
-        config.display()
-    );
-    println!("  BODY='{{\"hello\": \"world\"}}'");
-    println!(
-        "  SIG=$(printf '%s' \"$BODY\" | openssl dgst -sha256 -hmac \"$SECRET\" | sed 's/^.* //')"
-    );
-    println!("  curl -i http://127.0.0.1:8644/webhooks/example -H 'X-GitHub-Event: ping' \\");
-    println!("       -H \"X-Hub-Signature-256: sha256=$SIG\" -d \"$BODY\"");
-    println!();
+    let mut text = Vec::new();
+    crate::setup_cmd::print_try_it(home, &mut text, 8644)?;
+    out!("{}", String::from_utf8_lossy(&text));
+    Ok(())
 }

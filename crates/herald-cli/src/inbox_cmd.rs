@@ -40,7 +40,9 @@ pub enum InboxCommand {
     /// Queue a dead (or delivered) entry again: a stored answer that was never
     /// delivered is re-sent; otherwise the agent runs again.
     Replay {
+        /// The inbox id (first column of `inbox list`).
         id: i64,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
@@ -52,6 +54,7 @@ pub enum InboxCommand {
         /// Only entries last changed longer ago than this (`30m`, `12h`, `7d`).
         #[arg(long, value_parser = parse_age)]
         older_than: i64,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
@@ -131,9 +134,9 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 None => Vec::new(),
             };
             if json {
-                println!("{}", serde_json::to_string_pretty(&items)?);
+                outln!("{}", serde_json::to_string_pretty(&items)?);
             } else if items.is_empty() {
-                println!("No inbox entries.");
+                outln!("No inbox entries.");
             } else {
                 print_table(&items);
             }
@@ -159,7 +162,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                     obj.insert("attempt_log".into(), serde_json::to_value(&attempts)?);
                     obj.insert("deliveries".into(), serde_json::to_value(&deliveries)?);
                 }
-                println!("{}", serde_json::to_string_pretty(&value)?);
+                outln!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 print_item(&item);
                 print_history(&item, &attempts, &deliveries);
@@ -175,9 +178,9 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             match outcome {
                 ReplayOutcome::Queued(state) => {
                     if json {
-                        println!("{}", serde_json::json!({"id": id, "state": state}));
+                        outln!("{}", serde_json::json!({"id": id, "state": state}));
                     } else {
-                        println!("Entry {id} is {state} again; a running gateway picks it up.");
+                        outln!("Entry {id} is {state} again; a running gateway picks it up.");
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -211,12 +214,12 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 None => 0,
             };
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"state": state, "removed": removed})
                 );
             } else {
-                println!("Removed {removed} {state} entries.");
+                outln!("Removed {removed} {state} entries.");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -235,20 +238,20 @@ fn print_history(
     attempts: &[herald_store::Attempt],
     deliveries: &[herald_store::Delivery],
 ) {
-    println!("\nattempts:");
+    outln!("\nattempts:");
     if attempts.is_empty() {
-        println!("  (none yet)");
+        outln!("  (none yet)");
     }
     for a in attempts {
         let took = a.finished_at_ms - a.started_at_ms;
         match &a.error {
-            Some(e) => println!(
+            Some(e) => outln!(
                 "  {}  {:<8}  {:<11}  {took} ms  {e}",
                 time(a.started_at_ms),
                 a.stage,
                 a.outcome
             ),
-            None => println!(
+            None => outln!(
                 "  {}  {:<8}  {:<11}  {took} ms",
                 time(a.started_at_ms),
                 a.stage,
@@ -257,11 +260,11 @@ fn print_history(
         }
     }
     match &item.answer {
-        Some(answer) => println!("\nanswer:\n{answer}"),
-        None => println!("\nanswer: (none yet)"),
+        Some(answer) => outln!("\nanswer:\n{answer}"),
+        None => outln!("\nanswer: (none yet)"),
     }
     for d in deliveries {
-        println!(
+        outln!(
             "\ndelivery: {} to {} after {} attempt(s) at {}{}",
             d.status,
             d.target,
@@ -328,38 +331,38 @@ pub fn print_rows(header: &[&str], rows: &[Vec<String>]) {
             .trim_end()
             .to_owned()
     };
-    println!("{}", line(header.to_vec()));
+    outln!("{}", line(header.to_vec()));
     for row in rows {
-        println!("{}", line(row.iter().map(String::as_str).collect()));
+        outln!("{}", line(row.iter().map(String::as_str).collect()));
     }
 }
 
 fn print_item(i: &InboxItem) {
-    println!("id:            {}", i.id);
-    println!("state:         {}", i.state);
-    println!("route:         {}", i.route);
-    println!("event:         {}", i.event_type);
-    println!("delivery id:   {}", i.delivery_id);
-    println!("received:      {}", time(i.received_at_ms));
-    println!("updated:       {}", time(i.updated_at_ms));
-    println!("run attempts:  {}", i.attempts);
-    println!("deliveries:    {} attempt(s)", i.delivery_attempts);
+    outln!("id:            {}", i.id);
+    outln!("state:         {}", i.state);
+    outln!("route:         {}", i.route);
+    outln!("event:         {}", i.event_type);
+    outln!("delivery id:   {}", i.delivery_id);
+    outln!("received:      {}", time(i.received_at_ms));
+    outln!("updated:       {}", time(i.updated_at_ms));
+    outln!("run attempts:  {}", i.attempts);
+    outln!("deliveries:    {} attempt(s)", i.delivery_attempts);
     if let Some(p) = &i.profile {
-        println!("profile:       {p}");
+        outln!("profile:       {p}");
     }
-    println!("deliver:       {}", i.deliver);
-    println!("deliver_extra: {}", i.deliver_extra);
-    println!("skills:        {}", i.skills);
+    outln!("deliver:       {}", i.deliver);
+    outln!("deliver_extra: {}", i.deliver_extra);
+    outln!("skills:        {}", i.skills);
     match &i.toolsets {
-        Some(t) => println!("toolsets:      {t}"),
-        None => println!("toolsets:      (webhook default)"),
+        Some(t) => outln!("toolsets:      {t}"),
+        None => outln!("toolsets:      (webhook default)"),
     }
     if let Some(e) = &i.last_error {
-        println!("last error:    {e}");
+        outln!("last error:    {e}");
     }
-    println!("headers:       {}", i.headers);
-    println!("\nprompt:\n{}\n", i.prompt);
-    println!(
+    outln!("headers:       {}", i.headers);
+    outln!("\nprompt:\n{}\n", i.prompt);
+    outln!(
         "payload:\n{}",
         serde_json::to_string_pretty(&i.payload).unwrap_or_default()
     );

@@ -1,16 +1,23 @@
 //! The `herald` binary: command-line parsing, logging setup and wiring of the crates.
 
+#[macro_use]
+mod output;
+
 mod agent_setup;
 mod chat_cmd;
+mod config_check;
 mod deliveries_cmd;
 mod gateway_cmd;
+mod gateway_status;
+mod hermes_import;
 mod inbox_cmd;
 mod logging;
 mod model_select;
 mod setup_cmd;
 mod webhook_cmd;
+mod webhook_test;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use herald_config::Home;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,9 +27,22 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// herald turns events into agent work, safely and without losing any.
+/// What bare `herald` prints, and what `herald --help` opens with.
+const OVERVIEW: &str = "\
+herald turns events into agent work: it receives signed webhooks (GitHub, GitLab, Stripe,
+Standard Webhooks, ...), then delivers a message to a chat or runs an LLM agent on the event.
+
+Everyday commands:
+  herald gateway run                 Start the gateway (writes config.yaml on the first start)
+  herald gateway status              Is a gateway running on this home: ports, inbox counts
+  herald webhook subscribe NAME ...  Add a route; `webhook list`, `webhook test NAME`
+  herald inbox list                  Accepted events and what happened to each
+  herald deliveries list             Direct deliveries and their outcome
+  herald chat                        Talk to the agent (`-q TEXT` for one turn)
+  herald config check                Report configuration mistakes (non-zero when any)";
+
 #[derive(Parser, Debug)]
-#[command(name = "herald", version, about)]
+#[command(name = "herald", version, about = OVERVIEW, long_about = None)]
 struct Cli {
     /// herald's home folder (config.yaml, .env, subscriptions, scripts, database).
     #[arg(long, global = true, env = "HERALD_HOME", value_name = "PATH")]
@@ -34,7 +54,7 @@ struct Cli {
     #[arg(long, global = true, value_enum, default_value = "text")]
     log_format: logging::LogFormat,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -61,14 +81,32 @@ enum Command {
         #[command(subcommand)]
         command: deliveries_cmd::DeliveriesCommand,
     },
+    /// Check the configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Set up this home: the interactive wizard, or `--from-hermes` to copy a Hermes home.
+    Setup(setup_cmd::SetupArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigCommand {
+    /// Print every configuration finding (mistakes that drop or widen a route, targets
+    /// without credentials); exit 1 when there is any.
+    Check,
 }
 
 #[derive(Subcommand, Debug)]
 enum GatewayCommand {
     /// Start the gateway (webhook listener) in the foreground.
     Run,
-    /// Interactive setup: webhook listener, port, secret, one target (answers may be piped).
+    /// Interactive setup: webhook listener, port, secret, one target, the model (answers
+    /// may be piped).
     Setup,
+    /// Is a gateway running on this home: its pid, ports and inbox counts by state
+    /// (exit 0 when running, 3 when not).
+    Status,
 }
 
 /// mimalloc v3's `mi_option_t` indexes of the options herald sets.
@@ -110,11 +148,43 @@ fn start_memory_returner() {
         });
 }
 
+/// Every option that takes a value accepts one starting with `-` (a Telegram group id
+/// such as `-100123456789`, a prompt such as `-v means verbose`), in every subcommand.
+fn accept_leading_hyphens(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            if !arg.is_positional() && arg.get_action().takes_values() {
+                arg.allow_hyphen_values(true)
+            } else {
+                arg
+            }
+        })
+        .mut_subcommands(accept_leading_hyphens)
+}
+
+fn parse_cli() -> Cli {
+    let matches = accept_leading_hyphens(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// True when the error chain holds a closed pipe: the reader went away, not a failure.
+fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     logging::init(cli.verbose, cli.log_format);
     let home = cli.home.map(Home::new).unwrap_or_else(Home::from_env);
-    let result = match cli.command {
+    let Some(command) = cli.command else {
+        outln!("{OVERVIEW}\n\nAll commands and options: herald --help");
+        return ExitCode::SUCCESS;
+    };
+    let result = match command {
         Command::Gateway {
             command: GatewayCommand::Run,
         } => {
@@ -124,6 +194,13 @@ fn main() -> ExitCode {
         Command::Gateway {
             command: GatewayCommand::Setup,
         } => setup_cmd::run(&home),
+        Command::Gateway {
+            command: GatewayCommand::Status,
+        } => gateway_status::run(&home),
+        Command::Config {
+            command: ConfigCommand::Check,
+        } => config_check::run(&home),
+        Command::Setup(args) => setup_cmd::run_setup(&home, args),
         Command::Inbox { command } => inbox_cmd::run(&home, command),
         Command::Webhook { command } => webhook_cmd::run(&home, command),
         Command::Chat(args) => chat_cmd::run(&home, args),
@@ -131,6 +208,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(e) if is_closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("herald: error: {e:#}");
             ExitCode::FAILURE

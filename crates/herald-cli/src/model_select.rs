@@ -96,17 +96,26 @@ pub fn select(
         .unwrap_or_else(|| "auto".to_owned());
     let configured_model = text(&model_block, &["default", "model"]);
     let env_key = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-
-    let (base_url, explicit_key, default_model, api_mode, entry) = match provider.as_str() {
-        "openrouter" | "or" => (
-            env_key("OPENROUTER_BASE_URL").unwrap_or_else(|| OPENROUTER_BASE.to_owned()),
-            None,
-            None,
-            None,
-            None,
+    let openrouter_base = || match env_key("OPENROUTER_BASE_URL") {
+        Some(url) => (url, "OPENROUTER_BASE_URL".to_owned()),
+        None => (
+            OPENROUTER_BASE.to_owned(),
+            "model.provider: openrouter".to_owned(),
         ),
+    };
+    // `model.base_url`, else `CUSTOM_BASE_URL`, with the setting's name.
+    let custom_base = || {
+        text(&model_block, &["base_url"])
+            .map(|b| (b, "model.base_url".to_owned()))
+            .or_else(|| env_key("CUSTOM_BASE_URL").map(|b| (b, "CUSTOM_BASE_URL".to_owned())))
+    };
+
+    let ((base_url, base_url_from), explicit_key, default_model, api_mode, entry) = match provider
+        .as_str()
+    {
+        "openrouter" | "or" => (openrouter_base(), None, None, None, None),
         p if CUSTOM_ALIASES.contains(&p) => {
-            let base = text(&model_block, &["base_url"]).or_else(|| env_key("CUSTOM_BASE_URL")).ok_or_else(|| {
+            let base = custom_base().ok_or_else(|| {
                 SelectError("provider `custom` needs a base URL: set model.base_url in config.yaml or CUSTOM_BASE_URL".into())
             })?;
             let key = text(&model_block, &["api_key", "api"]);
@@ -123,6 +132,7 @@ pub fn select(
                     ))
                 })?;
             let base = text(entry, &["base_url", "url", "api"])
+                .map(|b| (b, format!("custom_providers[{name}].base_url")))
                 .ok_or_else(|| SelectError(format!("custom_providers `{name}` has no base_url")))?;
             let key = text(entry, &["api_key"])
                 .or_else(|| text(entry, &["key_env"]).and_then(|k| env_key(&k)));
@@ -135,19 +145,11 @@ pub fn select(
             )
         }
         "auto" => {
-            if let Some(base) =
-                text(&model_block, &["base_url"]).or_else(|| env_key("CUSTOM_BASE_URL"))
-            {
+            if let Some(base) = custom_base() {
                 let key = text(&model_block, &["api_key", "api"]);
                 (base, key, None, text(&model_block, &["api_mode"]), None)
             } else if env_key("OPENROUTER_API_KEY").is_some() {
-                (
-                    env_key("OPENROUTER_BASE_URL").unwrap_or_else(|| OPENROUTER_BASE.to_owned()),
-                    None,
-                    None,
-                    None,
-                    None,
-                )
+                (openrouter_base(), None, None, None, None)
             } else {
                 return Err(SelectError(
                     "no model provider is configured: set model.base_url (an OpenAI-compatible server such as Ollama, vLLM or llama.cpp) or CUSTOM_BASE_URL, or OPENROUTER_API_KEY".into(),
@@ -164,6 +166,7 @@ pub fn select(
                 )));
             }
             let base = text(entry, &["base_url", "api", "url"])
+                .map(|b| (b, format!("providers.{p}.base_url")))
                 .ok_or_else(|| SelectError(format!("providers.{p} has no base_url")))?;
             let key = text(entry, &["key_env"])
                 .and_then(|k| env_key(&k))
@@ -188,6 +191,7 @@ pub fn select(
         })?;
     let api_key = resolve_api_key(&base_url, explicit_key.as_deref(), env);
     let mut endpoint = Endpoint::new(base_url, api_key, model);
+    endpoint.base_url_from = Some(base_url_from);
     let is_custom = provider == "auto"
         || CUSTOM_ALIASES.contains(&provider.as_str())
         || provider.starts_with("custom:");

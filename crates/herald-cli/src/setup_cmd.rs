@@ -1,10 +1,13 @@
-//! `herald gateway setup`: an interactive wizard (enable the webhook listener, port,
-//! global secret, one target's token and home channel) that writes `config.yaml` and
-//! `.env`. Answers may be piped for scripting; end of input takes the defaults.
+//! `herald gateway setup` (also bare `herald setup`): an interactive wizard (enable the
+//! webhook listener, port, global secret, one target's token and home channel, the
+//! model) that writes `config.yaml` and `.env`. Answers may be piped for scripting; end of
+//! input takes the defaults. `herald setup --from-hermes` copies a Hermes home instead.
 
 use anyhow::Context;
-use herald_config::Home;
-use herald_config::default_config::{generate_secret, set_webhook_settings};
+use herald_config::default_config::{
+    ModelChoice, ModelProvider, SETUP_PROVIDER_KEY_ENV, SetupChoices, apply_setup, generate_secret,
+};
+use herald_config::{Config, Home, process_env};
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -59,6 +62,24 @@ impl<R: BufRead, W: Write> Asker<R, W> {
                 _ => writeln!(self.out, "  Please answer y or n.")?,
             }
         }
+    }
+}
+
+/// `herald setup`.
+#[derive(clap::Args, Debug)]
+pub struct SetupArgs {
+    /// Copy a Hermes home (default `~/.hermes`) into this herald home instead of asking:
+    /// config.yaml, .env, webhook_subscriptions.json, scripts/, skills/, plugins/, SOUL.md.
+    /// The Hermes home is left untouched; files already in the herald home are kept.
+    #[arg(long, value_name = "HERMES_HOME")]
+    #[allow(clippy::option_option)]
+    from_hermes: Option<Option<std::path::PathBuf>>,
+}
+
+pub fn run_setup(home: &Home, args: SetupArgs) -> anyhow::Result<ExitCode> {
+    match args.from_hermes {
+        Some(from) => crate::hermes_import::run(home, from),
+        None => run(home),
     }
 }
 
@@ -119,7 +140,14 @@ fn wizard<R: BufRead, W: Write>(home: &Home, a: &mut Asker<R, W>) -> anyhow::Res
         }
     }
 
-    set_webhook_settings(&home.config_file(), enable, port, &secret)?;
+    let model = ask_model(a, &mut env_updates)?;
+    let choices = SetupChoices {
+        enable,
+        port,
+        secret,
+        model,
+    };
+    apply_setup(&home.config_file(), &choices)?;
     update_env(&home.env_file(), &env_updates)?;
     writeln!(a.out)?;
     writeln!(a.out, "Wrote {}", home.config_file().display())?;
@@ -135,8 +163,87 @@ fn wizard<R: BufRead, W: Write>(home: &Home, a: &mut Asker<R, W>) -> anyhow::Res
                 .join(", ")
         )?;
     }
-    writeln!(a.out, "Start the gateway with: herald gateway run")?;
+    print_try_it(home, &mut a.out, port)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The model questions; `None` when the user keeps agent runs off for now.
+fn ask_model<R: BufRead, W: Write>(
+    a: &mut Asker<R, W>,
+    env_updates: &mut Vec<(String, String)>,
+) -> anyhow::Result<Option<ModelChoice>> {
+    let provider = loop {
+        let p = a
+            .ask(
+                "Model provider for agent runs (openrouter, endpoint = any OpenAI-compatible server, or none)",
+                "none",
+            )?
+            .to_ascii_lowercase();
+        match p.as_str() {
+            "none" => return Ok(None),
+            "openrouter" => break ModelProvider::OpenRouter,
+            "endpoint" => {
+                let base_url = a.ask("Base URL", "http://127.0.0.1:11434/v1")?;
+                break ModelProvider::Endpoint { base_url };
+            }
+            _ => writeln!(a.out, "  Unknown provider {p:?}.")?,
+        }
+    };
+    let (default_model, key_var) = match provider {
+        ModelProvider::OpenRouter => ("anthropic/claude-sonnet-4.6", "OPENROUTER_API_KEY"),
+        ModelProvider::Endpoint { .. } => ("llama3.1", SETUP_PROVIDER_KEY_ENV),
+    };
+    let model = a.ask("Model name", default_model)?;
+    let key = a.ask(&format!("API key ({key_var}; empty: none)"), "")?;
+    if !key.is_empty() {
+        env_updates.push((key_var.to_owned(), key));
+    }
+    Ok(Some(ModelChoice { model, provider }))
+}
+
+/// Where the secret is and a signed request to try, as the first start prints them.
+pub fn print_try_it(home: &Home, out: &mut dyn Write, port: u16) -> anyhow::Result<()> {
+    let config = home.config_file();
+    writeln!(
+        out,
+        "The global webhook secret is `platforms.webhook.extra.secret` in {}.",
+        config.display()
+    )?;
+    let has_example = Config::load(home, &process_env)
+        .is_ok_and(|c| c.routes.iter().any(|r| r.name == "example"));
+    if !has_example {
+        writeln!(
+            out,
+            "Add a route with `herald webhook subscribe NAME --deliver log`, start the gateway \
+             with `herald gateway run`, then try it with `herald webhook test NAME`."
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Start the gateway with `herald gateway run`, then send a signed test request:"
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  SECRET=$(sed -n 's/^ *secret: *\"\\{{0,1\\}}\\([^\" ]*\\)\"\\{{0,1\\}} *$/\\1/p' '{}' | head -n 1)",
+        config.display()
+    )?;
+    writeln!(out, "  BODY='{{\"hello\": \"world\"}}'")?;
+    writeln!(
+        out,
+        "  SIG=$(printf '%s' \"$BODY\" | openssl dgst -sha256 -hmac \"$SECRET\" | sed 's/^.* //')"
+    )?;
+    writeln!(
+        out,
+        "  curl -i http://127.0.0.1:{port}/webhooks/example -H 'X-GitHub-Event: ping' \\"
+    )?;
+    writeln!(
+        out,
+        "       -H \"X-Hub-Signature-256: sha256=$SIG\" -d \"$BODY\""
+    )?;
+    writeln!(out)?;
+    Ok(())
 }
 
 /// Replaces or appends `KEY=value` lines, keeping the others.

@@ -4,10 +4,10 @@
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use herald_config::default_config::generate_secret;
-use herald_config::{Config, Home, load_dotenv, process_env};
-use herald_webhook::verify::sign;
+use herald_config::{
+    Config, Home, Route, RouteContext, load_dotenv, load_subscriptions, process_env,
+};
 use serde_json::{Map, Value, json};
-use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
@@ -50,13 +50,21 @@ pub enum WebhookCommand {
     List,
     /// Remove a subscription.
     #[command(visible_alias = "rm")]
-    Remove { name: String },
+    Remove {
+        /// The subscription's name (as `webhook list` shows it).
+        name: String,
+    },
     /// Send a signed test POST to a subscription on the running gateway.
     Test {
+        /// The route's name: a subscription or a route in config.yaml.
         name: String,
         /// JSON body to send.
         #[arg(long)]
         payload: Option<String>,
+        /// Event type to send as `X-GitHub-Event` (default: the route's first listed
+        /// event, else `test`).
+        #[arg(long)]
+        event: Option<String>,
     },
 }
 
@@ -81,11 +89,20 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
     load_dotenv(home)?;
     let config = Config::load(home, &process_env)
         .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
+    if !config.webhook.enabled && !home.config_file().exists() {
+        outln!("Webhook platform is not enabled: there is no configuration yet.");
+        outln!(
+            "  `herald gateway run` writes {} on its first start (the webhook platform enabled),",
+            home.config_file().display()
+        );
+        outln!("  or run `herald gateway setup` to answer a few questions first.");
+        return Ok(ExitCode::FAILURE);
+    }
     if !config.webhook.enabled {
-        println!("Webhook platform is not enabled.");
-        println!("  Enable it in {}:", home.config_file().display());
-        println!("    platforms:\n      webhook:\n        enabled: true");
-        println!(
+        outln!("Webhook platform is not enabled.");
+        outln!("  Enable it in {}:", home.config_file().display());
+        outln!("    platforms:\n      webhook:\n        enabled: true");
+        outln!(
             "  or set WEBHOOK_ENABLED=true in {}",
             home.env_file().display()
         );
@@ -107,7 +124,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
         } => {
             let name = normalize(&name);
             if !NAME_RE.as_ref().is_some_and(|re| re.is_match(&name)) {
-                println!(
+                outln!(
                     "Error: Invalid name '{name}'. Use lower case letters, digits, '-' and '_', starting with a letter or digit."
                 );
                 return Ok(ExitCode::FAILURE);
@@ -115,13 +132,13 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             if deliver_only
                 && (deliver.trim().is_empty() || deliver.trim().eq_ignore_ascii_case("log"))
             {
-                println!(
+                outln!(
                     "Error: --deliver-only requires --deliver to be a real target (telegram, discord, slack, github_comment, ...), not 'log'."
                 );
                 return Ok(ExitCode::FAILURE);
             }
             if config.routes.iter().any(|r| r.name == name) {
-                println!(
+                outln!(
                     "Error: '{name}' is already a route in {}; config.yaml wins on a name clash, so this subscription would never be used. Choose another name.",
                     home.config_file().display()
                 );
@@ -178,16 +195,16 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                     .collect::<Vec<_>>()
                     .join(", "),
             };
-            println!(
+            outln!(
                 "{} webhook subscription: {name}",
                 if existed { "Updated" } else { "Created" }
             );
-            println!("  URL:    {}/webhooks/{name}", base_url(&config));
-            println!("  Secret: {secret}");
-            println!("  Events: {events_text}");
-            println!("  Deliver: {deliver}");
+            outln!("  URL:    {}/webhooks/{name}", base_url(&config));
+            outln!("  Secret: {secret}");
+            outln!("  Events: {events_text}");
+            outln!("  Deliver: {deliver}");
             if deliver_only {
-                println!("  Mode: direct delivery (no agent, zero LLM cost)");
+                outln!("  Mode: direct delivery (no agent, zero LLM cost)");
             }
             if !prompt.is_empty() {
                 let cut: String = prompt.chars().take(80).collect();
@@ -196,41 +213,41 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 } else {
                     ""
                 };
-                println!(
+                outln!(
                     "  {}: {cut}{more}",
                     if deliver_only { "Message" } else { "Prompt" }
                 );
             }
             if let Some(s) = &script {
-                println!("  Script: {s}");
+                outln!("  Script: {s}");
             }
-            println!();
-            println!(
+            outln!();
+            outln!(
                 "Point the sender at the URL and sign requests with the secret (GitHub: X-Hub-Signature-256)."
             );
-            println!("A running gateway picks this up on its next request; no restart needed.");
+            outln!("A running gateway picks this up on its next request; no restart needed.");
             Ok(ExitCode::SUCCESS)
         }
         WebhookCommand::List => {
             let subs = read_subscriptions(&path)?;
             if subs.is_empty() {
-                println!("No dynamic webhook subscriptions.");
-                println!("  Create one with: herald webhook subscribe <name> --prompt '...'");
+                outln!("No dynamic webhook subscriptions.");
+                outln!("  Create one with: herald webhook subscribe <name> --prompt '...'");
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("{} webhook subscription(s):", subs.len());
+            outln!("{} webhook subscription(s):", subs.len());
             for (name, entry) in &subs {
-                println!();
-                println!("  ◆ {name}");
+                outln!();
+                outln!("  ◆ {name}");
                 if let Some(d) = entry["description"].as_str().filter(|d| !d.is_empty()) {
-                    println!("    {d}");
+                    outln!("    {d}");
                 }
-                println!("    URL:     {}/webhooks/{name}", base_url(&config));
+                outln!("    URL:     {}/webhooks/{name}", base_url(&config));
                 let events: Vec<&str> = entry["events"]
                     .as_array()
                     .map(|a| a.iter().filter_map(Value::as_str).collect())
                     .unwrap_or_default();
-                println!(
+                outln!(
                     "    Events:  {}",
                     if events.is_empty() {
                         "(all)".to_owned()
@@ -243,12 +260,12 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 } else {
                     ""
                 };
-                println!(
+                outln!(
                     "    Deliver: {}{direct}",
                     entry["deliver"].as_str().unwrap_or("log")
                 );
                 if let Some(s) = entry["script"].as_str() {
-                    println!("    Script:  {s}");
+                    outln!("    Script:  {s}");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -257,78 +274,67 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             let name = name.trim().to_lowercase();
             let mut subs = read_subscriptions(&path)?;
             if subs.shift_remove(&name).is_none() {
-                println!("No subscription named '{name}'.");
-                println!(
+                outln!("No subscription named '{name}'.");
+                outln!(
                     "  Routes from config.yaml cannot be removed with this command; edit {} instead.",
                     home.config_file().display()
                 );
                 return Ok(ExitCode::FAILURE);
             }
             write_subscriptions(&path, &subs)?;
-            println!("Removed webhook subscription: {name}");
+            outln!("Removed webhook subscription: {name}");
             Ok(ExitCode::SUCCESS)
         }
-        WebhookCommand::Test { name, payload } => {
+        WebhookCommand::Test {
+            name,
+            payload,
+            event,
+        } => {
             let name = name.trim().to_lowercase();
-            let subs = read_subscriptions(&path)?;
-            let Some(entry) = subs.get(&name) else {
-                println!("No subscription named '{name}'.");
+            let Some(route) = find_route(home, &config, &name)? else {
+                outln!("No subscription named '{name}'.");
                 return Ok(ExitCode::FAILURE);
             };
             let body = payload.unwrap_or_else(|| {
                 r#"{"test": true, "event_type": "test", "message": "Hello from herald webhook test"}"#.to_owned()
             });
             if let Err(e) = serde_json::from_str::<Value>(&body) {
-                println!("Error: --payload is not valid JSON: {e}");
+                outln!("Error: --payload is not valid JSON: {e}");
                 return Ok(ExitCode::FAILURE);
             }
-            let secret = entry["secret"]
-                .as_str()
-                .or(config.webhook.secret.as_deref())
-                .unwrap_or_default()
-                .to_owned();
+            let event = event
+                .or_else(|| route.events.first().cloned())
+                .unwrap_or_else(|| "test".to_owned());
             let url = format!("{}/webhooks/{name}", base_url(&config));
-            println!("Sending test POST to {url}");
-            send_test(&url, &secret, body)
+            outln!("Sending test POST to {url}");
+            crate::webhook_test::send(
+                home,
+                &route,
+                &crate::webhook_test::TestRequest {
+                    url: &url,
+                    event: &event,
+                    body,
+                },
+            )
         }
     }
 }
 
-fn send_test(url: &str, secret: &str, body: String) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(10))
-            .build()?;
-        let sent = client
-            .post(url)
-            .header("Content-Type", "application/json")
-            .header("X-GitHub-Event", "test")
-            .header("X-Hub-Signature-256", sign::github(secret, body.as_bytes()))
-            .body(body)
-            .send()
-            .await;
-        match sent {
-            Ok(resp) => {
-                let status = resp.status();
-                let text = resp.text().await.unwrap_or_default();
-                println!("Response ({}): {text}", status.as_u16());
-                Ok(if status.is_success() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::FAILURE
-                })
-            }
-            Err(e) => {
-                println!("Error: {e}");
-                println!("  Is the gateway running? Start it with: herald gateway run");
-                Ok(ExitCode::FAILURE)
-            }
-        }
-    })
+/// The route named `name`: a subscription, else a route of `config.yaml`.
+fn find_route(home: &Home, config: &Config, name: &str) -> anyhow::Result<Option<Route>> {
+    let ctx = RouteContext {
+        global_secret: config.webhook.secret.as_deref(),
+        host: config.webhook.host.as_deref(),
+        home: home.root(),
+    };
+    let statics: Vec<&str> = config.routes.iter().map(|r| r.name.as_str()).collect();
+    let subs = load_subscriptions(&home.subscriptions_file(), &statics, &ctx)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(subs
+        .routes
+        .into_iter()
+        .chain(config.routes.iter().cloned())
+        .find(|r| r.name == name))
 }
 
 /// The subscriptions object, in file order; a missing file is empty.
@@ -352,28 +358,8 @@ fn read_subscriptions(path: &std::path::Path) -> anyhow::Result<Map<String, Valu
 fn write_subscriptions(path: &std::path::Path, subs: &Map<String, Value>) -> anyhow::Result<()> {
     let dir = path.parent().context("subscriptions file has no folder")?;
     herald_config::home::create_private_dir(dir)?;
-    let tmp = dir.join(format!(".webhook_subscriptions.{}.tmp", std::process::id()));
     let mut text = serde_json::to_string_pretty(&Value::Object(subs.clone()))?;
     text.push('\n');
-    {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut f = options
-            .open(&tmp)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
+    herald_config::default_config::write_private_replace(path, text.as_bytes())
+        .with_context(|| format!("cannot replace {}", path.display()))
 }

@@ -88,15 +88,41 @@ pub fn write_private_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// Sets `platforms.webhook.{enabled, extra.port, extra.secret}` in a config file, keeping
-/// every other key (comments are not kept: the old file is saved as `config.yaml.bak`).
-/// A missing file gets the commented default with these values.
-pub fn set_webhook_settings(
-    path: &Path,
-    enable: bool,
-    port: u16,
-    secret: &str,
-) -> Result<(), ConfigError> {
+/// What `herald gateway setup` writes into `config.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupChoices {
+    pub enable: bool,
+    pub port: u16,
+    pub secret: String,
+    pub model: Option<ModelChoice>,
+}
+
+/// The model the agent uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelChoice {
+    pub model: String,
+    pub provider: ModelProvider,
+}
+
+/// Where the model is served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelProvider {
+    /// OpenRouter; the key is `OPENROUTER_API_KEY` in `.env`.
+    OpenRouter,
+    /// Any OpenAI-compatible server, written as `providers.<SETUP_PROVIDER>` with its
+    /// key (if any) in the environment variable `SETUP_PROVIDER_KEY_ENV`.
+    Endpoint { base_url: String },
+}
+
+/// The `providers:` key setup writes for an OpenAI-compatible endpoint.
+pub const SETUP_PROVIDER: &str = "endpoint";
+/// The `.env` variable holding that endpoint's key.
+pub const SETUP_PROVIDER_KEY_ENV: &str = "ENDPOINT_API_KEY";
+
+/// Sets `platforms.webhook.{enabled, extra.port, extra.secret}` and the model in a
+/// config file, keeping every other key (comments are not kept: the old file is saved as
+/// `config.yaml.bak`). A missing file gets the commented default with these values.
+pub fn apply_setup(path: &Path, choices: &SetupChoices) -> Result<(), ConfigError> {
     let write_err = |source| ConfigError::Write {
         path: path.to_path_buf(),
         source,
@@ -104,10 +130,16 @@ pub fn set_webhook_settings(
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let text = default_config_text(secret)
-                .replace("    enabled: true", &format!("    enabled: {enable}"))
-                .replace("      port: 8644", &format!("      port: {port}"));
-            return write_private_replace(path, text.as_bytes()).map_err(write_err);
+            let text = default_config_text(&choices.secret)
+                .replace(
+                    "    enabled: true",
+                    &format!("    enabled: {}", choices.enable),
+                )
+                .replace("      port: 8644", &format!("      port: {}", choices.port));
+            if choices.model.is_none() {
+                return write_private_replace(path, text.as_bytes()).map_err(write_err);
+            }
+            text
         }
         Err(source) => {
             return Err(ConfigError::Read {
@@ -118,11 +150,30 @@ pub fn set_webhook_settings(
     };
     let mut doc = parse_doc(path, &text)?;
     let webhook = entry(entry(&mut doc, "platforms"), "webhook");
-    webhook["enabled"] = json!(enable);
+    webhook["enabled"] = json!(choices.enable);
     let extra = entry(webhook, "extra");
-    extra["port"] = json!(port);
-    extra["secret"] = json!(secret);
+    extra["port"] = json!(choices.port);
+    extra["secret"] = json!(choices.secret);
+    if let Some(model) = &choices.model {
+        set_model(&mut doc, model);
+    }
     write_doc(path, &doc)
+}
+
+fn set_model(doc: &mut Value, choice: &ModelChoice) {
+    match &choice.provider {
+        ModelProvider::OpenRouter => {
+            doc["model"] = json!({ "provider": "openrouter", "default": choice.model });
+        }
+        ModelProvider::Endpoint { base_url } => {
+            doc["model"] = json!({ "provider": SETUP_PROVIDER, "default": choice.model });
+            entry(doc, "providers")[SETUP_PROVIDER] = json!({
+                "base_url": base_url,
+                "key_env": SETUP_PROVIDER_KEY_ENV,
+                "default_model": choice.model,
+            });
+        }
+    }
 }
 
 /// A config document as JSON (empty or non-mapping text is an empty mapping).

@@ -58,6 +58,15 @@ impl Home {
     pub fn state_db_file(&self) -> PathBuf {
         self.root.join("state.db")
     }
+    /// Written by a running gateway (pid, listen addresses), removed when it stops; read by
+    /// `herald gateway status`.
+    pub fn gateway_state_file(&self) -> PathBuf {
+        self.root.join("gateway.json")
+    }
+    /// The skills the agent can load (`skills/<name>/SKILL.md`).
+    pub fn skills_dir(&self) -> PathBuf {
+        self.root.join("skills")
+    }
     /// The store: inbox, dedup keys, deliveries.
     pub fn database_file(&self) -> PathBuf {
         self.root.join("herald.db")

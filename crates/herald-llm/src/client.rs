@@ -139,7 +139,10 @@ impl LlmClient {
         for (k, v) in &endpoint.extra_headers {
             req = req.header(k, v);
         }
-        let resp = req.send().await.map_err(transport_error)?;
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| transport_error(&e, endpoint))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let bytes = resp.bytes().await.unwrap_or_default();
@@ -155,6 +158,9 @@ impl LlmClient {
                 Some(status),
                 format!("provider answered HTTP {status}: {message}"),
             ));
+        }
+        if is_json(&resp) {
+            return read_plain_completion(resp, endpoint, on_delta).await;
         }
         let mut stream = resp.bytes_stream();
         let mut decoder = SseDecoder::new();
@@ -177,7 +183,7 @@ impl LlmClient {
                 Some(Ok(bytes)) => decoder
                     .feed(&bytes)
                     .map_err(|e| LlmError::new(ErrorClass::InvalidResponse, None, e.to_string()))?,
-                Some(Err(e)) => return Err(transport_error(e)),
+                Some(Err(e)) => return Err(transport_error(&e, endpoint)),
                 None => {
                     let tail = decoder.finish();
                     done = true;
@@ -269,17 +275,145 @@ fn finish(assembler: Assembler, endpoint: &Endpoint) -> Result<ChatCompletion, L
     Ok(assembler.finish(&endpoint.model))
 }
 
-fn transport_error(e: reqwest::Error) -> LlmError {
-    let mut text = e.to_string();
-    if let Some(url) = e.url() {
-        text = text.replace(url.as_str(), "<provider>");
+/// A provider answer with a JSON content type: a whole completion, not a stream (some
+/// proxies and older servers answer `stream: true` this way).
+fn is_json(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let v = v.trim_start().to_ascii_lowercase();
+            v.starts_with("application/json") || v.starts_with("application/problem+json")
+        })
+}
+
+/// A non-streamed completion as providers send it (missing bookkeeping fields allowed).
+#[derive(serde::Deserialize)]
+struct PlainCompletion {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    created: u64,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    choices: Vec<herald_protocol::CompletionChoice>,
+    #[serde(default)]
+    usage: herald_protocol::Usage,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// Reads a JSON completion (bounded by the request timeout) as the whole answer; its
+/// text is reported as one delta so streaming callers still see it.
+async fn read_plain_completion(
+    resp: reqwest::Response,
+    endpoint: &Endpoint,
+    on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
+) -> Result<ChatCompletion, LlmError> {
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| transport_error(&e, endpoint))?;
+    let plain: PlainCompletion = serde_json::from_slice(&bytes).map_err(|e| {
+        LlmError::new(
+            ErrorClass::InvalidResponse,
+            None,
+            format!("the provider's JSON answer is not a chat completion: {e}"),
+        )
+    })?;
+    if let Some(err) = plain.error {
+        let message = err["message"].as_str().unwrap_or("error").to_owned();
+        let status = err["code"].as_u64().and_then(|c| u16::try_from(c).ok());
+        return Err(LlmError::new(
+            classify(status.unwrap_or(500), &message),
+            status,
+            message,
+        ));
     }
-    let class = if e.is_timeout() {
+    if plain.choices.is_empty() {
+        return Err(LlmError::new(
+            ErrorClass::InvalidResponse,
+            None,
+            "the provider sent no choices (empty response)",
+        ));
+    }
+    if let Some(text) = plain.choices[0]
+        .message
+        .content
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        on_delta(DeltaEvent::Text(text.to_owned()));
+    }
+    Ok(ChatCompletion {
+        id: plain.id,
+        object: "chat.completion".into(),
+        created: plain.created,
+        model: if plain.model.is_empty() {
+            endpoint.model.clone()
+        } else {
+            plain.model
+        },
+        choices: plain.choices,
+        usage: plain.usage,
+    })
+}
+
+/// A transport failure, saying where (host and port, and which setting chose that URL)
+/// and why (connection refused, DNS, TLS, timeout). The URL's path and any key stay out.
+fn transport_error(e: &reqwest::Error, endpoint: &Endpoint) -> LlmError {
+    let cause = transport_cause(e);
+    let class = if e.is_timeout() || cause == "timed out" {
         ErrorClass::Timeout
-    } else if text.to_ascii_lowercase().contains("certificate") {
+    } else if cause.starts_with("TLS") {
         ErrorClass::Tls
     } else {
         ErrorClass::Network
     };
-    LlmError::new(class, None, format!("provider request failed: {text}"))
+    let place = e
+        .url()
+        .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+        .unwrap_or_else(|| "the provider".to_owned());
+    let setting = endpoint
+        .base_url_from
+        .as_deref()
+        .map(|k| format!(" (base URL from `{k}`)"))
+        .unwrap_or_default();
+    LlmError::new(
+        class,
+        None,
+        format!("cannot reach the provider at {place}{setting}: {cause}"),
+    )
+}
+
+/// The most telling cause in a transport error's chain.
+fn transport_cause(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "timed out".into();
+    }
+    let mut deepest = e.to_string();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            match io.kind() {
+                K::ConnectionRefused => return "connection refused".into(),
+                K::ConnectionReset => return "connection reset by the server".into(),
+                K::TimedOut => return "timed out".into(),
+                _ => {}
+            }
+        }
+        deepest = s.to_string();
+        source = s.source();
+    }
+    let lower = deepest.to_ascii_lowercase();
+    if lower.contains("dns") || lower.contains("lookup") || lower.contains("name or service") {
+        format!("DNS lookup failed ({deepest})")
+    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake")
+    {
+        format!("TLS error ({deepest})")
+    } else {
+        deepest
+    }
 }

@@ -19,6 +19,9 @@ pub struct Endpoint {
     /// Longest silence between stream chunks.
     pub stale_timeout: Duration,
     pub connect_timeout: Duration,
+    /// The setting that chose `base_url` (`model.base_url`, `CUSTOM_BASE_URL`, ...), named
+    /// in connection errors.
+    pub base_url_from: Option<String>,
 }
 
 impl Endpoint {
@@ -40,6 +43,7 @@ impl Endpoint {
             request_timeout: Duration::from_secs(1800),
             stale_timeout: Duration::from_secs(if local { 900 } else { 180 }),
             connect_timeout: Duration::from_secs(30),
+            base_url_from: None,
         }
     }
 }

@@ -59,6 +59,9 @@ pub enum Scripted {
     /// `data:` events, then `data: [DONE]`.
     Events(Vec<Value>),
     Status(u16, String),
+    /// A whole (non-streamed) JSON completion, `content-type: application/json`, as some
+    /// proxies answer even a `stream: true` request.
+    Json(Value),
     /// Waits this long, then answers as the inner script says.
     Delayed(std::time::Duration, Box<Scripted>),
 }
@@ -184,6 +187,7 @@ async fn answer(next: Option<Scripted>) -> Response {
             text.push_str("data: [DONE]\n\n");
             ([("content-type", "text/event-stream")], text).into_response()
         }
+        Some(Scripted::Json(body)) => axum::Json(body).into_response(),
         Some(Scripted::Status(code, body)) => {
             (StatusCode::from_u16(code).unwrap(), body).into_response()
         }

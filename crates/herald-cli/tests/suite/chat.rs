@@ -489,3 +489,51 @@ fn always_approvals_are_saved_to_the_allowlist() {
         "allow-listed: ran without asking"
     );
 }
+
+#[test]
+fn a_json_completion_to_a_streamed_request_is_a_complete_answer() {
+    let provider = FakeProvider::start(vec![Scripted::Json(json!({
+        "id": "c1", "object": "chat.completion", "created": 1, "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Whole answer."},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    }))]);
+    let home = home_for(&provider);
+    let start = Instant::now();
+    let (code, out, err) = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "Whole answer.");
+    assert_eq!(provider.requests().len(), 1, "no retry");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_dead_base_url_names_the_host_port_cause_and_setting() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!("model:\n  default: m\n  base_url: http://127.0.0.1:{port}/v1\n  api_key: sk-secret-key-value\n"),
+    )
+    .unwrap();
+    let (code, _, err) = chat(home.path(), &["-q", "hi"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("cannot reach the provider at 127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(err.contains("connection refused"), "{err}");
+    assert!(err.contains("`model.base_url`"), "{err}");
+    assert!(!err.contains("sk-secret-key-value"), "{err}");
+    // A name that does not resolve says DNS.
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "model:\n  default: m\n  base_url: http://no-such-host.invalid/v1\n",
+    )
+    .unwrap();
+    let (_, _, err) = chat(home.path(), &["-q", "hi"], None);
+    assert!(err.contains("no-such-host.invalid:80"), "{err}");
+    assert!(err.contains("DNS lookup failed"), "{err}");
+}

@@ -5,6 +5,7 @@ mod crash;
 mod direct_delivery;
 mod fakes;
 mod filters_scripts;
+mod first_contact;
 mod hostile;
 mod inbox_cli;
 mod ingress;

@@ -99,13 +99,13 @@ async fn subscribe_post_list_test_remove_without_restart() {
         "static routes are not listed"
     );
 
-    // `test` signs and posts; the gateway answers (test is not in events: ignored, 200).
+    // `test` signs and posts the route's first event; the gateway accepts it.
     let (code, out, _) = h.cli(&["webhook", "test", "my-hook"]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("Sending test POST to")
-            && out.contains("Response (200):")
-            && out.contains("ignored"),
+            && out.contains("Response (202):")
+            && out.contains("\"event\":\"push\""),
         "{out}"
     );
     let (code, out, _) = h.cli(&["webhook", "test", "my-hook", "--payload", "{not json"]);

@@ -1,0 +1,3 @@
+pub fn run(_home: &herald_config::Home) -> anyhow::Result<std::process::ExitCode> {
+    Ok(std::process::ExitCode::SUCCESS)
+}
