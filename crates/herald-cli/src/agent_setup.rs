@@ -42,7 +42,8 @@ pub fn soul(home: &Home, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
-/// The web tools' settings: `web.{backend, searxng_url, allow_private_urls}` in config,
+/// The web tools' settings: `web.{backend, searxng_url, allow_private_urls}` and
+/// `security.allow_private_urls` (Hermes's key for the same) in config,
 /// `SEARXNG_URL`, `TAVILY_API_KEY` (and `TAVILY_BASE_URL`) in the environment.
 fn web_settings(config: &Config) -> herald_tools::WebSettings {
     let web = config
@@ -76,7 +77,8 @@ fn web_settings(config: &Config) -> herald_tools::WebSettings {
     };
     herald_tools::WebSettings {
         backend,
-        allow_private_urls: web.get("allow_private_urls") == Some(&Value::Bool(true)),
+        allow_private_urls: web.get("allow_private_urls") == Some(&Value::Bool(true))
+            || section(config, "security", "allow_private_urls") == Some(&Value::Bool(true)),
     }
 }
 

@@ -1,3 +1,46 @@
-pub fn run(_home: &herald_config::Home) -> anyhow::Result<std::process::ExitCode> {
-    Ok(std::process::ExitCode::SUCCESS)
+//! `herald config check`: every configuration finding, for CI and the cautious. Exit 1
+//! when there is any finding or warning (syntax and value errors too), else 0.
+
+use herald_config::{Config, Home, load_dotenv, process_env};
+use herald_deliver::{TargetSet, TargetSettings};
+use std::process::ExitCode;
+
+pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
+    load_dotenv(home)?;
+    if !home.config_file().exists() {
+        outln!(
+            "No configuration at {}: `herald gateway run` writes one on its first start.",
+            home.config_file().display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let config = match Config::load(home, &process_env) {
+        Ok(c) => c,
+        Err(e) => {
+            outln!("herald would not start: configuration error:\n{e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let targets = TargetSet::build(&TargetSettings {
+        platforms: &config.platforms,
+        env: &process_env,
+    });
+    let findings = herald_gateway::findings::gather(&config, &targets);
+    for warning in &config.warnings {
+        outln!("warning: {warning}");
+    }
+    for finding in &findings {
+        outln!("finding: {finding}");
+    }
+    if !config.hermes_only.is_empty() {
+        outln!(
+            "note: Hermes settings herald does not implement (ignored): {}",
+            config.hermes_only.join(", ")
+        );
+    }
+    if findings.is_empty() && config.warnings.is_empty() {
+        outln!("{}: no findings.", home.config_file().display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    Ok(ExitCode::FAILURE)
 }

@@ -39,6 +39,12 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
+    if !config.hermes_only.is_empty() {
+        tracing::info!(
+            "Hermes settings herald does not implement (ignored): {}",
+            config.hermes_only.join(", ")
+        );
+    }
     if !config.webhook.enabled {
         eprintln!(
             "herald: the webhook platform is not enabled: set `platforms.webhook.enabled: true` in {} \
@@ -122,6 +128,7 @@ async fn serve_gateway(config: Config, template: Option<RunTemplate>) -> anyhow:
         env: &process_env,
     });
     tracing::info!(targets = ?targets.names(), "delivery targets ready");
+    let findings = herald_gateway::findings::gather(&config, &targets);
     let gateway = Arc::new(Gateway::new(&config, store, targets, Arc::new(SystemClock)));
     let listeners = match bind(config.webhook.host.as_deref(), config.webhook.port).await {
         Ok(l) => l,
@@ -145,6 +152,7 @@ async fn serve_gateway(config: Config, template: Option<RunTemplate>) -> anyhow:
     let _state = crate::gateway_status::record(&config.home, urls)?;
     tracing::info!(routes = ?routes.names(), "gateway started");
     drop(routes);
+    print_findings(&findings);
     let workers = match template {
         Some(template) => Some(
             Workers::start(
@@ -183,6 +191,20 @@ async fn serve_gateway(config: Config, template: Option<RunTemplate>) -> anyhow:
     served?;
     tracing::info!("gateway stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The start's last words: each mistake herald serves through, impossible to miss.
+fn print_findings(findings: &[String]) {
+    if findings.is_empty() {
+        return;
+    }
+    eprintln!(
+        "herald: {} configuration finding(s); herald serves anyway (`herald config check` lists them):",
+        findings.len()
+    );
+    for finding in findings {
+        eprintln!("herald:   - {finding}");
+    }
 }
 
 /// The connection bounds from `platforms.webhook.extra`, within the descriptor limit.

@@ -1,6 +1,7 @@
 //! `config.yaml` read into a checked [`Config`], with the `.env`/environment overlay.
 
 use crate::error::{ConfigError, Problem};
+use crate::hermes_keys::{HERMES_GATEWAY_KEYS, HERMES_TOP_KEYS, SECTIONS};
 use crate::home::Home;
 use crate::node::{Node, NodeValue};
 use crate::reader::{Reader, parse_bool_text};
@@ -32,6 +33,8 @@ const AGENT_SECTIONS: &[&str] = &[
     "terminal",
     "web",
     "command_allowlist",
+    "security",
+    "skills",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -176,6 +179,12 @@ pub struct Config {
     pub platforms: std::collections::BTreeMap<String, crate::platforms::PlatformSettings>,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
+    /// Mistakes herald serves through that change what routes do, in plain words (see
+    /// [`Reader::findings`]); the start ends with them and `herald config check` prints them.
+    pub findings: Vec<String>,
+    /// Hermes settings in the file that herald does not implement (dotted keys, in file
+    /// order), listed once at info level.
+    pub hermes_only: Vec<String>,
 }
 
 /// Reads the environment (injected so tests need not touch the process's).
@@ -217,15 +226,7 @@ impl Config {
             Node::at(NodeValue::Map(Vec::new()), 0, 0)
         } else {
             // serde-saphyr's default options carry a budget against alias bombs.
-            Node::parse_yaml(text).map_err(|e| {
-                let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-                ConfigError::Syntax {
-                    path: path.clone(),
-                    line,
-                    column,
-                    message: first_line(&e.to_string()),
-                }
-            })?
+            Node::parse_yaml(text).map_err(|e| crate::yaml_errors::syntax_error(&path, text, &e))?
         };
         let doc = if doc.is_null() {
             Node::at(NodeValue::Map(Vec::new()), 0, 0)
@@ -233,6 +234,11 @@ impl Config {
             doc
         };
         let mut r = Reader::new(&path);
+        for line in crate::yaml_errors::prompts_cut_by_comments(text) {
+            r.findings.push(format!(
+                "line {line} of config.yaml: an unquoted ` #` starts a YAML comment, so the prompt ends before it; put the prompt in quotes"
+            ));
+        }
         if !matches!(doc.value, NodeValue::Map(_)) {
             r.error(
                 Some(&doc),
@@ -245,10 +251,25 @@ impl Config {
             return Err(ConfigError::Invalid(r.errors));
         }
         let known: Vec<&str> = TOP_KEYS.iter().chain(AGENT_SECTIONS).copied().collect();
-        r.check_keys(&doc, "", &known);
+        let mut hermes_only = r.check_keys_knowing(&doc, "", &known, HERMES_TOP_KEYS);
         let gateway = doc.get("gateway").filter(|n| !n.is_null());
         if let Some(g) = gateway {
-            r.check_keys(g, "gateway", GATEWAY_KEYS);
+            hermes_only.extend(r.check_keys_knowing(
+                g,
+                "gateway",
+                GATEWAY_KEYS,
+                HERMES_GATEWAY_KEYS,
+            ));
+        }
+        for section in SECTIONS {
+            if let Some(node) = doc.get(section.name).filter(|n| !n.is_null()) {
+                hermes_only.extend(r.check_keys_knowing(
+                    node,
+                    section.name,
+                    section.herald,
+                    section.hermes,
+                ));
+            }
         }
         let sources = PlatformSources {
             top: doc
@@ -276,6 +297,7 @@ impl Config {
             ("gateway.platforms.webhook", sources.gateway),
         ] {
             if let Some(w) = w {
+                note_misplaced_routes(&mut r, w, prefix);
                 r.check_keys(w, prefix, WEBHOOK_KEYS);
                 if let Some(extra) = w.get("extra").filter(|n| !n.is_null()) {
                     r.check_keys(extra, &format!("{prefix}.extra"), EXTRA_KEYS);
@@ -364,12 +386,23 @@ impl Config {
                 })
                 .collect(),
             warnings: r.warnings,
+            findings: r.findings,
+            hermes_only,
         })
     }
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or(s).to_owned()
+/// `routes:` one level too shallow (beside `extra:` rather than in it) is never served.
+fn note_misplaced_routes(r: &mut Reader, webhook: &Node, prefix: &str) {
+    let Some(routes) = webhook.get("routes").filter(|n| !n.is_null()) else {
+        return;
+    };
+    let count = routes.entries().len();
+    let noun = if count == 1 { "route" } else { "routes" };
+    r.findings.push(format!(
+        "{count} {noun} under `{prefix}.routes` {} not served: routes live under `{prefix}.extra.routes`",
+        if count == 1 { "is" } else { "are" }
+    ));
 }
 
 /// `platforms.webhook` and `gateway.platforms.webhook`; the top-level one wins key by key.

@@ -91,7 +91,12 @@ platforms:
     assert!(c.webhook.enabled);
     assert_eq!(c.webhook.port, 9000);
     let warnings: Vec<String> = c.warnings.iter().map(|w| w.to_string()).collect();
-    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(
+        c.hermes_only,
+        ["compression"],
+        "a Hermes key, not an unknown one"
+    );
     assert!(
         !warnings.iter().any(|w| w.contains("`model`")),
         "the agent's model block is known"

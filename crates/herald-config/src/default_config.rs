@@ -183,12 +183,7 @@ fn parse_doc(path: &Path, text: &str) -> Result<Value, ConfigError> {
     }
     let doc: Value = crate::node::Node::parse_yaml(text)
         .map(|node| node.to_json())
-        .map_err(|e| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            line: e.location().map_or(0, |l| l.line()),
-            column: e.location().map_or(0, |l| l.column()),
-            message: e.to_string().lines().next().unwrap_or("").to_owned(),
-        })?;
+        .map_err(|e| crate::yaml_errors::syntax_error(path, text, &e))?;
     Ok(if doc.is_object() { doc } else { json!({}) })
 }
 

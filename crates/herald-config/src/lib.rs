@@ -7,6 +7,7 @@
 pub mod config;
 pub mod default_config;
 pub mod error;
+pub mod hermes_keys;
 pub mod home;
 pub mod node;
 pub mod platforms;
@@ -14,6 +15,7 @@ pub mod pyyaml;
 pub mod reader;
 pub mod route;
 pub mod subscriptions;
+pub mod yaml_errors;
 
 pub use config::{
     Config, ConnectionSettings, WebhookSettings, WorkerSettings, load_dotenv, process_env,

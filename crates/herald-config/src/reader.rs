@@ -10,6 +10,9 @@ pub struct Reader {
     pub file: PathBuf,
     pub errors: Vec<Problem>,
     pub warnings: Vec<Problem>,
+    /// Mistakes that herald serves through but that change what a route does (a route
+    /// that accepts every event, routes that are not served), in plain words.
+    pub findings: Vec<String>,
 }
 
 impl Reader {
@@ -18,6 +21,7 @@ impl Reader {
             file: file.to_path_buf(),
             errors: Vec::new(),
             warnings: Vec::new(),
+            findings: Vec::new(),
         }
     }
 
@@ -48,11 +52,29 @@ impl Reader {
 
     /// Warns once for every key of `node` not in `known`, suggesting the closest one.
     pub fn check_keys(&mut self, node: &Node, prefix: &str, known: &[&str]) {
+        self.check_keys_knowing(node, prefix, known, &[]);
+    }
+
+    /// Like [`Reader::check_keys`], but keys in `hermes` (Hermes settings herald does not
+    /// implement) are returned as dotted keys instead of warned about.
+    pub fn check_keys_knowing(
+        &mut self,
+        node: &Node,
+        prefix: &str,
+        known: &[&str],
+        hermes: &[&str],
+    ) -> Vec<String> {
+        let mut hermes_only = Vec::new();
+        let all: Vec<&str> = known.iter().chain(hermes).copied().collect();
         for (key, value) in node.entries() {
             if known.contains(&key.as_str()) {
                 continue;
             }
-            let hint = suggest(key, known)
+            if hermes.contains(&key.as_str()) {
+                hermes_only.push(join_key(prefix, key));
+                continue;
+            }
+            let hint = suggest(key, &all)
                 .map(|k| format!("; did you mean `{k}`?"))
                 .unwrap_or_default();
             self.warn(
@@ -61,6 +83,7 @@ impl Reader {
                 format!("unknown key, ignored by herald{hint}"),
             );
         }
+        hermes_only
     }
 
     /// A boolean: YAML booleans and the strings true/1/yes/on, false/0/no/off.

@@ -28,6 +28,40 @@ pub const ROUTE_KEYS: &[&str] = &[
     "created_at",
 ];
 
+/// What leaving a route key out means, for a finding about a misspelt one.
+fn meaning_of_absent(key: &str) -> &'static str {
+    match key {
+        "events" => "accepts every event",
+        "filters" => "accepts every payload (no filters)",
+        "secret" => "is verified with the global secret",
+        "script" => "runs no script",
+        "prompt" => "uses the default prompt",
+        "deliver" => "delivers to the log only",
+        "deliver_only" => "runs the agent instead of delivering directly",
+        "deliver_extra" => "delivers to the target's home channel",
+        "enabled" => "is enabled",
+        "toolsets" => "gets the default toolsets",
+        "skills" => "loads no skill",
+        _ => "ignores that setting",
+    }
+}
+
+/// A key that looks like a misspelt route key: the route then behaves as if the real
+/// key were absent, which is worth a finding (it still serves, spec §1.1).
+fn note_misspelt_keys(reader: &mut Reader, name: &str, node: &Node) {
+    for (key, _) in node.entries() {
+        if ROUTE_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        if let Some(meant) = crate::reader::suggest(key, ROUTE_KEYS) {
+            reader.findings.push(format!(
+                "route `{name}` {}: `{key}:` is not a key, did you mean `{meant}:`?",
+                meaning_of_absent(meant)
+            ));
+        }
+    }
+}
+
 /// Hosts on which `INSECURE_NO_AUTH` is allowed.
 pub const LOOPBACK_HOSTS: &[&str] = &[
     "127.0.0.1",
@@ -112,6 +146,7 @@ pub fn read_route(
         return None;
     }
     reader.check_keys(node, prefix, ROUTE_KEYS);
+    note_misspelt_keys(reader, name, node);
 
     let secret = match node.get("secret") {
         None => ctx.global_secret.unwrap_or("").to_owned(),
@@ -125,6 +160,12 @@ pub fn read_route(
         .unwrap_or_default();
     let filters_json = opt(node, "filters").map(Node::to_json);
     let (filter, issues) = filter::compile(filters_json.as_ref(), ctx.home);
+    if !issues.is_empty() {
+        reader.findings.push(format!(
+            "route `{name}` ignores every request: its `filters` cannot be used ({})",
+            issues[0].message
+        ));
+    }
     // A filter the spec says never matches leaves the route serving (spec §8.1).
     for issue in issues {
         reader.warn(

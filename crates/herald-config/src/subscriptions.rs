@@ -11,6 +11,8 @@ use std::path::Path;
 pub struct Subscriptions {
     pub routes: Vec<Route>,
     pub skipped: Vec<Problem>,
+    /// Mistakes in served subscriptions that change what they do (see `Reader::findings`).
+    pub findings: Vec<String>,
 }
 
 /// Why the file as a whole could not be used (the caller keeps its previous routes).
@@ -97,6 +99,7 @@ pub fn parse_subscriptions(
             }
         }
         out.skipped.append(&mut reader.warnings);
+        out.findings.append(&mut reader.findings);
     }
     Ok(out)
 }

@@ -251,10 +251,21 @@ impl TargetSet {
         if let Some(t) = self.targets.get(&name) {
             return Ok(t.clone());
         }
-        Err(match self.disabled.get(&name) {
-            Some(why) => format!("target `{name}` is not enabled ({why})"),
-            None => format!("target `{name}` is not supported by herald"),
-        })
+        Err(format!("target `{name}` {}", self.why_missing(&name)))
+    }
+
+    /// Why `deliver` has no target (`is not enabled (…)` or `is not supported by
+    /// herald`), or `None` when it has one.
+    pub fn unavailable(&self, deliver: &str) -> Option<String> {
+        let name = deliver.trim().to_ascii_lowercase();
+        (!self.targets.contains_key(&name)).then(|| self.why_missing(&name))
+    }
+
+    fn why_missing(&self, name: &str) -> String {
+        match self.disabled.get(name) {
+            Some(why) => format!("is not enabled ({why})"),
+            None => "is not supported by herald".to_owned(),
+        }
     }
 
     /// Names of the enabled targets.

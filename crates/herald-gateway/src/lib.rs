@@ -8,6 +8,7 @@ pub mod answer;
 pub mod body_budget;
 pub mod connections;
 pub mod direct;
+pub mod findings;
 pub mod pipeline;
 mod process_tree;
 pub mod rate_limit;

@@ -186,23 +186,69 @@ fn port_in_use_exits_non_zero() {
 #[tokio::test]
 async fn unknown_keys_warn_once_with_suggestions() {
     let config = format!(
-        "compression: {{enabled: true}}\nmemory: {{provider: x}}\n{}",
+        "compression: {{enabled: true}}\nmemory: {{provider: x}}\ncompresion_level: 3\nagent: {{max_turns: 5, gateway_timeout: 9}}\nsecurity: {{allow_private_urls: false, redact_secrets: true}}\n{}",
         config_with_routes("        r:\n          secert: typo\n          prompt: hi\n")
     );
     let h = Herald::start(&config);
-    let log = h.log();
+    let log = h.log_once_it_has("route `r` is verified");
+    // Hermes settings herald does not implement: listed once, at info, not as unknown.
+    assert!(!log.contains("`compression`: unknown key"), "{log}");
+    assert!(!log.contains("`memory`: unknown key"), "{log}");
     assert_eq!(
-        log.matches("`compression`: unknown key").count(),
+        log.matches("INFO Hermes settings herald does not implement (ignored): compression, memory, agent.gateway_timeout, security.redact_secrets").count(),
         1,
         "{log}"
     );
-    assert!(log.contains("`memory`: unknown key"), "{log}");
+    // Keys neither knows keep the warning.
+    assert!(
+        log.contains("`compresion_level`: unknown key, ignored by herald"),
+        "{log}"
+    );
     assert!(
         log.contains("secert`: unknown key, ignored by herald; did you mean `secret`?"),
         "{log}"
     );
+    assert!(
+        log.contains("route `r` is verified with the global secret: `secert:` is not a key, did you mean `secret:`?"),
+        "{log}"
+    );
     let (s, _) = h.github("r", "push", "{}", None).await;
     assert_eq!(s, StatusCode::ACCEPTED);
+}
+
+#[test]
+fn findings_end_the_start_and_config_check_prints_them() {
+    let config = "platforms:\n  webhook:\n    enabled: true\n    routes:\n      a: {}\n      b: {}\n      c: {}\n    extra:\n      host: 127.0.0.1\n      port: 0\n      secret: s3cret\n      routes:\n        gh:\n          event: [issues]\n        tg:\n          deliver_only: true\n          deliver: telegram\n          prompt: hi\n        bad:\n          filters: {field: x, regex: '('}\n";
+    let h = Herald::start_with(config, &[("TELEGRAM_BOT_TOKEN", "")]);
+    let log = h.log_once_it_has("route `bad` ignores");
+    let expected = [
+        "3 routes under `platforms.webhook.routes` are not served: routes live under `platforms.webhook.extra.routes`",
+        "route `gh` accepts every event: `event:` is not a key, did you mean `events:`?",
+        "route `tg` delivers to telegram, which is not enabled (not configured: set TELEGRAM_BOT_TOKEN): every request will answer 502",
+        "route `bad` ignores every request: its `filters` cannot be used",
+    ];
+    assert!(log.contains("herald: 4 configuration finding(s)"), "{log}");
+    for line in expected {
+        assert!(
+            log.contains(&format!("herald:   - {line}")),
+            "{line}\n{log}"
+        );
+    }
+    let (code, out, _) = h.cli(&["config", "check"]);
+    assert_eq!(code, 1, "{out}");
+    for line in expected {
+        assert!(out.contains(&format!("finding: {line}")), "{line}\n{out}");
+    }
+    // A clean config passes.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        config_with_routes("        r:\n          events: [push]\n"),
+    )
+    .unwrap();
+    let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no findings"), "{out}");
 }
 
 #[tokio::test]
@@ -305,4 +351,35 @@ async fn sigterm_exits_zero() {
     let (s, _) = h.github("r", "push", "{}", None).await;
     assert_eq!(s, StatusCode::ACCEPTED);
     assert_eq!(h.terminate(), Some(0));
+}
+
+#[test]
+fn yaml_syntax_errors_name_the_likely_cause_and_its_line() {
+    let cases = [
+        (
+            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        gh:\n          events: [push, issues\n          prompt: hi\n",
+            "an unclosed `[` on line 7",
+        ),
+        (
+            "platforms:\n  webhook:\n    extra:\n      port:1\n      secret: x\n",
+            "a missing space after `:` on line 4",
+        ),
+        (
+            "platforms:\n\twebhook: {}\n",
+            "a tab in the indentation on line 2",
+        ),
+        (
+            "platforms:\n  webhook:\n    extra:\n      routes:\n        gh:\n          prompt: \"hello\n          deliver: log\n",
+            "a `\"` quote that is never closed on line 6",
+        ),
+    ];
+    for (config, cause) in cases {
+        let (code, err) = start_expect_failure(config);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("YAML syntax error"), "{err}");
+        assert!(
+            err.contains(&format!("likely cause: {cause}")),
+            "{cause}: {err}"
+        );
+    }
 }

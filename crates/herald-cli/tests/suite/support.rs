@@ -105,6 +105,18 @@ impl Herald {
         std::fs::read_to_string(self.home().join("herald.log")).unwrap_or_default()
     }
 
+    /// The log once it contains `text` (or after 10 s, whatever it holds then).
+    pub fn log_once_it_has(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let log = self.log();
+            if log.contains(text) || start.elapsed() > Duration::from_secs(10) {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// POSTs `body` with `headers` and returns status and JSON body.
     pub async fn post(
         &self,
