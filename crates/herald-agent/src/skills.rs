@@ -52,6 +52,18 @@ fn parse_front(text: &str) -> (Option<String>, Option<String>, String) {
     (field("name"), field("description"), body)
 }
 
+/// A skill's slash command name: lower case, spaces and underscores to hyphens, other
+/// characters removed (agent spec §10.2).
+pub fn slug(name: &str) -> String {
+    name.chars()
+        .filter_map(|c| match c {
+            ' ' | '_' | '-' => Some('-'),
+            c if c.is_alphanumeric() => Some(c.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Every skill under `root`, sorted by name.
 pub fn discover(root: &Path) -> Vec<Skill> {
     let mut out = Vec::new();

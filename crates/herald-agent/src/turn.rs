@@ -60,6 +60,10 @@ impl AgentConfig {
     }
 }
 
+/// Appended to a partial answer kept after an interrupt, so the model (and a reader of
+/// the session) knows it was cut short.
+pub const INTERRUPTED_MARK: &str = "\n\n[interrupted by the user]";
+
 /// The outcome of one turn.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnResult {
@@ -83,12 +87,27 @@ pub struct TurnResult {
 #[derive(Clone, Default)]
 pub struct AgentHandle {
     interrupted: Arc<AtomicBool>,
+    /// Wakes a provider call in flight so an interrupt drops its stream at once.
+    wake: Arc<tokio::sync::Notify>,
     steer: Arc<Mutex<Vec<String>>>,
 }
 
 impl AgentHandle {
     pub fn interrupt(&self) {
         self.interrupted.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
+    }
+
+    /// Resolves once the turn is interrupted.
+    async fn until_interrupted(&self) {
+        loop {
+            // Created before the check: an interrupt between the two still wakes it.
+            let woken = self.wake.notified();
+            if self.is_interrupted() {
+                return;
+            }
+            woken.await;
+        }
     }
     /// Queues text for the next tool boundary.
     pub fn steer(&self, text: &str) -> bool {
@@ -221,7 +240,32 @@ impl Agent {
                 api_call_count: result.api_calls,
                 task_id: task_id.clone(),
             };
-            let call = self.call_llm(&messages, tools, &ids, events).await;
+            let mut partial = String::new();
+            let call = {
+                let mut tracking = |e: AgentEvent| {
+                    if let AgentEvent::MessageDelta(t) = &e {
+                        partial.push_str(t);
+                    }
+                    events(e);
+                };
+                tokio::select! {
+                    biased;
+                    () = self.handle.until_interrupted() => None,
+                    call = self.call_llm(&messages, tools, &ids, &mut tracking) => Some(call),
+                }
+            };
+            let Some(call) = call else {
+                // Interrupted mid-answer: the stream is dropped; what arrived is kept.
+                if !partial.trim().is_empty() {
+                    let kept =
+                        ChatMessage::text(Role::Assistant, format!("{partial}{INTERRUPTED_MARK}"));
+                    events(AgentEvent::MessageAppended(kept.clone()));
+                    messages.push(kept);
+                    result.final_response = partial;
+                }
+                result.interrupted = true;
+                break;
+            };
             let completion = match call {
                 Ok(completion) => completion,
                 Err(e) => {

@@ -2,6 +2,8 @@
 //! turn and exits; without it, a line-based session reads prompts from stdin.
 
 use crate::agent_setup::{self, section, string_list};
+use crate::chat_commands::{self, ChatCommand};
+use crate::chat_status::StatusLine;
 use crate::model_select;
 use anyhow::Context;
 use herald_agent::{
@@ -142,41 +144,60 @@ impl LineInput {
         }
     }
 
-    /// A line, or `None` at end of input.
+    /// A line, or `None` at end of input (Ctrl-C counts as an empty line).
     async fn read(&self, prompt: String) -> Option<String> {
+        match self.read_input(prompt).await {
+            Input::Line(line) => Some(line),
+            Input::Interrupted => Some(String::new()),
+            Input::End => None,
+        }
+    }
+
+    /// What the user did at the prompt.
+    async fn read_input(&self, prompt: String) -> Input {
         let me = self.clone();
         tokio::task::spawn_blocking(move || me.read_blocking(&prompt))
             .await
-            .ok()
-            .flatten()
+            .unwrap_or(Input::End)
     }
 
-    fn read_blocking(&self, prompt: &str) -> Option<String> {
+    fn read_blocking(&self, prompt: &str) -> Input {
         match &self.editor {
             Some(ed) => {
-                let mut ed = ed.lock().ok()?;
+                let Ok(mut ed) = ed.lock() else {
+                    return Input::End;
+                };
                 match ed.readline(prompt) {
                     Ok(line) => {
                         if !line.trim().is_empty() {
                             let _ = ed.add_history_entry(line.as_str());
                             let _ = ed.save_history(&self.history_file);
                         }
-                        Some(line)
+                        Input::Line(line)
                     }
-                    Err(rustyline::error::ReadlineError::Interrupted) => Some(String::new()),
-                    Err(_) => None,
+                    Err(rustyline::error::ReadlineError::Interrupted) => Input::Interrupted,
+                    Err(_) => Input::End,
                 }
             }
             None => {
                 eprint!("{prompt}");
                 let mut line = String::new();
                 match std::io::stdin().lock().read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
+                    Ok(0) | Err(_) => Input::End,
+                    Ok(_) => Input::Line(line.trim_end_matches(['\r', '\n']).to_owned()),
                 }
             }
         }
     }
+}
+
+/// One read at the prompt.
+enum Input {
+    Line(String),
+    /// Ctrl-C at the prompt.
+    Interrupted,
+    /// Ctrl-D or the end of piped input.
+    End,
 }
 
 /// Stored rows back into messages.
@@ -263,7 +284,7 @@ fn tool_names_of(tools: &[Arc<dyn herald_agent::Tool>]) -> Vec<&str> {
 }
 
 /// Puts the model's `clarify` questions to the human on the terminal.
-struct TerminalClarifier(LineInput);
+struct TerminalClarifier(LineInput, StatusLine);
 
 impl herald_agent::tool::Clarifier for TerminalClarifier {
     fn ask<'a>(
@@ -272,6 +293,7 @@ impl herald_agent::tool::Clarifier for TerminalClarifier {
         choices: &'a [String],
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
         Box::pin(async move {
+            self.1.hide();
             eprintln!("\n? {question}");
             for (i, c) in choices.iter().enumerate() {
                 eprintln!("  {}. {c}", i + 1);
@@ -290,7 +312,7 @@ impl herald_agent::tool::Clarifier for TerminalClarifier {
 }
 
 /// Asks on the terminal.
-struct TerminalApprover(LineInput);
+struct TerminalApprover(LineInput, StatusLine);
 
 impl Approver for TerminalApprover {
     fn ask<'a>(
@@ -299,6 +321,7 @@ impl Approver for TerminalApprover {
         reason: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
+            self.1.hide();
             eprintln!("\n⚠ approval needed ({reason}):\n  {command}");
             let answer = self
                 .0
@@ -390,9 +413,10 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         || mode_off
         || process_env("HERMES_YOLO_MODE").is_some_and(|v| !v.is_empty() && v != "0");
     let input = LineInput::new(home);
+    let status = StatusLine::start(!args.quiet && std::io::stderr().is_terminal());
     let approver: Option<Box<dyn Approver>> = std::io::stdin()
         .is_terminal()
-        .then(|| Box::new(TerminalApprover(input.clone())) as Box<dyn Approver>);
+        .then(|| Box::new(TerminalApprover(input.clone(), status.clone())) as Box<dyn Approver>);
     let allowlist = config
         .agent_sections
         .get("command_allowlist")
@@ -472,7 +496,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         platform: "cli".into(),
         provider: args.provider.clone().unwrap_or_else(|| "auto".into()),
         clarifier: std::io::stdin().is_terminal().then(|| {
-            Arc::new(TerminalClarifier(input.clone())) as Arc<dyn herald_agent::tool::Clarifier>
+            Arc::new(TerminalClarifier(input.clone(), status.clone()))
+                as Arc<dyn herald_agent::tool::Clarifier>
         }),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -485,6 +510,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         saver,
         state_db: home.state_db_file(),
         cwd: cwd.display().to_string(),
+        status,
+        skills_root: skills_root.clone(),
     };
     let sections = config.agent_sections.clone();
     let code = runtime.block_on(async move {
@@ -509,6 +536,9 @@ async fn one_turn(
 ) -> anyhow::Result<(ExitCode, Vec<ChatMessage>)> {
     let handle = agent.handle();
     let printed_text = std::sync::atomic::AtomicBool::new(false);
+    let status = &session.status;
+    let model = agent.config.endpoint.model.clone();
+    status.show(model.clone());
     let mut on_event = |e: AgentEvent| {
         if let AgentEvent::MessageAppended(m) = &e {
             let _ = session.saver.send(Save::Append {
@@ -518,6 +548,7 @@ async fn one_turn(
             return;
         }
         if let AgentEvent::TurnFailed { error } = &e {
+            status.hide();
             eprintln!("herald: error: {error}");
             return;
         }
@@ -526,17 +557,22 @@ async fn one_turn(
         }
         match e {
             AgentEvent::MessageDelta(t) => {
+                status.hide();
                 out!("{t}");
                 printed_text.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             AgentEvent::ToolStarted {
                 name, arguments, ..
             } => {
+                status.hide();
                 let args: String = arguments.to_string().chars().take(120).collect();
                 eprintln!("\n⚙ {name} {args}");
+                status.show(format!("running {name}"));
             }
             AgentEvent::ToolCompleted { name, is_error, .. } => {
+                status.hide();
                 eprintln!("  {} {name}", if is_error { "✗" } else { "✓" });
+                status.show(model.clone());
             }
             _ => {}
         }
@@ -567,6 +603,7 @@ async fn one_turn(
             turn.await
         }
     };
+    status.hide();
     if signalled || result.interrupted {
         eprintln!("\nherald: interrupted");
         return Ok((ExitCode::from(EXIT_INTERRUPTED), result.messages));
@@ -609,11 +646,13 @@ struct SessionCtx {
     saver: std::sync::mpsc::Sender<Save>,
     state_db: PathBuf,
     cwd: String,
+    status: StatusLine,
+    skills_root: PathBuf,
 }
 
-/// An interactive session: each line is a turn. `/new` starts a new session, `/resume ID`
-/// continues a stored one, `/model SPEC` switches the model (also `provider:model`) for
-/// this session, `/quit` leaves. Line editing and history on a terminal.
+/// An interactive session: each line is a turn or a slash command (`/help` lists them).
+/// Ctrl-C stops a running turn and keeps what it produced; at an empty prompt, Ctrl-C
+/// twice or Ctrl-D leaves. Line editing and history on a terminal.
 async fn interactive(
     mut agent: Agent,
     mut history: Vec<ChatMessage>,
@@ -622,69 +661,166 @@ async fn interactive(
     input: LineInput,
     sections: Map<String, Value>,
 ) -> anyhow::Result<ExitCode> {
-    eprintln!("herald chat — /new, /resume ID, /model NAME, /quit");
+    eprintln!("herald chat — /help for commands, /quit to leave");
+    let ctrl_c = CtrlC::watch(agent.handle());
     loop {
-        let Some(line) = input.read("› ".to_owned()).await else {
-            return Ok(ExitCode::SUCCESS);
+        let line = match input.read_input("› ".to_owned()).await {
+            Input::End => return Ok(ExitCode::SUCCESS),
+            Input::Interrupted => {
+                ctrl_c.at_prompt();
+                continue;
+            }
+            Input::Line(line) => line.trim().to_owned(),
         };
-        let line = line.trim().to_owned();
+        ctrl_c.reset();
         if line.is_empty() {
             continue;
         }
-        if line == "/quit" || line == "/exit" {
-            return Ok(ExitCode::SUCCESS);
-        }
-        if line == "/new" {
-            history.clear();
-            session.id = session_id();
-            let _ = session.saver.send(Save::Create {
-                id: session.id.clone(),
-                model: agent.config.endpoint.model.clone(),
-                prompt: agent.config.system_prompt.clone(),
-                cwd: session.cwd.clone(),
-            });
-            agent.config.session_id = session.id.clone();
-            eprintln!("session_id: {}", session.id);
-            continue;
-        }
-        if let Some(id) = line.strip_prefix("/resume") {
-            let id = id.trim().to_owned();
-            let loaded = SessionDb::open(&session.state_db)
-                .and_then(|db| Ok((db.session(&id)?, db.history(&id)?)));
-            match loaded {
-                Ok((Some(row), rows)) => {
-                    history = to_messages(rows);
-                    if let Some(p) = row.system_prompt {
-                        agent.config.system_prompt = p;
-                    }
-                    session.id = id;
-                    agent.config.session_id = session.id.clone();
-                    eprintln!("session_id: {} ({} messages)", session.id, history.len());
-                }
-                Ok((None, _)) => eprintln!("herald: no session with id {id}"),
-                Err(e) => eprintln!("herald: cannot read the session store: {e}"),
+        let installed = skills::discover(&session.skills_root);
+        let prompt = match chat_commands::parse(&line, &installed) {
+            ChatCommand::Prompt(p) => p,
+            ChatCommand::Skill { name, text } => {
+                skills::invocation_message(&session.skills_root, &[name], &text, &session.id).0
             }
-            continue;
-        }
-        if let Some(spec) = line.strip_prefix("/model") {
-            let spec = spec.trim();
-            if spec.is_empty() {
-                eprintln!("model: {}", agent.config.endpoint.model);
+            ChatCommand::Quit => return Ok(ExitCode::SUCCESS),
+            ChatCommand::Help => {
+                eprintln!("{}", chat_commands::help_text(&installed));
                 continue;
             }
-            match model_select::select(&sections, Some(spec), None, &process_env) {
-                Ok(endpoint) => {
-                    eprintln!("(model switched to {} for this session)", endpoint.model);
-                    agent.config.endpoint = endpoint;
-                }
-                Err(e) => eprintln!("herald: {e}"),
+            ChatCommand::Unknown(word) => {
+                eprintln!(
+                    "herald: unknown command /{word} (nothing was sent to the model)\n{}",
+                    chat_commands::help_text(&installed)
+                );
+                continue;
             }
-            continue;
+            ChatCommand::New => {
+                history.clear();
+                start_new_session(&mut agent, &mut session);
+                continue;
+            }
+            ChatCommand::Resume(id) => {
+                resume_session(&mut agent, &mut session, &mut history, &id);
+                continue;
+            }
+            ChatCommand::Model(spec) => {
+                switch_model(&mut agent, &sections, &spec);
+                continue;
+            }
+        };
+        // An interrupted turn keeps what it produced (the partial answer is marked).
+        ctrl_c.turn_running(true);
+        let turn = one_turn(&agent, &history, &prompt, quiet, &session).await;
+        ctrl_c.turn_running(false);
+        history.extend(turn?.1);
+    }
+}
+
+/// Ctrl-C in an interactive session: during a turn it stops the turn; at an empty prompt
+/// the second one leaves. A terminal in raw mode reports Ctrl-C as input ([`Input::
+/// Interrupted`]); a plain one sends SIGINT, which this watches for the whole session.
+struct CtrlC {
+    state: Arc<CtrlCState>,
+}
+
+#[derive(Default)]
+struct CtrlCState {
+    turn_running: std::sync::atomic::AtomicBool,
+    at_prompt: std::sync::atomic::AtomicU32,
+}
+
+impl CtrlC {
+    fn watch(handle: herald_agent::AgentHandle) -> CtrlC {
+        let state = Arc::new(CtrlCState::default());
+        let watched = state.clone();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if watched
+                    .turn_running
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    handle.interrupt();
+                } else {
+                    CtrlC::count(&watched);
+                }
+            }
+        });
+        CtrlC { state }
+    }
+
+    fn at_prompt(&self) {
+        CtrlC::count(&self.state);
+    }
+
+    fn count(state: &CtrlCState) {
+        let n = state
+            .at_prompt
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n >= 1 {
+            eprintln!();
+            std::process::exit(0);
         }
-        let (code, messages) = one_turn(&agent, &history, &line, quiet, &session).await?;
-        if code == ExitCode::from(EXIT_INTERRUPTED) {
-            continue;
+        eprintln!("\n(Ctrl-C again or Ctrl-D to leave)");
+    }
+
+    fn reset(&self) {
+        self.state
+            .at_prompt
+            .store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn turn_running(&self, running: bool) {
+        self.state
+            .turn_running
+            .store(running, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn start_new_session(agent: &mut Agent, session: &mut SessionCtx) {
+    session.id = session_id();
+    let _ = session.saver.send(Save::Create {
+        id: session.id.clone(),
+        model: agent.config.endpoint.model.clone(),
+        prompt: agent.config.system_prompt.clone(),
+        cwd: session.cwd.clone(),
+    });
+    agent.config.session_id = session.id.clone();
+    eprintln!("session_id: {}", session.id);
+}
+
+fn resume_session(
+    agent: &mut Agent,
+    session: &mut SessionCtx,
+    history: &mut Vec<ChatMessage>,
+    id: &str,
+) {
+    let loaded =
+        SessionDb::open(&session.state_db).and_then(|db| Ok((db.session(id)?, db.history(id)?)));
+    match loaded {
+        Ok((Some(row), rows)) => {
+            *history = to_messages(rows);
+            if let Some(p) = row.system_prompt {
+                agent.config.system_prompt = p;
+            }
+            session.id = id.to_owned();
+            agent.config.session_id = session.id.clone();
+            eprintln!("session_id: {} ({} messages)", session.id, history.len());
         }
-        history.extend(messages);
+        Ok((None, _)) => eprintln!("herald: no session with id {id}"),
+        Err(e) => eprintln!("herald: cannot read the session store: {e}"),
+    }
+}
+
+fn switch_model(agent: &mut Agent, sections: &Map<String, Value>, spec: &str) {
+    if spec.is_empty() {
+        eprintln!("model: {}", agent.config.endpoint.model);
+        return;
+    }
+    match model_select::select(sections, Some(spec), None, &process_env) {
+        Ok(endpoint) => {
+            eprintln!("(model switched to {} for this session)", endpoint.model);
+            agent.config.endpoint = endpoint;
+        }
+        Err(e) => eprintln!("herald: {e}"),
     }
 }

@@ -5,6 +5,8 @@ mod output;
 
 mod agent_setup;
 mod chat_cmd;
+mod chat_commands;
+mod chat_status;
 mod config_check;
 mod deliveries_cmd;
 mod gateway_cmd;

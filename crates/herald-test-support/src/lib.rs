@@ -62,11 +62,23 @@ pub enum Scripted {
     /// A whole (non-streamed) JSON completion, `content-type: application/json`, as some
     /// proxies answer even a `stream: true` request.
     Json(Value),
+    /// `data:` events sent `gap` apart (a slow model), then `data: [DONE]`.
+    Trickle(Vec<Value>, std::time::Duration),
     /// Waits this long, then answers as the inner script says.
     Delayed(std::time::Duration, Box<Scripted>),
 }
 
 impl Scripted {
+    /// A text answer in `parts`, each its own delta event (for [`Scripted::Trickle`]).
+    pub fn text_events(parts: &[&str]) -> Vec<Value> {
+        let mut events: Vec<Value> = parts
+            .iter()
+            .map(|p| json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": p}}]}))
+            .collect();
+        events.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+        events
+    }
+
     /// A plain text answer.
     pub fn text(text: &str) -> Scripted {
         Scripted::Events(vec![
@@ -188,6 +200,25 @@ async fn answer(next: Option<Scripted>) -> Response {
             ([("content-type", "text/event-stream")], text).into_response()
         }
         Some(Scripted::Json(body)) => axum::Json(body).into_response(),
+        Some(Scripted::Trickle(events, gap)) => {
+            let mut frames: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+            frames.push("data: [DONE]\n\n".to_owned());
+            let stream = futures_util::stream::unfold(
+                (frames.into_iter(), true),
+                move |(mut rest, first)| async move {
+                    if !first {
+                        tokio::time::sleep(gap).await;
+                    }
+                    let frame = rest.next()?;
+                    Some((Ok::<_, std::convert::Infallible>(frame), (rest, false)))
+                },
+            );
+            (
+                [("content-type", "text/event-stream")],
+                axum::body::Body::from_stream(stream),
+            )
+                .into_response()
+        }
         Some(Scripted::Status(code, body)) => {
             (StatusCode::from_u16(code).unwrap(), body).into_response()
         }

@@ -649,3 +649,37 @@ async fn per_route_limit_runs_one_event_of_a_route_at_a_time() {
     assert_eq!(most_running, 1);
     assert!(start_time.elapsed() >= Duration::from_millis(800));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_lists_the_tools_the_model_is_offered() {
+    let provider = FakeProvider::start(vec![Scripted::text("done")]);
+    let config = agent_config(
+        &provider.base_url,
+        "",
+        "        r:\n          prompt: hi\n          deliver: log\n",
+    );
+    let telegram = Fake::start(telegram_ok());
+    let h = start(&config, &telegram);
+    let (s, _) = h.github("r", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let log = h.log_once_it_has("agent run started");
+    let line = log
+        .lines()
+        .find(|l| l.contains("agent run started"))
+        .unwrap()
+        .to_owned();
+    wait_for(Duration::from_secs(10), "the provider call", || {
+        (!provider.requests().is_empty()).then_some(())
+    })
+    .await;
+    let offered: Vec<String> = provider.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!offered.contains(&"web_search".to_owned()), "{offered:?}");
+    assert!(!line.contains("web_search"), "{line}");
+    let listed = format!("tools={offered:?}");
+    assert!(line.contains(&listed), "{line}\n{listed}");
+}

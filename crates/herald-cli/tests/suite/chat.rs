@@ -537,3 +537,171 @@ fn a_dead_base_url_names_the_host_port_cause_and_setting() {
     assert!(err.contains("no-such-host.invalid:80"), "{err}");
     assert!(err.contains("DNS lookup failed"), "{err}");
 }
+
+/// Runs `herald <args>` on a pseudo-terminal (through `script`), writing each step's
+/// bytes after its pause; returns the exit code, everything shown, and the run time.
+fn on_pty(
+    home: &std::path::Path,
+    args: &str,
+    steps: &[(u64, &str)],
+) -> (Option<i32>, String, Duration) {
+    let start = Instant::now();
+    let mut child = Command::new("script")
+        .args(["-qefc", &format!("{BIN} {args}"), "/dev/null"])
+        .env("HERALD_HOME", home)
+        .env("HERALD_RETRY_BASE_MS", "10")
+        .env("TERM", "dumb")
+        .current_dir(home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let steps: Vec<(u64, String)> = steps.iter().map(|(d, s)| (*d, (*s).to_owned())).collect();
+    let writer = std::thread::spawn(move || {
+        for (pause, bytes) in steps {
+            std::thread::sleep(Duration::from_millis(pause));
+            let _ = stdin.write_all(bytes.as_bytes());
+            let _ = stdin.flush();
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let code = wait_timeout(&mut child, Duration::from_secs(25));
+    let elapsed = start.elapsed();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    drop(writer);
+    (
+        code,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        elapsed,
+    )
+}
+
+#[test]
+fn ctrl_c_stops_the_answer_at_once_and_keeps_what_arrived() {
+    let parts: Vec<String> = (1..=20).map(|i| format!("Part {i}. ")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let provider = FakeProvider::start(vec![
+        Scripted::Trickle(Scripted::text_events(&parts), Duration::from_millis(400)),
+        Scripted::text("Second answer."),
+    ]);
+    let home = home_for(&provider);
+    let (code, out, elapsed) = on_pty(
+        home.path(),
+        "chat",
+        &[
+            (600, "tell me everything\r"),
+            (1800, "\x03"),
+            (800, "and now?\r"),
+            (1500, "/quit\r"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Part 1."), "{out}");
+    assert!(out.contains("herald: interrupted"), "{out}");
+    assert!(!out.contains("Part 20."), "the stream was dropped: {out}");
+    assert!(
+        out.contains("Second answer."),
+        "the prompt came back: {out}"
+    );
+    assert!(elapsed < Duration::from_secs(8), "{elapsed:?}");
+    // The partial answer is kept, marked, in what the model sees next.
+    let second = &provider.requests()[1].body["messages"];
+    let kept = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    let text = kept["content"].as_str().unwrap();
+    assert!(text.starts_with("Part 1."), "{text}");
+    assert!(text.ends_with("[interrupted by the user]"), "{text}");
+}
+
+#[test]
+fn ctrl_c_twice_or_ctrl_d_at_the_prompt_leaves() {
+    let provider = FakeProvider::start(vec![]);
+    let home = home_for(&provider);
+    let (code, out, _) = on_pty(home.path(), "chat", &[(600, "\x03"), (300, "\x03")]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Ctrl-C again or Ctrl-D to leave"), "{out}");
+    let (code, out, _) = on_pty(home.path(), "chat", &[(600, "\x04")]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(provider.requests().is_empty());
+}
+
+#[test]
+fn a_status_line_shows_while_waiting_for_the_model_and_a_tool() {
+    let provider = FakeProvider::start(vec![
+        Scripted::Delayed(
+            Duration::from_millis(1200),
+            Box::new(Scripted::tool_calls(&[(
+                "t1",
+                "terminal",
+                r#"{"command": "sleep 1"}"#,
+            )])),
+        ),
+        Scripted::text("All done."),
+    ]);
+    let home = home_for(&provider);
+    let (code, out, _) = on_pty(home.path(), "chat -q 'wait for it'", &[]);
+    assert_eq!(code, Some(0), "{out}");
+    let before_answer = &out[..out.find("All done.").unwrap()];
+    assert!(
+        before_answer.contains("⠙ fake-model") || before_answer.contains("⠹ fake-model"),
+        "{out}"
+    );
+    assert!(before_answer.contains("running terminal"), "{out}");
+    assert!(
+        before_answer.contains("\x1b[2K"),
+        "the line is cleared: {out}"
+    );
+    // Never with -Q.
+    let provider = FakeProvider::start(vec![Scripted::Delayed(
+        Duration::from_millis(800),
+        Box::new(Scripted::text("Quiet.")),
+    )]);
+    let home = home_for(&provider);
+    let (code, out, _) = on_pty(home.path(), "chat -Q -q hi", &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("fake-model"), "{out}");
+    assert!(!out.contains("\x1b[2K"), "{out}");
+    assert!(out.trim_end().ends_with("\nQuiet."), "{out}");
+}
+
+#[test]
+fn slash_commands_are_answered_locally() {
+    let provider = FakeProvider::start(vec![Scripted::text("About /etc/hosts.")]);
+    let home = home_for(&provider);
+    let skill = home.path().join("skills/code-review");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: Code Review\ndescription: Review a change\n---\nLook closely.",
+    )
+    .unwrap();
+    let (code, out, _) = on_pty(
+        home.path(),
+        "chat",
+        &[
+            (600, "/help\r"),
+            (400, "/foo\r"),
+            (400, "/etc/hosts is broken\r"),
+            (1500, "/quit\r"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("/new") && out.contains("/resume ID"), "{out}");
+    assert!(
+        out.contains("/code-review TEXT"),
+        "a skill's command: {out}"
+    );
+    assert!(out.contains("unknown command /foo"), "{out}");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 1, "only the path prompt reached the model");
+    let sent = requests[0].body["messages"].to_string();
+    assert!(sent.contains("/etc/hosts is broken"), "{sent}");
+    assert!(!sent.contains("/help") && !sent.contains("/foo"), "{sent}");
+}

@@ -74,6 +74,8 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
         tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets not allowed on webhook runs were dropped");
     }
     let tools = t.registry.select(&tool_names);
+    // What the model is offered: the toolsets' tools that exist and are available here.
+    let offered: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
     let skill_names = string_list(&item.skills);
     let (message, skill, missing) = if skill_names.is_empty() {
         (item.prompt.clone(), None, Vec::new())
@@ -103,7 +105,7 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     if let Ok(mut h) = shared.handles.lock() {
         h.insert(item.id, agent.handle());
     }
-    tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, session = %session, skill = ?skill, tools = ?tool_names, "agent run started");
+    tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, session = %session, skill = ?skill, tools = ?offered, "agent run started");
     let mut appended: Vec<ChatMessage> = Vec::new();
     let result = agent
         .run_turn(&[], &message, &mut |event| {
