@@ -170,7 +170,7 @@ impl Tool for Patch {
         "patch"
     }
     fn description(&self) -> &str {
-        "Edit a file by replacing exact text: old_string must occur once (or set replace_all)."
+        "Edit a file by replacing exact text: old_string must occur once (or set replace_all). Returns the change as a unified diff."
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -213,12 +213,29 @@ impl Tool for Patch {
             } else {
                 text.replacen(old, new, 1)
             };
-            match tokio::fs::write(&path, updated).await {
-                Ok(()) => json!({"path": path.display().to_string(), "replacements": if replace_all { count } else { 1 }}).to_string(),
-                Err(e) => error_result(format!("cannot write {}: {e}", path.display())),
+            if let Err(e) = tokio::fs::write(&path, &updated).await {
+                return error_result(format!("cannot write {}: {e}", path.display()));
             }
+            let shown = args["path"].as_str().unwrap_or_default();
+            json!({
+                "success": true,
+                "diff": unified_diff(&text, &updated, shown),
+                "files_modified": [path.display().to_string()],
+                "replacements": if replace_all { count } else { 1 },
+            })
+            .to_string()
         })
     }
+}
+
+/// The change as a unified diff (`--- a/<path>`, `+++ b/<path>`, three lines of context),
+/// as Hermes's patch tool reports it.
+pub fn unified_diff(old: &str, new: &str, path: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
 }
 
 /// Most matches `search_files` returns.

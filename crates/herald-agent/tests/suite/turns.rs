@@ -395,6 +395,23 @@ async fn patch_and_search_files() {
             .contains("\"new\"")
     );
     let reqs = provider.requests();
+    // The model sees the change as a unified diff.
+    let patched: Value = serde_json::from_str(
+        tool_message(&reqs[1].body, "p1")["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(patched["success"], true);
+    let diff = patched["diff"].as_str().unwrap();
+    assert!(
+        diff.starts_with("--- a/src/main.rs\n+++ b/src/main.rs\n@@ "),
+        "{diff}"
+    );
+    assert!(
+        diff.ends_with(" fn main() {\n-    println!(\"old\");\n+    println!(\"new\");\n }\n"),
+        "{diff}"
+    );
     assert!(
         tool_message(&reqs[1].body, "p2")["content"]
             .as_str()
