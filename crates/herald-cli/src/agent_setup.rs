@@ -97,7 +97,7 @@ pub fn tool_registry(
             std::time::Duration::from_secs(s.max(1))
         });
     let mut registry = herald_agent::tools::registry_with_terminal_timeout(terminal_timeout);
-    let skills_root = home.root().join("skills");
+    let skills_root = home.skills_dir();
     registry.register(Arc::new(skills::SkillsList {
         root: skills_root.clone(),
     }));

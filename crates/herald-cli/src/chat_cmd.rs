@@ -263,7 +263,7 @@ fn system_prompt(
         );
     }
     if tool_names.contains(&"skill_view") {
-        let installed = skills::discover(&home.root().join("skills"));
+        let installed = skills::discover(&home.skills_dir());
         if !installed.is_empty() {
             parts.push(skills::index(&installed));
         }
@@ -340,6 +340,7 @@ impl Approver for TerminalApprover {
 
 pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     load_dotenv(home)?;
+    crate::bundled_skills::install_quietly(home);
     let config = Config::load(home, &process_env)
         .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
     let endpoint = match model_select::select(
@@ -377,7 +378,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     let registry = agent_setup::tool_registry(home, &config, &endpoint, true);
-    let skills_root = home.root().join("skills");
+    let skills_root = home.skills_dir();
     let tools = registry.select(&tool_names);
 
     // Skills.
@@ -397,7 +398,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     for m in &missing {
         eprintln!(
             "herald: warning: skill `{m}` not found under {}",
-            home.root().join("skills").display()
+            home.skills_dir().display()
         );
     }
     if !missing.is_empty() && preloaded.is_empty() {

@@ -24,6 +24,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     home.create_scripts_dir()
         .with_context(|| format!("cannot create {}", home.scripts_dir().display()))?;
     load_dotenv(home)?;
+    crate::bundled_skills::install_quietly(home);
     if !home.config_file().exists() {
         write_default_config(home)?;
         print_first_start(home)?;
@@ -96,7 +97,7 @@ fn run_template(
         platform_toolsets: config.platform_toolsets_webhook.clone(),
         max_iterations,
         cwd,
-        skills_root: home.root().join("skills"),
+        skills_root: home.skills_dir(),
         system_prompt,
         provider: "auto".into(),
         state_db: Some(home.state_db_file()),

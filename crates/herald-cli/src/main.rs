@@ -4,6 +4,7 @@
 mod output;
 
 mod agent_setup;
+mod bundled_skills;
 mod chat_cmd;
 mod chat_commands;
 mod chat_status;
@@ -180,6 +181,12 @@ fn is_closed_pipe(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = parse_cli();
+    if let Some(home) = &cli.home {
+        // Commands the agent runs (`herald webhook subscribe ...` from the
+        // webhook-subscriptions skill) act on this same home.
+        // SAFETY: no other thread exists yet, so nothing reads the environment meanwhile.
+        unsafe { std::env::set_var("HERALD_HOME", home) };
+    }
     logging::init(cli.verbose, cli.log_format);
     let home = cli.home.map(Home::new).unwrap_or_else(Home::from_env);
     let Some(command) = cli.command else {

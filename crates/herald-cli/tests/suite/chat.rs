@@ -705,3 +705,66 @@ fn slash_commands_are_answered_locally() {
     assert!(sent.contains("/etc/hosts is broken"), "{sent}");
     assert!(!sent.contains("/help") && !sent.contains("/foo"), "{sent}");
 }
+
+#[test]
+fn the_shipped_skill_lets_the_agent_set_up_a_subscription() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("l1", "skills_list", "{}")]),
+        Scripted::tool_calls(&[("v1", "skill_view", r#"{"name": "webhook-subscriptions"}"#)]),
+        Scripted::tool_calls(&[(
+            "t1",
+            "terminal",
+            r#"{"command": "herald webhook subscribe github-issues --events issues --prompt 'New issue #{issue.number}: {issue.title}' --deliver log"}"#,
+        )]),
+        Scripted::text("Created github-issues."),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model:\n  default: fake-model\n  base_url: {}\n{}",
+            provider.base_url,
+            config_with_routes("")
+        ),
+    )
+    .unwrap();
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(BIN)
+        .args([
+            "chat",
+            "-Q",
+            "--yolo",
+            "-q",
+            "set up a webhook for GitHub issues",
+        ])
+        .env("HERALD_HOME", home.path())
+        .env("PATH", path)
+        .env("HERALD_RETRY_BASE_MS", "10")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // Installed on first contact with the home, and found by skills_list.
+    let reqs = provider.requests();
+    let listed = reqs[1].body["messages"].to_string();
+    assert!(listed.contains("webhook-subscriptions"), "{listed}");
+    assert!(listed.contains("github-code-review"), "{listed}");
+    let viewed = reqs[2].body["messages"].to_string();
+    assert!(viewed.contains("herald webhook subscribe"), "{viewed}");
+    let subs: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join("webhook_subscriptions.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(subs["github-issues"]["events"], json!(["issues"]));
+    // A user's own skill folder is never overwritten.
+    let mine = home.path().join("skills/webhook-subscriptions/SKILL.md");
+    std::fs::write(&mine, "my own").unwrap();
+    let _ = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my own");
+}
