@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// mimalloc: the request path allocates many small JSON nodes; measured faster than the
-/// system allocator under load (see the README's performance section).
+/// system allocator under load (see docs/performance.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
