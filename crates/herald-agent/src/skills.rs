@@ -64,8 +64,85 @@ pub fn slug(name: &str) -> String {
         .collect()
 }
 
+/// Where skills are found and which are hidden: the home's `skills/`, then
+/// `skills.external_dirs` (read-only; a local name wins), minus `skills.disabled` and
+/// `skills.platform_disabled.<platform>` (agent spec §10.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SkillLibrary {
+    pub root: PathBuf,
+    pub external_dirs: Vec<PathBuf>,
+    /// Names (or slugs) of hidden skills.
+    pub disabled: Vec<String>,
+}
+
+impl SkillLibrary {
+    /// The skills under `root` alone.
+    pub fn at(root: impl Into<PathBuf>) -> SkillLibrary {
+        SkillLibrary {
+            root: root.into(),
+            ..SkillLibrary::default()
+        }
+    }
+
+    /// Every visible skill, sorted by name.
+    pub fn discover(&self) -> Vec<Skill> {
+        let mut out = discover_in(&self.root);
+        for dir in &self.external_dirs {
+            for skill in discover_in(dir) {
+                if !out.iter().any(|s| s.name == skill.name) {
+                    out.push(skill);
+                }
+            }
+        }
+        out.retain(|s| !self.is_disabled(&s.name));
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    fn is_disabled(&self, name: &str) -> bool {
+        let slugged = slug(name);
+        self.disabled
+            .iter()
+            .any(|d| d == name || slug(d) == slugged)
+    }
+
+    /// The body of the named skill.
+    pub fn load(&self, name: &str) -> Option<String> {
+        let skill = self.discover().into_iter().find(|s| s.name == name)?;
+        let (_, _, body) = parse_skill(&read_capped(&skill.path)?);
+        Some(body)
+    }
+
+    /// The user message for an explicit skill invocation (a webhook route's `skills:`, a
+    /// chat's `/<slug>`): the first listed skill that exists wraps `instruction` (agent
+    /// spec §10.3). Returns the message, the skill used, and the names not found.
+    pub fn invocation_message(
+        &self,
+        names: &[String],
+        instruction: &str,
+        session_id: &str,
+    ) -> (String, Option<String>, Vec<String>) {
+        let installed = self.discover();
+        let mut missing = Vec::new();
+        for name in names {
+            let Some(skill) = installed.iter().find(|s| &s.name == name) else {
+                missing.push(name.clone());
+                continue;
+            };
+            let Some(text) = read_capped(&skill.path) else {
+                missing.push(name.clone());
+                continue;
+            };
+            let dir = skill.path.parent().unwrap_or(&self.root);
+            let msg = invocation_text(skill, dir, &text, instruction, session_id);
+            return (msg, Some(skill.name.clone()), missing);
+        }
+        (instruction.to_owned(), None, missing)
+    }
+}
+
 /// Every skill under `root`, sorted by name.
-pub fn discover(root: &Path) -> Vec<Skill> {
+fn discover_in(root: &Path) -> Vec<Skill> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -121,62 +198,39 @@ fn read_capped(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// The body of the named skill.
-pub fn load(root: &Path, name: &str) -> Option<String> {
-    let skill = discover(root).into_iter().find(|s| s.name == name)?;
-    let (_, _, body) = parse_skill(&read_capped(&skill.path)?);
-    Some(body)
-}
-
-/// The user message for an explicit skill invocation (a webhook route's `skills:`):
-/// the first listed skill that exists wraps `instruction` (agent spec §10.3). Returns
-/// the message, the skill used, and the names that were not found.
-pub fn invocation_message(
-    root: &Path,
-    names: &[String],
+fn invocation_text(
+    skill: &Skill,
+    dir: &Path,
+    text: &str,
     instruction: &str,
     session_id: &str,
-) -> (String, Option<String>, Vec<String>) {
-    let installed = discover(root);
-    let mut missing = Vec::new();
-    for name in names {
-        let Some(skill) = installed.iter().find(|s| &s.name == name) else {
-            missing.push(name.clone());
-            continue;
-        };
-        let Some(text) = read_capped(&skill.path) else {
-            missing.push(name.clone());
-            continue;
-        };
-        let (_, _, body) = parse_skill(&text);
-        let dir = skill.path.parent().unwrap_or(root);
-        let body = body
-            .replace("${HERMES_SKILL_DIR}", &dir.display().to_string())
-            .replace("${HERMES_SESSION_ID}", session_id);
-        let mut files = Vec::new();
-        for sub in ["references", "templates", "scripts", "assets"] {
-            if let Ok(entries) = std::fs::read_dir(dir.join(sub)) {
-                let mut names: Vec<String> = entries
-                    .flatten()
-                    .map(|e| format!("{sub}/{}", e.file_name().to_string_lossy()))
-                    .collect();
-                names.sort();
-                files.extend(names);
-            }
+) -> String {
+    let (_, _, body) = parse_skill(text);
+    let body = body
+        .replace("${HERMES_SKILL_DIR}", &dir.display().to_string())
+        .replace("${HERMES_SESSION_ID}", session_id);
+    let mut files = Vec::new();
+    for sub in ["references", "templates", "scripts", "assets"] {
+        if let Ok(entries) = std::fs::read_dir(dir.join(sub)) {
+            let mut names: Vec<String> = entries
+                .flatten()
+                .map(|e| format!("{sub}/{}", e.file_name().to_string_lossy()))
+                .collect();
+            names.sort();
+            files.extend(names);
         }
-        let mut msg = format!(
-            "[The user invoked the skill \"{}\". Follow its instructions.]\n\n{}\n\nSkill directory: {}",
-            skill.name,
-            body.trim_end(),
-            dir.display()
-        );
-        if !files.is_empty() {
-            msg.push_str(&format!("\nSupporting files: {}", files.join(", ")));
-        }
-        msg.push_str(&format!("\n\nUser instruction:\n{instruction}"));
-        return (msg, Some(skill.name.clone()), missing);
     }
-    (instruction.to_owned(), None, missing)
+    let mut msg = format!(
+        "[The user invoked the skill \"{}\". Follow its instructions.]\n\n{}\n\nSkill directory: {}",
+        skill.name,
+        body.trim_end(),
+        dir.display()
+    );
+    if !files.is_empty() {
+        msg.push_str(&format!("\nSupporting files: {}", files.join(", ")));
+    }
+    msg.push_str(&format!("\n\nUser instruction:\n{instruction}"));
+    msg
 }
 
 /// The skills index for the system prompt.
@@ -189,7 +243,7 @@ pub fn index(skills: &[Skill]) -> String {
 }
 
 pub struct SkillsList {
-    pub root: PathBuf,
+    pub library: SkillLibrary,
 }
 
 impl Tool for SkillsList {
@@ -207,7 +261,9 @@ impl Tool for SkillsList {
     }
     fn run<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let skills: Vec<Value> = discover(&self.root)
+            let skills: Vec<Value> = self
+                .library
+                .discover()
                 .into_iter()
                 .map(|s| json!({"name": s.name, "description": s.description, "category": s.category}))
                 .collect();
@@ -217,7 +273,7 @@ impl Tool for SkillsList {
 }
 
 pub struct SkillView {
-    pub root: PathBuf,
+    pub library: SkillLibrary,
 }
 
 impl Tool for SkillView {
@@ -238,7 +294,7 @@ impl Tool for SkillView {
             let Some(name) = args["name"].as_str() else {
                 return json!({"error": "`name` is required"}).to_string();
             };
-            match load(&self.root, name) {
+            match self.library.load(name) {
                 Some(body) => json!({"name": name, "content": body}).to_string(),
                 None => json!({"error": format!("no skill named `{name}`; use skills_list to see what is installed")}).to_string(),
             }
@@ -262,7 +318,8 @@ mod tests {
         .unwrap();
         std::fs::create_dir_all(root.join("plain")).unwrap();
         std::fs::write(root.join("plain/SKILL.md"), "No front matter.").unwrap();
-        let skills = discover(root);
+        let library = SkillLibrary::at(root);
+        let skills = library.discover();
         assert_eq!(skills.len(), 2);
         assert_eq!(
             (
@@ -273,9 +330,9 @@ mod tests {
             ("deploy-check", "Check a deploy", "devops")
         );
         assert_eq!(skills[1].name, "plain");
-        assert_eq!(load(root, "deploy-check").unwrap(), "Step 1.\n");
+        assert_eq!(library.load("deploy-check").unwrap(), "Step 1.\n");
         assert!(index(&skills).contains("- deploy-check: Check a deploy"));
-        assert!(load(root, "nope").is_none());
+        assert!(library.load("nope").is_none());
         assert_eq!(
             skills[1].description, "No front matter.",
             "the first body line stands in for a description"
@@ -292,7 +349,8 @@ mod tests {
         std::fs::create_dir_all(root.join(".git/evil")).unwrap();
         std::fs::write(root.join(".git/evil/SKILL.md"), "---\nname: evil\n---\nx").unwrap();
         let names = vec!["ghost".to_owned(), "triage".to_owned(), "other".to_owned()];
-        let (msg, used, missing) = invocation_message(root, &names, "Review PR #7", "sess-1");
+        let library = SkillLibrary::at(root);
+        let (msg, used, missing) = library.invocation_message(&names, "Review PR #7", "sess-1");
         assert_eq!(used.as_deref(), Some("triage"));
         assert_eq!(missing, vec!["ghost".to_owned()]);
         assert!(
@@ -308,11 +366,40 @@ mod tests {
         );
         assert!(msg.contains("Supporting files: scripts/check.sh"), "{msg}");
         assert!(msg.ends_with("User instruction:\nReview PR #7"), "{msg}");
-        let (plain, none, _) = invocation_message(root, &["evil".to_owned()], "x", "s");
+        let (plain, none, _) = library.invocation_message(&["evil".to_owned()], "x", "s");
         assert_eq!(
             (plain.as_str(), none),
             ("x", None),
             "skills under .git are skipped"
         );
+    }
+
+    #[test]
+    fn external_dirs_and_disabled_skills() {
+        let local = tempfile::tempdir().unwrap();
+        let shared = tempfile::tempdir().unwrap();
+        for (root, name, body) in [
+            (local.path(), "review", "local"),
+            (shared.path(), "review", "shared"),
+            (shared.path(), "deploy", "shared deploy"),
+            (shared.path(), "Old Tool", "old"),
+        ] {
+            std::fs::create_dir_all(root.join(name)).unwrap();
+            std::fs::write(root.join(name).join("SKILL.md"), body).unwrap();
+        }
+        let library = SkillLibrary {
+            root: local.path().to_path_buf(),
+            external_dirs: vec![shared.path().to_path_buf()],
+            disabled: vec!["old-tool".into()],
+        };
+        let names: Vec<String> = library.discover().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["deploy", "review"]);
+        assert_eq!(
+            library.load("review").unwrap(),
+            "local",
+            "a local name wins"
+        );
+        assert_eq!(library.load("deploy").unwrap(), "shared deploy");
+        assert!(library.load("Old Tool").is_none(), "disabled by its slug");
     }
 }

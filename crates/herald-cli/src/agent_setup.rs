@@ -1,7 +1,8 @@
 //! What every agent front door builds from the configuration: the tool registry, the
 //! provider retry settings, the web tools' settings.
 
-use herald_agent::{ToolRegistry, skills};
+use herald_agent::ToolRegistry;
+use herald_agent::skills::{self, SkillLibrary};
 use herald_config::{Config, Home, process_env};
 use herald_llm::{Endpoint, RetryConfig};
 use serde_json::Value;
@@ -82,13 +83,44 @@ fn web_settings(config: &Config) -> herald_tools::WebSettings {
     }
 }
 
+/// The skills a front door on `platform` (`cli`, `webhook`) sees: the home's `skills/`,
+/// `skills.external_dirs` (`~` expanded), minus `skills.disabled` and
+/// `skills.platform_disabled.<platform>`.
+pub fn skill_library(home: &Home, config: &Config, platform: &str) -> SkillLibrary {
+    let mut disabled = string_list(config, "skills", "disabled");
+    if let Some(list) = section(config, "skills", "platform_disabled").and_then(|p| p.get(platform))
+    {
+        disabled.extend(herald_agent::string_list(list));
+    }
+    SkillLibrary {
+        root: home.skills_dir(),
+        external_dirs: string_list(config, "skills", "external_dirs")
+            .iter()
+            .map(|d| expand_home(d))
+            .collect(),
+        disabled,
+    }
+}
+
+/// `~/x` under the user's home folder; other paths as written.
+fn expand_home(path: &str) -> PathBuf {
+    match path.strip_prefix("~/") {
+        Some(rest) => dirs_home().join(rest),
+        None => PathBuf::from(path),
+    }
+}
+
+fn dirs_home() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+}
+
 /// Every tool herald has, configured from `config.yaml`: terminal (with
 /// `terminal.timeout`), files, process, clarify, skills, web and vision. Webhook runs
 /// pass `allow_local_files: false` so vision only reads URLs.
 pub fn tool_registry(
-    home: &Home,
     config: &Config,
     endpoint: &Endpoint,
+    skills: &SkillLibrary,
     allow_local_files: bool,
 ) -> ToolRegistry {
     let terminal_timeout = section(config, "terminal", "timeout")
@@ -97,11 +129,12 @@ pub fn tool_registry(
             std::time::Duration::from_secs(s.max(1))
         });
     let mut registry = herald_agent::tools::registry_with_terminal_timeout(terminal_timeout);
-    let skills_root = home.skills_dir();
     registry.register(Arc::new(skills::SkillsList {
-        root: skills_root.clone(),
+        library: skills.clone(),
     }));
-    registry.register(Arc::new(skills::SkillView { root: skills_root }));
+    registry.register(Arc::new(skills::SkillView {
+        library: skills.clone(),
+    }));
     herald_tools::register_web_tools(&mut registry, &web_settings(config));
     registry.register(Arc::new(herald_tools::VisionAnalyze {
         client: herald_llm::LlmClient::new(),

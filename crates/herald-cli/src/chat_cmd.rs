@@ -244,6 +244,7 @@ fn system_prompt(
     home: &Home,
     cwd: &Path,
     tool_names: &[&str],
+    library: &skills::SkillLibrary,
     skills: &[(String, String)],
 ) -> String {
     let has_tools = !tool_names.is_empty();
@@ -263,7 +264,7 @@ fn system_prompt(
         );
     }
     if tool_names.contains(&"skill_view") {
-        let installed = skills::discover(&home.skills_dir());
+        let installed = library.discover();
         if !installed.is_empty() {
             parts.push(skills::index(&installed));
         }
@@ -377,8 +378,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
-    let registry = agent_setup::tool_registry(home, &config, &endpoint, true);
-    let skills_root = home.skills_dir();
+    let library = agent_setup::skill_library(home, &config, "cli");
+    let registry = agent_setup::tool_registry(&config, &endpoint, &library, true);
     let tools = registry.select(&tool_names);
 
     // Skills.
@@ -390,7 +391,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
     {
-        match skills::load(&skills_root, name) {
+        match library.load(name) {
             Some(body) => preloaded.push((name.to_owned(), body)),
             None => missing.push(name.to_owned()),
         }
@@ -464,14 +465,14 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
             };
             let history = to_messages(db.history(&id)?);
             // The stored system prompt is reused byte for byte (provider prompt caches).
-            let prompt = row
-                .system_prompt
-                .unwrap_or_else(|| system_prompt(home, &cwd, &tool_names_of(&tools), &preloaded));
+            let prompt = row.system_prompt.unwrap_or_else(|| {
+                system_prompt(home, &cwd, &tool_names_of(&tools), &library, &preloaded)
+            });
             (id, history, prompt)
         }
         None => {
             let id = session_id();
-            let prompt = system_prompt(home, &cwd, &tool_names_of(&tools), &preloaded);
+            let prompt = system_prompt(home, &cwd, &tool_names_of(&tools), &library, &preloaded);
             db.create_session(
                 &id,
                 "cli",
@@ -512,7 +513,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         state_db: home.state_db_file(),
         cwd: cwd.display().to_string(),
         status,
-        skills_root: skills_root.clone(),
+        skills: library.clone(),
     };
     let sections = config.agent_sections.clone();
     let code = runtime.block_on(async move {
@@ -648,7 +649,7 @@ struct SessionCtx {
     state_db: PathBuf,
     cwd: String,
     status: StatusLine,
-    skills_root: PathBuf,
+    skills: skills::SkillLibrary,
 }
 
 /// An interactive session: each line is a turn or a slash command (`/help` lists them).
@@ -677,11 +678,14 @@ async fn interactive(
         if line.is_empty() {
             continue;
         }
-        let installed = skills::discover(&session.skills_root);
+        let installed = session.skills.discover();
         let prompt = match chat_commands::parse(&line, &installed) {
             ChatCommand::Prompt(p) => p,
             ChatCommand::Skill { name, text } => {
-                skills::invocation_message(&session.skills_root, &[name], &text, &session.id).0
+                session
+                    .skills
+                    .invocation_message(&[name], &text, &session.id)
+                    .0
             }
             ChatCommand::Quit => return Ok(ExitCode::SUCCESS),
             ChatCommand::Help => {

@@ -92,10 +92,10 @@ pub const SECTIONS: &[Section] = &[
     },
     Section {
         name: "skills",
-        herald: &[],
+        herald: &["external_dirs", "disabled", "platform_disabled"],
         hermes: &[
-            "external_dirs", "guard_agent_created", "inline_shell", "inline_shell_timeout",
-            "template_vars", "write_approval", "disabled", "platform_disabled",
+            "guard_agent_created", "inline_shell", "inline_shell_timeout", "template_vars",
+            "write_approval",
         ],
     },
 ];

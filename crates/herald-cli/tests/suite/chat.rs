@@ -768,3 +768,36 @@ fn the_shipped_skill_lets_the_agent_set_up_a_subscription() {
     let _ = chat(home.path(), &["-Q", "-q", "hi"], None);
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my own");
 }
+
+#[test]
+fn skills_settings_from_a_hermes_config_are_used() {
+    let provider = FakeProvider::start(vec![Scripted::text("ok")]);
+    let home = home_for(&provider);
+    let shared = tempfile::tempdir().unwrap();
+    for (root, name) in [
+        (home.path(), "skills/local-one"),
+        (home.path(), "skills/hidden-one"),
+        (home.path(), "skills/not-on-cli"),
+        (shared.path(), "shared-one"),
+    ] {
+        std::fs::create_dir_all(root.join(name)).unwrap();
+        std::fs::write(root.join(name).join("SKILL.md"), "Do it well.").unwrap();
+    }
+    let mut config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    config.push_str(&format!(
+        "skills:\n  external_dirs: ['{}']\n  disabled: [hidden-one]\n  platform_disabled:\n    cli: [not-on-cli]\n",
+        shared.path().display()
+    ));
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert_eq!(code, 0, "{err}");
+    let system = provider.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("- local-one:"), "{system}");
+    assert!(system.contains("- shared-one:"), "{system}");
+    assert!(!system.contains("hidden-one"), "{system}");
+    assert!(!system.contains("not-on-cli"), "{system}");
+    assert!(!err.contains("unknown key"), "{err}");
+}

@@ -22,7 +22,7 @@ pub struct RunTemplate {
     pub platform_toolsets: Option<Vec<String>>,
     pub max_iterations: u32,
     pub cwd: PathBuf,
-    pub skills_root: PathBuf,
+    pub skills: skills::SkillLibrary,
     pub system_prompt: String,
     pub provider: String,
     /// Where sessions are kept (`state.db`); `None` keeps none.
@@ -80,7 +80,8 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     let (message, skill, missing) = if skill_names.is_empty() {
         (item.prompt.clone(), None, Vec::new())
     } else {
-        skills::invocation_message(&t.skills_root, &skill_names, &item.prompt, &session)
+        t.skills
+            .invocation_message(&skill_names, &item.prompt, &session)
     };
     for m in missing {
         tracing::warn!(route = %item.route, skill = %m, "route skill not installed; skipped");
