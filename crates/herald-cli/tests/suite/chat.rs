@@ -371,34 +371,12 @@ fn web_tools_are_offered_only_with_a_search_backend() {
     );
 }
 
-/// Runs `herald chat` on a pseudo-terminal (through `script`), typing `input`.
+/// Runs `herald chat` on a pseudo-terminal, typing `input` a line every 400 ms.
 fn chat_on_pty(home: &std::path::Path, input: &str) -> (Option<i32>, String) {
-    let mut child = Command::new("script")
-        .args(["-qefc", &format!("{BIN} chat"), "/dev/null"])
-        .env("HERALD_HOME", home)
-        .env("HERALD_RETRY_BASE_MS", "10")
-        .env("TERM", "dumb")
-        .current_dir(home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_owned();
-    let writer = std::thread::spawn(move || {
-        for line in input.lines() {
-            std::thread::sleep(Duration::from_millis(400));
-            let _ = stdin.write_all(format!("{line}\r").as_bytes());
-            let _ = stdin.flush();
-        }
-        std::thread::sleep(Duration::from_secs(3));
-    });
-    let code = wait_timeout(&mut child, Duration::from_secs(20));
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
-    let _ = writer.join();
-    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+    let lines: Vec<String> = input.lines().map(|l| format!("{l}\r")).collect();
+    let steps: Vec<(u64, &str)> = lines.iter().map(|l| (400, l.as_str())).collect();
+    let (code, out, _) = on_pty(home, "chat", &steps);
+    (code, out)
 }
 
 #[test]

@@ -2,7 +2,6 @@
 //! overview, a closed pipe, `gateway status`, `webhook test` on any route, `setup`.
 
 use super::support::*;
-use std::io::Write;
 use std::process::{Command, Stdio};
 
 /// Points the CLI's base URL at a running gateway (the gateway itself listens on port 0).
@@ -232,25 +231,11 @@ async fn webhook_test_sends_the_routes_event_and_explains_the_answer() {
 #[test]
 fn setup_asks_for_the_model_and_prints_a_request_to_try() {
     let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args(["gateway", "setup"])
-        .env("HERALD_HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
     // enable, port, secret, target, provider, base URL, model, key
     let answers =
         "y\n8650\nmy-secret-value\nnone\nendpoint\nhttp://127.0.0.1:9/v1\nqwen3\nsk-local\n";
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answers.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (code, text) = super::setup::setup(home.path(), answers);
+    assert_eq!(code, 0, "{text}");
     let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
     assert!(config.contains("provider: endpoint"), "{config}");
     assert!(

@@ -4,7 +4,8 @@ use super::support::*;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-fn setup(home: &std::path::Path, answers: &str) -> (i32, String) {
+/// Runs `herald gateway setup` with `answers` on stdin; (exit code, stdout).
+pub fn setup(home: &std::path::Path, answers: &str) -> (i32, String) {
     let mut child = Command::new(BIN)
         .args(["gateway", "setup"])
         .env("HERALD_HOME", home)
