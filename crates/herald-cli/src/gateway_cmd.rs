@@ -25,9 +25,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot create {}", home.scripts_dir().display()))?;
     load_dotenv(home)?;
     crate::bundled_skills::install_quietly(home);
-    if !home.config_file().exists() {
+    let first_start = !home.config_file().exists();
+    if first_start {
         write_default_config(home)?;
-        print_first_start(home)?;
     }
     let config = match Config::load(home, &process_env) {
         Ok(c) => c,
@@ -37,6 +37,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    if first_start {
+        print_first_start(home, config.webhook.port)?;
+    }
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
@@ -259,16 +262,16 @@ fn offer_hermes_import(home: &Home) {
     }
 }
 
-fn print_first_start(home: &Home) -> anyhow::Result<()> {
+fn print_first_start(home: &Home, port: u16) -> anyhow::Result<()> {
     outln!(
         "herald: first start: wrote a default configuration to {}",
         home.config_file().display()
     );
     outln!(
-        "herald: it enables the webhook listener on 127.0.0.1:8644 with a generated secret and one example route."
+        "herald: it enables the webhook listener on 127.0.0.1:{port} with a generated secret and one example route."
     );
     let mut text = Vec::new();
-    crate::setup_cmd::print_try_it(home, &mut text, 8644)?;
+    crate::setup_cmd::print_try_it(home, &mut text, port, true)?;
     out!("{}", String::from_utf8_lossy(&text));
     Ok(())
 }

@@ -163,7 +163,7 @@ fn wizard<R: BufRead, W: Write>(home: &Home, a: &mut Asker<R, W>) -> anyhow::Res
                 .join(", ")
         )?;
     }
-    print_try_it(home, &mut a.out, port)?;
+    print_try_it(home, &mut a.out, port, false)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -202,7 +202,13 @@ fn ask_model<R: BufRead, W: Write>(
 }
 
 /// Where the secret is and a signed request to try, as the first start prints them.
-pub fn print_try_it(home: &Home, out: &mut dyn Write, port: u16) -> anyhow::Result<()> {
+/// `starting`: said by a gateway that is starting (no need to tell the user to start it).
+pub fn print_try_it(
+    home: &Home,
+    out: &mut dyn Write,
+    port: u16,
+    starting: bool,
+) -> anyhow::Result<()> {
     let config = home.config_file();
     writeln!(
         out,
@@ -219,10 +225,14 @@ pub fn print_try_it(home: &Home, out: &mut dyn Write, port: u16) -> anyhow::Resu
         )?;
         return Ok(());
     }
-    writeln!(
-        out,
-        "Start the gateway with `herald gateway run`, then send a signed test request:"
-    )?;
+    if starting {
+        writeln!(out, "Send a signed test request:")?;
+    } else {
+        writeln!(
+            out,
+            "Start the gateway with `herald gateway run`, then send a signed test request:"
+        )?;
+    }
     writeln!(out)?;
     writeln!(
         out,

@@ -20,6 +20,20 @@ async fn first_start_writes_a_default_config_and_serves() {
     let text = h.stdout_lines.join("\n");
     assert!(text.contains("wrote a default configuration to"), "{text}");
     assert!(text.contains("curl"), "{text}");
+    // The printed request works exactly as written.
+    let script: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("SECRET=$("))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let shell = script.join("\n");
+    let sent = tokio::task::spawn_blocking(move || {
+        Command::new("sh").args(["-c", &shell]).output().unwrap()
+    })
+    .await
+    .unwrap();
+    let answer = String::from_utf8_lossy(&sent.stdout);
+    assert!(answer.contains("HTTP/1.1 202"), "{answer}");
     let config_path = h.home().join("config.yaml");
     let config = std::fs::read_to_string(&config_path).unwrap();
     use std::os::unix::fs::PermissionsExt;
