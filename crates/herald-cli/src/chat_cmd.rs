@@ -1,18 +1,14 @@
 //! `herald chat`: the agent core's first front door, with Hermes's flags. `-q` runs one
 //! turn and exits; without it, a line-based session reads prompts from stdin.
 
-use crate::agent_setup::{self, section, string_list};
 use crate::chat_commands::{self, ChatCommand};
 use crate::chat_status::StatusLine;
-use crate::model_select;
 use anyhow::Context;
-use herald_agent::{
-    Agent, AgentConfig, AgentEvent, Approvals, Approver, Decision, skills, toolsets,
-};
+use herald_agent::{Agent, AgentConfig, AgentEvent, Approver, Decision, skills, toolsets};
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_protocol::ChatMessage;
+use herald_session::{Attendance, ModelChoice, Platform, Runtime};
 use herald_store::sessions::{NewMessage, SessionDb, StoredMessage};
-use serde_json::{Map, Value};
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -241,17 +237,15 @@ fn session_id() -> String {
 }
 
 fn system_prompt(
-    home: &Home,
+    profile: &Runtime,
     cwd: &Path,
     tool_names: &[&str],
-    library: &skills::SkillLibrary,
     skills: &[(String, String)],
 ) -> String {
     let has_tools = !tool_names.is_empty();
     let mut parts = Vec::new();
     parts.push(
-        agent_setup::soul(
-            home,
+        profile.soul(
             "You are herald, a helpful assistant that completes tasks carefully and reports what it did.",
         ),
     );
@@ -264,7 +258,7 @@ fn system_prompt(
         );
     }
     if tool_names.contains(&"skill_view") {
-        let installed = library.discover();
+        let installed = profile.skills.discover();
         if !installed.is_empty() {
             parts.push(skills::index(&installed));
         }
@@ -344,13 +338,12 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     crate::bundled_skills::install_quietly(home);
     let config = Config::load(home, &process_env)
         .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
-    let endpoint = match model_select::select(
-        &config.agent_sections,
-        args.model.as_deref(),
-        args.provider.as_deref(),
-        &process_env,
-    ) {
-        Ok(e) => e,
+    let choice = ModelChoice {
+        model: args.model.as_deref(),
+        provider: args.provider.as_deref(),
+    };
+    let profile = match Runtime::build(home, &config, Platform::Cli, choice) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("herald: {e}");
             return Ok(ExitCode::FAILURE);
@@ -358,29 +351,15 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     };
 
     // Tools.
-    let disabled: Vec<String> = string_list(&config, "agent", "disabled_toolsets");
     let requested = args
         .toolsets
         .clone()
         .unwrap_or_else(|| vec!["hermes-cli".to_owned()]);
-    let (mut tool_names, unknown) = toolsets::resolve(&requested);
+    let (tool_names, unknown) = toolsets::resolve(&requested);
     for u in &unknown {
         eprintln!("herald: warning: unknown toolset `{u}` ignored");
     }
-    let (disabled_tools, _) = toolsets::resolve(&disabled);
-    tool_names.retain(|t| !disabled_tools.contains(t));
-    if let Some(backend) = section(&config, "terminal", "backend")
-        .and_then(Value::as_str)
-        .filter(|b| *b != "local")
-    {
-        eprintln!(
-            "herald: terminal.backend `{backend}` is not supported yet; herald runs commands locally (set terminal.backend: local)"
-        );
-        return Ok(ExitCode::FAILURE);
-    }
-    let library = agent_setup::skill_library(home, &config, "cli");
-    let registry = agent_setup::tool_registry(&config, &endpoint, &library, true);
-    let tools = registry.select(&tool_names);
+    let tools = profile.tools(&tool_names);
 
     // Skills.
     let mut preloaded = Vec::new();
@@ -391,7 +370,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
     {
-        match library.load(name) {
+        match profile.skills.load(name) {
             Some(body) => preloaded.push((name.to_owned(), body)),
             None => missing.push(name.to_owned()),
         }
@@ -407,43 +386,21 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
 
-    let cwd = agent_setup::configured_cwd(&config)
+    let cwd = profile
+        .cwd
+        .clone()
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
-    let deny: Vec<String> = string_list(&config, "approvals", "deny");
-    let mode_off = section(&config, "approvals", "mode").and_then(Value::as_str) == Some("off");
-    let yolo = args.yolo
-        || mode_off
-        || process_env("HERMES_YOLO_MODE").is_some_and(|v| !v.is_empty() && v != "0");
     let input = LineInput::new(home);
     let status = StatusLine::start(!args.quiet && std::io::stderr().is_terminal());
-    let approver: Option<Box<dyn Approver>> = std::io::stdin()
-        .is_terminal()
-        .then(|| Box::new(TerminalApprover(input.clone(), status.clone())) as Box<dyn Approver>);
-    let allowlist = config
-        .agent_sections
-        .get("command_allowlist")
-        .map(herald_agent::string_list)
-        .unwrap_or_default();
-    let mut approvals = Approvals::new(yolo, deny, approver).with_allowlist(allowlist);
-    let config_file = home.config_file();
-    approvals.persist_always = Some(Box::new(move |command: &str| {
-        if let Err(e) = herald_config::default_config::append_to_list(
-            &config_file,
-            "command_allowlist",
-            command,
-        ) {
-            eprintln!("herald: warning: could not save the approval: {e}");
-        }
-    }));
-    if let Some(t) = section(&config, "approvals", "timeout").and_then(Value::as_u64) {
-        approvals.timeout = std::time::Duration::from_secs(t.max(1));
-    }
-    let max_iterations = args
-        .max_turns
-        .or_else(|| agent_setup::max_turns(&config))
-        .unwrap_or(herald_agent::turn::DEFAULT_MAX_ITERATIONS)
-        .max(1);
-    let retry = agent_setup::retry_config(&config);
+    let attendance = if std::io::stdin().is_terminal() {
+        Attendance::Attended(Box::new(TerminalApprover(input.clone(), status.clone())))
+    } else {
+        Attendance::Unattended
+    };
+    let mut policy = profile.approvals.clone();
+    policy.yolo |= args.yolo;
+    let approvals = policy.approvals(attendance);
+    let max_iterations = args.max_turns.unwrap_or(profile.max_iterations).max(1);
     let db = SessionDb::open(&home.state_db_file())
         .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
     let resume_id = match (&args.resume, args.continue_last) {
@@ -466,17 +423,17 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
             let history = to_messages(db.history(&id)?);
             // The stored system prompt is reused byte for byte (provider prompt caches).
             let prompt = row.system_prompt.unwrap_or_else(|| {
-                system_prompt(home, &cwd, &tool_names_of(&tools), &library, &preloaded)
+                system_prompt(&profile, &cwd, &tool_names_of(&tools), &preloaded)
             });
             (id, history, prompt)
         }
         None => {
             let id = session_id();
-            let prompt = system_prompt(home, &cwd, &tool_names_of(&tools), &library, &preloaded);
+            let prompt = system_prompt(&profile, &cwd, &tool_names_of(&tools), &preloaded);
             db.create_session(
                 &id,
                 "cli",
-                &endpoint.model,
+                &profile.endpoint.model,
                 &prompt,
                 &cwd.display().to_string(),
             )?;
@@ -486,8 +443,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     eprintln!("session_id: {session}");
     let persister = Persister::start(db);
     let agent = Agent::new(AgentConfig {
-        endpoint,
-        retry,
+        endpoint: profile.endpoint.clone(),
+        retry: profile.retry.clone(),
         system_prompt: prompt,
         tools,
         max_iterations,
@@ -496,7 +453,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         plugins: herald_agent::Plugins::default(),
         session_id: session.clone(),
         platform: "cli".into(),
-        provider: args.provider.clone().unwrap_or_else(|| "auto".into()),
+        provider: profile.provider.clone(),
         clarifier: std::io::stdin().is_terminal().then(|| {
             Arc::new(TerminalClarifier(input.clone(), status.clone()))
                 as Arc<dyn herald_agent::tool::Clarifier>
@@ -513,15 +470,15 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         state_db: home.state_db_file(),
         cwd: cwd.display().to_string(),
         status,
-        skills: library.clone(),
+        skills: profile.skills.clone(),
     };
-    let sections = config.agent_sections.clone();
+    let profile = Arc::new(profile);
     let code = runtime.block_on(async move {
         match args.query {
             Some(q) => one_turn(&agent, &history, &q, args.quiet, &session_ctx)
                 .await
                 .map(|(code, _)| code),
-            None => interactive(agent, history, args.quiet, session_ctx, input, sections).await,
+            None => interactive(agent, history, args.quiet, session_ctx, input, profile).await,
         }
     });
     persister.finish();
@@ -661,7 +618,7 @@ async fn interactive(
     quiet: bool,
     mut session: SessionCtx,
     input: LineInput,
-    sections: Map<String, Value>,
+    profile: Arc<Runtime>,
 ) -> anyhow::Result<ExitCode> {
     eprintln!("herald chat — /help for commands, /quit to leave");
     let ctrl_c = CtrlC::watch(agent.handle());
@@ -709,7 +666,7 @@ async fn interactive(
                 continue;
             }
             ChatCommand::Model(spec) => {
-                switch_model(&mut agent, &sections, &spec);
+                switch_model(&mut agent, &profile, &spec);
                 continue;
             }
         };
@@ -816,12 +773,12 @@ fn resume_session(
     }
 }
 
-fn switch_model(agent: &mut Agent, sections: &Map<String, Value>, spec: &str) {
+fn switch_model(agent: &mut Agent, profile: &Runtime, spec: &str) {
     if spec.is_empty() {
         eprintln!("model: {}", agent.config.endpoint.model);
         return;
     }
-    match model_select::select(sections, Some(spec), None, &process_env) {
+    match profile.switch_model(spec) {
         Ok(endpoint) => {
             eprintln!("(model switched to {} for this session)", endpoint.model);
             agent.config.endpoint = endpoint;

@@ -3,7 +3,6 @@
 #[macro_use]
 mod output;
 
-mod agent_setup;
 mod bundled_skills;
 mod chat_cmd;
 mod chat_commands;
@@ -15,7 +14,6 @@ mod gateway_status;
 mod hermes_import;
 mod inbox_cmd;
 mod logging;
-mod model_select;
 mod setup_cmd;
 mod webhook_cmd;
 mod webhook_test;

@@ -177,6 +177,8 @@ pub struct Config {
     pub agent_sections: serde_json::Map<String, serde_json::Value>,
     /// Other platforms' blocks (telegram, discord, ...), for the delivery targets.
     pub platforms: std::collections::BTreeMap<String, crate::platforms::PlatformSettings>,
+    /// The agent's settings (limits, terminal, approvals, web, skills), typed.
+    pub agent: crate::agent_settings::AgentSettings,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
     /// Mistakes herald serves through that change what routes do, in plain words (see
@@ -367,10 +369,12 @@ impl Config {
             }
         }
 
+        let agent = crate::agent_settings::read_agent_settings(&mut r, &doc);
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
         }
         Ok(Config {
+            agent,
             home: home.clone(),
             webhook,
             routes,

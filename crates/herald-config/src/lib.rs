@@ -4,6 +4,7 @@
 //! Everything is read once into typed, checked values: every error names the file, the
 //! line, the key and the fix. This crate does no network I/O and starts no threads.
 
+pub mod agent_settings;
 pub mod config;
 pub mod default_config;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod route;
 pub mod subscriptions;
 pub mod yaml_errors;
 
+pub use agent_settings::AgentSettings;
 pub use config::{
     Config, ConnectionSettings, WebhookSettings, WorkerSettings, load_dotenv, process_env,
 };

@@ -683,3 +683,36 @@ async fn the_log_lists_the_tools_the_model_is_offered() {
     let listed = format!("tools={offered:?}");
     assert!(line.contains(&listed), "{line}\n{listed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_run_refuses_a_command_in_approvals_deny() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "touch denied-marker"}"#)]),
+        Scripted::text("could not"),
+    ]);
+    let config = agent_config(
+        &provider.base_url,
+        "",
+        "        r:\n          prompt: hi\n          deliver: log\n          toolsets: [terminal]\n",
+    )
+    .replace("agent:\n", "approvals:\n  deny: ['touch *']\nagent:\n");
+    let telegram = Fake::start(telegram_ok());
+    let h = start(&config, &telegram);
+    let (s, _) = h.github("r", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let second = wait_for(Duration::from_secs(15), "the second provider call", || {
+        provider.requests().get(1).cloned()
+    })
+    .await;
+    let result = second.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("approvals.deny"), "{result}");
+    assert!(!h.home().join("denied-marker").exists());
+}

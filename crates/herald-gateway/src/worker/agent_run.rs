@@ -3,28 +3,22 @@
 
 use super::Shared;
 use crate::session_keeper::KeptRun;
-use herald_agent::{
-    Agent, AgentConfig, AgentEvent, Approvals, Plugins, ToolRegistry, skills, string_list, toolsets,
-};
-use herald_llm::{Endpoint, RetryConfig};
+use herald_agent::{Agent, AgentConfig, AgentEvent, Plugins, string_list, toolsets};
 use herald_protocol::ChatMessage;
+use herald_session::{Attendance, Runtime};
 use herald_store::InboxItem;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Everything a webhook-started agent run needs besides its event.
 pub struct RunTemplate {
-    pub endpoint: Endpoint,
-    pub retry: RetryConfig,
-    /// Every tool a webhook run may be given; each run selects its toolsets from it.
-    pub registry: ToolRegistry,
+    /// The profile's model, tools, skills, limits and approval policy (the webhook
+    /// surface of the session host).
+    pub runtime: Arc<Runtime>,
     /// `platform_toolsets.webhook`.
     pub platform_toolsets: Option<Vec<String>>,
-    pub max_iterations: u32,
     pub cwd: PathBuf,
-    pub skills: skills::SkillLibrary,
     pub system_prompt: String,
-    pub provider: String,
     /// Where sessions are kept (`state.db`); `None` keeps none.
     pub state_db: Option<PathBuf>,
 }
@@ -73,14 +67,15 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     if !dropped.is_empty() {
         tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets not allowed on webhook runs were dropped");
     }
-    let tools = t.registry.select(&tool_names);
+    let tools = t.runtime.tools(&tool_names);
     // What the model is offered: the toolsets' tools that exist and are available here.
     let offered: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
     let skill_names = string_list(&item.skills);
     let (message, skill, missing) = if skill_names.is_empty() {
         (item.prompt.clone(), None, Vec::new())
     } else {
-        t.skills
+        t.runtime
+            .skills
             .invocation_message(&skill_names, &item.prompt, &session)
     };
     for m in missing {
@@ -88,17 +83,17 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     }
     let agent = Agent::with_client(
         AgentConfig {
-            endpoint: t.endpoint.clone(),
-            retry: t.retry.clone(),
+            endpoint: t.runtime.endpoint.clone(),
+            retry: t.runtime.retry.clone(),
             tools,
-            max_iterations: t.max_iterations,
+            max_iterations: t.runtime.max_iterations,
             cwd: t.cwd.clone(),
-            approvals: Arc::new(Approvals::unattended()),
+            approvals: Arc::new(t.runtime.approvals.approvals(Attendance::Unattended)),
             system_prompt: t.system_prompt.clone(),
             plugins: Plugins::default(),
             session_id: session.clone(),
             platform: "webhook".into(),
-            provider: t.provider.clone(),
+            provider: t.runtime.provider.clone(),
             clarifier: None,
         },
         shared.client.clone(),
@@ -121,7 +116,7 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     if let Some(keeper) = &shared.sessions {
         keeper.keep(KeptRun {
             session,
-            model: t.endpoint.model.clone(),
+            model: t.runtime.endpoint.model.clone(),
             system_prompt: t.system_prompt.clone(),
             cwd: t.cwd.display().to_string(),
             messages: appended,

@@ -52,13 +52,21 @@ pub fn parse_model_spec(
     (None, spec.to_owned())
 }
 
+/// The chosen endpoint and the provider it was chosen as.
+#[derive(Debug, Clone)]
+pub struct Selected {
+    pub endpoint: Endpoint,
+    /// `openrouter`, `custom` (or an alias), `custom:<name>`, a `providers:` key, `auto`.
+    pub provider: String,
+}
+
 /// Resolves the endpoint for a chat.
 pub fn select(
     sections: &Map<String, Value>,
     model_flag: Option<&str>,
     provider_flag: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Endpoint, SelectError> {
+) -> Result<Selected, SelectError> {
     let model_block = match sections.get("model") {
         Some(Value::String(s)) => serde_json::json!({ "default": s }),
         Some(v @ Value::Object(_)) => v.clone(),
@@ -232,7 +240,7 @@ pub fn select(
     {
         endpoint.stale_timeout = Duration::try_from_secs_f64(s).unwrap_or(endpoint.stale_timeout);
     }
-    Ok(endpoint)
+    Ok(Selected { endpoint, provider })
 }
 
 #[cfg(test)]
@@ -245,8 +253,8 @@ mod tests {
         let s = json!({"model": {"default": "m", "base_url": "http://127.0.0.1:1/v1", "request_timeout_seconds": 1e300, "stale_timeout_seconds": 1e300}});
         let s = s.as_object().cloned().unwrap();
         let inf = |k: &str| (k == "HERMES_STREAM_STALE_TIMEOUT").then(|| "inf".to_owned());
-        let e = select(&s, None, None, &inf).unwrap();
-        let d = select(&s, None, None, &|_: &str| None).unwrap();
+        let e = select(&s, None, None, &inf).unwrap().endpoint;
+        let d = select(&s, None, None, &|_: &str| None).unwrap().endpoint;
         assert_eq!(e.request_timeout, d.request_timeout);
         assert!(e.request_timeout < Duration::from_secs(86_400));
         assert!(e.stale_timeout < Duration::from_secs(86_400));
@@ -265,13 +273,13 @@ mod tests {
         let s = sections(
             json!({"model": {"default": "qwen3", "base_url": "http://127.0.0.1:8080/v1"}}),
         );
-        let e = select(&s, None, None, &no_env).unwrap();
+        let e = select(&s, None, None, &no_env).unwrap().endpoint;
         assert_eq!(
             (e.base_url.as_str(), e.model.as_str(), e.api_key.as_str()),
             ("http://127.0.0.1:8080/v1", "qwen3", "no-key-required")
         );
         assert_eq!(e.max_tokens, Some(65_536));
-        let e = select(&s, Some("llama3"), None, &no_env).unwrap();
+        let e = select(&s, Some("llama3"), None, &no_env).unwrap().endpoint;
         assert_eq!(e.model, "llama3");
     }
 
@@ -282,15 +290,19 @@ mod tests {
             "custom_providers": [{"name": "local", "base_url": "http://127.0.0.1:11434/v1", "model": "llama"}]
         }));
         let env = |k: &str| (k == "VKEY").then(|| "secret".to_owned());
-        let e = select(&s, None, Some("my-vllm"), &env).unwrap();
+        let e = select(&s, None, Some("my-vllm"), &env).unwrap().endpoint;
         assert_eq!((e.model.as_str(), e.api_key.as_str()), ("qwen", "secret"));
         assert_eq!(e.extra_body["top_k"], 5);
-        let e = select(&s, Some("custom:local:phi"), None, &no_env).unwrap();
+        let e = select(&s, Some("custom:local:phi"), None, &no_env)
+            .unwrap()
+            .endpoint;
         assert_eq!(
             (e.base_url.as_str(), e.model.as_str()),
             ("http://127.0.0.1:11434/v1", "phi")
         );
-        let e = select(&s, Some("my-vllm:other"), None, &env).unwrap();
+        let e = select(&s, Some("my-vllm:other"), None, &env)
+            .unwrap()
+            .endpoint;
         assert_eq!(e.model, "other");
         assert!(select(&s, None, Some("nope"), &no_env).is_err());
     }
@@ -304,7 +316,8 @@ mod tests {
             None,
             &env,
         )
-        .unwrap();
+        .unwrap()
+        .endpoint;
         assert_eq!(
             (e.base_url.as_str(), e.api_key.as_str(), e.model.as_str()),
             (OPENROUTER_BASE, "sk-or", "anthropic/claude-x")

@@ -1,0 +1,122 @@
+//! The agent half of `config.yaml`, typed: limits (`agent.*`), the terminal
+//! (`terminal.*`), approvals (`approvals.*`, `command_allowlist`), the web tools (`web.*`,
+//! `security.allow_private_urls`) and skills (`skills.*`). A value of the wrong type is an
+//! error naming file, line, key and fix, like the webhook half. The model blocks
+//! (`model`, `providers`, `custom_providers`) are kept as written for model selection.
+
+use crate::node::{Node, NodeValue};
+use crate::reader::Reader;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Every agent setting herald uses, with Hermes's defaults.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AgentSettings {
+    /// `agent.max_turns`: tool-using steps per turn (`None`: the core's default, 90).
+    pub max_turns: Option<u32>,
+    /// `agent.api_max_retries`: attempts per provider call (`None`: 3).
+    pub api_max_retries: Option<u32>,
+    /// `agent.disabled_toolsets`: subtracted from every surface's toolsets.
+    pub disabled_toolsets: Vec<String>,
+    /// `terminal.backend` (`None` or `local`: commands run here).
+    pub terminal_backend: Option<String>,
+    /// `terminal.cwd`.
+    pub terminal_cwd: Option<PathBuf>,
+    /// `terminal.timeout` in seconds.
+    pub terminal_timeout_secs: Option<u64>,
+    /// `approvals.mode` (`manual`, `smart`, `off`).
+    pub approvals_mode: Option<String>,
+    /// `approvals.deny`: globs refused everywhere, even in yolo.
+    pub approvals_deny: Vec<String>,
+    /// `approvals.timeout` in seconds.
+    pub approvals_timeout_secs: Option<u64>,
+    /// `command_allowlist`: commands (or globs) approved for good.
+    pub command_allowlist: Vec<String>,
+    /// `web.backend`.
+    pub web_backend: Option<String>,
+    /// `web.searxng_url`.
+    pub searxng_url: Option<String>,
+    /// `web.allow_private_urls` or `security.allow_private_urls`.
+    pub allow_private_urls: bool,
+    /// `skills.external_dirs` as written (`~` not yet expanded).
+    pub skills_external_dirs: Vec<String>,
+    /// `skills.disabled`.
+    pub skills_disabled: Vec<String>,
+    /// `skills.platform_disabled.<platform>`.
+    pub skills_platform_disabled: BTreeMap<String, Vec<String>>,
+}
+
+/// Reads the agent settings from the top-level document; problems go to `r`.
+pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
+    let at = |section: &str, key: &str| {
+        doc.get(section)
+            .and_then(|s| s.get(key))
+            .filter(|n| !n.is_null())
+    };
+    let int = |r: &mut Reader, section: &str, key: &str, min: i128, max: i128| {
+        at(section, key).and_then(|n| r.int(n, &format!("{section}.{key}"), min, max))
+    };
+    let text = |r: &mut Reader, section: &str, key: &str| {
+        at(section, key).and_then(|n| r.string(n, &format!("{section}.{key}")).flatten())
+    };
+    let list = |r: &mut Reader, section: &str, key: &str| {
+        at(section, key)
+            .and_then(|n| r.string_list(n, &format!("{section}.{key}")))
+            .unwrap_or_default()
+    };
+    let flag = |r: &mut Reader, section: &str, key: &str| {
+        at(section, key)
+            .and_then(|n| r.bool(n, &format!("{section}.{key}")))
+            .unwrap_or(false)
+    };
+    let as_u32 = |v: i128| u32::try_from(v).unwrap_or(u32::MAX);
+    let as_u64 = |v: i128| u64::try_from(v).unwrap_or(u64::MAX);
+    AgentSettings {
+        max_turns: int(r, "agent", "max_turns", 1, i128::from(u32::MAX)).map(as_u32),
+        api_max_retries: int(r, "agent", "api_max_retries", 1, 100).map(as_u32),
+        disabled_toolsets: list(r, "agent", "disabled_toolsets"),
+        terminal_backend: text(r, "terminal", "backend"),
+        terminal_cwd: text(r, "terminal", "cwd").map(PathBuf::from),
+        terminal_timeout_secs: int(r, "terminal", "timeout", 1, 86_400).map(as_u64),
+        approvals_mode: text(r, "approvals", "mode"),
+        approvals_deny: list(r, "approvals", "deny"),
+        approvals_timeout_secs: int(r, "approvals", "timeout", 1, 86_400).map(as_u64),
+        command_allowlist: doc
+            .get("command_allowlist")
+            .filter(|n| !n.is_null())
+            .and_then(|n| r.string_list(n, "command_allowlist"))
+            .unwrap_or_default(),
+        web_backend: text(r, "web", "backend").map(|b| b.to_ascii_lowercase()),
+        searxng_url: text(r, "web", "searxng_url").filter(|u| !u.is_empty()),
+        allow_private_urls: flag(r, "web", "allow_private_urls")
+            | flag(r, "security", "allow_private_urls"),
+        skills_external_dirs: list(r, "skills", "external_dirs"),
+        skills_disabled: list(r, "skills", "disabled"),
+        skills_platform_disabled: platform_lists(r, at("skills", "platform_disabled")),
+    }
+}
+
+/// `skills.platform_disabled`: a mapping of platform name to skill names.
+fn platform_lists(r: &mut Reader, node: Option<&Node>) -> BTreeMap<String, Vec<String>> {
+    let Some(node) = node else {
+        return BTreeMap::new();
+    };
+    if !matches!(node.value, NodeValue::Map(_)) {
+        r.error(
+            Some(node),
+            "skills.platform_disabled",
+            format!(
+                "expected a mapping of platform to skill names, found {}",
+                node.kind()
+            ),
+        );
+        return BTreeMap::new();
+    }
+    node.entries()
+        .iter()
+        .filter_map(|(platform, names)| {
+            let key = format!("skills.platform_disabled.{platform}");
+            Some((platform.clone(), r.string_list(names, &key)?))
+        })
+        .collect()
+}

@@ -1,0 +1,318 @@
+//! The runtime of a profile: everything an agent is built from, read once from the
+//! configuration for one surface (`cli`, `webhook`): the model, the tool registry (the
+//! terminal with `terminal.timeout`, files, process, clarify, skills, web, vision), the
+//! skills library, SOUL.md, the limits, the retries and the approval policy.
+
+use crate::approvals::ApprovalPolicy;
+use crate::model_select::{self, SelectError};
+use herald_agent::skills::{self, SkillLibrary};
+use herald_agent::{Tool, ToolRegistry, toolsets};
+use herald_config::{AgentSettings, Config, Home, process_env};
+use herald_llm::{Endpoint, RetryConfig};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The surface a runtime serves (for `skills.platform_disabled`, local file access).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    Cli,
+    Webhook,
+}
+
+impl Platform {
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::Cli => "cli",
+            Platform::Webhook => "webhook",
+        }
+    }
+    /// Webhook runs read only URLs with `vision_analyze`, never local files.
+    fn allow_local_files(self) -> bool {
+        self == Platform::Cli
+    }
+}
+
+/// A model asked for by the caller (`-m`, `--provider`) over the configured one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ModelChoice<'a> {
+    pub model: Option<&'a str>,
+    pub provider: Option<&'a str>,
+}
+
+/// Why no runtime could be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("{0}")]
+    Model(#[from] SelectError),
+    #[error(
+        "terminal.backend `{0}` is not supported yet; herald runs commands locally (set terminal.backend: local)"
+    )]
+    Backend(String),
+}
+
+/// Everything an agent of this profile on this surface is built from.
+pub struct Runtime {
+    pub home: Home,
+    pub platform: Platform,
+    pub settings: AgentSettings,
+    /// The model blocks as written, for switching models later (`/model`).
+    model_sections: Map<String, Value>,
+    pub endpoint: Endpoint,
+    /// The provider as chosen (`openrouter`, `custom`, a `providers:` key, `auto`).
+    pub provider: String,
+    pub registry: ToolRegistry,
+    pub skills: SkillLibrary,
+    pub retry: RetryConfig,
+    /// `terminal.cwd`, when it names a folder.
+    pub cwd: Option<PathBuf>,
+    pub max_iterations: u32,
+    pub approvals: ApprovalPolicy,
+}
+
+impl Runtime {
+    pub fn build(
+        home: &Home,
+        config: &Config,
+        platform: Platform,
+        choice: ModelChoice<'_>,
+    ) -> Result<Runtime, RuntimeError> {
+        let settings = config.agent.clone();
+        if let Some(backend) = settings
+            .terminal_backend
+            .as_deref()
+            .filter(|b| *b != "local")
+        {
+            return Err(RuntimeError::Backend(backend.to_owned()));
+        }
+        let selected = model_select::select(
+            &config.agent_sections,
+            choice.model,
+            choice.provider,
+            &process_env,
+        )?;
+        let skills = skill_library(home, &settings, platform);
+        let registry = tool_registry(&settings, &selected.endpoint, &skills, platform);
+        Ok(Runtime {
+            home: home.clone(),
+            platform,
+            model_sections: config.agent_sections.clone(),
+            endpoint: selected.endpoint,
+            provider: selected.provider,
+            registry,
+            skills,
+            retry: retry_config(&settings),
+            cwd: settings.terminal_cwd.clone().filter(|p| p.is_dir()),
+            max_iterations: settings
+                .max_turns
+                .unwrap_or(herald_agent::turn::DEFAULT_MAX_ITERATIONS)
+                .max(1),
+            approvals: ApprovalPolicy::from_settings(&settings, home.config_file(), &process_env),
+            settings,
+        })
+    }
+
+    /// The tools of these names that exist and are available here, minus
+    /// `agent.disabled_toolsets`, sorted by name.
+    pub fn tools(&self, names: &[String]) -> Vec<Arc<dyn Tool>> {
+        let (disabled, _) = toolsets::resolve(&self.settings.disabled_toolsets);
+        let allowed: Vec<String> = names
+            .iter()
+            .filter(|n| !disabled.contains(n))
+            .cloned()
+            .collect();
+        self.registry.select(&allowed)
+    }
+
+    /// The persona: `<home>/SOUL.md` when it has text, else `default`.
+    pub fn soul(&self, default: &str) -> String {
+        std::fs::read_to_string(self.home.root().join("SOUL.md"))
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| default.to_owned())
+    }
+
+    /// The endpoint for a `/model SPEC` switch (also `provider:model`).
+    pub fn switch_model(&self, spec: &str) -> Result<Endpoint, SelectError> {
+        model_select::select(&self.model_sections, Some(spec), None, &process_env)
+            .map(|s| s.endpoint)
+    }
+}
+
+/// The web tools' settings: `web.{backend, searxng_url, allow_private_urls}`,
+/// `security.allow_private_urls`, and `SEARXNG_URL`, `TAVILY_API_KEY` (and
+/// `TAVILY_BASE_URL`) in the environment.
+fn web_settings(settings: &AgentSettings) -> herald_tools::WebSettings {
+    let searxng = settings
+        .searxng_url
+        .clone()
+        .or_else(|| process_env("SEARXNG_URL"))
+        .filter(|s| !s.is_empty());
+    let tavily = process_env("TAVILY_API_KEY").filter(|s| !s.is_empty());
+    let tavily_backend = |key: String| herald_tools::SearchBackend::Tavily {
+        api_key: key,
+        base_url: process_env("TAVILY_BASE_URL").unwrap_or_else(|| "https://api.tavily.com".into()),
+    };
+    let backend = match (settings.web_backend.as_deref(), searxng, tavily) {
+        (Some("tavily"), _, Some(key)) => Some(tavily_backend(key)),
+        (Some("searxng") | None, Some(url), _) => {
+            Some(herald_tools::SearchBackend::Searxng { base_url: url })
+        }
+        (None, None, Some(key)) => Some(tavily_backend(key)),
+        (_, Some(url), _) => Some(herald_tools::SearchBackend::Searxng { base_url: url }),
+        _ => None,
+    };
+    herald_tools::WebSettings {
+        backend,
+        allow_private_urls: settings.allow_private_urls,
+    }
+}
+
+/// The skills a surface sees: the home's `skills/`, `skills.external_dirs` (`~`
+/// expanded), minus `skills.disabled` and `skills.platform_disabled.<platform>`.
+fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> SkillLibrary {
+    let mut disabled = settings.skills_disabled.clone();
+    if let Some(list) = settings.skills_platform_disabled.get(platform.name()) {
+        disabled.extend(list.iter().cloned());
+    }
+    SkillLibrary {
+        root: home.skills_dir(),
+        external_dirs: settings
+            .skills_external_dirs
+            .iter()
+            .map(|d| expand_home(d))
+            .collect(),
+        disabled,
+    }
+}
+
+/// `~/x` under the user's home folder; other paths as written.
+fn expand_home(path: &str) -> PathBuf {
+    match path.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map_or_else(|| PathBuf::from("/"), PathBuf::from)
+            .join(rest),
+        None => PathBuf::from(path),
+    }
+}
+
+fn tool_registry(
+    settings: &AgentSettings,
+    endpoint: &Endpoint,
+    skills: &SkillLibrary,
+    platform: Platform,
+) -> ToolRegistry {
+    let terminal_timeout = settings
+        .terminal_timeout_secs
+        .map_or(herald_agent::tools::terminal::DEFAULT_TIMEOUT, |s| {
+            std::time::Duration::from_secs(s.max(1))
+        });
+    let mut registry = herald_agent::tools::registry_with_terminal_timeout(terminal_timeout);
+    registry.register(Arc::new(skills::SkillsList {
+        library: skills.clone(),
+    }));
+    registry.register(Arc::new(skills::SkillView {
+        library: skills.clone(),
+    }));
+    herald_tools::register_web_tools(&mut registry, &web_settings(settings));
+    registry.register(Arc::new(herald_tools::VisionAnalyze {
+        client: herald_llm::LlmClient::new(),
+        endpoint: endpoint.clone(),
+        allow_local_files: platform.allow_local_files(),
+    }));
+    registry
+}
+
+/// The provider retry settings: `agent.api_max_retries` (and `HERALD_RETRY_BASE_MS`).
+fn retry_config(settings: &AgentSettings) -> RetryConfig {
+    let mut retry = RetryConfig {
+        max_attempts: settings.api_max_retries.unwrap_or(3).max(1),
+        ..RetryConfig::default()
+    };
+    if let Some(ms) = process_env("HERALD_RETRY_BASE_MS").and_then(|v| v.parse::<u64>().ok()) {
+        retry.base = std::time::Duration::from_millis(ms);
+    }
+    retry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime(yaml: &str, platform: Platform) -> Result<Runtime, RuntimeError> {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let config = Config::from_yaml(&home, yaml, &|_| None).unwrap();
+        Runtime::build(&home, &config, platform, ModelChoice::default())
+    }
+
+    const MODEL: &str = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n";
+
+    #[test]
+    fn the_configured_provider_is_named_on_every_surface() {
+        let yaml = "model:\n  default: m\n  provider: my-vllm\nproviders:\n  my-vllm:\n    base_url: http://127.0.0.1:9/v1\n";
+        for platform in [Platform::Cli, Platform::Webhook] {
+            let r = runtime(yaml, platform).unwrap();
+            assert_eq!(r.provider, "my-vllm");
+            assert_eq!(
+                r.endpoint.base_url_from.as_deref(),
+                Some("providers.my-vllm.base_url")
+            );
+        }
+    }
+
+    #[test]
+    fn disabled_toolsets_and_the_terminal_backend_apply_to_every_surface() {
+        let yaml = format!("{MODEL}agent:\n  disabled_toolsets: [terminal]\n");
+        for platform in [Platform::Cli, Platform::Webhook] {
+            let r = runtime(&yaml, platform).unwrap();
+            let names: Vec<String> = ["terminal", "read_file"].map(String::from).to_vec();
+            let tools = r.tools(&names);
+            let offered: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+            assert_eq!(offered, ["read_file"], "{platform:?}");
+        }
+        let docker = format!("{MODEL}terminal:\n  backend: docker\n");
+        for platform in [Platform::Cli, Platform::Webhook] {
+            assert!(matches!(
+                runtime(&docker, platform),
+                Err(RuntimeError::Backend(b)) if b == "docker"
+            ));
+        }
+    }
+
+    #[test]
+    fn one_approval_policy_whoever_answers() {
+        let yaml = format!(
+            "{MODEL}approvals:\n  deny: ['touch *']\n  timeout: 5\ncommand_allowlist: ['rm -rf build']\n"
+        );
+        let r = runtime(&yaml, Platform::Webhook).unwrap();
+        let approvals = r.approvals.approvals(crate::Attendance::Unattended);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let denied = rt.block_on(approvals.check("touch x"));
+        assert!(
+            matches!(denied, herald_agent::Verdict::Blocked(ref w) if w.contains("approvals.deny")),
+            "{denied:?}"
+        );
+        let listed = rt.block_on(approvals.check("rm -rf build"));
+        assert_eq!(listed, herald_agent::Verdict::Allowed);
+        let dangerous = rt.block_on(approvals.check("rm -rf other"));
+        assert!(matches!(dangerous, herald_agent::Verdict::Blocked(_)));
+        assert_eq!(approvals.timeout, std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_mistyped_agent_setting_names_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let err = Config::from_yaml(&home, "agent:\n  max_turns: lots\n", &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(":2:") && err.contains("agent.max_turns"),
+            "{err}"
+        );
+        assert!(err.contains("expected a whole number"), "{err}");
+    }
+}
