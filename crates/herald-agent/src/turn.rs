@@ -163,7 +163,8 @@ impl Agent {
         user_message: &str,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> TurnResult {
-        self.handle.interrupted.store(false, Ordering::SeqCst);
+        // A stop sent before the turn starts is honoured: the flag is cleared when a
+        // turn ends, not when one begins.
         let user = ChatMessage::user(strip_invalid(user_message));
         let mut messages: Vec<ChatMessage> = Vec::with_capacity(history.len() + 2);
         messages.push(ChatMessage::system(self.config.system_prompt.clone()));
@@ -187,6 +188,7 @@ impl Agent {
             .filter_map(|o| o.pre_llm_call(&hook_base))
             .filter(|c| !c.trim().is_empty())
             .collect();
+        let emitted_user = user.clone();
         let mut user = user;
         if !context.is_empty() {
             let content = user.content.get_or_insert_with(String::new);
@@ -279,6 +281,9 @@ impl Agent {
             let Some(choice) = completion.choices.into_iter().next() else {
                 result.failed = true;
                 result.error = Some("the provider returned no choices".into());
+                events(AgentEvent::TurnFailed {
+                    error: "the provider returned no choices".into(),
+                });
                 break;
             };
             let message = choice.message;
@@ -365,8 +370,9 @@ impl Agent {
                     continue;
                 }
                 if !last_text.is_empty() {
-                    result.final_response = last_text.clone();
-                    let answer = ChatMessage::text(Role::Assistant, last_text.clone());
+                    let text = self.transformed(&last_text).unwrap_or(last_text.clone());
+                    result.final_response = text.clone();
+                    let answer = ChatMessage::text(Role::Assistant, text);
                     events(AgentEvent::MessageAppended(answer.clone()));
                     messages.push(answer);
                     result.completed = true;
@@ -381,6 +387,13 @@ impl Agent {
             }
             let mut final_message = message;
             final_message.tool_calls.clear();
+            let text = match self.transformed(&text) {
+                Some(t) => {
+                    final_message.content = Some(t.clone());
+                    t
+                }
+                None => text,
+            };
             events(AgentEvent::MessageAppended(final_message.clone()));
             messages.push(final_message);
             result.final_response = text.clone();
@@ -397,25 +410,6 @@ impl Agent {
         } else {
             result.pending_steer = self.handle.take_steer();
         }
-        if result.completed {
-            let payload = json!({"session_id": self.config.session_id, "platform": self.config.platform, "response": result.final_response});
-            if let Some(t) = self
-                .config
-                .plugins
-                .observers
-                .iter()
-                .find_map(|o| o.transform_llm_output(&payload).filter(|t| !t.is_empty()))
-            {
-                result.final_response = t.clone();
-                if let Some(last) = messages
-                    .iter_mut()
-                    .rev()
-                    .find(|m| m.role == Role::Assistant)
-                {
-                    last.content = Some(t);
-                }
-            }
-        }
         let end = json!({
             "session_id": self.config.session_id,
             "platform": self.config.platform,
@@ -431,7 +425,23 @@ impl Agent {
             });
         }
         result.messages = messages.split_off(turn_start);
+        // pre_llm_call context rode on that API call only: what is kept is the user's own.
+        if let Some(first) = result.messages.first_mut() {
+            *first = emitted_user;
+        }
+        self.handle.interrupted.store(false, Ordering::SeqCst);
         result
+    }
+
+    /// The answer as `transform_llm_output` observers rewrite it (the first non-empty
+    /// rewrite wins), or `None` when none does.
+    fn transformed(&self, response: &str) -> Option<String> {
+        let payload = json!({"session_id": self.config.session_id, "platform": self.config.platform, "response": response});
+        self.config
+            .plugins
+            .observers
+            .iter()
+            .find_map(|o| o.transform_llm_output(&payload).filter(|t| !t.is_empty()))
     }
 
     /// Appends queued steer text to the last tool result, if the conversation ends in one.

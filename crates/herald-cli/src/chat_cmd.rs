@@ -392,14 +392,20 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
     let input = LineInput::new(home);
     let status = StatusLine::start(!args.quiet && std::io::stderr().is_terminal());
-    let attendance = if std::io::stdin().is_terminal() {
-        Attendance::Attended(Box::new(TerminalApprover(input.clone(), status.clone())))
-    } else {
-        Attendance::Unattended
-    };
     let mut policy = profile.approvals.clone();
     policy.yolo |= args.yolo;
-    let approvals = policy.approvals(attendance);
+    let new_approvals: NewApprovals = {
+        let (input, status) = (input.clone(), status.clone());
+        let attended = std::io::stdin().is_terminal();
+        Arc::new(move || {
+            let attendance = if attended {
+                Attendance::Attended(Box::new(TerminalApprover(input.clone(), status.clone())))
+            } else {
+                Attendance::Unattended
+            };
+            Arc::new(policy.approvals(attendance))
+        })
+    };
     let max_iterations = args.max_turns.unwrap_or(profile.max_iterations).max(1);
     let db = SessionDb::open(&home.state_db_file())
         .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
@@ -449,7 +455,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         tools,
         max_iterations,
         cwd: cwd.clone(),
-        approvals: Arc::new(approvals),
+        approvals: new_approvals(),
         plugins: herald_agent::Plugins::default(),
         session_id: session.clone(),
         platform: "cli".into(),
@@ -471,6 +477,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         cwd: cwd.display().to_string(),
         status,
         skills: profile.skills.clone(),
+        new_approvals,
     };
     let profile = Arc::new(profile);
     let code = runtime.block_on(async move {
@@ -607,7 +614,12 @@ struct SessionCtx {
     cwd: String,
     status: StatusLine,
     skills: skills::SkillLibrary,
+    /// A fresh approval state: a new session forgets "this session" approvals.
+    new_approvals: NewApprovals,
 }
+
+/// Builds the approval state of a new session.
+type NewApprovals = Arc<dyn Fn() -> Arc<herald_agent::Approvals> + Send + Sync>;
 
 /// An interactive session: each line is a turn or a slash command (`/help` lists them).
 /// Ctrl-C stops a running turn and keeps what it produced; at an empty prompt, Ctrl-C
@@ -740,6 +752,7 @@ impl CtrlC {
 
 fn start_new_session(agent: &mut Agent, session: &mut SessionCtx) {
     session.id = session_id();
+    agent.config.approvals = (session.new_approvals)();
     let _ = session.saver.send(Save::Create {
         id: session.id.clone(),
         model: agent.config.endpoint.model.clone(),
@@ -766,6 +779,7 @@ fn resume_session(
             }
             session.id = id.to_owned();
             agent.config.session_id = session.id.clone();
+            agent.config.approvals = (session.new_approvals)();
             eprintln!("session_id: {} ({} messages)", session.id, history.len());
         }
         Ok((None, _)) => eprintln!("herald: no session with id {id}"),

@@ -337,12 +337,27 @@ async fn turn_level_hooks() {
             ..Default::default()
         },
     );
-    let r = a.run_turn(&[], "hi", &mut |_| {}).await;
+    let mut appended = Vec::new();
+    let r = a
+        .run_turn(&[], "hi", &mut |e| {
+            if let herald_agent::AgentEvent::MessageAppended(m) = e {
+                appended.push(m);
+            }
+        })
+        .await;
     assert_eq!(r.final_response, "fine (checked)");
     assert_eq!(
         r.messages.last().unwrap().content.as_deref(),
         Some("fine (checked)")
     );
+    // What is saved (the appended messages) is the transformed answer too.
+    assert_eq!(
+        appended.last().unwrap().content.as_deref(),
+        Some("fine (checked)")
+    );
+    // pre_llm_call context rode on the API call only: memory keeps the user's words.
+    assert_eq!(r.messages[0].content.as_deref(), Some("hi"));
+    assert_eq!(appended[0].content.as_deref(), Some("hi"));
     let first = &provider.requests()[0].body["messages"];
     assert_eq!(
         first[1]["content"],

@@ -608,3 +608,37 @@ async fn repeated_failing_calls_get_a_guardrail_warning() {
         "{last_tool}"
     );
 }
+
+#[tokio::test]
+async fn a_stop_sent_before_the_turn_starts_is_honoured() {
+    let provider = FakeProvider::start(vec![Scripted::text("should not be asked")]);
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with(&provider, &[], dir.path(), 10);
+    agent.handle().interrupt();
+    let r = agent.run_turn(&[], "hi", &mut |_| {}).await;
+    assert!(r.interrupted && !r.completed);
+    assert!(provider.requests().is_empty());
+    // The stop is used up: the next turn runs.
+    let r = agent.run_turn(&[], "again", &mut |_| {}).await;
+    assert!(r.completed, "{r:?}");
+}
+
+#[tokio::test]
+async fn a_response_without_choices_fails_the_turn_with_an_event() {
+    let empty = Scripted::Json(json!({
+        "id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": []
+    }));
+    let provider = FakeProvider::start(vec![empty.clone(), empty]);
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with(&provider, &[], dir.path(), 10);
+    let mut failed = None;
+    let r = agent
+        .run_turn(&[], "hi", &mut |e| {
+            if let AgentEvent::TurnFailed { error } = e {
+                failed = Some(error);
+            }
+        })
+        .await;
+    assert!(r.failed);
+    assert!(failed.is_some_and(|e| e.contains("no choices")));
+}

@@ -779,3 +779,25 @@ fn skills_settings_from_a_hermes_config_are_used() {
     assert!(!system.contains("not-on-cli"), "{system}");
     assert!(!err.contains("unknown key"), "{err}");
 }
+
+#[test]
+fn a_new_session_forgets_session_approvals() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("a1", "terminal", r#"{"command": "rm -rf junk1"}"#)]),
+        Scripted::text("Removed one."),
+        Scripted::tool_calls(&[("a2", "terminal", r#"{"command": "rm -rf junk2"}"#)]),
+        Scripted::text("Left two."),
+    ]);
+    let home = home_for(&provider);
+    for dir in ["junk1", "junk2"] {
+        std::fs::create_dir(home.path().join(dir)).unwrap();
+    }
+    let (code, out) = chat_on_pty(
+        home.path(),
+        "delete junk1\ns\n/new\ndelete junk2\nd\n/quit\n",
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out.matches("approval needed").count(), 2, "{out}");
+    assert!(!home.path().join("junk1").exists());
+    assert!(home.path().join("junk2").exists(), "asked again and denied");
+}
