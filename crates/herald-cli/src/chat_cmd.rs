@@ -7,8 +7,8 @@ use anyhow::Context;
 use herald_agent::{Agent, AgentConfig, AgentEvent, Approver, Decision, skills, toolsets};
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_protocol::ChatMessage;
-use herald_session::{Attendance, ModelChoice, Platform, Runtime};
-use herald_store::sessions::{NewMessage, SessionDb, StoredMessage};
+use herald_session::{Attendance, ModelChoice, Platform, Runtime, SessionHeader, SessionWriter};
+use herald_store::sessions::SessionDb;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,74 +46,6 @@ pub struct ChatArgs {
     /// Continue the most recent CLI session.
     #[arg(short = 'c', long = "continue")]
     continue_last: bool,
-}
-
-/// What the persister thread writes.
-enum Save {
-    Create {
-        id: String,
-        model: String,
-        prompt: String,
-        cwd: String,
-    },
-    Append {
-        session: String,
-        message: ChatMessage,
-    },
-}
-
-/// Persists sessions and appended messages on a thread of its own (SQLite never blocks
-/// the async loop).
-struct Persister {
-    tx: std::sync::mpsc::Sender<Save>,
-    done: std::thread::JoinHandle<()>,
-}
-
-impl Persister {
-    fn start(mut db: SessionDb) -> Persister {
-        let (tx, rx) = std::sync::mpsc::channel::<Save>();
-        let done = std::thread::spawn(move || {
-            for cmd in rx {
-                let outcome = match cmd {
-                    Save::Create {
-                        id,
-                        model,
-                        prompt,
-                        cwd,
-                    } => db
-                        .create_session(&id, "cli", &model, &prompt, &cwd)
-                        .map(|_| ()),
-                    Save::Append {
-                        session,
-                        message: m,
-                    } => {
-                        let role = m.role.as_str();
-                        let tool_calls = (!m.tool_calls.is_empty())
-                            .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
-                        let row = NewMessage {
-                            role,
-                            content: m.content.as_deref(),
-                            tool_call_id: m.tool_call_id.as_deref(),
-                            tool_calls,
-                            tool_name: m.name.as_deref(),
-                            reasoning: m.reasoning.as_deref(),
-                            finish_reason: None,
-                        };
-                        db.append(&session, &row).map(|_| ())
-                    }
-                };
-                if let Err(e) = outcome {
-                    eprintln!("herald: warning: could not write to the session store: {e}");
-                }
-            }
-        });
-        Persister { tx, done }
-    }
-
-    fn finish(self) {
-        drop(self.tx);
-        let _ = self.done.join();
-    }
 }
 
 /// Reads lines for the session and for approval prompts, one reader at a time: with
@@ -194,31 +126,6 @@ enum Input {
     Interrupted,
     /// Ctrl-D or the end of piped input.
     End,
-}
-
-/// Stored rows back into messages.
-fn to_messages(rows: Vec<StoredMessage>) -> Vec<ChatMessage> {
-    rows.into_iter()
-        .filter_map(|r| {
-            let role = match r.role.as_str() {
-                "user" => herald_protocol::Role::User,
-                "assistant" => herald_protocol::Role::Assistant,
-                "tool" => herald_protocol::Role::Tool,
-                _ => return None,
-            };
-            Some(ChatMessage {
-                role,
-                content: r.content,
-                tool_calls: r
-                    .tool_calls
-                    .and_then(|t| serde_json::from_str(&t).ok())
-                    .unwrap_or_default(),
-                tool_call_id: r.tool_call_id,
-                name: r.tool_name,
-                reasoning: None,
-            })
-        })
-        .collect()
 }
 
 /// Exit status after SIGINT/SIGTERM.
@@ -409,6 +316,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let max_iterations = args.max_turns.unwrap_or(profile.max_iterations).max(1);
     let db = SessionDb::open(&home.state_db_file())
         .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
+    let (writer, writer_thread) = SessionWriter::start(&home.state_db_file())
+        .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
     let resume_id = match (&args.resume, args.continue_last) {
         (Some(id), _) => Some(id.clone()),
         (None, true) => match db.latest("cli")? {
@@ -426,7 +335,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("herald: no session with id {id}");
                 return Ok(ExitCode::FAILURE);
             };
-            let history = to_messages(db.history(&id)?);
+            let history = herald_session::sessions::to_messages(db.history(&id)?);
             // The stored system prompt is reused byte for byte (provider prompt caches).
             let prompt = row.system_prompt.unwrap_or_else(|| {
                 system_prompt(&profile, &cwd, &tool_names_of(&tools), &preloaded)
@@ -436,18 +345,18 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         None => {
             let id = session_id();
             let prompt = system_prompt(&profile, &cwd, &tool_names_of(&tools), &preloaded);
-            db.create_session(
-                &id,
-                "cli",
-                &profile.endpoint.model,
-                &prompt,
-                &cwd.display().to_string(),
-            )?;
+            writer.create(SessionHeader {
+                id: id.clone(),
+                source: "cli".into(),
+                model: profile.endpoint.model.clone(),
+                system_prompt: prompt.clone(),
+                cwd: cwd.display().to_string(),
+            });
             (id, Vec::new(), prompt)
         }
     };
     eprintln!("session_id: {session}");
-    let persister = Persister::start(db);
+    drop(db);
     let agent = Agent::new(AgentConfig {
         endpoint: profile.endpoint.clone(),
         retry: profile.retry.clone(),
@@ -469,10 +378,9 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let saver = persister.tx.clone();
     let session_ctx = SessionCtx {
         id: session,
-        saver,
+        writer: writer.clone(),
         state_db: home.state_db_file(),
         cwd: cwd.display().to_string(),
         status,
@@ -488,7 +396,8 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
             None => interactive(agent, history, args.quiet, session_ctx, input, profile).await,
         }
     });
-    persister.finish();
+    drop(writer);
+    let _ = writer_thread.join();
     code
 }
 
@@ -507,10 +416,7 @@ async fn one_turn(
     status.show(model.clone());
     let mut on_event = |e: AgentEvent| {
         if let AgentEvent::MessageAppended(m) = &e {
-            let _ = session.saver.send(Save::Append {
-                session: session.id.clone(),
-                message: m.clone(),
-            });
+            session.writer.append(&session.id, m.clone());
             return;
         }
         if let AgentEvent::TurnFailed { error } = &e {
@@ -609,7 +515,7 @@ async fn one_turn(
 /// The live session of a chat: its id and where its messages go.
 struct SessionCtx {
     id: String,
-    saver: std::sync::mpsc::Sender<Save>,
+    writer: SessionWriter,
     state_db: PathBuf,
     cwd: String,
     status: StatusLine,
@@ -753,10 +659,11 @@ impl CtrlC {
 fn start_new_session(agent: &mut Agent, session: &mut SessionCtx) {
     session.id = session_id();
     agent.config.approvals = (session.new_approvals)();
-    let _ = session.saver.send(Save::Create {
+    session.writer.create(SessionHeader {
         id: session.id.clone(),
+        source: "cli".into(),
         model: agent.config.endpoint.model.clone(),
-        prompt: agent.config.system_prompt.clone(),
+        system_prompt: agent.config.system_prompt.clone(),
         cwd: session.cwd.clone(),
     });
     agent.config.session_id = session.id.clone();
@@ -773,7 +680,7 @@ fn resume_session(
         SessionDb::open(&session.state_db).and_then(|db| Ok((db.session(id)?, db.history(id)?)));
     match loaded {
         Ok((Some(row), rows)) => {
-            *history = to_messages(rows);
+            *history = herald_session::sessions::to_messages(rows);
             if let Some(p) = row.system_prompt {
                 agent.config.system_prompt = p;
             }

@@ -16,7 +16,6 @@ pub mod reject_log;
 pub mod routes;
 pub mod script;
 pub mod server;
-mod session_keeper;
 pub mod worker;
 
 pub use answer::Answer;

@@ -6,14 +6,17 @@
 //! terminal, web and vision tools, the skills library, SOUL.md, the limits and retries)
 //! and one [`ApprovalPolicy`] (`approvals.*`, `command_allowlist`, the hard-line floor),
 //! applied the same way on every surface; a surface with nobody to ask says so with
-//! [`Attendance::Unattended`].
+//! [`Attendance::Unattended`]. Sessions are written through one [`SessionWriter`] and
+//! read back with one conversion.
 //!
 //! It must not speak any wire format, print, or know which front door calls it.
 
 pub mod approvals;
 pub mod model_select;
 pub mod runtime;
+pub mod sessions;
 
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use model_select::SelectError;
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError};
+pub use sessions::{KeptRun, SessionHeader, SessionWriter};

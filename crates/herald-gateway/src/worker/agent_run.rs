@@ -2,10 +2,9 @@
 //! profile, the webhook toolsets, the route's skill, nobody to ask, its own session.
 
 use super::Shared;
-use crate::session_keeper::KeptRun;
 use herald_agent::{Agent, AgentConfig, AgentEvent, Plugins, string_list, toolsets};
 use herald_protocol::ChatMessage;
-use herald_session::{Attendance, Runtime};
+use herald_session::{Attendance, KeptRun, Runtime, SessionHeader};
 use herald_store::InboxItem;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -115,10 +114,13 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     }
     if let Some(keeper) = &shared.sessions {
         keeper.keep(KeptRun {
-            session,
-            model: t.runtime.endpoint.model.clone(),
-            system_prompt: t.system_prompt.clone(),
-            cwd: t.cwd.display().to_string(),
+            session: SessionHeader {
+                id: session,
+                source: "webhook".into(),
+                model: t.runtime.endpoint.model.clone(),
+                system_prompt: t.system_prompt.clone(),
+                cwd: t.cwd.display().to_string(),
+            },
             messages: appended,
         });
     }

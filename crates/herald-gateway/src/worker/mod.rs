@@ -14,11 +14,11 @@ pub use agent_run::{ProfileTemplates, RunTemplate};
 pub use backoff::Backoff;
 
 use crate::pipeline::Gateway;
-use crate::session_keeper::SessionKeeper;
 use delivery::{log_store_error, process};
 use herald_agent::AgentHandle;
 use herald_config::WorkerSettings;
 use herald_llm::LlmClient;
+use herald_session::SessionWriter;
 use herald_store::{ClaimRequest, Stage, now_ms};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -47,7 +47,7 @@ struct Shared {
     backoff: Backoff,
     /// Agents running now, by inbox id (interrupted after the grace period).
     handles: Mutex<HashMap<i64, AgentHandle>>,
-    sessions: Option<SessionKeeper>,
+    sessions: Option<SessionWriter>,
 }
 
 /// The running worker pool.
@@ -74,7 +74,7 @@ impl Workers {
             );
         }
         let (sessions, keeper_thread) = match &template.state_db {
-            Some(path) => match SessionKeeper::start(path) {
+            Some(path) => match SessionWriter::start(path) {
                 Ok((keeper, thread)) => (Some(keeper), Some(thread)),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "cannot open the session store; webhook runs are not kept as sessions");
