@@ -15,6 +15,6 @@ pub mod turn;
 
 pub use approval::{Approvals, Approver, Decision, Verdict};
 pub use event::AgentEvent;
-pub use plugins::{Observer, Plugins};
+pub use plugins::{Ask, Notice, Observer, Plugins};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};
 pub use turn::{Agent, AgentConfig, AgentHandle, TurnResult};

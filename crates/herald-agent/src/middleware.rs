@@ -119,9 +119,10 @@ impl FailureReporter {
 /// A request middleware: sees the invocation fields (the payload under `request` or
 /// `args`, `original_*`, ids, versions) and returns nothing or a return object holding a
 /// full replacement plus `source` / `reason` / `name`.
+#[async_trait::async_trait]
 pub trait RequestMiddleware: Send + Sync {
     fn name(&self) -> &str;
-    fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String>;
+    async fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String>;
 }
 
 /// The outcome of a request pass (A5).
@@ -135,7 +136,7 @@ pub struct RequestPass {
 
 /// Runs request middleware in registration order, folding each accepted replacement
 /// into the next one's input; `original_*` stays the pre-middleware payload.
-pub fn run_request_chain(
+pub async fn run_request_chain(
     kind: Kind,
     chain: &[Arc<dyn RequestMiddleware>],
     payload: Value,
@@ -152,8 +153,10 @@ pub fn run_request_chain(
         fields.insert(format!("original_{key}"), original.clone());
         insert_schema_versions(&mut fields);
         // A panicking plugin is a failure like any other (fail-open).
-        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| mw.call(&fields)))
-            .unwrap_or_else(|_| Err("the middleware panicked".to_owned()));
+        let called =
+            futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(mw.call(&fields)))
+                .await
+                .unwrap_or_else(|_| Err("the middleware panicked".to_owned()));
         match called {
             Ok(Some(Value::Object(ret))) => {
                 let Some(Value::Object(replacement)) = ret.get(key) else {

@@ -6,13 +6,14 @@ struct Req<F: Fn(&Map<String, Value>) -> Result<Option<Value>, String> + Send + 
     F,
 );
 
+#[async_trait::async_trait]
 impl<F: Fn(&Map<String, Value>) -> Result<Option<Value>, String> + Send + Sync> RequestMiddleware
     for Req<F>
 {
     fn name(&self) -> &str {
         self.0
     }
-    fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
+    async fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
         (self.1)(fields)
     }
 }
@@ -22,6 +23,20 @@ fn req(
     f: impl Fn(&Map<String, Value>) -> Result<Option<Value>, String> + Send + Sync + 'static,
 ) -> Arc<dyn RequestMiddleware> {
     Arc::new(Req(name, f))
+}
+
+/// Runs a request chain to its end on a runtime of its own.
+fn request_pass(
+    kind: Kind,
+    chain: &[Arc<dyn RequestMiddleware>],
+    payload: Value,
+    fields: &Map<String, Value>,
+    reporter: &FailureReporter,
+) -> RequestPass {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(run_request_chain(kind, chain, payload, fields, reporter))
 }
 
 #[test]
@@ -39,7 +54,7 @@ fn request_replacement_trace_and_ignored_payloads() {
         req("c", |_| Ok(Some(json!([1, 2])))),
         req("d", |_| Ok(None)),
     ];
-    let pass = run_request_chain(
+    let pass = request_pass(
         Kind::LlmRequest,
         &chain,
         json!({"model": "a"}),
@@ -54,7 +69,7 @@ fn request_replacement_trace_and_ignored_payloads() {
         vec![json!({"source": "router", "reason": "cheaper"})]
     );
     let chain = vec![req("e", |_| Ok(Some(json!({"args": {"x": 1}}))))];
-    let pass = run_request_chain(Kind::ToolRequest, &chain, json!({"x": 0}), &Map::new(), &r);
+    let pass = request_pass(Kind::ToolRequest, &chain, json!({"x": 0}), &Map::new(), &r);
     assert_eq!(pass.trace, vec![json!({"source": "plugin"})]);
 }
 
@@ -75,7 +90,7 @@ fn request_middleware_folds_and_keeps_the_original() {
             Ok(Some(json!({"request": {"n": n * 10}, "source": "two"})))
         }),
     ];
-    let pass = run_request_chain(Kind::LlmRequest, &chain, json!({"n": 0}), &Map::new(), &r);
+    let pass = request_pass(Kind::LlmRequest, &chain, json!({"n": 0}), &Map::new(), &r);
     assert_eq!(pass.effective, json!({"n": 10}));
     assert_eq!(pass.trace.len(), 2);
 }
@@ -353,7 +368,7 @@ async fn panics_are_contained() {
         req("boom", |_| panic!("request bug")),
         req("ok", |_| Ok(Some(json!({"request": {"n": 1}})))),
     ];
-    let pass = run_request_chain(Kind::LlmRequest, &chain, json!({"n": 0}), &Map::new(), &r);
+    let pass = run_request_chain(Kind::LlmRequest, &chain, json!({"n": 0}), &Map::new(), &r).await;
     assert_eq!(pass.effective, json!({"n": 1}));
 }
 

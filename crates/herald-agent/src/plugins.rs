@@ -7,33 +7,57 @@ use serde_json::Value;
 use std::sync::Arc;
 
 /// An observer: told what happened; only `pre_tool_call` may answer (a block message).
+/// Every hook is async, so an observer may wait (on an out-of-process plugin host, say)
+/// without blocking a runtime worker.
+#[async_trait::async_trait]
 pub trait Observer: Send + Sync {
     fn name(&self) -> &str;
-    fn pre_api_request(&self, _payload: &Value) {}
-    fn post_api_request(&self, _payload: &Value) {}
-    fn api_request_error(&self, _payload: &Value) {}
+    async fn pre_api_request(&self, _payload: &Value) {}
+    async fn post_api_request(&self, _payload: &Value) {}
+    async fn api_request_error(&self, _payload: &Value) {}
     /// `Some(message)` blocks the tool call; the message becomes its result.
-    fn pre_tool_call(&self, _payload: &Value) -> Option<String> {
+    async fn pre_tool_call(&self, _payload: &Value) -> Option<String> {
         None
     }
-    fn post_tool_call(&self, _payload: &Value) {}
+    async fn post_tool_call(&self, _payload: &Value) {}
     /// A new conversation starts (its first turn).
-    fn on_session_start(&self, _payload: &Value) {}
+    async fn on_session_start(&self, _payload: &Value) {}
     /// Once per turn before the first API call; returned text is added to the current
     /// user message for the API (never to the system prompt).
-    fn pre_llm_call(&self, _payload: &Value) -> Option<String> {
+    async fn pre_llm_call(&self, _payload: &Value) -> Option<String> {
         None
     }
     /// The first string returned replaces a tool's result before it enters the conversation.
-    fn transform_tool_result(&self, _payload: &Value) -> Option<String> {
+    async fn transform_tool_result(&self, _payload: &Value) -> Option<String> {
         None
     }
     /// The first non-empty string returned replaces the turn's final answer.
-    fn transform_llm_output(&self, _payload: &Value) -> Option<String> {
+    async fn transform_llm_output(&self, _payload: &Value) -> Option<String> {
         None
     }
-    fn post_llm_call(&self, _payload: &Value) {}
-    fn on_session_end(&self, _payload: &Value) {}
+    async fn post_llm_call(&self, _payload: &Value) {}
+    async fn on_session_end(&self, _payload: &Value) {}
+}
+
+/// The observer hooks that only listen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    PreApiRequest,
+    PostApiRequest,
+    ApiRequestError,
+    PostToolCall,
+    SessionStart,
+    PostLlmCall,
+    SessionEnd,
+}
+
+/// The observer hooks that may answer with text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    PreToolCall,
+    PreLlmCall,
+    TransformToolResult,
+    TransformLlmOutput,
 }
 
 /// Everything registered for an agent, in registration order.
@@ -48,9 +72,33 @@ pub struct Plugins {
 }
 
 impl Plugins {
-    pub fn fire(&self, f: impl Fn(&dyn Observer)) {
+    /// Tells every observer, in registration order.
+    pub async fn notify(&self, notice: Notice, payload: &Value) {
         for o in &self.observers {
-            f(o.as_ref());
+            match notice {
+                Notice::PreApiRequest => o.pre_api_request(payload).await,
+                Notice::PostApiRequest => o.post_api_request(payload).await,
+                Notice::ApiRequestError => o.api_request_error(payload).await,
+                Notice::PostToolCall => o.post_tool_call(payload).await,
+                Notice::SessionStart => o.on_session_start(payload).await,
+                Notice::PostLlmCall => o.post_llm_call(payload).await,
+                Notice::SessionEnd => o.on_session_end(payload).await,
+            }
         }
+    }
+
+    /// Every observer's answer, in registration order (`None`s left out).
+    pub async fn answers(&self, ask: Ask, payload: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        for o in &self.observers {
+            let answer = match ask {
+                Ask::PreToolCall => o.pre_tool_call(payload).await,
+                Ask::PreLlmCall => o.pre_llm_call(payload).await,
+                Ask::TransformToolResult => o.transform_tool_result(payload).await,
+                Ask::TransformLlmOutput => o.transform_llm_output(payload).await,
+            };
+            out.extend(answer);
+        }
+        out
     }
 }

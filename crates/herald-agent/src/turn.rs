@@ -7,7 +7,7 @@ use crate::event::AgentEvent;
 use crate::middleware::{
     Kind, MiddlewareError, RequestPass, Terminal, run_execution_chain, run_request_chain,
 };
-use crate::plugins::Plugins;
+use crate::plugins::{Ask, Notice, Plugins};
 use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, cap_result, spec_of, wrap_untrusted};
 use herald_llm::{DeltaEvent, Endpoint, LlmClient, RetryConfig};
 use herald_llm::{ErrorClass, LlmError};
@@ -179,15 +179,11 @@ impl Agent {
             "user_message": user.content,
         });
         if history.is_empty() {
-            plugins.fire(|o| o.on_session_start(&hook_base));
+            plugins.notify(Notice::SessionStart, &hook_base).await;
         }
         // Context from pre_llm_call rides on the user message sent to the API only.
-        let context: Vec<String> = plugins
-            .observers
-            .iter()
-            .filter_map(|o| o.pre_llm_call(&hook_base))
-            .filter(|c| !c.trim().is_empty())
-            .collect();
+        let mut context = plugins.answers(Ask::PreLlmCall, &hook_base).await;
+        context.retain(|c| !c.trim().is_empty());
         let emitted_user = user.clone();
         let mut user = user;
         if !context.is_empty() {
@@ -370,7 +366,10 @@ impl Agent {
                     continue;
                 }
                 if !last_text.is_empty() {
-                    let text = self.transformed(&last_text).unwrap_or(last_text.clone());
+                    let text = self
+                        .transformed(&last_text)
+                        .await
+                        .unwrap_or(last_text.clone());
                     result.final_response = text.clone();
                     let answer = ChatMessage::text(Role::Assistant, text);
                     events(AgentEvent::MessageAppended(answer.clone()));
@@ -387,7 +386,7 @@ impl Agent {
             }
             let mut final_message = message;
             final_message.tool_calls.clear();
-            let text = match self.transformed(&text) {
+            let text = match self.transformed(&text).await {
                 Some(t) => {
                     final_message.content = Some(t.clone());
                     t
@@ -417,8 +416,8 @@ impl Agent {
             "interrupted": result.interrupted,
             "response": result.final_response,
         });
-        self.config.plugins.fire(|o| o.post_llm_call(&end));
-        self.config.plugins.fire(|o| o.on_session_end(&end));
+        self.config.plugins.notify(Notice::PostLlmCall, &end).await;
+        self.config.plugins.notify(Notice::SessionEnd, &end).await;
         if result.completed {
             events(AgentEvent::TurnCompleted {
                 final_response: result.final_response.clone(),
@@ -435,13 +434,14 @@ impl Agent {
 
     /// The answer as `transform_llm_output` observers rewrite it (the first non-empty
     /// rewrite wins), or `None` when none does.
-    fn transformed(&self, response: &str) -> Option<String> {
+    async fn transformed(&self, response: &str) -> Option<String> {
         let payload = json!({"session_id": self.config.session_id, "platform": self.config.platform, "response": response});
         self.config
             .plugins
-            .observers
-            .iter()
-            .find_map(|o| o.transform_llm_output(&payload).filter(|t| !t.is_empty()))
+            .answers(Ask::TransformLlmOutput, &payload)
+            .await
+            .into_iter()
+            .find(|t| !t.is_empty())
     }
 
     /// Appends queued steer text to the last tool result, if the conversation ends in one.
@@ -641,6 +641,7 @@ impl Agent {
                     &fields,
                     &plugins.reporter,
                 )
+                .await
             };
             let trace = Value::Array(pass.trace.clone());
             let mut observed = fields.clone();
@@ -648,7 +649,7 @@ impl Agent {
             observed.insert("middleware_trace".into(), trace.clone());
             observed.insert("attempt".into(), json!(attempt));
             let observed = Value::Object(observed);
-            plugins.fire(|o| o.pre_api_request(&observed));
+            plugins.notify(Notice::PreApiRequest, &observed).await;
 
             let outcome = if plugins.llm_execution.is_empty() {
                 let mut on_delta = |d: DeltaEvent| forward_delta(d, events);
@@ -729,7 +730,7 @@ impl Agent {
                         serde_json::to_value(&c).unwrap_or(Value::Null),
                     );
                     let payload = Value::Object(payload);
-                    plugins.fire(|o| o.post_api_request(&payload));
+                    plugins.notify(Notice::PostApiRequest, &payload).await;
                     return Ok(c);
                 }
                 other => {
@@ -752,7 +753,7 @@ impl Agent {
                     };
                     payload.insert("reason".into(), json!(reason));
                     let payload = Value::Object(payload);
-                    plugins.fire(|o| o.api_request_error(&payload));
+                    plugins.notify(Notice::ApiRequestError, &payload).await;
                     if !retryable {
                         return Err(e);
                     }
@@ -808,6 +809,7 @@ async fn run_tool_pipeline(
             &fields,
             &plugins.reporter,
         )
+        .await
     };
     let trace = Value::Array(pass.trace.clone());
     let mut observed = fields.clone();
@@ -815,10 +817,11 @@ async fn run_tool_pipeline(
     observed.insert("middleware_trace".into(), trace.clone());
     let observed_value = Value::Object(observed.clone());
     let block = plugins
-        .observers
-        .iter()
-        .find_map(|o| o.pre_tool_call(&observed_value));
-    let post = |status: &str, result: &str, error_type: Option<&str>| {
+        .answers(Ask::PreToolCall, &observed_value)
+        .await
+        .into_iter()
+        .next();
+    let post_payload = |status: &str, result: &str, error_type: Option<&str>| {
         let mut p = observed.clone();
         p.insert("status".into(), json!(status));
         p.insert("result".into(), json!(result));
@@ -829,12 +832,12 @@ async fn run_tool_pipeline(
         if let Some(t) = error_type {
             p.insert("error_type".into(), json!(t));
         }
-        let p = Value::Object(p);
-        plugins.fire(|o| o.post_tool_call(&p));
+        Value::Object(p)
     };
     if let Some(message) = block {
         let out = json!({ "error": message }).to_string();
-        post("blocked", &out, Some("plugin_block"));
+        let p = post_payload("blocked", &out, Some("plugin_block"));
+        plugins.notify(Notice::PostToolCall, &p).await;
         return (out, true);
     }
     let out = if plugins.tool_execution.is_empty() {
@@ -883,7 +886,7 @@ async fn run_tool_pipeline(
         || serde_json::from_str::<Value>(&out)
             .ok()
             .is_some_and(|v| v.get("error").is_some_and(|e| !e.is_null()));
-    post(
+    let p = post_payload(
         if is_error && status == "ok" {
             "error"
         } else {
@@ -892,13 +895,15 @@ async fn run_tool_pipeline(
         &out,
         error_type,
     );
+    plugins.notify(Notice::PostToolCall, &p).await;
     let mut transform = observed.clone();
     transform.insert("result".into(), json!(out));
     let transform = Value::Object(transform);
     let out = plugins
-        .observers
-        .iter()
-        .find_map(|o| o.transform_tool_result(&transform))
+        .answers(Ask::TransformToolResult, &transform)
+        .await
+        .into_iter()
+        .next()
         .unwrap_or(out);
     let out = cap_result(out, MAX_RESULT_CHARS);
     let out = if tool.untrusted_output() {

@@ -41,11 +41,12 @@ fn agent(
 
 struct SwapModel;
 
+#[async_trait::async_trait]
 impl RequestMiddleware for SwapModel {
     fn name(&self) -> &str {
         "swap-model"
     }
-    fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
+    async fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
         let mut req = fields["request"].clone();
         req["model"] = json!("routed-model");
         Ok(Some(
@@ -60,30 +61,31 @@ struct Recorder {
     block_tools: bool,
 }
 
+#[async_trait::async_trait]
 impl Observer for Recorder {
     fn name(&self) -> &str {
         "recorder"
     }
-    fn pre_api_request(&self, p: &Value) {
+    async fn pre_api_request(&self, p: &Value) {
         self.seen
             .lock()
             .unwrap()
             .push(("pre_api_request".into(), p.clone()));
     }
-    fn api_request_error(&self, p: &Value) {
+    async fn api_request_error(&self, p: &Value) {
         self.seen
             .lock()
             .unwrap()
             .push(("api_request_error".into(), p.clone()));
     }
-    fn pre_tool_call(&self, p: &Value) -> Option<String> {
+    async fn pre_tool_call(&self, p: &Value) -> Option<String> {
         self.seen
             .lock()
             .unwrap()
             .push(("pre_tool_call".into(), p.clone()));
         self.block_tools.then(|| "tools are off today".to_owned())
     }
-    fn post_tool_call(&self, p: &Value) {
+    async fn post_tool_call(&self, p: &Value) {
         self.seen
             .lock()
             .unwrap()
@@ -169,11 +171,12 @@ async fn llm_middleware_replaces_the_request_and_reruns_on_retry_with_the_same_i
 
 struct Rewrite;
 
+#[async_trait::async_trait]
 impl RequestMiddleware for Rewrite {
     fn name(&self) -> &str {
         "pin-workdir"
     }
-    fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
+    async fn call(&self, fields: &Map<String, Value>) -> Result<Option<Value>, String> {
         let mut args = fields["args"].clone();
         args["command"] = json!("rm -rf build && pwd");
         Ok(Some(json!({"args": args, "source": "rewriter"})))
@@ -295,27 +298,28 @@ struct Hooks {
     calls: Mutex<Vec<String>>,
 }
 
+#[async_trait::async_trait]
 impl Observer for Hooks {
     fn name(&self) -> &str {
         "hooks"
     }
-    fn on_session_start(&self, _p: &Value) {
+    async fn on_session_start(&self, _p: &Value) {
         self.calls.lock().unwrap().push("on_session_start".into());
     }
-    fn pre_llm_call(&self, _p: &Value) -> Option<String> {
+    async fn pre_llm_call(&self, _p: &Value) -> Option<String> {
         self.calls.lock().unwrap().push("pre_llm_call".into());
         Some("Context: the user prefers short answers.".into())
     }
-    fn transform_tool_result(&self, p: &Value) -> Option<String> {
+    async fn transform_tool_result(&self, p: &Value) -> Option<String> {
         Some(format!("[redacted {}]", p["tool_name"].as_str().unwrap()))
     }
-    fn transform_llm_output(&self, p: &Value) -> Option<String> {
+    async fn transform_llm_output(&self, p: &Value) -> Option<String> {
         Some(format!("{} (checked)", p["response"].as_str().unwrap()))
     }
-    fn post_llm_call(&self, _p: &Value) {
+    async fn post_llm_call(&self, _p: &Value) {
         self.calls.lock().unwrap().push("post_llm_call".into());
     }
-    fn on_session_end(&self, _p: &Value) {
+    async fn on_session_end(&self, _p: &Value) {
         self.calls.lock().unwrap().push("on_session_end".into());
     }
 }
@@ -379,5 +383,61 @@ async fn turn_level_hooks() {
             "post_llm_call",
             "on_session_end"
         ]
+    );
+}
+
+/// An observer that waits (as one behind an out-of-process plugin host does).
+struct Waits {
+    ticks: Arc<std::sync::atomic::AtomicU32>,
+    seen: Mutex<Option<(u32, u32)>>,
+}
+
+#[async_trait::async_trait]
+impl Observer for Waits {
+    fn name(&self) -> &str {
+        "waits"
+    }
+    async fn pre_api_request(&self, _p: &Value) {
+        let before = self.ticks.load(std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let after = self.ticks.load(std::sync::atomic::Ordering::SeqCst);
+        *self.seen.lock().unwrap() = Some((before, after));
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_observer_that_waits_does_not_block_the_runtime() {
+    let provider = FakeProvider::start(vec![Scripted::text("ok")]);
+    let dir = tempfile::tempdir().unwrap();
+    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticker = {
+        let ticks = ticks.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    let waits = Arc::new(Waits {
+        ticks,
+        seen: Mutex::new(None),
+    });
+    let a = agent(
+        &provider,
+        &[],
+        dir.path(),
+        Plugins {
+            observers: vec![waits.clone()],
+            ..Default::default()
+        },
+    );
+    let r = a.run_turn(&[], "hi", &mut |_| {}).await;
+    ticker.abort();
+    assert!(r.completed);
+    let (before, after) = waits.seen.lock().unwrap().unwrap();
+    assert!(
+        after > before + 3,
+        "other tasks ran while the hook waited: {before} -> {after}"
     );
 }
