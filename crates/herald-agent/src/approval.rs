@@ -18,12 +18,22 @@ pub enum Decision {
     Deny,
 }
 
+/// One question put to a human.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApprovalRequest<'a> {
+    /// The request's id (the tool call's id): an answer that comes back later, over HTTP
+    /// or JSON-RPC, is matched to its request by it.
+    pub id: &'a str,
+    pub command: &'a str,
+    /// Why the command needs approval.
+    pub reason: &'a str,
+}
+
 /// Asks a human (CLI prompt, API, RPC ...).
 pub trait Approver: Send + Sync {
     fn ask<'a>(
         &'a self,
-        command: &'a str,
-        reason: &'a str,
+        request: ApprovalRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
 }
 
@@ -195,13 +205,14 @@ impl Approvals {
         Self::new(false, Vec::new(), None)
     }
 
-    /// Runs the pipeline for one command.
+    /// Runs the pipeline for one command (a request without an id).
     pub async fn check(&self, command: &str) -> Verdict {
-        self.check_with(command, |_| {}).await
+        self.check_with("", command, |_| {}).await
     }
 
-    /// [`Approvals::check`], calling `on_ask(reason)` just before a human is asked.
-    pub async fn check_with(&self, command: &str, on_ask: impl FnOnce(&str)) -> Verdict {
+    /// [`Approvals::check`] for the request `id`, calling `on_ask(reason)` just before a
+    /// human is asked.
+    pub async fn check_with(&self, id: &str, command: &str, on_ask: impl FnOnce(&str)) -> Verdict {
         if let Some(why) = hard_line(command) {
             return Verdict::Blocked(format!("BLOCKED: {why} is never allowed."));
         }
@@ -241,7 +252,16 @@ impl Approvals {
             ));
         };
         on_ask(why);
-        match tokio::time::timeout(self.timeout, approver.ask(command, why)).await {
+        match tokio::time::timeout(
+            self.timeout,
+            approver.ask(ApprovalRequest {
+                id,
+                command,
+                reason: why,
+            }),
+        )
+        .await
+        {
             Ok(Decision::Once) => Verdict::Allowed,
             Ok(Decision::Session) => {
                 if let Ok(mut s) = self.session_allowed.lock() {

@@ -13,7 +13,7 @@ pub mod tools;
 pub mod toolsets;
 pub mod turn;
 
-pub use approval::{Approvals, Approver, Decision, Verdict};
+pub use approval::{ApprovalRequest, Approvals, Approver, Decision, Verdict};
 pub use event::AgentEvent;
 pub use plugins::{Ask, Notice, Observer, Plugins};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};

@@ -31,9 +31,17 @@ pub trait Clarifier: Send + Sync {
     /// The answer, or `None` when no answer came.
     fn ask<'a>(
         &'a self,
-        question: &'a str,
-        choices: &'a [String],
+        request: ClarifyRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
+}
+
+/// One question the model puts to a human (`clarify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClarifyRequest<'a> {
+    /// The request's id (the tool call's id), to match an answer that comes back later.
+    pub id: &'a str,
+    pub question: &'a str,
+    pub choices: &'a [String],
 }
 
 impl ToolContext {

@@ -191,9 +191,9 @@ struct TerminalClarifier(LineInput, StatusLine);
 impl herald_agent::tool::Clarifier for TerminalClarifier {
     fn ask<'a>(
         &'a self,
-        question: &'a str,
-        choices: &'a [String],
+        request: herald_agent::tool::ClarifyRequest<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
+        let (question, choices) = (request.question, request.choices);
         Box::pin(async move {
             self.1.hide();
             eprintln!("\n? {question}");
@@ -219,12 +219,14 @@ struct TerminalApprover(LineInput, StatusLine);
 impl Approver for TerminalApprover {
     fn ask<'a>(
         &'a self,
-        command: &'a str,
-        reason: &'a str,
+        request: herald_agent::ApprovalRequest<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
             self.1.hide();
-            eprintln!("\n⚠ approval needed ({reason}):\n  {command}");
+            eprintln!(
+                "\n⚠ approval needed ({}):\n  {}",
+                request.reason, request.command
+            );
             let answer = self
                 .0
                 .read("[o]nce / [s]ession / [a]lways / [d]eny? ".to_owned())

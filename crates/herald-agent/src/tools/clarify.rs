@@ -27,7 +27,12 @@ impl Tool for Clarify {
                 call_id: ctx.call_id.clone(),
                 question: question.clone(),
             });
-            match clarifier.ask(&question, &choices).await {
+            let request = crate::tool::ClarifyRequest {
+                id: &ctx.call_id,
+                question: &question,
+                choices: &choices,
+            };
+            match clarifier.ask(request).await {
                 Some(answer) => json!({ "answer": answer }).to_string(),
                 None => json!({"answer": null, "error": "No answer came; proceed with your best judgement and state your assumptions."}).to_string(),
             }

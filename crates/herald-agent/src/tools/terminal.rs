@@ -50,7 +50,11 @@ impl Tool for Terminal {
                     reason: reason.to_owned(),
                 })
             };
-            if let Verdict::Blocked(why) = ctx.approvals.check_with(command, on_ask).await {
+            if let Verdict::Blocked(why) = ctx
+                .approvals
+                .check_with(&ctx.call_id, command, on_ask)
+                .await
+            {
                 return json!({"output": "", "exit_code": null, "error": why, "status": "blocked"})
                     .to_string();
             }

@@ -481,22 +481,24 @@ struct AnswerWith(&'static str);
 impl herald_agent::tool::Clarifier for AnswerWith {
     fn ask<'a>(
         &'a self,
-        _q: &'a str,
-        _c: &'a [String],
+        request: herald_agent::tool::ClarifyRequest<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
+        assert_eq!(request.id, "q1", "asked with the request's id");
         Box::pin(async move { Some(self.0.to_owned()) })
     }
 }
 
-struct Approve;
+/// Approves, recording the ids of the requests it was asked.
+#[derive(Default)]
+struct Approve(Arc<std::sync::Mutex<Vec<String>>>);
 
 impl herald_agent::Approver for Approve {
     fn ask<'a>(
         &'a self,
-        _c: &'a str,
-        _r: &'a str,
+        request: herald_agent::ApprovalRequest<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = herald_agent::Decision> + Send + 'a>>
     {
+        self.0.lock().unwrap().push(request.id.to_owned());
         Box::pin(async { herald_agent::Decision::Once })
     }
 }
@@ -516,7 +518,12 @@ async fn clarify_and_approval_requests_reach_the_front_door() {
     ]);
     let mut agent = agent_with(&provider, &["clarify", "terminal"], dir.path(), 10);
     agent.config.clarifier = Some(Arc::new(AnswerWith("blue")));
-    agent.config.approvals = Arc::new(Approvals::new(false, vec![], Some(Box::new(Approve))));
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    agent.config.approvals = Arc::new(Approvals::new(
+        false,
+        vec![],
+        Some(Box::new(Approve(asked.clone()))),
+    ));
     let mut events = Vec::new();
     let r = agent.run_turn(&[], "go", &mut |e| events.push(e)).await;
     assert!(r.completed);
@@ -524,8 +531,10 @@ async fn clarify_and_approval_requests_reach_the_front_door() {
         |e| matches!(e, AgentEvent::ClarifyRequested { question, .. } if question == "Which color?")
     ));
     assert!(events.iter().any(
-        |e| matches!(e, AgentEvent::ApprovalRequested { command, .. } if command == "rm -rf old")
+        |e| matches!(e, AgentEvent::ApprovalRequested { command, call_id, .. } if command == "rm -rf old" && call_id == "t1")
     ));
+    // The approver is asked with the request's id, the same as the event's.
+    assert_eq!(*asked.lock().unwrap(), ["t1"]);
     assert_eq!(
         tool_message(&provider.requests()[1].body, "q1")["content"],
         json!({"answer": "blue"}).to_string()
