@@ -7,6 +7,7 @@ pub mod event;
 pub mod guardrails;
 pub mod middleware;
 pub mod plugins;
+pub mod process_group;
 pub mod skills;
 pub mod tool;
 pub mod tools;

@@ -40,10 +40,8 @@ pub fn become_subreaper() -> std::io::Result<()> {
 /// Kills the script's process group, its descendants and every process carrying the
 /// run's marker. Returns how many processes outside the group were found.
 pub fn kill_run(root: Option<u32>, marker: &str) -> usize {
+    herald_agent::process_group::kill_group(root);
     let root = root.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0);
-    if let Some(pid) = root {
-        signal(-pid);
-    }
     let wanted = format!("{RUN_MARKER_VAR}={marker}");
     let mut found_total = 0;
     for _ in 0..ROUNDS {
@@ -53,17 +51,10 @@ pub fn kill_run(root: Option<u32>, marker: &str) -> usize {
         }
         found_total += found.len();
         for pid in found {
-            signal(pid);
+            herald_agent::process_group::kill(pid);
         }
     }
     found_total
-}
-
-fn signal(pid: i32) {
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    }
 }
 
 /// The live processes below `root` or carrying `marker` (never herald itself).

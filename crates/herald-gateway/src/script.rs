@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 
 /// Most stdout bytes taken from a script; more is a failure.
 pub const MAX_STDOUT_BYTES: usize = 1 << 20;
@@ -112,14 +111,10 @@ pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("sh") || e.eq_ignore_ascii_case("bash"));
-    let mut cmd = Command::new(if is_shell { "bash" } else { "python3" });
+    let mut cmd = herald_agent::process_group::command(if is_shell { "bash" } else { "python3" });
     cmd.arg(path)
         .current_dir(path.parent().unwrap_or(Path::new("/")))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stdin(Stdio::piped());
     let marker = process_tree::new_run_marker();
     cmd.env(process_tree::RUN_MARKER_VAR, &marker);
     // SAFETY: the closure only makes a syscall (prctl), which is async-signal-safe.

@@ -111,16 +111,8 @@ impl Jobs {
             .lock()
             .ok()
             .and_then(|g| g.get(id).filter(|j| !j.finished).and_then(|j| j.pid));
-        match pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) {
-            Some(pid) => {
-                // SAFETY: kill(2) on the job's own process group.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-                true
-            }
-            None => false,
-        }
+        crate::process_group::kill_group(pid);
+        pid.is_some()
     }
 }
 

@@ -5,7 +5,6 @@ use super::error_result;
 use crate::approval::Verdict;
 use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, ToolFuture, cap_result};
 use serde_json::{Value, json};
-use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
@@ -81,15 +80,10 @@ impl Tool for Terminal {
 
 /// `bash -c command` in its own process group, output piped, killed when dropped.
 pub fn spawn_bash(command: &str, cwd: &std::path::Path) -> std::io::Result<tokio::process::Child> {
-    tokio::process::Command::new("bash")
+    crate::process_group::command("bash")
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
         .spawn()
 }
 
@@ -133,11 +127,11 @@ async fn run_command(
     let outcome = tokio::select! {
         r = tokio::time::timeout(timeout, collect) => r.ok(),
         () = interrupted => {
-            kill_group(pid);
+            crate::process_group::kill_group(pid);
             return json!({"output": "", "exit_code": null, "error": "cancelled: the turn was interrupted", "status": "cancelled"}).to_string();
         }
     };
-    kill_group(pid);
+    crate::process_group::kill_group(pid);
     let Some((o, e, status)) = outcome else {
         return json!({"output": "", "exit_code": null, "error": format!("timed out after {}s and was killed", timeout.as_secs()), "status": "timeout"}).to_string();
     };
@@ -156,14 +150,5 @@ async fn run_command(
                 .to_string()
         }
         Err(e) => error_result(format!("waiting for the command failed: {e}")),
-    }
-}
-
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) {
-        // SAFETY: kill(2) on the process group created with process_group(0).
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
     }
 }
