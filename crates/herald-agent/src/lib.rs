@@ -7,10 +7,8 @@ pub mod event;
 pub mod guardrails;
 pub mod middleware;
 pub mod plugins;
-pub mod process_group;
 pub mod skills;
 pub mod tool;
-pub mod tools;
 pub mod toolsets;
 pub mod turn;
 

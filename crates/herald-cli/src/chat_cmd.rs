@@ -541,7 +541,7 @@ async fn interactive(
     profile: Arc<Runtime>,
 ) -> anyhow::Result<ExitCode> {
     eprintln!("herald chat — /help for commands, /quit to leave");
-    let ctrl_c = CtrlC::watch(agent.handle());
+    let ctrl_c = CtrlC::watch();
     loop {
         let line = match input.read_input("› ".to_owned()).await {
             Input::End => return Ok(ExitCode::SUCCESS),
@@ -598,9 +598,10 @@ async fn interactive(
     }
 }
 
-/// Ctrl-C in an interactive session: during a turn it stops the turn; at an empty prompt
-/// the second one leaves. A terminal in raw mode reports Ctrl-C as input ([`Input::
-/// Interrupted`]); a plain one sends SIGINT, which this watches for the whole session.
+/// Ctrl-C in an interactive session at an empty prompt: the second one leaves (during a
+/// turn, the turn's own handler stops the turn). A terminal in raw mode reports Ctrl-C as
+/// input ([`Input::Interrupted`]); a plain one sends SIGINT, which this watches for the
+/// whole session.
 struct CtrlC {
     state: Arc<CtrlCState>,
 }
@@ -612,17 +613,17 @@ struct CtrlCState {
 }
 
 impl CtrlC {
-    fn watch(handle: herald_agent::AgentHandle) -> CtrlC {
+    /// Watches SIGINT between turns; during a turn the turn's own handler stops it (a
+    /// second interrupt from here could outlive the turn and stop the next one).
+    fn watch() -> CtrlC {
         let state = Arc::new(CtrlCState::default());
         let watched = state.clone();
         tokio::spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
-                if watched
+                let running = watched
                     .turn_running
-                    .load(std::sync::atomic::Ordering::SeqCst)
-                {
-                    handle.interrupt();
-                } else {
+                    .load(std::sync::atomic::Ordering::SeqCst);
+                if !running {
                     CtrlC::count(&watched);
                 }
             }

@@ -5,7 +5,7 @@
 
 use crate::approvals::ApprovalPolicy;
 use crate::model_select::{self, SelectError};
-use herald_agent::skills::{self, SkillLibrary};
+use herald_agent::skills::SkillLibrary;
 use herald_agent::{Tool, ToolRegistry, toolsets};
 use herald_config::{AgentSettings, Config, Home, process_env};
 use herald_llm::{Endpoint, RetryConfig};
@@ -204,14 +204,14 @@ fn tool_registry(
 ) -> ToolRegistry {
     let terminal_timeout = settings
         .terminal_timeout_secs
-        .map_or(herald_agent::tools::terminal::DEFAULT_TIMEOUT, |s| {
+        .map_or(herald_tools::terminal::DEFAULT_TIMEOUT, |s| {
             std::time::Duration::from_secs(s.max(1))
         });
-    let mut registry = herald_agent::tools::registry_with_terminal_timeout(terminal_timeout);
-    registry.register(Arc::new(skills::SkillsList {
+    let mut registry = herald_tools::registry_with_terminal_timeout(terminal_timeout);
+    registry.register(Arc::new(herald_tools::skills::SkillsList {
         library: skills.clone(),
     }));
-    registry.register(Arc::new(skills::SkillView {
+    registry.register(Arc::new(herald_tools::skills::SkillView {
         library: skills.clone(),
     }));
     herald_tools::register_web_tools(&mut registry, &web_settings(settings));

@@ -1,8 +1,17 @@
-//! Network tools for the agent core, implementing `herald_agent::Tool`: `web_search`
-//! (SearXNG or Tavily, chosen in config) and `web_extract` (pages as text, refusing
-//! loopback, private, link-local and metadata addresses unless config allows them).
-//! Both return third-party text, so the turn loop wraps their results as untrusted.
+//! The agent's built-in tools, implementing `herald_agent::Tool`: on the local machine
+//! `terminal` (with the approval pipeline), `process` (background jobs), `read_file`,
+//! `write_file`, `patch`, `search_files` and `clarify`; the skills tools `skills_list` and
+//! `skill_view`; and on the network `web_search` (SearXNG or Tavily, chosen in config),
+//! `web_extract` (pages as text, refusing loopback, private, link-local and metadata
+//! addresses unless config allows them) and `vision_analyze`. Web results are third-party
+//! text, so the turn loop wraps them as untrusted.
 
+pub mod clarify;
+pub mod files;
+pub mod process;
+pub mod process_group;
+pub mod skills;
+pub mod terminal;
 pub mod url_safety;
 pub mod vision;
 pub mod web;
@@ -12,6 +21,33 @@ pub use web::{SearchBackend, WebExtract, WebSearch};
 
 use herald_agent::ToolRegistry;
 use std::sync::Arc;
+
+/// A registry with the built-in local tools (terminal's default time limit 180 s).
+pub fn builtin_registry() -> ToolRegistry {
+    registry_with_terminal_timeout(terminal::DEFAULT_TIMEOUT)
+}
+
+/// The built-in local tools with `terminal.timeout` as the default command limit.
+pub fn registry_with_terminal_timeout(default_timeout: std::time::Duration) -> ToolRegistry {
+    let mut r = ToolRegistry::new();
+    let jobs = process::Jobs::default();
+    r.register(Arc::new(terminal::Terminal {
+        jobs: jobs.clone(),
+        default_timeout,
+    }));
+    r.register(Arc::new(process::Process { jobs }));
+    r.register(Arc::new(files::ReadFile));
+    r.register(Arc::new(files::WriteFile));
+    r.register(Arc::new(files::Patch));
+    r.register(Arc::new(files::SearchFiles));
+    r.register(Arc::new(clarify::Clarify));
+    r
+}
+
+/// A JSON error result.
+pub fn error_result(message: impl std::fmt::Display) -> String {
+    serde_json::json!({ "error": message.to_string() }).to_string()
+}
 
 /// Settings for the web tools (config `web:` block and environment).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -4,10 +4,10 @@
 use herald_agent::middleware::{
     BoxFut, ExecutionMiddleware, MiddlewareError, Next, RequestMiddleware,
 };
-use herald_agent::tools::builtin_registry;
 use herald_agent::{Agent, AgentConfig, Approvals, Observer, Plugins};
 use herald_llm::{Endpoint, LlmError, RetryConfig};
 use herald_test_support::{FakeProvider, Scripted};
+use herald_tools::builtin_registry;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

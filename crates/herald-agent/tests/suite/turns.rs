@@ -1,9 +1,9 @@
-use herald_agent::tools::builtin_registry;
 use herald_agent::turn::{STEER_MARKER, SUMMARY_REQUEST};
 use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Tool, ToolContext};
 use herald_llm::{Endpoint, RetryConfig};
 use herald_protocol::ChatMessage;
 use herald_test_support::{FakeProvider, Scripted};
+use herald_tools::builtin_registry;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

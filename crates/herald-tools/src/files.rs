@@ -1,8 +1,8 @@
 //! `read_file` and `write_file`, with the path rules: writes to credential folders and
 //! system directories are refused.
 
-use super::error_result;
-use crate::tool::{Tool, ToolContext, ToolFuture, cap_result};
+use crate::error_result;
+use herald_agent::tool::{Tool, ToolContext, ToolFuture, cap_result};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

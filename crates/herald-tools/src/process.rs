@@ -1,8 +1,8 @@
 //! Background commands: `terminal` with `background: true` starts a job; `process`
 //! lists, polls, reads, waits for and kills jobs.
 
-use super::error_result;
-use crate::tool::{Tool, ToolContext, ToolFuture};
+use crate::error_result;
+use herald_agent::tool::{Tool, ToolContext, ToolFuture};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

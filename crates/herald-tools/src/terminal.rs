@@ -1,9 +1,9 @@
 //! `terminal`: runs a shell command locally after the approval pipeline, with a time
 //! limit that kills the whole process group, and output capped head + tail.
 
-use super::error_result;
-use crate::approval::Verdict;
-use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, ToolFuture, cap_result};
+use crate::error_result;
+use herald_agent::approval::Verdict;
+use herald_agent::tool::{MAX_RESULT_CHARS, Tool, ToolContext, ToolFuture, cap_result};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -43,7 +43,7 @@ impl Tool for Terminal {
                 return error_result("`command` is required");
             };
             let on_ask = |reason: &str| {
-                ctx.notify(crate::AgentEvent::ApprovalRequested {
+                ctx.notify(herald_agent::AgentEvent::ApprovalRequested {
                     call_id: ctx.call_id.clone(),
                     command: command.to_owned(),
                     reason: reason.to_owned(),
