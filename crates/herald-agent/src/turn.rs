@@ -165,52 +165,18 @@ impl Agent {
     ) -> TurnResult {
         // A stop sent before the turn starts is honoured: the flag is cleared when a
         // turn ends, not when one begins.
-        let user = ChatMessage::user(strip_invalid(user_message));
-        let mut messages: Vec<ChatMessage> = Vec::with_capacity(history.len() + 2);
-        messages.push(ChatMessage::system(self.config.system_prompt.clone()));
-        messages.extend(history.iter().cloned());
-        let turn_start = messages.len();
-        events(AgentEvent::MessageAppended(user.clone()));
-        let plugins = &self.config.plugins;
-        let hook_base = json!({
-            "session_id": self.config.session_id,
-            "platform": self.config.platform,
-            "model": self.config.endpoint.model,
-            "user_message": user.content,
-        });
-        if history.is_empty() {
-            plugins.notify(Notice::SessionStart, &hook_base).await;
-        }
-        // Context from pre_llm_call rides on the user message sent to the API only.
-        let mut context = plugins.answers(Ask::PreLlmCall, &hook_base).await;
-        context.retain(|c| !c.trim().is_empty());
-        let emitted_user = user.clone();
-        let mut user = user;
-        if !context.is_empty() {
-            let content = user.content.get_or_insert_with(String::new);
-            content.push_str("\n\n");
-            content.push_str(&context.join("\n\n"));
-        }
-        messages.push(user);
+        let Opened {
+            mut messages,
+            turn_start,
+            user,
+        } = self.open_turn(history, user_message, events).await;
         let specs: Vec<_> = self
             .config
             .tools
             .iter()
             .map(|t| spec_of(t.as_ref()))
             .collect();
-        let task_id = uuid::Uuid::new_v4().to_string();
-        let short: String = uuid::Uuid::new_v4()
-            .simple()
-            .to_string()
-            .chars()
-            .take(8)
-            .collect();
-        let session_label = if self.config.session_id.is_empty() {
-            "session"
-        } else {
-            &self.config.session_id
-        };
-        let turn_id = format!("{session_label}:{task_id}:{short}");
+        let (task_id, turn_id) = self.new_turn_id();
         let mut result = TurnResult::default();
         let mut empty_strikes = 0;
         let mut json_strikes = 0;
@@ -238,31 +204,25 @@ impl Agent {
                 api_call_count: result.api_calls,
                 task_id: task_id.clone(),
             };
-            let mut partial = String::new();
-            let call = {
-                let mut tracking = |e: AgentEvent| {
-                    if let AgentEvent::MessageDelta(t) = &e {
-                        partial.push_str(t);
+            let call = match self
+                .call_unless_interrupted(&messages, tools, &ids, events)
+                .await
+            {
+                Called::Done(call) => call,
+                Called::Interrupted(partial) => {
+                    // The stream was dropped; what arrived is kept, marked.
+                    if !partial.trim().is_empty() {
+                        let kept = ChatMessage::text(
+                            Role::Assistant,
+                            format!("{partial}{INTERRUPTED_MARK}"),
+                        );
+                        events(AgentEvent::MessageAppended(kept.clone()));
+                        messages.push(kept);
+                        result.final_response = partial;
                     }
-                    events(e);
-                };
-                tokio::select! {
-                    biased;
-                    () = self.handle.until_interrupted() => None,
-                    call = self.call_llm(&messages, tools, &ids, &mut tracking) => Some(call),
+                    result.interrupted = true;
+                    break;
                 }
-            };
-            let Some(call) = call else {
-                // Interrupted mid-answer: the stream is dropped; what arrived is kept.
-                if !partial.trim().is_empty() {
-                    let kept =
-                        ChatMessage::text(Role::Assistant, format!("{partial}{INTERRUPTED_MARK}"));
-                    events(AgentEvent::MessageAppended(kept.clone()));
-                    messages.push(kept);
-                    result.final_response = partial;
-                }
-                result.interrupted = true;
-                break;
             };
             let completion = match call {
                 Ok(completion) => completion,
@@ -403,6 +363,107 @@ impl Agent {
             }
             break;
         }
+        self.close_turn(result, messages, turn_start, user, events)
+            .await
+    }
+
+    /// The messages of the API call (system prompt, history, the user message with any
+    /// `pre_llm_call` context) and the user message as the user wrote it; fires
+    /// `on_session_start` on a conversation's first turn.
+    async fn open_turn(
+        &self,
+        history: &[ChatMessage],
+        user_message: &str,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Opened {
+        let user = ChatMessage::user(strip_invalid(user_message));
+        let mut messages: Vec<ChatMessage> = Vec::with_capacity(history.len() + 2);
+        messages.push(ChatMessage::system(self.config.system_prompt.clone()));
+        messages.extend(history.iter().cloned());
+        let turn_start = messages.len();
+        events(AgentEvent::MessageAppended(user.clone()));
+        let plugins = &self.config.plugins;
+        let hook_base = json!({
+            "session_id": self.config.session_id,
+            "platform": self.config.platform,
+            "model": self.config.endpoint.model,
+            "user_message": user.content,
+        });
+        if history.is_empty() {
+            plugins.notify(Notice::SessionStart, &hook_base).await;
+        }
+        // Context from pre_llm_call rides on the user message sent to the API only.
+        let mut context = plugins.answers(Ask::PreLlmCall, &hook_base).await;
+        context.retain(|c| !c.trim().is_empty());
+        let mut sent = user.clone();
+        if !context.is_empty() {
+            let content = sent.content.get_or_insert_with(String::new);
+            content.push_str("\n\n");
+            content.push_str(&context.join("\n\n"));
+        }
+        messages.push(sent);
+        Opened {
+            messages,
+            turn_start,
+            user,
+        }
+    }
+
+    /// A task id and the turn id `<session>:<task>:<8 hex>`.
+    fn new_turn_id(&self) -> (String, String) {
+        let task_id = uuid::Uuid::new_v4().to_string();
+        let short: String = uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .chars()
+            .take(8)
+            .collect();
+        let session_label = if self.config.session_id.is_empty() {
+            "session"
+        } else {
+            &self.config.session_id
+        };
+        let turn_id = format!("{session_label}:{task_id}:{short}");
+        (task_id, turn_id)
+    }
+
+    /// One provider call, dropped at once if the turn is interrupted (with the text that
+    /// had arrived).
+    async fn call_unless_interrupted(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[herald_protocol::ToolSpec],
+        ids: &Ids,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Called {
+        let mut partial = String::new();
+        let mut tracking = |e: AgentEvent| {
+            if let AgentEvent::MessageDelta(t) = &e {
+                partial.push_str(t);
+            }
+            events(e);
+        };
+        let call = tokio::select! {
+            biased;
+            () = self.handle.until_interrupted() => None,
+            call = self.call_llm(messages, tools, ids, &mut tracking) => Some(call),
+        };
+        match call {
+            Some(call) => Called::Done(call),
+            None => Called::Interrupted(partial),
+        }
+    }
+
+    /// Ends a turn: the pending steer, the end hooks, `TurnCompleted`, the turn's
+    /// messages (the user's own words first), and the interrupt flag cleared.
+    async fn close_turn(
+        &self,
+        mut result: TurnResult,
+        mut messages: Vec<ChatMessage>,
+        turn_start: usize,
+        user: ChatMessage,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> TurnResult {
         if result.interrupted {
             // A pending steer is discarded on interrupt.
             let _ = self.handle.take_steer();
@@ -426,7 +487,7 @@ impl Agent {
         result.messages = messages.split_off(turn_start);
         // pre_llm_call context rode on that API call only: what is kept is the user's own.
         if let Some(first) = result.messages.first_mut() {
-            *first = emitted_user;
+            *first = user;
         }
         self.handle.interrupted.store(false, Ordering::SeqCst);
         result
@@ -586,6 +647,20 @@ impl Agent {
             })
             .collect()
     }
+}
+
+/// A turn's opening: the API messages, where the turn's own messages start, and the
+/// user message as written.
+struct Opened {
+    messages: Vec<ChatMessage>,
+    turn_start: usize,
+    user: ChatMessage,
+}
+
+/// A provider call that ran, or the text that had arrived when it was interrupted.
+enum Called {
+    Done(Result<ChatCompletion, LlmError>),
+    Interrupted(String),
 }
 
 /// The ids of one API call within a turn.
