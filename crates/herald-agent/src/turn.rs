@@ -178,11 +178,10 @@ impl Agent {
             .collect();
         let (task_id, turn_id) = self.new_turn_id();
         let mut result = TurnResult::default();
-        let mut empty_strikes = 0;
-        let mut json_strikes = 0;
-        let mut guard = self.config.guard();
-        let mut unknown_strikes = 0;
-        let mut last_text = String::new();
+        let mut state = LoopState {
+            guard: self.config.guard(),
+            ..LoopState::default()
+        };
 
         loop {
             if self.handle.is_interrupted() {
@@ -252,80 +251,26 @@ impl Agent {
                 tool_calls: message.tool_calls.len(),
             });
             if !message.tool_calls.is_empty() && !at_cap {
-                if choice.finish_reason.as_deref() == Some("length")
-                    && message
-                        .tool_calls
-                        .iter()
-                        .any(|c| serde_json::from_str::<Value>(&c.function.arguments).is_err())
-                {
-                    result.partial = true;
-                    result.error = Some("response truncated: the tool call arguments were cut off (finish_reason=length)".into());
-                    events(AgentEvent::TurnFailed {
-                        error: result.error.clone().unwrap_or_default(),
-                    });
-                    break;
-                }
-                // Broken argument JSON: ask again (nothing appended), up to 3 times.
-                if message
-                    .tool_calls
-                    .iter()
-                    .any(|c| parse_args(&c.function.arguments).is_err())
-                    && json_strikes < MAX_INVALID_JSON_RETRIES
-                {
-                    json_strikes += 1;
-                    continue;
-                }
-                // Calls to tools that do not exist, every one of them: a strike.
-                let known = |name: &str| self.config.tools.iter().any(|t| t.name() == name);
-                if message.tool_calls.iter().all(|c| !known(&c.function.name)) {
-                    unknown_strikes += 1;
-                } else {
-                    unknown_strikes = 0;
-                }
-                if !text.trim().is_empty() {
-                    last_text = text;
-                }
-                let calls = message.tool_calls.clone();
-                events(AgentEvent::MessageAppended(message.clone()));
-                messages.push(message);
-                let ids = Ids {
-                    turn_id: turn_id.clone(),
-                    api_request_id: format!("{turn_id}:api:{}", result.api_calls),
-                    api_call_count: result.api_calls,
-                    task_id: task_id.clone(),
+                let step = ToolStep {
+                    message,
+                    truncated: choice.finish_reason.as_deref() == Some("length"),
+                    text,
                 };
-                let results = self.run_tools(&calls, &ids, &mut guard, events).await;
-                let first_result = messages.len();
-                messages.extend(results);
-                if !self.handle.is_interrupted() {
-                    self.deliver_steer(&mut messages);
+                match self
+                    .tool_step(step, &mut state, &mut messages, &mut result, &ids, events)
+                    .await
+                {
+                    Flow::Continue => continue,
+                    Flow::Stop => break,
                 }
-                for m in &messages[first_result..] {
-                    events(AgentEvent::MessageAppended(m.clone()));
-                }
-                if unknown_strikes >= MAX_UNKNOWN_TOOL_STRIKES {
-                    result.partial = true;
-                    result.error = Some(
-                        "the model called only tools that do not exist, three times in a row"
-                            .into(),
-                    );
-                    events(AgentEvent::TurnFailed {
-                        error: result.error.clone().unwrap_or_default(),
-                    });
-                    break;
-                }
-                if self.handle.is_interrupted() {
-                    result.interrupted = true;
-                    break;
-                }
-                continue;
             }
             if text.trim().is_empty() && message.tool_calls.is_empty() {
-                empty_strikes += 1;
-                if empty_strikes < MAX_EMPTY_RESPONSES && !at_cap {
+                state.empty_strikes += 1;
+                if state.empty_strikes < MAX_EMPTY_RESPONSES && !at_cap {
                     continue;
                 }
-                if !last_text.is_empty() {
+                if !state.last_text.is_empty() {
+                    let last_text = state.last_text.clone();
                     let text = self
                         .transformed(&last_text)
                         .await
@@ -365,6 +310,89 @@ impl Agent {
         }
         self.close_turn(result, messages, turn_start, user, events)
             .await
+    }
+
+    /// An assistant message that calls tools: checked (cut-off or broken arguments, only
+    /// unknown tools), appended, its tools run and their results appended.
+    async fn tool_step(
+        &self,
+        step: ToolStep,
+        state: &mut LoopState,
+        messages: &mut Vec<ChatMessage>,
+        result: &mut TurnResult,
+        ids: &Ids,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Flow {
+        let ToolStep {
+            message,
+            truncated,
+            text,
+        } = step;
+        let fail =
+            |result: &mut TurnResult, events: &mut (dyn FnMut(AgentEvent) + Send), error: &str| {
+                result.partial = true;
+                result.error = Some(error.to_owned());
+                events(AgentEvent::TurnFailed {
+                    error: error.to_owned(),
+                });
+                Flow::Stop
+            };
+        if truncated
+            && message
+                .tool_calls
+                .iter()
+                .any(|c| serde_json::from_str::<Value>(&c.function.arguments).is_err())
+        {
+            return fail(
+                result,
+                events,
+                "response truncated: the tool call arguments were cut off (finish_reason=length)",
+            );
+        }
+        // Broken argument JSON: ask again (nothing appended), up to 3 times.
+        if message
+            .tool_calls
+            .iter()
+            .any(|c| parse_args(&c.function.arguments).is_err())
+            && state.json_strikes < MAX_INVALID_JSON_RETRIES
+        {
+            state.json_strikes += 1;
+            return Flow::Continue;
+        }
+        // Calls to tools that do not exist, every one of them: a strike.
+        let known = |name: &str| self.config.tools.iter().any(|t| t.name() == name);
+        if message.tool_calls.iter().all(|c| !known(&c.function.name)) {
+            state.unknown_strikes += 1;
+        } else {
+            state.unknown_strikes = 0;
+        }
+        if !text.trim().is_empty() {
+            state.last_text = text;
+        }
+        let calls = message.tool_calls.clone();
+        events(AgentEvent::MessageAppended(message.clone()));
+        messages.push(message);
+        let results = self.run_tools(&calls, ids, &mut state.guard, events).await;
+        let first_result = messages.len();
+        messages.extend(results);
+        if !self.handle.is_interrupted() {
+            self.deliver_steer(messages);
+        }
+        for m in &messages[first_result..] {
+            events(AgentEvent::MessageAppended(m.clone()));
+        }
+        if state.unknown_strikes >= MAX_UNKNOWN_TOOL_STRIKES {
+            return fail(
+                result,
+                events,
+                "the model called only tools that do not exist, three times in a row",
+            );
+        }
+        if self.handle.is_interrupted() {
+            result.interrupted = true;
+            return Flow::Stop;
+        }
+        Flow::Continue
     }
 
     /// The messages of the API call (system prompt, history, the user message with any
@@ -655,6 +683,31 @@ struct Opened {
     messages: Vec<ChatMessage>,
     turn_start: usize,
     user: ChatMessage,
+}
+
+/// What the turn loop keeps between API calls.
+#[derive(Default)]
+struct LoopState {
+    empty_strikes: u32,
+    json_strikes: u32,
+    unknown_strikes: u32,
+    /// The last non-empty text the model wrote beside tool calls.
+    last_text: String,
+    guard: crate::guardrails::LoopGuard,
+}
+
+/// An assistant message that calls tools.
+struct ToolStep {
+    message: ChatMessage,
+    /// `finish_reason` was `length`.
+    truncated: bool,
+    text: String,
+}
+
+/// Whether the turn loop goes on.
+enum Flow {
+    Continue,
+    Stop,
 }
 
 /// A provider call that ran, or the text that had arrived when it was interrupted.
