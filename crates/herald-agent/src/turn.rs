@@ -785,69 +785,8 @@ impl Agent {
                     .stream_body(endpoint, &pass.effective, &mut on_delta)
                     .await
             } else {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<DeltaEvent>();
-                let client = self.client.clone();
-                let ep = endpoint.clone();
-                let terminal: Terminal<LlmError> = Arc::new(move |payload: Value| {
-                    let (client, ep, tx) = (client.clone(), ep.clone(), tx.clone());
-                    Box::pin(async move {
-                        let mut on_delta = |d: DeltaEvent| {
-                            let _ = tx.send(d);
-                        };
-                        let done = client.stream_body(&ep, &payload, &mut on_delta).await?;
-                        serde_json::to_value(done).map_err(|e| {
-                            LlmError::new(ErrorClass::InvalidResponse, None, e.to_string())
-                        })
-                    })
-                });
-                let mut exec_fields = fields.clone();
-                exec_fields.insert("middleware_trace".into(), trace.clone());
-                let chain = run_execution_chain(
-                    Kind::LlmExecution,
-                    Arc::new(plugins.llm_execution.clone()),
-                    0,
-                    pass.effective.clone(),
-                    Arc::new(exec_fields),
-                    terminal,
-                    plugins.reporter.clone(),
-                );
-                tokio::pin!(chain);
-                let result = loop {
-                    tokio::select! {
-                        biased;
-                        Some(d) = rx.recv() => forward_delta(d, events),
-                        r = &mut chain => break r,
-                    }
-                };
-                while let Ok(d) = rx.try_recv() {
-                    forward_delta(d, events);
-                }
-                match result {
-                    Ok(v) => serde_json::from_value::<ChatCompletion>(v).map_err(|e| {
-                        LlmError::new(
-                            ErrorClass::InvalidResponse,
-                            None,
-                            format!("middleware returned a response of the wrong shape: {e}"),
-                        )
-                    }),
-                    Err(MiddlewareError::Downstream(e)) => Err(e),
-                    Err(MiddlewareError::Block { reason, checked_by }) => Err(LlmError::new(
-                        ErrorClass::Blocked,
-                        None,
-                        format!(
-                            "blocked by {}: {reason}",
-                            checked_by.unwrap_or_else(|| "middleware".into())
-                        ),
-                    )),
-                    Err(MiddlewareError::Failed(f)) => {
-                        Err(LlmError::new(ErrorClass::Format, None, f))
-                    }
-                    Err(MiddlewareError::NextAlreadyUsed) => Err(LlmError::new(
-                        ErrorClass::Format,
-                        None,
-                        "next_call may be used only once per frame",
-                    )),
-                }
+                self.execute_through_middleware(pass.effective.clone(), &fields, &trace, events)
+                    .await
             };
             match outcome {
                 Ok(c) if !c.choices.is_empty() => {
@@ -887,20 +826,102 @@ impl Agent {
                     }
                     let wait = self.config.retry.backoff(attempt);
                     tracing::warn!(attempt, wait_ms = wait.as_millis() as u64, error = %e, "provider call failed; retrying");
-                    // Sleep in short slices so an interrupt is honoured.
-                    let until = tokio::time::Instant::now() + wait;
-                    while tokio::time::Instant::now() < until {
-                        if self.handle.is_interrupted() {
-                            return Err(LlmError::new(ErrorClass::Blocked, None, "interrupted"));
-                        }
-                        tokio::time::sleep_until(until.min(
-                            tokio::time::Instant::now() + std::time::Duration::from_millis(100),
-                        ))
-                        .await;
+                    if !self.sleep_unless_interrupted(wait).await {
+                        return Err(LlmError::new(ErrorClass::Blocked, None, "interrupted"));
                     }
                 }
             }
         }
+    }
+
+    /// The provider call through the `llm_execution` chain (middleware.md A10.1): deltas
+    /// stream to `events` while the chain runs; a block or failure becomes an `LlmError`.
+    async fn execute_through_middleware(
+        &self,
+        request: Value,
+        fields: &Map<String, Value>,
+        trace: &Value,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<ChatCompletion, LlmError> {
+        let plugins = &self.config.plugins;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<DeltaEvent>();
+        let client = self.client.clone();
+        let ep = self.config.endpoint.clone();
+        let terminal: Terminal<LlmError> = Arc::new(move |payload: Value| {
+            let (client, ep, tx) = (client.clone(), ep.clone(), tx.clone());
+            Box::pin(async move {
+                let mut on_delta = |d: DeltaEvent| {
+                    let _ = tx.send(d);
+                };
+                let done = client.stream_body(&ep, &payload, &mut on_delta).await?;
+                serde_json::to_value(done)
+                    .map_err(|e| LlmError::new(ErrorClass::InvalidResponse, None, e.to_string()))
+            })
+        });
+        let mut exec_fields = fields.clone();
+        exec_fields.insert("middleware_trace".into(), trace.clone());
+        let chain = run_execution_chain(
+            Kind::LlmExecution,
+            Arc::new(plugins.llm_execution.clone()),
+            0,
+            request,
+            Arc::new(exec_fields),
+            terminal,
+            plugins.reporter.clone(),
+        );
+        tokio::pin!(chain);
+        let result = loop {
+            tokio::select! {
+                biased;
+                Some(d) = rx.recv() => forward_delta(d, events),
+                r = &mut chain => break r,
+            }
+        };
+        while let Ok(d) = rx.try_recv() {
+            forward_delta(d, events);
+        }
+        let value = result.map_err(llm_error_of)?;
+        serde_json::from_value::<ChatCompletion>(value).map_err(|e| {
+            LlmError::new(
+                ErrorClass::InvalidResponse,
+                None,
+                format!("middleware returned a response of the wrong shape: {e}"),
+            )
+        })
+    }
+
+    /// Sleeps for `wait` in short slices; `false` when the turn was interrupted meanwhile.
+    async fn sleep_unless_interrupted(&self, wait: std::time::Duration) -> bool {
+        let until = tokio::time::Instant::now() + wait;
+        while tokio::time::Instant::now() < until {
+            if self.handle.is_interrupted() {
+                return false;
+            }
+            let slice = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
+            tokio::time::sleep_until(until.min(slice)).await;
+        }
+        !self.handle.is_interrupted()
+    }
+}
+
+/// What a failed `llm_execution` chain means for the call.
+fn llm_error_of(e: MiddlewareError<LlmError>) -> LlmError {
+    match e {
+        MiddlewareError::Downstream(e) => e,
+        MiddlewareError::Block { reason, checked_by } => LlmError::new(
+            ErrorClass::Blocked,
+            None,
+            format!(
+                "blocked by {}: {reason}",
+                checked_by.unwrap_or_else(|| "middleware".into())
+            ),
+        ),
+        MiddlewareError::Failed(f) => LlmError::new(ErrorClass::Format, None, f),
+        MiddlewareError::NextAlreadyUsed => LlmError::new(
+            ErrorClass::Format,
+            None,
+            "next_call may be used only once per frame",
+        ),
     }
 }
 
