@@ -5,7 +5,10 @@ Reports medians of N runs: wall time from exec to exit for a plain answer, and t
 and CPU time (herald and its children, e.g. the `true` that terminal runs) per extra
 tool round trip, from a run with 10 terminal round trips.
 
-Usage: python3 bench/chat.py [--runs 5] [--no-build]
+Usage: python3 bench/chat.py [--runs 5] [--no-build] [--herald-bin PATH ...]
+
+With several --herald-bin, each binary is measured in turn, round after round, so the
+figures are side by side on the same (noisy) machine.
 """
 
 import argparse, http.server, json, os, resource, statistics, subprocess, tempfile, threading, time
@@ -47,6 +50,8 @@ def fake_provider(tool_rounds):
 def measure(binary, tool_rounds, runs):
     server = fake_provider(tool_rounds)
     home = tempfile.mkdtemp(prefix="herald-chat-bench-")
+    # A home that has met herald before: no first-contact work (the shipped skills).
+    os.makedirs(os.path.join(home, "skills"))
     with open(os.path.join(home, "config.yaml"), "w") as f:
         f.write(f"model:\n  default: m\n  base_url: http://127.0.0.1:{server.server_address[1]}/v1\n")
     env = dict(os.environ, HERALD_HOME=home)
@@ -68,14 +73,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--herald-bin", action="append",
+                    help="measure this binary (repeat to compare; default target/release/herald)")
     args = ap.parse_args()
-    if not args.no_build:
+    if not args.no_build and not args.herald_bin:
         subprocess.run(["cargo", "build", "--release", "-p", "herald-cli"], cwd=ROOT, check=True)
-    binary = os.path.join(ROOT, "target/release/herald")
-    w0, c0 = measure(binary, 0, args.runs)
-    w10, c10 = measure(binary, 10, args.runs)
-    print(f"plain answer: median wall {w0:.1f} ms (CPU {c0:.1f} ms)")
-    print(f"per extra tool round trip (terminal running `true`): wall {(w10 - w0) / 10:.2f} ms, CPU {(c10 - c0) / 10:.2f} ms")
+    binaries = args.herald_bin or [os.path.join(ROOT, "target/release/herald")]
+    results = {b: ([], []) for b in binaries}
+    for _ in range(args.runs):
+        for b in binaries:
+            results[b][0].append(measure(b, 0, 1))
+            results[b][1].append(measure(b, 10, 1))
+    for b in binaries:
+        plain, tools = results[b]
+        w0 = statistics.median(w for w, _ in plain)
+        c0 = statistics.median(c for _, c in plain)
+        w10 = statistics.median(w for w, _ in tools)
+        c10 = statistics.median(c for _, c in tools)
+        print(f"{b}")
+        print(f"  plain answer: median wall {w0:.1f} ms (CPU {c0:.1f} ms)")
+        print(f"  per extra tool round trip (terminal running `true`): wall {(w10 - w0) / 10:.2f} ms, CPU {(c10 - c0) / 10:.2f} ms")
 
 
 if __name__ == "__main__":
