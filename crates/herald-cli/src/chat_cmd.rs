@@ -369,7 +369,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         approvals: new_approvals(),
         plugins: herald_agent::Plugins::default(),
         session_id: session.clone(),
-        platform: "cli".into(),
+        platform: profile.platform.name().into(),
         provider: profile.provider.clone(),
         clarifier: std::io::stdin().is_terminal().then(|| {
             Arc::new(TerminalClarifier(input.clone(), status.clone()))
@@ -555,7 +555,12 @@ async fn interactive(
         if line.is_empty() {
             continue;
         }
-        let installed = session.skills.discover();
+        // Only a slash command needs the installed skills (each is a command).
+        let installed = if line.starts_with('/') {
+            session.skills.discover()
+        } else {
+            Vec::new()
+        };
         let prompt = match chat_commands::parse(&line, &installed) {
             ChatCommand::Prompt(p) => p,
             ChatCommand::Skill { name, text } => {

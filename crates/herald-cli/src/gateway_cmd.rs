@@ -38,7 +38,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         }
     };
     if first_start {
-        print_first_start(home, config.webhook.port)?;
+        print_first_start(&config)?;
     }
     for warning in &config.warnings {
         tracing::warn!("{warning}");
@@ -251,16 +251,17 @@ fn offer_hermes_import(home: &Home) {
     }
 }
 
-fn print_first_start(home: &Home, port: u16) -> anyhow::Result<()> {
+fn print_first_start(config: &Config) -> anyhow::Result<()> {
     outln!(
         "herald: first start: wrote a default configuration to {}",
-        home.config_file().display()
+        config.home.config_file().display()
     );
     outln!(
-        "herald: it enables the webhook listener on 127.0.0.1:{port} with a generated secret and one example route."
+        "herald: it enables the webhook listener on 127.0.0.1:{} with a generated secret and one example route.",
+        config.webhook.port
     );
     let mut text = Vec::new();
-    crate::setup_cmd::print_try_it(home, &mut text, port, true)?;
+    crate::setup_cmd::print_try_it(&mut text, config, true)?;
     out!("{}", String::from_utf8_lossy(&text));
     Ok(())
 }

@@ -21,10 +21,7 @@ const FOLDERS: &[&str] = &["scripts", "skills", "plugins"];
 pub fn default_hermes_home() -> PathBuf {
     match std::env::var_os("HERMES_HOME").filter(|v| !v.is_empty()) {
         Some(v) => PathBuf::from(v),
-        None => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join(".hermes"),
+        None => herald_config::home::user_home().join(".hermes"),
     }
 }
 

@@ -163,7 +163,10 @@ fn wizard<R: BufRead, W: Write>(home: &Home, a: &mut Asker<R, W>) -> anyhow::Res
                 .join(", ")
         )?;
     }
-    print_try_it(home, &mut a.out, port, false)?;
+    match Config::load(home, &process_env) {
+        Ok(config) => print_try_it(&mut a.out, &config, false)?,
+        Err(e) => writeln!(a.out, "The configuration does not load: {e}")?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -203,20 +206,15 @@ fn ask_model<R: BufRead, W: Write>(
 
 /// Where the secret is and a signed request to try, as the first start prints them.
 /// `starting`: said by a gateway that is starting (no need to tell the user to start it).
-pub fn print_try_it(
-    home: &Home,
-    out: &mut dyn Write,
-    port: u16,
-    starting: bool,
-) -> anyhow::Result<()> {
-    let config = home.config_file();
+pub fn print_try_it(out: &mut dyn Write, config: &Config, starting: bool) -> anyhow::Result<()> {
+    let port = config.webhook.port;
+    let config_file = config.home.config_file();
     writeln!(
         out,
         "The global webhook secret is `platforms.webhook.extra.secret` in {}.",
-        config.display()
+        config_file.display()
     )?;
-    let has_example = Config::load(home, &process_env)
-        .is_ok_and(|c| c.routes.iter().any(|r| r.name == "example"));
+    let has_example = config.routes.iter().any(|r| r.name == "example");
     if !has_example {
         writeln!(
             out,
@@ -237,7 +235,7 @@ pub fn print_try_it(
     writeln!(
         out,
         "  SECRET=$(sed -n 's/^ *secret: *\"\\{{0,1\\}}\\([^\" ]*\\)\"\\{{0,1\\}} *$/\\1/p' '{}' | head -n 1)",
-        config.display()
+        config_file.display()
     )?;
     writeln!(out, "  BODY='{{\"hello\": \"world\"}}'")?;
     writeln!(

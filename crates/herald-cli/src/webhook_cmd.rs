@@ -4,9 +4,7 @@
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use herald_config::default_config::generate_secret;
-use herald_config::{
-    Config, Home, Route, RouteContext, load_dotenv, load_subscriptions, process_env,
-};
+use herald_config::{Config, Home, Route, load_dotenv, process_env};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 
@@ -291,7 +289,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             event,
         } => {
             let name = name.trim().to_lowercase();
-            let Some(route) = find_route(home, &config, &name)? else {
+            let Some(route) = find_route(&config, &name)? else {
                 outln!("No subscription named '{name}'.");
                 return Ok(ExitCode::FAILURE);
             };
@@ -321,15 +319,8 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// The route named `name`: a subscription, else a route of `config.yaml`.
-fn find_route(home: &Home, config: &Config, name: &str) -> anyhow::Result<Option<Route>> {
-    let ctx = RouteContext {
-        global_secret: config.webhook.secret.as_deref(),
-        host: config.webhook.host.as_deref(),
-        home: home.root(),
-    };
-    let statics: Vec<&str> = config.routes.iter().map(|r| r.name.as_str()).collect();
-    let subs = load_subscriptions(&home.subscriptions_file(), &statics, &ctx)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+fn find_route(config: &Config, name: &str) -> anyhow::Result<Option<Route>> {
+    let subs = config.subscriptions().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(subs
         .routes
         .into_iter()

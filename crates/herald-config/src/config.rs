@@ -210,6 +210,26 @@ pub fn load_dotenv(home: &Home) -> Result<(), ConfigError> {
 }
 
 impl Config {
+    /// What routes are read against: the global secret, the bind host, the home.
+    pub fn route_context(&self) -> RouteContext<'_> {
+        RouteContext {
+            global_secret: self.webhook.secret.as_deref(),
+            host: self.webhook.host.as_deref(),
+            home: self.home.root(),
+        }
+    }
+
+    /// The subscriptions file as it is now, read against this config (a subscription
+    /// named like a `config.yaml` route is skipped).
+    pub fn subscriptions(&self) -> Result<crate::Subscriptions, crate::SubscriptionsError> {
+        let statics: Vec<&str> = self.routes.iter().map(|r| r.name.as_str()).collect();
+        crate::load_subscriptions(
+            &self.home.subscriptions_file(),
+            &statics,
+            &self.route_context(),
+        )
+    }
+
     /// Reads `<home>/config.yaml` (an absent file is an empty config) and the environment.
     pub fn load(home: &Home, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
         let path = home.config_file();

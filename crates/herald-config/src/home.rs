@@ -17,11 +17,7 @@ impl Home {
     pub fn from_env() -> Self {
         match std::env::var_os("HERALD_HOME").filter(|v| !v.is_empty()) {
             Some(v) => Home::new(v),
-            None => Home::new(
-                dirs::home_dir()
-                    .unwrap_or_else(|| PathBuf::from("."))
-                    .join(".herald"),
-            ),
+            None => Home::new(user_home().join(".herald")),
         }
     }
 
@@ -71,6 +67,11 @@ impl Home {
     pub fn database_file(&self) -> PathBuf {
         self.root.join("herald.db")
     }
+}
+
+/// The user's home folder (`.` when there is none).
+pub fn user_home() -> PathBuf {
+    dirs::home_dir().unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Creates `dir` and any missing parents, owner-only (0700) where created whatever the

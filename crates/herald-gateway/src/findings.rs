@@ -2,21 +2,15 @@
 //! start is never blocked by a route-level mistake), gathered in one list: the start ends
 //! with it and `herald config check` prints it.
 
-use herald_config::{Config, Route, RouteContext, load_subscriptions};
+use herald_config::{Config, Route};
 use herald_deliver::TargetSet;
 
 /// Every finding: the config's own, the subscriptions file's (entries skipped or
 /// misspelt), and routes whose delivery target cannot deliver.
 pub fn gather(config: &Config, targets: &TargetSet) -> Vec<String> {
     let mut findings = config.findings.clone();
-    let ctx = RouteContext {
-        global_secret: config.webhook.secret.as_deref(),
-        host: config.webhook.host.as_deref(),
-        home: config.home.root(),
-    };
-    let statics: Vec<&str> = config.routes.iter().map(|r| r.name.as_str()).collect();
     let mut routes: Vec<Route> = config.routes.clone();
-    match load_subscriptions(&config.home.subscriptions_file(), &statics, &ctx) {
+    match config.subscriptions() {
         Ok(subs) => {
             findings.extend(subs.findings);
             findings.extend(

@@ -168,8 +168,8 @@ fn web_settings(settings: &AgentSettings) -> herald_tools::WebSettings {
     }
 }
 
-/// The skills a surface sees: the home's `skills/`, `skills.external_dirs` (`~`
-/// expanded), minus `skills.disabled` and `skills.platform_disabled.<platform>`.
+/// The skills a surface sees: the home's `skills/`, `skills.external_dirs` (read as every
+/// path in config.yaml is: `~`, `$VAR`, relative to the home), minus `skills.disabled` and `skills.platform_disabled.<platform>`.
 fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> SkillLibrary {
     let mut disabled = settings.skills_disabled.clone();
     if let Some(list) = settings.skills_platform_disabled.get(platform.name()) {
@@ -180,19 +180,9 @@ fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> S
         external_dirs: settings
             .skills_external_dirs
             .iter()
-            .map(|d| expand_home(d))
+            .map(|d| herald_webhook::filter::resolve_home_path(d, home.root()))
             .collect(),
         disabled,
-    }
-}
-
-/// `~/x` under the user's home folder; other paths as written.
-fn expand_home(path: &str) -> PathBuf {
-    match path.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME")
-            .map_or_else(|| PathBuf::from("/"), PathBuf::from)
-            .join(rest),
-        None => PathBuf::from(path),
     }
 }
 

@@ -91,7 +91,7 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
             system_prompt: t.system_prompt.clone(),
             plugins: Plugins::default(),
             session_id: session.clone(),
-            platform: "webhook".into(),
+            platform: t.runtime.platform.name().into(),
             provider: t.runtime.provider.clone(),
             clarifier: None,
         },
