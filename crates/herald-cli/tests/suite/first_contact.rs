@@ -362,3 +362,56 @@ fn list_tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// A file of the repository, as a new user reads it.
+fn repo_file(path: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::read_to_string(root.join(path)).unwrap()
+}
+
+#[test]
+fn the_docs_a_new_user_reads_say_what_the_issue_asks() {
+    let readme = repo_file("README.md");
+    let top: Vec<&str> = readme.lines().take(6).collect();
+    assert!(
+        top.iter()
+            .any(|l| l.starts_with("cargo run --release -p herald-cli -- gateway run"))
+    );
+    assert!(top.iter().any(|l| l.starts_with("cargo test --workspace")));
+    for needle in [
+        "cargo install --path crates/herald-cli --locked",
+        "A five-minute tour",
+        "Payload URL",
+        "Content type",
+        "TELEGRAM_BOT_TOKEN",
+        "herald inbox list",
+        "docs/performance.md",
+        "herald setup --from-hermes",
+        "is **not** safe while\nHermes runs",
+    ] {
+        assert!(readme.contains(needle), "README lacks {needle:?}");
+    }
+    assert!(
+        !readme.contains("<!-- PERF-START -->"),
+        "the benchmark narrative moved"
+    );
+    assert!(repo_file("docs/performance.md").contains("<!-- PERF-START -->"));
+    assert!(
+        !repo_file("docs/webhook.md").contains("shared/"),
+        "no file outside the repo"
+    );
+    let ops = repo_file("docs/operations.md");
+    for needle in [
+        "[Service]",
+        "ProtectSystem=strict",
+        "reverse_proxy",
+        "proxy_pass",
+        ".backup",
+        "VACUUM INTO",
+        "## Upgrading",
+        "--log-format json",
+        "/health/detailed",
+    ] {
+        assert!(ops.contains(needle), "docs/operations.md lacks {needle:?}");
+    }
+}
