@@ -801,3 +801,41 @@ fn a_new_session_forgets_session_approvals() {
     assert!(!home.path().join("junk1").exists());
     assert!(home.path().join("junk2").exists(), "asked again and denied");
 }
+
+#[test]
+fn ctrl_c_during_a_tool_kills_it_and_gives_the_prompt_back() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "s1",
+            "terminal",
+            r#"{"command": "sleep 30; touch never-made"}"#,
+        )]),
+        Scripted::text("Second answer."),
+    ]);
+    let home = home_for(&provider);
+    let (code, out, elapsed) = on_pty(
+        home.path(),
+        "chat",
+        &[
+            (600, "wait a while\r"),
+            (1500, "\x03"),
+            (1500, "and now?\r"),
+            (1500, "/quit\r"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("herald: interrupted"), "{out}");
+    assert!(
+        out.contains("Second answer."),
+        "the prompt came back: {out}"
+    );
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !home.path().join("never-made").exists(),
+        "the command was killed"
+    );
+    // The cancelled call's result is in what the model saw next.
+    let second = provider.requests()[1].body["messages"].to_string();
+    assert!(second.contains("cancelled"), "{second}");
+}
