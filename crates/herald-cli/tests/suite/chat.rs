@@ -518,6 +518,8 @@ fn a_dead_base_url_names_the_host_port_cause_and_setting() {
 
 /// Runs `herald <args>` on a pseudo-terminal (through `script`), writing each step's
 /// bytes after its pause; returns the exit code, everything shown, and the run time.
+/// The shell `script` starts execs herald, so a Ctrl-C reaches herald alone (a
+/// non-interactive dash left waiting would die of it and end the recording).
 fn on_pty(
     home: &std::path::Path,
     args: &str,
@@ -525,7 +527,8 @@ fn on_pty(
 ) -> (Option<i32>, String, Duration) {
     let start = Instant::now();
     let mut child = Command::new("script")
-        .args(["-qefc", &format!("{BIN} {args}"), "/dev/null"])
+        .args(["-qefc", &format!("exec {BIN} {args}"), "/dev/null"])
+        .env("SHELL", "/bin/sh")
         .env("HERALD_HOME", home)
         .env("HERALD_RETRY_BASE_MS", "10")
         .env("TERM", "dumb")
