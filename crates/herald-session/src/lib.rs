@@ -1,22 +1,41 @@
 //! The session host: the layer every front door (webhook runs, `herald chat`, and the
 //! HTTP API, JSON-RPC and ACP to come) goes through to reach the agent core.
 //!
-//! It owns what a front door must not build for itself: the [`Runtime`] of a profile
-//! (the model chosen from the `model` blocks, the tool registry with the configured
-//! terminal, web and vision tools, the skills library, SOUL.md, the limits and retries)
-//! and one [`ApprovalPolicy`] (`approvals.*`, `command_allowlist`, the hard-line floor),
-//! applied the same way on every surface; a surface with nobody to ask says so with
-//! [`Attendance::Unattended`]. Sessions are written through one [`SessionWriter`] and
-//! read back with one conversion.
+//! It owns what a front door must not build for itself:
+//! - the [`Runtime`] of a profile: the model chosen from the `model` blocks, the tool
+//!   registry with the configured terminal, web and vision tools, the skills library,
+//!   SOUL.md, the middleware and observers, the limits and retries, and one
+//!   [`ApprovalPolicy`] (`approvals.*`, `command_allowlist`, the hard-line floor)
+//!   applied the same way on every surface;
+//! - [`Session`]s, through the [`Host`]: opened, resumed, branched and rewound (the
+//!   confirmation rules of the gateway protocol), the system prompt built in one place,
+//!   every message saved as it happens through the store's writer with its row id
+//!   reported back, errors as a typed [`SessionError`];
+//! - runs: a turn started as a task with a [`RunHandle`] (steer, interrupt, approve and
+//!   clarify by request id), its [`RunEvent`]s tagged with run and session ids, a
+//!   bounded registry whose states carry the runs API's wire names, the final status
+//!   kept in `state.db`.
 //!
-//! It must not speak any wire format, print, or know which front door calls it.
+//! It must not speak any wire format, print, or know which front door calls it; the
+//! codes each wire gives an error are mapped at that front door.
 
+mod answers;
 pub mod approvals;
+pub mod host;
 pub mod model_select;
+pub mod prompt;
+pub mod runs;
 pub mod runtime;
 pub mod sessions;
 
 pub use approvals::{ApprovalPolicy, Attendance};
+/// The provider client, for hosts that share one (and its connection pool).
+pub use herald_llm::LlmClient;
+pub use host::{Answers, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
+pub use runs::{RunError, RunEvent, RunEventKind, RunHandle, RunState, RunStatus};
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError};
-pub use sessions::{KeptRun, SessionHeader, SessionWriter};
+pub use sessions::SessionError;
+
+#[cfg(test)]
+mod host_tests;

@@ -6,7 +6,7 @@
 use crate::approvals::ApprovalPolicy;
 use crate::model_select::{self, SelectError};
 use herald_agent::skills::SkillLibrary;
-use herald_agent::{Tool, ToolRegistry, toolsets};
+use herald_agent::{Plugins, Tool, ToolRegistry, toolsets};
 use herald_config::{AgentSettings, Config, Home, process_env};
 use herald_llm::{Endpoint, RetryConfig};
 use serde_json::{Map, Value};
@@ -68,6 +68,9 @@ pub struct Runtime {
     pub cwd: Option<PathBuf>,
     pub max_iterations: u32,
     pub approvals: ApprovalPolicy,
+    /// The middleware chain and observers every agent of this runtime runs with:
+    /// registered by the embedder ([`Runtime::with_plugins`]) ahead of plugins.
+    pub plugins: Plugins,
 }
 
 impl Runtime {
@@ -108,8 +111,15 @@ impl Runtime {
                 .unwrap_or(herald_agent::turn::DEFAULT_MAX_ITERATIONS)
                 .max(1),
             approvals: ApprovalPolicy::from_settings(&settings, home.config_file(), &process_env),
+            plugins: Plugins::default(),
             settings,
         })
+    }
+
+    /// This runtime with the embedder's middleware and observers.
+    pub fn with_plugins(mut self, plugins: Plugins) -> Runtime {
+        self.plugins = plugins;
+        self
     }
 
     /// The tools of these names that exist and are available here, minus

@@ -5,6 +5,11 @@
 //! only then answers, so a caller's future resolves only after its write is durable
 //! (the same guarantee as `synchronous=FULL`, with the next batch committed while the
 //! disk works). Readers use their own connections.
+//!
+//! Two databases, each with its own writer: the inbox (`herald.db`, [`Store`]) and the
+//! sessions and runs (`state.db`, Hermes's file and table names, [`SessionStore`]).
+//! Callers see neither SQL nor SQLite types: what is stored goes in and comes out as
+//! the types of this crate.
 
 mod dedup_keys;
 pub mod deliveries;
@@ -20,6 +25,7 @@ mod writer;
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
 pub use queue::{ClaimRequest, ReplayOutcome, Stage};
+pub use sessions::{SessionReader, SessionStore};
 pub use writer::{DEDUP_WINDOW_MS, Durability, MAX_BATCH};
 
 use rusqlite::{Connection, OpenFlags};
@@ -78,19 +84,7 @@ fn open_connection(path: &Path, flags: OpenFlags) -> Result<Connection, StoreErr
 impl Store {
     /// Opens (creating if needed) the database, migrates it and starts the writer thread.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
-                path: path.to_path_buf(),
-                source: rusqlite::Error::InvalidPath(parent.join(e.to_string())),
-            })?;
-        }
-        schema::restrict_to_owner(path);
-        let mut conn = open_connection(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
-        )?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        let mut conn = open_for_writing(path)?;
         let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if found > schema::latest_version() {
             return Err(StoreError::TooNew {
@@ -100,25 +94,8 @@ impl Store {
             });
         }
         schema::migrate(&mut conn)?;
-        // From here on commits only write the WAL; the syncer fsyncs it before a
-        // caller hears back (see `syncer`).
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
         let keys = dedup_keys::DedupKeys::load(&conn, now_ms())?;
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        let wal = PathBuf::from(wal);
-        let (to_sync, sync_rx) = mpsc::channel();
-        let progress = std::sync::Arc::new(syncer::SyncProgress::default());
-        let progress_for_syncer = progress.clone();
-        std::thread::Builder::new()
-            .name("herald-store-sync".into())
-            .spawn(move || syncer::run(wal, sync_rx, progress_for_syncer))
-            .map_err(|e| StoreError::Commit(format!("cannot start the syncer thread: {e}")))?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("herald-store-writer".into())
-            .spawn(move || writer::run(conn, keys, rx, to_sync, progress))
-            .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
+        let tx = start_writer(path, conn, Some(keys))?;
         Ok(Store {
             tx,
             path: path.to_path_buf(),
@@ -182,17 +159,7 @@ impl Store {
         durability: Durability,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let (reply, wait) = oneshot::channel();
-        let f: writer::WriteFn =
-            Box::new(move |conn| f(conn).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
-        self.tx
-            .send(writer::Command::Write(f, durability, reply))
-            .map_err(|_| StoreError::WriterGone)?;
-        let value = wait.await.map_err(|_| StoreError::WriterGone)??;
-        value
-            .downcast::<T>()
-            .map(|v| *v)
-            .map_err(|_| StoreError::Commit("internal: unexpected write result type".into()))
+        write_on(&self.tx, durability, f).await
     }
 
     /// Claims ready entries for this process's workers.
@@ -311,6 +278,71 @@ impl Store {
     pub fn reader(&self) -> Result<StoreReader, StoreError> {
         StoreReader::open(&self.path)
     }
+}
+
+/// Opens a database file for its one writer: created owner-only, WAL, migrated by
+/// the caller with `synchronous=FULL`; from here on commits only write the WAL and the
+/// syncer fsyncs it before a caller who needs it on disk hears back (see `syncer`).
+fn open_for_writing(path: &Path) -> Result<Connection, StoreError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
+            path: path.to_path_buf(),
+            source: rusqlite::Error::InvalidPath(parent.join(e.to_string())),
+        })?;
+    }
+    schema::restrict_to_owner(path);
+    let conn = open_connection(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+    )?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
+/// Starts the writer and syncer threads of a migrated database; `dedup` is the inbox's
+/// dedup keys (a database without an inbox has none).
+fn start_writer(
+    path: &Path,
+    conn: Connection,
+    dedup: Option<dedup_keys::DedupKeys>,
+) -> Result<mpsc::Sender<writer::Command>, StoreError> {
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal = PathBuf::from(wal);
+    let (to_sync, sync_rx) = mpsc::channel();
+    let progress = std::sync::Arc::new(syncer::SyncProgress::default());
+    let progress_for_syncer = progress.clone();
+    std::thread::Builder::new()
+        .name("herald-store-sync".into())
+        .spawn(move || syncer::run(wal, sync_rx, progress_for_syncer))
+        .map_err(|e| StoreError::Commit(format!("cannot start the syncer thread: {e}")))?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("herald-store-writer".into())
+        .spawn(move || writer::run(conn, dedup, rx, to_sync, progress))
+        .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
+    Ok(tx)
+}
+
+/// Runs `f` in the next transaction of the writer behind `tx` (under its own savepoint)
+/// and resolves once that transaction is committed: fsynced when `durability` is `Full`.
+async fn write_on<T: Send + 'static>(
+    tx: &mpsc::Sender<writer::Command>,
+    durability: Durability,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> Result<T, StoreError> {
+    let (reply, wait) = oneshot::channel();
+    let f: writer::WriteFn =
+        Box::new(move |conn| f(conn).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
+    tx.send(writer::Command::Write(f, durability, reply))
+        .map_err(|_| StoreError::WriterGone)?;
+    let value = wait.await.map_err(|_| StoreError::WriterGone)??;
+    value
+        .downcast::<T>()
+        .map(|v| *v)
+        .map_err(|_| StoreError::Commit("internal: unexpected write result type".into()))
 }
 
 /// A read-only view of the store (used by the CLI and health endpoints).

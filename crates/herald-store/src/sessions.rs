@@ -1,9 +1,14 @@
 //! The session store (`state.db`): conversations and their messages, with the same
-//! table and column names as Hermes so existing history and tools carry over. Messages
-//! are appended one by one as they happen and read back in row-id order.
+//! table and column names as Hermes so existing history and tools carry over, and the
+//! runs started through the session host with their final status. Every write goes
+//! through the database's one writer thread (no second write connection); messages get
+//! their row ids back as they are appended. Reads use their own read-only connection.
 
-use rusqlite::{Connection, OptionalExtension, params};
-use std::path::Path;
+use crate::writer::Durability;
+use crate::{StoreError, open_connection, open_for_writing, start_writer, write_on};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 const MIGRATIONS: &[&str] = &[
     // 1: sessions and messages (a subset of Hermes's columns, same names).
@@ -51,6 +56,22 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS idx_sessions_source ON sessions(source);
     CREATE INDEX IF NOT EXISTS idx_sessions_started ON sessions(started_at);
     CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, active, id);",
+    // 2: runs of the session host, kept so a client asking after a restart gets an answer.
+    "CREATE TABLE IF NOT EXISTS herald_runs (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        model TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        last_event TEXT,
+        output TEXT,
+        error TEXT,
+        pending_steer TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX IF NOT EXISTS idx_herald_runs_updated ON herald_runs(updated_at);",
 ];
 
 /// A message row as stored.
@@ -73,44 +94,96 @@ pub struct SessionRow {
     pub source: Option<String>,
     pub model: Option<String>,
     pub system_prompt: Option<String>,
+    pub cwd: Option<String>,
+    pub title: Option<String>,
+    pub parent_session_id: Option<String>,
     pub message_count: i64,
 }
 
 /// A message to append.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct NewMessage<'a> {
-    pub role: &'a str,
-    pub content: Option<&'a str>,
-    pub tool_call_id: Option<&'a str>,
+pub struct NewMessage {
+    pub role: String,
+    pub content: Option<String>,
+    pub tool_call_id: Option<String>,
+    /// JSON array text.
     pub tool_calls: Option<String>,
-    pub tool_name: Option<&'a str>,
-    pub reasoning: Option<&'a str>,
-    pub finish_reason: Option<&'a str>,
+    pub tool_name: Option<String>,
+    pub reasoning: Option<String>,
+    pub finish_reason: Option<String>,
 }
 
 /// A session to create.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NewSession<'a> {
-    pub id: &'a str,
-    pub source: &'a str,
-    pub model: &'a str,
-    pub system_prompt: &'a str,
-    pub cwd: &'a str,
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewSession {
+    pub id: String,
+    pub source: String,
+    pub model: String,
+    pub system_prompt: String,
+    pub cwd: String,
 }
 
-/// A finished run to keep: its session and the messages it added.
+/// A finished run to keep: its session (created unless it exists) and its messages.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunRecord<'a> {
-    pub session: NewSession<'a>,
-    pub messages: Vec<NewMessage<'a>>,
+pub struct RunRecord {
+    pub session: NewSession,
+    pub messages: Vec<NewMessage>,
+}
+
+/// A run of the session host as kept: its last known state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunRow {
+    pub id: String,
+    pub session_id: String,
+    /// The wire name (`running`, `waiting_for_approval`, `completed` ...).
+    pub status: String,
+    pub model: String,
+    /// Unix seconds.
+    pub created_at: f64,
+    pub updated_at: f64,
+    pub last_event: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub pending_steer: Option<String>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+}
+
+/// Where to rewind a session to, its parameters already checked for form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RewindTarget {
+    /// The row id of the user message to cut before.
+    pub before_row_id: Option<i64>,
+    /// The 0-based index among the live user messages.
+    pub before_user_ordinal: Option<u64>,
+    /// The caller agrees to a cut that leaves nothing.
+    pub confirm_empty: bool,
+}
+
+/// Why a rewind was refused; nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RewindRefused {
+    #[error("row {0} is not a live user message of this session")]
+    StaleRow(i64),
+    #[error("row {row} is not user turn {ordinal}")]
+    Disagree { row: i64, ordinal: u64 },
+    #[error("this session's history is stored: name the turn by truncate_before_row_id")]
+    RowIdRequired,
+    #[error("user turn {ordinal} does not exist ({turns} user turns)")]
+    OrdinalOutOfRange { ordinal: u64, turns: usize },
+    #[error("the cut would leave nothing: confirm_empty_truncate is needed")]
+    WouldEmpty,
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// Inserts one message and updates its session's counters.
-fn insert_message(
-    conn: &Connection,
-    session_id: &str,
-    m: &NewMessage<'_>,
-) -> rusqlite::Result<i64> {
+fn insert_message(conn: &Connection, session_id: &str, m: &NewMessage) -> rusqlite::Result<i64> {
     conn.prepare_cached(
         "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, finish_reason)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -130,89 +203,328 @@ fn insert_message(
     Ok(id)
 }
 
-/// The session database.
-pub struct SessionDb {
-    conn: Connection,
+fn insert_session(conn: &Connection, s: &NewSession, or_ignore: bool) -> rusqlite::Result<()> {
+    let verb = if or_ignore {
+        "INSERT OR IGNORE"
+    } else {
+        "INSERT"
+    };
+    conn.prepare_cached(&format!(
+        "{verb} INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    ))?
+    .execute(params![s.id, s.source, s.model, s.system_prompt, now_secs(), s.cwd])?;
+    Ok(())
 }
 
-fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+/// The writing side of `state.db`; cheap to clone. Writes are committed in the WAL
+/// (they survive a crash of herald) before a caller hears back.
+#[derive(Clone)]
+pub struct SessionStore {
+    tx: mpsc::Sender<crate::writer::Command>,
+    path: PathBuf,
 }
 
-impl SessionDb {
-    /// Opens (creating if needed) `state.db`, WAL mode.
-    pub fn open(path: &Path) -> rusqlite::Result<SessionDb> {
-        crate::schema::restrict_to_owner(path);
-        let mut conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+impl SessionStore {
+    /// Opens (creating if needed) `state.db`, migrates it and starts its writer.
+    pub fn open(path: &Path) -> Result<SessionStore, StoreError> {
+        let mut conn = open_for_writing(path)?;
         crate::schema::apply(&mut conn, MIGRATIONS)?;
-        Ok(SessionDb { conn })
+        let tx = start_writer(path, conn, None)?;
+        Ok(SessionStore {
+            tx,
+            path: path.to_path_buf(),
+        })
+    }
+
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        write_on(&self.tx, Durability::Process, f).await
     }
 
     /// Creates a session with its (byte-stable) system prompt.
-    pub fn create_session(
-        &self,
-        id: &str,
-        source: &str,
-        model: &str,
-        system_prompt: &str,
-        cwd: &str,
-    ) -> rusqlite::Result<()> {
-        self.conn.execute(
-            "INSERT INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![id, source, model, system_prompt, now_secs(), cwd],
-        )?;
-        Ok(())
+    pub async fn create_session(&self, session: NewSession) -> Result<(), StoreError> {
+        self.write(move |c| insert_session(c, &session, false))
+            .await
     }
 
-    pub fn session(&self, id: &str) -> rusqlite::Result<Option<SessionRow>> {
-        self.conn
-            .query_row("SELECT id, source, model, system_prompt, message_count FROM sessions WHERE id = ?1", [id], |r| {
-                Ok(SessionRow { id: r.get(0)?, source: r.get(1)?, model: r.get(2)?, system_prompt: r.get(3)?, message_count: r.get(4)? })
-            })
-            .optional()
+    /// Creates a session unless one with its id exists.
+    pub async fn ensure_session(&self, session: NewSession) -> Result<(), StoreError> {
+        self.write(move |c| insert_session(c, &session, true)).await
+    }
+
+    /// Appends one message and updates the counters; returns its row id.
+    pub async fn append(&self, session_id: String, m: NewMessage) -> Result<i64, StoreError> {
+        self.write(move |c| insert_message(c, &session_id, &m))
+            .await
+    }
+
+    /// A finished unattended run (e.g. a webhook event): its session is created unless
+    /// it exists, then its messages are appended; returns their row ids.
+    pub async fn record_run(&self, run: RunRecord) -> Result<Vec<i64>, StoreError> {
+        self.write(move |c| {
+            insert_session(c, &run.session, true)?;
+            run.messages
+                .iter()
+                .map(|m| insert_message(c, &run.session.id, m))
+                .collect()
+        })
+        .await
+    }
+
+    /// Adds a turn's API calls and tokens to its session's counters.
+    pub async fn add_usage(
+        &self,
+        session_id: String,
+        api_calls: i64,
+        input_tokens: i64,
+        output_tokens: i64,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| {
+            c.execute(
+                "UPDATE sessions SET api_call_count = api_call_count + ?2, input_tokens = input_tokens + ?3, output_tokens = output_tokens + ?4 WHERE id = ?1",
+                params![session_id, api_calls, input_tokens, output_tokens],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+
+    /// Rewinds before a user turn: soft-deletes that turn and everything after it
+    /// (surviving rows keep their ids) and returns the surviving user row ids. The
+    /// checks and the write are one transaction; a refusal writes nothing.
+    pub async fn rewind(
+        &self,
+        session_id: String,
+        target: RewindTarget,
+    ) -> Result<Result<Vec<i64>, RewindRefused>, StoreError> {
+        self.write(move |c| rewind_in(c, &session_id, target)).await
+    }
+
+    /// Branches a session: a new session pointing back at its parent, with a copy of
+    /// the parent's live rows (full rows: tool calls, reasoning). Returns the new
+    /// session's title, or `None` when the parent does not exist.
+    pub async fn branch(
+        &self,
+        parent: String,
+        new_id: String,
+        name: Option<String>,
+    ) -> Result<Option<String>, StoreError> {
+        self.write(move |c| branch_in(c, &parent, &new_id, name.as_deref()))
+            .await
+    }
+
+    /// Keeps a run's state (inserted or replaced).
+    pub async fn save_run(&self, run: RunRow) -> Result<(), StoreError> {
+        self.write(move |c| {
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO herald_runs (id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?
+            .execute(params![run.id, run.session_id, run.status, run.model, run.created_at, run.updated_at, run.last_event, run.output, run.error, run.pending_steer, run.input_tokens, run.output_tokens])
+            .map(|_| ())
+        })
+        .await
+    }
+
+    /// Runs left unfinished by a process that ended (`running`, `waiting_for_approval`
+    /// ...) are marked `failed` with `why`; returns how many.
+    pub async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError> {
+        self.write(move |c| {
+            c.execute(
+                "UPDATE herald_runs SET status = 'failed', error = ?1, updated_at = ?2
+                 WHERE status NOT IN ('completed', 'failed', 'cancelled')",
+                params![why, now_secs()],
+            )
+        })
+        .await
+    }
+
+    /// A read connection to the same database.
+    pub fn reader(&self) -> Result<SessionReader, StoreError> {
+        SessionReader::open(&self.path)
+    }
+}
+
+fn live_user_rows(c: &Connection, session_id: &str) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id FROM messages WHERE session_id = ?1 AND active = 1 AND role = 'user' ORDER BY id",
+    )?;
+    let rows = stmt.query_map([session_id], |r| r.get(0))?;
+    rows.collect()
+}
+
+/// The row to cut before, by the order of checks of the gateway protocol (§3.2).
+fn resolve_target(
+    users: &[i64],
+    durable: bool,
+    target: RewindTarget,
+) -> Result<i64, RewindRefused> {
+    let by_ordinal = target.before_user_ordinal.map(|o| {
+        (
+            o,
+            usize::try_from(o).ok().and_then(|i| users.get(i)).copied(),
+        )
+    });
+    match (target.before_row_id, by_ordinal) {
+        (Some(row), _) if !users.contains(&row) => Err(RewindRefused::StaleRow(row)),
+        (Some(row), Some((ordinal, at))) if at != Some(row) => {
+            Err(RewindRefused::Disagree { row, ordinal })
+        }
+        (Some(row), _) => Ok(row),
+        (None, Some(_)) if durable => Err(RewindRefused::RowIdRequired),
+        (None, Some((_, Some(row)))) => Ok(row),
+        (None, Some((_, None))) | (None, None) => Err(RewindRefused::OrdinalOutOfRange {
+            ordinal: ordinal_or_zero(target),
+            turns: users.len(),
+        }),
+    }
+}
+
+fn ordinal_or_zero(target: RewindTarget) -> u64 {
+    target.before_user_ordinal.unwrap_or(0)
+}
+
+fn rewind_in(
+    c: &Connection,
+    session_id: &str,
+    target: RewindTarget,
+) -> rusqlite::Result<Result<Vec<i64>, RewindRefused>> {
+    let users = live_user_rows(c, session_id)?;
+    let row = match resolve_target(&users, !users.is_empty(), target) {
+        Ok(row) => row,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let remaining: i64 = c.query_row(
+        "SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1 AND id < ?2",
+        params![session_id, row],
+        |r| r.get(0),
+    )?;
+    if remaining == 0 && !target.confirm_empty {
+        return Ok(Err(RewindRefused::WouldEmpty));
+    }
+    c.execute(
+        "UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ?1 AND active = 1 AND id >= ?2",
+        params![session_id, row],
+    )?;
+    c.execute(
+        "UPDATE sessions SET rewind_count = rewind_count + 1,
+             message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1) WHERE id = ?1",
+        params![session_id],
+    )?;
+    Ok(Ok(users.into_iter().filter(|id| *id < row).collect()))
+}
+
+/// A parent session's title, source, model, system prompt and cwd.
+type ParentFields = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// The first of `base`, `base #2`, `base #3` ... no session has as its title.
+fn free_title(c: &Connection, base: &str) -> rusqlite::Result<String> {
+    let mut candidate = base.to_owned();
+    let mut n = 1;
+    while c.query_row(
+        "SELECT COUNT(*) FROM sessions WHERE title = ?1",
+        [&candidate],
+        |r| r.get::<_, i64>(0),
+    )? > 0
+    {
+        n += 1;
+        candidate = format!("{base} #{n}");
+    }
+    Ok(candidate)
+}
+
+fn branch_in(
+    c: &Connection,
+    parent: &str,
+    new_id: &str,
+    name: Option<&str>,
+) -> rusqlite::Result<Option<String>> {
+    let Some((title, source, model, prompt, cwd)): Option<ParentFields> = c
+        .query_row(
+            "SELECT title, source, model, system_prompt, cwd FROM sessions WHERE id = ?1",
+            [parent],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let base = name
+        .map(str::to_owned)
+        .or(title)
+        .unwrap_or_else(|| "branch".to_owned());
+    let title = free_title(c, &base)?;
+    c.execute(
+        "INSERT INTO sessions (id, source, model, model_config, system_prompt, parent_session_id, started_at, cwd, title)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![new_id, source, model, serde_json::json!({"_branched_from": parent}).to_string(), prompt, parent, now_secs(), cwd, title],
+    )?;
+    let copied = c.execute(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content)
+         SELECT ?1, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content
+         FROM messages WHERE session_id = ?2 AND active = 1 ORDER BY id",
+        params![new_id, parent],
+    )?;
+    c.execute(
+        "UPDATE sessions SET message_count = ?2 WHERE id = ?1",
+        params![new_id, copied as i64],
+    )?;
+    Ok(Some(title))
+}
+
+/// A read-only view of `state.db`.
+pub struct SessionReader {
+    conn: Connection,
+}
+
+impl SessionReader {
+    /// Opens an existing `state.db` read-only.
+    pub fn open(path: &Path) -> Result<SessionReader, StoreError> {
+        let conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        Ok(SessionReader { conn })
+    }
+
+    pub fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count FROM sessions WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(SessionRow {
+                        id: r.get(0)?,
+                        source: r.get(1)?,
+                        model: r.get(2)?,
+                        system_prompt: r.get(3)?,
+                        cwd: r.get(4)?,
+                        title: r.get(5)?,
+                        parent_session_id: r.get(6)?,
+                        message_count: r.get(7)?,
+                    })
+                },
+            )
+            .optional()?)
     }
 
     /// The most recently started session of a source.
-    pub fn latest(&self, source: &str) -> rusqlite::Result<Option<String>> {
-        self.conn
+    pub fn latest(&self, source: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
             .query_row("SELECT id FROM sessions WHERE source = ?1 AND archived = 0 ORDER BY started_at DESC, rowid DESC LIMIT 1", [source], |r| r.get(0))
-            .optional()
-    }
-
-    /// Appends one message and updates the counters, in one transaction; returns its row id.
-    pub fn append(&mut self, session_id: &str, m: &NewMessage<'_>) -> rusqlite::Result<i64> {
-        let tx = self.conn.transaction()?;
-        let id = insert_message(&tx, session_id, m)?;
-        tx.commit()?;
-        Ok(id)
-    }
-
-    /// Finished unattended runs (e.g. webhook events), all in one transaction: each
-    /// session is created unless it exists, then its messages are appended.
-    pub fn record_runs(&mut self, runs: &[RunRecord<'_>]) -> rusqlite::Result<()> {
-        let tx = self.conn.transaction()?;
-        for run in runs {
-            let s = &run.session;
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![s.id, s.source, s.model, s.system_prompt, now_secs(), s.cwd])?;
-            for m in &run.messages {
-                insert_message(&tx, s.id, m)?;
-            }
-        }
-        tx.commit()
+            .optional()?)
     }
 
     /// The live messages of a session in row-id order.
-    pub fn history(&self, session_id: &str) -> rusqlite::Result<Vec<StoredMessage>> {
-        let mut stmt = self.conn.prepare(
+    pub fn history(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
             "SELECT id, role, content, tool_call_id, tool_calls, tool_name, reasoning FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id",
         )?;
         let rows = stmt.query_map([session_id], |r| {
@@ -226,191 +538,34 @@ impl SessionDb {
                 reasoning: r.get(6)?,
             })
         })?;
-        rows.collect()
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Records the end of a session's use (counters of API calls and tokens added).
-    pub fn add_usage(
-        &self,
-        session_id: &str,
-        api_calls: i64,
-        input_tokens: i64,
-        output_tokens: i64,
-    ) -> rusqlite::Result<()> {
-        self.conn.execute(
-            "UPDATE sessions SET api_call_count = api_call_count + ?2, input_tokens = input_tokens + ?3, output_tokens = output_tokens + ?4 WHERE id = ?1",
-            params![session_id, api_calls, input_tokens, output_tokens],
-        )?;
-        Ok(())
-    }
-}
-
-/// A parent session's title, source, model, system prompt and cwd.
-type ParentFields = (
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
-/// Why a rewind was refused (the codes of the gateway protocol); nothing was written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RewindError {
-    #[error(
-        "4004: truncate_before_user_ordinal must be an integer, and confirm_truncate needs a target"
-    )]
-    BadParams,
-    #[error(
-        "4029: truncation needs confirm_truncate (and confirm_empty_truncate when nothing would remain)"
-    )]
-    NotConfirmed,
-    #[error("4030: truncate_before_user_ordinal and truncate_before_row_id name different turns")]
-    Disagree,
-    #[error("4018: row {0} is not a live user message of this session")]
-    StaleRow(i64),
-    #[error("store: {0}")]
-    Store(String),
-}
-
-impl RewindError {
-    pub fn code(&self) -> u32 {
-        match self {
-            RewindError::BadParams => 4004,
-            RewindError::NotConfirmed => 4029,
-            RewindError::Disagree => 4030,
-            RewindError::StaleRow(_) => 4018,
-            RewindError::Store(_) => 5000,
-        }
-    }
-}
-
-/// What to rewind to.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Rewind {
-    pub truncate_before_row_id: Option<i64>,
-    /// As received (a JSON boolean is rejected).
-    pub truncate_before_user_ordinal: Option<serde_json::Value>,
-    pub confirm_truncate: bool,
-    pub confirm_empty_truncate: bool,
-}
-
-impl SessionDb {
-    /// The live user rows of a session, in order.
-    fn user_rows(&self, session_id: &str) -> rusqlite::Result<Vec<i64>> {
-        let mut stmt = self.conn.prepare("SELECT id FROM messages WHERE session_id = ?1 AND active = 1 AND role = 'user' ORDER BY id")?;
-        let rows = stmt.query_map([session_id], |r| r.get(0))?;
-        rows.collect()
-    }
-
-    /// Rewinds before a user turn: soft-deletes that turn and everything after it
-    /// (surviving rows keep their ids) and returns the surviving user row ids.
-    pub fn rewind(&mut self, session_id: &str, r: &Rewind) -> Result<Vec<i64>, RewindError> {
-        let store = |e: rusqlite::Error| RewindError::Store(e.to_string());
-        let ordinal = match &r.truncate_before_user_ordinal {
-            None => None,
-            Some(serde_json::Value::Number(n)) => {
-                Some(n.as_u64().ok_or(RewindError::BadParams)? as usize)
-            }
-            Some(_) => return Err(RewindError::BadParams),
-        };
-        if ordinal.is_none() && r.truncate_before_row_id.is_none() {
-            return Err(if r.confirm_truncate {
-                RewindError::BadParams
-            } else {
-                RewindError::NotConfirmed
-            });
-        }
-        if !r.confirm_truncate {
-            return Err(RewindError::NotConfirmed);
-        }
-        let users = self.user_rows(session_id).map_err(store)?;
-        let by_ordinal = match ordinal {
-            Some(o) => Some(*users.get(o).ok_or(RewindError::BadParams)?),
-            None => None,
-        };
-        let target = match (r.truncate_before_row_id, by_ordinal) {
-            (Some(row), Some(o)) if row != o => return Err(RewindError::Disagree),
-            (Some(row), _) => {
-                if !users.contains(&row) {
-                    return Err(RewindError::StaleRow(row));
-                }
-                row
-            }
-            (None, Some(o)) => o,
-            (None, None) => return Err(RewindError::BadParams),
-        };
-        let survivors: Vec<i64> = users.into_iter().filter(|id| *id < target).collect();
-        let remaining: i64 = self
+    /// A run's last kept state.
+    pub fn run(&self, id: &str) -> Result<Option<RunRow>, StoreError> {
+        Ok(self
             .conn
             .query_row(
-                "SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1 AND id < ?2",
-                params![session_id, target],
-                |row| row.get(0),
+                "SELECT id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens FROM herald_runs WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(RunRow {
+                        id: r.get(0)?,
+                        session_id: r.get(1)?,
+                        status: r.get(2)?,
+                        model: r.get(3)?,
+                        created_at: r.get(4)?,
+                        updated_at: r.get(5)?,
+                        last_event: r.get(6)?,
+                        output: r.get(7)?,
+                        error: r.get(8)?,
+                        pending_steer: r.get(9)?,
+                        input_tokens: r.get(10)?,
+                        output_tokens: r.get(11)?,
+                    })
+                },
             )
-            .map_err(store)?;
-        if remaining == 0 && !r.confirm_empty_truncate {
-            return Err(RewindError::NotConfirmed);
-        }
-        let tx = self.conn.transaction().map_err(store)?;
-        tx.execute("UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ?1 AND active = 1 AND id >= ?2", params![session_id, target])
-            .map_err(store)?;
-        tx.execute(
-            "UPDATE sessions SET rewind_count = rewind_count + 1,
-                 message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1) WHERE id = ?1",
-            params![session_id],
-        )
-        .map_err(store)?;
-        tx.commit().map_err(store)?;
-        Ok(survivors)
-    }
-
-    /// Branches a session: a new session pointing back at its parent, with a copy of the
-    /// parent's live rows (full rows: tool calls, ids, reasoning). Returns the new id.
-    pub fn branch(
-        &mut self,
-        parent: &str,
-        new_id: &str,
-        name: Option<&str>,
-    ) -> rusqlite::Result<String> {
-        let tx = self.conn.transaction()?;
-        let (title, source, model, prompt, cwd): ParentFields = tx.query_row(
-            "SELECT title, source, model, system_prompt, cwd FROM sessions WHERE id = ?1",
-            [parent],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-        )?;
-        let base = name
-            .map(str::to_owned)
-            .or(title)
-            .unwrap_or_else(|| "branch".to_owned());
-        let mut candidate = base.clone();
-        let mut n = 1;
-        while tx.query_row(
-            "SELECT COUNT(*) FROM sessions WHERE title = ?1",
-            [&candidate],
-            |r| r.get::<_, i64>(0),
-        )? > 0
-        {
-            n += 1;
-            candidate = format!("{base} #{n}");
-        }
-        tx.execute(
-            "INSERT INTO sessions (id, source, model, model_config, system_prompt, parent_session_id, started_at, cwd, title)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![new_id, source, model, serde_json::json!({"_branched_from": parent}).to_string(), prompt, parent, now_secs(), cwd, candidate],
-        )?;
-        let copied = tx.execute(
-            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content)
-             SELECT ?1, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content
-             FROM messages WHERE session_id = ?2 AND active = 1 ORDER BY id",
-            params![new_id, parent],
-        )?;
-        tx.execute(
-            "UPDATE sessions SET message_count = ?2 WHERE id = ?1",
-            params![new_id, copied as i64],
-        )?;
-        tx.commit()?;
-        Ok(candidate)
+            .optional()?)
     }
 }
 
@@ -418,173 +573,215 @@ impl SessionDb {
 mod tests {
     use super::*;
 
-    #[test]
-    fn append_and_read_back_in_row_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut db = SessionDb::open(&dir.path().join("state.db")).unwrap();
-        db.create_session("20260101_000000_abcdef", "cli", "m", "SYS", "/")
-            .unwrap();
-        let a = db
-            .append(
-                "20260101_000000_abcdef",
-                &NewMessage {
-                    role: "user",
-                    content: Some("hi"),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        let b = db
-            .append(
-                "20260101_000000_abcdef",
-                &NewMessage { role: "assistant", tool_calls: Some(r#"[{"id":"c","type":"function","function":{"name":"t","arguments":"{}"}}]"#.into()), ..Default::default() },
-            )
-            .unwrap();
-        assert!(b > a);
-        let h = db.history("20260101_000000_abcdef").unwrap();
-        assert_eq!(
-            h.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(),
-            vec!["user", "assistant"]
-        );
-        let s = db.session("20260101_000000_abcdef").unwrap().unwrap();
-        assert_eq!(
-            (s.system_prompt.as_deref(), s.message_count),
-            (Some("SYS"), 2)
-        );
-        assert_eq!(
-            db.latest("cli").unwrap().as_deref(),
-            Some("20260101_000000_abcdef")
-        );
-        assert!(db.session("nope").unwrap().is_none());
+    fn user(text: &str) -> NewMessage {
+        NewMessage {
+            role: "user".into(),
+            content: Some(text.into()),
+            ..Default::default()
+        }
     }
-}
 
-#[cfg(test)]
-mod rewind_tests {
-    use super::*;
-    use serde_json::json;
+    fn assistant(text: &str) -> NewMessage {
+        NewMessage {
+            role: "assistant".into(),
+            content: Some(text.into()),
+            ..Default::default()
+        }
+    }
 
-    fn db_with_turns() -> (tempfile::TempDir, SessionDb, Vec<i64>) {
+    async fn store_with_turns() -> (tempfile::TempDir, SessionStore, Vec<i64>) {
         let dir = tempfile::tempdir().unwrap();
-        let mut db = SessionDb::open(&dir.path().join("state.db")).unwrap();
-        db.create_session("s", "cli", "m", "SYS", "/").unwrap();
+        let store = SessionStore::open(&dir.path().join("state.db")).unwrap();
+        store
+            .create_session(NewSession {
+                id: "s".into(),
+                source: "cli".into(),
+                model: "m".into(),
+                system_prompt: "SYS".into(),
+                cwd: "/".into(),
+            })
+            .await
+            .unwrap();
         let mut users = Vec::new();
         for i in 0..3 {
             users.push(
-                db.append(
-                    "s",
-                    &NewMessage {
-                        role: "user",
-                        content: Some(&format!("q{i}")),
-                        ..Default::default()
-                    },
-                )
-                .unwrap(),
+                store
+                    .append("s".into(), user(&format!("q{i}")))
+                    .await
+                    .unwrap(),
             );
-            db.append(
-                "s",
-                &NewMessage {
-                    role: "assistant",
-                    content: Some("a"),
+            store.append("s".into(), assistant("a")).await.unwrap();
+        }
+        (dir, store, users)
+    }
+
+    #[tokio::test]
+    async fn append_and_read_back_in_row_order() {
+        let (_d, store, users) = store_with_turns().await;
+        let r = store.reader().unwrap();
+        let h = r.history("s").unwrap();
+        assert_eq!(h.len(), 6);
+        assert_eq!(h[0].id, users[0]);
+        assert!(users.windows(2).all(|w| w[0] < w[1]));
+        let s = r.session("s").unwrap().unwrap();
+        assert_eq!(
+            (s.system_prompt.as_deref(), s.message_count),
+            (Some("SYS"), 6)
+        );
+        assert_eq!(r.latest("cli").unwrap().as_deref(), Some("s"));
+        assert!(r.session("nope").unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn rewind_checks_in_the_protocols_order_and_writes_nothing_when_refused() {
+        let (_d, store, users) = store_with_turns().await;
+        let ask = |row: Option<i64>, ordinal: Option<u64>, empty: bool| RewindTarget {
+            before_row_id: row,
+            before_user_ordinal: ordinal,
+            confirm_empty: empty,
+        };
+        let refused =
+            |r: Result<Result<Vec<i64>, RewindRefused>, StoreError>| r.unwrap().unwrap_err();
+        assert_eq!(
+            refused(store.rewind("s".into(), ask(Some(9999), None, false)).await),
+            RewindRefused::StaleRow(9999)
+        );
+        assert_eq!(
+            refused(
+                store
+                    .rewind("s".into(), ask(Some(users[1]), Some(2), false))
+                    .await
+            ),
+            RewindRefused::Disagree {
+                row: users[1],
+                ordinal: 2
+            }
+        );
+        assert_eq!(
+            refused(store.rewind("s".into(), ask(None, Some(1), false)).await),
+            RewindRefused::RowIdRequired
+        );
+        assert_eq!(
+            refused(
+                store
+                    .rewind("s".into(), ask(Some(users[0]), None, false))
+                    .await
+            ),
+            RewindRefused::WouldEmpty
+        );
+        assert_eq!(
+            store.reader().unwrap().history("s").unwrap().len(),
+            6,
+            "nothing written when refused"
+        );
+        let survivors = store
+            .rewind("s".into(), ask(Some(users[2]), Some(2), false))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(survivors, vec![users[0], users[1]]);
+        let live = store.reader().unwrap().history("s").unwrap();
+        assert_eq!(live.len(), 4);
+        assert_eq!(live[2].id, users[1], "surviving rows keep their ids");
+        assert_eq!(
+            refused(
+                store
+                    .rewind("s".into(), ask(Some(users[2]), None, false))
+                    .await
+            ),
+            RewindRefused::StaleRow(users[2])
+        );
+        let all = store
+            .rewind("s".into(), ask(Some(users[0]), None, true))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(all.is_empty());
+        assert_eq!(
+            store
+                .reader()
+                .unwrap()
+                .session("s")
+                .unwrap()
+                .unwrap()
+                .message_count,
+            0
+        );
+    }
+
+    #[tokio::test]
+    async fn branch_copies_full_rows_and_titles() {
+        let (_d, store, _) = store_with_turns().await;
+        store
+            .append(
+                "s".into(),
+                NewMessage {
+                    role: "tool".into(),
+                    content: Some("out".into()),
+                    tool_call_id: Some("c1".into()),
+                    tool_name: Some("terminal".into()),
                     ..Default::default()
                 },
             )
+            .await
             .unwrap();
-        }
-        (dir, db, users)
-    }
-
-    #[test]
-    fn rewind_rules_and_soft_delete() {
-        let (_d, mut db, users) = db_with_turns();
-        let ask = |row: Option<i64>, ord: Option<serde_json::Value>, confirm: bool| Rewind {
-            truncate_before_row_id: row,
-            truncate_before_user_ordinal: ord,
-            confirm_truncate: confirm,
-            confirm_empty_truncate: false,
-        };
+        let branch = |id: &str| store.branch("s".into(), id.into(), None);
+        assert_eq!(branch("b1").await.unwrap().as_deref(), Some("branch"));
+        assert_eq!(branch("b2").await.unwrap().as_deref(), Some("branch #2"));
         assert_eq!(
-            db.rewind("s", &ask(None, Some(json!(true)), true))
-                .unwrap_err()
-                .code(),
-            4004
+            store
+                .branch("nope".into(), "b3".into(), None)
+                .await
+                .unwrap(),
+            None
         );
-        assert_eq!(
-            db.rewind("s", &ask(None, None, true)).unwrap_err().code(),
-            4004
-        );
-        assert_eq!(
-            db.rewind("s", &ask(Some(users[1]), None, false))
-                .unwrap_err()
-                .code(),
-            4029
-        );
-        assert_eq!(
-            db.rewind("s", &ask(Some(users[1]), Some(json!(2)), true))
-                .unwrap_err()
-                .code(),
-            4030
-        );
-        assert_eq!(
-            db.rewind("s", &ask(Some(9999), None, true))
-                .unwrap_err()
-                .code(),
-            4018
-        );
-        assert_eq!(
-            db.rewind("s", &ask(Some(users[0]), None, true))
-                .unwrap_err()
-                .code(),
-            4029,
-            "empty result needs its own confirmation"
-        );
-        assert_eq!(
-            db.history("s").unwrap().len(),
-            6,
-            "nothing written on errors"
-        );
-        let survivors = db
-            .rewind("s", &ask(Some(users[1]), Some(json!(1)), true))
-            .unwrap();
-        assert_eq!(survivors, vec![users[0]]);
-        let live = db.history("s").unwrap();
-        assert_eq!(live.len(), 2);
-        assert_eq!(live[0].id, users[0], "surviving rows keep their ids");
-        assert_eq!(db.session("s").unwrap().unwrap().message_count, 2);
-        // The rewound row is stale now.
-        assert_eq!(
-            db.rewind("s", &ask(Some(users[2]), None, true))
-                .unwrap_err()
-                .code(),
-            4018
-        );
-    }
-
-    #[test]
-    fn branch_copies_full_rows_and_titles() {
-        let (_d, mut db, _) = db_with_turns();
-        db.append(
-            "s",
-            &NewMessage {
-                role: "tool",
-                content: Some("out"),
-                tool_call_id: Some("c1"),
-                tool_name: Some("terminal"),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(db.branch("s", "b1", None).unwrap(), "branch");
-        assert_eq!(db.branch("s", "b2", None).unwrap(), "branch #2");
-        let h = db.history("b1").unwrap();
+        let r = store.reader().unwrap();
+        let h = r.history("b1").unwrap();
         assert_eq!(h.len(), 7);
         assert_eq!(
             (h[6].tool_call_id.as_deref(), h[6].tool_name.as_deref()),
             (Some("c1"), Some("terminal"))
         );
+        let b1 = r.session("b1").unwrap().unwrap();
         assert_eq!(
-            db.session("b1").unwrap().unwrap().system_prompt.as_deref(),
-            Some("SYS")
+            (b1.system_prompt.as_deref(), b1.parent_session_id.as_deref()),
+            (Some("SYS"), Some("s"))
         );
+    }
+
+    #[tokio::test]
+    async fn runs_are_kept_and_unfinished_ones_fail_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let store = SessionStore::open(&path).unwrap();
+        let run = |id: &str, status: &str| RunRow {
+            id: id.into(),
+            session_id: "s".into(),
+            status: status.into(),
+            model: "m".into(),
+            created_at: 1.0,
+            updated_at: 2.0,
+            output: Some("done".into()),
+            ..Default::default()
+        };
+        store.save_run(run("r1", "completed")).await.unwrap();
+        store.save_run(run("r2", "running")).await.unwrap();
+        drop(store);
+        let again = SessionStore::open(&path).unwrap();
+        assert_eq!(
+            again
+                .fail_unfinished_runs("herald restarted".into())
+                .await
+                .unwrap(),
+            1
+        );
+        let r = again.reader().unwrap();
+        assert_eq!(r.run("r1").unwrap().unwrap(), run("r1", "completed"));
+        let r2 = r.run("r2").unwrap().unwrap();
+        assert_eq!(
+            (r2.status.as_str(), r2.error.as_deref()),
+            ("failed", Some("herald restarted"))
+        );
+        assert!(r.run("r3").unwrap().is_none());
     }
 }

@@ -369,7 +369,7 @@ fn database_files_are_owner_only_also_for_stores_made_before() {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     }
     let _store = Store::open(&path).unwrap();
-    let _sessions = sessions::SessionDb::open(&dir.path().join("state.db")).unwrap();
+    let _sessions = SessionStore::open(&dir.path().join("state.db")).unwrap();
     for name in [
         "old.db",
         "old.db-wal",

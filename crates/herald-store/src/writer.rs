@@ -79,12 +79,15 @@ pub struct Enqueue {
 /// `progress` tells how many of the batches that wrote it has seen on disk.
 pub(crate) fn run(
     mut conn: Connection,
-    mut keys: DedupKeys,
+    dedup: Option<DedupKeys>,
     rx: Receiver<Command>,
     to_sync: Sender<Pending>,
     progress: Arc<SyncProgress>,
 ) {
     progress.register_writer();
+    // A database without an inbox has no dedup keys to keep or purge.
+    let has_dedup = dedup.is_some();
+    let mut keys = dedup.unwrap_or_else(DedupKeys::new);
     // Batches with durable writes committed so far.
     let mut written: u64 = 0;
     let mut last_purge = Instant::now();
@@ -97,7 +100,9 @@ pub(crate) fn run(
         let first = match rx.recv_timeout(PURGE_EVERY) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {
-                purge(&conn, &mut keys, &mut last_purge, latest_ms);
+                if has_dedup {
+                    purge(&conn, &mut keys, &mut last_purge, latest_ms);
+                }
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return,
@@ -125,7 +130,7 @@ pub(crate) fn run(
         let (replies, failed) = commit_batch(&mut conn, &mut keys, batch);
         answer_batch(replies, failed, &mut written, &progress, &to_sync);
         stats.record(size, started.elapsed());
-        if last_purge.elapsed() >= PURGE_EVERY {
+        if has_dedup && last_purge.elapsed() >= PURGE_EVERY {
             purge(&conn, &mut keys, &mut last_purge, latest_ms);
         }
     }

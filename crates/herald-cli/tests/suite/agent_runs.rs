@@ -186,7 +186,7 @@ async fn pull_request_answer_reaches_telegram_after_a_tool_call() {
     assert!(text.contains("Reviewed PR 42: looks good."), "{text}");
     assert!(text.contains("delivery: delivered to telegram"), "{text}");
     // The run is kept as its own session: prompt, tool call, tool result, answer.
-    let db = herald_store::sessions::SessionDb::open(&h.home().join("state.db")).unwrap();
+    let db = herald_store::SessionReader::open(&h.home().join("state.db")).unwrap();
     let roles: Vec<String> = wait_for(Duration::from_secs(10), "the session", || {
         let history = db.history("webhook:pr:gh-1").ok()?;
         (!history.is_empty()).then(|| history.into_iter().map(|m| m.role).collect())

@@ -1,25 +1,21 @@
-//! One webhook-started agent run: the template (model, tools, prompt) of the event's
-//! profile, the webhook toolsets, the route's skill, nobody to ask, its own session.
+//! One webhook-started agent run on the session host: the event's profile, the webhook
+//! toolsets, the route's skill, nobody to ask, its own session.
 
 use super::Shared;
-use herald_agent::{Agent, AgentConfig, AgentEvent, Plugins, string_list, toolsets};
-use herald_protocol::ChatMessage;
-use herald_session::{Attendance, KeptRun, Runtime, SessionHeader};
+use herald_agent::{string_list, toolsets};
+use herald_session::{Answers, Host, RunState, SessionOptions};
 use herald_store::InboxItem;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Everything a webhook-started agent run needs besides its event.
 pub struct RunTemplate {
-    /// The profile's model, tools, skills, limits and approval policy (the webhook
-    /// surface of the session host).
-    pub runtime: Arc<Runtime>,
+    /// The session host of the profile's webhook surface (model, tools, skills,
+    /// limits, approval policy, sessions).
+    pub host: Arc<Host>,
     /// `platform_toolsets.webhook`.
     pub platform_toolsets: Option<Vec<String>>,
     pub cwd: PathBuf,
-    pub system_prompt: String,
-    /// Where sessions are kept (`state.db`); `None` keeps none.
-    pub state_db: Option<PathBuf>,
 }
 
 /// Builds the run template of a named profile (`<home>/profiles/<name>`: its config,
@@ -59,85 +55,58 @@ fn template_for(shared: &Shared, profile: Option<&str>) -> Arc<RunTemplate> {
 pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
     let template = template_for(shared, item.profile.as_deref());
     let t = &*template;
-    let session = format!("webhook:{}:{}", item.route, item.delivery_id);
+    let runtime = t.host.runtime();
+    let session_id = format!("webhook:{}:{}", item.route, item.delivery_id);
     let route_toolsets = item.toolsets.as_ref().map(string_list);
     let (tool_names, dropped) =
         toolsets::webhook_tools(route_toolsets.as_deref(), t.platform_toolsets.as_deref());
     if !dropped.is_empty() {
         tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets not allowed on webhook runs were dropped");
     }
-    let tools = t.runtime.tools(&tool_names);
-    // What the model is offered: the toolsets' tools that exist and are available here.
-    let offered: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
     let skill_names = string_list(&item.skills);
     let (message, skill, missing) = if skill_names.is_empty() {
         (item.prompt.clone(), None, Vec::new())
     } else {
-        t.runtime
+        runtime
             .skills
-            .invocation_message(&skill_names, &item.prompt, &session)
+            .invocation_message(&skill_names, &item.prompt, &session_id)
     };
     for m in missing {
         tracing::warn!(route = %item.route, skill = %m, "route skill not installed; skipped");
     }
-    let agent = Agent::with_client(
-        AgentConfig {
-            endpoint: t.runtime.endpoint.clone(),
-            retry: t.runtime.retry.clone(),
-            tools,
-            max_iterations: t.runtime.max_iterations,
-            cwd: t.cwd.clone(),
-            approvals: Arc::new(t.runtime.approvals.approvals(Attendance::Unattended)),
-            system_prompt: t.system_prompt.clone(),
-            plugins: Plugins::default(),
-            session_id: session.clone(),
-            platform: t.runtime.platform.name().into(),
-            provider: t.runtime.provider.clone(),
-            clarifier: None,
-        },
-        shared.client.clone(),
-    );
+    let mut options = SessionOptions::new("webhook", tool_names, Answers::Nobody);
+    options.id = Some(session_id.clone());
+    options.cwd = Some(t.cwd.clone());
+    let session = match t.host.open_session(options).await {
+        Ok(s) => s,
+        Err(e) => return RunOutcome::Retry(format!("cannot open the run's session: {e}")),
+    };
+    // What the model is offered: the toolsets' tools that exist and are available here.
+    let offered = session.tool_names();
+    let run = match t.host.start_run(&session, message) {
+        Ok(r) => r,
+        Err(e) => return RunOutcome::Retry(format!("cannot start the run: {e}")),
+    };
     if let Ok(mut h) = shared.handles.lock() {
-        h.insert(item.id, agent.handle());
+        h.insert(item.id, run.clone());
     }
-    tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, session = %session, skill = ?skill, tools = ?offered, "agent run started");
-    let mut appended: Vec<ChatMessage> = Vec::new();
-    let result = agent
-        .run_turn(&[], &message, &mut |event| {
-            if let AgentEvent::MessageAppended(m) = event {
-                appended.push(m);
-            }
-        })
-        .await;
+    tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, session = %session_id, run = %run.id(), skill = ?skill, tools = ?offered, "agent run started");
+    let end = run.finished().await;
     if let Ok(mut h) = shared.handles.lock() {
         h.remove(&item.id);
     }
-    if let Some(keeper) = &shared.sessions {
-        keeper.keep(KeptRun {
-            session: SessionHeader {
-                id: session,
-                source: "webhook".into(),
-                model: t.runtime.endpoint.model.clone(),
-                system_prompt: t.system_prompt.clone(),
-                cwd: t.cwd.display().to_string(),
-            },
-            messages: appended,
-        });
-    }
-    if result.interrupted {
-        return RunOutcome::Interrupted;
-    }
-    let answer = result.final_response.trim();
-    if !result.failed && !answer.is_empty() {
-        return RunOutcome::Answer(result.final_response.clone());
-    }
-    let error = result
-        .error
-        .clone()
-        .unwrap_or_else(|| "the run ended without an answer".into());
-    if result.failed && result.error_retryable {
-        RunOutcome::Retry(error)
-    } else {
-        RunOutcome::Dead(error)
+    match end.state {
+        RunState::Cancelled => RunOutcome::Interrupted,
+        RunState::Completed if !end.partial => RunOutcome::Answer(end.output.unwrap_or_default()),
+        _ => {
+            let error = end
+                .error
+                .unwrap_or_else(|| "the run ended without an answer".into());
+            if end.retryable {
+                RunOutcome::Retry(error)
+            } else {
+                RunOutcome::Dead(error)
+            }
+        }
     }
 }

@@ -15,10 +15,8 @@ pub use backoff::Backoff;
 
 use crate::pipeline::Gateway;
 use delivery::{log_store_error, process};
-use herald_agent::AgentHandle;
 use herald_config::WorkerSettings;
-use herald_llm::LlmClient;
-use herald_session::SessionWriter;
+use herald_session::RunHandle;
 use herald_store::{ClaimRequest, Stage, now_ms};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,21 +39,17 @@ struct Shared {
     profiles: Option<ProfileTemplates>,
     /// Profile templates built so far (`None`: the profile falls back to the default).
     profile_cache: Mutex<HashMap<String, Option<Arc<RunTemplate>>>>,
-    client: LlmClient,
     /// The limits as configured (the config reader checked their ranges).
     settings: WorkerSettings,
     backoff: Backoff,
-    /// Agents running now, by inbox id (interrupted after the grace period).
-    handles: Mutex<HashMap<i64, AgentHandle>>,
-    sessions: Option<SessionWriter>,
+    /// Runs going now, by inbox id (interrupted after the grace period).
+    handles: Mutex<HashMap<i64, RunHandle>>,
 }
 
 /// The running worker pool.
 pub struct Workers {
     stop: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
-    /// Joined after the dispatcher ends, so the last sessions are written.
-    keeper_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Workers {
@@ -73,34 +67,23 @@ impl Workers {
                 "entries left running by an earlier stop are queued again"
             );
         }
-        let (sessions, keeper_thread) = match &template.state_db {
-            Some(path) => match SessionWriter::start(path) {
-                Ok((keeper, thread)) => (Some(keeper), Some(thread)),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot open the session store; webhook runs are not kept as sessions");
-                    (None, None)
-                }
-            },
-            None => (None, None),
-        };
+        match template.host.recover().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(runs = n, "runs an earlier stop cut off are marked failed"),
+            Err(e) => tracing::warn!(error = %e, "cannot mark the runs an earlier stop cut off"),
+        }
         let shared = Arc::new(Shared {
             gateway,
             template: Arc::new(template),
             profiles,
             profile_cache: Mutex::new(HashMap::new()),
-            client: LlmClient::new(),
             settings: settings.clone(),
             backoff: Backoff::from_settings(settings),
             handles: Mutex::new(HashMap::new()),
-            sessions,
         });
         let (stop, stopped) = watch::channel(false);
         let done = tokio::spawn(dispatch(shared, stopped));
-        Ok(Workers {
-            stop,
-            done,
-            keeper_thread,
-        })
+        Ok(Workers { stop, done })
     }
 
     /// Stops claiming, lets running work finish for the grace period, interrupts what
@@ -108,15 +91,6 @@ impl Workers {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.done.await;
-        if let Some(thread) = self.keeper_thread {
-            let joined = tokio::task::spawn_blocking(move || thread.join());
-            if tokio::time::timeout(Duration::from_secs(10), joined)
-                .await
-                .is_err()
-            {
-                tracing::warn!("the session keeper did not finish in time");
-            }
-        }
     }
 }
 
@@ -205,7 +179,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         );
     }
     if !drain(&mut tasks, &mut running, grace).await {
-        let handles: Vec<AgentHandle> = shared
+        let handles: Vec<RunHandle> = shared
             .handles
             .lock()
             .map(|h| h.values().cloned().collect())

@@ -1,0 +1,214 @@
+//! Questions a run puts to a front door that answers later (HTTP, JSON-RPC, ACP): each
+//! approval or clarify request goes out as a run event with its request id and waits
+//! here until [`crate::RunHandle`] answers that id, in any order. A request whose
+//! waiting ends (answered, timed out, run stopped) leaves the table.
+
+use crate::runs::{RunCell, RunError, RunEventKind, RunState};
+use herald_agent::tool::{Clarifier, ClarifyRequest};
+use herald_agent::{ApprovalRequest, Approver, Decision};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::{mpsc, oneshot};
+
+type Waiting<T> = Mutex<Vec<(String, oneshot::Sender<T>)>>;
+
+/// What a run's task passes on, in the order it happened: the agent's events and the
+/// requests put to the front door.
+pub(crate) enum Step {
+    Agent(herald_agent::AgentEvent),
+    Ask(RunEventKind),
+    /// The turn is over: nothing follows.
+    End,
+}
+
+/// The requests of a session's current run that wait for an answer.
+#[derive(Default)]
+pub(crate) struct Pending {
+    approvals: Waiting<Decision>,
+    clarifies: Waiting<Option<String>>,
+    /// The run the session is running now, and its task's queue (where request events
+    /// go, after whatever the agent emitted before).
+    current: Mutex<(Weak<RunCell>, Option<mpsc::UnboundedSender<Step>>)>,
+}
+
+fn remove<T>(waiting: &Waiting<T>, id: &str) -> Option<oneshot::Sender<T>> {
+    let mut w = waiting.lock().ok()?;
+    let at = w.iter().position(|(i, _)| i == id)?;
+    Some(w.remove(at).1)
+}
+
+impl Pending {
+    pub fn set_current(&self, cell: &Arc<RunCell>, queue: mpsc::UnboundedSender<Step>) {
+        if let Ok(mut c) = self.current.lock() {
+            *c = (Arc::downgrade(cell), Some(queue));
+        }
+    }
+
+    fn current(&self) -> Option<Arc<RunCell>> {
+        self.current.lock().ok()?.0.upgrade()
+    }
+
+    fn tell(&self, kind: RunEventKind) {
+        if let Ok(c) = self.current.lock()
+            && let Some(queue) = &c.1
+        {
+            let _ = queue.send(Step::Ask(kind));
+        }
+    }
+
+    /// Whether the request `id` still waits for an answer.
+    pub fn is_waiting(&self, id: &str) -> bool {
+        fn has<T>(w: &Waiting<T>, id: &str) -> bool {
+            w.lock()
+                .map(|w| w.iter().any(|(i, _)| i == id))
+                .unwrap_or(false)
+        }
+        has(&self.approvals, id) || has(&self.clarifies, id)
+    }
+
+    pub fn any_approval(&self) -> bool {
+        self.approvals
+            .lock()
+            .map(|a| !a.is_empty())
+            .unwrap_or(false)
+    }
+
+    /// Resolves `id` (the oldest when `None`; every one with `all`); returns the ids.
+    pub fn approve(
+        &self,
+        id: Option<&str>,
+        decision: Decision,
+        all: bool,
+    ) -> Result<Vec<String>, RunError> {
+        let chosen: Vec<(String, oneshot::Sender<Decision>)> = {
+            let mut waiting = self.approvals.lock().map_err(|_| RunError::NotPending)?;
+            if waiting.is_empty() {
+                return Err(RunError::NotPending);
+            }
+            match (id, all) {
+                (_, true) => std::mem::take(&mut *waiting),
+                (None, false) => vec![waiting.remove(0)],
+                (Some(id), false) => {
+                    let at = waiting
+                        .iter()
+                        .position(|(i, _)| i == id)
+                        .ok_or_else(|| RunError::UnknownRequest(id.to_owned()))?;
+                    vec![waiting.remove(at)]
+                }
+            }
+        };
+        Ok(chosen
+            .into_iter()
+            .map(|(id, tx)| {
+                let _ = tx.send(decision);
+                id
+            })
+            .collect())
+    }
+
+    pub fn clarify(&self, id: &str, answer: String) -> Result<(), RunError> {
+        let none_waiting = self.clarifies.lock().map(|c| c.is_empty()).unwrap_or(true);
+        if none_waiting {
+            return Err(RunError::NotPending);
+        }
+        let tx = remove(&self.clarifies, id).ok_or_else(|| RunError::UnknownRequest(id.into()))?;
+        let _ = tx.send(Some(answer));
+        Ok(())
+    }
+
+    /// Drops every waiting request: approvals are denied, questions go unanswered.
+    pub fn cancel_all(&self) {
+        if let Ok(mut a) = self.approvals.lock() {
+            a.clear();
+        }
+        if let Ok(mut c) = self.clarifies.lock() {
+            c.clear();
+        }
+    }
+}
+
+/// Takes a request off the table when its waiting ends for any reason (answered,
+/// timed out, the turn dropped), and puts the run back to `running` when no approval
+/// is left.
+struct Leave<'a> {
+    pending: &'a Pending,
+    id: String,
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        drop(remove(&self.pending.approvals, &self.id));
+        drop(remove(&self.pending.clarifies, &self.id));
+        if !self.pending.any_approval()
+            && let Some(cell) = self.pending.current()
+            && cell.state() == RunState::WaitingForApproval
+        {
+            cell.set_state(RunState::Running);
+        }
+    }
+}
+
+fn request_id(id: &str) -> String {
+    if id.is_empty() {
+        format!("req_{}", uuid::Uuid::new_v4().simple())
+    } else {
+        id.to_owned()
+    }
+}
+
+/// Approvals answered by request id through the run handle.
+pub(crate) struct RequestApprover(pub Arc<Pending>);
+
+impl Approver for RequestApprover {
+    fn ask<'a>(
+        &'a self,
+        request: ApprovalRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            let id = request_id(request.id);
+            let (tx, rx) = oneshot::channel();
+            if let Ok(mut w) = self.0.approvals.lock() {
+                w.push((id.clone(), tx));
+            }
+            let _leave = Leave {
+                pending: &self.0,
+                id: id.clone(),
+            };
+            self.0.tell(RunEventKind::ApprovalRequested {
+                request_id: id,
+                command: request.command.to_owned(),
+                reason: request.reason.to_owned(),
+            });
+            rx.await.unwrap_or(Decision::Deny)
+        })
+    }
+}
+
+/// `clarify` questions answered by request id through the run handle.
+pub(crate) struct RequestClarifier(pub Arc<Pending>);
+
+impl Clarifier for RequestClarifier {
+    fn ask<'a>(
+        &'a self,
+        request: ClarifyRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>> {
+        Box::pin(async move {
+            let id = request_id(request.id);
+            let (tx, rx) = oneshot::channel();
+            if let Ok(mut w) = self.0.clarifies.lock() {
+                w.push((id.clone(), tx));
+            }
+            let _leave = Leave {
+                pending: &self.0,
+                id: id.clone(),
+            };
+            self.0.tell(RunEventKind::ClarifyRequested {
+                request_id: id,
+                question: request.question.to_owned(),
+                choices: request.choices.to_vec(),
+            });
+            rx.await.ok().flatten()
+        })
+    }
+}

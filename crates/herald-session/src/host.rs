@@ -1,0 +1,666 @@
+//! The session host: opens, resumes, branches and rewinds sessions, and starts their
+//! turns as runs. Every message a run adds is saved as it happens (after every
+//! transform) and comes back to the front door with its row id, so memory and
+//! `state.db` hold the same conversation.
+
+use crate::answers::{Pending, RequestApprover, RequestClarifier, Step};
+use crate::approvals::Attendance;
+use crate::prompt;
+use crate::runs::{RunCell, RunEventKind, RunHandle, RunRegistry, RunState, RunStatus};
+use crate::runtime::Runtime;
+use crate::sessions::{SessionError, message_row, to_message};
+use herald_agent::tool::Clarifier;
+use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Approver, Tool, TurnResult};
+use herald_llm::{Endpoint, LlmClient};
+use herald_protocol::ChatMessage;
+use herald_store::SessionStore;
+use herald_store::sessions::{NewSession, RewindTarget};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, watch};
+
+/// Most runs a host keeps at once, live or recently finished.
+pub const DEFAULT_MAX_RUNS: usize = 1024;
+
+pub(crate) fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Who answers a session's approval and clarify requests.
+pub enum Answers {
+    /// The front door answers as it is asked (a terminal).
+    Local {
+        approver: Box<dyn Approver>,
+        clarifier: Option<Arc<dyn Clarifier>>,
+    },
+    /// Requests go out as run events and are answered by request id through the
+    /// [`RunHandle`] (HTTP, JSON-RPC, ACP).
+    ByRequest,
+    /// Nobody: a command that needs approval is denied; `clarify` gets no answer.
+    Nobody,
+}
+
+/// What a session is opened with.
+pub struct SessionOptions {
+    /// Where it comes from (`cli`, `webhook`, `api` ...), as stored.
+    pub source: String,
+    /// An id of the caller's (kept if the session exists already); else a new one.
+    pub id: Option<String>,
+    /// The tools offered (names); the runtime drops what is disabled or unavailable.
+    pub tool_names: Vec<String>,
+    /// Skills put in the system prompt: (name, body).
+    pub preloaded_skills: Vec<(String, String)>,
+    /// The working folder; else `terminal.cwd`, else the process's.
+    pub cwd: Option<PathBuf>,
+    pub answers: Answers,
+    /// Over the profile's `agent.max_turns`.
+    pub max_iterations: Option<u32>,
+    /// Approve everything but the floor and the deny rules (`--yolo`).
+    pub yolo: bool,
+}
+
+impl SessionOptions {
+    pub fn new(source: &str, tool_names: Vec<String>, answers: Answers) -> SessionOptions {
+        SessionOptions {
+            source: source.to_owned(),
+            id: None,
+            tool_names,
+            preloaded_skills: Vec::new(),
+            cwd: None,
+            answers,
+            max_iterations: None,
+            yolo: false,
+        }
+    }
+}
+
+/// A message of a session with its row in `state.db` (`None` when it could not be
+/// kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub row_id: Option<i64>,
+    pub message: ChatMessage,
+}
+
+struct SessionState {
+    history: Vec<Saved>,
+    endpoint: Endpoint,
+    /// The run in progress, if any (one turn at a time).
+    running: Option<String>,
+}
+
+struct SessionInner {
+    id: String,
+    source: String,
+    system_prompt: String,
+    tools: Vec<Arc<dyn Tool>>,
+    cwd: PathBuf,
+    max_iterations: u32,
+    approvals: Arc<Approvals>,
+    clarifier: Option<Arc<dyn Clarifier>>,
+    pending: Arc<Pending>,
+    state: Mutex<SessionState>,
+}
+
+/// A live session: cheap to clone; one turn runs at a time.
+#[derive(Clone)]
+pub struct Session(Arc<SessionInner>);
+
+impl Session {
+    pub fn id(&self) -> &str {
+        &self.0.id
+    }
+
+    pub fn source(&self) -> &str {
+        &self.0.source
+    }
+
+    pub fn system_prompt(&self) -> &str {
+        &self.0.system_prompt
+    }
+
+    /// The names of the tools offered.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.0.tools.iter().map(|t| t.name().to_owned()).collect()
+    }
+
+    /// The conversation so far, with row ids.
+    pub fn history(&self) -> Vec<Saved> {
+        self.0
+            .state
+            .lock()
+            .map(|s| s.history.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn endpoint(&self) -> Option<Endpoint> {
+        self.0.state.lock().ok().map(|s| s.endpoint.clone())
+    }
+
+    /// Switches this session's model (kept for its later turns).
+    pub fn set_endpoint(&self, endpoint: Endpoint) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.endpoint = endpoint;
+        }
+    }
+
+    /// The id of the run in progress.
+    pub fn running(&self) -> Option<String> {
+        self.0.state.lock().ok()?.running.clone()
+    }
+
+    fn push(&self, saved: Saved) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.history.push(saved);
+        }
+    }
+
+    fn set_history(&self, history: Vec<Saved>) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.history = history;
+        }
+    }
+}
+
+/// A rewind as a front door received it (the ordinal as the JSON it came as).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RewindRequest {
+    pub truncate_before_row_id: Option<i64>,
+    pub truncate_before_user_ordinal: Option<serde_json::Value>,
+    pub confirm_truncate: bool,
+    pub confirm_empty_truncate: bool,
+}
+
+impl RewindRequest {
+    /// Checks 1 and 2 of the protocol (form, then confirmation): the target for the
+    /// store, or why not.
+    fn target(&self) -> Result<RewindTarget, SessionError> {
+        let ordinal = match &self.truncate_before_user_ordinal {
+            None => None,
+            Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => match n.as_u64() {
+                Some(o) => Some(o),
+                None => {
+                    return Err(SessionError::StaleTarget(format!(
+                        "user turn {n} does not exist"
+                    )));
+                }
+            },
+            Some(_) => {
+                return Err(SessionError::BadRewind(
+                    "truncate_before_user_ordinal must be an integer".into(),
+                ));
+            }
+        };
+        let has_target = ordinal.is_some() || self.truncate_before_row_id.is_some();
+        match (has_target, self.confirm_truncate) {
+            (false, true) => Err(SessionError::BadRewind(
+                "confirm_truncate needs truncate_before_row_id or truncate_before_user_ordinal"
+                    .into(),
+            )),
+            (false, false) => Err(SessionError::BadRewind("no truncation target".into())),
+            (true, false) => Err(SessionError::NotConfirmed),
+            (true, true) => Ok(RewindTarget {
+                before_row_id: self.truncate_before_row_id,
+                before_user_ordinal: ordinal,
+                confirm_empty: self.confirm_empty_truncate,
+            }),
+        }
+    }
+}
+
+/// The host of one profile's sessions and runs.
+pub struct Host {
+    runtime: Arc<Runtime>,
+    store: SessionStore,
+    client: LlmClient,
+    runs: RunRegistry,
+}
+
+impl Host {
+    pub fn new(runtime: Arc<Runtime>, store: SessionStore) -> Arc<Host> {
+        Host::with_client(runtime, store, LlmClient::new(), DEFAULT_MAX_RUNS)
+    }
+
+    /// A host sharing a provider client (and its connection pool), keeping at most
+    /// `max_runs` runs.
+    pub fn with_client(
+        runtime: Arc<Runtime>,
+        store: SessionStore,
+        client: LlmClient,
+        max_runs: usize,
+    ) -> Arc<Host> {
+        Arc::new(Host {
+            runtime,
+            store,
+            client,
+            runs: RunRegistry::new(max_runs),
+        })
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The session store the host writes through.
+    pub fn store(&self) -> &SessionStore {
+        &self.store
+    }
+
+    /// Runs a process that ended left unfinished are marked failed (call at start).
+    pub async fn recover(&self) -> Result<usize, SessionError> {
+        Ok(self
+            .store
+            .fail_unfinished_runs("herald stopped before the run finished".into())
+            .await?)
+    }
+
+    /// The most recent session of a source.
+    pub fn latest_session(&self, source: &str) -> Result<Option<String>, SessionError> {
+        Ok(self.store.reader()?.latest(source)?)
+    }
+
+    fn build_session(
+        &self,
+        opts: SessionOptions,
+        id: String,
+        stored_prompt: Option<String>,
+        history: Vec<Saved>,
+    ) -> Session {
+        let rt = &self.runtime;
+        let cwd = opts
+            .cwd
+            .or_else(|| rt.cwd.clone())
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
+        let tools = rt.tools(&opts.tool_names);
+        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        let system_prompt = stored_prompt
+            .unwrap_or_else(|| prompt::session_prompt(rt, &cwd, &names, &opts.preloaded_skills));
+        let pending = Arc::new(Pending::default());
+        let (attendance, clarifier) = match opts.answers {
+            Answers::Local {
+                approver,
+                clarifier,
+            } => (Attendance::Attended(approver), clarifier),
+            Answers::ByRequest => (
+                Attendance::Attended(Box::new(RequestApprover(pending.clone()))),
+                Some(Arc::new(RequestClarifier(pending.clone())) as Arc<dyn Clarifier>),
+            ),
+            Answers::Nobody => (Attendance::Unattended, None),
+        };
+        let mut policy = rt.approvals.clone();
+        policy.yolo |= opts.yolo;
+        Session(Arc::new(SessionInner {
+            id,
+            source: opts.source,
+            system_prompt,
+            tools,
+            cwd,
+            max_iterations: opts.max_iterations.unwrap_or(rt.max_iterations).max(1),
+            approvals: Arc::new(policy.approvals(attendance)),
+            clarifier,
+            pending,
+            state: Mutex::new(SessionState {
+                history,
+                endpoint: rt.endpoint.clone(),
+                running: None,
+            }),
+        }))
+    }
+
+    /// Opens a new session (or, with an id of the caller's that exists, that session
+    /// afresh: a webhook event tried again).
+    pub async fn open_session(&self, opts: SessionOptions) -> Result<Session, SessionError> {
+        let given = opts.id.clone();
+        let id = given.clone().unwrap_or_else(prompt::new_session_id);
+        let session = self.build_session(opts, id, None, Vec::new());
+        let header = NewSession {
+            id: session.0.id.clone(),
+            source: session.0.source.clone(),
+            model: self.runtime.endpoint.model.clone(),
+            system_prompt: session.0.system_prompt.clone(),
+            cwd: session.0.cwd.display().to_string(),
+        };
+        match given {
+            Some(_) => self.store.ensure_session(header).await?,
+            None => self.store.create_session(header).await?,
+        }
+        Ok(session)
+    }
+
+    /// Resumes a stored session: its history with row ids and its system prompt byte
+    /// for byte.
+    pub async fn resume_session(
+        &self,
+        id: &str,
+        opts: SessionOptions,
+    ) -> Result<Session, SessionError> {
+        let reader = self.store.reader()?;
+        let Some(row) = reader.session(id)? else {
+            return Err(SessionError::NotFound(id.to_owned()));
+        };
+        let history = saved_history(reader.history(id)?);
+        let mut opts = opts;
+        if opts.cwd.is_none() {
+            opts.cwd = row.cwd.map(PathBuf::from).filter(|p| p.is_dir());
+        }
+        Ok(self.build_session(opts, id.to_owned(), row.system_prompt, history))
+    }
+
+    /// Branches a stored session into a new one (a copy of its live rows) and opens it;
+    /// returns the new session and its title.
+    pub async fn branch_session(
+        &self,
+        parent: &str,
+        name: Option<String>,
+        opts: SessionOptions,
+    ) -> Result<(Session, String), SessionError> {
+        let new_id = prompt::new_session_id();
+        let title = self
+            .store
+            .branch(parent.to_owned(), new_id.clone(), name)
+            .await?
+            .ok_or_else(|| SessionError::NotFound(parent.to_owned()))?;
+        Ok((self.resume_session(&new_id, opts).await?, title))
+    }
+
+    /// Rewinds a session before a user turn (the confirmation rules of the gateway
+    /// protocol; nothing is written when refused); returns the surviving user rows.
+    pub async fn rewind(
+        &self,
+        session: &Session,
+        request: &RewindRequest,
+    ) -> Result<Vec<i64>, SessionError> {
+        let target = request.target()?;
+        if session.running().is_some() {
+            return Err(SessionError::Busy(session.id().to_owned()));
+        }
+        let survivors = self.store.rewind(session.id().to_owned(), target).await??;
+        session.set_history(saved_history(self.store.reader()?.history(session.id())?));
+        Ok(survivors)
+    }
+
+    /// Starts a turn of `session` on `input` as a run; its events are queued from now.
+    pub fn start_run(
+        self: &Arc<Self>,
+        session: &Session,
+        input: String,
+    ) -> Result<RunHandle, SessionError> {
+        let run_id = prompt::new_run_id();
+        let (history, endpoint) = {
+            let mut s = session
+                .0
+                .state
+                .lock()
+                .map_err(|_| SessionError::Busy(session.id().to_owned()))?;
+            if s.running.is_some() {
+                return Err(SessionError::Busy(session.id().to_owned()));
+            }
+            s.running = Some(run_id.clone());
+            let history: Vec<ChatMessage> = s.history.iter().map(|h| h.message.clone()).collect();
+            (history, s.endpoint.clone())
+        };
+        let agent = self.agent_for(session, endpoint.clone());
+        let now = now_secs();
+        let (status, _) = watch::channel(RunStatus {
+            run_id: run_id.clone(),
+            session_id: session.id().to_owned(),
+            state: RunState::Queued,
+            model: endpoint.model.clone(),
+            created_at: now,
+            updated_at: now,
+            last_event: None,
+            output: None,
+            error: None,
+            pending_steer: None,
+            api_calls: 0,
+            retryable: false,
+            partial: false,
+        });
+        let (events, rx) = mpsc::unbounded_channel();
+        let cell = Arc::new(RunCell {
+            status,
+            agent: agent.handle(),
+            pending: session.0.pending.clone(),
+            events,
+        });
+        if let Err(cap) = self.runs.insert(run_id.clone(), cell.clone()) {
+            if let Ok(mut s) = session.0.state.lock() {
+                s.running = None;
+            }
+            return Err(SessionError::TooManyRuns(cap));
+        }
+        let drive = Drive {
+            host: self.clone(),
+            session: session.clone(),
+            cell: cell.clone(),
+        };
+        tokio::spawn(drive.run(agent, history, input));
+        Ok(RunHandle {
+            cell,
+            events: Arc::new(Mutex::new(Some(rx))),
+        })
+    }
+
+    fn agent_for(&self, session: &Session, endpoint: Endpoint) -> Agent {
+        let s = &session.0;
+        let rt = &self.runtime;
+        Agent::with_client(
+            AgentConfig {
+                endpoint,
+                retry: rt.retry.clone(),
+                tools: s.tools.clone(),
+                max_iterations: s.max_iterations,
+                cwd: s.cwd.clone(),
+                approvals: s.approvals.clone(),
+                system_prompt: s.system_prompt.clone(),
+                plugins: rt.plugins.clone(),
+                session_id: s.id.clone(),
+                platform: rt.platform.name().into(),
+                provider: rt.provider.clone(),
+                clarifier: s.clarifier.clone(),
+            },
+            self.client.clone(),
+        )
+    }
+
+    /// A live (or recently finished) run of this process.
+    pub fn run(&self, run_id: &str) -> Option<RunHandle> {
+        self.runs.get(run_id).map(|cell| RunHandle {
+            cell,
+            events: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// A run's status: from memory while this process knows it, else as kept in
+    /// `state.db` (a run of an earlier process).
+    pub fn run_status(&self, run_id: &str) -> Result<Option<RunStatus>, SessionError> {
+        if let Some(cell) = self.runs.get(run_id) {
+            return Ok(Some(cell.status.borrow().clone()));
+        }
+        Ok(self.store.reader()?.run(run_id)?.map(RunStatus::from_row))
+    }
+
+    /// How many runs are live.
+    pub fn live_runs(&self) -> usize {
+        self.runs.live()
+    }
+}
+
+fn saved_history(rows: Vec<herald_store::sessions::StoredMessage>) -> Vec<Saved> {
+    rows.into_iter()
+        .filter_map(|r| {
+            let row_id = Some(r.id);
+            to_message(r).map(|message| Saved { row_id, message })
+        })
+        .collect()
+}
+
+/// One run's task: the turn, its events saved and passed on, its end kept.
+struct Drive {
+    host: Arc<Host>,
+    session: Session,
+    cell: Arc<RunCell>,
+}
+
+impl Drive {
+    async fn run(self, agent: Agent, history: Vec<ChatMessage>, input: String) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Step>();
+        self.cell.pending.set_current(&self.cell, tx.clone());
+        self.cell.set_state(RunState::Running);
+        self.keep_status().await;
+        let turn = async move {
+            let end = tx.clone();
+            let mut sink = move |e: AgentEvent| {
+                let _ = tx.send(Step::Agent(e));
+            };
+            let result = agent.run_turn(&history, &input, &mut sink).await;
+            let _ = end.send(Step::End);
+            result
+        };
+        let forward = async {
+            while let Some(step) = rx.recv().await {
+                match step {
+                    Step::Agent(event) => self.pass_on(event).await,
+                    Step::Ask(kind) => self.ask(kind),
+                    Step::End => break,
+                }
+            }
+        };
+        let (result, ()) = tokio::join!(turn, forward);
+        self.finish(result).await;
+    }
+
+    /// A request put to the front door, unless it was answered (or gave up) already.
+    fn ask(&self, kind: RunEventKind) {
+        let (id, approval) = match &kind {
+            RunEventKind::ApprovalRequested { request_id, .. } => (request_id, true),
+            RunEventKind::ClarifyRequested { request_id, .. } => (request_id, false),
+            _ => return,
+        };
+        if !self.cell.pending.is_waiting(id) {
+            return;
+        }
+        if approval {
+            self.cell.set_state(RunState::WaitingForApproval);
+        }
+        self.cell.emit(kind);
+    }
+
+    async fn pass_on(&self, event: AgentEvent) {
+        let kind = match event {
+            AgentEvent::MessageAppended(message) => {
+                let row = message_row(&message);
+                let row_id = match self
+                    .host
+                    .store
+                    .append(self.session.id().to_owned(), row)
+                    .await
+                {
+                    Ok(id) => Some(id),
+                    Err(e) => {
+                        tracing::warn!(session = %self.session.id(), error = %e, "a message could not be kept");
+                        None
+                    }
+                };
+                self.session.push(Saved {
+                    row_id,
+                    message: message.clone(),
+                });
+                RunEventKind::MessageSaved { row_id, message }
+            }
+            AgentEvent::MessageDelta(t) => RunEventKind::MessageDelta(t),
+            AgentEvent::ReasoningDelta(t) => RunEventKind::ReasoningDelta(t),
+            AgentEvent::MessageComplete {
+                content,
+                tool_calls,
+            } => RunEventKind::MessageComplete {
+                content,
+                tool_calls,
+            },
+            AgentEvent::ToolStarted {
+                call_id,
+                name,
+                arguments,
+            } => RunEventKind::ToolStarted {
+                call_id,
+                name,
+                arguments,
+            },
+            AgentEvent::ToolCompleted {
+                call_id,
+                name,
+                result,
+                is_error,
+            } => RunEventKind::ToolCompleted {
+                call_id,
+                name,
+                result,
+                is_error,
+            },
+            // The end comes from the turn's result; requests from the answer table.
+            AgentEvent::TurnCompleted { .. }
+            | AgentEvent::TurnFailed { .. }
+            | AgentEvent::ApprovalRequested { .. }
+            | AgentEvent::ClarifyRequested { .. } => return,
+        };
+        self.cell.emit(kind);
+    }
+
+    /// Keeps the final status, frees the session, then tells the watchers: whoever
+    /// sees the run finished can start the next turn and read the status from disk.
+    async fn finish(&self, result: TurnResult) {
+        let (state, error) = outcome(&result);
+        self.cell.pending.cancel_all();
+        let mut last = self.cell.status.borrow().clone();
+        last.state = state;
+        last.updated_at = now_secs();
+        last.output = (state == RunState::Completed).then(|| result.final_response.clone());
+        last.error = error;
+        last.pending_steer = result.pending_steer.clone();
+        last.api_calls = result.api_calls;
+        last.retryable = result.failed && result.error_retryable;
+        last.partial = result.partial;
+        last.last_event = Some(RunEventKind::Finished(last.clone()).name().to_owned());
+        let session = self.session.id().to_owned();
+        let usage = self
+            .host
+            .store
+            .add_usage(session, i64::from(result.api_calls), 0, 0);
+        if let Err(e) = usage.await {
+            tracing::warn!(session = %self.session.id(), error = %e, "session usage not kept");
+        }
+        if let Err(e) = self.host.store.save_run(last.row()).await {
+            tracing::warn!(run = %last.run_id, error = %e, "run status not kept");
+        }
+        if let Ok(mut s) = self.session.0.state.lock() {
+            s.running = None;
+        }
+        self.cell.status.send_replace(last.clone());
+        self.cell.emit(RunEventKind::Finished(last));
+    }
+
+    async fn keep_status(&self) {
+        let row = self.cell.status.borrow().row();
+        if let Err(e) = self.host.store.save_run(row).await {
+            tracing::warn!(run = %self.cell.status.borrow().run_id, error = %e, "run status not kept");
+        }
+    }
+}
+
+/// How a turn's result ends its run.
+fn outcome(r: &TurnResult) -> (RunState, Option<String>) {
+    if r.interrupted {
+        return (RunState::Cancelled, None);
+    }
+    if r.completed && !r.failed && !r.final_response.trim().is_empty() {
+        return (RunState::Completed, None);
+    }
+    let error = r
+        .error
+        .clone()
+        .unwrap_or_else(|| "the turn ended without an answer".into());
+    (RunState::Failed, Some(error))
+}

@@ -1,0 +1,471 @@
+//! The session host with a fake provider: runs on two sessions at once, approvals
+//! answered out of order by request id, steer and interrupt, rewind with survivor row
+//! ids, and run status after a restart.
+
+use crate::host::{Answers, Host, RewindRequest, SessionOptions};
+use crate::runs::{RunEvent, RunEventKind, RunHandle, RunState};
+use crate::runtime::{ModelChoice, Platform, Runtime};
+use crate::sessions::SessionError;
+use herald_agent::Decision;
+use herald_config::{Config, Home};
+use herald_store::SessionStore;
+use herald_test_support::{FakeProvider, Scripted};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    provider: FakeProvider,
+    host: Arc<Host>,
+}
+
+fn host_on(dir: &std::path::Path, base_url: &str) -> Arc<Host> {
+    let home = Home::new(dir);
+    let yaml = format!(
+        "model:\n  default: m\n  base_url: {base_url}\nterminal:\n  cwd: {}\n",
+        dir.display()
+    );
+    let config = Config::from_yaml(&home, &yaml, &|_| None).unwrap();
+    let runtime = Runtime::build(&home, &config, Platform::Cli, ModelChoice::default()).unwrap();
+    let store = SessionStore::open(&dir.join("state.db")).unwrap();
+    Host::new(Arc::new(runtime), store)
+}
+
+fn fixture(script: Vec<Scripted>) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = FakeProvider::start(script);
+    let host = host_on(dir.path(), &provider.base_url);
+    Fixture {
+        dir,
+        provider,
+        host,
+    }
+}
+
+fn options(tools: &[&str], answers: Answers) -> SessionOptions {
+    SessionOptions::new(
+        "api",
+        tools.iter().map(|t| t.to_string()).collect(),
+        answers,
+    )
+}
+
+/// Every event of a run up to its end.
+async fn all_events(run: &RunHandle) -> Vec<RunEvent> {
+    let mut rx = run.take_events().expect("events not taken yet");
+    let mut out = Vec::new();
+    while let Some(e) = rx.recv().await {
+        let last = matches!(e.kind, RunEventKind::Finished(_));
+        out.push(e);
+        if last {
+            break;
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_on_two_sessions_at_once_keep_apart_and_are_tagged() {
+    let slow = |t: &str| Scripted::Delayed(Duration::from_millis(400), Box::new(Scripted::text(t)));
+    let f = fixture(vec![slow("one"), slow("two")]);
+    let a = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let b = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    assert_ne!(a.id(), b.id());
+    let started = Instant::now();
+    let run_a = f.host.start_run(&a, "first".into()).unwrap();
+    let run_b = f.host.start_run(&b, "second".into()).unwrap();
+    assert!(matches!(
+        f.host.start_run(&a, "again".into()),
+        Err(SessionError::Busy(_))
+    ));
+    let (ea, eb) = tokio::join!(all_events(&run_a), all_events(&run_b));
+    assert!(
+        started.elapsed() < Duration::from_millis(750),
+        "the runs overlapped: {:?}",
+        started.elapsed()
+    );
+    for (run, events, session) in [(&run_a, &ea, &a), (&run_b, &eb, &b)] {
+        assert!(
+            events
+                .iter()
+                .all(|e| e.run_id == run.id() && e.session_id == session.id())
+        );
+        let status = run.status();
+        assert_eq!(status.state, RunState::Completed);
+        let history = session.history();
+        assert_eq!(history.len(), 2, "{history:?}");
+        assert_eq!(history[1].message.content, status.output);
+        let stored = f
+            .host
+            .store()
+            .reader()
+            .unwrap()
+            .history(session.id())
+            .unwrap();
+        assert_eq!(
+            stored.iter().map(|r| Some(r.id)).collect::<Vec<_>>(),
+            history.iter().map(|h| h.row_id).collect::<Vec<_>>()
+        );
+        let saved = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    RunEventKind::MessageSaved {
+                        row_id: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(saved, 2);
+    }
+    let mut outputs = vec![
+        run_a.status().output.unwrap(),
+        run_b.status().output.unwrap(),
+    ];
+    outputs.sort();
+    assert_eq!(outputs, ["one", "two"]);
+    assert_eq!(f.provider.requests().len(), 2);
+}
+
+/// Waits for the run's next approval request (which comes after its tool started);
+/// returns its id and command.
+async fn next_approval(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<RunEvent>,
+) -> (String, String) {
+    let mut started = Vec::new();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        match e.kind {
+            RunEventKind::ToolStarted { call_id, .. } => started.push(call_id),
+            RunEventKind::ApprovalRequested {
+                request_id,
+                command,
+                ..
+            } => {
+                assert!(started.contains(&request_id), "{started:?}");
+                return (request_id, command);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_answered_by_request_id_in_any_order() {
+    let f = fixture(vec![
+        Scripted::tool_calls(&[("call_a", "terminal", r#"{"command": "rm -f first.txt"}"#)]),
+        Scripted::tool_calls(&[("call_b", "terminal", r#"{"command": "rm -f second.txt"}"#)]),
+        Scripted::text("done"),
+        Scripted::text("done"),
+    ]);
+    for name in ["first.txt", "second.txt"] {
+        std::fs::write(f.dir.path().join(name), "x").unwrap();
+    }
+    let open = || {
+        f.host
+            .open_session(options(&["terminal"], Answers::ByRequest))
+    };
+    let (a, b) = (open().await.unwrap(), open().await.unwrap());
+    let run_a = f.host.start_run(&a, "clean up one".into()).unwrap();
+    let mut rx_a = run_a.take_events().unwrap();
+    assert_eq!(
+        next_approval(&mut rx_a).await,
+        ("call_a".to_owned(), "rm -f first.txt".to_owned())
+    );
+    let run_b = f.host.start_run(&b, "clean up two".into()).unwrap();
+    let mut rx_b = run_b.take_events().unwrap();
+    assert_eq!(
+        next_approval(&mut rx_b).await,
+        ("call_b".to_owned(), "rm -f second.txt".to_owned())
+    );
+    for run in [&run_a, &run_b] {
+        assert_eq!(run.status().state, RunState::WaitingForApproval);
+        assert_eq!(
+            run.steer("not now"),
+            Err(crate::RunError::NotAcceptingSteer("waiting_for_approval"))
+        );
+    }
+    // Each run answers only its own requests.
+    assert_eq!(
+        run_a.approve(Some("call_b"), Decision::Once, false),
+        Err(crate::RunError::UnknownRequest("call_b".into()))
+    );
+    // The later request first: the earlier one keeps waiting.
+    assert_eq!(run_b.approve(Some("call_b"), Decision::Once, false), Ok(1));
+    let end_b = run_b.finished().await;
+    assert_eq!(
+        (end_b.state, end_b.output.as_deref()),
+        (RunState::Completed, Some("done"))
+    );
+    assert!(!f.dir.path().join("second.txt").exists(), "approved");
+    assert_eq!(
+        run_a.status().state,
+        RunState::WaitingForApproval,
+        "still waiting"
+    );
+    assert!(f.dir.path().join("first.txt").exists());
+    assert_eq!(run_a.approve(Some("call_a"), Decision::Deny, false), Ok(1));
+    assert_eq!(run_a.finished().await.state, RunState::Completed);
+    assert!(f.dir.path().join("first.txt").exists(), "denied");
+    assert_eq!(
+        run_a.approve(None, Decision::Once, false),
+        Err(crate::RunError::NotActive)
+    );
+    let mut seen = Vec::new();
+    while let Some(e) = rx_a.recv().await {
+        let name = e.kind.name();
+        if let RunEventKind::ApprovalResponded {
+            request_id,
+            decision,
+        } = &e.kind
+        {
+            seen.push(format!("{name} {request_id} {decision:?}"));
+        } else if !matches!(
+            e.kind,
+            RunEventKind::MessageDelta(_) | RunEventKind::MessageSaved { .. }
+        ) {
+            seen.push(name.to_owned());
+        }
+        if matches!(e.kind, RunEventKind::Finished(_)) {
+            break;
+        }
+    }
+    assert_eq!(seen[0], "approval.responded call_a Deny", "{seen:?}");
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("run.completed"),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clarify_is_answered_by_request_id() {
+    let f = fixture(vec![
+        Scripted::tool_calls(&[(
+            "ask_1",
+            "clarify",
+            r#"{"question": "Which colour?", "choices": ["red", "blue"]}"#,
+        )]),
+        Scripted::text("blue it is"),
+    ]);
+    let s = f
+        .host
+        .open_session(options(&["clarify"], Answers::ByRequest))
+        .await
+        .unwrap();
+    let run = f.host.start_run(&s, "paint it".into()).unwrap();
+    let mut rx = run.take_events().unwrap();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if let RunEventKind::ClarifyRequested {
+            request_id,
+            question,
+            choices,
+        } = e.kind
+        {
+            assert_eq!(
+                (request_id.as_str(), question.as_str()),
+                ("ask_1", "Which colour?")
+            );
+            assert_eq!(choices, ["red", "blue"]);
+            break;
+        }
+    }
+    run.clarify("ask_1", "blue".into()).unwrap();
+    assert_eq!(run.finished().await.state, RunState::Completed);
+    let sent = f.provider.requests()[1].body.to_string();
+    assert!(sent.contains("blue"), "{sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steer_without_a_tool_boundary_comes_back_as_pending_and_interrupt_cancels() {
+    let f = fixture(vec![
+        Scripted::Delayed(
+            Duration::from_millis(400),
+            Box::new(Scripted::text("answer")),
+        ),
+        Scripted::Delayed(Duration::from_secs(20), Box::new(Scripted::text("never"))),
+    ]);
+    let s = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let run = f.host.start_run(&s, "go".into()).unwrap();
+    while run.status().state != RunState::Running {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(run.steer("  "), Err(crate::RunError::EmptySteer));
+    run.steer("also this").unwrap();
+    let end = run.finished().await;
+    assert_eq!(
+        (end.state, end.pending_steer.as_deref()),
+        (RunState::Completed, Some("also this"))
+    );
+    assert_eq!(
+        run.steer("late"),
+        Err(crate::RunError::NotAcceptingSteer("completed"))
+    );
+
+    let slow = f.host.start_run(&s, "take your time".into()).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let asked = Instant::now();
+    slow.interrupt();
+    let end = slow.finished().await;
+    assert_eq!(end.state, RunState::Cancelled);
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    let events = all_events(&slow).await;
+    assert_eq!(events.last().map(|e| e.kind.name()), Some("run.cancelled"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_follows_the_confirmation_rules_and_returns_survivor_row_ids() {
+    let f = fixture(vec![
+        Scripted::text("a0"),
+        Scripted::text("a1"),
+        Scripted::text("a2"),
+    ]);
+    let s = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    for q in ["q0", "q1", "q2"] {
+        f.host.start_run(&s, q.into()).unwrap().finished().await;
+    }
+    let users: Vec<i64> = s
+        .history()
+        .iter()
+        .filter(|h| h.message.role == herald_protocol::Role::User)
+        .filter_map(|h| h.row_id)
+        .collect();
+    assert_eq!(users.len(), 3);
+    let ask = |row: Option<i64>, ordinal: Option<serde_json::Value>, confirm: bool, empty: bool| {
+        RewindRequest {
+            truncate_before_row_id: row,
+            truncate_before_user_ordinal: ordinal,
+            confirm_truncate: confirm,
+            confirm_empty_truncate: empty,
+        }
+    };
+    let refused = [
+        (ask(None, Some(json!(true)), true, false), "BadRewind"),
+        (ask(None, None, true, false), "BadRewind"),
+        (ask(Some(users[1]), None, false, false), "NotConfirmed"),
+        (ask(Some(9999), None, true, false), "StaleTarget"),
+        (ask(Some(users[1]), Some(json!(2)), true, false), "Disagree"),
+        (ask(None, Some(json!(1)), true, false), "BadRewind"),
+        (ask(Some(users[0]), None, true, false), "WouldEmpty"),
+    ];
+    for (request, want) in refused {
+        let err = f.host.rewind(&s, &request).await.unwrap_err();
+        assert!(format!("{err:?}").starts_with(want), "{request:?}: {err:?}");
+    }
+    assert_eq!(s.history().len(), 6, "nothing written when refused");
+    let survivors = f
+        .host
+        .rewind(&s, &ask(Some(users[2]), Some(json!(2)), true, false))
+        .await
+        .unwrap();
+    assert_eq!(survivors, users[..2]);
+    let history = s.history();
+    assert_eq!(history.len(), 4);
+    assert_eq!(
+        history[2].row_id,
+        Some(users[1]),
+        "surviving rows keep their ids"
+    );
+    // The next turn follows the survivors, and the rewound row is stale.
+    f.provider.push(Scripted::text("again"));
+    f.host
+        .start_run(&s, "q2 again".into())
+        .unwrap()
+        .finished()
+        .await;
+    let sent = f.provider.requests().last().unwrap().body["messages"].to_string();
+    assert!(sent.contains("q1") && !sent.contains("\"q2\""), "{sent}");
+    assert!(matches!(
+        f.host
+            .rewind(&s, &ask(Some(users[2]), None, true, false))
+            .await,
+        Err(SessionError::StaleTarget(_))
+    ));
+    // Branch and resume see the same rows.
+    let (branch, title) = f
+        .host
+        .branch_session(s.id(), None, options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    assert_eq!(title, "branch");
+    assert_eq!(branch.history().len(), 6);
+    let resumed = f
+        .host
+        .resume_session(s.id(), options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    assert_eq!(resumed.history(), s.history());
+    assert_eq!(resumed.system_prompt(), s.system_prompt());
+    assert!(matches!(
+        f.host
+            .resume_session("nope", options(&[], Answers::Nobody))
+            .await,
+        Err(SessionError::NotFound(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_status_survives_a_restart() {
+    let f = fixture(vec![
+        Scripted::text("kept"),
+        Scripted::Delayed(Duration::from_secs(30), Box::new(Scripted::text("never"))),
+    ]);
+    let s = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let done = f.host.start_run(&s, "q".into()).unwrap();
+    done.finished().await;
+    let hanging = f.host.start_run(&s, "q2".into()).unwrap();
+    while hanging.status().state != RunState::Running {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A new process on the same home: the finished run's answer, the unfinished one failed.
+    let again = host_on(f.dir.path(), &f.provider.base_url);
+    assert_eq!(again.recover().await.unwrap(), 1);
+    let status = again.run_status(&done.id()).unwrap().unwrap();
+    assert_eq!(
+        (
+            status.state,
+            status.output.as_deref(),
+            status.session_id.as_str()
+        ),
+        (RunState::Completed, Some("kept"), s.id())
+    );
+    let lost = again.run_status(&hanging.id()).unwrap().unwrap();
+    assert_eq!(lost.state, RunState::Failed);
+    assert!(lost.error.unwrap().contains("stopped"));
+    assert!(again.run_status("run_nope").unwrap().is_none());
+    hanging.interrupt();
+}

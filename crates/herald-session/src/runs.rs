@@ -1,0 +1,426 @@
+//! Runs: one turn started as a task, watched and steered through a [`RunHandle`]. The
+//! registry of live and recently finished runs is bounded; every state change is kept
+//! in `state.db`, so a client asking after a restart still gets the final answer.
+
+use crate::answers::Pending;
+use herald_agent::{AgentHandle, Decision};
+use herald_protocol::ChatMessage;
+use herald_store::sessions::RunRow;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// How long a finished run stays in memory (the runs API keeps terminal states 3600 s;
+/// `state.db` keeps them after that).
+pub const FINISHED_KEPT: Duration = Duration::from_secs(3600);
+
+/// A run's state, with the wire names of the runs API (api-server.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    Queued,
+    Running,
+    WaitingForApproval,
+    Stopping,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Queued => "queued",
+            RunState::Running => "running",
+            RunState::WaitingForApproval => "waiting_for_approval",
+            RunState::Stopping => "stopping",
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunState> {
+        [
+            RunState::Queued,
+            RunState::Running,
+            RunState::WaitingForApproval,
+            RunState::Stopping,
+            RunState::Completed,
+            RunState::Failed,
+            RunState::Cancelled,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            RunState::Completed | RunState::Failed | RunState::Cancelled
+        )
+    }
+}
+
+/// What a run is and has come to so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunStatus {
+    pub run_id: String,
+    pub session_id: String,
+    pub state: RunState,
+    pub model: String,
+    /// Unix seconds.
+    pub created_at: f64,
+    pub updated_at: f64,
+    /// The name of the last event (`message.delta`, `tool.started` ...).
+    pub last_event: Option<String>,
+    /// The final answer, once completed.
+    pub output: Option<String>,
+    pub error: Option<String>,
+    /// Steer text that found no tool boundary (resend it as the next turn).
+    pub pending_steer: Option<String>,
+    /// API calls the turn made.
+    pub api_calls: u32,
+    /// A failure worth trying again later (network, 5xx, 429); not kept in `state.db`.
+    pub retryable: bool,
+    /// The answer was cut short (e.g. the output limit); not kept in `state.db`.
+    pub partial: bool,
+}
+
+impl RunStatus {
+    pub(crate) fn row(&self) -> RunRow {
+        RunRow {
+            id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            status: self.state.as_str().to_owned(),
+            model: self.model.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            last_event: self.last_event.clone(),
+            output: self.output.clone(),
+            error: self.error.clone(),
+            pending_steer: self.pending_steer.clone(),
+            input_tokens: 0,
+            output_tokens: 0,
+        }
+    }
+
+    pub(crate) fn from_row(r: RunRow) -> RunStatus {
+        RunStatus {
+            state: RunState::parse(&r.status).unwrap_or(RunState::Failed),
+            run_id: r.id,
+            session_id: r.session_id,
+            model: r.model,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            last_event: r.last_event,
+            output: r.output,
+            error: r.error,
+            pending_steer: r.pending_steer,
+            api_calls: 0,
+            retryable: false,
+            partial: false,
+        }
+    }
+}
+
+/// One thing that happened in a run, tagged with its run and session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEvent {
+    pub run_id: String,
+    pub session_id: String,
+    /// Unix seconds.
+    pub at: f64,
+    pub kind: RunEventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEventKind {
+    /// Assistant text as it streams.
+    MessageDelta(String),
+    ReasoningDelta(String),
+    /// The assistant message of one API call is complete.
+    MessageComplete {
+        content: Option<String>,
+        tool_calls: usize,
+    },
+    ToolStarted {
+        call_id: String,
+        name: String,
+        arguments: Value,
+    },
+    ToolCompleted {
+        call_id: String,
+        name: String,
+        result: String,
+        is_error: bool,
+    },
+    /// A message was saved, after every transform; `row_id` is its row in `state.db`
+    /// (`None` when the store could not keep it).
+    MessageSaved {
+        row_id: Option<i64>,
+        message: ChatMessage,
+    },
+    /// A command waits for a decision: answer with [`RunHandle::approve`].
+    ApprovalRequested {
+        request_id: String,
+        command: String,
+        reason: String,
+    },
+    ApprovalResponded {
+        request_id: String,
+        decision: Decision,
+    },
+    /// The model asks the human: answer with [`RunHandle::clarify`].
+    ClarifyRequested {
+        request_id: String,
+        question: String,
+        choices: Vec<String>,
+    },
+    /// Text was queued for the next tool boundary.
+    Steered,
+    /// The last event of every run.
+    Finished(RunStatus),
+}
+
+impl RunEventKind {
+    /// The event's name on the runs API's wire.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunEventKind::MessageDelta(_) => "message.delta",
+            RunEventKind::ReasoningDelta(_) => "reasoning.available",
+            RunEventKind::MessageComplete { .. } => "message.complete",
+            RunEventKind::ToolStarted { .. } => "tool.started",
+            RunEventKind::ToolCompleted { .. } => "tool.completed",
+            RunEventKind::MessageSaved { .. } => "message.saved",
+            RunEventKind::ApprovalRequested { .. } => "approval.request",
+            RunEventKind::ApprovalResponded { .. } => "approval.responded",
+            RunEventKind::ClarifyRequested { .. } => "clarify.request",
+            RunEventKind::Steered => "run.steered",
+            RunEventKind::Finished(s) => match s.state {
+                RunState::Completed => "run.completed",
+                RunState::Cancelled => "run.cancelled",
+                _ => "run.failed",
+            },
+        }
+    }
+}
+
+/// Why a handle refused an operation (the front door maps these to its codes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error("the run is {0}, not running: steer is accepted only while it runs")]
+    NotAcceptingSteer(&'static str),
+    #[error("the steer text is empty")]
+    EmptySteer,
+    #[error("the agent did not accept the steer")]
+    SteerNotAccepted,
+    #[error("the run has finished: there is nothing to answer")]
+    NotActive,
+    #[error("nothing is waiting for an answer")]
+    NotPending,
+    #[error("no pending request {0}")]
+    UnknownRequest(String),
+}
+
+/// Shared state of one run: its status (watched), the agent's interrupt and steer,
+/// and the questions waiting for an answer.
+pub(crate) struct RunCell {
+    pub status: watch::Sender<RunStatus>,
+    pub agent: AgentHandle,
+    pub pending: Arc<Pending>,
+    pub events: mpsc::UnboundedSender<RunEvent>,
+}
+
+impl RunCell {
+    pub fn state(&self) -> RunState {
+        self.status.borrow().state
+    }
+
+    /// Sends an event and records its name as the run's last event.
+    pub fn emit(&self, kind: RunEventKind) {
+        let (run_id, session_id) = {
+            let s = self.status.borrow();
+            (s.run_id.clone(), s.session_id.clone())
+        };
+        let name = kind.name();
+        if !matches!(kind, RunEventKind::MessageSaved { .. }) {
+            self.status
+                .send_modify(|s| s.last_event = Some(name.to_owned()));
+        }
+        let _ = self.events.send(RunEvent {
+            run_id,
+            session_id,
+            at: crate::host::now_secs(),
+            kind,
+        });
+    }
+
+    /// Moves the run to `state` unless it has finished (or is stopping and `state` is
+    /// not a finish).
+    pub fn set_state(&self, state: RunState) {
+        self.status.send_modify(|s| {
+            let stopping_wins = s.state == RunState::Stopping && !state.is_finished();
+            if !s.state.is_finished() && !stopping_wins {
+                s.state = state;
+                s.updated_at = crate::host::now_secs();
+            }
+        });
+    }
+}
+
+/// What a front door holds of a run.
+#[derive(Clone)]
+pub struct RunHandle {
+    pub(crate) cell: Arc<RunCell>,
+    pub(crate) events: Arc<Mutex<Option<mpsc::UnboundedReceiver<RunEvent>>>>,
+}
+
+impl RunHandle {
+    pub fn id(&self) -> String {
+        self.cell.status.borrow().run_id.clone()
+    }
+
+    pub fn session_id(&self) -> String {
+        self.cell.status.borrow().session_id.clone()
+    }
+
+    pub fn status(&self) -> RunStatus {
+        self.cell.status.borrow().clone()
+    }
+
+    /// The run's events from its creation on, ending with [`RunEventKind::Finished`];
+    /// one consumer only (`None` once taken).
+    pub fn take_events(&self) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
+        self.events.lock().ok()?.take()
+    }
+
+    /// Resolves with the final status.
+    pub async fn finished(&self) -> RunStatus {
+        let mut rx = self.cell.status.subscribe();
+        if let Ok(s) = rx.wait_for(|s| s.state.is_finished()).await {
+            return s.clone();
+        }
+        self.status()
+    }
+
+    /// Queues text for the next tool boundary (only while the run is `running`).
+    pub fn steer(&self, text: &str) -> Result<(), RunError> {
+        let state = self.cell.state();
+        if state != RunState::Running {
+            return Err(RunError::NotAcceptingSteer(state.as_str()));
+        }
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(RunError::EmptySteer);
+        }
+        if !self.cell.agent.steer(text) {
+            return Err(RunError::SteerNotAccepted);
+        }
+        self.cell.emit(RunEventKind::Steered);
+        Ok(())
+    }
+
+    /// Stops the run cooperatively; questions waiting for an answer are denied.
+    pub fn interrupt(&self) {
+        if self.cell.state().is_finished() {
+            return;
+        }
+        self.cell.set_state(RunState::Stopping);
+        self.cell.agent.interrupt();
+        self.cell.pending.cancel_all();
+    }
+
+    /// Answers the approval request `request_id` (or, with `None`, the oldest one; with
+    /// `all`, every one); returns how many were resolved.
+    pub fn approve(
+        &self,
+        request_id: Option<&str>,
+        decision: Decision,
+        all: bool,
+    ) -> Result<usize, RunError> {
+        if self.cell.state().is_finished() {
+            return Err(RunError::NotActive);
+        }
+        let resolved = self.cell.pending.approve(request_id, decision, all)?;
+        for id in &resolved {
+            self.cell.emit(RunEventKind::ApprovalResponded {
+                request_id: id.clone(),
+                decision,
+            });
+        }
+        if !self.cell.pending.any_approval() {
+            self.cell.set_state(RunState::Running);
+        }
+        Ok(resolved.len())
+    }
+
+    /// Answers the clarify request `request_id`.
+    pub fn clarify(&self, request_id: &str, answer: String) -> Result<(), RunError> {
+        if self.cell.state().is_finished() {
+            return Err(RunError::NotActive);
+        }
+        self.cell.pending.clarify(request_id, answer)
+    }
+}
+
+/// The live and recently finished runs of a host, at most `cap` of them.
+pub(crate) struct RunRegistry {
+    runs: Mutex<HashMap<String, Arc<RunCell>>>,
+    cap: usize,
+}
+
+impl RunRegistry {
+    pub fn new(cap: usize) -> RunRegistry {
+        RunRegistry {
+            runs: Mutex::new(HashMap::new()),
+            cap: cap.max(1),
+        }
+    }
+
+    /// Adds a run, first forgetting finished runs past [`FINISHED_KEPT`] and, when
+    /// still full, the oldest finished ones; refuses when every slot holds a live run.
+    pub fn insert(&self, id: String, cell: Arc<RunCell>) -> Result<(), usize> {
+        let Ok(mut runs) = self.runs.lock() else {
+            return Err(self.cap);
+        };
+        let now = crate::host::now_secs();
+        runs.retain(|_, c| {
+            let s = c.status.borrow();
+            !(s.state.is_finished() && now - s.updated_at > FINISHED_KEPT.as_secs_f64())
+        });
+        while runs.len() >= self.cap {
+            let oldest = runs
+                .iter()
+                .filter(|(_, c)| c.state().is_finished())
+                .min_by(|a, b| {
+                    let (a, b) = (
+                        a.1.status.borrow().updated_at,
+                        b.1.status.borrow().updated_at,
+                    );
+                    a.total_cmp(&b)
+                })
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => runs.remove(&id),
+                None => return Err(self.cap),
+            };
+        }
+        runs.insert(id, cell);
+        Ok(())
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<RunCell>> {
+        self.runs.lock().ok()?.get(id).cloned()
+    }
+
+    /// How many runs are live.
+    pub fn live(&self) -> usize {
+        self.runs
+            .lock()
+            .map(|r| r.values().filter(|c| !c.state().is_finished()).count())
+            .unwrap_or(0)
+    }
+}
