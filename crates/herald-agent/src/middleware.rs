@@ -129,13 +129,26 @@ pub trait RequestMiddleware: Send + Sync {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestPass {
     pub effective: Value,
+    /// The payload before the chain; `Null` when the chain was empty (nothing copied).
     pub original: Value,
     pub changed: bool,
     pub trace: Vec<Value>,
 }
 
+impl RequestPass {
+    /// The payload as it was before the chain.
+    pub fn original_payload(&self) -> &Value {
+        if self.original.is_null() {
+            &self.effective
+        } else {
+            &self.original
+        }
+    }
+}
+
 /// Runs request middleware in registration order, folding each accepted replacement
-/// into the next one's input; `original_*` stays the pre-middleware payload.
+/// into the next one's input; `original_*` stays the pre-middleware payload. An empty
+/// chain hands the payload back untouched, without a copy.
 pub async fn run_request_chain(
     kind: Kind,
     chain: &[Arc<dyn RequestMiddleware>],
@@ -143,6 +156,14 @@ pub async fn run_request_chain(
     base_fields: &Map<String, Value>,
     reporter: &FailureReporter,
 ) -> RequestPass {
+    if chain.is_empty() {
+        return RequestPass {
+            effective: payload,
+            original: Value::Null,
+            changed: false,
+            trace: Vec::new(),
+        };
+    }
     let key = kind.payload_key();
     let original = payload.clone();
     let mut effective = payload;

@@ -4,9 +4,7 @@
 
 use crate::approval::Approvals;
 use crate::event::AgentEvent;
-use crate::middleware::{
-    Kind, MiddlewareError, RequestPass, Terminal, run_execution_chain, run_request_chain,
-};
+use crate::middleware::{Kind, MiddlewareError, Terminal, run_execution_chain, run_request_chain};
 use crate::plugins::{Ask, Notice, Plugins};
 use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, cap_result, spec_of, wrap_untrusted};
 use herald_llm::{DeltaEvent, Endpoint, LlmClient, RetryConfig};
@@ -754,23 +752,14 @@ impl Agent {
         loop {
             attempt += 1;
             let body = LlmClient::request_body(endpoint, messages, tools);
-            let pass = if plugins.llm_request.is_empty() {
-                RequestPass {
-                    original: Value::Null,
-                    effective: body,
-                    changed: false,
-                    trace: Vec::new(),
-                }
-            } else {
-                run_request_chain(
-                    Kind::LlmRequest,
-                    &plugins.llm_request,
-                    body,
-                    &fields,
-                    &plugins.reporter,
-                )
-                .await
-            };
+            let pass = run_request_chain(
+                Kind::LlmRequest,
+                &plugins.llm_request,
+                body,
+                &fields,
+                &plugins.reporter,
+            )
+            .await;
             let trace = Value::Array(pass.trace.clone());
             let mut observed = fields.clone();
             observed.insert("request".into(), pass.effective.clone());
@@ -943,23 +932,14 @@ async fn run_tool_pipeline(
     fields: Map<String, Value>,
 ) -> (String, bool) {
     let started = std::time::Instant::now();
-    let pass = if plugins.tool_request.is_empty() {
-        RequestPass {
-            original: args.clone(),
-            effective: args,
-            changed: false,
-            trace: Vec::new(),
-        }
-    } else {
-        run_request_chain(
-            Kind::ToolRequest,
-            &plugins.tool_request,
-            args,
-            &fields,
-            &plugins.reporter,
-        )
-        .await
-    };
+    let pass = run_request_chain(
+        Kind::ToolRequest,
+        &plugins.tool_request,
+        args,
+        &fields,
+        &plugins.reporter,
+    )
+    .await;
     let trace = Value::Array(pass.trace.clone());
     let mut observed = fields.clone();
     observed.insert("args".into(), pass.effective.clone());
@@ -998,7 +978,7 @@ async fn run_tool_pipeline(
             Box::pin(async move { Ok(Value::String(t.run(payload, &c).await)) })
         });
         let mut exec_fields = fields.clone();
-        exec_fields.insert("original_args".into(), pass.original.clone());
+        exec_fields.insert("original_args".into(), pass.original_payload().clone());
         exec_fields.insert("middleware_trace".into(), trace);
         run_execution_chain(
             Kind::ToolExecution,

@@ -2,7 +2,7 @@
 //! (`terminal.*`), approvals (`approvals.*`, `command_allowlist`), the web tools (`web.*`,
 //! `security.allow_private_urls`) and skills (`skills.*`). A value of the wrong type is an
 //! error naming file, line, key and fix, like the webhook half. The model blocks
-//! (`model`, `providers`, `custom_providers`) are kept as written for model selection.
+//! (`model`, `providers`, `custom_providers`) are typed in [`crate::model_settings`].
 
 use crate::node::{Node, NodeValue};
 use crate::reader::Reader;

@@ -172,9 +172,8 @@ pub struct Config {
     pub routes: Vec<Route>,
     pub multiplex_profiles: bool,
     pub platform_toolsets_webhook: Option<Vec<String>>,
-    /// The agent's blocks as written (`model`, `providers`, `custom_providers`, `agent`,
-    /// `approvals`, `terminal`); the agent front doors interpret them.
-    pub agent_sections: serde_json::Map<String, serde_json::Value>,
+    /// The model choice (`model`, `providers`, `custom_providers`), typed.
+    pub model: crate::model_settings::ModelSettings,
     /// Other platforms' blocks (telegram, discord, ...), for the delivery targets.
     pub platforms: std::collections::BTreeMap<String, crate::platforms::PlatformSettings>,
     /// The agent's settings (limits, terminal, approvals, web, skills), typed.
@@ -390,6 +389,7 @@ impl Config {
         }
 
         let agent = crate::agent_settings::read_agent_settings(&mut r, &doc);
+        let model = crate::model_settings::read_model_settings(&mut r, &doc);
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
         }
@@ -401,14 +401,7 @@ impl Config {
             multiplex_profiles,
             platform_toolsets_webhook,
             platforms,
-            agent_sections: AGENT_SECTIONS
-                .iter()
-                .filter_map(|k| {
-                    doc.get(k)
-                        .filter(|n| !n.is_null())
-                        .map(|n| ((*k).to_owned(), n.to_json()))
-                })
-                .collect(),
+            model,
             warnings: r.warnings,
             findings: r.findings,
             hermes_only,

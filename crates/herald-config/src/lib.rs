@@ -10,6 +10,7 @@ pub mod default_config;
 pub mod error;
 pub mod hermes_keys;
 pub mod home;
+pub mod model_settings;
 pub mod node;
 pub mod platforms;
 pub mod pyyaml;
@@ -24,6 +25,7 @@ pub use config::{
 };
 pub use error::{ConfigError, Problem};
 pub use home::Home;
+pub use model_settings::{ModelSettings, ProviderSettings};
 pub use platforms::PlatformSettings;
 pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host};
 pub use subscriptions::{Subscriptions, SubscriptionsError, load_subscriptions};

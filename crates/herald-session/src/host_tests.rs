@@ -21,13 +21,19 @@ struct Fixture {
 }
 
 fn host_on(dir: &std::path::Path, base_url: &str) -> Arc<Host> {
+    host_with(dir, base_url, herald_agent::Plugins::default())
+}
+
+fn host_with(dir: &std::path::Path, base_url: &str, plugins: herald_agent::Plugins) -> Arc<Host> {
     let home = Home::new(dir);
     let yaml = format!(
         "model:\n  default: m\n  base_url: {base_url}\nterminal:\n  cwd: {}\n",
         dir.display()
     );
     let config = Config::from_yaml(&home, &yaml, &|_| None).unwrap();
-    let runtime = Runtime::build(&home, &config, Platform::Cli, ModelChoice::default()).unwrap();
+    let runtime = Runtime::build(&home, &config, Platform::Cli, ModelChoice::default())
+        .unwrap()
+        .with_plugins(plugins);
     let store = SessionStore::open(&dir.join("state.db")).unwrap();
     Host::new(Arc::new(runtime), store)
 }
@@ -468,4 +474,63 @@ async fn run_status_survives_a_restart() {
     assert!(lost.error.unwrap().contains("stopped"));
     assert!(again.run_status("run_nope").unwrap().is_none());
     hanging.interrupt();
+}
+
+/// Adds context to the turn's API call and rewrites the final answer.
+struct Rewriter;
+
+#[async_trait::async_trait]
+impl herald_agent::Observer for Rewriter {
+    fn name(&self) -> &str {
+        "rewriter"
+    }
+    async fn pre_llm_call(&self, _payload: &serde_json::Value) -> Option<String> {
+        Some("CONTEXT-FOR-THIS-CALL".into())
+    }
+    async fn transform_llm_output(&self, _payload: &serde_json::Value) -> Option<String> {
+        Some("TRANSFORMED".into())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runtimes_plugins_run_and_memory_and_disk_keep_what_they_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = FakeProvider::start(vec![Scripted::text("original")]);
+    let plugins = herald_agent::Plugins {
+        observers: vec![Arc::new(Rewriter)],
+        ..Default::default()
+    };
+    let host = host_with(dir.path(), &provider.base_url, plugins);
+    let s = host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let run = host.start_run(&s, "question".into()).unwrap();
+    let events = all_events(&run).await;
+    assert_eq!(run.status().output.as_deref(), Some("TRANSFORMED"));
+    let sent = provider.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("CONTEXT-FOR-THIS-CALL"), "{sent}");
+    let memory: Vec<Option<String>> = s.history().into_iter().map(|h| h.message.content).collect();
+    let disk: Vec<Option<String>> = host
+        .store()
+        .reader()
+        .unwrap()
+        .history(s.id())
+        .unwrap()
+        .into_iter()
+        .map(|r| r.content)
+        .collect();
+    assert_eq!(
+        memory,
+        [Some("question".to_owned()), Some("TRANSFORMED".to_owned())]
+    );
+    assert_eq!(memory, disk, "memory and disk agree");
+    let saved: Vec<Option<String>> = events
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            RunEventKind::MessageSaved { message, .. } => Some(message.content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(saved, memory);
 }

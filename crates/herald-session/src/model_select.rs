@@ -2,8 +2,8 @@
 //! `--provider`, the `model` block, `providers:`, `custom_providers:`, and the
 //! environment (`CUSTOM_BASE_URL`, `OPENROUTER_BASE_URL`; `OPENAI_BASE_URL` is ignored).
 
+use herald_config::{ModelSettings, ProviderSettings};
 use herald_llm::{Endpoint, check_wire_format, resolve_api_key};
-use serde_json::{Map, Value};
 use std::time::Duration;
 
 const OPENROUTER_BASE: &str = "https://openrouter.ai/api/v1";
@@ -23,16 +23,6 @@ const CUSTOM_MAX_TOKENS: u64 = 65_536;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct SelectError(pub String);
-
-fn text(v: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| {
-        v.get(*k)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    })
-}
 
 /// Splits `-m provider:model` (and `custom:<name>:<model>`); a bare model has no provider.
 pub fn parse_model_spec(
@@ -60,33 +50,29 @@ pub struct Selected {
     pub provider: String,
 }
 
+/// Where the endpoint comes from: its base URL and the setting that named it, the
+/// key written in config, the provider's default model and wire format, and the entry
+/// (for its headers, body and timeouts).
+struct Source<'a> {
+    base_url: (String, String),
+    explicit_key: Option<String>,
+    default_model: Option<String>,
+    api_mode: Option<String>,
+    entry: Option<&'a ProviderSettings>,
+}
+
 /// Resolves the endpoint for a chat.
 pub fn select(
-    sections: &Map<String, Value>,
+    settings: &ModelSettings,
     model_flag: Option<&str>,
     provider_flag: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Selected, SelectError> {
-    let model_block = match sections.get("model") {
-        Some(Value::String(s)) => serde_json::json!({ "default": s }),
-        Some(v @ Value::Object(_)) => v.clone(),
-        _ => Value::Object(Map::new()),
-    };
-    let providers = sections
-        .get("providers")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let customs: Vec<Value> = sections
-        .get("custom_providers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
     let is_provider = |p: &str| {
         p == "openrouter"
             || p == "or"
             || CUSTOM_ALIASES.contains(&p)
-            || providers.contains_key(p)
+            || settings.providers.contains_key(p)
             || p.starts_with("custom:")
     };
     let (spec_provider, spec_model) = match model_flag {
@@ -99,169 +85,171 @@ pub fn select(
     let provider = provider_flag
         .map(str::to_owned)
         .or(spec_provider)
-        .or_else(|| text(&model_block, &["provider"]))
+        .or_else(|| settings.provider.clone())
         .or_else(|| env("HERALD_INFERENCE_PROVIDER").or_else(|| env("HERMES_INFERENCE_PROVIDER")))
         .unwrap_or_else(|| "auto".to_owned());
-    let configured_model = text(&model_block, &["default", "model"]);
-    let env_key = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-    let openrouter_base = || match env_key("OPENROUTER_BASE_URL") {
-        Some(url) => (url, "OPENROUTER_BASE_URL".to_owned()),
-        None => (
-            OPENROUTER_BASE.to_owned(),
-            "model.provider: openrouter".to_owned(),
-        ),
-    };
-    // `model.base_url`, else `CUSTOM_BASE_URL`, with the setting's name.
-    let custom_base = || {
-        text(&model_block, &["base_url"])
-            .map(|b| (b, "model.base_url".to_owned()))
-            .or_else(|| env_key("CUSTOM_BASE_URL").map(|b| (b, "CUSTOM_BASE_URL".to_owned())))
-    };
-
-    let ((base_url, base_url_from), explicit_key, default_model, api_mode, entry) = match provider
-        .as_str()
-    {
-        "openrouter" | "or" => (openrouter_base(), None, None, None, None),
-        p if CUSTOM_ALIASES.contains(&p) => {
-            let base = custom_base().ok_or_else(|| {
-                SelectError("provider `custom` needs a base URL: set model.base_url in config.yaml or CUSTOM_BASE_URL".into())
-            })?;
-            let key = text(&model_block, &["api_key", "api"]);
-            (base, key, None, text(&model_block, &["api_mode"]), None)
-        }
-        p if p.starts_with("custom:") => {
-            let name = &p["custom:".len()..];
-            let entry = customs
-                .iter()
-                .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
-                .ok_or_else(|| {
-                    SelectError(format!(
-                        "no custom_providers entry named `{name}` in config.yaml"
-                    ))
-                })?;
-            let base = text(entry, &["base_url", "url", "api"])
-                .map(|b| (b, format!("custom_providers[{name}].base_url")))
-                .ok_or_else(|| SelectError(format!("custom_providers `{name}` has no base_url")))?;
-            let key = text(entry, &["api_key"])
-                .or_else(|| text(entry, &["key_env"]).and_then(|k| env_key(&k)));
-            (
-                base,
-                key,
-                text(entry, &["model"]),
-                text(entry, &["api_mode"]),
-                Some(entry.clone()),
-            )
-        }
-        "auto" => {
-            if let Some(base) = custom_base() {
-                let key = text(&model_block, &["api_key", "api"]);
-                (base, key, None, text(&model_block, &["api_mode"]), None)
-            } else if env_key("OPENROUTER_API_KEY").is_some() {
-                (openrouter_base(), None, None, None, None)
-            } else {
-                return Err(SelectError(
-                    "no model provider is configured: set model.base_url (an OpenAI-compatible server such as Ollama, vLLM or llama.cpp) or CUSTOM_BASE_URL, or OPENROUTER_API_KEY".into(),
-                ));
-            }
-        }
-        p => {
-            let entry = providers.get(p).ok_or_else(|| {
-                SelectError(format!("unknown provider `{p}`: use openrouter, custom, custom:<name> or a key of providers: in config.yaml"))
-            })?;
-            if entry.get("enabled") == Some(&Value::Bool(false)) {
-                return Err(SelectError(format!(
-                    "provider `{p}` is disabled in config.yaml (enabled: false)"
-                )));
-            }
-            let base = text(entry, &["base_url", "api", "url"])
-                .map(|b| (b, format!("providers.{p}.base_url")))
-                .ok_or_else(|| SelectError(format!("providers.{p} has no base_url")))?;
-            let key = text(entry, &["key_env"])
-                .and_then(|k| env_key(&k))
-                .or_else(|| text(entry, &["api_key"]));
-            (
-                base,
-                key,
-                text(entry, &["default_model"]),
-                text(entry, &["api_mode", "transport"]),
-                Some(entry.clone()),
-            )
-        }
-    };
-    check_wire_format(&base_url, api_mode.as_deref()).map_err(SelectError)?;
+    let source = source_of(settings, &provider, env)?;
+    check_wire_format(&source.base_url.0, source.api_mode.as_deref()).map_err(SelectError)?;
     let model = spec_model
-        .or(configured_model)
-        .or(default_model)
+        .or_else(|| settings.default.clone())
+        .or(source.default_model)
         .ok_or_else(|| {
             SelectError(
                 "no model chosen: pass -m <model> or set model.default in config.yaml".into(),
             )
         })?;
-    let api_key = resolve_api_key(&base_url, explicit_key.as_deref(), env);
+    let (base_url, base_url_from) = source.base_url;
+    let api_key = resolve_api_key(&base_url, source.explicit_key.as_deref(), env);
     let mut endpoint = Endpoint::new(base_url, api_key, model);
     endpoint.base_url_from = Some(base_url_from);
     let is_custom = provider == "auto"
         || CUSTOM_ALIASES.contains(&provider.as_str())
         || provider.starts_with("custom:");
-    endpoint.max_tokens = model_block
-        .get("max_tokens")
-        .and_then(Value::as_u64)
+    endpoint.max_tokens = settings
+        .max_tokens
         .or(is_custom.then_some(CUSTOM_MAX_TOKENS));
-    if let Some(entry) = entry {
-        if let Some(Value::Object(extra)) = entry.get("extra_body") {
-            endpoint.extra_body = extra.clone();
+    if let Some(entry) = source.entry {
+        endpoint.extra_body = entry.extra_body.clone();
+        endpoint.extra_headers = entry.extra_headers.clone();
+        if let Some(t) = positive_secs(entry.request_timeout_secs) {
+            endpoint.request_timeout = t;
         }
-        if let Some(Value::Object(headers)) = entry.get("extra_headers") {
-            endpoint.extra_headers = headers
-                .iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                .collect();
-        }
-        if let Some(s) = entry
-            .get("request_timeout_seconds")
-            .and_then(Value::as_f64)
-            .filter(|s| *s > 0.0)
-        {
-            endpoint.request_timeout =
-                Duration::try_from_secs_f64(s).unwrap_or(endpoint.request_timeout);
-        }
-        if let Some(s) = entry
-            .get("stale_timeout_seconds")
-            .and_then(Value::as_f64)
-            .filter(|s| *s > 0.0)
-        {
-            endpoint.stale_timeout =
-                Duration::try_from_secs_f64(s).unwrap_or(endpoint.stale_timeout);
+        if let Some(t) = positive_secs(entry.stale_timeout_secs) {
+            endpoint.stale_timeout = t;
         }
     }
-    if let Some(s) = env("HERMES_STREAM_STALE_TIMEOUT")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| *s > 0.0)
-    {
-        endpoint.stale_timeout = Duration::try_from_secs_f64(s).unwrap_or(endpoint.stale_timeout);
+    let stale_env = env("HERMES_STREAM_STALE_TIMEOUT").and_then(|v| v.trim().parse::<f64>().ok());
+    if let Some(t) = positive_secs(stale_env) {
+        endpoint.stale_timeout = t;
     }
     Ok(Selected { endpoint, provider })
+}
+
+/// A positive, representable number of seconds.
+fn positive_secs(secs: Option<f64>) -> Option<Duration> {
+    secs.filter(|s| *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// The endpoint's source for a provider name.
+fn source_of<'a>(
+    settings: &'a ModelSettings,
+    provider: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Source<'a>, SelectError> {
+    let env_key = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let openrouter = || Source {
+        base_url: match env_key("OPENROUTER_BASE_URL") {
+            Some(url) => (url, "OPENROUTER_BASE_URL".to_owned()),
+            None => (
+                OPENROUTER_BASE.to_owned(),
+                "model.provider: openrouter".to_owned(),
+            ),
+        },
+        explicit_key: None,
+        default_model: None,
+        api_mode: None,
+        entry: None,
+    };
+    // `model.base_url`, else `CUSTOM_BASE_URL`, with the setting's name.
+    let custom = || {
+        let base_url = settings
+            .base_url
+            .clone()
+            .map(|b| (b, "model.base_url".to_owned()))
+            .or_else(|| env_key("CUSTOM_BASE_URL").map(|b| (b, "CUSTOM_BASE_URL".to_owned())))?;
+        Some(Source {
+            base_url,
+            explicit_key: settings.api_key.clone(),
+            default_model: None,
+            api_mode: settings.api_mode.clone(),
+            entry: None,
+        })
+    };
+    match provider {
+        "openrouter" | "or" => Ok(openrouter()),
+        p if CUSTOM_ALIASES.contains(&p) => custom().ok_or_else(|| {
+            SelectError("provider `custom` needs a base URL: set model.base_url in config.yaml or CUSTOM_BASE_URL".into())
+        }),
+        p if p.starts_with("custom:") => {
+            let name = &p["custom:".len()..];
+            let entry = settings.custom_provider(name).ok_or_else(|| {
+                SelectError(format!("no custom_providers entry named `{name}` in config.yaml"))
+            })?;
+            let base = entry
+                .base_url
+                .clone()
+                .ok_or_else(|| SelectError(format!("custom_providers `{name}` has no base_url")))?;
+            Ok(Source {
+                base_url: (base, format!("custom_providers[{name}].base_url")),
+                explicit_key: entry
+                    .api_key
+                    .clone()
+                    .or_else(|| entry.key_env.as_deref().and_then(env_key)),
+                default_model: entry.default_model.clone(),
+                api_mode: entry.api_mode.clone(),
+                entry: Some(entry),
+            })
+        }
+        "auto" => match custom() {
+            Some(source) => Ok(source),
+            None if env_key("OPENROUTER_API_KEY").is_some() => Ok(openrouter()),
+            None => Err(SelectError(
+                "no model provider is configured: set model.base_url (an OpenAI-compatible server such as Ollama, vLLM or llama.cpp) or CUSTOM_BASE_URL, or OPENROUTER_API_KEY".into(),
+            )),
+        },
+        p => {
+            let entry = settings.providers.get(p).ok_or_else(|| {
+                SelectError(format!("unknown provider `{p}`: use openrouter, custom, custom:<name> or a key of providers: in config.yaml"))
+            })?;
+            if !entry.enabled {
+                return Err(SelectError(format!(
+                    "provider `{p}` is disabled in config.yaml (enabled: false)"
+                )));
+            }
+            let base = entry
+                .base_url
+                .clone()
+                .ok_or_else(|| SelectError(format!("providers.{p} has no base_url")))?;
+            Ok(Source {
+                base_url: (base, format!("providers.{p}.base_url")),
+                explicit_key: entry
+                    .key_env
+                    .as_deref()
+                    .and_then(env_key)
+                    .or_else(|| entry.api_key.clone()),
+                default_model: entry.default_model.clone(),
+                api_mode: entry.api_mode.clone(),
+                entry: Some(entry),
+            })
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn absurd_timeouts_keep_the_defaults() {
-        let s = json!({"model": {"default": "m", "base_url": "http://127.0.0.1:1/v1", "request_timeout_seconds": 1e300, "stale_timeout_seconds": 1e300}});
-        let s = s.as_object().cloned().unwrap();
+        let s = sections(
+            json!({"model": {"default": "m", "base_url": "http://127.0.0.1:1/v1"}, "custom_providers": [{"name": "x", "base_url": "http://127.0.0.1:1/v1", "request_timeout_seconds": 1e300, "stale_timeout_seconds": 1e300}]}),
+        );
         let inf = |k: &str| (k == "HERMES_STREAM_STALE_TIMEOUT").then(|| "inf".to_owned());
-        let e = select(&s, None, None, &inf).unwrap().endpoint;
+        let e = select(&s, Some("custom:x:m"), None, &inf).unwrap().endpoint;
         let d = select(&s, None, None, &|_: &str| None).unwrap().endpoint;
         assert_eq!(e.request_timeout, d.request_timeout);
         assert!(e.request_timeout < Duration::from_secs(86_400));
         assert!(e.stale_timeout < Duration::from_secs(86_400));
     }
 
-    fn sections(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
+    /// The model settings of a config written as JSON (which is YAML too).
+    fn sections(v: Value) -> ModelSettings {
+        let home = herald_config::Home::new("/nonexistent-herald-home");
+        herald_config::Config::from_yaml(&home, &v.to_string(), &|_| None)
+            .unwrap()
+            .model
     }
 
     fn no_env(_: &str) -> Option<String> {
@@ -311,7 +299,7 @@ mod tests {
     fn openrouter_and_refusals() {
         let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or".to_owned());
         let e = select(
-            &Map::new(),
+            &ModelSettings::default(),
             Some("openrouter:anthropic/claude-x"),
             None,
             &env,
@@ -331,14 +319,14 @@ mod tests {
                 .contains("Responses")
         );
         assert!(
-            select(&Map::new(), Some("m"), None, &no_env)
+            select(&ModelSettings::default(), Some("m"), None, &no_env)
                 .unwrap_err()
                 .0
                 .contains("no model provider")
         );
         let env = |k: &str| (k == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:1/v1".to_owned());
         assert!(
-            select(&Map::new(), Some("m"), None, &env).is_err(),
+            select(&ModelSettings::default(), Some("m"), None, &env).is_err(),
             "OPENAI_BASE_URL is ignored"
         );
     }

@@ -7,9 +7,8 @@ use crate::approvals::ApprovalPolicy;
 use crate::model_select::{self, SelectError};
 use herald_agent::skills::SkillLibrary;
 use herald_agent::{Plugins, Tool, ToolRegistry, toolsets};
-use herald_config::{AgentSettings, Config, Home, process_env};
+use herald_config::{AgentSettings, Config, Home, ModelSettings, process_env};
 use herald_llm::{Endpoint, RetryConfig};
-use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -56,8 +55,8 @@ pub struct Runtime {
     pub home: Home,
     pub platform: Platform,
     pub settings: AgentSettings,
-    /// The model blocks as written, for switching models later (`/model`).
-    model_sections: Map<String, Value>,
+    /// The model settings, for switching models later (`/model`).
+    model_settings: ModelSettings,
     pub endpoint: Endpoint,
     /// The provider as chosen (`openrouter`, `custom`, a `providers:` key, `auto`).
     pub provider: String,
@@ -88,18 +87,14 @@ impl Runtime {
         {
             return Err(RuntimeError::Backend(backend.to_owned()));
         }
-        let selected = model_select::select(
-            &config.agent_sections,
-            choice.model,
-            choice.provider,
-            &process_env,
-        )?;
+        let selected =
+            model_select::select(&config.model, choice.model, choice.provider, &process_env)?;
         let skills = skill_library(home, &settings, platform);
         let registry = tool_registry(&settings, &selected.endpoint, &skills, platform);
         Ok(Runtime {
             home: home.clone(),
             platform,
-            model_sections: config.agent_sections.clone(),
+            model_settings: config.model.clone(),
             endpoint: selected.endpoint,
             provider: selected.provider,
             registry,
@@ -144,7 +139,7 @@ impl Runtime {
 
     /// The endpoint for a `/model SPEC` switch (also `provider:model`).
     pub fn switch_model(&self, spec: &str) -> Result<Endpoint, SelectError> {
-        model_select::select(&self.model_sections, Some(spec), None, &process_env)
+        model_select::select(&self.model_settings, Some(spec), None, &process_env)
             .map(|s| s.endpoint)
     }
 }
