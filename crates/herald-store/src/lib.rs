@@ -36,13 +36,11 @@ use tokio::sync::oneshot;
 /// A store failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("store {path}: {source}")]
-    Open {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
+    #[error("store {path}: {reason}")]
+    Open { path: PathBuf, reason: String },
+    /// The database refused a statement (the engine's message).
     #[error("store: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Database(String),
     #[error("store commit failed: {0}")]
     Commit(String),
     #[error("the store writer has stopped")]
@@ -55,6 +53,12 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Database(e.to_string())
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -73,9 +77,9 @@ pub struct Store {
 }
 
 fn open_connection(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
-    let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
         path: path.to_path_buf(),
-        source,
+        reason: e.to_string(),
     })?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     Ok(conn)
@@ -287,7 +291,7 @@ fn open_for_writing(path: &Path) -> Result<Connection, StoreError> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
             path: path.to_path_buf(),
-            source: rusqlite::Error::InvalidPath(parent.join(e.to_string())),
+            reason: format!("cannot create {}: {e}", parent.display()),
         })?;
     }
     schema::restrict_to_owner(path);
