@@ -60,6 +60,10 @@ pub struct SessionOptions {
     pub max_iterations: Option<u32>,
     /// Approve everything but the floor and the deny rules (`--yolo`).
     pub yolo: bool,
+    /// Whether the session's runs are listed in the host's registry (found by id) and
+    /// kept in `state.db`; off where the caller holds the handle and a run's record
+    /// lives elsewhere, as a webhook run's inbox entry does.
+    pub keep_runs: bool,
 }
 
 impl SessionOptions {
@@ -73,6 +77,7 @@ impl SessionOptions {
             answers,
             max_iterations: None,
             yolo: false,
+            keep_runs: true,
         }
     }
 }
@@ -102,6 +107,7 @@ struct SessionInner {
     approvals: Arc<Approvals>,
     clarifier: Option<Arc<dyn Clarifier>>,
     pending: Arc<Pending>,
+    keep_runs: bool,
     state: Mutex<SessionState>,
 }
 
@@ -302,6 +308,7 @@ impl Host {
             approvals: Arc::new(policy.approvals(attendance)),
             clarifier,
             pending,
+            keep_runs: opts.keep_runs,
             state: Mutex::new(SessionState {
                 history,
                 endpoint: rt.endpoint.clone(),
@@ -324,7 +331,7 @@ impl Host {
             cwd: session.0.cwd.display().to_string(),
         };
         match given {
-            Some(_) => self.store.ensure_session(header).await?,
+            Some(_) => self.store.ensure_session(header)?,
             None => self.store.create_session(header).await?,
         }
         Ok(session)
@@ -426,7 +433,11 @@ impl Host {
             pending: session.0.pending.clone(),
             events,
         });
-        if let Err(cap) = self.runs.insert(run_id.clone(), cell.clone()) {
+        let listed = match session.0.keep_runs {
+            true => self.runs.insert(run_id.clone(), cell.clone()),
+            false => Ok(()),
+        };
+        if let Err(cap) = listed {
             if let Ok(mut s) = session.0.state.lock() {
                 s.running = None;
             }
@@ -437,7 +448,7 @@ impl Host {
             session: session.clone(),
             cell: cell.clone(),
         };
-        tokio::spawn(drive.run(agent, history, input));
+        tokio::spawn(drive.run_guarded(agent, history, input));
         Ok(RunHandle {
             cell,
             events: Arc::new(Mutex::new(Some(rx))),
@@ -499,6 +510,7 @@ fn saved_history(rows: Vec<herald_store::sessions::StoredMessage>) -> Vec<Saved>
 }
 
 /// One run's task: the turn, its events saved and passed on, its end kept.
+#[derive(Clone)]
 struct Drive {
     host: Arc<Host>,
     session: Session,
@@ -506,6 +518,21 @@ struct Drive {
 }
 
 impl Drive {
+    /// Runs the turn; a panic in it still ends the run (failed) and frees the session.
+    async fn run_guarded(self, agent: Agent, history: Vec<ChatMessage>, input: String) {
+        let turn = std::panic::AssertUnwindSafe(self.clone().run(agent, history, input));
+        if futures_util::FutureExt::catch_unwind(turn).await.is_err() {
+            let run_id = self.cell.status.borrow().run_id.clone();
+            tracing::error!(run = %run_id, "the run's task panicked; the run is failed");
+            let failed = TurnResult {
+                failed: true,
+                error: Some("internal error: the run stopped unexpectedly".into()),
+                ..TurnResult::default()
+            };
+            self.finish(failed).await;
+        }
+    }
+
     async fn run(self, agent: Agent, history: Vec<ChatMessage>, input: String) {
         let (tx, mut rx) = mpsc::unbounded_channel::<Step>();
         self.cell.pending.set_current(&self.cell, tx.clone());
@@ -552,19 +579,7 @@ impl Drive {
     async fn pass_on(&self, event: AgentEvent) {
         let kind = match event {
             AgentEvent::MessageAppended(message) => {
-                let row = message_row(&message);
-                let row_id = match self
-                    .host
-                    .store
-                    .append(self.session.id().to_owned(), row)
-                    .await
-                {
-                    Ok(id) => Some(id),
-                    Err(e) => {
-                        tracing::warn!(session = %self.session.id(), error = %e, "a message could not be kept");
-                        None
-                    }
-                };
+                let row_id = self.keep(&message).await;
                 self.session.push(Saved {
                     row_id,
                     message: message.clone(),
@@ -611,6 +626,21 @@ impl Drive {
 
     /// Keeps the final status, frees the session, then tells the watchers: whoever
     /// sees the run finished can start the next turn and read the status from disk.
+    /// Saves a message; its row id, when someone listens for it (a run nobody watches
+    /// does not wait for its writes: they are committed in order before the run ends).
+    async fn keep(&self, message: &ChatMessage) -> Option<i64> {
+        let (session, row) = (self.session.id().to_owned(), message_row(message));
+        let kept = if self.cell.events.is_closed() {
+            self.host.store.append_detached(session, row).map(|()| None)
+        } else {
+            self.host.store.append(session, row).await.map(Some)
+        };
+        kept.unwrap_or_else(|e| {
+            tracing::warn!(session = %self.session.id(), error = %e, "a message could not be kept");
+            None
+        })
+    }
+
     async fn finish(&self, result: TurnResult) {
         let (state, error) = outcome(&result);
         self.cell.pending.cancel_all();
@@ -625,15 +655,10 @@ impl Drive {
         last.partial = result.partial;
         last.last_event = Some(RunEventKind::Finished(last.clone()).name().to_owned());
         let session = self.session.id().to_owned();
-        let usage = self
-            .host
-            .store
-            .add_usage(session, i64::from(result.api_calls), 0, 0);
-        if let Err(e) = usage.await {
-            tracing::warn!(session = %self.session.id(), error = %e, "session usage not kept");
-        }
-        if let Err(e) = self.host.store.save_run(last.row()).await {
-            tracing::warn!(run = %last.run_id, error = %e, "run status not kept");
+        let usage = (i64::from(result.api_calls), 0, 0);
+        let run = self.session.0.keep_runs.then(|| last.row());
+        if let Err(e) = self.host.store.finish_turn(session, usage, run).await {
+            tracing::warn!(run = %last.run_id, error = %e, "the turn's usage and status were not kept");
         }
         if let Ok(mut s) = self.session.0.state.lock() {
             s.running = None;
@@ -643,6 +668,9 @@ impl Drive {
     }
 
     async fn keep_status(&self) {
+        if !self.session.0.keep_runs {
+            return;
+        }
         let row = self.cell.status.borrow().row();
         if let Err(e) = self.host.store.save_run(row).await {
             tracing::warn!(run = %self.cell.status.borrow().run_id, error = %e, "run status not kept");

@@ -534,3 +534,56 @@ async fn the_runtimes_plugins_run_and_memory_and_disk_keep_what_they_made() {
         .collect();
     assert_eq!(saved, memory);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_registry_is_bounded_and_finished_runs_make_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = FakeProvider::start(vec![
+        Scripted::Delayed(
+            Duration::from_millis(300),
+            Box::new(Scripted::text("first")),
+        ),
+        Scripted::text("second"),
+    ]);
+    let home = Home::new(dir.path());
+    let yaml = format!("model:\n  default: m\n  base_url: {}\n", provider.base_url);
+    let config = Config::from_yaml(&home, &yaml, &|_| None).unwrap();
+    let runtime = Runtime::build(&home, &config, Platform::Cli, ModelChoice::default()).unwrap();
+    let store = SessionStore::open(&dir.path().join("state.db")).unwrap();
+    let host = Host::with_client(Arc::new(runtime), store, crate::LlmClient::new(), 1);
+    let a = host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let b = host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let first = host.start_run(&a, "one".into()).unwrap();
+    assert!(matches!(
+        host.start_run(&b, "two".into()),
+        Err(SessionError::TooManyRuns(1))
+    ));
+    assert_eq!(host.live_runs(), 1);
+    first.finished().await;
+    let second = host.start_run(&b, "two".into()).unwrap();
+    assert_eq!(second.finished().await.output.as_deref(), Some("second"));
+    assert!(
+        host.run(&first.id()).is_none(),
+        "the finished run made room"
+    );
+    let kept = host.run_status(&first.id()).unwrap().unwrap();
+    assert_eq!(
+        kept.output.as_deref(),
+        Some("first"),
+        "and is still read from state.db"
+    );
+    // A session whose runs are not kept is neither listed nor stored.
+    let mut unlisted = options(&[], Answers::Nobody);
+    unlisted.keep_runs = false;
+    let c = host.open_session(unlisted).await.unwrap();
+    provider.push(Scripted::text("third"));
+    let third = host.start_run(&c, "three".into()).unwrap();
+    assert_eq!(third.finished().await.output.as_deref(), Some("third"));
+    assert!(host.run_status(&third.id()).unwrap().is_none());
+}

@@ -241,15 +241,23 @@ impl RunCell {
 
     /// Sends an event and records its name as the run's last event.
     pub fn emit(&self, kind: RunEventKind) {
+        let name = kind.name();
+        if !matches!(kind, RunEventKind::MessageSaved { .. }) {
+            // Recorded without waking the watchers: only state changes wake them.
+            self.status.send_if_modified(|s| {
+                if s.last_event.as_deref() != Some(name) {
+                    s.last_event = Some(name.to_owned());
+                }
+                false
+            });
+        }
+        if self.events.is_closed() {
+            return;
+        }
         let (run_id, session_id) = {
             let s = self.status.borrow();
             (s.run_id.clone(), s.session_id.clone())
         };
-        let name = kind.name();
-        if !matches!(kind, RunEventKind::MessageSaved { .. }) {
-            self.status
-                .send_modify(|s| s.last_event = Some(name.to_owned()));
-        }
         let _ = self.events.send(RunEvent {
             run_id,
             session_id,
@@ -368,59 +376,77 @@ impl RunHandle {
 
 /// The live and recently finished runs of a host, at most `cap` of them.
 pub(crate) struct RunRegistry {
-    runs: Mutex<HashMap<String, Arc<RunCell>>>,
+    runs: Mutex<Runs>,
     cap: usize,
+}
+
+#[derive(Default)]
+struct Runs {
+    by_id: HashMap<String, Arc<RunCell>>,
+    /// Ids in the order the runs started (oldest first), for eviction.
+    order: std::collections::VecDeque<String>,
 }
 
 impl RunRegistry {
     pub fn new(cap: usize) -> RunRegistry {
         RunRegistry {
-            runs: Mutex::new(HashMap::new()),
+            runs: Mutex::new(Runs::default()),
             cap: cap.max(1),
         }
     }
 
-    /// Adds a run, first forgetting finished runs past [`FINISHED_KEPT`] and, when
-    /// still full, the oldest finished ones; refuses when every slot holds a live run.
+    /// Adds a run. Finished runs leave, oldest first, once past [`FINISHED_KEPT`] or
+    /// when the registry is full; refuses when every slot holds a live run.
     pub fn insert(&self, id: String, cell: Arc<RunCell>) -> Result<(), usize> {
         let Ok(mut runs) = self.runs.lock() else {
             return Err(self.cap);
         };
         let now = crate::host::now_secs();
-        runs.retain(|_, c| {
+        let expired = |c: &RunCell| {
             let s = c.status.borrow();
-            !(s.state.is_finished() && now - s.updated_at > FINISHED_KEPT.as_secs_f64())
-        });
-        while runs.len() >= self.cap {
-            let oldest = runs
-                .iter()
-                .filter(|(_, c)| c.state().is_finished())
-                .min_by(|a, b| {
-                    let (a, b) = (
-                        a.1.status.borrow().updated_at,
-                        b.1.status.borrow().updated_at,
-                    );
-                    a.total_cmp(&b)
-                })
-                .map(|(id, _)| id.clone());
-            match oldest {
-                Some(id) => runs.remove(&id),
-                None => return Err(self.cap),
-            };
+            s.state.is_finished() && now - s.updated_at > FINISHED_KEPT.as_secs_f64()
+        };
+        // The oldest runs, as long as they have expired.
+        while let Some(first) = runs.order.front().cloned() {
+            match runs.by_id.get(&first) {
+                Some(c) if !expired(c) => break,
+                _ => {
+                    runs.order.pop_front();
+                    runs.by_id.remove(&first);
+                }
+            }
         }
-        runs.insert(id, cell);
+        if runs.by_id.len() >= self.cap {
+            let Some(at) = runs
+                .order
+                .iter()
+                .position(|id| runs.by_id.get(id).is_none_or(|c| c.state().is_finished()))
+            else {
+                return Err(self.cap);
+            };
+            if let Some(old) = runs.order.remove(at) {
+                runs.by_id.remove(&old);
+            }
+        }
+        runs.order.push_back(id.clone());
+        runs.by_id.insert(id, cell);
         Ok(())
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<RunCell>> {
-        self.runs.lock().ok()?.get(id).cloned()
+        self.runs.lock().ok()?.by_id.get(id).cloned()
     }
 
     /// How many runs are live.
     pub fn live(&self) -> usize {
         self.runs
             .lock()
-            .map(|r| r.values().filter(|c| !c.state().is_finished()).count())
+            .map(|r| {
+                r.by_id
+                    .values()
+                    .filter(|c| !c.state().is_finished())
+                    .count()
+            })
             .unwrap_or(0)
     }
 }

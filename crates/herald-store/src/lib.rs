@@ -349,6 +349,20 @@ async fn write_on<T: Send + 'static>(
         .map_err(|_| StoreError::Commit("internal: unexpected write result type".into()))
 }
 
+/// Queues `f` for the writer behind `tx` without waiting for it: it is committed in
+/// order with the writes around it, and a failure is logged by the writer.
+fn write_detached(
+    tx: &mpsc::Sender<writer::Command>,
+    durability: Durability,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<()> + Send + 'static,
+) -> Result<(), StoreError> {
+    let (reply, _) = oneshot::channel();
+    let f: writer::WriteFn =
+        Box::new(move |conn| f(conn).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
+    tx.send(writer::Command::Write(f, durability, reply))
+        .map_err(|_| StoreError::WriterGone)
+}
+
 /// A read-only view of the store (used by the CLI and health endpoints).
 pub struct StoreReader {
     conn: Connection,

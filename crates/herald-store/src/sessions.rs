@@ -5,7 +5,9 @@
 //! their row ids back as they are appended. Reads use their own read-only connection.
 
 use crate::writer::Durability;
-use crate::{StoreError, open_connection, open_for_writing, start_writer, write_on};
+use crate::{
+    StoreError, open_connection, open_for_writing, start_writer, write_detached, write_on,
+};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -249,15 +251,26 @@ impl SessionStore {
             .await
     }
 
-    /// Creates a session unless one with its id exists.
-    pub async fn ensure_session(&self, session: NewSession) -> Result<(), StoreError> {
-        self.write(move |c| insert_session(c, &session, true)).await
+    /// Creates a session unless one with its id exists, without waiting: it is
+    /// committed before the writes queued after it (a failure is logged).
+    pub fn ensure_session(&self, session: NewSession) -> Result<(), StoreError> {
+        write_detached(&self.tx, Durability::Process, move |c| {
+            insert_session(c, &session, true)
+        })
     }
 
     /// Appends one message and updates the counters; returns its row id.
     pub async fn append(&self, session_id: String, m: NewMessage) -> Result<i64, StoreError> {
         self.write(move |c| insert_message(c, &session_id, &m))
             .await
+    }
+
+    /// Appends one message without waiting for its row id (nobody asks for it); it is
+    /// committed in order with the writes around it.
+    pub fn append_detached(&self, session_id: String, m: NewMessage) -> Result<(), StoreError> {
+        write_detached(&self.tx, Durability::Process, move |c| {
+            insert_message(c, &session_id, &m).map(|_| ())
+        })
     }
 
     /// A finished unattended run (e.g. a webhook event): its session is created unless
@@ -269,24 +282,6 @@ impl SessionStore {
                 .iter()
                 .map(|m| insert_message(c, &run.session.id, m))
                 .collect()
-        })
-        .await
-    }
-
-    /// Adds a turn's API calls and tokens to its session's counters.
-    pub async fn add_usage(
-        &self,
-        session_id: String,
-        api_calls: i64,
-        input_tokens: i64,
-        output_tokens: i64,
-    ) -> Result<(), StoreError> {
-        self.write(move |c| {
-            c.execute(
-                "UPDATE sessions SET api_call_count = api_call_count + ?2, input_tokens = input_tokens + ?3, output_tokens = output_tokens + ?4 WHERE id = ?1",
-                params![session_id, api_calls, input_tokens, output_tokens],
-            )
-            .map(|_| ())
         })
         .await
     }
@@ -315,17 +310,30 @@ impl SessionStore {
             .await
     }
 
-    /// Keeps a run's state (inserted or replaced).
-    pub async fn save_run(&self, run: RunRow) -> Result<(), StoreError> {
+    /// Ends a turn in one write: its API calls and tokens added to its session's
+    /// counters and, when given, its run's final state kept.
+    pub async fn finish_turn(
+        &self,
+        session_id: String,
+        usage: (i64, i64, i64),
+        run: Option<RunRow>,
+    ) -> Result<(), StoreError> {
         self.write(move |c| {
             c.prepare_cached(
-                "INSERT OR REPLACE INTO herald_runs (id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                "UPDATE sessions SET api_call_count = api_call_count + ?2, input_tokens = input_tokens + ?3, output_tokens = output_tokens + ?4 WHERE id = ?1",
             )?
-            .execute(params![run.id, run.session_id, run.status, run.model, run.created_at, run.updated_at, run.last_event, run.output, run.error, run.pending_steer, run.input_tokens, run.output_tokens])
-            .map(|_| ())
+            .execute(params![session_id, usage.0, usage.1, usage.2])?;
+            match run {
+                Some(run) => upsert_run(c, &run),
+                None => Ok(()),
+            }
         })
         .await
+    }
+
+    /// Keeps a run's state (inserted or replaced).
+    pub async fn save_run(&self, run: RunRow) -> Result<(), StoreError> {
+        self.write(move |c| upsert_run(c, &run)).await
     }
 
     /// Runs left unfinished by a process that ended (`running`, `waiting_for_approval`
@@ -345,6 +353,15 @@ impl SessionStore {
     pub fn reader(&self) -> Result<SessionReader, StoreError> {
         SessionReader::open(&self.path)
     }
+}
+
+fn upsert_run(c: &Connection, run: &RunRow) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO herald_runs (id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![run.id, run.session_id, run.status, run.model, run.created_at, run.updated_at, run.last_event, run.output, run.error, run.pending_steer, run.input_tokens, run.output_tokens])
+    .map(|_| ())
 }
 
 fn live_user_rows(c: &Connection, session_id: &str) -> rusqlite::Result<Vec<i64>> {

@@ -303,7 +303,12 @@ impl Reply {
             }
         }
         match self {
-            Reply::Write(tx, _, r) => drop(tx.send(out(r, commit_failed))),
+            Reply::Write(tx, _, r) => {
+                // A detached write has nobody to tell: its failure is logged here.
+                if let Err(Err(e)) = tx.send(out(r, commit_failed)) {
+                    tracing::warn!(error = %e, "a write nobody waited for failed");
+                }
+            }
             Reply::Enqueue(tx, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Seen(tx, r) => drop(tx.send(out(r, commit_failed))),
             Reply::Record(tx, r) => drop(tx.send(out(r, commit_failed))),

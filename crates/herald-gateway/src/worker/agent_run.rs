@@ -77,6 +77,8 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     let mut options = SessionOptions::new("webhook", tool_names, Answers::Nobody);
     options.id = Some(session_id.clone());
     options.cwd = Some(t.cwd.clone());
+    // The inbox entry is the run's durable record.
+    options.keep_runs = false;
     let session = match t.host.open_session(options).await {
         Ok(s) => s,
         Err(e) => return RunOutcome::Retry(format!("cannot open the run's session: {e}")),
@@ -87,6 +89,8 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
         Ok(r) => r,
         Err(e) => return RunOutcome::Retry(format!("cannot start the run: {e}")),
     };
+    // Nobody reads the events: they are not queued.
+    drop(run.take_events());
     if let Ok(mut h) = shared.handles.lock() {
         h.insert(item.id, run.clone());
     }
