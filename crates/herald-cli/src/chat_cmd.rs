@@ -4,11 +4,10 @@
 use crate::chat_commands::{self, ChatCommand};
 use crate::chat_status::StatusLine;
 use anyhow::Context;
-use herald_agent::{Approver, Decision, toolsets};
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_session::{
-    Answers, Host, ModelChoice, Platform, RunEvent, RunEventKind, RunState, RunStatus, Runtime,
-    Session, SessionError, SessionOptions,
+    Answers, Approver, Decision, Host, ModelChoice, Platform, RunEvent, RunEventKind, RunState,
+    RunStatus, Runtime, Session, SessionError, SessionOptions, toolsets,
 };
 use herald_store::SessionStore;
 use std::io::{BufRead, IsTerminal};
@@ -136,10 +135,10 @@ const EXIT_INTERRUPTED: u8 = 130;
 /// Puts the model's `clarify` questions to the human on the terminal.
 struct TerminalClarifier(LineInput, StatusLine);
 
-impl herald_agent::tool::Clarifier for TerminalClarifier {
+impl herald_session::Clarifier for TerminalClarifier {
     fn ask<'a>(
         &'a self,
-        request: herald_agent::tool::ClarifyRequest<'a>,
+        request: herald_session::ClarifyRequest<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
         let (question, choices) = (request.question, request.choices);
         Box::pin(async move {
@@ -167,7 +166,7 @@ struct TerminalApprover(LineInput, StatusLine);
 impl Approver for TerminalApprover {
     fn ask<'a>(
         &'a self,
-        request: herald_agent::ApprovalRequest<'a>,
+        request: herald_session::ApprovalRequest<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
             self.1.hide();

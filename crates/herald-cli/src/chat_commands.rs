@@ -2,7 +2,7 @@
 //! skill (`/<slug> TEXT` runs TEXT with that skill), and a refusal with the list for any
 //! other `/word`. A line whose first word is a path (`/etc/hosts is broken`) is a prompt.
 
-use herald_agent::skills::{self, Skill};
+use herald_session::skills::{self, Skill};
 
 /// What one input line asks for.
 #[derive(Debug, PartialEq, Eq)]

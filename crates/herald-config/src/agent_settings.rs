@@ -1,6 +1,6 @@
 //! The agent half of `config.yaml`, typed: limits (`agent.*`), the terminal
 //! (`terminal.*`), approvals (`approvals.*`, `command_allowlist`), the web tools (`web.*`,
-//! `security.allow_private_urls`) and skills (`skills.*`). A value of the wrong type is an
+//! `security.allow_private_urls`), skills (`skills.*`) and plugins (`plugins.*`). A value of the wrong type is an
 //! error naming file, line, key and fix, like the webhook half. The model blocks
 //! (`model`, `providers`, `custom_providers`) are typed in [`crate::model_settings`].
 
@@ -44,6 +44,10 @@ pub struct AgentSettings {
     pub skills_disabled: Vec<String>,
     /// `skills.platform_disabled.<platform>`.
     pub skills_platform_disabled: BTreeMap<String, Vec<String>>,
+    /// `plugins.enabled`: the plugins that run (every standalone plugin is opt-in).
+    pub plugins_enabled: Vec<String>,
+    /// `plugins.disabled`: never run, even when enabled.
+    pub plugins_disabled: Vec<String>,
 }
 
 /// Reads the agent settings from the top-level document; problems go to `r`.
@@ -93,6 +97,8 @@ pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
         skills_external_dirs: list(r, "skills", "external_dirs"),
         skills_disabled: list(r, "skills", "disabled"),
         skills_platform_disabled: platform_lists(r, at("skills", "platform_disabled")),
+        plugins_enabled: list(r, "plugins", "enabled"),
+        plugins_disabled: list(r, "plugins", "disabled"),
     }
 }
 

@@ -35,6 +35,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "command_allowlist",
     "security",
     "skills",
+    "plugins",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];

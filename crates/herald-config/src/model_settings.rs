@@ -298,4 +298,24 @@ mod tests {
             assert!(err.contains("config.yaml:"), "{err}");
         }
     }
+
+    #[test]
+    fn plugin_lists_are_read_and_checked() {
+        let home = Home::new("/nonexistent-herald-home");
+        let c = Config::from_yaml(
+            &home,
+            "plugins:\n  enabled: [a, b]\n  disabled: b\n",
+            &|_| None,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.agent.plugins_enabled, c.agent.plugins_disabled),
+            (vec!["a".to_owned(), "b".to_owned()], vec!["b".to_owned()])
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let err = Config::from_yaml(&home, "plugins:\n  enabled: {a: 1}\n", &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plugins.enabled"), "{err}");
+    }
 }

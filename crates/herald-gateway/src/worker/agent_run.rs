@@ -2,8 +2,7 @@
 //! toolsets, the route's skill, nobody to ask, its own session.
 
 use super::Shared;
-use herald_agent::{string_list, toolsets};
-use herald_session::{Answers, Host, RunState, SessionOptions};
+use herald_session::{Answers, Host, RunState, SessionOptions, string_list, toolsets};
 use herald_store::InboxItem;
 use std::path::PathBuf;
 use std::sync::Arc;
