@@ -157,6 +157,29 @@ fn request_id(id: &str) -> String {
     }
 }
 
+impl Pending {
+    /// Puts request `id` in `table`, tells the front door with the event `ask` makes
+    /// of the id, and waits for the answer (`None` when the waiting ends without one).
+    async fn wait<T>(
+        &self,
+        table: &Waiting<T>,
+        id: &str,
+        ask: impl FnOnce(String) -> RunEventKind,
+    ) -> Option<T> {
+        let id = request_id(id);
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut w) = table.lock() {
+            w.push((id.clone(), tx));
+        }
+        let _leave = Leave {
+            pending: self,
+            id: id.clone(),
+        };
+        self.tell(ask(id));
+        rx.await.ok()
+    }
+}
+
 /// Approvals answered by request id through the run handle.
 pub(crate) struct RequestApprover(pub Arc<Pending>);
 
@@ -166,21 +189,14 @@ impl Approver for RequestApprover {
         request: ApprovalRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
-            let id = request_id(request.id);
-            let (tx, rx) = oneshot::channel();
-            if let Ok(mut w) = self.0.approvals.lock() {
-                w.push((id.clone(), tx));
-            }
-            let _leave = Leave {
-                pending: &self.0,
-                id: id.clone(),
-            };
-            self.0.tell(RunEventKind::ApprovalRequested {
-                request_id: id,
+            let ask = |request_id| RunEventKind::ApprovalRequested {
+                request_id,
                 command: request.command.to_owned(),
                 reason: request.reason.to_owned(),
-            });
-            rx.await.unwrap_or(Decision::Deny)
+            };
+            let pending = &self.0;
+            let answer = pending.wait(&pending.approvals, request.id, ask).await;
+            answer.unwrap_or(Decision::Deny)
         })
     }
 }
@@ -194,21 +210,16 @@ impl Clarifier for RequestClarifier {
         request: ClarifyRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>> {
         Box::pin(async move {
-            let id = request_id(request.id);
-            let (tx, rx) = oneshot::channel();
-            if let Ok(mut w) = self.0.clarifies.lock() {
-                w.push((id.clone(), tx));
-            }
-            let _leave = Leave {
-                pending: &self.0,
-                id: id.clone(),
-            };
-            self.0.tell(RunEventKind::ClarifyRequested {
-                request_id: id,
+            let ask = |request_id| RunEventKind::ClarifyRequested {
+                request_id,
                 question: request.question.to_owned(),
                 choices: request.choices.to_vec(),
-            });
-            rx.await.ok().flatten()
+            };
+            let pending = &self.0;
+            pending
+                .wait(&pending.clarifies, request.id, ask)
+                .await
+                .flatten()
         })
     }
 }
