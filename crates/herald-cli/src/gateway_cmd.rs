@@ -5,9 +5,8 @@ use anyhow::Context;
 use herald_config::default_config::write_default_config;
 use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_deliver::{TargetSet, TargetSettings};
-use herald_gateway::{
-    ConnectionLimits, Gateway, ProfileTemplates, RunTemplate, Workers, bind, router, serve,
-};
+use herald_gateway::{Gateway, ProfileTemplates, RunTemplate, Workers, router};
+use herald_http::{ConnectionLimits, bind, serve};
 use herald_session::host::DEFAULT_MAX_RUNS;
 use herald_session::{Host, LlmClient, ModelChoice, Platform, Runtime};
 use herald_store::{SessionStore, Store};
@@ -126,7 +125,13 @@ async fn serve_gateway(
     tracing::info!(targets = ?targets.names(), "delivery targets ready");
     let findings = herald_gateway::findings::gather(&config, &targets);
     let gateway = Arc::new(Gateway::new(&config, store, targets, Arc::new(SystemClock)));
-    let listeners = match bind(config.webhook.host.as_deref(), config.webhook.port).await {
+    let listeners = match bind(
+        config.webhook.host.as_deref(),
+        config.webhook.port,
+        "platforms.webhook.extra.port",
+    )
+    .await
+    {
         Ok(l) => l,
         Err(e) => {
             eprintln!("herald: {e}");

@@ -6,7 +6,6 @@
 
 pub mod answer;
 pub mod body_budget;
-pub mod connections;
 pub mod direct;
 pub mod findings;
 pub mod pipeline;
@@ -19,7 +18,6 @@ pub mod server;
 pub mod worker;
 
 pub use answer::Answer;
-pub use connections::{ConnectionLimits, serve};
 pub use pipeline::Gateway;
-pub use server::{BindError, bind, router};
+pub use server::router;
 pub use worker::{Backoff, ProfileTemplates, RunTemplate, Workers};
