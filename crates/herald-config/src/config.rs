@@ -37,7 +37,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "skills",
     "plugins",
 ];
-const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles"];
+const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
 const EXTRA_KEYS: &[&str] = &[
     "host",
@@ -173,6 +173,8 @@ pub struct Config {
     pub routes: Vec<Route>,
     pub multiplex_profiles: bool,
     pub platform_toolsets_webhook: Option<Vec<String>>,
+    /// The OpenAI-compatible API server (`platforms.api_server`, `API_SERVER_*`).
+    pub api_server: crate::api_settings::ApiServerSettings,
     /// The model choice (`model`, `providers`, `custom_providers`), typed.
     pub model: crate::model_settings::ModelSettings,
     /// Other platforms' blocks (telegram, discord, ...), for the delivery targets.
@@ -391,6 +393,7 @@ impl Config {
 
         let agent = crate::agent_settings::read_agent_settings(&mut r, &doc);
         let model = crate::model_settings::read_model_settings(&mut r, &doc);
+        let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
         }
@@ -403,6 +406,7 @@ impl Config {
             platform_toolsets_webhook,
             platforms,
             model,
+            api_server,
             warnings: r.warnings,
             findings: r.findings,
             hermes_only,

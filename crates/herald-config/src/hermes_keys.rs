@@ -24,7 +24,7 @@ pub const HERMES_TOP_KEYS: &[&str] = &[
 /// `multiplex_profiles` there).
 #[rustfmt::skip]
 pub const HERMES_GATEWAY_KEYS: &[&str] = &[
-    "api_server", "delivery_ledger", "max_inbound_media_bytes", "media_delivery_allow_dirs",
+    "delivery_ledger", "max_inbound_media_bytes", "media_delivery_allow_dirs",
     "message_timestamps", "platform_connect_timeout", "respawn_storm", "restart_loop_guard",
     "scale_to_zero", "strict", "trust_recent_files", "trust_recent_files_seconds",
     "write_sessions_json",

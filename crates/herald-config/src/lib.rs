@@ -5,6 +5,7 @@
 //! line, the key and the fix. This crate does no network I/O and starts no threads.
 
 pub mod agent_settings;
+pub mod api_settings;
 pub mod config;
 pub mod default_config;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod subscriptions;
 pub mod yaml_errors;
 
 pub use agent_settings::AgentSettings;
+pub use api_settings::{ApiServerSettings, ModelRoute};
 pub use config::{
     Config, ConnectionSettings, WebhookSettings, WorkerSettings, load_dotenv, process_env,
 };
