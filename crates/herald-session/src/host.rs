@@ -60,6 +60,9 @@ pub struct SessionOptions {
     pub max_iterations: Option<u32>,
     /// Approve everything but the floor and the deny rules (`--yolo`).
     pub yolo: bool,
+    /// Added to the system prompt of every API call, never stored (a client's own
+    /// system messages).
+    pub ephemeral_system: Option<String>,
     /// Whether the session's runs are listed in the host's registry (found by id) and
     /// kept in `state.db`; off where the caller holds the handle and a run's record
     /// lives elsewhere, as a webhook run's inbox entry does.
@@ -77,6 +80,7 @@ impl SessionOptions {
             answers,
             max_iterations: None,
             yolo: false,
+            ephemeral_system: None,
             keep_runs: true,
         }
     }
@@ -108,6 +112,7 @@ struct SessionInner {
     clarifier: Option<Arc<dyn Clarifier>>,
     pending: Arc<Pending>,
     keep_runs: bool,
+    ephemeral_system: Option<String>,
     state: Mutex<SessionState>,
 }
 
@@ -156,6 +161,19 @@ impl Session {
     /// The id of the run in progress.
     pub fn running(&self) -> Option<String> {
         self.0.state.lock().ok()?.running.clone()
+    }
+
+    /// Takes a conversation the caller holds (a client that resends its transcript)
+    /// as this session's history for its next turn; those messages have no rows.
+    pub fn adopt_history(&self, messages: Vec<ChatMessage>) {
+        let history = messages
+            .into_iter()
+            .map(|message| Saved {
+                row_id: None,
+                message,
+            })
+            .collect();
+        self.set_history(history);
     }
 
     fn push(&self, saved: Saved) {
@@ -309,6 +327,7 @@ impl Host {
             clarifier,
             pending,
             keep_runs: opts.keep_runs,
+            ephemeral_system: opts.ephemeral_system.filter(|e| !e.trim().is_empty()),
             state: Mutex::new(SessionState {
                 history,
                 endpoint: rt.endpoint.clone(),
@@ -395,7 +414,16 @@ impl Host {
         session: &Session,
         input: String,
     ) -> Result<RunHandle, SessionError> {
-        let run_id = prompt::new_run_id();
+        self.start_run_as(session, input, prompt::new_run_id())
+    }
+
+    /// [`Host::start_run`] with a run id of the caller's (from [`prompt::new_run_id`]).
+    pub fn start_run_as(
+        self: &Arc<Self>,
+        session: &Session,
+        input: String,
+        run_id: String,
+    ) -> Result<RunHandle, SessionError> {
         let (history, endpoint) = {
             let mut s = session
                 .0
@@ -432,6 +460,7 @@ impl Host {
             agent: agent.handle(),
             pending: session.0.pending.clone(),
             events,
+            receiver: Mutex::new(Some(rx)),
         });
         let listed = match session.0.keep_runs {
             true => self.runs.insert(run_id.clone(), cell.clone()),
@@ -449,10 +478,7 @@ impl Host {
             cell: cell.clone(),
         };
         tokio::spawn(drive.run_guarded(agent, history, input));
-        Ok(RunHandle {
-            cell,
-            events: Arc::new(Mutex::new(Some(rx))),
-        })
+        Ok(RunHandle { cell })
     }
 
     fn agent_for(&self, session: &Session, endpoint: Endpoint) -> Agent {
@@ -466,7 +492,10 @@ impl Host {
                 max_iterations: s.max_iterations,
                 cwd: s.cwd.clone(),
                 approvals: s.approvals.clone(),
-                system_prompt: s.system_prompt.clone(),
+                system_prompt: match &s.ephemeral_system {
+                    Some(extra) => format!("{}\n\n{extra}", s.system_prompt),
+                    None => s.system_prompt.clone(),
+                },
                 plugins: rt.plugins.clone(),
                 session_id: s.id.clone(),
                 platform: rt.platform.name().into(),
@@ -479,10 +508,7 @@ impl Host {
 
     /// A live (or recently finished) run of this process.
     pub fn run(&self, run_id: &str) -> Option<RunHandle> {
-        self.runs.get(run_id).map(|cell| RunHandle {
-            cell,
-            events: Arc::new(Mutex::new(None)),
-        })
+        self.runs.get(run_id).map(|cell| RunHandle { cell })
     }
 
     /// A run's status: from memory while this process knows it, else as kept in

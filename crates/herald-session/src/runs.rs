@@ -232,6 +232,8 @@ pub(crate) struct RunCell {
     pub agent: AgentHandle,
     pub pending: Arc<Pending>,
     pub events: mpsc::UnboundedSender<RunEvent>,
+    /// The events' one consumer, until someone takes it.
+    pub receiver: Mutex<Option<mpsc::UnboundedReceiver<RunEvent>>>,
 }
 
 impl RunCell {
@@ -283,7 +285,6 @@ impl RunCell {
 #[derive(Clone)]
 pub struct RunHandle {
     pub(crate) cell: Arc<RunCell>,
-    pub(crate) events: Arc<Mutex<Option<mpsc::UnboundedReceiver<RunEvent>>>>,
 }
 
 impl RunHandle {
@@ -302,7 +303,7 @@ impl RunHandle {
     /// The run's events from its creation on, ending with [`RunEventKind::Finished`];
     /// one consumer only (`None` once taken).
     pub fn take_events(&self) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
-        self.events.lock().ok()?.take()
+        self.cell.receiver.lock().ok()?.take()
     }
 
     /// Resolves with the final status.
