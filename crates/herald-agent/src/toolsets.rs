@@ -22,6 +22,11 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
         &["web", "terminal", "file", "vision", "skills", "clarify"],
     ),
     (
+        "hermes-api-server",
+        &[],
+        &["web", "terminal", "file", "vision", "skills"],
+    ),
+    (
         "hermes-webhook",
         &["web_search", "web_extract", "vision_analyze", "clarify"],
         &[],

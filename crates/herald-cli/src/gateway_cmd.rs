@@ -49,10 +49,10 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
             config.hermes_only.join(", ")
         );
     }
-    if !config.webhook.enabled {
+    if !config.webhook.enabled && !config.api_server.enabled {
         eprintln!(
             "herald: the webhook platform is not enabled: set `platforms.webhook.enabled: true` in {} \
-             (or WEBHOOK_ENABLED=true in {})",
+             (or WEBHOOK_ENABLED=true in {}); for the OpenAI-compatible API set `platforms.api_server.enabled: true`",
             home.config_file().display(),
             home.env_file().display()
         );
@@ -64,25 +64,48 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let client = LlmClient::new();
-    let template = match run_template(home, &config, &client) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            tracing::warn!(
-                "agent runs are off: {e}; accepted agent-route events wait in the inbox \
-                 (direct deliveries work)"
-            );
-            None
+    // One writer for the home's state.db, shared by every host of this process.
+    let sessions = SessionStore::open(&home.state_db_file())
+        .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
+    let template = if config.webhook.enabled {
+        match run_template(home, &config, &client, sessions.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(
+                    "agent runs are off: {e}; accepted agent-route events wait in the inbox \
+                     (direct deliveries work)"
+                );
+                None
+            }
         }
+    } else {
+        None
     };
-    runtime.block_on(serve_gateway(config, template, client))
+    let fronts = Fronts {
+        template,
+        client,
+        sessions,
+    };
+    runtime.block_on(serve_gateway(config, fronts))
+}
+
+/// What the listening front doors are built from.
+struct Fronts {
+    template: Option<RunTemplate>,
+    client: LlmClient,
+    sessions: SessionStore,
 }
 
 /// What webhook-started agent runs use, or why there is none (no model, an unsupported
 /// terminal backend, a session store that cannot be opened); accepted events then wait
 /// in the inbox until it is fixed. Every profile's host shares one provider client.
-fn run_template(home: &Home, config: &Config, client: &LlmClient) -> anyhow::Result<RunTemplate> {
+fn run_template(
+    home: &Home,
+    config: &Config,
+    client: &LlmClient,
+    store: SessionStore,
+) -> anyhow::Result<RunTemplate> {
     let runtime = Runtime::build(home, config, Platform::Webhook, ModelChoice::default())?;
-    let store = SessionStore::open(&home.state_db_file())?;
     let cwd = runtime
         .cwd
         .clone()
@@ -101,7 +124,9 @@ fn profile_templates(home: Home, client: LlmClient) -> ProfileTemplates {
     Box::new(move |name: &str| {
         let profile_home = Home::new(home.profiles_dir().join(name));
         match Config::load(&profile_home, &process_env) {
-            Ok(config) => run_template(&profile_home, &config, &client)
+            Ok(config) => SessionStore::open(&profile_home.state_db_file())
+                .map_err(anyhow::Error::from)
+                .and_then(|store| run_template(&profile_home, &config, &client, store))
                 .map_err(|e| tracing::warn!(profile = name, "profile model: {e}"))
                 .ok(),
             Err(e) => {
@@ -112,69 +137,48 @@ fn profile_templates(home: Home, client: LlmClient) -> ProfileTemplates {
     })
 }
 
-async fn serve_gateway(
-    config: Config,
-    template: Option<RunTemplate>,
-    client: LlmClient,
-) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&config.home.database_file())?;
-    let targets = TargetSet::build(&TargetSettings {
-        platforms: &config.platforms,
-        env: &process_env,
-    });
-    tracing::info!(targets = ?targets.names(), "delivery targets ready");
-    let findings = herald_gateway::findings::gather(&config, &targets);
-    let gateway = Arc::new(Gateway::new(&config, store, targets, Arc::new(SystemClock)));
-    let listeners = match bind(
-        config.webhook.host.as_deref(),
-        config.webhook.port,
-        "platforms.webhook.extra.port",
-    )
-    .await
-    {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("herald: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
+async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode> {
+    let api = match config.api_server.enabled {
+        true => match prepare_api(&config, &fronts).await {
+            Ok(api) => Some(api),
+            Err(e) => {
+                eprintln!("herald: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        false => None,
     };
-    let routes = gateway.registry.current();
-    let urls: Vec<String> = listeners
-        .iter()
-        .filter_map(|l| l.local_addr().ok())
-        .map(|addr| format!("http://{addr}"))
-        .collect();
-    for url in &urls {
-        outln!(
-            "herald: webhook listening on {url} (routes: {})",
-            routes.len()
-        );
-    }
+    let webhook = match config.webhook.enabled {
+        true => match prepare_webhook(&config).await? {
+            Some(w) => Some(w),
+            None => return Ok(ExitCode::FAILURE),
+        },
+        false => None,
+    };
+    let mut urls = webhook.as_ref().map(|w| w.urls.clone()).unwrap_or_default();
+    urls.extend(api.as_ref().map(|a| a.urls.clone()).unwrap_or_default());
     let _state = crate::gateway_status::record(&config.home, urls)?;
-    tracing::info!(routes = ?routes.names(), "gateway started");
-    drop(routes);
-    print_findings(&findings);
-    let workers = match template {
-        Some(template) => Some(
+    let workers = match (&webhook, fronts.template) {
+        (Some(w), Some(template)) => Some(
             Workers::start(
-                gateway.clone(),
+                w.gateway.clone(),
                 template,
-                Some(profile_templates(config.home.clone(), client)),
+                Some(profile_templates(
+                    config.home.clone(),
+                    fronts.client.clone(),
+                )),
                 &config.webhook.workers,
             )
             .await?,
         ),
-        None => None,
+        _ => None,
     };
-    // One signal starts both drains at once, so the grace period bounds the whole stop.
+    // One signal starts every drain at once, so the grace period bounds the whole stop.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
     let drain_workers = {
         let rx = stop_rx.clone();
         async move {
@@ -185,13 +189,139 @@ async fn serve_gateway(
         }
     };
     let limits = connection_limits(&config);
-    let (served, ()) = tokio::join!(
-        serve(listeners, router(gateway), limits, stopped(stop_rx)),
-        drain_workers
-    );
-    served?;
+    let serve_webhook = async {
+        match webhook {
+            Some(w) => {
+                serve(
+                    w.listeners,
+                    router(w.gateway),
+                    limits,
+                    stopped(stop_rx.clone()),
+                )
+                .await
+            }
+            None => Ok(()),
+        }
+    };
+    let serve_api = async {
+        match api {
+            Some(a) => {
+                let rx = stop_rx.clone();
+                let api = a.api.clone();
+                let draining = async move {
+                    stopped(rx).await;
+                    api.start_draining();
+                };
+                serve(a.listeners, herald_api::router(a.api), limits, draining).await
+            }
+            None => Ok(()),
+        }
+    };
+    let (webhook_served, api_served, ()) = tokio::join!(serve_webhook, serve_api, drain_workers);
+    webhook_served?;
+    api_served?;
     tracing::info!("gateway stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+/// The webhook front door, bound.
+struct WebhookFront {
+    gateway: Arc<Gateway>,
+    listeners: Vec<tokio::net::TcpListener>,
+    urls: Vec<String>,
+}
+
+/// Opens the inbox and binds the webhook listener (`None` after saying why not).
+async fn prepare_webhook(config: &Config) -> anyhow::Result<Option<WebhookFront>> {
+    let store = Store::open(&config.home.database_file())?;
+    let targets = TargetSet::build(&TargetSettings {
+        platforms: &config.platforms,
+        env: &process_env,
+    });
+    tracing::info!(targets = ?targets.names(), "delivery targets ready");
+    let findings = herald_gateway::findings::gather(config, &targets);
+    let gateway = Arc::new(Gateway::new(config, store, targets, Arc::new(SystemClock)));
+    let listeners = match bind(
+        config.webhook.host.as_deref(),
+        config.webhook.port,
+        "platforms.webhook.extra.port",
+    )
+    .await
+    {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("herald: {e}");
+            return Ok(None);
+        }
+    };
+    let routes = gateway.registry.current();
+    let urls = urls_of(&listeners);
+    for url in &urls {
+        outln!(
+            "herald: webhook listening on {url} (routes: {})",
+            routes.len()
+        );
+    }
+    tracing::info!(routes = ?routes.names(), "gateway started");
+    drop(routes);
+    print_findings(&findings);
+    Ok(Some(WebhookFront {
+        gateway,
+        listeners,
+        urls,
+    }))
+}
+
+fn urls_of(listeners: &[tokio::net::TcpListener]) -> Vec<String> {
+    listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|addr| format!("http://{addr}"))
+        .collect()
+}
+
+/// The API front door, bound.
+struct ApiFront {
+    api: Arc<herald_api::Api>,
+    listeners: Vec<tokio::net::TcpListener>,
+    urls: Vec<String>,
+}
+
+/// Builds the API's session host and binds its listener; why not, as text.
+async fn prepare_api(config: &Config, fronts: &Fronts) -> anyhow::Result<ApiFront> {
+    let settings = config.api_server.clone();
+    let runtime = Runtime::build(&config.home, config, Platform::Api, ModelChoice::default())?;
+    let host = Host::with_client(
+        Arc::new(runtime),
+        fronts.sessions.clone(),
+        fronts.client.clone(),
+        DEFAULT_MAX_RUNS,
+    );
+    match host.recover().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(runs = n, "runs an earlier stop cut off are marked failed"),
+        Err(e) => tracing::warn!(error = %e, "cannot mark the runs an earlier stop cut off"),
+    }
+    let api = herald_api::Api::new(host, settings.clone(), None)?;
+    let listeners = bind(
+        Some(&settings.host),
+        settings.port,
+        "platforms.api_server.extra.port",
+    )
+    .await?;
+    let urls = urls_of(&listeners);
+    for url in &urls {
+        outln!("herald: OpenAI-compatible API listening on {url}/v1");
+    }
+    Ok(ApiFront {
+        api,
+        listeners,
+        urls,
+    })
 }
 
 /// The start's last words: each mistake herald serves through, impossible to miss.

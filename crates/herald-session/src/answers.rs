@@ -74,37 +74,28 @@ impl Pending {
             .unwrap_or(false)
     }
 
-    /// Resolves `id` (the oldest when `None`; every one with `all`); returns the ids.
-    pub fn approve(
+    /// Takes request `id` off the table (the oldest when `None`; every one with
+    /// `all`), with where its answer goes.
+    pub fn take_approvals(
         &self,
         id: Option<&str>,
-        decision: Decision,
         all: bool,
-    ) -> Result<Vec<String>, RunError> {
-        let chosen: Vec<(String, oneshot::Sender<Decision>)> = {
-            let mut waiting = self.approvals.lock().map_err(|_| RunError::NotPending)?;
-            if waiting.is_empty() {
-                return Err(RunError::NotPending);
+    ) -> Result<Vec<(String, oneshot::Sender<Decision>)>, RunError> {
+        let mut waiting = self.approvals.lock().map_err(|_| RunError::NotPending)?;
+        if waiting.is_empty() {
+            return Err(RunError::NotPending);
+        }
+        Ok(match (id, all) {
+            (_, true) => std::mem::take(&mut *waiting),
+            (None, false) => vec![waiting.remove(0)],
+            (Some(id), false) => {
+                let at = waiting
+                    .iter()
+                    .position(|(i, _)| i == id)
+                    .ok_or_else(|| RunError::UnknownRequest(id.to_owned()))?;
+                vec![waiting.remove(at)]
             }
-            match (id, all) {
-                (_, true) => std::mem::take(&mut *waiting),
-                (None, false) => vec![waiting.remove(0)],
-                (Some(id), false) => {
-                    let at = waiting
-                        .iter()
-                        .position(|(i, _)| i == id)
-                        .ok_or_else(|| RunError::UnknownRequest(id.to_owned()))?;
-                    vec![waiting.remove(at)]
-                }
-            }
-        };
-        Ok(chosen
-            .into_iter()
-            .map(|(id, tx)| {
-                let _ = tx.send(decision);
-                id
-            })
-            .collect())
+        })
     }
 
     pub fn clarify(&self, id: &str, answer: String) -> Result<(), RunError> {

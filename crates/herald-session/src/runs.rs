@@ -353,8 +353,9 @@ impl RunHandle {
         if self.cell.state().is_finished() {
             return Err(RunError::NotActive);
         }
-        let resolved = self.cell.pending.approve(request_id, decision, all)?;
-        for id in &resolved {
+        let chosen = self.cell.pending.take_approvals(request_id, all)?;
+        // Told before the answers go, so the events stay in the order things happened.
+        for (id, _) in &chosen {
             self.cell.emit(RunEventKind::ApprovalResponded {
                 request_id: id.clone(),
                 decision,
@@ -363,7 +364,11 @@ impl RunHandle {
         if !self.cell.pending.any_approval() {
             self.cell.set_state(RunState::Running);
         }
-        Ok(resolved.len())
+        let resolved = chosen.len();
+        for (_, answer) in chosen {
+            let _ = answer.send(decision);
+        }
+        Ok(resolved)
     }
 
     /// Answers the clarify request `request_id`.

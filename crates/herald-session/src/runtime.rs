@@ -17,6 +17,8 @@ use std::sync::Arc;
 pub enum Platform {
     Cli,
     Webhook,
+    /// The OpenAI-compatible HTTP API (and the other programmatic front doors).
+    Api,
 }
 
 impl Platform {
@@ -24,6 +26,7 @@ impl Platform {
         match self {
             Platform::Cli => "cli",
             Platform::Webhook => "webhook",
+            Platform::Api => "api_server",
         }
     }
     /// Webhook runs read only URLs with `vision_analyze`, never local files.

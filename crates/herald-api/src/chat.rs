@@ -1,0 +1,243 @@
+//! `POST /v1/chat/completions` (§5): the body's messages become the session's history
+//! and the new input, the turn runs on the session host, and the answer comes back
+//! whole or as the OpenAI chunk stream (with `hermes.tool.progress` events).
+
+use crate::errors::ApiError;
+use crate::session_pick::{self, Picked};
+use crate::{Api, body, sse};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use herald_session::{RunEventKind, RunHandle, RunState, RunStatus};
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// One completion's ids: the chunk id, its creation time and the echoed model.
+struct Ids {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Ids {
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("id".into(), json!(self.id));
+        m.insert("object".into(), json!("chat.completion.chunk"));
+        m.insert("created".into(), json!(self.created));
+        m.insert("model".into(), json!(self.model));
+        m.insert(
+            "choices".into(),
+            json!([{"index": 0, "delta": delta, "finish_reason": finish}]),
+        );
+        m
+    }
+}
+
+fn usage() -> Value {
+    json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+}
+
+/// How the run ended, as OpenAI's `finish_reason`.
+fn finish_reason(end: &RunStatus) -> &'static str {
+    match end.state {
+        RunState::Completed if end.partial => "length",
+        RunState::Completed => "stop",
+        _ => "error",
+    }
+}
+
+/// The `hermes` object of a non-`stop` outcome.
+fn hermes_outcome(end: &RunStatus) -> Value {
+    let partial = end.partial;
+    let error = end.error.clone().unwrap_or_else(|| match end.state {
+        RunState::Cancelled => "the run was stopped".to_owned(),
+        _ => "the run did not complete".to_owned(),
+    });
+    json!({
+        "completed": end.state == RunState::Completed && !partial,
+        "partial": partial,
+        "failed": end.state != RunState::Completed,
+        "error": error,
+        "error_code": if partial { "output_truncated" } else { "agent_error" },
+    })
+}
+
+pub async fn completions(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) -> Response {
+    match complete(api, headers, raw).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
+    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
+    let request = body::object(
+        &bytes,
+        ApiError::bad_request("Invalid JSON in request body", None),
+    )?;
+    let messages = match request.get("messages") {
+        Some(Value::Array(m)) if !m.is_empty() => m,
+        _ => {
+            return Err(ApiError::bad_request_short(
+                "Missing or invalid 'messages' field",
+            ));
+        }
+    };
+    let stream = body::truthy(request.get("stream"));
+    let model = match request.get("model") {
+        Some(Value::String(m)) => m.clone(),
+        _ => api.model_id.clone(),
+    };
+    let conversation = session_pick::Conversation::from_chat_messages(messages)?;
+    let permit = api.permit()?;
+    let Picked {
+        session,
+        input,
+        key,
+    } = session_pick::pick(&api, &headers, conversation, &model).await?;
+    let run = api
+        .host
+        .start_run(&session, input)
+        .map_err(session_pick::run_error)?;
+    let ids = Ids {
+        id: format!(
+            "chatcmpl-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..29]
+        ),
+        created: crate::discovery::now_secs() as u64,
+        model,
+    };
+    let mut response = if stream {
+        streamed(run, ids, permit)
+    } else {
+        whole(run, ids).await
+    };
+    let out = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(session.id()) {
+        out.insert("x-hermes-session-id", v);
+    }
+    if let Some(v) = key.and_then(|k| HeaderValue::from_str(&k).ok()) {
+        out.insert("x-hermes-session-key", v);
+    }
+    Ok(response)
+}
+
+/// The whole answer once the run ends (the permit is held until then).
+async fn whole(run: RunHandle, ids: Ids) -> Response {
+    let end = run.finished().await;
+    let text = end.output.clone().unwrap_or_default();
+    let reason = finish_reason(&end);
+    if reason != "stop" && text.trim().is_empty() {
+        let hermes = hermes_outcome(&end);
+        let mut error = ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            end.error
+                .clone()
+                .unwrap_or_else(|| "the agent produced no answer".into()),
+            Some("agent_incomplete"),
+        );
+        let outcome = json!({"completed": hermes["completed"], "partial": hermes["partial"], "failed": hermes["failed"]});
+        error.extra = Some(Box::new(("hermes", outcome)));
+        return error.into_response();
+    }
+    let mut body = json!({
+        "id": ids.id, "object": "chat.completion", "created": ids.created, "model": ids.model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
+        "usage": usage(),
+    });
+    let mut response_headers = Vec::new();
+    if reason != "stop" {
+        let hermes = hermes_outcome(&end);
+        let error: String = hermes["error"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
+        response_headers.push(("x-hermes-completed", "false".to_owned()));
+        response_headers.push(("x-hermes-partial", end.partial.to_string()));
+        response_headers.push(("x-hermes-error", error));
+        body["hermes"] = hermes;
+    }
+    let mut response = Json(body).into_response();
+    for (name, value) in response_headers {
+        if let Ok(v) = HeaderValue::from_str(&value.replace(['\r', '\n'], " ")) {
+            response.headers_mut().insert(name, v);
+        }
+    }
+    response
+}
+
+/// The chunk stream; a reader that goes away stops the run.
+fn streamed(run: RunHandle, ids: Ids, permit: Option<OwnedSemaphorePermit>) -> Response {
+    let (frames, response) = sse::channel();
+    tokio::spawn(async move {
+        let _permit = permit;
+        if !relay(&run, &ids, &frames).await {
+            run.interrupt();
+        }
+    });
+    response
+}
+
+/// Passes the run's events on as chunks; false when the reader went away first.
+async fn relay(run: &RunHandle, ids: &Ids, frames: &sse::Frames) -> bool {
+    let Some(mut events) = run.take_events() else {
+        return true;
+    };
+    let role = ids.chunk(json!({"role": "assistant"}), None);
+    if !frames.data(&Value::Object(role)).await {
+        return false;
+    }
+    let mut running: HashSet<String> = HashSet::new();
+    while let Some(event) = events.recv().await {
+        let sent = match event.kind {
+            RunEventKind::MessageDelta(text) => {
+                let chunk = ids.chunk(json!({"content": text}), None);
+                frames.data(&Value::Object(chunk)).await
+            }
+            RunEventKind::ToolStarted {
+                call_id,
+                name,
+                arguments,
+            } if !name.starts_with('_') => {
+                let label: String = arguments.to_string().chars().take(80).collect();
+                running.insert(call_id.clone());
+                let progress = json!({"tool": name, "emoji": "⚙", "label": label, "toolCallId": call_id, "status": "running"});
+                frames.event("hermes.tool.progress", &progress).await
+            }
+            RunEventKind::ToolCompleted { call_id, name, .. } if running.remove(&call_id) => {
+                let progress = json!({"tool": name, "toolCallId": call_id, "status": "completed"});
+                frames.event("hermes.tool.progress", &progress).await
+            }
+            RunEventKind::Finished(end) => return finish(ids, &end, frames).await,
+            _ => true,
+        };
+        if !sent {
+            return false;
+        }
+    }
+    true
+}
+
+async fn finish(ids: &Ids, end: &RunStatus, frames: &sse::Frames) -> bool {
+    let reason = finish_reason(end);
+    let mut chunk = ids.chunk(json!({}), Some(reason));
+    chunk.insert("usage".into(), usage());
+    if reason != "stop" {
+        let hermes = hermes_outcome(end);
+        if let Some(message) = hermes["error"].as_str() {
+            chunk.insert(
+                "error".into(),
+                json!({"message": message, "type": "server_error"}),
+            );
+        }
+        chunk.insert("hermes".into(), hermes);
+    }
+    frames.data(&Value::Object(chunk)).await && frames.raw("data: [DONE]\n\n".into()).await
+}

@@ -1,0 +1,105 @@
+//! Health (§3) and discovery (§4): `/health`, `/health/detailed`, `/v1/models`,
+//! `/v1/capabilities`.
+
+use crate::Api;
+use crate::errors::ApiError;
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const PLATFORM: &str = "hermes-agent";
+
+pub(crate) fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+pub async fn health() -> Json<Value> {
+    Json(json!({"status": "ok", "platform": PLATFORM, "version": env!("CARGO_PKG_VERSION")}))
+}
+
+pub async fn health_detailed(State(api): State<Arc<Api>>) -> Json<Value> {
+    let draining = api.draining.load(std::sync::atomic::Ordering::SeqCst);
+    let active = api.host.live_runs();
+    let state = if draining { "draining" } else { "running" };
+    Json(json!({
+        "status": if draining { "draining" } else { "ok" },
+        "readiness": {"ready": !draining, "api_server": if draining { "draining" } else { "ready" }},
+        "platform": PLATFORM,
+        "version": env!("CARGO_PKG_VERSION"),
+        "gateway_state": state,
+        "platforms": {"api_server": {"state": if draining { "draining" } else { "connected" }}},
+        "active_agents": active,
+        "gateway_busy": active > 0,
+        "gateway_drainable": true,
+        "exit_reason": null,
+        "updated_at": now_secs(),
+        "pid": std::process::id(),
+    }))
+}
+
+fn model_entry(id: &str, root: &str, parent: Option<&str>) -> Value {
+    json!({"id": id, "object": "model", "created": now_secs() as u64, "owned_by": "hermes", "permission": [], "root": root, "parent": parent})
+}
+
+pub async fn models(State(api): State<Arc<Api>>) -> Json<Value> {
+    let primary = api.model_id.as_str();
+    let mut data = vec![model_entry(primary, primary, None)];
+    for (alias, route) in &api.settings.model_routes {
+        if alias != primary {
+            let root = route.model.as_deref().unwrap_or(alias);
+            data.push(model_entry(alias, root, Some(primary)));
+        }
+    }
+    Json(json!({"object": "list", "data": data}))
+}
+
+/// The endpoints advertised, by name: (method, path).
+const ENDPOINTS: &[(&str, &str, &str)] = &[
+    ("health", "GET", "/health"),
+    ("health_detailed", "GET", "/health/detailed"),
+    ("models", "GET", "/v1/models"),
+    ("chat_completions", "POST", "/v1/chat/completions"),
+    ("runs", "POST", "/v1/runs"),
+    ("run_status", "GET", "/v1/runs/{run_id}"),
+    ("run_events", "GET", "/v1/runs/{run_id}/events"),
+    ("run_approval", "POST", "/v1/runs/{run_id}/approval"),
+    ("run_stop", "POST", "/v1/runs/{run_id}/stop"),
+    ("run_steer", "POST", "/v1/runs/{run_id}/steer"),
+];
+
+pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Value> {
+    let endpoints: serde_json::Map<String, Value> = ENDPOINTS
+        .iter()
+        .map(|(name, method, path)| ((*name).to_owned(), json!({"method": method, "path": path})))
+        .collect();
+    Json(json!({
+        "object": "hermes.api_server.capabilities",
+        "platform": PLATFORM,
+        "model": api.model_id,
+        "auth": {"type": "bearer", "required": true},
+        "runtime": {"mode": "server_agent", "tool_execution": "server", "split_runtime": false,
+                    "description": "herald runs the agent and its tools on the server; clients send messages and read events."},
+        "features": {
+            "chat_completions": true, "chat_completions_streaming": true,
+            "responses_api": false, "responses_streaming": false,
+            "run_submission": true, "run_status": true, "run_events_sse": true, "run_stop": true,
+            "run_approval_response": true, "run_steer": true, "tool_progress_events": true,
+            "approval_events": true, "session_resources": false, "session_chat": false,
+            "session_chat_streaming": false, "session_fork": false, "skills_api": false,
+            "admin_config_rw": false, "jobs_admin": false, "memory_write_api": false,
+            "audio_api": false, "realtime_voice": false,
+            "session_continuity_header": "X-Hermes-Session-Id",
+            "session_key_header": "X-Hermes-Session-Key",
+            "cors": !api.settings.cors_origins.is_empty(),
+        },
+        "endpoints": endpoints,
+    }))
+}
+
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("Not found", None)
+}

@@ -1,0 +1,139 @@
+//! The OpenAI error envelope (api-server.md §2) and the answers built from it.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// An error answer: status, message, `type`, and `code` (`None`: JSON null; the short
+/// form, some 400s, leaves `param` and `code` out).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub code: Option<&'static str>,
+    /// Only `message` and `type` in the body.
+    pub short: bool,
+    pub retry_after: bool,
+    /// Extra fields inside `error` (the `hermes` object of `agent_incomplete`).
+    pub extra: Option<Box<(&'static str, Value)>>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>, code: Option<&'static str>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+            code,
+            short: false,
+            retry_after: false,
+            extra: None,
+        }
+    }
+
+    /// A 400 with only `message` and `type`.
+    pub fn bad_request_short(message: impl Into<String>) -> Self {
+        ApiError {
+            short: true,
+            ..ApiError::new(StatusCode::BAD_REQUEST, message, None)
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>, code: Option<&'static str>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, message, code)
+    }
+
+    pub fn not_found(message: impl Into<String>, code: Option<&'static str>) -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, message, code)
+    }
+
+    pub fn conflict(message: impl Into<String>, code: &'static str) -> Self {
+        ApiError::new(StatusCode::CONFLICT, message, Some(code))
+    }
+
+    pub fn unauthorized() -> Self {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "Invalid API key",
+            Some("invalid_api_key"),
+        )
+    }
+
+    pub fn too_many_runs(max: usize) -> Self {
+        ApiError {
+            retry_after: true,
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Too many concurrent runs (max {max})"),
+                Some("rate_limit_exceeded"),
+            )
+        }
+    }
+
+    pub fn draining() -> Self {
+        ApiError {
+            retry_after: true,
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The gateway is shutting down; try again shortly",
+                Some("gateway_draining"),
+            )
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.status.as_u16() {
+            429 => "rate_limit_error",
+            500.. => "server_error",
+            _ => "invalid_request_error",
+        }
+    }
+
+    pub fn body(&self) -> Value {
+        let mut error = serde_json::Map::new();
+        error.insert("message".into(), json!(self.message));
+        error.insert("type".into(), json!(self.kind()));
+        if !self.short {
+            error.insert("param".into(), Value::Null);
+            error.insert("code".into(), json!(self.code));
+        }
+        if let Some(extra) = &self.extra {
+            let (k, v) = &**extra;
+            error.insert((*k).into(), v.clone());
+        }
+        json!({ "error": error })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        if self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes() {
+        assert_eq!(
+            ApiError::unauthorized().body(),
+            json!({"error": {"message": "Invalid API key", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
+        );
+        assert_eq!(
+            ApiError::too_many_runs(10).body(),
+            json!({"error": {"message": "Too many concurrent runs (max 10)", "type": "rate_limit_error", "param": null, "code": "rate_limit_exceeded"}})
+        );
+        assert_eq!(
+            ApiError::bad_request_short("No user message found in messages").body(),
+            json!({"error": {"message": "No user message found in messages", "type": "invalid_request_error"}})
+        );
+        assert_eq!(ApiError::draining().body()["error"]["type"], "server_error");
+    }
+}

@@ -1,0 +1,133 @@
+//! The OpenAI-compatible HTTP API (api-server.md): health and discovery, chat
+//! completions (streaming and not) and the runs API with live events, behind bearer
+//! auth, CORS, the security headers and the body and concurrency limits.
+//!
+//! A front door on the session host: every turn is a run of [`Host`]; it reaches the
+//! agent core, the store and the configuration only through `herald-session` and the
+//! typed settings. Serving (binding, connection bounds) is `herald-http`'s.
+
+mod body;
+mod chat;
+mod discovery;
+pub mod errors;
+mod guard;
+mod runs_api;
+mod session_pick;
+mod sse;
+
+use axum::Router;
+use axum::routing::{get, post};
+use errors::ApiError;
+use herald_config::ApiServerSettings;
+use herald_config::api_settings::key_problem;
+use herald_session::Host;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The API server's shared state.
+pub struct Api {
+    host: Arc<Host>,
+    settings: ApiServerSettings,
+    key: String,
+    /// The id `/v1/models` advertises.
+    model_id: String,
+    /// One permit per chat completion, response or run in progress (`None`: no cap).
+    permits: Option<Arc<Semaphore>>,
+    draining: AtomicBool,
+}
+
+/// Why the API server cannot start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl Api {
+    /// The API over `host`; refuses a missing, short or placeholder key (§1). The
+    /// advertised model id is `model_name`, else the profile's name unless it is
+    /// `default` or `custom`, else `hermes-agent`.
+    pub fn new(
+        host: Arc<Host>,
+        settings: ApiServerSettings,
+        profile: Option<&str>,
+    ) -> Result<Arc<Api>, StartError> {
+        if let Some(problem) = key_problem(settings.key.as_deref()) {
+            return Err(StartError(format!(
+                "the API server cannot start: {problem}"
+            )));
+        }
+        let key = settings.key.clone().unwrap_or_default().trim().to_owned();
+        let model_id = settings
+            .model_name
+            .clone()
+            .or_else(|| {
+                profile
+                    .filter(|p| !matches!(*p, "default" | "custom"))
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| "hermes-agent".to_owned());
+        let cap = settings.max_concurrent_runs as usize;
+        Ok(Arc::new(Api {
+            host,
+            permits: (cap > 0).then(|| Arc::new(Semaphore::new(cap))),
+            settings,
+            key,
+            model_id,
+            draining: AtomicBool::new(false),
+        }))
+    }
+
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// New agent requests get 503 from now on (the gateway is shutting down).
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// A slot for one more run, or why not (draining: 503; at the cap: 429).
+    fn permit(&self) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Err(ApiError::draining());
+        }
+        match &self.permits {
+            None => Ok(None),
+            Some(s) => {
+                s.clone().try_acquire_owned().map(Some).map_err(|_| {
+                    ApiError::too_many_runs(self.settings.max_concurrent_runs as usize)
+                })
+            }
+        }
+    }
+}
+
+/// Every route of the API.
+pub fn router(api: Arc<Api>) -> Router {
+    Router::new()
+        .route("/health", get(discovery::health))
+        .route("/v1/health", get(discovery::health))
+        .route("/health/detailed", get(discovery::health_detailed))
+        .route("/v1/models", get(discovery::models))
+        .route("/v1/capabilities", get(discovery::capabilities))
+        .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/runs", post(runs_api::create))
+        .route("/v1/runs/{run_id}", get(runs_api::status))
+        .route("/v1/runs/{run_id}/events", get(runs_api::events))
+        .route("/v1/runs/{run_id}/approval", post(runs_api::approval))
+        .route("/v1/runs/{run_id}/stop", post(runs_api::stop))
+        .route("/v1/runs/{run_id}/steer", post(runs_api::steer))
+        .fallback(discovery::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            guard::guard,
+        ))
+        .with_state(api)
+}

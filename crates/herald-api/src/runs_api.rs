@@ -1,0 +1,410 @@
+//! The runs API (§7): start a run (202), read its status, follow its events (SSE from
+//! the run's creation on), answer its approvals, stop it, steer it.
+
+use crate::body::{self, content_text};
+use crate::errors::ApiError;
+use crate::session_pick::{self, open_or_resume};
+use crate::{Api, sse};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use herald_protocol::{ChatMessage, Role};
+use herald_session::{Answers, Decision, RunError, RunEventKind, RunHandle, RunState, RunStatus};
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn run_not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("Run not found: {id}"), Some("run_not_found"))
+}
+
+fn answer(r: Result<Response, ApiError>) -> Response {
+    r.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The status object of §7.2.
+fn status_body(s: &RunStatus) -> Value {
+    let mut body = json!({
+        "object": "hermes.run", "run_id": s.run_id, "status": s.state.as_str(),
+        "created_at": s.created_at, "updated_at": s.updated_at, "session_id": s.session_id,
+        "model": s.model, "last_event": s.last_event,
+    });
+    if s.state == RunState::Completed {
+        body["output"] = json!(s.output.clone().unwrap_or_default());
+        body["usage"] = json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0});
+    }
+    if let Some(e) = &s.error {
+        body["error"] = json!(e);
+    }
+    if let Some(p) = &s.pending_steer {
+        body["pending_steer"] = json!(p);
+    }
+    body
+}
+
+/// A run's input: a string, or an array whose last item is the user message and whose
+/// earlier `{role, content}` items are history.
+fn parse_input(v: Option<&Value>) -> Result<(String, Vec<ChatMessage>), ApiError> {
+    let missing = || ApiError::bad_request("Missing 'input' field", None);
+    let (input, history) = match v {
+        Some(Value::String(s)) if !s.trim().is_empty() => (s.clone(), Vec::new()),
+        Some(Value::Array(items)) if !items.is_empty() => {
+            let (last, earlier) = items.split_last().ok_or_else(missing)?;
+            let text = match last {
+                Value::String(s) => s.clone(),
+                other => content_text(other.get("content")),
+            };
+            (text, history_of(earlier)?)
+        }
+        _ => return Err(missing()),
+    };
+    if input.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "No user message found in input",
+            None,
+        ));
+    }
+    Ok((input, history))
+}
+
+/// `{role, content}` items as history (user and assistant; other roles dropped).
+fn history_of(items: &[Value]) -> Result<Vec<ChatMessage>, ApiError> {
+    let mut out = Vec::new();
+    for item in items {
+        let (Some(role), Some(content)) = (
+            item.get("role").and_then(Value::as_str),
+            item.get("content"),
+        ) else {
+            return Err(ApiError::bad_request(
+                "Each history item needs a role and content",
+                None,
+            ));
+        };
+        let text = content_text(Some(content));
+        match role {
+            "user" => out.push(ChatMessage::user(text)),
+            "assistant" => out.push(ChatMessage::text(Role::Assistant, text)),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) -> Response {
+    answer(start(api, headers, raw).await)
+}
+
+async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
+    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
+    let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
+    let (input, mut history) = parse_input(request.get("input"))?;
+    match request.get("conversation_history") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => history = history_of(items)?,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "conversation_history must be an array",
+                None,
+            ));
+        }
+    }
+    let system = request
+        .get("instructions")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let permit = api.permit()?;
+    let run_id = herald_session::prompt::new_run_id();
+    let session_id = match request
+        .get("session_id")
+        .and_then(Value::as_str)
+        .map(str::trim)
+    {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => run_id.clone(),
+    };
+    let options = session_pick::options(Answers::ByRequest, &system);
+    let (session, resumed) = open_or_resume(&api, &session_id, options).await?;
+    if !history.is_empty() || !resumed {
+        session.adopt_history(history);
+    }
+    session_pick::route_model(&api, &session, &model);
+    let run = api
+        .host
+        .start_run_as(&session, input, run_id.clone())
+        .map_err(session_pick::run_error)?;
+    // The slot is held until the run ends.
+    tokio::spawn(async move {
+        let _permit = permit;
+        run.finished().await;
+    });
+    let mut response = (
+        StatusCode::ACCEPTED,
+        Json(json!({"run_id": run_id, "status": "started"})),
+    )
+        .into_response();
+    if let Some(key) = headers.get("x-hermes-session-key").cloned() {
+        response.headers_mut().insert("x-hermes-session-key", key);
+    }
+    Ok(response)
+}
+
+pub async fn status(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
+    match api.host.run_status(&id) {
+        Ok(Some(s)) => Json(status_body(&s)).into_response(),
+        Ok(None) => run_not_found(&id).into_response(),
+        Err(e) => session_pick::run_error(e).into_response(),
+    }
+}
+
+/// The live run, waiting up to about a second for it to appear.
+async fn live_run(api: &Api, id: &str) -> Option<RunHandle> {
+    let until = Instant::now() + Duration::from_secs(1);
+    loop {
+        if let Some(run) = api.host.run(id) {
+            return Some(run);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn events(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
+    let Some(run) = live_run(&api, &id).await else {
+        return run_not_found(&id).into_response();
+    };
+    // One consumer: once taken, the queue is gone.
+    let Some(mut events) = run.take_events() else {
+        return run_not_found(&id).into_response();
+    };
+    let (frames, response) = sse::channel();
+    tokio::spawn(async move {
+        let mut started: HashMap<String, Instant> = HashMap::new();
+        while let Some(e) = events.recv().await {
+            let last = matches!(e.kind, RunEventKind::Finished(_));
+            let Some(fields) = event_fields(e.kind, &mut started) else {
+                continue;
+            };
+            let mut frame = Map::new();
+            frame.insert("event".into(), json!(fields.0));
+            frame.insert("run_id".into(), json!(e.run_id));
+            frame.insert("timestamp".into(), json!(e.at));
+            frame.extend(fields.1);
+            if !frames.data(&Value::Object(frame)).await {
+                return;
+            }
+            if last {
+                break;
+            }
+        }
+        let _ = frames.raw(": stream closed\n\n".into()).await;
+    });
+    response
+}
+
+fn choices_for(allow_permanent: bool) -> Value {
+    if allow_permanent {
+        json!(["once", "session", "always", "deny"])
+    } else {
+        json!(["once", "session", "deny"])
+    }
+}
+
+/// An event's wire name and its fields (`None`: not part of the runs API's stream).
+fn event_fields(
+    kind: RunEventKind,
+    started: &mut HashMap<String, Instant>,
+) -> Option<(&'static str, Map<String, Value>)> {
+    let name = kind.name();
+    let fields = match kind {
+        RunEventKind::MessageDelta(delta) => json!({"delta": delta}),
+        RunEventKind::ReasoningDelta(text) => json!({"text": text}),
+        RunEventKind::ToolStarted {
+            call_id,
+            name,
+            arguments,
+        } => {
+            started.insert(call_id.clone(), Instant::now());
+            let preview: String = arguments.to_string().chars().take(120).collect();
+            json!({"tool": name, "preview": preview, "tool_call_id": call_id})
+        }
+        RunEventKind::ToolCompleted {
+            call_id,
+            name,
+            is_error,
+            ..
+        } => {
+            let secs = started
+                .remove(&call_id)
+                .map(|t| t.elapsed().as_secs_f64())
+                .unwrap_or(0.0);
+            json!({"tool": name, "duration": (secs * 1000.0).round() / 1000.0, "error": is_error, "tool_call_id": call_id})
+        }
+        RunEventKind::ApprovalRequested {
+            request_id,
+            command,
+            reason,
+        } => json!({
+            "request_id": request_id, "command": command, "description": reason,
+            "pattern_key": reason, "pattern_keys": [reason], "smart_denied": false,
+            "allow_permanent": true, "choices": choices_for(true),
+        }),
+        RunEventKind::ApprovalResponded {
+            request_id,
+            decision,
+        } => {
+            json!({"request_id": request_id, "choice": decision_name(decision), "resolved": 1})
+        }
+        RunEventKind::ClarifyRequested {
+            request_id,
+            question,
+            choices,
+        } => {
+            json!({"request_id": request_id, "question": question, "choices": choices})
+        }
+        RunEventKind::Steered => json!({"accepted": true}),
+        RunEventKind::Finished(s) => {
+            let mut f = match s.state {
+                RunState::Completed => {
+                    json!({"output": s.output.clone().unwrap_or_default(), "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
+                }
+                RunState::Cancelled => json!({}),
+                _ => json!({"error": s.error.clone().unwrap_or_else(|| "the run failed".into())}),
+            };
+            if let Some(p) = &s.pending_steer {
+                f["pending_steer"] = json!(p);
+            }
+            f
+        }
+        RunEventKind::MessageComplete { .. } | RunEventKind::MessageSaved { .. } => return None,
+    };
+    match fields {
+        Value::Object(m) => Some((name, m)),
+        _ => None,
+    }
+}
+
+fn decision_name(d: Decision) -> &'static str {
+    match d {
+        Decision::Once => "once",
+        Decision::Session => "session",
+        Decision::Always => "always",
+        Decision::Deny => "deny",
+    }
+}
+
+fn parse_choice(v: Option<&Value>) -> Option<Decision> {
+    let choice = v?.as_str()?.trim().to_ascii_lowercase();
+    match choice.as_str() {
+        "once" | "approve" | "approved" | "allow" => Some(Decision::Once),
+        "session" => Some(Decision::Session),
+        "always" => Some(Decision::Always),
+        "deny" => Some(Decision::Deny),
+        _ => None,
+    }
+}
+
+pub async fn approval(State(api): State<Arc<Api>>, Path(id): Path<String>, raw: Body) -> Response {
+    answer(approve(api, id, raw).await)
+}
+
+async fn approve(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiError> {
+    let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
+    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
+    let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
+    let decision = parse_choice(request.get("choice")).ok_or_else(|| {
+        ApiError::bad_request(
+            "choice must be once, session, always or deny",
+            Some("invalid_approval_choice"),
+        )
+    })?;
+    let request_id = match request.get("request_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "request_id must be a non-empty string",
+                Some("invalid_approval_request"),
+            ));
+        }
+    };
+    let all = body::truthy(request.get("all")) || body::truthy(request.get("resolve_all"));
+    let resolved = run
+        .approve(request_id.as_deref(), decision, all)
+        .map_err(|e| match e {
+            RunError::NotActive => {
+                ApiError::conflict("The run has no approval session", "approval_not_active")
+            }
+            RunError::UnknownRequest(r) => {
+                ApiError::conflict(format!("No pending approval {r}"), "approval_not_pending")
+            }
+            _ => ApiError::conflict("Nothing is waiting for approval", "approval_not_pending"),
+        })?;
+    Ok(Json(json!({"object": "hermes.run.approval_response", "run_id": id, "choice": decision_name(decision), "resolved": resolved})).into_response())
+}
+
+pub async fn stop(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
+    let Some(run) = api.host.run(&id) else {
+        return status(State(api), Path(id)).await;
+    };
+    if run.status().state.is_finished() {
+        return Json(status_body(&run.status())).into_response();
+    }
+    run.interrupt();
+    Json(json!({"run_id": id, "status": "stopping"})).into_response()
+}
+
+/// The first non-empty of `input`, `message`, `text` (a string or content parts).
+fn steer_text(request: &Map<String, Value>) -> String {
+    ["input", "message", "text"]
+        .iter()
+        .map(|k| content_text(request.get(*k)).trim().to_owned())
+        .find(|t| !t.is_empty())
+        .unwrap_or_default()
+}
+
+pub async fn steer(State(api): State<Arc<Api>>, Path(id): Path<String>, raw: Body) -> Response {
+    answer(steer_run(api, id, raw).await)
+}
+
+async fn steer_run(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiError> {
+    let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
+    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
+    let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
+    let state = run.status().state;
+    if state != RunState::Running {
+        return Err(ApiError::conflict(
+            format!("The run is {}, not running", state.as_str()),
+            "run_not_accepting_steer",
+        ));
+    }
+    let text = steer_text(&request);
+    match run.steer(&text) {
+        Ok(()) => Ok(
+            Json(json!({"object": "hermes.run.steer", "run_id": id, "accepted": true}))
+                .into_response(),
+        ),
+        Err(RunError::EmptySteer) => Err(ApiError::bad_request(
+            "The steer text is empty",
+            Some("invalid_steer_input"),
+        )),
+        Err(RunError::NotAcceptingSteer(s)) => Err(ApiError::conflict(
+            format!("The run is {s}, not running"),
+            "run_not_accepting_steer",
+        )),
+        Err(_) => Err(ApiError::conflict(
+            "The agent did not accept the steer",
+            "steer_not_accepted",
+        )),
+    }
+}

@@ -1,0 +1,264 @@
+//! Which session a request's turn runs in (§5.2): the one `X-Hermes-Session-Id` names
+//! (its stored history, the body's history ignored), else one derived from the system
+//! prompt and the first user message, so a client that resends its transcript lands
+//! in the same session each turn. And the `model` field's route (§5.3).
+
+use crate::Api;
+use crate::body::content_text;
+use crate::errors::ApiError;
+use axum::http::{HeaderMap, StatusCode};
+use herald_protocol::{ChatMessage, Role};
+use herald_session::{Answers, Session, SessionError, SessionOptions, toolsets};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The conversation a request carries.
+pub struct Conversation {
+    /// The system messages, joined.
+    pub system: String,
+    pub history: Vec<ChatMessage>,
+    pub input: String,
+    pub first_user: String,
+}
+
+impl Conversation {
+    /// From chat-completion `messages`: system messages joined, user and assistant
+    /// messages the conversation (other roles dropped), the last one the new input.
+    pub fn from_chat_messages(messages: &[Value]) -> Result<Conversation, ApiError> {
+        let mut system = Vec::new();
+        let mut turns: Vec<ChatMessage> = Vec::new();
+        for m in messages {
+            let text = content_text(m.get("content"));
+            match m.get("role").and_then(Value::as_str) {
+                Some("system" | "developer") => system.push(text),
+                Some("user") => turns.push(ChatMessage::user(text.clone())),
+                Some("assistant") => turns.push(ChatMessage::text(Role::Assistant, text.clone())),
+                _ => {}
+            }
+        }
+        let last = turns.pop().and_then(|m| m.content).unwrap_or_default();
+        if last.trim().is_empty() {
+            return Err(ApiError::bad_request_short(
+                "No user message found in messages",
+            ));
+        }
+        let first_user = turns
+            .iter()
+            .find(|m| m.role == Role::User)
+            .and_then(|m| m.content.clone())
+            .unwrap_or_else(|| last.clone());
+        Ok(Conversation {
+            system: system.join("\n"),
+            history: turns,
+            input: last,
+            first_user,
+        })
+    }
+}
+
+/// `api-` and the first 16 hex characters of sha256(system + "\n" + first user message).
+pub fn derived_session_id(system: &str, first_user: &str) -> String {
+    let digest = Sha256::digest(format!("{system}\n{first_user}").as_bytes());
+    format!("api-{}", &hex::encode(digest)[..16])
+}
+
+/// A session header's value: at most 256 characters, no CR, LF or NUL, and for an id
+/// nothing shaped like a path.
+fn header_value(headers: &HeaderMap, name: &str, is_id: bool) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(name) else {
+        return Ok(None);
+    };
+    let what = if is_id {
+        "Invalid session ID"
+    } else {
+        "Invalid session key"
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| ApiError::bad_request_short(what))?
+        .trim()
+        .to_owned();
+    if text.chars().count() > 256 {
+        let long = if is_id {
+            "Session ID too long"
+        } else {
+            "Session key too long"
+        };
+        return Err(ApiError::bad_request_short(long));
+    }
+    let bad_char = text.contains(['\r', '\n', '\0']);
+    let path_like = is_id && (text.contains("..") || text.contains('/') || text.contains('\\'));
+    if text.is_empty() || bad_char || path_like {
+        return Err(ApiError::bad_request_short(what));
+    }
+    Ok(Some(text))
+}
+
+/// The session options of an API turn.
+pub fn options(answers: Answers, system: &str) -> SessionOptions {
+    let (tools, _) = toolsets::resolve(&["hermes-api-server".to_owned()]);
+    let mut options = SessionOptions::new("api_server", tools, answers);
+    options.ephemeral_system = Some(system.to_owned()).filter(|s| !s.trim().is_empty());
+    options
+}
+
+/// A session of this id: resumed when it exists, else opened with it.
+pub async fn open_or_resume(
+    api: &Api,
+    id: &str,
+    options: SessionOptions,
+) -> Result<(Session, bool), ApiError> {
+    let again = crate::session_pick::options_like(&options);
+    match api.host.resume_session(id, options).await {
+        Ok(s) => Ok((s, true)),
+        Err(SessionError::NotFound(_)) => {
+            let mut fresh = again;
+            fresh.id = Some(id.to_owned());
+            let s = api.host.open_session(fresh).await.map_err(run_error)?;
+            Ok((s, false))
+        }
+        Err(e) => Err(run_error(e)),
+    }
+}
+
+/// Options with the same settings (options are not `Clone`: they carry an approver).
+fn options_like(o: &SessionOptions) -> SessionOptions {
+    let mut copy = SessionOptions::new(&o.source, o.tool_names.clone(), Answers::Nobody);
+    copy.ephemeral_system = o.ephemeral_system.clone();
+    copy.keep_runs = o.keep_runs;
+    copy
+}
+
+/// The session a turn runs in, its input, and the session key to echo.
+pub struct Picked {
+    pub session: Session,
+    pub input: String,
+    pub key: Option<String>,
+}
+
+pub async fn pick(
+    api: &Api,
+    headers: &HeaderMap,
+    conv: Conversation,
+    model: &str,
+) -> Result<Picked, ApiError> {
+    let id = header_value(headers, "x-hermes-session-id", true)?;
+    let key = header_value(headers, "x-hermes-session-key", false)?;
+    let options = options(Answers::Nobody, &conv.system);
+    let session = match id {
+        // A named session: its stored history, the body's ignored.
+        Some(id) => open_or_resume(api, &id, options).await?.0,
+        None => {
+            let id = derived_session_id(&conv.system, &conv.first_user);
+            let mut options = options;
+            options.id = Some(id);
+            let session = api.host.open_session(options).await.map_err(run_error)?;
+            session.adopt_history(conv.history);
+            session
+        }
+    };
+    route_model(api, &session, model);
+    Ok(Picked {
+        session,
+        input: conv.input,
+        key,
+    })
+}
+
+/// A `model` that names a `model_routes` alias runs this request on the alias's model.
+pub fn route_model(api: &Api, session: &Session, model: &str) {
+    let Some(route) = api.settings.model_routes.get(model) else {
+        return;
+    };
+    let runtime = api.host.runtime();
+    let spec = match (&route.provider, &route.model) {
+        (Some(p), Some(m)) => format!("{p}:{m}"),
+        (None, Some(m)) => m.clone(),
+        _ => return,
+    };
+    let mut endpoint = runtime.switch_model(&spec).unwrap_or_else(|_| {
+        let mut e = runtime.endpoint.clone();
+        e.model = route.model.clone().unwrap_or(e.model);
+        e
+    });
+    if let Some(url) = &route.base_url {
+        endpoint.base_url = url.clone();
+    }
+    if let Some(key) = &route.api_key {
+        endpoint.api_key = key.clone();
+    }
+    session.set_endpoint(endpoint);
+}
+
+/// A session-host error as the API answers it.
+pub fn run_error(e: SessionError) -> ApiError {
+    match e {
+        SessionError::TooManyRuns(n) => ApiError::too_many_runs(n),
+        SessionError::Busy(id) => {
+            ApiError::conflict(format!("session {id} is busy with a turn"), "session_busy")
+        }
+        SessionError::NotFound(id) => ApiError::not_found(format!("Session not found: {id}"), None),
+        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_derived_id_is_stable_and_follows_system_and_first_user() {
+        let a = derived_session_id("sys", "hello");
+        assert_eq!(a, derived_session_id("sys", "hello"));
+        assert_eq!(a.len(), 4 + 16);
+        assert_ne!(a, derived_session_id("sys", "other"));
+        let want = hex::encode(Sha256::digest(b"sys\nhello"));
+        assert_eq!(a, format!("api-{}", &want[..16]));
+    }
+
+    #[test]
+    fn messages_become_history_and_input() {
+        let c = Conversation::from_chat_messages(&[
+            json!({"role": "system", "content": "s1"}),
+            json!({"role": "user", "content": "q1"}),
+            json!({"role": "tool", "content": "dropped"}),
+            json!({"role": "assistant", "content": [{"type": "text", "text": "a1"}]}),
+            json!({"role": "system", "content": "s2"}),
+            json!({"role": "user", "content": "q2"}),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.system.as_str(), c.input.as_str(), c.first_user.as_str()),
+            ("s1\ns2", "q2", "q1")
+        );
+        assert_eq!(c.history.len(), 2);
+        assert!(
+            Conversation::from_chat_messages(&[json!({"role": "user", "content": "  "})]).is_err()
+        );
+        assert!(
+            Conversation::from_chat_messages(&[json!({"role": "system", "content": "x"})]).is_err()
+        );
+    }
+
+    #[test]
+    fn session_headers_are_checked() {
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("x-hermes-session-id", v.parse().unwrap());
+            h
+        };
+        assert_eq!(
+            header_value(&with("abc"), "x-hermes-session-id", true)
+                .unwrap()
+                .as_deref(),
+            Some("abc")
+        );
+        for bad in ["../etc", "a/b", &"x".repeat(257)] {
+            assert!(
+                header_value(&with(bad), "x-hermes-session-id", true).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}
