@@ -102,31 +102,23 @@ pub fn options(answers: Answers, system: &str) -> SessionOptions {
     options
 }
 
-/// A session of this id: resumed when it exists, else opened with it.
+/// A session of this id: resumed when it exists (true), else opened with it.
 pub async fn open_or_resume(
     api: &Api,
     id: &str,
-    options: SessionOptions,
+    mut options: SessionOptions,
 ) -> Result<(Session, bool), ApiError> {
-    let again = crate::session_pick::options_like(&options);
-    match api.host.resume_session(id, options).await {
-        Ok(s) => Ok((s, true)),
-        Err(SessionError::NotFound(_)) => {
-            let mut fresh = again;
-            fresh.id = Some(id.to_owned());
-            let s = api.host.open_session(fresh).await.map_err(run_error)?;
-            Ok((s, false))
-        }
-        Err(e) => Err(run_error(e)),
+    if api.host.has_session(id).map_err(run_error)? {
+        let s = api
+            .host
+            .resume_session(id, options)
+            .await
+            .map_err(run_error)?;
+        return Ok((s, true));
     }
-}
-
-/// Options with the same settings (options are not `Clone`: they carry an approver).
-fn options_like(o: &SessionOptions) -> SessionOptions {
-    let mut copy = SessionOptions::new(&o.source, o.tool_names.clone(), Answers::Nobody);
-    copy.ephemeral_system = o.ephemeral_system.clone();
-    copy.keep_runs = o.keep_runs;
-    copy
+    options.id = Some(id.to_owned());
+    let s = api.host.open_session(options).await.map_err(run_error)?;
+    Ok((s, false))
 }
 
 /// The session a turn runs in, its input, and the session key to echo.

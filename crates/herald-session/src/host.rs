@@ -281,6 +281,11 @@ impl Host {
             .await?)
     }
 
+    /// Whether a session with this id is stored.
+    pub fn has_session(&self, id: &str) -> Result<bool, SessionError> {
+        Ok(self.store.reader()?.session(id)?.is_some())
+    }
+
     /// The most recent session of a source.
     pub fn latest_session(&self, source: &str) -> Result<Option<String>, SessionError> {
         Ok(self.store.reader()?.latest(source)?)

@@ -1,4 +1,5 @@
 mod agent_runs;
+mod api;
 mod chat;
 mod config_start;
 mod crash;

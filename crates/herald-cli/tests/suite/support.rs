@@ -70,6 +70,9 @@ impl Herald {
             if let Some(rest) = line.strip_prefix("herald: webhook listening on ") {
                 break rest.split_whitespace().next().unwrap().to_owned();
             }
+            if let Some(rest) = line.strip_prefix("herald: OpenAI-compatible API listening on ") {
+                break rest.trim_end_matches("/v1").to_owned();
+            }
             lines.push(line);
         };
         // Keep draining stdout so herald never blocks on a full pipe.

@@ -1,0 +1,606 @@
+//! The OpenAI-compatible API: the real binary on an ephemeral port, a fake provider
+//! speaking the real SSE format, raw HTTP for exact bytes, headers and codes.
+
+use super::support::*;
+use herald_test_support::{FakeProvider, Scripted};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+pub const KEY: &str = "test-api-key-0123456789";
+
+/// A config with only the API server, on an ephemeral port, and a model on `provider`.
+pub fn api_config(provider: &str, extra: &str) -> String {
+    format!(
+        "model:\n  default: fake-model\n  base_url: {provider}\nagent:\n  api_max_retries: 1\nplatforms:\n  api_server:\n    enabled: true\n    extra:\n      port: 0\n      key: {KEY}\n{extra}"
+    )
+}
+
+fn client() -> reqwest::Client {
+    http_client(Duration::from_secs(30))
+}
+
+async fn call(
+    h: &Herald,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut req = client()
+        .request(method.parse().unwrap(), h.url(path))
+        .header("Authorization", format!("Bearer {KEY}"));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req.send().await.unwrap()
+}
+
+async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[test]
+fn the_api_refuses_to_start_without_a_good_key_or_on_a_busy_port() {
+    for (key, why) in [
+        ("", "no API key"),
+        ("short-key", "shorter than 16"),
+        ("changeme", "placeholder"),
+    ] {
+        let config = format!(
+            "platforms:\n  api_server:\n    enabled: true\n    extra:\n      port: 0\n      key: '{key}'\nmodel:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n"
+        );
+        let (code, err) = start_expect_failure(&config);
+        assert_ne!(code, 0);
+        assert!(err.contains(why), "{key}: {err}");
+    }
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let config =
+        api_config("http://127.0.0.1:9/v1", "").replace("port: 0", &format!("port: {port}"));
+    let (code, err) = start_expect_failure(&config);
+    assert_ne!(code, 0);
+    assert!(err.contains("platforms.api_server.extra.port"), "{err}");
+}
+
+#[tokio::test]
+async fn health_auth_cors_and_the_security_headers() {
+    let provider = FakeProvider::start(vec![]);
+    let extra = "      cors_origins: 'https://ui.example'\n      model_routes:\n        fast: {model: small}\n";
+    let h = Herald::start(&api_config(&provider.base_url, extra));
+    let r = client().get(h.url("/health")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-frame-options"], "DENY");
+    assert_eq!(
+        r.headers()["content-security-policy"],
+        "default-src 'none'; frame-ancestors 'none'"
+    );
+    assert_eq!(r.json::<Value>().await.unwrap()["status"], "ok");
+    for auth in [
+        None,
+        Some("Basic x"),
+        Some(KEY),
+        Some("bearer test-api-key-0123456789"),
+        Some("Bearer wrong"),
+    ] {
+        let mut req = client().get(h.url("/v1/models"));
+        if let Some(a) = auth {
+            req = req.header("Authorization", a);
+        }
+        let (status, body) = json_of(req.send().await.unwrap()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{auth:?}");
+        assert_eq!(
+            body,
+            json!({"error": {"message": "Invalid API key", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
+        );
+    }
+    let (status, models) = json_of(call(&h, "GET", "/v1/models", None, &[]).await).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(models["data"][0]["id"], "hermes-agent");
+    assert_eq!(
+        (
+            models["data"][1]["id"].as_str(),
+            models["data"][1]["root"].as_str()
+        ),
+        (Some("fast"), Some("small"))
+    );
+    let (_, caps) = json_of(call(&h, "GET", "/v1/capabilities", None, &[]).await).await;
+    assert_eq!(
+        caps["endpoints"]["run_steer"]["path"],
+        "/v1/runs/{run_id}/steer"
+    );
+    // CORS: a foreign origin is refused with an empty 403; an allowed preflight passes.
+    let r = client()
+        .get(h.url("/v1/models"))
+        .header("Origin", "https://evil.example")
+        .header("Authorization", format!("Bearer {KEY}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r.text().await.unwrap().is_empty());
+    let r = client()
+        .request(reqwest::Method::OPTIONS, h.url("/v1/chat/completions"))
+        .header("Origin", "https://ui.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://ui.example"
+    );
+    assert_eq!(
+        r.headers()["access-control-allow-headers"],
+        "Authorization, Content-Type, Idempotency-Key"
+    );
+    assert_eq!(r.headers()["vary"], "Origin");
+    let (status, body) = json_of(call(&h, "GET", "/v1/nope", None, &[]).await).await;
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (StatusCode::NOT_FOUND, Some("invalid_request_error"))
+    );
+}
+
+#[tokio::test]
+async fn chat_completions_whole_and_streamed() {
+    let provider = FakeProvider::start(vec![Scripted::text("Hello there.")]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let messages =
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]);
+    let r = call(
+        &h,
+        "POST",
+        "/v1/chat/completions",
+        Some(json!({"model": "anything", "messages": messages})),
+        &[],
+    )
+    .await;
+    let session = r.headers()["x-hermes-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = json_of(r).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["model"], "anything", "the model is echoed");
+    assert!(body["id"].as_str().unwrap().starts_with("chatcmpl-"));
+    assert_eq!(
+        body["choices"][0]["message"],
+        json!({"role": "assistant", "content": "Hello there."})
+    );
+    assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    assert!(
+        session.starts_with("api-") && session.len() == 20,
+        "{session}"
+    );
+    let sent = &provider.requests()[0].body;
+    assert!(
+        sent["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Be brief."),
+        "the client's system text reaches the model: {sent}"
+    );
+
+    // Streamed: the role chunk first, one id for all, the finish chunk with usage, [DONE].
+    provider.push(Scripted::tool_calls(&[(
+        "t1",
+        "terminal",
+        r#"{"command": "true"}"#,
+    )]));
+    provider.push(Scripted::text("Done."));
+    let more = json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello there."}, {"role": "user", "content": "run it"}]);
+    let r = call(
+        &h,
+        "POST",
+        "/v1/chat/completions",
+        Some(json!({"model": "m", "messages": more, "stream": "true"})),
+        &[],
+    )
+    .await;
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    assert_eq!(
+        r.headers()["x-hermes-session-id"].to_str().unwrap(),
+        session,
+        "the same transcript lands in the same session"
+    );
+    let text = r.text().await.unwrap();
+    let frames: Vec<&str> = text.split("\n\n").filter(|f| !f.is_empty()).collect();
+    let data: Vec<Value> = frames
+        .iter()
+        .filter_map(|f| f.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(
+        data[0]["choices"][0]["delta"],
+        json!({"role": "assistant"}),
+        "{text}"
+    );
+    let id = data[0]["id"].clone();
+    assert!(
+        data.iter()
+            .all(|d| d["id"] == id && d["model"] == "m" && d["object"] == "chat.completion.chunk")
+    );
+    let content: String = data
+        .iter()
+        .filter_map(|d| d["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(content, "Done.");
+    let last = data.last().unwrap();
+    assert_eq!(last["choices"][0]["finish_reason"], "stop");
+    assert!(last["usage"].is_object());
+    assert_eq!(frames.last(), Some(&"data: [DONE]"));
+    let progress: Vec<&&str> = frames
+        .iter()
+        .filter(|f| f.starts_with("event: hermes.tool.progress\n"))
+        .collect();
+    assert_eq!(progress.len(), 2, "{text}");
+    assert!(
+        progress[0].contains(r#""status":"running""#)
+            && progress[0].contains(r#""toolCallId":"t1""#)
+    );
+    assert!(progress[1].contains(r#""status":"completed""#));
+    // The body's history reached the model.
+    let sent = provider.requests()[1].body["messages"].to_string();
+    assert!(
+        sent.contains("Hello there.") && sent.contains("run it"),
+        "{sent}"
+    );
+}
+
+#[tokio::test]
+async fn chat_completion_errors_have_the_documented_codes() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::Delayed(
+        Duration::from_millis(1500),
+        Box::new(Scripted::text("slow")),
+    ));
+    let h = Herald::start(&api_config(&provider.base_url, "").replace(
+        "agent:\n",
+        "gateway:\n  api_server:\n    max_concurrent_runs: 1\nagent:\n",
+    ));
+    let raw = |body: &'static str| {
+        let url = h.url("/v1/chat/completions");
+        async move {
+            let r = client()
+                .post(url)
+                .header("Authorization", format!("Bearer {KEY}"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            json_of(r).await
+        }
+    };
+    let (s, b) = raw("{not json").await;
+    assert_eq!(
+        (s, b["error"]["message"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("Invalid JSON in request body")
+        )
+    );
+    let (s, b) = raw("{\"messages\": []}").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        b,
+        json!({"error": {"message": "Missing or invalid 'messages' field", "type": "invalid_request_error"}})
+    );
+    let (s, b) = raw("{\"messages\": [{\"role\": \"user\", \"content\": \"\"}]}").await;
+    assert_eq!(
+        (s, b["error"]["message"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("No user message found in messages")
+        )
+    );
+    let (s, _) = raw("\u{00ff}\u{00fe}").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    // A declared size over the limit is refused before the body is read.
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: 10000001\r\n\r\n"
+    );
+    let answer = raw_request(&h.addr(), head.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("body_too_large"), "{answer}");
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Length: lots\r\n\r\n"
+    );
+    let answer = raw_request(&h.addr(), head.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let bad_session = call(
+        &h,
+        "POST",
+        "/v1/chat/completions",
+        Some(json!({"messages": [{"role": "user", "content": "x"}]})),
+        &[("X-Hermes-Session-Id", "../etc/passwd")],
+    )
+    .await;
+    assert_eq!(bad_session.status(), StatusCode::BAD_REQUEST);
+    // The cap: one slow run at a time, the second gets 429 with Retry-After.
+    let first = {
+        let url = h.url("/v1/chat/completions");
+        tokio::spawn(async move {
+            client()
+                .post(url)
+                .header("Authorization", format!("Bearer {KEY}"))
+                .json(&json!({"messages": [{"role": "user", "content": "one"}]}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let r = call(
+        &h,
+        "POST",
+        "/v1/chat/completions",
+        Some(json!({"messages": [{"role": "user", "content": "two"}]})),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let (_, b) = json_of(r).await;
+    assert_eq!(
+        b["error"],
+        json!({"message": "Too many concurrent runs (max 1)", "type": "rate_limit_error", "param": null, "code": "rate_limit_exceeded"})
+    );
+    assert_eq!(first.await.unwrap(), StatusCode::OK);
+}
+
+/// The events of a run as JSON objects, until the stream closes.
+async fn run_events(h: &Herald, run_id: &str) -> (Vec<Value>, String) {
+    let r = call(h, "GET", &format!("/v1/runs/{run_id}/events"), None, &[]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let text = r.text().await.unwrap();
+    let events = text
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    (events, text)
+}
+
+#[tokio::test]
+async fn runs_with_approval_late_events_stop_and_steer() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
+        Scripted::text("Removed."),
+    ]);
+    let h = Herald::start(&api_config(&provider.base_url, "").replace(
+        "agent:\n",
+        &format!(
+            "terminal:\n  cwd: {}\nagent:\n",
+            std::env::temp_dir().display()
+        ),
+    ));
+    let doomed = std::env::temp_dir().join("doomed.txt");
+    std::fs::write(&doomed, "x").unwrap();
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            "/v1/runs",
+            Some(json!({"input": "clean up"})),
+            &[("X-Hermes-Session-Key", "k1")],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(b["status"], "started");
+    let run_id = b["run_id"].as_str().unwrap().to_owned();
+    assert!(run_id.starts_with("run_") && run_id.len() == 36);
+    // Wait for the approval, then answer it.
+    let started = Instant::now();
+    loop {
+        let (_, st) =
+            json_of(call(&h, "GET", &format!("/v1/runs/{run_id}"), None, &[]).await).await;
+        if st["status"] == "waiting_for_approval" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{st}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            &format!("/v1/runs/{run_id}/steer"),
+            Some(json!({"input": "hurry"})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("run_not_accepting_steer"))
+    );
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            &format!("/v1/runs/{run_id}/approval"),
+            Some(json!({"choice": "maybe"})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_approval_choice"))
+    );
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            &format!("/v1/runs/{run_id}/approval"),
+            Some(json!({"choice": " Approve "})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(
+        (b["choice"].as_str(), b["resolved"].as_u64()),
+        (Some("once"), Some(1))
+    );
+    // A late subscriber gets everything from the run's creation, ending with the end.
+    let (events, text) = run_events(&h, &run_id).await;
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"approval.request")
+            && names.contains(&"approval.responded")
+            && names.contains(&"tool.started"),
+        "{names:?}"
+    );
+    assert_eq!(names.last(), Some(&"run.completed"), "{names:?}");
+    assert_eq!(events.last().unwrap()["output"], "Removed.");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["run_id"] == run_id.as_str() && e["timestamp"].is_number())
+    );
+    assert!(text.ends_with(": stream closed\n\n"), "{text}");
+    assert!(!doomed.exists(), "the approved command ran");
+    let (_, st) = json_of(call(&h, "GET", &format!("/v1/runs/{run_id}"), None, &[]).await).await;
+    assert_eq!(
+        (
+            st["status"].as_str(),
+            st["output"].as_str(),
+            st["object"].as_str()
+        ),
+        (Some("completed"), Some("Removed."), Some("hermes.run"))
+    );
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            &format!("/v1/runs/{run_id}/approval"),
+            Some(json!({"choice": "once"})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("approval_not_active"))
+    );
+    let (s, b) = json_of(call(&h, "GET", "/v1/runs/run_nope", None, &[]).await).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("run_not_found"))
+    );
+
+    // Stop mid-tool: the run ends cancelled at once.
+    provider.push(Scripted::tool_calls(&[(
+        "s1",
+        "terminal",
+        r#"{"command": "sleep 30"}"#,
+    )]));
+    let (_, b) = json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "wait"}]})), &[]).await).await;
+    let slow = b["run_id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (s, b) = json_of(call(&h, "POST", &format!("/v1/runs/{slow}/stop"), None, &[]).await).await;
+    assert_eq!(
+        (s, b["status"].as_str()),
+        (StatusCode::OK, Some("stopping"))
+    );
+    let (events, _) = run_events(&h, &slow).await;
+    assert_eq!(events.last().unwrap()["event"], "run.cancelled");
+
+    // Steer during a long answer comes back as pending_steer.
+    provider.push(Scripted::Trickle(
+        Scripted::text_events(&["a", "b", "c", "d"]),
+        Duration::from_millis(300),
+    ));
+    let (_, b) =
+        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "talk"})), &[]).await).await;
+    let talk = b["run_id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            &format!("/v1/runs/{talk}/steer"),
+            Some(json!({"message": "  "})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_steer_input"))
+    );
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            &format!("/v1/runs/{talk}/steer"),
+            Some(json!({"text": "and also this"})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (s, b["accepted"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "{b}"
+    );
+    let (events, _) = run_events(&h, &talk).await;
+    let end = events.last().unwrap();
+    assert_eq!(
+        (end["event"].as_str(), end["pending_steer"].as_str()),
+        (Some("run.completed"), Some("and also this"))
+    );
+    assert!(events.iter().any(|e| e["event"] == "run.steered"));
+}
+
+#[tokio::test]
+async fn a_run_cut_off_by_kill_9_reads_as_failed_after_the_restart() {
+    let provider = FakeProvider::start(vec![
+        Scripted::text("first"),
+        Scripted::Delayed(Duration::from_secs(30), Box::new(Scripted::text("never"))),
+    ]);
+    let mut h = Herald::start(&api_config(&provider.base_url, ""));
+    let (_, b) =
+        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "one"})), &[]).await).await;
+    let done = b["run_id"].as_str().unwrap().to_owned();
+    let (events, _) = run_events(&h, &done).await;
+    assert_eq!(events.last().unwrap()["event"], "run.completed");
+    let (_, b) =
+        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "two"})), &[]).await).await;
+    let cut = b["run_id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    h.kill9();
+    let h = Herald::start_in(h.into_home(), &[]);
+    let (s, st) = json_of(call(&h, "GET", &format!("/v1/runs/{done}"), None, &[]).await).await;
+    assert_eq!(
+        (s, st["status"].as_str(), st["output"].as_str()),
+        (StatusCode::OK, Some("completed"), Some("first"))
+    );
+    let (_, st) = json_of(call(&h, "GET", &format!("/v1/runs/{cut}"), None, &[]).await).await;
+    assert_eq!(st["status"], "failed", "{st}");
+}
