@@ -604,3 +604,48 @@ async fn a_run_cut_off_by_kill_9_reads_as_failed_after_the_restart() {
     let (_, st) = json_of(call(&h, "GET", &format!("/v1/runs/{cut}"), None, &[]).await).await;
     assert_eq!(st["status"], "failed", "{st}");
 }
+
+#[tokio::test]
+async fn the_official_openai_python_client_works() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import openai"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        has_sdk,
+        "the openai package is needed (`.ci/run` installs it: pip install openai)"
+    );
+    let provider = FakeProvider::start(vec![
+        Scripted::text("Hello from herald."),
+        Scripted::text("Streamed answer."),
+    ]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/openai_sdk.py");
+    let base = h.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args([script, &base, KEY])
+            .env("HTTPS_PROXY", "")
+            .env("HTTP_PROXY", "")
+            .env("NO_PROXY", "*")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    for check in [
+        "models ok",
+        "chat ok",
+        "stream ok",
+        "auth error ok",
+        "bad request ok",
+    ] {
+        assert!(text.contains(check), "{text}");
+    }
+}
