@@ -63,6 +63,7 @@ const ENDPOINTS: &[(&str, &str, &str)] = &[
     ("health_detailed", "GET", "/health/detailed"),
     ("models", "GET", "/v1/models"),
     ("chat_completions", "POST", "/v1/chat/completions"),
+    ("responses", "POST", "/v1/responses"),
     ("runs", "POST", "/v1/runs"),
     ("run_status", "GET", "/v1/runs/{run_id}"),
     ("run_events", "GET", "/v1/runs/{run_id}/events"),
@@ -85,7 +86,7 @@ pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Value> {
                     "description": "herald runs the agent and its tools on the server; clients send messages and read events."},
         "features": {
             "chat_completions": true, "chat_completions_streaming": true,
-            "responses_api": false, "responses_streaming": false,
+            "responses_api": true, "responses_streaming": true,
             "run_submission": true, "run_status": true, "run_events_sse": true, "run_stop": true,
             "run_approval_response": true, "run_steer": true, "tool_progress_events": true,
             "approval_events": true, "session_resources": false, "session_chat": false,

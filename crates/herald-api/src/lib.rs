@@ -11,6 +11,7 @@ mod chat;
 mod discovery;
 pub mod errors;
 mod guard;
+mod responses;
 mod runs_api;
 mod session_pick;
 mod sse;
@@ -118,6 +119,11 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/v1/models", get(discovery::models))
         .route("/v1/capabilities", get(discovery::capabilities))
         .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/responses", post(responses::create))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::get).delete(responses::delete),
+        )
         .route("/v1/runs", post(runs_api::create))
         .route("/v1/runs/{run_id}", get(runs_api::status))
         .route("/v1/runs/{run_id}/events", get(runs_api::events))

@@ -1,7 +1,7 @@
 //! The OpenAI-compatible API server's settings: `platforms.api_server` (`enabled`,
 //! `extra.host/port/key/cors_origins/model_name/model_routes`), the `API_SERVER_*`
 //! environment (a key in `extra` wins over the environment's), and
-//! `gateway.api_server.max_concurrent_runs`.
+//! `gateway.api_server.max_concurrent_runs` and `max_stored_responses`.
 
 use crate::node::Node;
 use crate::platforms::PlatformSettings;
@@ -38,6 +38,8 @@ pub struct ApiServerSettings {
     /// Chat completions, responses and runs at once (`0`: no cap).
     pub max_concurrent_runs: u32,
     pub max_body_bytes: u64,
+    /// Stored responses kept (least recently used forgotten first).
+    pub max_stored_responses: usize,
 }
 
 impl Default for ApiServerSettings {
@@ -52,6 +54,7 @@ impl Default for ApiServerSettings {
             model_routes: BTreeMap::new(),
             max_concurrent_runs: 10,
             max_body_bytes: API_MAX_BODY_BYTES,
+            max_stored_responses: 100,
         }
     }
 }
@@ -152,6 +155,15 @@ pub fn read_api_settings(
         && let Some(v) = r.int(n, "gateway.api_server.max_concurrent_runs", 0, 100_000)
     {
         s.max_concurrent_runs = u32::try_from(v).unwrap_or(u32::MAX);
+    }
+    let stored = gateway
+        .and_then(|g| g.get("api_server"))
+        .and_then(|a| a.get("max_stored_responses"))
+        .filter(|n| !n.is_null());
+    if let Some(n) = stored
+        && let Some(v) = r.int(n, "gateway.api_server.max_stored_responses", 1, 1_000_000)
+    {
+        s.max_stored_responses = usize::try_from(v).unwrap_or(usize::MAX);
     }
     s
 }

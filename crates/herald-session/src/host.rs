@@ -14,7 +14,7 @@ use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Approver, Tool, Tu
 use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::ChatMessage;
 use herald_store::SessionStore;
-use herald_store::sessions::{NewSession, RewindTarget};
+use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
@@ -279,6 +279,31 @@ impl Host {
             .store
             .fail_unfinished_runs("herald stopped before the run finished".into())
             .await?)
+    }
+
+    /// Keeps a response of the Responses API, forgetting the least recently used
+    /// beyond `keep`.
+    pub async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), SessionError> {
+        Ok(self.store.save_response(r, keep).await?)
+    }
+
+    /// A stored response (marked used).
+    pub async fn response(&self, id: &str) -> Result<Option<StoredResponse>, SessionError> {
+        let found = self.store.reader()?.response(id)?;
+        if found.is_some() {
+            self.store.touch_response(id.to_owned()).await?;
+        }
+        Ok(found)
+    }
+
+    /// Forgets a stored response; whether there was one.
+    pub async fn delete_response(&self, id: &str) -> Result<bool, SessionError> {
+        Ok(self.store.delete_response(id.to_owned()).await?)
+    }
+
+    /// The latest stored response of a named conversation.
+    pub fn latest_response_of(&self, conversation: &str) -> Result<Option<String>, SessionError> {
+        Ok(self.store.reader()?.latest_response_of(conversation)?)
     }
 
     /// Whether a session with this id is stored.

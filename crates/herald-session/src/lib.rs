@@ -35,6 +35,7 @@ pub use herald_agent::tool::{Clarifier, ClarifyRequest};
 pub use herald_agent::{ApprovalRequest, Approver, Decision, skills, string_list, toolsets};
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;
+pub use herald_store::sessions::StoredResponse;
 pub use host::{Answers, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use runs::{RunError, RunEvent, RunEventKind, RunHandle, RunState, RunStatus};

@@ -74,6 +74,19 @@ const MIGRATIONS: &[&str] = &[
         output_tokens INTEGER NOT NULL DEFAULT 0
     );
     CREATE INDEX IF NOT EXISTS idx_herald_runs_updated ON herald_runs(updated_at);",
+    // 3: stored responses of the Responses API (an LRU: `used_at` orders eviction).
+    "CREATE TABLE IF NOT EXISTS herald_responses (
+        id TEXT PRIMARY KEY,
+        conversation TEXT,
+        session_id TEXT NOT NULL,
+        instructions TEXT,
+        history TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        used_at REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS idx_herald_responses_used ON herald_responses(used_at);
+    CREATE INDEX IF NOT EXISTS idx_herald_responses_conversation ON herald_responses(conversation, created_at);",
 ];
 
 /// A message row as stored.
@@ -149,6 +162,20 @@ pub struct RunRow {
     pub pending_steer: Option<String>,
     pub input_tokens: i64,
     pub output_tokens: i64,
+}
+
+/// A stored response: the response object, the conversation up to it (JSON arrays and
+/// objects as text), its instructions and session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredResponse {
+    pub id: String,
+    pub conversation: Option<String>,
+    pub session_id: String,
+    pub instructions: Option<String>,
+    /// The messages up to and including this response (a JSON array).
+    pub history: String,
+    /// The response object as answered (JSON).
+    pub response: String,
 }
 
 /// Where to rewind a session to, its parameters already checked for form.
@@ -327,6 +354,46 @@ impl SessionStore {
                 Some(run) => upsert_run(c, &run),
                 None => Ok(()),
             }
+        })
+        .await
+    }
+
+    /// Keeps a response (replacing one with its id), then forgets the least recently
+    /// used beyond `keep`.
+    pub async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), StoreError> {
+        self.write(move |c| {
+            let now = now_secs();
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO herald_responses (id, conversation, session_id, instructions, history, response, created_at, used_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            )?
+            .execute(params![r.id, r.conversation, r.session_id, r.instructions, r.history, r.response, now])?;
+            c.execute(
+                "DELETE FROM herald_responses WHERE id NOT IN (SELECT id FROM herald_responses ORDER BY used_at DESC, rowid DESC LIMIT ?1)",
+                params![keep as i64],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Marks a response used (it moves to the back of the eviction order).
+    pub async fn touch_response(&self, id: String) -> Result<(), StoreError> {
+        self.write(move |c| {
+            c.execute(
+                "UPDATE herald_responses SET used_at = ?2 WHERE id = ?1",
+                params![id, now_secs()],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+
+    /// Forgets a response; whether there was one.
+    pub async fn delete_response(&self, id: String) -> Result<bool, StoreError> {
+        self.write(move |c| {
+            c.execute("DELETE FROM herald_responses WHERE id = ?1", [id])
+                .map(|n| n > 0)
         })
         .await
     }
@@ -558,6 +625,39 @@ impl SessionReader {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// A stored response.
+    pub fn response(&self, id: &str) -> Result<Option<StoredResponse>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, conversation, session_id, instructions, history, response FROM herald_responses WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(StoredResponse {
+                        id: r.get(0)?,
+                        conversation: r.get(1)?,
+                        session_id: r.get(2)?,
+                        instructions: r.get(3)?,
+                        history: r.get(4)?,
+                        response: r.get(5)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// The id of a conversation's latest stored response.
+    pub fn latest_response_of(&self, conversation: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id FROM herald_responses WHERE conversation = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                [conversation],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// A run's last kept state.
     pub fn run(&self, id: &str) -> Result<Option<RunRow>, StoreError> {
         Ok(self
@@ -764,6 +864,36 @@ mod tests {
             (b1.system_prompt.as_deref(), b1.parent_session_id.as_deref()),
             (Some("SYS"), Some("s"))
         );
+    }
+
+    #[tokio::test]
+    async fn responses_are_an_lru_and_conversations_name_their_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(&dir.path().join("state.db")).unwrap();
+        let resp = |id: &str| StoredResponse {
+            id: id.into(),
+            conversation: Some("c".into()),
+            session_id: "s".into(),
+            history: "[]".into(),
+            response: "{}".into(),
+            ..Default::default()
+        };
+        for id in ["r1", "r2", "r3"] {
+            store.save_response(resp(id), 2).await.unwrap();
+        }
+        let r = store.reader().unwrap();
+        assert!(
+            r.response("r1").unwrap().is_none(),
+            "the least recently used left"
+        );
+        assert_eq!(r.response("r3").unwrap().unwrap(), resp("r3"));
+        assert_eq!(r.latest_response_of("c").unwrap().as_deref(), Some("r3"));
+        store.touch_response("r2".into()).await.unwrap();
+        store.save_response(resp("r4"), 2).await.unwrap();
+        assert!(r.response("r2").unwrap().is_some(), "a used one stays");
+        assert!(r.response("r3").unwrap().is_none());
+        assert!(store.delete_response("r2".into()).await.unwrap());
+        assert!(!store.delete_response("r2".into()).await.unwrap());
     }
 
     #[tokio::test]

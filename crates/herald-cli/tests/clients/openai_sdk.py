@@ -47,6 +47,33 @@ def main() -> int:
     except openai.BadRequestError as e:
         assert e.status_code == 400, e
     print("bad request ok")
+
+    first = client.responses.create(model="hermes-agent", input="remember 42", instructions="Be brief.")
+    assert first.output_text == "Noted.", first
+    assert first.status == "completed" and first.id.startswith("resp_"), first
+    second = client.responses.create(model="hermes-agent", input="what number?", previous_response_id=first.id)
+    assert second.output_text == "42.", second
+    assert client.responses.retrieve(second.id).id == second.id
+    print("responses ok")
+
+    with client.responses.stream(model="hermes-agent", input="stream it", previous_response_id=second.id) as stream:
+        deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+        final = stream.get_final_response()
+    assert deltas == "Streamed response." and final.output_text == "Streamed response.", (deltas, final)
+    print("responses stream ok")
+
+    client.responses.delete(first.id)
+    try:
+        client.responses.retrieve(first.id)
+        raise AssertionError("a deleted response was found")
+    except openai.NotFoundError:
+        pass
+    try:
+        client.responses.create(model="hermes-agent", input="x", previous_response_id="resp_nope")
+        raise AssertionError("an unknown previous response was accepted")
+    except openai.NotFoundError:
+        pass
+    print("responses delete ok")
     return 0
 
 

@@ -618,6 +618,9 @@ async fn the_official_openai_python_client_works() {
     let provider = FakeProvider::start(vec![
         Scripted::text("Hello from herald."),
         Scripted::text("Streamed answer."),
+        Scripted::text("Noted."),
+        Scripted::text("42."),
+        Scripted::Events(Scripted::text_events(&["Streamed ", "response."])),
     ]);
     let h = Herald::start(&api_config(&provider.base_url, ""));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/openai_sdk.py");
@@ -645,7 +648,16 @@ async fn the_official_openai_python_client_works() {
         "stream ok",
         "auth error ok",
         "bad request ok",
+        "responses ok",
+        "responses stream ok",
+        "responses delete ok",
     ] {
         assert!(text.contains(check), "{text}");
     }
+    // The chained response carried the first one's conversation to the model.
+    let sent = provider.requests()[3].body["messages"].to_string();
+    assert!(
+        sent.contains("remember 42") && sent.contains("Noted.") && sent.contains("Be brief."),
+        "{sent}"
+    );
 }
