@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Load test of the OpenAI-compatible API: chat completions (whole and streamed) through
+herald's agent, against a bare pass-through server, side by side.
+
+Starts the instant fake provider (crates/herald-test-support/examples/fake_upstreams.rs,
+real SSE), measures it alone, then a release herald serving only the API (no cap on
+concurrent runs) and the bare pass-through (crates/herald-api/examples/bare_passthrough.rs:
+parse, forward over one pooled client, stream the answer back), and drives each with wrk
+(127.0.0.1 only) at 1, 8 and 32 connections.
+
+Prints per server, mode and connection count: requests/s, p50/p99 latency and the
+server's CPU per request; herald's peak RSS; and the first-delta latency of streamed
+answers (median of sequential requests) for both.
+
+Usage: python3 bench/api_load.py [--duration 8] [--no-build] [--herald-bin PATH]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from load import ROOT, cpu_seconds, free_port, lua_string, rss_kb, wait_http  # noqa: E402
+
+KEY = "bench-api-key-0123456789abcdef"
+
+LUA = r"""
+function init(args)
+  wrk.method = "POST"
+  wrk.body = BODY
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["Authorization"] = "Bearer " .. KEY
+end
+function done(summary, latency, requests)
+  local out = string.format('{"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, "errors": %d, "non2xx": %d}',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    summary.errors.status)
+  io.stderr:write("WRK_RESULT " .. out .. "\n")
+end
+"""
+
+
+def body(stream):
+    return json.dumps({"model": "hermes-agent", "stream": stream,
+                       "messages": [{"role": "user", "content": "say something short"}]})
+
+
+def wrk(port, stream, connections, duration):
+    script = f"BODY = {lua_string(body(stream))}\nKEY = {lua_string(KEY)}\n" + LUA
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(script)
+        lua = f.name
+    try:
+        out = subprocess.run(
+            ["wrk", "-t", str(min(connections, 2)), "-c", str(connections), "-d", f"{duration}s",
+             "--timeout", "10s", "-s", lua, f"http://127.0.0.1:{port}/v1/chat/completions"],
+            capture_output=True, text=True, check=True)
+    finally:
+        os.unlink(lua)
+    for line in out.stderr.splitlines():
+        if line.startswith("WRK_RESULT "):
+            r = json.loads(line[len("WRK_RESULT "):])
+            r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+            return r
+    raise SystemExit("wrk printed no result:\n" + out.stdout + out.stderr)
+
+
+def measure(pid, port, stream, connections, duration):
+    c0 = cpu_seconds(pid)
+    r = wrk(port, stream, connections, duration)
+    r["cpu_us"] = (cpu_seconds(pid) - c0) * 1e6 / max(r["requests"], 1)
+    return r
+
+
+def first_delta_ms(port, n=40):
+    """Median time from sending a streamed request to its first content delta."""
+    times = []
+    for _ in range(n):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        start = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body(True),
+                     {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"})
+        resp = conn.getresponse()
+        while True:
+            line = resp.fp.readline()
+            if not line:
+                break
+            if b'"content"' in line:
+                times.append((time.perf_counter() - start) * 1000)
+                break
+        conn.close()
+    return statistics.median(times) if times else float("nan")
+
+
+def start(cmd, prefix, env=None):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    while True:
+        line = p.stdout.readline()
+        if not line:
+            raise SystemExit(f"{cmd[0]} exited before listening")
+        if line.startswith(prefix):
+            threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+            return p, line[len(prefix):].strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=int, default=8)
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--herald-bin", default=os.path.join(ROOT, "target/release/herald"))
+    args = ap.parse_args()
+    if not args.no_build:
+        for pkg, example in [("herald-cli", None), ("herald-test-support", "fake_upstreams"), ("herald-api", "bare_passthrough")]:
+            cmd = ["cargo", "build", "--release", "-p", pkg] + (["--example", example] if example else [])
+            subprocess.run(cmd, cwd=ROOT, check=True)
+    examples = os.path.join(ROOT, "target/release/examples")
+    provider, paddr = start([os.path.join(examples, "fake_upstreams"), "127.0.0.1:0"], "listening on ")
+    pport = int(paddr.rsplit(":", 1)[1])
+    base = f"http://{paddr}/v1"
+    home = tempfile.mkdtemp(prefix="herald-api-bench-")
+    api_port, bare_port = free_port(), free_port()
+    with open(os.path.join(home, "config.yaml"), "w") as f:
+        f.write(f"model:\n  default: fake\n  base_url: {base}\nplatforms:\n  api_server:\n    enabled: true\n"
+                f"    extra:\n      port: {api_port}\n      key: {KEY}\ngateway:\n  api_server:\n    max_concurrent_runs: 0\n")
+    env = dict(os.environ, HERALD_HOME=home, RUST_LOG="warn")
+    herald, _ = start([args.herald_bin, "gateway", "run"], "herald: OpenAI-compatible API listening on ", env)
+    bare, _ = start([os.path.join(examples, "bare_passthrough"), f"127.0.0.1:{bare_port}", base], "bare passthrough listening on ")
+    wait_http(api_port)
+    peak = [0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_kb(herald.pid, "VmRSS"))
+            time.sleep(0.05)
+    threading.Thread(target=sample, daemon=True).start()
+    try:
+        alone = measure(provider.pid, pport, False, 32, args.duration)
+        print(f"fake provider alone, 32 connections: {alone['rps']:.0f} req/s, "
+              f"CPU {alone['cpu_us']:.0f} us/req")
+        print(f"herald idle RSS: {rss_kb(herald.pid, 'VmRSS') / 1024:.1f} MB")
+        print(f"{'mode':<7} {'conns':>5} {'herald req/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'CPU us':>7}"
+              f" {'bare req/s':>10} {'p50 ms':>7} {'p99 ms':>7} {'CPU us':>7} {'CPU x':>6} {'errors h/b':>10}")
+        for stream in (False, True):
+            for conns in (1, 8, 32):
+                h = measure(herald.pid, api_port, stream, conns, args.duration)
+                b = measure(bare.pid, bare_port, stream, conns, args.duration)
+                print(f"{'stream' if stream else 'whole':<7} {conns:>5} {h['rps']:>12.0f} {h['p50_us']/1000:>7.2f}"
+                      f" {h['p99_us']/1000:>7.2f} {h['cpu_us']:>7.0f} {b['rps']:>10.0f} {b['p50_us']/1000:>7.2f}"
+                      f" {b['p99_us']/1000:>7.2f} {b['cpu_us']:>7.0f} {h['cpu_us']/max(b['cpu_us'], 1):>6.1f}"
+                      f" {h['errors'] + h['non2xx']:>5}/{b['errors'] + b['non2xx']}")
+        print(f"first stream delta: herald {first_delta_ms(api_port):.2f} ms, bare {first_delta_ms(bare_port):.2f} ms (median of 40)")
+        print(f"herald peak RSS under load: {peak[0] / 1024:.1f} MB")
+    finally:
+        stop.set()
+        for p in (herald, bare, provider):
+            p.terminate()
+        for p in (herald, bare, provider):
+            p.wait(timeout=20)
+
+
+if __name__ == "__main__":
+    main()
