@@ -72,6 +72,11 @@ pub struct Plugins {
 }
 
 impl Plugins {
+    /// Whether any observer listens (payloads need building only then).
+    pub fn has_observers(&self) -> bool {
+        !self.observers.is_empty()
+    }
+
     /// Tells every observer, in registration order.
     pub async fn notify(&self, notice: Notice, payload: &Value) {
         for o in &self.observers {

@@ -761,12 +761,16 @@ impl Agent {
             )
             .await;
             let trace = Value::Array(pass.trace.clone());
-            let mut observed = fields.clone();
-            observed.insert("request".into(), pass.effective.clone());
-            observed.insert("middleware_trace".into(), trace.clone());
-            observed.insert("attempt".into(), json!(attempt));
-            let observed = Value::Object(observed);
-            plugins.notify(Notice::PreApiRequest, &observed).await;
+            // Payloads are built only for observers that exist (the request is large).
+            let observed = plugins.has_observers();
+            if observed {
+                let mut payload = fields.clone();
+                payload.insert("request".into(), pass.effective.clone());
+                payload.insert("middleware_trace".into(), trace.clone());
+                payload.insert("attempt".into(), json!(attempt));
+                let payload = Value::Object(payload);
+                plugins.notify(Notice::PreApiRequest, &payload).await;
+            }
 
             let outcome = if plugins.llm_execution.is_empty() {
                 let mut on_delta = |d: DeltaEvent| forward_delta(d, events);
@@ -779,14 +783,16 @@ impl Agent {
             };
             match outcome {
                 Ok(c) if !c.choices.is_empty() => {
-                    let mut payload = fields.clone();
-                    payload.insert("middleware_trace".into(), trace);
-                    payload.insert(
-                        "response".into(),
-                        serde_json::to_value(&c).unwrap_or(Value::Null),
-                    );
-                    let payload = Value::Object(payload);
-                    plugins.notify(Notice::PostApiRequest, &payload).await;
+                    if observed {
+                        let mut payload = fields.clone();
+                        payload.insert("middleware_trace".into(), trace);
+                        payload.insert(
+                            "response".into(),
+                            serde_json::to_value(&c).unwrap_or(Value::Null),
+                        );
+                        let payload = Value::Object(payload);
+                        plugins.notify(Notice::PostApiRequest, &payload).await;
+                    }
                     return Ok(c);
                 }
                 other => {
