@@ -129,6 +129,8 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
 
 /// The whole answer once the run ends (the permit is held until then).
 async fn whole(run: RunHandle, ids: Ids) -> Response {
+    // Only the end is needed: the events are not queued.
+    drop(run.take_events());
     let end = run.finished().await;
     let text = end.output.clone().unwrap_or_default();
     let reason = finish_reason(&end);
