@@ -661,3 +661,254 @@ async fn the_official_openai_python_client_works() {
         "{sent}"
     );
 }
+
+#[tokio::test]
+async fn a_client_that_goes_away_mid_stream_stops_its_run() {
+    let parts: Vec<String> = (1..=30).map(|i| format!("part {i}. ")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let provider = FakeProvider::start(vec![Scripted::Trickle(
+        Scripted::text_events(&parts),
+        Duration::from_millis(200),
+    )]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let mut r = call(
+        &h,
+        "POST",
+        "/v1/chat/completions",
+        Some(json!({"stream": true, "messages": [{"role": "user", "content": "talk"}]})),
+        &[],
+    )
+    .await;
+    let session = r.headers()["x-hermes-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let mut seen = String::new();
+    while !seen.contains("part 2.") {
+        seen.push_str(&String::from_utf8_lossy(&r.chunk().await.unwrap().unwrap()));
+    }
+    drop(r);
+    // The interrupted answer is kept, marked, well before the stream would have ended.
+    let db = herald_store::SessionReader::open(&h.home().join("state.db")).unwrap();
+    let started = Instant::now();
+    let answer = loop {
+        let rows = db.history(&session).unwrap();
+        if let Some(a) = rows.iter().find(|m| m.role == "assistant") {
+            break a.content.clone().unwrap_or_default();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the run was not stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        answer.contains("interrupted") && !answer.contains("part 30."),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn idle_connections_and_a_slow_reader_slow_nothing_else() {
+    let parts: Vec<String> = (1..=2000)
+        .map(|i| format!("chunk {i} of a long answer. "))
+        .collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let provider = FakeProvider::start(vec![Scripted::Events(Scripted::text_events(&parts))]);
+    provider.set_fallback(Scripted::text("quick"));
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        idle.push(tokio::net::TcpStream::connect(h.addr()).await.unwrap());
+    }
+    // A streaming client that never reads.
+    let mut slow = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    let body =
+        json!({"stream": true, "messages": [{"role": "user", "content": "long"}]}).to_string();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut slow, head.as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let r = client().get(h.url("/health")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let (s, b) = json_of(
+        call(
+            &h,
+            "POST",
+            "/v1/chat/completions",
+            Some(json!({"messages": [{"role": "user", "content": "hi"}]})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (s, b["choices"][0]["message"]["content"].as_str()),
+        (StatusCode::OK, Some("quick")),
+        "{b}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(idle);
+}
+
+#[tokio::test]
+async fn the_default_cap_is_ten_runs_and_a_raised_cap_serves_a_hundred() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::Delayed(
+        Duration::from_millis(1500),
+        Box::new(Scripted::text("done")),
+    ));
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let (s, b) = json_of(
+            call(
+                &h,
+                "POST",
+                "/v1/runs",
+                Some(json!({"input": format!("run {i}")})),
+                &[],
+            )
+            .await,
+        )
+        .await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+        ids.push(b["run_id"].as_str().unwrap().to_owned());
+    }
+    let r = call(
+        &h,
+        "POST",
+        "/v1/runs",
+        Some(json!({"input": "one too many"})),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    drop(h);
+
+    let raised = api_config(&provider.base_url, "").replace(
+        "agent:\n",
+        "gateway:\n  api_server:\n    max_concurrent_runs: 100\nagent:\n",
+    );
+    let h = Herald::start(&raised);
+    let mut ids = Vec::new();
+    for i in 0..100 {
+        let (s, b) = json_of(
+            call(
+                &h,
+                "POST",
+                "/v1/runs",
+                Some(json!({"input": format!("run {i}")})),
+                &[],
+            )
+            .await,
+        )
+        .await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+        ids.push(b["run_id"].as_str().unwrap().to_owned());
+    }
+    let started = Instant::now();
+    for id in &ids {
+        loop {
+            let (_, st) =
+                json_of(call(&h, "GET", &format!("/v1/runs/{id}"), None, &[]).await).await;
+            if st["status"] == "completed" {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "{st}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the hundred ran at once: {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_approval_times_out_as_denied_and_deny_refuses() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f kept-1.txt"}"#)]),
+        Scripted::text("Gave up."),
+        Scripted::tool_calls(&[("c2", "terminal", r#"{"command": "rm -f kept-2.txt"}"#)]),
+        Scripted::text("Denied."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["kept-1.txt", "kept-2.txt"] {
+        std::fs::write(dir.path().join(f), "x").unwrap();
+    }
+    let config = api_config(&provider.base_url, "").replace(
+        "agent:\n",
+        &format!(
+            "approvals:\n  timeout: 1\nterminal:\n  cwd: {}\nagent:\n",
+            dir.path().display()
+        ),
+    );
+    let h = Herald::start(&config);
+    let (_, b) =
+        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "clean"})), &[]).await).await;
+    let id = b["run_id"].as_str().unwrap().to_owned();
+    let (events, _) = run_events(&h, &id).await;
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"approval.request") && !names.contains(&"approval.responded"),
+        "{names:?}"
+    );
+    assert_eq!(events.last().unwrap()["output"], "Gave up.");
+    let done = events
+        .iter()
+        .find(|e| e["event"] == "tool.completed")
+        .unwrap();
+    assert_eq!(done["error"], true, "{done}");
+    assert!(dir.path().join("kept-1.txt").exists(), "timed out: not run");
+
+    let (_, b) = json_of(
+        call(
+            &h,
+            "POST",
+            "/v1/runs",
+            Some(json!({"input": "clean again"})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    let id = b["run_id"].as_str().unwrap().to_owned();
+    let started = Instant::now();
+    loop {
+        let (s, b) = json_of(
+            call(
+                &h,
+                "POST",
+                &format!("/v1/runs/{id}/approval"),
+                Some(json!({"choice": "deny"})),
+                &[],
+            )
+            .await,
+        )
+        .await;
+        if s == StatusCode::OK {
+            assert_eq!(b["choice"], "deny");
+            break;
+        }
+        assert_eq!(b["error"]["code"], "approval_not_pending", "{b}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let (events, _) = run_events(&h, &id).await;
+    assert_eq!(events.last().unwrap()["output"], "Denied.");
+    assert!(dir.path().join("kept-2.txt").exists(), "denied: not run");
+}
