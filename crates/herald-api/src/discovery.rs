@@ -62,6 +62,7 @@ const ENDPOINTS: &[(&str, &str, &str)] = &[
     ("health", "GET", "/health"),
     ("health_detailed", "GET", "/health/detailed"),
     ("models", "GET", "/v1/models"),
+    ("model_options", "GET", "/api/model/options"),
     ("chat_completions", "POST", "/v1/chat/completions"),
     ("responses", "POST", "/v1/responses"),
     ("runs", "POST", "/v1/runs"),
@@ -99,6 +100,18 @@ pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Value> {
         },
         "endpoints": endpoints,
     }))
+}
+
+/// `GET /api/model/options[?refresh=1]`.
+pub async fn model_options(
+    State(api): State<Arc<Api>>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Json<Value> {
+    let refresh = query
+        .unwrap_or_default()
+        .split('&')
+        .any(|kv| matches!(kv, "refresh" | "refresh=1" | "refresh=true" | "refresh=yes"));
+    Json(api.host.model_options(refresh).await)
 }
 
 pub async fn not_found() -> ApiError {

@@ -118,6 +118,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/health/detailed", get(discovery::health_detailed))
         .route("/v1/models", get(discovery::models))
         .route("/v1/capabilities", get(discovery::capabilities))
+        .route("/api/model/options", get(discovery::model_options))
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/responses", post(responses::create))
         .route(

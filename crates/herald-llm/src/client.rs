@@ -74,6 +74,24 @@ impl LlmClient {
         LlmClient { http }
     }
 
+    /// The model ids an OpenAI-compatible server lists at `<base_url>/models`, asked
+    /// within `timeout`; `None` when it cannot be reached or answers something else.
+    pub async fn list_models(&self, endpoint: &Endpoint, timeout: Duration) -> Option<Vec<String>> {
+        let url = format!("{}/models", endpoint.base_url.trim_end_matches('/'));
+        let mut request = self.http.get(url).timeout(timeout);
+        if !endpoint.api_key.is_empty() {
+            request = request.bearer_auth(&endpoint.api_key);
+        }
+        let response = request.send().await.ok()?.error_for_status().ok()?;
+        let body: serde_json::Value = response.json().await.ok()?;
+        let ids = body["data"]
+            .as_array()?
+            .iter()
+            .filter_map(|m| m["id"].as_str().map(str::to_owned))
+            .collect();
+        Some(ids)
+    }
+
     /// The request body: model, messages, tools, token cap, streaming with usage, and
     /// the endpoint's `extra_body` merged in.
     pub fn request_body(

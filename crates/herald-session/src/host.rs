@@ -241,6 +241,7 @@ pub struct Host {
     store: SessionStore,
     client: LlmClient,
     runs: RunRegistry,
+    models: crate::model_options::ModelOptions,
 }
 
 impl Host {
@@ -261,11 +262,20 @@ impl Host {
             store,
             client,
             runs: RunRegistry::new(max_runs),
+            models: crate::model_options::ModelOptions::default(),
         })
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// The model picker's inventory (providers and their models); `refresh` asks every
+    /// saved provider again.
+    pub async fn model_options(&self, refresh: bool) -> serde_json::Value {
+        self.models
+            .build(&self.runtime, &self.client, refresh)
+            .await
     }
 
     /// The session store the host writes through.

@@ -22,6 +22,7 @@
 mod answers;
 pub mod approvals;
 pub mod host;
+pub mod model_options;
 pub mod model_select;
 pub mod prompt;
 pub mod runs;

@@ -140,6 +140,11 @@ impl Runtime {
             .unwrap_or_else(|| default.to_owned())
     }
 
+    /// The model settings this runtime chose from.
+    pub fn model_settings(&self) -> &ModelSettings {
+        &self.model_settings
+    }
+
     /// The endpoint for a `/model SPEC` switch (also `provider:model`).
     pub fn switch_model(&self, spec: &str) -> Result<Endpoint, SelectError> {
         model_select::select(&self.model_settings, Some(spec), None, &process_env)

@@ -144,6 +144,12 @@ impl FakeProvider {
         };
         let app = Router::new()
             .route("/v1/chat/completions", axum::routing::post(handle))
+            .route(
+                "/v1/models",
+                axum::routing::get(|| async {
+                    axum::Json(json!({"object": "list", "data": [{"id": "fake-model", "object": "model"}, {"id": "fake-large", "object": "model"}]}))
+                }),
+            )
             .with_state(state.clone());
         let (addr, thread) = listen_in_thread_on(addr.to_owned(), move |listener| async move {
             axum::serve(listener, app).await.unwrap();

@@ -912,3 +912,42 @@ async fn an_unanswered_approval_times_out_as_denied_and_deny_refuses() {
     assert_eq!(events.last().unwrap()["output"], "Denied.");
     assert!(dir.path().join("kept-2.txt").exists(), "denied: not run");
 }
+
+#[tokio::test]
+async fn model_options_list_the_configured_providers_and_what_they_serve() {
+    let provider = FakeProvider::start(vec![]);
+    let extra = "custom_providers:\n  - name: away\n    base_url: http://127.0.0.1:9/v1\n    model: remote-model\n";
+    let h = Herald::start(&format!("{extra}{}", api_config(&provider.base_url, "")));
+    let r = client()
+        .get(h.url("/api/model/options"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let (s, b) = json_of(call(&h, "GET", "/api/model/options", None, &[]).await).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(b["current"]["model"], "fake-model");
+    let first = &b["providers"][0];
+    assert_eq!(first["current"], true);
+    let models: Vec<&str> = first["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, ["fake-model", "fake-large"], "{b}");
+    let away = b["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "custom:away")
+        .unwrap();
+    assert_eq!(
+        away["models"][0]["id"], "remote-model",
+        "the saved model, not probed: {away}"
+    );
+    let started = Instant::now();
+    let (s, _) = json_of(call(&h, "GET", "/api/model/options?refresh=1", None, &[]).await).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
