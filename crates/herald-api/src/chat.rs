@@ -4,7 +4,7 @@
 
 use crate::errors::ApiError;
 use crate::session_pick::{self, Picked};
-use crate::{Api, body, sse};
+use crate::{Api, body, idempotency, sse};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
@@ -80,6 +80,31 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
         &bytes,
         ApiError::bad_request("Invalid JSON in request body", None),
     )?;
+    let stream = body::truthy(request.get("stream"));
+    if !stream && let Some(key) = idempotency::key_of(&headers) {
+        let print = idempotency::fingerprint(
+            &request,
+            &["model", "messages", "tools", "tool_choice", "stream"],
+        );
+        let slot = api.idempotency.slot(&key, print);
+        let cached = slot
+            .get_or_init(|| async {
+                let answer = run_completion(api.clone(), &headers, &request, false).await;
+                idempotency::Cached::of(answer.unwrap_or_else(IntoResponse::into_response)).await
+            })
+            .await;
+        return Ok(cached.response());
+    }
+    run_completion(api, &headers, &request, stream).await
+}
+
+/// One completion's run, answered whole or streamed.
+async fn run_completion(
+    api: Arc<Api>,
+    headers: &HeaderMap,
+    request: &Map<String, Value>,
+    stream: bool,
+) -> Result<Response, ApiError> {
     let messages = match request.get("messages") {
         Some(Value::Array(m)) if !m.is_empty() => m,
         _ => {
@@ -88,7 +113,6 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
             ));
         }
     };
-    let stream = body::truthy(request.get("stream"));
     let model = match request.get("model") {
         Some(Value::String(m)) => m.clone(),
         _ => api.model_id.clone(),

@@ -11,6 +11,7 @@ mod chat;
 mod discovery;
 pub mod errors;
 mod guard;
+mod idempotency;
 mod responses;
 mod runs_api;
 mod session_pick;
@@ -36,6 +37,7 @@ pub struct Api {
     /// One permit per chat completion, response or run in progress (`None`: no cap).
     permits: Option<Arc<Semaphore>>,
     draining: AtomicBool,
+    idempotency: idempotency::Idempotency,
 }
 
 /// Why the API server cannot start.
@@ -82,6 +84,7 @@ impl Api {
             key,
             model_id,
             draining: AtomicBool::new(false),
+            idempotency: idempotency::Idempotency::default(),
         }))
     }
 

@@ -951,3 +951,44 @@ async fn model_options_list_the_configured_providers_and_what_they_serve() {
     assert_eq!(s, StatusCode::OK);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+#[tokio::test]
+async fn an_idempotency_key_repeats_the_first_answer_and_shares_one_run() {
+    let provider = FakeProvider::start(vec![
+        Scripted::Delayed(
+            Duration::from_millis(500),
+            Box::new(Scripted::text("only once")),
+        ),
+        Scripted::text("a different question"),
+    ]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let body = json!({"messages": [{"role": "user", "content": "once?"}]});
+    let send = |b: Value| {
+        let url = h.url("/v1/chat/completions");
+        async move {
+            let r = client()
+                .post(url)
+                .header("Authorization", format!("Bearer {KEY}"))
+                .header("Idempotency-Key", "k-1")
+                .json(&b)
+                .send()
+                .await
+                .unwrap();
+            json_of(r).await
+        }
+    };
+    let (a, b) = tokio::join!(send(body.clone()), send(body.clone()));
+    let (c, _) = (send(body.clone()).await, ());
+    for (s, v) in [&a, &b, &c] {
+        assert_eq!(*s, StatusCode::OK);
+        assert_eq!(v["choices"][0]["message"]["content"], "only once", "{v}");
+    }
+    assert_eq!(a.1["id"], c.1["id"], "the same answer");
+    assert_eq!(provider.requests().len(), 1, "one run for all three");
+    let (_, other) =
+        send(json!({"messages": [{"role": "user", "content": "something else"}]})).await;
+    assert_eq!(
+        other["choices"][0]["message"]["content"],
+        "a different question"
+    );
+}
