@@ -123,7 +123,7 @@ async fn run_completion(
         session,
         input,
         key,
-    } = session_pick::pick(&api, &headers, conversation, &model).await?;
+    } = session_pick::pick(&api, headers, conversation, &model).await?;
     let run = api
         .host
         .start_run(&session, input)

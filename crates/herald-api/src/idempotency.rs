@@ -47,9 +47,12 @@ impl Cached {
 
 type Slot = Arc<OnceCell<Cached>>;
 
+/// A key's fingerprint, when it was first seen, and its answer.
+type Entry = ([u8; 32], Instant, Slot);
+
 #[derive(Default)]
 pub struct Idempotency {
-    entries: Mutex<HashMap<String, ([u8; 32], Instant, Slot)>>,
+    entries: Mutex<HashMap<String, Entry>>,
 }
 
 /// The fingerprint of a request: these fields of its body.
