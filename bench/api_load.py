@@ -27,7 +27,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load import ROOT, cpu_seconds, free_port, lua_string, rss_kb, wait_http  # noqa: E402
+from load import ROOT, WRK_DONE, cpu_seconds, free_port, lua_string, rss_kb, wait_http  # noqa: E402
 
 KEY = "bench-api-key-0123456789abcdef"
 
@@ -38,14 +38,7 @@ function init(args)
   wrk.headers["Content-Type"] = "application/json"
   wrk.headers["Authorization"] = "Bearer " .. KEY
 end
-function done(summary, latency, requests)
-  local out = string.format('{"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, "errors": %d, "non2xx": %d}',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
-    summary.errors.status)
-  io.stderr:write("WRK_RESULT " .. out .. "\n")
-end
-"""
+""" + WRK_DONE
 
 
 def body(stream):

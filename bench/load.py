@@ -43,6 +43,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "crates/herald-webhook/tests/fixtures/github_pull_request_opened.json")
 SECRET = "load-test-secret"
 
+# wrk's summary as one JSON line on stderr (`WRK_RESULT {...}`), for every load script.
+WRK_DONE = r"""
+function done(summary, latency, requests)
+  local out = string.format('{"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, "errors": %d, "non2xx": %d}',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    summary.errors.status)
+  io.stderr:write("WRK_RESULT " .. out .. "\n")
+end
+"""
+
 LUA = r"""
 local counter = 0
 thread_id = 0  -- a global: setup() sets it per thread with thread:set
@@ -69,14 +80,7 @@ local statuses = {}
 function response(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
 end
-function done(summary, latency, requests)
-  local out = string.format('{"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, "errors": %d, "non2xx": %d}',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
-    summary.errors.status)
-  io.stderr:write("WRK_RESULT " .. out .. "\n")
-end
-"""
+""" + WRK_DONE
 
 
 def lua_string(s):

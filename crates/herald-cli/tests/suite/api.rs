@@ -39,6 +39,16 @@ async fn call(
     req.send().await.unwrap()
 }
 
+/// POSTs `body` with the key; the status and JSON answer.
+async fn post_json(h: &Herald, path: &str, body: Value) -> (StatusCode, Value) {
+    json_of(call(h, "POST", path, Some(body), &[]).await).await
+}
+
+/// GETs `path` with the key; the status and JSON answer.
+async fn get_json(h: &Herald, path: &str) -> (StatusCode, Value) {
+    json_of(call(h, "GET", path, None, &[]).await).await
+}
+
 async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
     let status = r.status();
     let text = r.text().await.unwrap();
@@ -102,7 +112,7 @@ async fn health_auth_cors_and_the_security_headers() {
             json!({"error": {"message": "Invalid API key", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
         );
     }
-    let (status, models) = json_of(call(&h, "GET", "/v1/models", None, &[]).await).await;
+    let (status, models) = get_json(&h, "/v1/models").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(models["data"][0]["id"], "hermes-agent");
     assert_eq!(
@@ -112,7 +122,7 @@ async fn health_auth_cors_and_the_security_headers() {
         ),
         (Some("fast"), Some("small"))
     );
-    let (_, caps) = json_of(call(&h, "GET", "/v1/capabilities", None, &[]).await).await;
+    let (_, caps) = get_json(&h, "/v1/capabilities").await;
     assert_eq!(
         caps["endpoints"]["run_steer"]["path"],
         "/v1/runs/{run_id}/steer"
@@ -143,7 +153,7 @@ async fn health_auth_cors_and_the_security_headers() {
         "Authorization, Content-Type, Idempotency-Key"
     );
     assert_eq!(r.headers()["vary"], "Origin");
-    let (status, body) = json_of(call(&h, "GET", "/v1/nope", None, &[]).await).await;
+    let (status, body) = get_json(&h, "/v1/nope").await;
     assert_eq!(
         (status, body["error"]["type"].as_str()),
         (StatusCode::NOT_FOUND, Some("invalid_request_error"))
@@ -407,53 +417,37 @@ async fn runs_with_approval_late_events_stop_and_steer() {
     // Wait for the approval, then answer it.
     let started = Instant::now();
     loop {
-        let (_, st) =
-            json_of(call(&h, "GET", &format!("/v1/runs/{run_id}"), None, &[]).await).await;
+        let (_, st) = get_json(&h, &format!("/v1/runs/{run_id}")).await;
         if st["status"] == "waiting_for_approval" {
             break;
         }
         assert!(started.elapsed() < Duration::from_secs(10), "{st}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let (s, b) = json_of(
-        call(
-            &h,
-            "POST",
-            &format!("/v1/runs/{run_id}/steer"),
-            Some(json!({"input": "hurry"})),
-            &[],
-        )
-        .await,
+    let (s, b) = post_json(
+        &h,
+        &format!("/v1/runs/{run_id}/steer"),
+        json!({"input": "hurry"}),
     )
     .await;
     assert_eq!(
         (s, b["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("run_not_accepting_steer"))
     );
-    let (s, b) = json_of(
-        call(
-            &h,
-            "POST",
-            &format!("/v1/runs/{run_id}/approval"),
-            Some(json!({"choice": "maybe"})),
-            &[],
-        )
-        .await,
+    let (s, b) = post_json(
+        &h,
+        &format!("/v1/runs/{run_id}/approval"),
+        json!({"choice": "maybe"}),
     )
     .await;
     assert_eq!(
         (s, b["error"]["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("invalid_approval_choice"))
     );
-    let (s, b) = json_of(
-        call(
-            &h,
-            "POST",
-            &format!("/v1/runs/{run_id}/approval"),
-            Some(json!({"choice": " Approve "})),
-            &[],
-        )
-        .await,
+    let (s, b) = post_json(
+        &h,
+        &format!("/v1/runs/{run_id}/approval"),
+        json!({"choice": " Approve "}),
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{b}");
@@ -482,7 +476,7 @@ async fn runs_with_approval_late_events_stop_and_steer() {
     );
     assert!(text.ends_with(": stream closed\n\n"), "{text}");
     assert!(!doomed.exists(), "the approved command ran");
-    let (_, st) = json_of(call(&h, "GET", &format!("/v1/runs/{run_id}"), None, &[]).await).await;
+    let (_, st) = get_json(&h, &format!("/v1/runs/{run_id}")).await;
     assert_eq!(
         (
             st["status"].as_str(),
@@ -491,22 +485,17 @@ async fn runs_with_approval_late_events_stop_and_steer() {
         ),
         (Some("completed"), Some("Removed."), Some("hermes.run"))
     );
-    let (s, b) = json_of(
-        call(
-            &h,
-            "POST",
-            &format!("/v1/runs/{run_id}/approval"),
-            Some(json!({"choice": "once"})),
-            &[],
-        )
-        .await,
+    let (s, b) = post_json(
+        &h,
+        &format!("/v1/runs/{run_id}/approval"),
+        json!({"choice": "once"}),
     )
     .await;
     assert_eq!(
         (s, b["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("approval_not_active"))
     );
-    let (s, b) = json_of(call(&h, "GET", "/v1/runs/run_nope", None, &[]).await).await;
+    let (s, b) = get_json(&h, "/v1/runs/run_nope").await;
     assert_eq!(
         (s, b["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("run_not_found"))
@@ -518,7 +507,7 @@ async fn runs_with_approval_late_events_stop_and_steer() {
         "terminal",
         r#"{"command": "sleep 30"}"#,
     )]));
-    let (_, b) = json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "wait"}]})), &[]).await).await;
+    let (_, b) = post_json(&h, "/v1/runs", json!({"input": [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "wait"}]})).await;
     let slow = b["run_id"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(800)).await;
     let (s, b) = json_of(call(&h, "POST", &format!("/v1/runs/{slow}/stop"), None, &[]).await).await;
@@ -534,34 +523,23 @@ async fn runs_with_approval_late_events_stop_and_steer() {
         Scripted::text_events(&["a", "b", "c", "d"]),
         Duration::from_millis(300),
     ));
-    let (_, b) =
-        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "talk"})), &[]).await).await;
+    let (_, b) = post_json(&h, "/v1/runs", json!({"input": "talk"})).await;
     let talk = b["run_id"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (s, b) = json_of(
-        call(
-            &h,
-            "POST",
-            &format!("/v1/runs/{talk}/steer"),
-            Some(json!({"message": "  "})),
-            &[],
-        )
-        .await,
+    let (s, b) = post_json(
+        &h,
+        &format!("/v1/runs/{talk}/steer"),
+        json!({"message": "  "}),
     )
     .await;
     assert_eq!(
         (s, b["error"]["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("invalid_steer_input"))
     );
-    let (s, b) = json_of(
-        call(
-            &h,
-            "POST",
-            &format!("/v1/runs/{talk}/steer"),
-            Some(json!({"text": "and also this"})),
-            &[],
-        )
-        .await,
+    let (s, b) = post_json(
+        &h,
+        &format!("/v1/runs/{talk}/steer"),
+        json!({"text": "and also this"}),
     )
     .await;
     assert_eq!(
@@ -585,23 +563,21 @@ async fn a_run_cut_off_by_kill_9_reads_as_failed_after_the_restart() {
         Scripted::Delayed(Duration::from_secs(30), Box::new(Scripted::text("never"))),
     ]);
     let mut h = Herald::start(&api_config(&provider.base_url, ""));
-    let (_, b) =
-        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "one"})), &[]).await).await;
+    let (_, b) = post_json(&h, "/v1/runs", json!({"input": "one"})).await;
     let done = b["run_id"].as_str().unwrap().to_owned();
     let (events, _) = run_events(&h, &done).await;
     assert_eq!(events.last().unwrap()["event"], "run.completed");
-    let (_, b) =
-        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "two"})), &[]).await).await;
+    let (_, b) = post_json(&h, "/v1/runs", json!({"input": "two"})).await;
     let cut = b["run_id"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(500)).await;
     h.kill9();
     let h = Herald::start_in(h.into_home(), &[]);
-    let (s, st) = json_of(call(&h, "GET", &format!("/v1/runs/{done}"), None, &[]).await).await;
+    let (s, st) = get_json(&h, &format!("/v1/runs/{done}")).await;
     assert_eq!(
         (s, st["status"].as_str(), st["output"].as_str()),
         (StatusCode::OK, Some("completed"), Some("first"))
     );
-    let (_, st) = json_of(call(&h, "GET", &format!("/v1/runs/{cut}"), None, &[]).await).await;
+    let (_, st) = get_json(&h, &format!("/v1/runs/{cut}")).await;
     assert_eq!(st["status"], "failed", "{st}");
 }
 
@@ -736,15 +712,10 @@ async fn idle_connections_and_a_slow_reader_slow_nothing_else() {
     let started = Instant::now();
     let r = client().get(h.url("/health")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let (s, b) = json_of(
-        call(
-            &h,
-            "POST",
-            "/v1/chat/completions",
-            Some(json!({"messages": [{"role": "user", "content": "hi"}]})),
-            &[],
-        )
-        .await,
+    let (s, b) = post_json(
+        &h,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "hi"}]}),
     )
     .await;
     assert_eq!(
@@ -770,17 +741,7 @@ async fn the_default_cap_is_ten_runs_and_a_raised_cap_serves_a_hundred() {
     let h = Herald::start(&api_config(&provider.base_url, ""));
     let mut ids = Vec::new();
     for i in 0..10 {
-        let (s, b) = json_of(
-            call(
-                &h,
-                "POST",
-                "/v1/runs",
-                Some(json!({"input": format!("run {i}")})),
-                &[],
-            )
-            .await,
-        )
-        .await;
+        let (s, b) = post_json(&h, "/v1/runs", json!({"input": format!("run {i}")})).await;
         assert_eq!(s, StatusCode::ACCEPTED, "{b}");
         ids.push(b["run_id"].as_str().unwrap().to_owned());
     }
@@ -802,25 +763,14 @@ async fn the_default_cap_is_ten_runs_and_a_raised_cap_serves_a_hundred() {
     let h = Herald::start(&raised);
     let mut ids = Vec::new();
     for i in 0..100 {
-        let (s, b) = json_of(
-            call(
-                &h,
-                "POST",
-                "/v1/runs",
-                Some(json!({"input": format!("run {i}")})),
-                &[],
-            )
-            .await,
-        )
-        .await;
+        let (s, b) = post_json(&h, "/v1/runs", json!({"input": format!("run {i}")})).await;
         assert_eq!(s, StatusCode::ACCEPTED, "{b}");
         ids.push(b["run_id"].as_str().unwrap().to_owned());
     }
     let started = Instant::now();
     for id in &ids {
         loop {
-            let (_, st) =
-                json_of(call(&h, "GET", &format!("/v1/runs/{id}"), None, &[]).await).await;
+            let (_, st) = get_json(&h, &format!("/v1/runs/{id}")).await;
             if st["status"] == "completed" {
                 break;
             }
@@ -855,8 +805,7 @@ async fn an_unanswered_approval_times_out_as_denied_and_deny_refuses() {
         ),
     );
     let h = Herald::start(&config);
-    let (_, b) =
-        json_of(call(&h, "POST", "/v1/runs", Some(json!({"input": "clean"})), &[]).await).await;
+    let (_, b) = post_json(&h, "/v1/runs", json!({"input": "clean"})).await;
     let id = b["run_id"].as_str().unwrap().to_owned();
     let (events, _) = run_events(&h, &id).await;
     let names: Vec<&str> = events
@@ -875,29 +824,14 @@ async fn an_unanswered_approval_times_out_as_denied_and_deny_refuses() {
     assert_eq!(done["error"], true, "{done}");
     assert!(dir.path().join("kept-1.txt").exists(), "timed out: not run");
 
-    let (_, b) = json_of(
-        call(
-            &h,
-            "POST",
-            "/v1/runs",
-            Some(json!({"input": "clean again"})),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let (_, b) = post_json(&h, "/v1/runs", json!({"input": "clean again"})).await;
     let id = b["run_id"].as_str().unwrap().to_owned();
     let started = Instant::now();
     loop {
-        let (s, b) = json_of(
-            call(
-                &h,
-                "POST",
-                &format!("/v1/runs/{id}/approval"),
-                Some(json!({"choice": "deny"})),
-                &[],
-            )
-            .await,
+        let (s, b) = post_json(
+            &h,
+            &format!("/v1/runs/{id}/approval"),
+            json!({"choice": "deny"}),
         )
         .await;
         if s == StatusCode::OK {
@@ -924,7 +858,7 @@ async fn model_options_list_the_configured_providers_and_what_they_serve() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    let (s, b) = json_of(call(&h, "GET", "/api/model/options", None, &[]).await).await;
+    let (s, b) = get_json(&h, "/api/model/options").await;
     assert_eq!(s, StatusCode::OK, "{b}");
     assert_eq!(b["current"]["model"], "fake-model");
     let first = &b["providers"][0];
@@ -947,7 +881,7 @@ async fn model_options_list_the_configured_providers_and_what_they_serve() {
         "the saved model, not probed: {away}"
     );
     let started = Instant::now();
-    let (s, _) = json_of(call(&h, "GET", "/api/model/options?refresh=1", None, &[]).await).await;
+    let (s, _) = get_json(&h, "/api/model/options?refresh=1").await;
     assert_eq!(s, StatusCode::OK);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
