@@ -10,12 +10,7 @@ use std::sync::Arc;
 
 const PLATFORM: &str = "hermes-agent";
 
-pub(crate) fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+pub(crate) use herald_session::now_secs;
 
 pub async fn health() -> Json<Value> {
     Json(json!({"status": "ok", "platform": PLATFORM, "version": env!("CARGO_PKG_VERSION")}))

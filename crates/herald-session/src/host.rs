@@ -13,8 +13,8 @@ use herald_agent::tool::Clarifier;
 use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Approver, Tool, TurnResult};
 use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::ChatMessage;
-use herald_store::SessionStore;
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
+use herald_store::{SessionReader, SessionStore};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
@@ -22,12 +22,7 @@ use tokio::sync::{mpsc, watch};
 /// Most runs a host keeps at once, live or recently finished.
 pub const DEFAULT_MAX_RUNS: usize = 1024;
 
-pub(crate) fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+pub(crate) use herald_store::now_secs;
 
 /// Who answers a session's approval and clarify requests.
 pub enum Answers {
@@ -242,6 +237,8 @@ pub struct Host {
     client: LlmClient,
     runs: RunRegistry,
     models: crate::model_options::ModelOptions,
+    /// One read connection for the host's lookups, opened on first use.
+    reader: Mutex<Option<SessionReader>>,
 }
 
 impl Host {
@@ -263,6 +260,7 @@ impl Host {
             client,
             runs: RunRegistry::new(max_runs),
             models: crate::model_options::ModelOptions::default(),
+            reader: Mutex::new(None),
         })
     }
 
@@ -291,6 +289,24 @@ impl Host {
             .await?)
     }
 
+    /// Runs `f` on the host's read connection (opened once, not per lookup).
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&SessionReader) -> Result<T, herald_store::StoreError>,
+    ) -> Result<T, SessionError> {
+        let mut reader = self
+            .reader
+            .lock()
+            .map_err(|_| SessionError::Store(herald_store::StoreError::WriterGone))?;
+        if reader.is_none() {
+            *reader = Some(self.store.reader()?);
+        }
+        match reader.as_ref() {
+            Some(r) => Ok(f(r)?),
+            None => Err(SessionError::Store(herald_store::StoreError::WriterGone)),
+        }
+    }
+
     /// Keeps a response of the Responses API, forgetting the least recently used
     /// beyond `keep`.
     pub async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), SessionError> {
@@ -299,7 +315,7 @@ impl Host {
 
     /// A stored response (marked used).
     pub async fn response(&self, id: &str) -> Result<Option<StoredResponse>, SessionError> {
-        let found = self.store.reader()?.response(id)?;
+        let found = self.read(|r| r.response(id))?;
         if found.is_some() {
             self.store.touch_response(id.to_owned()).await?;
         }
@@ -313,17 +329,17 @@ impl Host {
 
     /// The latest stored response of a named conversation.
     pub fn latest_response_of(&self, conversation: &str) -> Result<Option<String>, SessionError> {
-        Ok(self.store.reader()?.latest_response_of(conversation)?)
+        self.read(|r| r.latest_response_of(conversation))
     }
 
     /// Whether a session with this id is stored.
     pub fn has_session(&self, id: &str) -> Result<bool, SessionError> {
-        Ok(self.store.reader()?.session(id)?.is_some())
+        self.read(|r| Ok(r.session(id)?.is_some()))
     }
 
     /// The most recent session of a source.
     pub fn latest_session(&self, source: &str) -> Result<Option<String>, SessionError> {
-        Ok(self.store.reader()?.latest(source)?)
+        self.read(|r| r.latest(source))
     }
 
     fn build_session(
@@ -403,11 +419,11 @@ impl Host {
         id: &str,
         opts: SessionOptions,
     ) -> Result<Session, SessionError> {
-        let reader = self.store.reader()?;
-        let Some(row) = reader.session(id)? else {
+        let (row, rows) = self.read(|r| Ok((r.session(id)?, r.history(id)?)))?;
+        let Some(row) = row else {
             return Err(SessionError::NotFound(id.to_owned()));
         };
-        let history = saved_history(reader.history(id)?);
+        let history = saved_history(rows);
         let mut opts = opts;
         if opts.cwd.is_none() {
             opts.cwd = row.cwd.map(PathBuf::from).filter(|p| p.is_dir());
@@ -444,7 +460,7 @@ impl Host {
             return Err(SessionError::Busy(session.id().to_owned()));
         }
         let survivors = self.store.rewind(session.id().to_owned(), target).await??;
-        session.set_history(saved_history(self.store.reader()?.history(session.id())?));
+        session.set_history(saved_history(self.read(|r| r.history(session.id()))?));
         Ok(survivors)
     }
 
@@ -557,7 +573,7 @@ impl Host {
         if let Some(cell) = self.runs.get(run_id) {
             return Ok(Some(cell.status.borrow().clone()));
         }
-        Ok(self.store.reader()?.run(run_id)?.map(RunStatus::from_row))
+        Ok(self.read(|r| r.run(run_id))?.map(RunStatus::from_row))
     }
 
     /// How many runs are live.

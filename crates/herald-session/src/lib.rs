@@ -36,6 +36,7 @@ pub use herald_agent::tool::{Clarifier, ClarifyRequest};
 pub use herald_agent::{ApprovalRequest, Approver, Decision, skills, string_list, toolsets};
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;
+pub use herald_store::now_secs;
 pub use herald_store::sessions::StoredResponse;
 pub use host::{Answers, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;

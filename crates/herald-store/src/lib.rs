@@ -61,6 +61,14 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+/// Seconds since the Unix epoch (the unit of Hermes's `state.db` timestamps).
+pub fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

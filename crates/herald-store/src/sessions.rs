@@ -204,12 +204,7 @@ pub enum RewindRefused {
     WouldEmpty,
 }
 
-fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+use crate::now_secs;
 
 /// Inserts one message and updates its session's counters.
 fn insert_message(conn: &Connection, session_id: &str, m: &NewMessage) -> rusqlite::Result<i64> {
