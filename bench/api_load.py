@@ -27,7 +27,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load import ROOT, WRK_DONE, cpu_seconds, free_port, lua_string, rss_kb, wait_http  # noqa: E402
+from load import ROOT, WRK_DONE, cpu_seconds, free_port, lua_string, rss_kb, wait_http, wrk_result  # noqa: E402
 
 KEY = "bench-api-key-0123456789abcdef"
 
@@ -58,12 +58,7 @@ def wrk(port, stream, connections, duration):
             capture_output=True, text=True, check=True)
     finally:
         os.unlink(lua)
-    for line in out.stderr.splitlines():
-        if line.startswith("WRK_RESULT "):
-            r = json.loads(line[len("WRK_RESULT "):])
-            r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
-            return r
-    raise SystemExit("wrk printed no result:\n" + out.stdout + out.stderr)
+    return wrk_result(out)
 
 
 def measure(pid, port, stream, connections, duration):

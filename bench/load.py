@@ -162,6 +162,11 @@ def run_wrk(port, mix, body, args, run_id):
         )
     finally:
         os.unlink(lua)
+    return wrk_result(out)
+
+
+def wrk_result(out):
+    """The summary WRK_DONE printed, with requests/s."""
     for line in out.stderr.splitlines():
         if line.startswith("WRK_RESULT "):
             r = json.loads(line[len("WRK_RESULT "):])
