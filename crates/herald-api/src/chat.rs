@@ -81,21 +81,16 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
         ApiError::bad_request("Invalid JSON in request body", None),
     )?;
     let stream = body::truthy(request.get("stream"));
-    if !stream && let Some(key) = idempotency::key_of(&headers) {
-        let print = idempotency::fingerprint(
-            &request,
-            &["model", "messages", "tools", "tool_choice", "stream"],
-        );
-        let slot = api.idempotency.slot(&key, print);
-        let cached = slot
-            .get_or_init(|| async {
-                let answer = run_completion(api.clone(), &headers, &request, false).await;
-                idempotency::Cached::of(answer.unwrap_or_else(IntoResponse::into_response)).await
-            })
-            .await;
-        return Ok(cached.response());
+    if stream {
+        return run_completion(api, &headers, &request, true).await;
     }
-    run_completion(api, &headers, &request, stream).await
+    let fields = ["model", "messages", "tools", "tool_choice", "stream"];
+    let make = || async {
+        run_completion(api.clone(), &headers, &request, false)
+            .await
+            .unwrap_or_else(IntoResponse::into_response)
+    };
+    Ok(idempotency::once(&api.idempotency, &headers, &request, &fields, make).await)
 }
 
 /// One completion's run, answered whole or streamed.

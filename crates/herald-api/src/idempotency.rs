@@ -18,14 +18,14 @@ const MAX_KEYS: usize = 10_000;
 
 /// An answer as it was sent.
 #[derive(Clone)]
-pub struct Cached {
+struct Cached {
     status: StatusCode,
     headers: HeaderMap,
     body: Bytes,
 }
 
 impl Cached {
-    pub async fn of(response: Response) -> Cached {
+    async fn of(response: Response) -> Cached {
         let (parts, body) = response.into_parts();
         let body = axum::body::to_bytes(body, usize::MAX)
             .await
@@ -37,7 +37,7 @@ impl Cached {
         }
     }
 
-    pub fn response(&self) -> Response {
+    fn response(&self) -> Response {
         let mut r = Response::new(Body::from(self.body.clone()));
         *r.status_mut() = self.status;
         *r.headers_mut() = self.headers.clone();
@@ -56,7 +56,7 @@ pub struct Idempotency {
 }
 
 /// The fingerprint of a request: these fields of its body.
-pub fn fingerprint(request: &Map<String, Value>, fields: &[&str]) -> [u8; 32] {
+fn fingerprint(request: &Map<String, Value>, fields: &[&str]) -> [u8; 32] {
     let mut h = Sha256::new();
     for f in fields {
         h.update(f.as_bytes());
@@ -75,7 +75,7 @@ pub fn fingerprint(request: &Map<String, Value>, fields: &[&str]) -> [u8; 32] {
 impl Idempotency {
     /// The slot of `key`: the one a request with this fingerprint filled or is filling,
     /// else a new one.
-    pub fn slot(&self, key: &str, print: [u8; 32]) -> Slot {
+    fn slot(&self, key: &str, print: [u8; 32]) -> Slot {
         let Ok(mut entries) = self.entries.lock() else {
             return Slot::default();
         };
@@ -102,8 +102,31 @@ impl Idempotency {
     }
 }
 
+/// The answer `make` gives, made at most once per key and fingerprint within the
+/// window: a whole (non-streamed) request with an `Idempotency-Key` header; any other
+/// request is simply made.
+pub async fn once<F, Fut>(
+    store: &Idempotency,
+    headers: &HeaderMap,
+    request: &Map<String, Value>,
+    fields: &[&str],
+    make: F,
+) -> Response
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Response>,
+{
+    let Some(key) = key_of(headers) else {
+        return make().await;
+    };
+    let slot = store.slot(&key, fingerprint(request, fields));
+    slot.get_or_init(|| async { Cached::of(make().await).await })
+        .await
+        .response()
+}
+
 /// The request's `Idempotency-Key`, when it has a usable one.
-pub fn key_of(headers: &HeaderMap) -> Option<String> {
+fn key_of(headers: &HeaderMap) -> Option<String> {
     let v = headers.get("idempotency-key")?.to_str().ok()?.trim();
     (!v.is_empty() && v.len() <= 256).then(|| v.to_owned())
 }

@@ -6,7 +6,7 @@
 use crate::body::{self, content_text};
 use crate::errors::ApiError;
 use crate::session_pick::{self, open_or_resume};
-use crate::{Api, sse};
+use crate::{Api, idempotency, sse};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -190,7 +190,32 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
         &bytes,
         ApiError::bad_request_short("Invalid JSON in request body"),
     )?;
-    let ask = ask_of(&api, &request).await?;
+    if body::truthy(request.get("stream")) {
+        return run_response(api, &headers, &request).await;
+    }
+    let fields = [
+        "input",
+        "instructions",
+        "previous_response_id",
+        "conversation",
+        "model",
+        "tools",
+    ];
+    let make = || async {
+        run_response(api.clone(), &headers, &request)
+            .await
+            .unwrap_or_else(IntoResponse::into_response)
+    };
+    Ok(idempotency::once(&api.idempotency, &headers, &request, &fields, make).await)
+}
+
+/// One response's run, answered whole or streamed.
+async fn run_response(
+    api: Arc<Api>,
+    headers: &HeaderMap,
+    request: &Map<String, Value>,
+) -> Result<Response, ApiError> {
+    let ask = ask_of(&api, request).await?;
     let permit = api.permit()?;
     let options = session_pick::options(
         Answers::Nobody,

@@ -888,6 +888,17 @@ async fn model_options_list_the_configured_providers_and_what_they_serve() {
 
 #[tokio::test]
 async fn an_idempotency_key_repeats_the_first_answer_and_shares_one_run() {
+    let chat_text = |v: &Value| v["choices"][0]["message"]["content"].clone();
+    let chat = |q: &str| json!({"messages": [{"role": "user", "content": q}]});
+    idempotent("/v1/chat/completions", &chat, &chat_text).await;
+    let response_text = |v: &Value| v["output"][0]["content"][0]["text"].clone();
+    let response = |q: &str| json!({"input": q});
+    idempotent("/v1/responses", &response, &response_text).await;
+}
+
+/// Two duplicates at once and a third later share one run and one answer on `path`;
+/// another question is run anew.
+async fn idempotent(path: &str, body: &dyn Fn(&str) -> Value, text: &dyn Fn(&Value) -> Value) {
     let provider = FakeProvider::start(vec![
         Scripted::Delayed(
             Duration::from_millis(500),
@@ -896,9 +907,8 @@ async fn an_idempotency_key_repeats_the_first_answer_and_shares_one_run() {
         Scripted::text("a different question"),
     ]);
     let h = Herald::start(&api_config(&provider.base_url, ""));
-    let body = json!({"messages": [{"role": "user", "content": "once?"}]});
     let send = |b: Value| {
-        let url = h.url("/v1/chat/completions");
+        let url = h.url(path);
         async move {
             let r = client()
                 .post(url)
@@ -911,18 +921,18 @@ async fn an_idempotency_key_repeats_the_first_answer_and_shares_one_run() {
             json_of(r).await
         }
     };
-    let (a, b) = tokio::join!(send(body.clone()), send(body.clone()));
-    let (c, _) = (send(body.clone()).await, ());
+    let (a, b) = tokio::join!(send(body("once?")), send(body("once?")));
+    let c = send(body("once?")).await;
     for (s, v) in [&a, &b, &c] {
-        assert_eq!(*s, StatusCode::OK);
-        assert_eq!(v["choices"][0]["message"]["content"], "only once", "{v}");
+        assert_eq!(*s, StatusCode::OK, "{path}: {v}");
+        assert_eq!(text(v), "only once", "{path}: {v}");
     }
-    assert_eq!(a.1["id"], c.1["id"], "the same answer");
-    assert_eq!(provider.requests().len(), 1, "one run for all three");
-    let (_, other) =
-        send(json!({"messages": [{"role": "user", "content": "something else"}]})).await;
+    assert_eq!(a.1["id"], c.1["id"], "{path}: the same answer");
     assert_eq!(
-        other["choices"][0]["message"]["content"],
-        "a different question"
+        provider.requests().len(),
+        1,
+        "{path}: one run for all three"
     );
+    let (_, other) = send(body("something else")).await;
+    assert_eq!(text(&other), "a different question", "{path}: {other}");
 }
