@@ -3,6 +3,7 @@
 //! whole or as the OpenAI chunk stream (with `hermes.tool.progress` events).
 
 use crate::errors::ApiError;
+use crate::schema::*;
 use crate::session_pick::{self, Picked};
 use crate::{Api, body, idempotency, sse};
 use axum::Json;
@@ -67,6 +68,7 @@ fn hermes_outcome(end: &RunStatus) -> Value {
     })
 }
 
+#[utoipa::path(post, path = "/v1/chat/completions", tag = "chat", request_body = ChatCompletionRequest, params(("X-Hermes-Session-Id" = Option<String>, Header, description = "Continue this stored session"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat-safe whole requests")), responses((status = 200, description = "The answer, whole or as chunks", content((ChatCompletion = "application/json"), (ChatCompletionChunk = "text/event-stream"))), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 502, description = "agent_incomplete", body = ErrorEnvelope), (status = 429, description = "At the concurrency cap (Retry-After)", body = ErrorEnvelope), (status = 503, description = "Draining for shutdown", body = ErrorEnvelope)))]
 pub async fn completions(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) -> Response {
     match complete(api, headers, raw).await {
         Ok(r) => r,

@@ -3,8 +3,11 @@
 
 use crate::Api;
 use crate::errors::ApiError;
+use crate::schema::*;
 use axum::Json;
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -12,10 +15,24 @@ const PLATFORM: &str = "hermes-agent";
 
 pub(crate) use herald_session::now_secs;
 
+#[utoipa::path(get, path = "/health", tag = "health", security(()), responses((status = 200, description = "Alive", body = Health)))]
 pub async fn health() -> Json<Value> {
     Json(json!({"status": "ok", "platform": PLATFORM, "version": env!("CARGO_PKG_VERSION")}))
 }
 
+#[utoipa::path(get, path = "/v1/health", tag = "health", security(()), responses((status = 200, description = "Alive", body = Health)))]
+pub async fn v1_health() -> Json<Value> {
+    health().await
+}
+
+/// This document, generated from the handlers' path entries when the router is built.
+#[utoipa::path(get, path = "/openapi.json", tag = "discovery", responses((status = 200, description = "The OpenAPI document", content_type = "application/json"), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
+pub async fn openapi(State(api): State<Arc<Api>>) -> Response {
+    let doc = api.openapi.get().cloned().unwrap_or_default();
+    ([(CONTENT_TYPE, "application/json")], doc).into_response()
+}
+
+#[utoipa::path(get, path = "/health/detailed", tag = "health", responses((status = 200, description = "Readiness and active agents", body = HealthDetailed), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
 pub async fn health_detailed(State(api): State<Arc<Api>>) -> Json<Value> {
     let draining = api.draining.load(std::sync::atomic::Ordering::SeqCst);
     let active = api.host.live_runs();
@@ -40,6 +57,7 @@ fn model_entry(id: &str, root: &str, parent: Option<&str>) -> Value {
     json!({"id": id, "object": "model", "created": now_secs() as u64, "owned_by": "hermes", "permission": [], "root": root, "parent": parent})
 }
 
+#[utoipa::path(get, path = "/v1/models", tag = "discovery", responses((status = 200, description = "The advertised model and its aliases", body = ModelList), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
 pub async fn models(State(api): State<Arc<Api>>) -> Json<Value> {
     let primary = api.model_id.as_str();
     let mut data = vec![model_entry(primary, primary, None)];
@@ -68,6 +86,7 @@ const ENDPOINTS: &[(&str, &str, &str)] = &[
     ("run_steer", "POST", "/v1/runs/{run_id}/steer"),
 ];
 
+#[utoipa::path(get, path = "/v1/capabilities", tag = "discovery", responses((status = 200, description = "What this server offers", body = Capabilities), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
 pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Value> {
     let endpoints: serde_json::Map<String, Value> = ENDPOINTS
         .iter()
@@ -98,6 +117,7 @@ pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Value> {
 }
 
 /// `GET /api/model/options[?refresh=1]`.
+#[utoipa::path(get, path = "/api/model/options", tag = "discovery", params(("refresh" = Option<bool>, Query, description = "Probe the providers again")), responses((status = 200, description = "Providers and models to pick from", body = ModelOptions), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
 pub async fn model_options(
     State(api): State<Arc<Api>>,
     axum::extract::RawQuery(query): axum::extract::RawQuery,

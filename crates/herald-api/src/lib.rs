@@ -14,18 +14,22 @@ mod guard;
 mod idempotency;
 mod responses;
 mod runs_api;
+mod schema;
 mod session_pick;
 mod sse;
 
 use axum::Router;
-use axum::routing::{get, post};
+use bytes::Bytes;
 use errors::ApiError;
 use herald_config::ApiServerSettings;
 use herald_config::api_settings::key_problem;
 use herald_session::Host;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// The API server's shared state.
 pub struct Api {
@@ -38,6 +42,8 @@ pub struct Api {
     permits: Option<Arc<Semaphore>>,
     draining: AtomicBool,
     idempotency: idempotency::Idempotency,
+    /// `/openapi.json`'s body, made once with the router.
+    openapi: OnceLock<Bytes>,
 }
 
 /// Why the API server cannot start.
@@ -85,6 +91,7 @@ impl Api {
             model_id,
             draining: AtomicBool::new(false),
             idempotency: idempotency::Idempotency::default(),
+            openapi: OnceLock::new(),
         }))
     }
 
@@ -113,27 +120,30 @@ impl Api {
     }
 }
 
-/// Every route of the API.
+/// Every route of the API, each registered with its OpenAPI path entry so that
+/// `/openapi.json` lists exactly what is served.
 pub fn router(api: Arc<Api>) -> Router {
-    Router::new()
-        .route("/health", get(discovery::health))
-        .route("/v1/health", get(discovery::health))
-        .route("/health/detailed", get(discovery::health_detailed))
-        .route("/v1/models", get(discovery::models))
-        .route("/v1/capabilities", get(discovery::capabilities))
-        .route("/api/model/options", get(discovery::model_options))
-        .route("/v1/chat/completions", post(chat::completions))
-        .route("/v1/responses", post(responses::create))
-        .route(
-            "/v1/responses/{id}",
-            get(responses::get).delete(responses::delete),
-        )
-        .route("/v1/runs", post(runs_api::create))
-        .route("/v1/runs/{run_id}", get(runs_api::status))
-        .route("/v1/runs/{run_id}/events", get(runs_api::events))
-        .route("/v1/runs/{run_id}/approval", post(runs_api::approval))
-        .route("/v1/runs/{run_id}/stop", post(runs_api::stop))
-        .route("/v1/runs/{run_id}/steer", post(runs_api::steer))
+    let (routes, doc) = OpenApiRouter::with_openapi(schema::Doc::openapi())
+        .routes(routes!(discovery::health))
+        .routes(routes!(discovery::v1_health))
+        .routes(routes!(discovery::health_detailed))
+        .routes(routes!(discovery::models))
+        .routes(routes!(discovery::capabilities))
+        .routes(routes!(discovery::model_options))
+        .routes(routes!(discovery::openapi))
+        .routes(routes!(chat::completions))
+        .routes(routes!(responses::create))
+        .routes(routes!(responses::get, responses::delete))
+        .routes(routes!(runs_api::create))
+        .routes(routes!(runs_api::status))
+        .routes(routes!(runs_api::events))
+        .routes(routes!(runs_api::approval))
+        .routes(routes!(runs_api::stop))
+        .routes(routes!(runs_api::steer))
+        .split_for_parts();
+    let doc = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    let _ = api.openapi.set(Bytes::from(doc));
+    routes
         .fallback(discovery::not_found)
         .layer(axum::middleware::from_fn_with_state(
             api.clone(),

@@ -5,6 +5,7 @@
 
 use crate::body::{self, content_text};
 use crate::errors::ApiError;
+use crate::schema::*;
 use crate::session_pick::{self, open_or_resume};
 use crate::{Api, idempotency, sse};
 use axum::Json;
@@ -177,6 +178,7 @@ async fn ask_of(api: &Api, request: &Map<String, Value>) -> Result<Ask, ApiError
     })
 }
 
+#[utoipa::path(post, path = "/v1/responses", tag = "responses", request_body = ResponseRequest, params(("Idempotency-Key" = Option<String>, Header, description = "Repeat-safe whole requests")), responses((status = 200, description = "The response, whole or as events", content((ResponseObject = "application/json"), ("text/event-stream"))), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Previous response not found", body = ErrorEnvelope), (status = 429, description = "At the concurrency cap (Retry-After)", body = ErrorEnvelope), (status = 503, description = "Draining for shutdown", body = ErrorEnvelope)))]
 pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) -> Response {
     match respond(api, headers, raw).await {
         Ok(r) => r,
@@ -532,6 +534,7 @@ impl Events<'_> {
     }
 }
 
+#[utoipa::path(get, path = "/v1/responses/{id}", tag = "responses", params(("id" = String, Path, description = "The response's id")), responses((status = 200, description = "The stored response", body = ResponseObject), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Not stored", body = ErrorEnvelope)))]
 pub async fn get(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     match api.host.response(&id).await {
         Ok(Some(r)) => {
@@ -543,6 +546,7 @@ pub async fn get(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Respons
     }
 }
 
+#[utoipa::path(delete, path = "/v1/responses/{id}", tag = "responses", params(("id" = String, Path, description = "The response's id")), responses((status = 200, description = "Deleted", body = Deleted), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Not stored", body = ErrorEnvelope)))]
 pub async fn delete(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     match api.host.delete_response(&id).await {
         Ok(true) => Json(json!({"id": id, "object": "response", "deleted": true})).into_response(),

@@ -3,6 +3,7 @@
 
 use crate::body::{self, content_text};
 use crate::errors::ApiError;
+use crate::schema::*;
 use crate::session_pick::{self, open_or_resume};
 use crate::{Api, sse};
 use axum::Json;
@@ -93,6 +94,7 @@ fn history_of(items: &[Value]) -> Result<Vec<ChatMessage>, ApiError> {
     Ok(out)
 }
 
+#[utoipa::path(post, path = "/v1/runs", tag = "runs", request_body = RunRequest, responses((status = 202, description = "Started", body = RunStarted), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 429, description = "At the concurrency cap (Retry-After)", body = ErrorEnvelope), (status = 503, description = "Draining for shutdown", body = ErrorEnvelope)))]
 pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) -> Response {
     answer(start(api, headers, raw).await)
 }
@@ -157,6 +159,7 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
     Ok(response)
 }
 
+#[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "The run's status", body = RunStatusObject), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
 pub async fn status(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     match api.host.run_status(&id) {
         Ok(Some(s)) => Json(status_body(&s)).into_response(),
@@ -179,6 +182,7 @@ async fn live_run(api: &Api, id: &str) -> Option<RunHandle> {
     }
 }
 
+#[utoipa::path(get, path = "/v1/runs/{run_id}/events", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "Every event from the run's creation, then the live ones", content((RunEventFrame = "text/event-stream"))), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
 pub async fn events(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     let Some(run) = live_run(&api, &id).await else {
         return run_not_found(&id).into_response();
@@ -314,6 +318,7 @@ fn parse_choice(v: Option<&Value>) -> Option<Decision> {
     }
 }
 
+#[utoipa::path(post, path = "/v1/runs/{run_id}/approval", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = ApprovalRequest, responses((status = 200, description = "Resolved", body = ApprovalAnswer), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "approval_not_active or approval_not_pending", body = ErrorEnvelope)))]
 pub async fn approval(State(api): State<Arc<Api>>, Path(id): Path<String>, raw: Body) -> Response {
     answer(approve(api, id, raw).await)
 }
@@ -353,6 +358,7 @@ async fn approve(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiEr
     Ok(Json(json!({"object": "hermes.run.approval_response", "run_id": id, "choice": decision_name(decision), "resolved": resolved})).into_response())
 }
 
+#[utoipa::path(post, path = "/v1/runs/{run_id}/stop", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "Stopping, or the finished run's status", body = Stopping), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
 pub async fn stop(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     let Some(run) = api.host.run(&id) else {
         return status(State(api), Path(id)).await;
@@ -373,6 +379,7 @@ fn steer_text(request: &Map<String, Value>) -> String {
         .unwrap_or_default()
 }
 
+#[utoipa::path(post, path = "/v1/runs/{run_id}/steer", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = SteerRequest, responses((status = 200, description = "Queued for the next tool boundary", body = Steered), (status = 400, description = "invalid_steer_input", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "run_not_accepting_steer or steer_not_accepted", body = ErrorEnvelope)))]
 pub async fn steer(State(api): State<Arc<Api>>, Path(id): Path<String>, raw: Body) -> Response {
     answer(steer_run(api, id, raw).await)
 }

@@ -936,3 +936,72 @@ async fn idempotent(path: &str, body: &dyn Fn(&str) -> Value, text: &dyn Fn(&Val
     let (_, other) = send(body("something else")).await;
     assert_eq!(text(&other), "a different question", "{path}: {other}");
 }
+
+#[tokio::test]
+async fn the_openapi_document_lists_exactly_the_routes_served_behind_the_key() {
+    let provider = FakeProvider::start(vec![]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let anonymous = client().get(h.url("/openapi.json")).send().await.unwrap();
+    let (s, v) = json_of(anonymous).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
+    assert_eq!(v["error"]["code"], "invalid_api_key");
+    let (s, doc) = get_json(&h, "/openapi.json").await;
+    assert_eq!(s, StatusCode::OK, "{doc}");
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."), "{doc}");
+    assert_eq!(doc["security"], json!([{"bearer": []}]));
+    let mut listed = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let open = op["security"] == json!([{}]);
+            listed.push((method.to_uppercase(), path.clone(), open));
+        }
+    }
+    listed.sort();
+    let mut want: Vec<(String, String, bool)> = [
+        ("GET", "/health", true),
+        ("GET", "/v1/health", true),
+        ("GET", "/health/detailed", false),
+        ("GET", "/v1/models", false),
+        ("GET", "/v1/capabilities", false),
+        ("GET", "/api/model/options", false),
+        ("GET", "/openapi.json", false),
+        ("POST", "/v1/chat/completions", false),
+        ("POST", "/v1/responses", false),
+        ("GET", "/v1/responses/{id}", false),
+        ("DELETE", "/v1/responses/{id}", false),
+        ("POST", "/v1/runs", false),
+        ("GET", "/v1/runs/{run_id}", false),
+        ("GET", "/v1/runs/{run_id}/events", false),
+        ("POST", "/v1/runs/{run_id}/approval", false),
+        ("POST", "/v1/runs/{run_id}/stop", false),
+        ("POST", "/v1/runs/{run_id}/steer", false),
+    ]
+    .iter()
+    .map(|(m, p, o)| (m.to_string(), p.to_string(), *o))
+    .collect();
+    want.sort();
+    assert_eq!(listed, want);
+    // Each listed operation reaches a handler: neither the fallback's 404 nor a 405.
+    for (method, path, _) in &listed {
+        let path = path
+            .replace("{id}", "resp_none")
+            .replace("{run_id}", "run_none");
+        let body = (method == "POST").then(|| json!({}));
+        let (s, v) = json_of(call(&h, method, &path, body, &[]).await).await;
+        assert_ne!(s, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+        assert!(
+            v["error"]["message"] != "Not found",
+            "{method} {path} fell through to the fallback: {v}"
+        );
+    }
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for name in [
+        "ChatCompletionRequest",
+        "ResponseRequest",
+        "RunRequest",
+        "ErrorEnvelope",
+    ] {
+        assert!(schemas.contains_key(name), "{name} in {schemas:?}");
+    }
+    assert!(schemas["ErrorBody"]["properties"].get("type").is_some());
+}
