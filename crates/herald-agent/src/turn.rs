@@ -10,7 +10,7 @@ use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, cap_result, spec_of, wrap
 use herald_llm::{DeltaEvent, Endpoint, LlmClient, RetryConfig};
 use herald_llm::{ErrorClass, LlmError};
 use herald_protocol::ChatCompletion;
-use herald_protocol::{ChatMessage, Role, ToolCall};
+use herald_protocol::{ChatMessage, Role, ToolCall, Usage};
 use serde_json::Value;
 use serde_json::{Map, json};
 use std::path::PathBuf;
@@ -79,6 +79,8 @@ pub struct TurnResult {
     pub last_reasoning: Option<String>,
     /// Steer text that found no tool boundary to ride on.
     pub pending_steer: Option<String>,
+    /// Tokens the provider reported, summed over the turn's API calls.
+    pub usage: Usage,
 }
 
 /// Interrupt and steer, callable from other tasks while a turn runs.
@@ -231,6 +233,9 @@ impl Agent {
                     break;
                 }
             };
+            result.usage.prompt_tokens += completion.usage.prompt_tokens;
+            result.usage.completion_tokens += completion.usage.completion_tokens;
+            result.usage.total_tokens += completion.usage.total_tokens;
             let Some(choice) = completion.choices.into_iter().next() else {
                 result.failed = true;
                 result.error = Some("the provider returned no choices".into());

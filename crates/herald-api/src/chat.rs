@@ -39,8 +39,10 @@ impl Ids {
     }
 }
 
-fn usage() -> Value {
-    json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+/// The run's token counts in chat completion terms.
+fn usage(end: &RunStatus) -> Value {
+    let (prompt, completion) = (end.input_tokens, end.output_tokens);
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 }
 
 /// How the run ended, as OpenAI's `finish_reason`.
@@ -171,7 +173,7 @@ async fn whole(run: RunHandle, ids: Ids) -> Response {
     let mut body = json!({
         "id": ids.id, "object": "chat.completion", "created": ids.created, "model": ids.model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
-        "usage": usage(),
+        "usage": usage(&end),
     });
     let mut response_headers = Vec::new();
     if reason != "stop" {
@@ -251,7 +253,7 @@ async fn relay(run: &RunHandle, ids: &Ids, frames: &sse::Frames) -> bool {
 async fn finish(ids: &Ids, end: &RunStatus, frames: &sse::Frames) -> bool {
     let reason = finish_reason(end);
     let mut chunk = ids.chunk(json!({}), Some(reason));
-    chunk.insert("usage".into(), usage());
+    chunk.insert("usage".into(), usage(end));
     if reason != "stop" {
         let hermes = hermes_outcome(end);
         if let Some(message) = hermes["error"].as_str() {

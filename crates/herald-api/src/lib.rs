@@ -120,6 +120,12 @@ impl Api {
     }
 }
 
+/// A run's token counts as the Responses and runs APIs name them.
+fn token_usage(s: &herald_session::RunStatus) -> serde_json::Value {
+    let (input, output) = (s.input_tokens, s.output_tokens);
+    serde_json::json!({"input_tokens": input, "output_tokens": output, "total_tokens": input + output})
+}
+
 /// Every route of the API, each registered with its OpenAPI path entry so that
 /// `/openapi.json` lists exactly what is served.
 pub fn router(api: Arc<Api>) -> Router {

@@ -309,10 +309,6 @@ impl Made {
     }
 }
 
-fn usage() -> Value {
-    json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
-}
-
 impl Turn {
     fn message_item(&self, text: &str, status: &str) -> Value {
         json!({"type": "message", "id": format!("msg_{}", &self.id[5..]), "status": status, "role": "assistant",
@@ -323,7 +319,7 @@ impl Turn {
         let mut o = json!({"id": self.id, "object": "response", "status": status, "created_at": self.created_at,
                            "model": self.ask.model, "output": output});
         if status == "completed" {
-            o["usage"] = usage();
+            o["usage"] = end.map(crate::token_usage).unwrap_or_default();
         }
         if status == "failed" {
             let message = end

@@ -35,7 +35,7 @@ fn status_body(s: &RunStatus) -> Value {
     });
     if s.state == RunState::Completed {
         body["output"] = json!(s.output.clone().unwrap_or_default());
-        body["usage"] = json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0});
+        body["usage"] = crate::token_usage(s);
     }
     if let Some(e) = &s.error {
         body["error"] = json!(e);
@@ -280,7 +280,7 @@ fn event_fields(
         RunEventKind::Finished(s) => {
             let mut f = match s.state {
                 RunState::Completed => {
-                    json!({"output": s.output.clone().unwrap_or_default(), "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
+                    json!({"output": s.output.clone().unwrap_or_default(), "usage": crate::token_usage(&s)})
                 }
                 RunState::Cancelled => json!({}),
                 _ => json!({"error": s.error.clone().unwrap_or_else(|| "the run failed".into())}),

@@ -507,6 +507,8 @@ impl Host {
             error: None,
             pending_steer: None,
             api_calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
             retryable: false,
             partial: false,
         });
@@ -733,11 +735,18 @@ impl Drive {
         last.error = error;
         last.pending_steer = result.pending_steer.clone();
         last.api_calls = result.api_calls;
+        last.input_tokens = result.usage.prompt_tokens;
+        last.output_tokens = result.usage.completion_tokens;
         last.retryable = result.failed && result.error_retryable;
         last.partial = result.partial;
         last.last_event = Some(RunEventKind::Finished(last.clone()).name().to_owned());
         let session = self.session.id().to_owned();
-        let usage = (i64::from(result.api_calls), 0, 0);
+        let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let usage = (
+            i64::from(result.api_calls),
+            tokens(last.input_tokens),
+            tokens(last.output_tokens),
+        );
         let run = self.session.0.keep_runs.then(|| last.row());
         if let Err(e) = self.host.store.finish_turn(session, usage, run).await {
             tracing::warn!(run = %last.run_id, error = %e, "the turn's usage and status were not kept");

@@ -82,6 +82,9 @@ pub struct RunStatus {
     pub pending_steer: Option<String>,
     /// API calls the turn made.
     pub api_calls: u32,
+    /// Tokens the provider reported for the turn (prompt, completion).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
     /// A failure worth trying again later (network, 5xx, 429); not kept in `state.db`.
     pub retryable: bool,
     /// The answer was cut short (e.g. the output limit); not kept in `state.db`.
@@ -101,8 +104,8 @@ impl RunStatus {
             output: self.output.clone(),
             error: self.error.clone(),
             pending_steer: self.pending_steer.clone(),
-            input_tokens: 0,
-            output_tokens: 0,
+            input_tokens: i64::try_from(self.input_tokens).unwrap_or(i64::MAX),
+            output_tokens: i64::try_from(self.output_tokens).unwrap_or(i64::MAX),
         }
     }
 
@@ -119,6 +122,8 @@ impl RunStatus {
             error: r.error,
             pending_steer: r.pending_steer,
             api_calls: 0,
+            input_tokens: u64::try_from(r.input_tokens).unwrap_or(0),
+            output_tokens: u64::try_from(r.output_tokens).unwrap_or(0),
             retryable: false,
             partial: false,
         }

@@ -188,6 +188,11 @@ async fn chat_completions_whole_and_streamed() {
         json!({"role": "assistant", "content": "Hello there."})
     );
     assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    assert_eq!(
+        body["usage"],
+        json!({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}),
+        "the provider's counts"
+    );
     assert!(
         session.starts_with("api-") && session.len() == 20,
         "{session}"
@@ -248,7 +253,7 @@ async fn chat_completions_whole_and_streamed() {
     assert_eq!(content, "Done.");
     let last = data.last().unwrap();
     assert_eq!(last["choices"][0]["finish_reason"], "stop");
-    assert!(last["usage"].is_object());
+    assert_eq!(last["usage"]["total_tokens"], 5, "{last}");
     assert_eq!(frames.last(), Some(&"data: [DONE]"));
     let progress: Vec<&&str> = frames
         .iter()
@@ -469,6 +474,11 @@ async fn runs_with_approval_late_events_stop_and_steer() {
     );
     assert_eq!(names.last(), Some(&"run.completed"), "{names:?}");
     assert_eq!(events.last().unwrap()["output"], "Removed.");
+    assert_eq!(
+        events.last().unwrap()["usage"],
+        json!({"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}),
+        "the provider's counts over the run's calls"
+    );
     assert!(
         events
             .iter()
@@ -485,6 +495,7 @@ async fn runs_with_approval_late_events_stop_and_steer() {
         ),
         (Some("completed"), Some("Removed."), Some("hermes.run"))
     );
+    assert_eq!(st["usage"]["total_tokens"], 5, "{st}");
     let (s, b) = post_json(
         &h,
         &format!("/v1/runs/{run_id}/approval"),
@@ -935,6 +946,8 @@ async fn idempotent(path: &str, body: &dyn Fn(&str) -> Value, text: &dyn Fn(&Val
     );
     let (_, other) = send(body("something else")).await;
     assert_eq!(text(&other), "a different question", "{path}: {other}");
+    let tokens = other["usage"]["total_tokens"].clone();
+    assert_eq!(tokens, 5, "{path}: the provider's counts: {other}");
 }
 
 #[tokio::test]
