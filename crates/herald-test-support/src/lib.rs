@@ -150,6 +150,8 @@ impl FakeProvider {
                     axum::Json(json!({"object": "list", "data": [{"id": "fake-model", "object": "model"}, {"id": "fake-large", "object": "model"}]}))
                 }),
             )
+            // Real providers take long transcripts; axum's default is 2 MB.
+            .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
             .with_state(state.clone());
         let (addr, thread) = listen_in_thread_on(addr.to_owned(), move |listener| async move {
             axum::serve(listener, app).await.unwrap();

@@ -1018,3 +1018,149 @@ async fn the_openapi_document_lists_exactly_the_routes_served_behind_the_key() {
     }
     assert!(schemas["ErrorBody"]["properties"].get("type").is_some());
 }
+
+/// Sends `body` as it is (any bytes) to `path` with the key.
+async fn post_raw(h: &Herald, path: &str, body: Vec<u8>) -> (StatusCode, Value) {
+    let r = client()
+        .post(h.url(path))
+        .header("Authorization", format!("Bearer {KEY}"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    json_of(r).await
+}
+
+#[tokio::test]
+async fn bad_input_on_every_route_gets_a_clear_answer_and_slows_nothing() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::text("fine"));
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let cases: Vec<(&str, Vec<u8>, u16)> = vec![
+        ("/v1/chat/completions", b"[1, 2]".to_vec(), 400),
+        ("/v1/chat/completions", deep.clone().into_bytes(), 400),
+        (
+            "/v1/chat/completions",
+            b"{\"messages\": \"hi\"}".to_vec(),
+            400,
+        ),
+        (
+            "/v1/chat/completions",
+            b"{\"messages\": [42, null]}".to_vec(),
+            400,
+        ),
+        (
+            "/v1/chat/completions",
+            br#"{"messages": [{"role": 5, "content": {"a": 1}}]}"#.to_vec(),
+            400,
+        ),
+        (
+            "/v1/chat/completions",
+            b"{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}".to_vec(),
+            400,
+        ),
+        (
+            "/v1/chat/completions",
+            br#"{"model": 7, "stream": {}, "messages": [{"role": "user", "content": "ok"}]}"#
+                .to_vec(),
+            200,
+        ),
+        ("/v1/responses", b"\xff\xfe\xfd".to_vec(), 400),
+        ("/v1/responses", deep.into_bytes(), 400),
+        ("/v1/responses", b"{\"input\": 42}".to_vec(), 400),
+        (
+            "/v1/responses",
+            br#"{"input": [{"role": "user"}]}"#.to_vec(),
+            400,
+        ),
+        (
+            "/v1/responses",
+            br#"{"input": "x", "conversation_history": "no"}"#.to_vec(),
+            400,
+        ),
+        (
+            "/v1/responses",
+            br#"{"input": "x", "previous_response_id": 12}"#.to_vec(),
+            200,
+        ),
+        ("/v1/runs", b"{\"input\": {\"a\": 1}}".to_vec(), 400),
+        ("/v1/runs", b"{\"input\": \"\"}".to_vec(), 400),
+        ("/v1/runs", b"null".to_vec(), 400),
+        (
+            "/v1/runs/run_none/approval",
+            b"{\"choice\": 5}".to_vec(),
+            404,
+        ),
+        ("/v1/runs/run_none/steer", b"\xff".to_vec(), 404),
+    ];
+    for (path, body, want) in cases {
+        let shown = String::from_utf8_lossy(&body)
+            .chars()
+            .take(60)
+            .collect::<String>();
+        let (s, v) = post_raw(&h, path, body).await;
+        assert_eq!(s.as_u16(), want, "{path} {shown}: {v}");
+        if want != 200 {
+            let message = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(!message.is_empty(), "{path} {shown}: a message: {v}");
+        }
+    }
+    // A transcript of 20,000 messages near the body limit is answered, and health stays quick
+    // meanwhile.
+    let messages: Vec<Value> = (0..20_000)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("message {i} {}", "x".repeat(400))})
+        })
+        .collect();
+    let body = serde_json::to_vec(&json!({"messages": messages})).unwrap();
+    assert!(
+        body.len() > 8_000_000 && body.len() < 10_000_000,
+        "{}",
+        body.len()
+    );
+    let big = tokio::spawn({
+        let url = h.url("/v1/chat/completions");
+        async move {
+            let started = Instant::now();
+            let r = client()
+                .post(url)
+                .header("Authorization", format!("Bearer {KEY}"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            (status, r.text().await.unwrap(), started.elapsed())
+        }
+    });
+    let mut slowest = Duration::ZERO;
+    while !big.is_finished() {
+        let started = Instant::now();
+        let (s, _) = get_json(&h, "/health").await;
+        assert_eq!(s, StatusCode::OK);
+        slowest = slowest.max(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, text, took) = big.await.unwrap();
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the long transcript is answered: {text}"
+    );
+    assert!(
+        slowest < Duration::from_millis(500),
+        "health took {slowest:?} (the big one {took:?})"
+    );
+    let sent = provider.requests().last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        sent > 20_000,
+        "the whole transcript reached the provider: {sent}"
+    );
+}
