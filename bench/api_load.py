@@ -12,7 +12,13 @@ Prints per server, mode and connection count: requests/s, p50/p99 latency and th
 server's CPU per request; herald's peak RSS; and the first-delta latency of streamed
 answers (median of sequential requests) for both.
 
+With --hermes PATH (the `hermes` script of a venv with `hermes-agent==0.19.0` and
+`aiohttp`), Hermes's own API server is measured in the same run against the same fake
+provider (1 and 8 connections, whole and streamed): requests/s, p50/p99, its CPU per
+request and its first delta.
+
 Usage: python3 bench/api_load.py [--duration 8] [--no-build] [--herald-bin PATH]
+                                 [--hermes PATH]
 """
 
 import argparse
@@ -99,11 +105,46 @@ def start(cmd, prefix, env=None):
             return p, line[len(prefix):].strip()
 
 
+def start_hermes(hermes, base, port):
+    """Hermes 0.19.0's gateway with only its API server, on the fake provider."""
+    home = tempfile.mkdtemp(prefix="hermes-api-bench-")
+    with open(os.path.join(home, "config.yaml"), "w") as f:
+        f.write(f"model:\n  default: fake\n  provider: custom\n  base_url: {base}\n")
+    env = dict(os.environ, HERMES_HOME=home, API_SERVER_ENABLED="true", API_SERVER_KEY=KEY,
+               API_SERVER_PORT=str(port), OPENAI_API_KEY="unused",
+               HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1,localhost")
+    p = subprocess.Popen([hermes, "gateway", "run"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    wait_http(port, timeout=60.0)
+    return p
+
+
+def compare_hermes(hermes, base, herald_pid, herald_port, duration):
+    port = free_port()
+    p = start_hermes(hermes, base, port)
+    try:
+        print(f"{'mode':<7} {'conns':>5} {'Hermes req/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'CPU us':>8}"
+              f" {'herald req/s':>12} {'p50 ms':>7} {'CPU us':>7} {'errors H/h':>10}")
+        for stream in (False, True):
+            for conns in (1, 8):
+                x = measure(p.pid, port, stream, conns, duration)
+                h = measure(herald_pid, herald_port, stream, conns, duration)
+                print(f"{'stream' if stream else 'whole':<7} {conns:>5} {x['rps']:>12.1f} {x['p50_us']/1000:>7.1f}"
+                      f" {x['p99_us']/1000:>7.1f} {x['cpu_us']:>8.0f} {h['rps']:>12.0f} {h['p50_us']/1000:>7.2f}"
+                      f" {h['cpu_us']:>7.0f} {x['errors'] + x['non2xx']:>5}/{h['errors'] + h['non2xx']}")
+        print(f"first stream delta: Hermes {first_delta_ms(port, 10):.1f} ms, "
+              f"herald {first_delta_ms(herald_port, 10):.2f} ms (median of 10)")
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--herald-bin", default=os.path.join(ROOT, "target/release/herald"))
+    ap.add_argument("--hermes", help="the hermes script of a venv with hermes-agent 0.19.0")
     args = ap.parse_args()
     if not args.no_build:
         for pkg, example in [("herald-cli", None), ("herald-test-support", "fake_upstreams"), ("herald-api", "bare_passthrough")]:
@@ -147,6 +188,8 @@ def main():
                       f" {h['errors'] + h['non2xx']:>5}/{b['errors'] + b['non2xx']}")
         print(f"first stream delta: herald {first_delta_ms(api_port):.2f} ms, bare {first_delta_ms(bare_port):.2f} ms (median of 40)")
         print(f"herald peak RSS under load: {peak[0] / 1024:.1f} MB")
+        if args.hermes:
+            compare_hermes(args.hermes, base, herald.pid, api_port, args.duration)
     finally:
         stop.set()
         for p in (herald, bare, provider):

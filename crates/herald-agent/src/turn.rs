@@ -756,34 +756,21 @@ impl Agent {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let body = LlmClient::request_body(endpoint, messages, tools);
-            let pass = run_request_chain(
-                Kind::LlmRequest,
-                &plugins.llm_request,
-                body,
-                &fields,
-                &plugins.reporter,
-            )
-            .await;
-            let trace = Value::Array(pass.trace.clone());
-            // Payloads are built only for observers that exist (the request is large).
             let observed = plugins.has_observers();
-            if observed {
-                let mut payload = fields.clone();
-                payload.insert("request".into(), pass.effective.clone());
-                payload.insert("middleware_trace".into(), trace.clone());
-                payload.insert("attempt".into(), json!(attempt));
-                let payload = Value::Object(payload);
-                plugins.notify(Notice::PreApiRequest, &payload).await;
-            }
-
-            let outcome = if plugins.llm_execution.is_empty() {
+            let (outcome, trace) = if plugins.llm_request.is_empty()
+                && plugins.llm_execution.is_empty()
+                && !observed
+            {
+                // Nothing sees or changes the request: it is written straight from the
+                // messages and tools, without a JSON tree in between.
                 let mut on_delta = |d: DeltaEvent| forward_delta(d, events);
-                self.client
-                    .stream_body(endpoint, &pass.effective, &mut on_delta)
-                    .await
+                let called = self
+                    .client
+                    .stream_once(endpoint, messages, tools, &mut on_delta)
+                    .await;
+                (called, Value::Array(Vec::new()))
             } else {
-                self.execute_through_middleware(pass.effective.clone(), &fields, &trace, events)
+                self.call_through_plugins(messages, tools, &fields, attempt, events)
                     .await
             };
             match outcome {
@@ -832,6 +819,49 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// One attempt through `llm_request`, `pre_api_request` and `llm_execution`; the
+    /// outcome and the middleware trace.
+    async fn call_through_plugins(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[herald_protocol::ToolSpec],
+        fields: &Map<String, Value>,
+        attempt: u32,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> (Result<ChatCompletion, LlmError>, Value) {
+        let plugins = &self.config.plugins;
+        let endpoint = &self.config.endpoint;
+        let body = LlmClient::request_body(endpoint, messages, tools);
+        let pass = run_request_chain(
+            Kind::LlmRequest,
+            &plugins.llm_request,
+            body,
+            fields,
+            &plugins.reporter,
+        )
+        .await;
+        let trace = Value::Array(pass.trace.clone());
+        // Payloads are built only for observers that exist (the request is large).
+        if plugins.has_observers() {
+            let mut payload = fields.clone();
+            payload.insert("request".into(), pass.effective.clone());
+            payload.insert("middleware_trace".into(), trace.clone());
+            payload.insert("attempt".into(), json!(attempt));
+            let payload = Value::Object(payload);
+            plugins.notify(Notice::PreApiRequest, &payload).await;
+        }
+        let outcome = if plugins.llm_execution.is_empty() {
+            let mut on_delta = |d: DeltaEvent| forward_delta(d, events);
+            self.client
+                .stream_body(endpoint, &pass.effective, &mut on_delta)
+                .await
+        } else {
+            self.execute_through_middleware(pass.effective.clone(), fields, &trace, events)
+                .await
+        };
+        (outcome, trace)
     }
 
     /// The provider call through the `llm_execution` chain (middleware.md A10.1): deltas

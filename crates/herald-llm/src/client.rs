@@ -119,6 +119,58 @@ impl LlmClient {
         body
     }
 
+    /// The request body of [`LlmClient::request_body`] as bytes, written straight from
+    /// the messages and tools (no JSON tree in between; the same bytes).
+    pub fn request_bytes(
+        endpoint: &Endpoint,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> Vec<u8> {
+        /// The fixed fields, in [`LlmClient::request_body`]'s order.
+        #[derive(serde::Serialize)]
+        struct Fixed<'a> {
+            model: &'a str,
+            messages: &'a [ChatMessage],
+            stream: bool,
+            stream_options: StreamOptions,
+            #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
+            tools: &'a [ToolSpec],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            max_tokens: Option<u64>,
+            #[serde(flatten)]
+            extra: &'a serde_json::Map<String, Value>,
+        }
+        #[derive(serde::Serialize)]
+        struct StreamOptions {
+            include_usage: bool,
+        }
+        const FIXED: [&str; 6] = [
+            "model",
+            "messages",
+            "stream",
+            "stream_options",
+            "tools",
+            "max_tokens",
+        ];
+        // `extra_body` replacing a fixed field keeps the tree's last-one-wins order.
+        if endpoint.extra_body.keys().any(|k| FIXED.contains(&k.as_str())) {
+            let body = Self::request_body(endpoint, messages, tools);
+            return serde_json::to_vec(&body).unwrap_or_default();
+        }
+        let fixed = Fixed {
+            model: &endpoint.model,
+            messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            tools,
+            max_tokens: endpoint.max_tokens,
+            extra: &endpoint.extra_body,
+        };
+        serde_json::to_vec(&fixed).unwrap_or_default()
+    }
+
     /// One streamed call; `on_delta` sees text, reasoning and tool-call starts as they
     /// arrive.
     pub async fn stream_once(
@@ -128,12 +180,8 @@ impl LlmClient {
         tools: &[ToolSpec],
         on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
     ) -> Result<ChatCompletion, LlmError> {
-        self.stream_body(
-            endpoint,
-            &Self::request_body(endpoint, messages, tools),
-            on_delta,
-        )
-        .await
+        let body = Self::request_bytes(endpoint, messages, tools);
+        self.stream_bytes(endpoint, body, on_delta).await
     }
 
     /// One streamed call with a request body that is already built (and possibly
@@ -142,6 +190,17 @@ impl LlmClient {
         &self,
         endpoint: &Endpoint,
         body: &Value,
+        on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
+    ) -> Result<ChatCompletion, LlmError> {
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        self.stream_bytes(endpoint, bytes, on_delta).await
+    }
+
+    /// One streamed call with the request body's JSON bytes.
+    async fn stream_bytes(
+        &self,
+        endpoint: &Endpoint,
+        body: Vec<u8>,
         on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
     ) -> Result<ChatCompletion, LlmError> {
         let url = format!(
@@ -153,7 +212,8 @@ impl LlmClient {
             .post(&url)
             .bearer_auth(&endpoint.api_key)
             .timeout(endpoint.request_timeout)
-            .json(body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         for (k, v) in &endpoint.extra_headers {
             req = req.header(k, v);
         }

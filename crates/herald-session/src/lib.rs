@@ -25,6 +25,7 @@ pub mod host;
 pub mod model_options;
 pub mod model_select;
 pub mod prompt;
+pub mod prompt_files;
 pub mod runs;
 pub mod runtime;
 pub mod sessions;

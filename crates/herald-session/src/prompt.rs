@@ -4,7 +4,6 @@
 //! A resumed session keeps its stored prompt byte for byte (provider prompt caches).
 
 use crate::runtime::{Platform, Runtime};
-use herald_agent::skills;
 use std::path::Path;
 
 const CLI_PERSONA: &str =
@@ -33,11 +32,10 @@ pub fn session_prompt(
     if !tool_names.is_empty() {
         parts.push(TOOL_GUIDANCE.to_owned());
     }
-    if tool_names.contains(&"skill_view") {
-        let installed = runtime.skills.discover();
-        if !installed.is_empty() {
-            parts.push(skills::index(&installed));
-        }
+    if tool_names.contains(&"skill_view")
+        && let Some(index) = &runtime.prompt_files().skills_index
+    {
+        parts.push(index.clone());
     }
     for (name, body) in preloaded {
         parts.push(format!("# Skill: {name}\n{body}"));

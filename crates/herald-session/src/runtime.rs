@@ -5,6 +5,7 @@
 
 use crate::approvals::ApprovalPolicy;
 use crate::model_select::{self, SelectError};
+use crate::prompt_files::{PromptFileCache, PromptFiles};
 use herald_agent::skills::SkillLibrary;
 use herald_agent::{Plugins, Tool, ToolRegistry, toolsets};
 use herald_config::{AgentSettings, Config, Home, ModelSettings, process_env};
@@ -73,6 +74,8 @@ pub struct Runtime {
     /// The middleware chain and observers every agent of this runtime runs with:
     /// registered by the embedder ([`Runtime::with_plugins`]) ahead of plugins.
     pub plugins: Plugins,
+    /// `SOUL.md` and the skills index, shared by sessions opened together.
+    prompt_files: PromptFileCache,
 }
 
 impl Runtime {
@@ -110,6 +113,7 @@ impl Runtime {
                 .max(1),
             approvals: ApprovalPolicy::from_settings(&settings, home.config_file(), &process_env),
             plugins: Plugins::default(),
+            prompt_files: PromptFileCache::default(),
             settings,
         })
     }
@@ -134,10 +138,16 @@ impl Runtime {
 
     /// The persona: `<home>/SOUL.md` when it has text, else `default`.
     pub fn soul(&self, default: &str) -> String {
-        std::fs::read_to_string(self.home.root().join("SOUL.md"))
-            .ok()
-            .filter(|s| !s.trim().is_empty())
+        self.prompt_files()
+            .soul
+            .clone()
             .unwrap_or_else(|| default.to_owned())
+    }
+
+    /// `SOUL.md` and the skills index as read at most
+    /// [`FRESH_FOR`](crate::prompt_files::FRESH_FOR) ago.
+    pub fn prompt_files(&self) -> Arc<PromptFiles> {
+        self.prompt_files.get(self.home.root(), &self.skills)
     }
 
     /// The model settings this runtime chose from.

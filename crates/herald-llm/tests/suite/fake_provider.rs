@@ -406,3 +406,35 @@ async fn provider_down_is_a_network_error() {
         .unwrap_err();
     assert_eq!(err.class, ErrorClass::Network);
 }
+
+#[test]
+fn the_request_bytes_are_the_request_body_serialized() {
+    let tool = ToolSpec {
+        kind: "function".into(),
+        function: FunctionSpec {
+            name: "terminal".into(),
+            description: "Run a command \"quoted\" \u{2713}".into(),
+            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        },
+    };
+    let messages = vec![
+        ChatMessage::system("be brief"),
+        ChatMessage::user("hi \u{1F600} \\ \"x\""),
+    ];
+    let mut endpoint = Endpoint::new("http://x/v1", "k", "m");
+    let same = |e: &Endpoint, tools: &[ToolSpec]| {
+        let tree = serde_json::to_vec(&LlmClient::request_body(e, &messages, tools)).unwrap();
+        assert_eq!(
+            String::from_utf8(LlmClient::request_bytes(e, &messages, tools)).unwrap(),
+            String::from_utf8(tree).unwrap()
+        );
+    };
+    same(&endpoint, &[]);
+    same(&endpoint, std::slice::from_ref(&tool));
+    endpoint.max_tokens = Some(99);
+    endpoint.extra_body.insert("temperature".into(), json!(0.2));
+    same(&endpoint, std::slice::from_ref(&tool));
+    endpoint.extra_body.insert("model".into(), json!("other"));
+    endpoint.extra_body.insert("stream".into(), json!(false));
+    same(&endpoint, &[tool]);
+}
