@@ -5,7 +5,7 @@
 use crate::errors::ApiError;
 use crate::schema::*;
 use crate::session_pick::{self, Picked};
-use crate::{Api, body, idempotency, sse};
+use crate::{Api, body, idempotency, media, sse};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
@@ -138,7 +138,7 @@ async fn run_completion(
     let mut response = if stream {
         streamed(run, ids, permit)
     } else {
-        whole(run, ids).await
+        whole(run, ids, api.host.runtime().home.root()).await
     };
     let out = response.headers_mut();
     if let Ok(v) = HeaderValue::from_str(session.id()) {
@@ -150,12 +150,13 @@ async fn run_completion(
     Ok(response)
 }
 
-/// The whole answer once the run ends (the permit is held until then).
-async fn whole(run: RunHandle, ids: Ids) -> Response {
+/// The whole answer once the run ends (the permit is held until then), its image tags
+/// inlined.
+async fn whole(run: RunHandle, ids: Ids, home: &std::path::Path) -> Response {
     // Only the end is needed: the events are not queued.
     drop(run.take_events());
     let end = run.finished().await;
-    let text = end.output.clone().unwrap_or_default();
+    let text = media::inline_images(&end.output.clone().unwrap_or_default(), home);
     let reason = finish_reason(&end);
     if reason != "stop" && text.trim().is_empty() {
         let hermes = hermes_outcome(&end);

@@ -12,6 +12,7 @@ mod discovery;
 pub mod errors;
 mod guard;
 mod idempotency;
+mod media;
 mod responses;
 mod runs_api;
 mod schema;

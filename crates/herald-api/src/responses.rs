@@ -7,7 +7,7 @@ use crate::body::{self, content_text};
 use crate::errors::ApiError;
 use crate::schema::*;
 use crate::session_pick::{self, open_or_resume};
-use crate::{Api, idempotency, sse};
+use crate::{Api, idempotency, media, sse};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -381,7 +381,10 @@ impl Turn {
         };
         while let Some(e) = events.recv().await {
             if let RunEventKind::Finished(end) = &e.kind {
-                let object = self.finish(end, &made);
+                let mut end = end.clone();
+                let home = self.api.host.runtime().home.root();
+                end.output = end.output.map(|t| media::inline_images(&t, home));
+                let object = self.finish(&end, &made);
                 self.keep(&object, &made).await;
                 return object;
             }

@@ -1164,3 +1164,40 @@ async fn bad_input_on_every_route_gets_a_clear_answer_and_slows_nothing() {
         "the whole transcript reached the provider: {sent}"
     );
 }
+
+#[tokio::test]
+async fn media_image_tags_in_whole_answers_are_inlined_when_safe() {
+    let dir = tempfile::tempdir().unwrap();
+    let pic = dir.path().join("chart.png");
+    std::fs::write(&pic, b"\x89PNG").unwrap();
+    let answer = format!("Here it is: MEDIA:{} (and MEDIA:/etc/passwd.png)", pic.display());
+    let provider = FakeProvider::start(vec![
+        Scripted::text(&answer),
+        Scripted::text(&answer),
+        Scripted::text(&answer),
+    ]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let inlined = "Here it is: ![image](data:image/png;base64,iVBORw==) (and MEDIA:/etc/passwd.png)";
+    let (_, chat) = post_json(
+        &h,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "chart?"}]}),
+    )
+    .await;
+    assert_eq!(chat["choices"][0]["message"]["content"], inlined, "{chat}");
+    let (_, response) = post_json(&h, "/v1/responses", json!({"input": "chart?"})).await;
+    assert_eq!(response["output"][0]["content"][0]["text"], inlined, "{response}");
+    // A stream passes the deltas on as the model wrote them.
+    let streamed = call(
+        &h,
+        "POST",
+        "/v1/chat/completions",
+        Some(json!({"stream": true, "messages": [{"role": "user", "content": "again"}]})),
+        &[],
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(streamed.contains("MEDIA:"), "{streamed}");
+}
