@@ -52,7 +52,11 @@ fn safe_file(raw: &str, herald_home: &Path) -> Option<PathBuf> {
         return None;
     }
     let denied = DENIED_PREFIXES.iter().any(|p| resolved.starts_with(p))
-        || home.is_some_and(|h| DENIED_IN_HOME.iter().any(|d| resolved.starts_with(h.join(d))))
+        || home.is_some_and(|h| {
+            DENIED_IN_HOME
+                .iter()
+                .any(|d| resolved.starts_with(h.join(d)))
+        })
         || herald_home
             .canonicalize()
             .is_ok_and(|h| resolved.starts_with(h));
@@ -114,7 +118,10 @@ mod tests {
         );
         let out = inline_images(&text, &herald_home);
         let url = "![image](data:image/png;base64,iVBORw==)";
-        assert!(out.starts_with(&format!("See {url}. Also {url} and MEDIA:")), "{out}");
+        assert!(
+            out.starts_with(&format!("See {url}. Also {url} and MEDIA:")),
+            "{out}"
+        );
         assert!(out.contains("/secret.png and MEDIA:"), "{out}");
         assert!(out.contains("notes.txt and MEDIA:/etc/hostname and MEDIA:rel/pic.png"));
         assert_eq!(inline_images("no tags", &herald_home), "no tags");

@@ -153,7 +153,11 @@ impl LlmClient {
             "max_tokens",
         ];
         // `extra_body` replacing a fixed field keeps the tree's last-one-wins order.
-        if endpoint.extra_body.keys().any(|k| FIXED.contains(&k.as_str())) {
+        if endpoint
+            .extra_body
+            .keys()
+            .any(|k| FIXED.contains(&k.as_str()))
+        {
             let body = Self::request_body(endpoint, messages, tools);
             return serde_json::to_vec(&body).unwrap_or_default();
         }

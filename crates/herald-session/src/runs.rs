@@ -16,6 +16,10 @@ use tokio::sync::{mpsc, watch};
 /// `state.db` keeps them after that).
 pub const FINISHED_KEPT: Duration = Duration::from_secs(3600);
 
+/// How long a run's events wait for their one consumer after the run's creation;
+/// then they are dropped and no longer queued (api-server.md §7.3).
+pub const UNCONSUMED_KEPT: Duration = Duration::from_secs(300);
+
 /// A run's state, with the wire names of the runs API (api-server.md §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunState {
@@ -246,6 +250,26 @@ impl RunCell {
         self.status.borrow().state
     }
 
+    /// The events' receiver, unless taken or past [`UNCONSUMED_KEPT`] (then dropped).
+    fn take_receiver(&self, now: f64) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
+        let mut receiver = self.receiver.lock().ok()?;
+        let created = self.status.borrow().created_at;
+        if now - created > UNCONSUMED_KEPT.as_secs_f64() {
+            receiver.take();
+            return None;
+        }
+        receiver.take()
+    }
+
+    /// Drops the events nobody took within [`UNCONSUMED_KEPT`].
+    fn sweep(&self, now: f64) {
+        if self.status.borrow().created_at < now - UNCONSUMED_KEPT.as_secs_f64()
+            && let Ok(mut receiver) = self.receiver.lock()
+        {
+            receiver.take();
+        }
+    }
+
     /// Sends an event and records its name as the run's last event.
     pub fn emit(&self, kind: RunEventKind) {
         let name = kind.name();
@@ -306,9 +330,10 @@ impl RunHandle {
     }
 
     /// The run's events from its creation on, ending with [`RunEventKind::Finished`];
-    /// one consumer only (`None` once taken).
+    /// one consumer only (`None` once taken, or when nobody took them within
+    /// [`UNCONSUMED_KEPT`]).
     pub fn take_events(&self) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
-        self.cell.receiver.lock().ok()?.take()
+        self.cell.take_receiver(crate::host::now_secs())
     }
 
     /// Resolves with the final status.
@@ -417,6 +442,9 @@ impl RunRegistry {
             let s = c.status.borrow();
             s.state.is_finished() && now - s.updated_at > FINISHED_KEPT.as_secs_f64()
         };
+        for cell in runs.by_id.values() {
+            cell.sweep(now);
+        }
         // The oldest runs, as long as they have expired.
         while let Some(first) = runs.order.front().cloned() {
             match runs.by_id.get(&first) {
@@ -459,5 +487,57 @@ impl RunRegistry {
                     .count()
             })
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(age: f64) -> Arc<RunCell> {
+        let now = crate::host::now_secs();
+        let (status, _) = watch::channel(RunStatus {
+            run_id: format!("run_{age}"),
+            session_id: "s".into(),
+            state: RunState::Running,
+            model: "m".into(),
+            created_at: now - age,
+            updated_at: now - age,
+            last_event: None,
+            output: None,
+            error: None,
+            pending_steer: None,
+            api_calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            retryable: false,
+            partial: false,
+        });
+        let (events, rx) = mpsc::unbounded_channel();
+        Arc::new(RunCell {
+            status,
+            agent: AgentHandle::default(),
+            pending: Arc::default(),
+            events,
+            receiver: Mutex::new(Some(rx)),
+        })
+    }
+
+    #[test]
+    fn events_nobody_takes_within_five_minutes_are_dropped() {
+        let registry = RunRegistry::new(10);
+        let (old, young) = (cell(301.0), cell(10.0));
+        registry.insert("old".into(), old.clone()).unwrap();
+        old.emit(RunEventKind::Steered);
+        assert!(!old.events.is_closed(), "queued until a sweep");
+        registry.insert("young".into(), young.clone()).unwrap();
+        assert!(old.events.is_closed(), "the insert swept the old queue");
+        old.emit(RunEventKind::Steered);
+        assert!(RunHandle { cell: old }.take_events().is_none());
+        let late = cell(299.0);
+        let mut events = RunHandle { cell: late.clone() }.take_events().unwrap();
+        late.emit(RunEventKind::Steered);
+        assert!(events.try_recv().is_ok());
+        assert!(RunHandle { cell: young }.take_events().is_some());
     }
 }

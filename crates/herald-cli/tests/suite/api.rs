@@ -1170,14 +1170,18 @@ async fn media_image_tags_in_whole_answers_are_inlined_when_safe() {
     let dir = tempfile::tempdir().unwrap();
     let pic = dir.path().join("chart.png");
     std::fs::write(&pic, b"\x89PNG").unwrap();
-    let answer = format!("Here it is: MEDIA:{} (and MEDIA:/etc/passwd.png)", pic.display());
+    let answer = format!(
+        "Here it is: MEDIA:{} (and MEDIA:/etc/passwd.png)",
+        pic.display()
+    );
     let provider = FakeProvider::start(vec![
         Scripted::text(&answer),
         Scripted::text(&answer),
         Scripted::text(&answer),
     ]);
     let h = Herald::start(&api_config(&provider.base_url, ""));
-    let inlined = "Here it is: ![image](data:image/png;base64,iVBORw==) (and MEDIA:/etc/passwd.png)";
+    let inlined =
+        "Here it is: ![image](data:image/png;base64,iVBORw==) (and MEDIA:/etc/passwd.png)";
     let (_, chat) = post_json(
         &h,
         "/v1/chat/completions",
@@ -1186,7 +1190,10 @@ async fn media_image_tags_in_whole_answers_are_inlined_when_safe() {
     .await;
     assert_eq!(chat["choices"][0]["message"]["content"], inlined, "{chat}");
     let (_, response) = post_json(&h, "/v1/responses", json!({"input": "chart?"})).await;
-    assert_eq!(response["output"][0]["content"][0]["text"], inlined, "{response}");
+    assert_eq!(
+        response["output"][0]["content"][0]["text"], inlined,
+        "{response}"
+    );
     // A stream passes the deltas on as the model wrote them.
     let streamed = call(
         &h,
