@@ -155,9 +155,9 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
         },
         false => None,
     };
-    let mut urls = webhook.as_ref().map(|w| w.urls.clone()).unwrap_or_default();
-    urls.extend(api.as_ref().map(|a| a.urls.clone()).unwrap_or_default());
-    let _state = crate::gateway_status::record(&config.home, urls)?;
+    let webhook_urls = webhook.as_ref().map(|w| w.urls.clone()).unwrap_or_default();
+    let api_urls = api.as_ref().map(|a| a.urls.clone()).unwrap_or_default();
+    let _state = crate::gateway_status::record(&config.home, webhook_urls, api_urls)?;
     let workers = match (&webhook, fronts.template) {
         (Some(w), Some(template)) => Some(
             Workers::start(

@@ -15,19 +15,23 @@ pub struct GatewayState {
     pub started_at: String,
     /// `http://ADDR` for each webhook listener.
     pub webhook: Vec<String>,
+    /// `http://ADDR` for each API listener.
+    #[serde(default)]
+    pub api: Vec<String>,
 }
 
 /// Exit status of `status` when no gateway runs (the `systemctl status` convention).
 const NOT_RUNNING: u8 = 3;
 
 /// Records this process as the home's gateway; the guard removes the file on drop.
-pub fn record(home: &Home, webhook: Vec<String>) -> anyhow::Result<StateGuard> {
+pub fn record(home: &Home, webhook: Vec<String>, api: Vec<String>) -> anyhow::Result<StateGuard> {
     let state = GatewayState {
         pid: std::process::id(),
         started_at: jiff::Timestamp::now()
             .strftime("%Y-%m-%dT%H:%M:%SZ")
             .to_string(),
         webhook,
+        api,
     };
     let path = home.gateway_state_file();
     let text = serde_json::to_string_pretty(&state)?;
@@ -75,6 +79,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
             );
             for url in &state.webhook {
                 outln!("  Webhook: {url}/webhooks/<route>");
+            }
+            for url in &state.api {
+                outln!("  API: {url}/v1");
             }
         }
         None => outln!("Gateway: not running (start it with: herald gateway run)"),

@@ -1007,6 +1007,10 @@ async fn the_openapi_document_lists_exactly_the_routes_served_behind_the_key() {
             "{method} {path} fell through to the fallback: {v}"
         );
     }
+    let (code, out, err) = h.cli(&["gateway", "status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("API: {}/v1", h.base)), "{out}");
+    assert!(!out.contains("Webhook:"), "only the API listens: {out}");
     let schemas = doc["components"]["schemas"].as_object().unwrap();
     for name in [
         "ChatCompletionRequest",
