@@ -1,10 +1,10 @@
 //! `herald chat`: the agent core's first front door, with Hermes's flags. `-q` runs one
 //! turn and exits; without it, a line-based session reads prompts from stdin.
 
-use crate::chat_commands::{self, ChatCommand};
 use crate::chat_status::StatusLine;
 use anyhow::Context;
 use herald_config::{Config, Home, load_dotenv, process_env};
+use herald_session::commands::{self as chat_commands, ChatCommand};
 use herald_session::{
     Answers, Approver, Decision, Host, ModelChoice, Platform, RunEvent, RunEventKind, RunState,
     RunStatus, Runtime, Session, SessionError, SessionOptions, toolsets,

@@ -5,7 +5,6 @@ mod output;
 
 mod bundled_skills;
 mod chat_cmd;
-mod chat_commands;
 mod chat_status;
 mod config_check;
 mod deliveries_cmd;

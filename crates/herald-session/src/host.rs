@@ -19,6 +19,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
+mod admin;
+
 /// Most runs a host keeps at once, live or recently finished.
 pub const DEFAULT_MAX_RUNS: usize = 1024;
 

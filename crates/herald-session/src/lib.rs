@@ -21,6 +21,7 @@
 
 mod answers;
 pub mod approvals;
+pub mod commands;
 pub mod host;
 pub mod model_options;
 pub mod model_select;
@@ -38,7 +39,7 @@ pub use herald_agent::{ApprovalRequest, Approver, Decision, skills, string_list,
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;
 pub use herald_store::now_secs;
-pub use herald_store::sessions::StoredResponse;
+pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, TitleRefused};
 pub use host::{Answers, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use runs::{RunError, RunEvent, RunEventKind, RunHandle, RunState, RunStatus};

@@ -5,9 +5,12 @@
 //! their row ids back as they are appended. Reads use their own read-only connection.
 
 use crate::writer::Durability;
+
+mod admin;
 use crate::{
     StoreError, open_connection, open_for_writing, start_writer, write_detached, write_on,
 };
+pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;

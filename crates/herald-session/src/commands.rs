@@ -1,8 +1,9 @@
-//! The slash commands of an interactive `herald chat`: the built-ins, one per installed
-//! skill (`/<slug> TEXT` runs TEXT with that skill), and a refusal with the list for any
-//! other `/word`. A line whose first word is a path (`/etc/hosts is broken`) is a prompt.
+//! The slash commands of an interactive session (`herald chat`, the JSON-RPC gateway):
+//! the built-ins, one per installed skill (`/<slug> TEXT` runs TEXT with that skill),
+//! and a refusal with the list for any other `/word`. A line whose first word is a path
+//! (`/etc/hosts is broken`) is a prompt.
 
-use herald_session::skills::{self, Skill};
+use herald_agent::skills::{self, Skill};
 
 /// What one input line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub enum ChatCommand {
 }
 
 /// The built-in commands with their help lines.
-const BUILT_INS: &[(&str, &str)] = &[
+pub const BUILT_INS: &[(&str, &str)] = &[
     ("/help", "this list"),
     ("/new", "start a new session"),
     ("/resume ID", "continue a stored session"),

@@ -1,0 +1,266 @@
+//! Looking after stored sessions: listing them, their token counters, titles, deleting
+//! one and undoing its last exchange.
+
+use super::{SessionReader, SessionStore};
+use crate::StoreError;
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// A session as a list shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSummary {
+    pub id: String,
+    pub title: Option<String>,
+    /// The start of its first user message.
+    pub preview: String,
+    /// Unix seconds.
+    pub started_at: f64,
+    pub message_count: i64,
+    pub source: Option<String>,
+}
+
+/// A session's counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionUsage {
+    pub model: Option<String>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub api_calls: i64,
+}
+
+/// Why a title was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TitleRefused {
+    #[error("the title is empty")]
+    Empty,
+    #[error("a title has at most {MAX_TITLE} characters and no control characters")]
+    Invalid,
+    #[error("another session has the title {0:?}")]
+    Taken(String),
+    #[error("no session with id {0}")]
+    NoSession(String),
+}
+
+/// The longest title kept.
+pub const MAX_TITLE: usize = 100;
+const PREVIEW: usize = 60;
+
+impl SessionReader {
+    /// The most recently started sessions, newest first.
+    pub fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT s.id, s.title, s.started_at, s.message_count, s.source,
+                    (SELECT content FROM messages m WHERE m.session_id = s.id AND m.active = 1 AND m.role = 'user' ORDER BY m.id LIMIT 1)
+             FROM sessions s WHERE s.archived = 0 ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map([limit], |r| {
+            let first: Option<String> = r.get(5)?;
+            Ok(SessionSummary {
+                id: r.get(0)?,
+                title: r.get(1)?,
+                started_at: r.get(2)?,
+                message_count: r.get(3)?,
+                source: r.get(4)?,
+                preview: first
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(PREVIEW)
+                    .collect(),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A session's model and counters.
+    pub fn usage(&self, id: &str) -> Result<Option<SessionUsage>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT model, input_tokens, output_tokens, api_call_count FROM sessions WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(SessionUsage {
+                        model: r.get(0)?,
+                        input_tokens: r.get(1)?,
+                        output_tokens: r.get(2)?,
+                        api_calls: r.get(3)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+}
+
+fn checked_title(title: &str) -> Result<String, TitleRefused> {
+    let title = title.trim();
+    if title.is_empty() {
+        return Err(TitleRefused::Empty);
+    }
+    if title.chars().count() > MAX_TITLE || title.chars().any(char::is_control) {
+        return Err(TitleRefused::Invalid);
+    }
+    Ok(title.to_owned())
+}
+
+fn set_title_in(
+    c: &Connection,
+    id: &str,
+    title: &str,
+) -> rusqlite::Result<Result<(), TitleRefused>> {
+    let taken: i64 = c.query_row(
+        "SELECT COUNT(*) FROM sessions WHERE title = ?1 AND id != ?2",
+        params![title, id],
+        |r| r.get(0),
+    )?;
+    if taken > 0 {
+        return Ok(Err(TitleRefused::Taken(title.to_owned())));
+    }
+    let changed = c.execute(
+        "UPDATE sessions SET title = ?2 WHERE id = ?1",
+        params![id, title],
+    )?;
+    Ok(if changed == 0 {
+        Err(TitleRefused::NoSession(id.to_owned()))
+    } else {
+        Ok(())
+    })
+}
+
+fn undo_in(c: &Connection, id: &str) -> rusqlite::Result<usize> {
+    let last: Option<i64> = c
+        .query_row(
+            "SELECT MAX(id) FROM messages WHERE session_id = ?1 AND active = 1 AND role = 'user'",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?
+        .flatten();
+    let Some(last) = last else {
+        return Ok(0);
+    };
+    let removed = c.execute(
+        "UPDATE messages SET active = 0 WHERE session_id = ?1 AND active = 1 AND id >= ?2",
+        params![id, last],
+    )?;
+    c.execute(
+        "UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1) WHERE id = ?1",
+        [id],
+    )?;
+    Ok(removed)
+}
+
+impl SessionStore {
+    /// Sets a session's title (trimmed; unique among sessions).
+    pub async fn set_title(
+        &self,
+        id: String,
+        title: String,
+    ) -> Result<Result<String, TitleRefused>, StoreError> {
+        let title = match checked_title(&title) {
+            Ok(t) => t,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        self.write(move |c| Ok(set_title_in(c, &id, &title)?.map(|()| title)))
+            .await
+    }
+
+    /// Deletes a session with its messages and runs; false when there was none.
+    pub async fn delete_session(&self, id: String) -> Result<bool, StoreError> {
+        self.write(move |c| {
+            c.execute("DELETE FROM messages WHERE session_id = ?1", [&id])?;
+            c.execute("DELETE FROM herald_runs WHERE session_id = ?1", [&id])?;
+            c.execute(
+                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?1",
+                [&id],
+            )?;
+            Ok(c.execute("DELETE FROM sessions WHERE id = ?1", [&id])? > 0)
+        })
+        .await
+    }
+
+    /// Undoes the last exchange: the last user message and everything after it leave
+    /// the live history (soft-deleted, as a rewind does); returns how many rows left.
+    pub async fn undo(&self, id: String) -> Result<usize, StoreError> {
+        self.write(move |c| undo_in(c, &id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{NewMessage, NewSession};
+    use super::*;
+
+    fn message(role: &str, text: &str) -> NewMessage {
+        NewMessage {
+            role: role.into(),
+            content: Some(text.into()),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn list_title_undo_and_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(&dir.path().join("state.db")).unwrap();
+        for id in ["a", "b"] {
+            let session = NewSession {
+                id: id.into(),
+                source: "tui".into(),
+                model: "m".into(),
+                ..Default::default()
+            };
+            store.create_session(session).await.unwrap();
+        }
+        for (role, text) in [
+            ("user", "first   question\nhere"),
+            ("assistant", "x"),
+            ("user", "again"),
+            ("assistant", "y"),
+        ] {
+            store.append("a".into(), message(role, text)).await.unwrap();
+        }
+        let reader = store.reader().unwrap();
+        let listed = reader.list(10).unwrap();
+        assert_eq!(listed.len(), 2);
+        let a = listed.iter().find(|s| s.id == "a").unwrap();
+        assert_eq!(
+            (a.preview.as_str(), a.message_count),
+            ("first question here", 4)
+        );
+        assert_eq!(reader.list(1).unwrap().len(), 1);
+        assert_eq!(
+            store.set_title("a".into(), "  Mine ".into()).await.unwrap(),
+            Ok("Mine".into())
+        );
+        assert_eq!(
+            store.set_title("b".into(), "Mine".into()).await.unwrap(),
+            Err(TitleRefused::Taken("Mine".into()))
+        );
+        assert_eq!(
+            store.set_title("b".into(), " ".into()).await.unwrap(),
+            Err(TitleRefused::Empty)
+        );
+        assert_eq!(
+            store.set_title("b".into(), "a\nb".into()).await.unwrap(),
+            Err(TitleRefused::Invalid)
+        );
+        assert_eq!(
+            store.set_title("zz".into(), "x".into()).await.unwrap(),
+            Err(TitleRefused::NoSession("zz".into()))
+        );
+        assert_eq!(store.undo("a".into()).await.unwrap(), 2);
+        assert_eq!(reader.history("a").unwrap().len(), 2);
+        assert_eq!(store.undo("b".into()).await.unwrap(), 0);
+        assert_eq!(
+            reader.usage("a").unwrap().unwrap().model.as_deref(),
+            Some("m")
+        );
+        assert!(store.delete_session("a".into()).await.unwrap());
+        assert!(!store.delete_session("a".into()).await.unwrap());
+        assert!(reader.session("a").unwrap().is_none());
+        assert!(reader.history("a").unwrap().is_empty());
+    }
+}
