@@ -350,7 +350,7 @@ fn connection_limits(config: &Config) -> ConnectionLimits {
     .within_fd_limit()
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

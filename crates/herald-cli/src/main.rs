@@ -13,6 +13,7 @@ mod gateway_status;
 mod hermes_import;
 mod inbox_cmd;
 mod logging;
+mod rpc_cmd;
 mod setup_cmd;
 mod webhook_cmd;
 mod webhook_test;
@@ -76,6 +77,9 @@ enum Command {
     },
     /// Talk to the agent: `-q TEXT` for one turn, or a session on stdin.
     Chat(chat_cmd::ChatArgs),
+    /// Serve the JSON-RPC gateway (sessions, turns, approvals, rewind) on stdio, or on
+    /// WebSocket with --ws.
+    Rpc(rpc_cmd::RpcArgs),
     /// Inspect deliveries (direct deliveries and their outcome).
     Deliveries {
         #[command(subcommand)]
@@ -210,6 +214,7 @@ fn main() -> ExitCode {
         Command::Inbox { command } => inbox_cmd::run(&home, command),
         Command::Webhook { command } => webhook_cmd::run(&home, command),
         Command::Chat(args) => chat_cmd::run(&home, args),
+        Command::Rpc(args) => rpc_cmd::run(&home, args),
         Command::Deliveries { command } => deliveries_cmd::run(&home, command),
     };
     match result {

@@ -229,7 +229,9 @@ async fn serve_connection(
     // The header timeout is the watchdog's: hyper's own arms a timer for every request.
     let conn = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
-        .serve_connection(io, service);
+        .serve_connection(io, service)
+        // A WebSocket (`herald rpc --ws`) takes the connection over after its 101.
+        .with_upgrades();
     tokio::pin!(conn);
     let tick = (limits.idle_timeout.min(limits.header_timeout) / 4).max(Duration::from_millis(50));
     let mut watchdog = Watchdog::new(limits);

@@ -10,6 +10,7 @@ mod first_contact;
 mod hostile;
 mod inbox_cli;
 mod ingress;
+mod rpc;
 mod setup;
 mod signatures;
 mod support;

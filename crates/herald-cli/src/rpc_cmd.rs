@@ -1,0 +1,123 @@
+//! `herald rpc`: the JSON-RPC gateway on stdio, or on WebSocket with `--ws HOST:PORT`.
+
+use anyhow::Context;
+use herald_config::{Config, Home, load_dotenv, process_env};
+use herald_http::ConnectionLimits;
+use herald_rpc::Gateway;
+use herald_session::{Host, ModelChoice, Platform, Runtime, toolsets};
+use herald_store::SessionStore;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct RpcArgs {
+    /// Serve on WebSocket at ws://HOST:PORT/api/ws instead of stdio.
+    #[arg(long, value_name = "HOST:PORT")]
+    ws: Option<String>,
+    /// The bearer token WebSocket clients must send (required off loopback; also
+    /// HERALD_RPC_TOKEN).
+    #[arg(long, env = "HERALD_RPC_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+fn gateway(home: &Home) -> anyhow::Result<Result<Arc<Gateway>, String>> {
+    load_dotenv(home)?;
+    crate::bundled_skills::install_quietly(home);
+    let config = Config::load(home, &process_env)
+        .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
+    let choice = ModelChoice {
+        model: None,
+        provider: None,
+    };
+    let runtime = match Runtime::build(home, &config, Platform::Cli, choice) {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let store = SessionStore::open(&home.state_db_file())
+        .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
+    let (tools, _) = toolsets::resolve(&["hermes-cli".to_owned()]);
+    Ok(Ok(Gateway::new(Host::new(Arc::new(runtime), store), tools)))
+}
+
+pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    tokio_rt.block_on(async {
+        let gw = match gateway(home)? {
+            Ok(gw) => gw,
+            Err(e) => {
+                eprintln!("herald: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        match args.ws {
+            None => serve_stdio(gw).await,
+            Some(addr) => serve_ws(gw, &addr, args.token).await,
+        }
+    })
+}
+
+async fn serve_stdio(gw: Arc<Gateway>) -> anyhow::Result<ExitCode> {
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    herald_rpc::stdio::serve(gw, input, tokio::io::stdout())
+        .await
+        .context("reading stdin")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+async fn serve_ws(gw: Arc<Gateway>, addr: &str, token: Option<String>) -> anyhow::Result<ExitCode> {
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        eprintln!("herald: --ws takes HOST:PORT (for example 127.0.0.1:8765)");
+        return Ok(ExitCode::from(2));
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        eprintln!("herald: --ws: {port:?} is not a port number");
+        return Ok(ExitCode::from(2));
+    };
+    let token = token.filter(|t| !t.trim().is_empty());
+    if token.is_none() && !is_loopback(host) {
+        eprintln!(
+            "herald: --ws on {host} (not loopback) needs a bearer token: --token or HERALD_RPC_TOKEN"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let listeners = match herald_http::bind(Some(host), port, "--ws").await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("herald: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    for l in &listeners {
+        if let Ok(a) = l.local_addr() {
+            outln!("herald: JSON-RPC gateway listening on ws://{a}/api/ws");
+        }
+    }
+    let limits = ConnectionLimits {
+        max_connections: 1024,
+        header_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(60),
+        shutdown_grace: Duration::from_secs(2),
+    }
+    .within_fd_limit();
+    let app = herald_rpc::ws::router(gw, token);
+    herald_http::serve(
+        listeners,
+        app,
+        limits,
+        crate::gateway_cmd::shutdown_signal(),
+    )
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}

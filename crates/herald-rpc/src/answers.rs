@@ -1,0 +1,70 @@
+//! Answers to the interactive requests (rpc-gateway.md §4).
+
+use crate::errors::RpcError;
+use crate::gateway::Gateway;
+use crate::params::{Params, flag, text};
+use herald_session::{Decision, RunError};
+use serde_json::{Value, json};
+
+fn decision(choice: Option<String>) -> Result<Decision, RpcError> {
+    let choice = choice.unwrap_or_else(|| "deny".into()).to_ascii_lowercase();
+    Ok(match choice.as_str() {
+        "once" | "approve" | "approved" | "allow" => Decision::Once,
+        "session" => Decision::Session,
+        "always" => Decision::Always,
+        "deny" => Decision::Deny,
+        other => {
+            return Err(RpcError::new(
+                RpcError::BAD_VALUE,
+                format!("choice must be once, session, always or deny (got {other:?})"),
+            ));
+        }
+    })
+}
+
+/// `approval.respond`: resolves the session's oldest (or every, with `all`) pending
+/// approval; `{resolved}` counts them.
+pub fn approval(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+    let live = gw.live(p)?;
+    let decision = decision(text(p, "choice"))?;
+    let Some(run) = live.run() else {
+        return Ok(json!({"resolved": 0}));
+    };
+    let request = text(p, "request_id");
+    match run.approve(request.as_deref(), decision, flag(p, "all")) {
+        Ok(n) => Ok(json!({"resolved": n})),
+        Err(RunError::NotActive | RunError::NotPending) => Ok(json!({"resolved": 0})),
+        Err(e) => Err(RpcError::new(RpcError::APPROVAL_FAILED, e.to_string())),
+    }
+}
+
+/// `clarify.respond`: the live run holding `request_id` gets the answer.
+pub fn clarify(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+    let request = text(p, "request_id").unwrap_or_default();
+    let answer = p
+        .get("answer")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    for live in gw.live_sessions() {
+        if let Some(run) = live.run()
+            && run.clarify(&request, answer.clone()).is_ok()
+        {
+            return Ok(json!({"status": "ok"}));
+        }
+    }
+    Err(RpcError::new(RpcError::BUSY, "no pending clarify request"))
+}
+
+/// `sudo.respond` / `secret.respond`: herald's tools never ask for a password or a
+/// secret, so no request is pending; one that names its id has expired.
+pub fn never_asked(method: &str, p: &Params) -> Result<Value, RpcError> {
+    if text(p, "request_id").is_some() {
+        return Ok(json!({"status": "expired"}));
+    }
+    let key = method.trim_end_matches(".respond");
+    Err(RpcError::new(
+        RpcError::BUSY,
+        format!("no pending {key} request"),
+    ))
+}

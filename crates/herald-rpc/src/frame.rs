@@ -1,0 +1,110 @@
+//! JSON-RPC 2.0 frames (rpc-gateway.md §1): one JSON object per line or WebSocket
+//! message; requests in, results, errors and `event` notifications out.
+
+use crate::errors::RpcError;
+use serde_json::{Map, Value, json};
+
+/// A request as received: its id (`None` for a notification), method and params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: Option<Value>,
+    pub method: String,
+    pub params: Map<String, Value>,
+}
+
+/// Reads one frame; a frame that is not a request is the error to answer with and the
+/// id to answer to (`null` when it has none).
+pub fn parse(frame: &[u8]) -> Result<Request, Box<(Value, RpcError)>> {
+    let value: Value = serde_json::from_slice(frame)
+        .map_err(|_| Box::new((Value::Null, RpcError::new(RpcError::PARSE, "parse error"))))?;
+    let Value::Object(mut map) = value else {
+        return Err(Box::new((
+            Value::Null,
+            RpcError::new(RpcError::INVALID_REQUEST, "invalid request"),
+        )));
+    };
+    let id = map.remove("id");
+    let answer_to = id.clone().unwrap_or(Value::Null);
+    let method = match map.remove("method") {
+        Some(Value::String(m)) if !m.is_empty() => m,
+        _ => {
+            let e = RpcError::new(
+                RpcError::INVALID_REQUEST,
+                "invalid request: method must be a non-empty string",
+            );
+            return Err(Box::new((answer_to, e)));
+        }
+    };
+    let params = match map.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(p)) => p,
+        Some(_) => {
+            let e = RpcError::new(
+                RpcError::INVALID_PARAMS,
+                "invalid params: params must be an object",
+            );
+            return Err(Box::new((answer_to, e)));
+        }
+    };
+    Ok(Request { id, method, params })
+}
+
+pub fn result(id: &Value, result: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+}
+
+pub fn error(id: &Value, e: &RpcError) -> String {
+    let mut error = json!({"code": e.code, "message": e.message});
+    if let Some(data) = &e.data {
+        error["data"] = data.clone();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
+}
+
+/// An `event` notification; `session_id` and `payload` are left out when absent.
+pub fn event(kind: &str, session_id: Option<&str>, payload: Option<Value>) -> String {
+    let mut params = Map::new();
+    params.insert("type".into(), json!(kind));
+    if let Some(s) = session_id {
+        params.insert("session_id".into(), json!(s));
+    }
+    if let Some(p) = payload {
+        params.insert("payload".into(), p);
+    }
+    json!({"jsonrpc": "2.0", "method": "event", "params": params}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_read_as_the_spec_says() {
+        let ok = parse(br#"{"jsonrpc":"2.0","id":7,"method":"m","params":null}"#).unwrap();
+        assert_eq!(
+            (ok.id, ok.method.as_str(), ok.params.len()),
+            (Some(json!(7)), "m", 0)
+        );
+        let code = |f: &[u8]| parse(f).unwrap_err().1.code;
+        assert_eq!(code(b"{not json"), RpcError::PARSE);
+        assert_eq!(code(b"\xff\xfe"), RpcError::PARSE);
+        assert_eq!(code(b"[1]"), RpcError::INVALID_REQUEST);
+        assert_eq!(code(br#"{"id":1,"method":""}"#), RpcError::INVALID_REQUEST);
+        assert_eq!(code(br#"{"id":1,"method":5}"#), RpcError::INVALID_REQUEST);
+        assert_eq!(
+            code(br#"{"id":1,"method":"m","params":[1]}"#),
+            RpcError::INVALID_PARAMS
+        );
+        assert_eq!(
+            parse(br#"{"id":"x","method":"m","params":[1]}"#)
+                .unwrap_err()
+                .0,
+            json!("x")
+        );
+        let e = event("message.start", Some("ab"), None);
+        assert_eq!(
+            e,
+            r#"{"jsonrpc":"2.0","method":"event","params":{"type":"message.start","session_id":"ab"}}"#
+        );
+    }
+}

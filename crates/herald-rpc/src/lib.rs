@@ -1,0 +1,23 @@
+//! The JSON-RPC gateway (rpc-gateway.md): newline-delimited JSON-RPC 2.0 on stdio
+//! (`herald rpc`) or WebSocket (`herald rpc --ws`), one dispatcher behind both.
+//!
+//! A front door on the session host: sessions, turns, approvals, rewind and branch are
+//! `herald-session`'s; this crate maps them onto the gateway's methods, events and
+//! error codes.
+
+mod answers;
+mod commands;
+pub mod connection;
+pub mod errors;
+pub mod frame;
+pub mod gateway;
+mod methods;
+pub mod outbox;
+mod params;
+mod prompts;
+mod sessions;
+pub mod stdio;
+mod turns;
+pub mod ws;
+
+pub use gateway::Gateway;

@@ -1,0 +1,113 @@
+//! `prompt.submit` (with history rewind, §3.2) and `prompt.background` (§3.3).
+
+use crate::errors::RpcError;
+use crate::frame;
+use crate::gateway::Gateway;
+use crate::outbox::Out;
+use crate::params::{Params, flag, required, text};
+use crate::{sessions, turns};
+use herald_session::{RewindRequest, RunState};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const TRUNCATION: [&str; 4] = [
+    "truncate_before_user_ordinal",
+    "truncate_before_row_id",
+    "confirm_truncate",
+    "confirm_empty_truncate",
+];
+
+/// The rewind a submit asks for, if any; a malformed row id is 4004.
+fn rewind_of(p: &Params) -> Result<Option<RewindRequest>, RpcError> {
+    if !TRUNCATION
+        .iter()
+        .any(|k| p.get(*k).is_some_and(|v| !v.is_null()))
+    {
+        return Ok(None);
+    }
+    let row_id = match p.get("truncate_before_row_id") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_i64().ok_or_else(|| {
+            RpcError::new(
+                RpcError::MALFORMED,
+                "truncate_before_row_id must be an integer",
+            )
+        })?),
+    };
+    Ok(Some(RewindRequest {
+        truncate_before_row_id: row_id,
+        truncate_before_user_ordinal: p
+            .get("truncate_before_user_ordinal")
+            .filter(|v| !v.is_null())
+            .cloned(),
+        confirm_truncate: flag(p, "confirm_truncate"),
+        confirm_empty_truncate: flag(p, "confirm_empty_truncate"),
+    }))
+}
+
+pub async fn submit(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
+    let live = gw.live(p)?;
+    let text = required(p, "text", RpcError::BAD_VALUE)?;
+    let rewind = rewind_of(p)?;
+    if live.busy() {
+        if rewind.is_some() {
+            return Err(RpcError::new(RpcError::BUSY, "session busy"));
+        }
+        // Busy: queued behind the turn, which is interrupted (Hermes's default).
+        let position = live.queue(text);
+        if let Some(run) = live.run() {
+            run.interrupt();
+        }
+        return Ok(json!({"status": "queued", "position": position}));
+    }
+    let mut result = json!({"status": "streaming"});
+    if let Some(request) = rewind {
+        let survivors = gw
+            .host
+            .rewind(&live.session(), &request)
+            .await
+            .map_err(|e| RpcError::session(e, RpcError::PERSIST_FAILED))?;
+        result["survivor_user_row_ids"] = json!(survivors);
+    }
+    turns::start(gw, &live, text)?;
+    Ok(result)
+}
+
+pub async fn background(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
+    let parent = gw.live(p)?;
+    let Some(text) = text(p, "text") else {
+        return Err(RpcError::new(RpcError::TEXT_REQUIRED, "text is required"));
+    };
+    let mut options = sessions::options(gw, &Params::new())?;
+    options.source = "tui-background".into();
+    options.answers = herald_session::Answers::Nobody;
+    let session = gw
+        .host
+        .open_session(options)
+        .await
+        .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
+    if let Some(endpoint) = parent.session().endpoint() {
+        session.set_endpoint(endpoint);
+    }
+    let run = gw
+        .host
+        .start_run(&session, text)
+        .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
+    let task_id = run.id();
+    let id = task_id.clone();
+    tokio::spawn(async move {
+        drop(run.take_events());
+        let end = run.finished().await;
+        let text = match (end.state, end.output) {
+            (RunState::Completed, Some(t)) => t,
+            _ => format!(
+                "Error: {}",
+                end.error.unwrap_or_else(|| "the task failed".into())
+            ),
+        };
+        let payload = json!({"task_id": id, "text": text});
+        let event = frame::event("background.complete", Some(&parent.id), Some(payload));
+        parent.emit(Out::Frame(event)).await;
+    });
+    Ok(json!({"task_id": task_id}))
+}

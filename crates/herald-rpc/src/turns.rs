@@ -1,0 +1,173 @@
+//! Turns of live sessions: started on the session host, their run events passed on as
+//! the gateway's events (rpc-gateway.md §3.1, §6), queued prompts run after.
+
+use crate::errors::RpcError;
+use crate::frame;
+use crate::gateway::{Gateway, Live};
+use crate::outbox::Out;
+use herald_session::{RunEventKind, RunHandle, RunState, RunStatus};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The choices an approval request offers.
+const CHOICES: [&str; 4] = ["once", "session", "always", "deny"];
+
+/// Starts a turn of `live` on `text`; its events follow on the session's client.
+pub fn start(gw: &Arc<Gateway>, live: &Arc<Live>, text: String) -> Result<RunHandle, RpcError> {
+    let run = gw
+        .host
+        .start_run(&live.session(), text)
+        .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
+    live.set_run(run.clone());
+    tokio::spawn(relay(gw.clone(), live.clone(), run.clone()));
+    Ok(run)
+}
+
+fn event(live: &Live, kind: &str, payload: Value) -> Out {
+    Out::Frame(frame::event(kind, Some(&live.id), Some(payload)))
+}
+
+/// A one-line preview of a tool call's arguments.
+pub fn preview(arguments: &Value) -> String {
+    let first = match arguments {
+        Value::Object(m) => ["command", "path", "query", "url", "name"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_str).map(str::to_owned)),
+        _ => None,
+    };
+    let text = first.unwrap_or_else(|| arguments.to_string());
+    let line = text.lines().next().unwrap_or_default();
+    line.chars().take(120).collect()
+}
+
+/// The token counters of a finished turn.
+pub fn usage(end: &RunStatus) -> Value {
+    let (i, o) = (end.input_tokens, end.output_tokens);
+    json!({"input": i, "output": o, "total": i + o, "calls": end.api_calls})
+}
+
+/// `message.complete`'s payload.
+fn complete(end: &RunStatus, streamed: &str) -> Value {
+    let (status, text) = match end.state {
+        RunState::Completed => ("complete", end.output.clone().unwrap_or_default()),
+        RunState::Cancelled => ("interrupted", streamed.to_owned()),
+        _ if streamed.trim().is_empty() => (
+            "error",
+            format!(
+                "Error: {}",
+                end.error
+                    .clone()
+                    .unwrap_or_else(|| "the turn failed".into())
+            ),
+        ),
+        _ => ("error", streamed.to_owned()),
+    };
+    let mut payload = json!({"text": text, "usage": usage(end), "status": status});
+    if let Some(steer) = &end.pending_steer {
+        payload["pending_steer"] = json!(steer);
+    }
+    payload
+}
+
+/// The tools started and not yet complete: when, and with what arguments.
+type Started = HashMap<String, (Instant, Value)>;
+
+fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<Out> {
+    Some(match kind {
+        RunEventKind::ToolStarted {
+            call_id,
+            name,
+            arguments,
+        } => {
+            let payload = json!({"tool_id": call_id, "name": name, "context": preview(&arguments), "args_text": arguments.to_string()});
+            started.insert(call_id, (Instant::now(), arguments));
+            event(live, "tool.start", payload)
+        }
+        RunEventKind::ToolCompleted {
+            call_id,
+            name,
+            result,
+            is_error,
+        } => {
+            let (at, args) = started
+                .remove(&call_id)
+                .unwrap_or((Instant::now(), Value::Null));
+            let parsed = serde_json::from_str::<Value>(&result).unwrap_or(Value::String(result));
+            let duration = (at.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+            let payload = json!({"tool_id": call_id, "name": name, "args": args, "result": parsed, "duration_s": duration, "error": is_error});
+            event(live, "tool.complete", payload)
+        }
+        RunEventKind::ApprovalRequested {
+            request_id,
+            command,
+            reason,
+        } => event(
+            live,
+            "approval.request",
+            json!({"request_id": request_id, "command": command, "description": reason, "pattern_keys": [], "allow_permanent": true, "smart_denied": false, "choices": CHOICES}),
+        ),
+        RunEventKind::ClarifyRequested {
+            request_id,
+            question,
+            choices,
+        } => {
+            let choices = (!choices.is_empty()).then_some(choices);
+            event(
+                live,
+                "clarify.request",
+                json!({"request_id": request_id, "question": question, "choices": choices}),
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// Passes one run's events on, then starts the next queued prompt.
+async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
+    let Some(mut events) = run.take_events() else {
+        return;
+    };
+    live.emit(Out::Frame(frame::event(
+        "message.start",
+        Some(&live.id),
+        None,
+    )))
+    .await;
+    let mut streamed = String::new();
+    let mut started = Started::new();
+    while let Some(e) = events.recv().await {
+        let out = match e.kind {
+            RunEventKind::MessageDelta(text) => {
+                streamed.push_str(&text);
+                Out::Delta {
+                    kind: "message.delta",
+                    session_id: live.id.clone(),
+                    text,
+                }
+            }
+            RunEventKind::ReasoningDelta(text) => Out::Delta {
+                kind: "reasoning.delta",
+                session_id: live.id.clone(),
+                text,
+            },
+            RunEventKind::Finished(end) => {
+                live.emit(event(&live, "message.complete", complete(&end, &streamed)))
+                    .await;
+                break;
+            }
+            other => match tool_event(&live, other, &mut started) {
+                Some(out) => out,
+                None => continue,
+            },
+        };
+        live.emit(out).await;
+    }
+    if let Some(next) = live.next_queued()
+        && let Err(e) = start(&gw, &live, next)
+    {
+        live.emit(event(&live, "error", json!({"message": e.message})))
+            .await;
+    }
+}
