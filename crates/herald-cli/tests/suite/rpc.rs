@@ -365,3 +365,325 @@ async fn stdio_protocol_errors_a_turn_and_the_session_methods() {
         .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn rewind_checks_in_order_and_nothing_is_written_when_refused() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::text("ok"));
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    for q in ["one", "two", "three"] {
+        c.turn(&sid, q).await;
+    }
+    let rows = |h: &Value| -> Vec<i64> {
+        h["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["row_id"].as_i64().unwrap())
+            .collect()
+    };
+    let h = c.call("session.history", json!({"session_id": sid})).await;
+    let users = rows(&h);
+    assert_eq!(users.len(), 3);
+    let submit = |extra: Value| {
+        let mut p = json!({"session_id": sid, "text": "again"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        p
+    };
+    let refusals = [
+        (
+            json!({"truncate_before_user_ordinal": true, "confirm_truncate": true}),
+            4004,
+        ),
+        (
+            json!({"truncate_before_user_ordinal": "1", "confirm_truncate": true}),
+            4004,
+        ),
+        (json!({"confirm_truncate": true}), 4004),
+        (json!({"truncate_before_row_id": users[1]}), 4029),
+        (
+            json!({"truncate_before_row_id": 999_999, "confirm_truncate": true}),
+            4018,
+        ),
+        (
+            json!({"truncate_before_row_id": users[1], "truncate_before_user_ordinal": 2, "confirm_truncate": true}),
+            4030,
+        ),
+        (
+            json!({"truncate_before_user_ordinal": 1, "confirm_truncate": true}),
+            4004,
+        ),
+        (
+            json!({"truncate_before_row_id": users[0], "confirm_truncate": true}),
+            4028,
+        ),
+    ];
+    for (params, code) in refusals {
+        assert_eq!(
+            c.code("prompt.submit", submit(params.clone())).await,
+            code,
+            "{params}"
+        );
+    }
+    assert_eq!(
+        rows(&c.call("session.history", json!({"session_id": sid})).await),
+        users,
+        "nothing written"
+    );
+    assert_eq!(provider.requests().len(), 3, "no turn ran");
+    let r = c
+        .call("prompt.submit", submit(json!({"truncate_before_row_id": users[1], "truncate_before_user_ordinal": 1, "confirm_truncate": true})))
+        .await;
+    assert_eq!(r["status"], "streaming");
+    assert_eq!(r["survivor_user_row_ids"], json!([users[0]]), "{r}");
+    c.until("message.complete").await;
+    let h = c.call("session.history", json!({"session_id": sid})).await;
+    let texts: Vec<&str> = h["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["one", "ok", "again", "ok"]);
+    // The stale id of the cut turn is refused now.
+    let stale = submit(json!({"truncate_before_row_id": users[2], "confirm_truncate": true}));
+    assert_eq!(c.code("prompt.submit", stale).await, 4018);
+    // Emptying needs its own confirmation.
+    let first = rows(&h)[0];
+    let r = c
+        .call("prompt.submit", submit(json!({"truncate_before_row_id": first, "confirm_truncate": true, "confirm_empty_truncate": true})))
+        .await;
+    assert_eq!(r["survivor_user_row_ids"], json!([]));
+    c.until("message.complete").await;
+    // Branch then history: the branch has the transcript, the parent is unchanged.
+    let b = c
+        .call("session.branch", json!({"session_id": sid, "name": "side"}))
+        .await;
+    assert_eq!(b["title"], "side");
+    let branched = b["session_id"].as_str().unwrap().to_owned();
+    let bh = c
+        .call("session.history", json!({"session_id": branched}))
+        .await;
+    assert_eq!(bh["count"], 2, "{bh}");
+    c.turn(&branched, "only here").await;
+    assert_eq!(
+        c.call("session.history", json!({"session_id": branched}))
+            .await["count"],
+        4
+    );
+    assert_eq!(
+        c.call("session.history", json!({"session_id": sid})).await["count"],
+        2
+    );
+    let empty = c.session().await;
+    assert_eq!(
+        c.code("session.branch", json!({"session_id": empty})).await,
+        4008
+    );
+}
+
+#[tokio::test]
+async fn approvals_clarify_interrupt_steer_and_model_switching() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f rpc-doomed.txt"}"#)]),
+        Scripted::text("Removed."),
+        Scripted::tool_calls(&[("c2", "terminal", r#"{"command": "rm -f rpc-kept.txt"}"#)]),
+        Scripted::text("Not removed."),
+        Scripted::tool_calls(&[("c3", "terminal", r#"{"command": "sleep 30"}"#)]),
+        Scripted::tool_calls(&[(
+            "c4",
+            "clarify",
+            r#"{"question": "Which one?", "choices": ["a", "b"]}"#,
+        )]),
+        Scripted::text("Took b."),
+        Scripted::text("On the large model."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
+    );
+    std::fs::write(dir.path().join("rpc-doomed.txt"), "x").unwrap();
+    std::fs::write(dir.path().join("rpc-kept.txt"), "x").unwrap();
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    // Approved.
+    c.call("prompt.submit", json!({"session_id": sid, "text": "clean"}))
+        .await;
+    let asked = c.until("approval.request").await;
+    let request = &asked.last().unwrap()["payload"];
+    assert!(
+        request["command"].as_str().unwrap().contains("rm -f"),
+        "{request}"
+    );
+    assert_eq!(
+        request["choices"],
+        json!(["once", "session", "always", "deny"])
+    );
+    assert_eq!(
+        c.code(
+            "approval.respond",
+            json!({"session_id": sid, "choice": "maybe"})
+        )
+        .await,
+        4002
+    );
+    let r = c
+        .call(
+            "approval.respond",
+            json!({"session_id": sid, "choice": "once"}),
+        )
+        .await;
+    assert_eq!(r, json!({"resolved": 1}));
+    let rest = c.until("message.complete").await;
+    assert!(
+        rest.iter().any(|e| e["type"] == "tool.complete"),
+        "{rest:?}"
+    );
+    assert_eq!(rest.last().unwrap()["payload"]["text"], "Removed.");
+    assert!(!dir.path().join("rpc-doomed.txt").exists());
+    // Denied.
+    c.call(
+        "prompt.submit",
+        json!({"session_id": sid, "text": "clean more"}),
+    )
+    .await;
+    c.until("approval.request").await;
+    c.call(
+        "approval.respond",
+        json!({"session_id": sid, "choice": "deny"}),
+    )
+    .await;
+    let rest = c.until("message.complete").await;
+    assert_eq!(rest.last().unwrap()["payload"]["text"], "Not removed.");
+    assert!(dir.path().join("rpc-kept.txt").exists());
+    // Interrupt mid-tool.
+    c.call("prompt.submit", json!({"session_id": sid, "text": "wait"}))
+        .await;
+    c.until("tool.start").await;
+    let steer = c
+        .call("session.steer", json!({"session_id": sid, "text": "hurry"}))
+        .await;
+    assert_eq!(steer, json!({"status": "queued", "text": "hurry"}));
+    assert_eq!(
+        c.code("session.steer", json!({"session_id": sid, "text": " "}))
+            .await,
+        4002
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(
+        c.call("session.interrupt", json!({"session_id": sid}))
+            .await,
+        json!({"status": "interrupted"})
+    );
+    let rest = c.until("message.complete").await;
+    assert_eq!(
+        rest.last().unwrap()["payload"]["status"],
+        "interrupted",
+        "{rest:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the sleep was killed"
+    );
+    // Clarify, answered by request id.
+    c.call("prompt.submit", json!({"session_id": sid, "text": "pick"}))
+        .await;
+    let asked = c.until("clarify.request").await;
+    let request_id = asked.last().unwrap()["payload"]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        asked.last().unwrap()["payload"]["choices"],
+        json!(["a", "b"])
+    );
+    assert_eq!(
+        c.code(
+            "clarify.respond",
+            json!({"request_id": "nope", "answer": "a"})
+        )
+        .await,
+        4009
+    );
+    let r = c
+        .call(
+            "clarify.respond",
+            json!({"request_id": request_id, "answer": "b"}),
+        )
+        .await;
+    assert_eq!(r, json!({"status": "ok"}));
+    assert_eq!(
+        c.until("message.complete").await.last().unwrap()["payload"]["text"],
+        "Took b."
+    );
+    assert_eq!(c.code("sudo.respond", json!({})).await, 4009);
+    assert_eq!(
+        c.call("secret.respond", json!({"request_id": "x", "value": "v"}))
+            .await,
+        json!({"status": "expired"})
+    );
+    // /model via command.dispatch, then a turn on the new model; it stays.
+    let r = c
+        .call(
+            "command.dispatch",
+            json!({"session_id": sid, "name": "model", "arg": "fake-large"}),
+        )
+        .await;
+    assert_eq!(
+        (r["type"].as_str(), r["model"].as_str()),
+        (Some("exec"), Some("fake-large")),
+        "{r}"
+    );
+    let shown = c
+        .call(
+            "command.dispatch",
+            json!({"session_id": sid, "command": "/model"}),
+        )
+        .await;
+    assert!(
+        shown["output"].as_str().unwrap().contains("fake-large"),
+        "{shown}"
+    );
+    c.turn(&sid, "which model?").await;
+    let last = provider.requests().last().unwrap().body.clone();
+    assert_eq!(last["model"], "fake-large");
+    let got = c
+        .call("config.get", json!({"key": "model", "session_id": sid}))
+        .await;
+    assert_eq!(got["value"], "fake-large");
+    assert_eq!(
+        c.code(
+            "command.dispatch",
+            json!({"session_id": sid, "name": "new"})
+        )
+        .await,
+        4018
+    );
+    assert_eq!(
+        c.code("command.resolve", json!({"name": "frobnicate"}))
+            .await,
+        4011
+    );
+    let resolved = c.call("command.resolve", json!({"name": "exit"})).await;
+    assert_eq!(resolved["name"], "/quit");
+    let catalog = c.call("commands.catalog", json!({})).await;
+    assert!(
+        catalog["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p[0] == "/model"),
+        "{catalog}"
+    );
+    let options = c.call("model.options", json!({"session_id": sid})).await;
+    assert!(options.is_object(), "{options}");
+    assert_eq!(c.code("config.get", json!({"key": "nonsense"})).await, 4002);
+}
