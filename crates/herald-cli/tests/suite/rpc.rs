@@ -26,7 +26,7 @@ pub fn rpc_home(provider: &str, extra: &str) -> tempfile::TempDir {
 
 /// A client of the gateway: requests matched to answers by id, events in order.
 pub struct Client {
-    send: mpsc::UnboundedSender<String>,
+    send: mpsc::UnboundedSender<Vec<u8>>,
     waiting: Waiting,
     events: mpsc::UnboundedReceiver<Value>,
     next_id: u64,
@@ -35,7 +35,7 @@ pub struct Client {
 impl Client {
     /// A client over a frame channel pair (lines of a pipe, messages of a socket).
     fn over(
-        send: mpsc::UnboundedSender<String>,
+        send: mpsc::UnboundedSender<Vec<u8>>,
         mut frames: mpsc::UnboundedReceiver<String>,
     ) -> Client {
         let waiting: Waiting = Arc::default();
@@ -71,7 +71,12 @@ impl Client {
 
     /// Sends a raw frame.
     pub fn raw(&self, frame: &str) {
-        self.send.send(frame.to_owned()).unwrap();
+        self.raw_bytes(frame.as_bytes());
+    }
+
+    /// Sends a frame of any bytes.
+    pub fn raw_bytes(&self, frame: &[u8]) {
+        self.send.send(frame.to_vec()).unwrap();
     }
 
     /// Sends a request without waiting; the answer's receiver.
@@ -172,10 +177,9 @@ impl Piped {
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
-        let (send, mut to_send) = mpsc::unbounded_channel::<String>();
+        let (send, mut to_send) = mpsc::unbounded_channel::<Vec<u8>>();
         tokio::spawn(async move {
-            while let Some(frame) = to_send.recv().await {
-                let mut bytes = frame.into_bytes();
+            while let Some(mut bytes) = to_send.recv().await {
                 bytes.push(b'\n');
                 if stdin.write_all(&bytes).await.is_err() {
                     return;
@@ -686,4 +690,240 @@ async fn approvals_clarify_interrupt_steer_and_model_switching() {
     let options = c.call("model.options", json!({"session_id": sid})).await;
     assert!(options.is_object(), "{options}");
     assert_eq!(c.code("config.get", json!({"key": "nonsense"})).await, 4002);
+}
+
+/// `herald rpc --ws` on an ephemeral loopback port; its `ws://` URL.
+pub struct WsServer {
+    /// Killed when the server is dropped.
+    _child: tokio::process::Child,
+    pub url: String,
+}
+
+impl WsServer {
+    pub async fn start(home: &std::path::Path, bind: &str, token: Option<&str>) -> WsServer {
+        let mut cmd = tokio::process::Command::new(BIN);
+        cmd.args(["rpc", "--ws", bind])
+            .env("HERALD_HOME", home)
+            .env_remove("RUST_LOG")
+            .env_remove("HERALD_RPC_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(home.join("rpc-ws.log")).unwrap())
+            .kill_on_drop(true);
+        if let Some(t) = token {
+            cmd.args(["--token", t]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(url) = line.strip_prefix("herald: JSON-RPC gateway listening on ") {
+                    return url.to_owned();
+                }
+            }
+            panic!("herald rpc --ws exited before listening");
+        })
+        .await
+        .unwrap();
+        WsServer { _child: child, url }
+    }
+
+    /// A connected client (with `token` as its bearer when given).
+    pub async fn client(&self, token: Option<&str>) -> Client {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = self.url.as_str().into_client_request().unwrap();
+        if let Some(t) = token {
+            request
+                .headers_mut()
+                .insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+        let (mut sink, mut stream) = socket.split();
+        let (send, mut to_send) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            while let Some(frame) = to_send.recv().await {
+                let message = match String::from_utf8(frame) {
+                    Ok(text) => Message::Text(text.into()),
+                    Err(e) => Message::Binary(e.into_bytes().into()),
+                };
+                if sink.send(message).await.is_err() {
+                    return;
+                }
+            }
+            let _ = sink.close().await;
+        });
+        let (frames_tx, frames) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(Ok(m)) = stream.next().await {
+                if let Message::Text(t) = m
+                    && frames_tx.send(t.to_string()).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Client::over(send, frames)
+    }
+}
+
+#[tokio::test]
+async fn websocket_two_clients_two_sessions_at_once_and_a_disconnect_mid_turn() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::Events(Scripted::text_events(&[
+        "one ", "two ", "three",
+    ])));
+    let home = rpc_home(&provider.base_url, "");
+    let server = WsServer::start(home.path(), "127.0.0.1:0", None).await;
+    let (mut a, mut b) = (server.client(None).await, server.client(None).await);
+    for c in [&mut a, &mut b] {
+        assert_eq!(c.event().await["type"], "gateway.ready");
+    }
+    let (sa, sb) = (a.session().await, b.session().await);
+    let ra = a.request("prompt.submit", json!({"session_id": sa, "text": "from a"}));
+    let rb = b.request("prompt.submit", json!({"session_id": sb, "text": "from b"}));
+    let (ra, rb) = (ra.await.unwrap(), rb.await.unwrap());
+    assert_eq!(
+        (
+            ra["result"]["status"].as_str(),
+            rb["result"]["status"].as_str()
+        ),
+        (Some("streaming"), Some("streaming"))
+    );
+    let (ea, eb) = tokio::join!(a.until("message.complete"), b.until("message.complete"));
+    for (events, sid) in [(&ea, &sa), (&eb, &sb)] {
+        assert!(
+            events.iter().all(|e| e["session_id"] == sid.as_str()),
+            "each client sees only its session: {events:?}"
+        );
+        let text: String = events
+            .iter()
+            .filter(|e| e["type"] == "message.delta")
+            .map(|e| e["payload"]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(text, "one two three", "coalesced or not, the text is whole");
+        assert_eq!(events.last().unwrap()["payload"]["text"], "one two three");
+    }
+    // A client that goes away mid-turn: its session closes and the turn stops.
+    provider.set_fallback(Scripted::Delayed(
+        Duration::from_secs(30),
+        Box::new(Scripted::text("late")),
+    ));
+    a.call("prompt.submit", json!({"session_id": sa, "text": "slow"}))
+        .await;
+    a.until("message.start").await;
+    drop(a);
+    let started = std::time::Instant::now();
+    loop {
+        let live = b.call("session.active_list", json!({})).await;
+        let ids: Vec<&str> = live["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["session_id"].as_str().unwrap())
+            .collect();
+        if !ids.contains(&sa.as_str()) {
+            assert!(ids.contains(&sb.as_str()));
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{ids:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The other client is unaffected.
+    provider.set_fallback(Scripted::text("still here"));
+    let done = b.turn(&sb, "you there?").await;
+    assert_eq!(done.last().unwrap()["payload"]["text"], "still here");
+}
+
+#[tokio::test]
+async fn websocket_needs_a_token_off_loopback_and_checks_it() {
+    let provider = FakeProvider::start(vec![]);
+    let home = rpc_home(&provider.base_url, "");
+    let out = tokio::process::Command::new(BIN)
+        .args(["rpc", "--ws", "0.0.0.0:0"])
+        .env("HERALD_HOME", home.path())
+        .env_remove("HERALD_RPC_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a bearer token"));
+    let server = WsServer::start(home.path(), "127.0.0.1:0", Some("s3cret-token")).await;
+    let refused = tokio_tungstenite::connect_async(server.url.as_str()).await;
+    assert!(refused.is_err(), "no token, no socket");
+    let mut c = server.client(Some("s3cret-token")).await;
+    assert_eq!(c.event().await["type"], "gateway.ready");
+    assert!(c.call("session.list", json!({})).await["sessions"].is_array());
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_documented_error_and_the_connection_stays() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::text("fine"));
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    c.event().await;
+    // Invalid UTF-8 on the pipe: a parse error, the connection kept.
+    c.raw_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.list\",\"params\":{\"x\":\"\xff\xfe\"}}");
+    assert_eq!(c.event().await["payload"]["error"]["code"], -32700);
+    // A frame over the limit: -32600, and the next request still works.
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"big\",\"method\":\"session.list\",\"params\":{{\"x\":\"{}\"}}}}",
+        "y".repeat(17 * 1024 * 1024)
+    );
+    c.raw(&huge);
+    let e = c.event().await;
+    assert_eq!(
+        e["payload"]["error"]["code"],
+        -32600,
+        "{}",
+        e.to_string().chars().take(300).collect::<String>()
+    );
+    // 1,000 requests in flight at once, each answered, matched by id.
+    let pending: Vec<_> = (0..1000)
+        .map(|_| c.request("session.list", json!({"limit": 1})))
+        .collect();
+    for rx in pending {
+        let a = tokio::time::timeout(Duration::from_secs(30), rx)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(a["result"]["sessions"].is_array(), "{a}");
+    }
+    // Wrong types in params.
+    assert_eq!(
+        c.code("prompt.submit", json!({"session_id": 5, "text": "x"}))
+            .await,
+        4001
+    );
+    let sid = c.session().await;
+    assert_eq!(
+        c.code("prompt.submit", json!({"session_id": sid, "text": 7}))
+            .await,
+        4002
+    );
+    assert_eq!(c.code("prompt.submit", json!({"session_id": sid, "text": "x", "truncate_before_row_id": "1", "confirm_truncate": true})).await, 4004);
+    assert_eq!(
+        c.code("session.create", json!({"cwd": "/no/such/folder"}))
+            .await,
+        4002
+    );
+    assert_eq!(
+        c.code("prompt.background", json!({"session_id": sid, "text": ""}))
+            .await,
+        4012
+    );
+    let task = c
+        .call(
+            "prompt.background",
+            json!({"session_id": sid, "text": "later"}),
+        )
+        .await;
+    let done = c.until("background.complete").await;
+    assert_eq!(
+        done.last().unwrap()["payload"],
+        json!({"task_id": task["task_id"], "text": "fine"})
+    );
+    assert!(c.turn(&sid, "still fine?").await.last().unwrap()["payload"]["text"] == "fine");
 }
