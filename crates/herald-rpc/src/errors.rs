@@ -72,6 +72,7 @@ impl RpcError {
             SessionError::Disagree => RpcError::DISAGREE,
             SessionError::TooManyRuns(_) => RpcError::BUSY,
             SessionError::Store(_) => fallback,
+            SessionError::Compress(_) => RpcError::COMPRESS_FAILED,
         };
         let message = match &e {
             SessionError::Busy(_) => "session busy".to_owned(),

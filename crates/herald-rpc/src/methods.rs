@@ -31,6 +31,7 @@ pub async fn call(
         "session.interrupt" => sessions::interrupt(gw, &p),
         "session.steer" => sessions::steer(gw, &p),
         "session.branch" => sessions::branch(gw, outbox, &p).await,
+        "session.compress" => sessions::compress(gw, &p).await,
         "session.undo" => sessions::undo(gw, &p).await,
         "prompt.submit" => prompts::submit(gw, &p).await,
         "prompt.background" => prompts::background(gw, &p).await,

@@ -317,3 +317,16 @@ pub async fn undo(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         .map_err(|e| RpcError::session(e, RpcError::PERSIST_FAILED))?;
     Ok(json!({"removed": removed}))
 }
+
+pub async fn compress(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+    let live = gw.live(p)?;
+    let focus = text(p, "focus_topic");
+    let done = gw
+        .host
+        .compress(&live.session(), focus.as_deref())
+        .await
+        .map_err(|e| RpcError::session(e, RpcError::COMPRESS_FAILED))?;
+    Ok(
+        json!({"status": "compressed", "removed": done.removed, "kept": done.kept, "summary": done.summary}),
+    )
+}

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 mod admin;
+pub use admin::Compressed;
 
 /// Most runs a host keeps at once, live or recently finished.
 pub const DEFAULT_MAX_RUNS: usize = 1024;

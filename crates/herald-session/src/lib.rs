@@ -40,7 +40,7 @@ pub use herald_agent::{ApprovalRequest, Approver, Decision, skills, string_list,
 pub use herald_llm::LlmClient;
 pub use herald_store::now_secs;
 pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, TitleRefused};
-pub use host::{Answers, Host, RewindRequest, Saved, Session, SessionOptions};
+pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use runs::{RunError, RunEvent, RunEventKind, RunHandle, RunState, RunStatus};
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError};

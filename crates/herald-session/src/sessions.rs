@@ -34,6 +34,9 @@ pub enum SessionError {
     TooManyRuns(usize),
     #[error("the session store failed: {0}")]
     Store(#[from] StoreError),
+    /// The model could not summarize the conversation.
+    #[error("compression failed: {0}")]
+    Compress(String),
 }
 
 impl From<RewindRefused> for SessionError {

@@ -2,7 +2,41 @@
 
 use super::{Host, Session, saved_history};
 use crate::sessions::SessionError;
-use herald_store::sessions::{SessionSummary, SessionUsage, TitleRefused};
+use herald_protocol::{ChatMessage, Role};
+use herald_store::sessions::{NewMessage, SessionSummary, SessionUsage, TitleRefused};
+
+const SUMMARIZE: &str = "You compress conversations. Summarize the conversation below so that an assistant can carry on from it: the user's goals, the decisions made, facts learned, files and commands involved, and what is still open. Be concise and concrete; write the summary only.";
+
+/// What a compression did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compressed {
+    /// Messages replaced by the summary.
+    pub removed: usize,
+    /// Recent messages kept after it.
+    pub kept: usize,
+    pub summary: String,
+}
+
+fn transcript(history: &[super::Saved]) -> String {
+    history
+        .iter()
+        .filter_map(|s| {
+            let m = &s.message;
+            let text = m.content.as_deref().unwrap_or_default();
+            let calls: Vec<&str> = m
+                .tool_calls
+                .iter()
+                .map(|c| c.function.name.as_str())
+                .collect();
+            match (text.is_empty(), calls.is_empty()) {
+                (true, true) => None,
+                (true, false) => Some(format!("{}: [calls {}]", m.role.as_str(), calls.join(", "))),
+                _ => Some(format!("{}: {text}", m.role.as_str())),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 impl Host {
     /// The most recently started stored sessions, newest first.
@@ -35,6 +69,69 @@ impl Host {
     /// Deletes a stored session; false when there was none.
     pub async fn delete_session(&self, id: &str) -> Result<bool, SessionError> {
         Ok(self.store.delete_session(id.to_owned()).await?)
+    }
+
+    /// Compresses `session`'s context: everything before its last user message is
+    /// summarized by the session's model (with `focus`, when given) and replaced by the
+    /// summary; the last exchange stays as it was. Nothing to compress is no change.
+    pub async fn compress(
+        &self,
+        session: &Session,
+        focus: Option<&str>,
+    ) -> Result<Compressed, SessionError> {
+        if session.running().is_some() {
+            return Err(SessionError::Busy(session.id().to_owned()));
+        }
+        let history = session.history();
+        let cut = history
+            .iter()
+            .rposition(|s| s.message.role == Role::User)
+            .unwrap_or(0);
+        if cut == 0 {
+            let kept = history.len();
+            return Ok(Compressed {
+                removed: 0,
+                kept,
+                summary: String::new(),
+            });
+        }
+        let focus = focus
+            .map(|f| format!("Focus on: {f}\n\n"))
+            .unwrap_or_default();
+        let ask = [
+            ChatMessage::system(SUMMARIZE),
+            ChatMessage::user(format!("{focus}{}", transcript(&history[..cut]))),
+        ];
+        let endpoint = session
+            .endpoint()
+            .unwrap_or_else(|| self.runtime.endpoint.clone());
+        let answer = self
+            .client
+            .stream_once(&endpoint, &ask, &[], &mut |_| {})
+            .await
+            .map_err(|e| SessionError::Compress(e.message))?;
+        let summary = answer
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| SessionError::Compress("the model returned no summary".into()))?;
+        let row = NewMessage {
+            role: "user".into(),
+            content: Some(format!("[Summary of the earlier conversation]\n{summary}")),
+            ..Default::default()
+        };
+        let kept = history.len() - cut;
+        self.store
+            .compact(session.id().to_owned(), row, kept)
+            .await?;
+        session.set_history(saved_history(self.read(|r| r.history(session.id()))?));
+        Ok(Compressed {
+            removed: cut,
+            kept,
+            summary,
+        })
     }
 
     /// Undoes `session`'s last exchange (refused while it runs a turn); how many
