@@ -188,6 +188,58 @@ impl SessionStore {
     }
 }
 
+/// Replaces a session's live history by `summary` and copies of its last `keep` rows
+/// (the old rows leave as compacted); the new rows' ids, the summary's first.
+fn compact_in(
+    c: &Connection,
+    id: &str,
+    summary: &super::NewMessage,
+    keep: usize,
+) -> rusqlite::Result<Vec<i64>> {
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let kept: Vec<super::NewMessage> = {
+        let mut stmt = c.prepare_cached(
+            "SELECT role, content, tool_call_id, tool_calls, tool_name, reasoning, finish_reason FROM
+               (SELECT * FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id DESC LIMIT ?2) ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![id, keep], |r| {
+            Ok(super::NewMessage {
+                role: r.get(0)?,
+                content: r.get(1)?,
+                tool_call_id: r.get(2)?,
+                tool_calls: r.get(3)?,
+                tool_name: r.get(4)?,
+                reasoning: r.get(5)?,
+                finish_reason: r.get(6)?,
+            })
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    c.execute(
+        "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ?1 AND active = 1",
+        [id],
+    )?;
+    c.execute("UPDATE sessions SET message_count = 0 WHERE id = ?1", [id])?;
+    std::iter::once(summary)
+        .chain(kept.iter())
+        .map(|m| super::insert_message(c, id, m))
+        .collect()
+}
+
+impl SessionStore {
+    /// Compacts a session: its live rows leave (marked compacted) for `summary` and
+    /// copies of the last `keep` of them, in one transaction; the new rows' ids.
+    pub async fn compact(
+        &self,
+        id: String,
+        summary: super::NewMessage,
+        keep: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        self.write(move |c| compact_in(c, &id, &summary, keep))
+            .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{NewMessage, NewSession};
@@ -277,57 +329,5 @@ mod tests {
         assert!(!store.delete_session("a".into()).await.unwrap());
         assert!(reader.session("a").unwrap().is_none());
         assert!(reader.history("a").unwrap().is_empty());
-    }
-}
-
-/// Replaces a session's live history by `summary` and copies of its last `keep` rows
-/// (the old rows leave as compacted); the new rows' ids, the summary's first.
-fn compact_in(
-    c: &Connection,
-    id: &str,
-    summary: &super::NewMessage,
-    keep: usize,
-) -> rusqlite::Result<Vec<i64>> {
-    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-    let kept: Vec<super::NewMessage> = {
-        let mut stmt = c.prepare_cached(
-            "SELECT role, content, tool_call_id, tool_calls, tool_name, reasoning, finish_reason FROM
-               (SELECT * FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id DESC LIMIT ?2) ORDER BY id",
-        )?;
-        let rows = stmt.query_map(params![id, keep], |r| {
-            Ok(super::NewMessage {
-                role: r.get(0)?,
-                content: r.get(1)?,
-                tool_call_id: r.get(2)?,
-                tool_calls: r.get(3)?,
-                tool_name: r.get(4)?,
-                reasoning: r.get(5)?,
-                finish_reason: r.get(6)?,
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    c.execute(
-        "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ?1 AND active = 1",
-        [id],
-    )?;
-    c.execute("UPDATE sessions SET message_count = 0 WHERE id = ?1", [id])?;
-    std::iter::once(summary)
-        .chain(kept.iter())
-        .map(|m| super::insert_message(c, id, m))
-        .collect()
-}
-
-impl SessionStore {
-    /// Compacts a session: its live rows leave (marked compacted) for `summary` and
-    /// copies of the last `keep` of them, in one transaction; the new rows' ids.
-    pub async fn compact(
-        &self,
-        id: String,
-        summary: super::NewMessage,
-        keep: usize,
-    ) -> Result<Vec<i64>, StoreError> {
-        self.write(move |c| compact_in(c, &id, &summary, keep))
-            .await
     }
 }
