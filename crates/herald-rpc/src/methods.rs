@@ -48,6 +48,7 @@ pub async fn call(
             .host
             .model_options(crate::params::flag(&p, "refresh"))
             .await),
+        "process.stop" => Ok(serde_json::json!({"killed": gw.host.runtime().jobs.stop_all()})),
         "terminal.resize" => {
             Ok(serde_json::json!({"cols": p.get("cols").cloned().unwrap_or(Value::Null)}))
         }

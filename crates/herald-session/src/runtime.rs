@@ -65,6 +65,8 @@ pub struct Runtime {
     /// The provider as chosen (`openrouter`, `custom`, a `providers:` key, `auto`).
     pub provider: String,
     pub registry: ToolRegistry,
+    /// The background jobs the `terminal` and `process` tools started.
+    pub jobs: herald_tools::process::Jobs,
     pub skills: SkillLibrary,
     pub retry: RetryConfig,
     /// `terminal.cwd`, when it names a folder.
@@ -96,7 +98,14 @@ impl Runtime {
         let selected =
             model_select::select(&config.model, choice.model, choice.provider, &process_env)?;
         let skills = skill_library(home, &settings, platform);
-        let registry = tool_registry(&settings, &selected.endpoint, &skills, platform);
+        let jobs = herald_tools::process::Jobs::default();
+        let registry = tool_registry(
+            jobs.clone(),
+            &settings,
+            &selected.endpoint,
+            &skills,
+            platform,
+        );
         Ok(Runtime {
             home: home.clone(),
             platform,
@@ -104,6 +113,7 @@ impl Runtime {
             endpoint: selected.endpoint,
             provider: selected.provider,
             registry,
+            jobs,
             skills,
             retry: retry_config(&settings),
             cwd: settings.terminal_cwd.clone().filter(|p| p.is_dir()),
@@ -210,6 +220,7 @@ fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> S
 }
 
 fn tool_registry(
+    jobs: herald_tools::process::Jobs,
     settings: &AgentSettings,
     endpoint: &Endpoint,
     skills: &SkillLibrary,
@@ -220,7 +231,7 @@ fn tool_registry(
         .map_or(herald_tools::terminal::DEFAULT_TIMEOUT, |s| {
             std::time::Duration::from_secs(s.max(1))
         });
-    let mut registry = herald_tools::registry_with_terminal_timeout(terminal_timeout);
+    let mut registry = herald_tools::registry_with_jobs(terminal_timeout, jobs);
     registry.register(Arc::new(herald_tools::skills::SkillsList {
         library: skills.clone(),
     }));

@@ -29,8 +29,15 @@ pub fn builtin_registry() -> ToolRegistry {
 
 /// The built-in local tools with `terminal.timeout` as the default command limit.
 pub fn registry_with_terminal_timeout(default_timeout: std::time::Duration) -> ToolRegistry {
+    registry_with_jobs(default_timeout, process::Jobs::default())
+}
+
+/// The built-in local tools, their background jobs kept in `jobs`.
+pub fn registry_with_jobs(
+    default_timeout: std::time::Duration,
+    jobs: process::Jobs,
+) -> ToolRegistry {
     let mut r = ToolRegistry::new();
-    let jobs = process::Jobs::default();
     r.register(Arc::new(terminal::Terminal {
         jobs: jobs.clone(),
         default_timeout,

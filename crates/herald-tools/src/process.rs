@@ -105,6 +105,19 @@ impl Jobs {
         }))
     }
 
+    /// Stops every background job still running; how many were.
+    pub fn stop_all(&self) -> usize {
+        let running: Vec<Option<u32>> = self
+            .inner
+            .lock()
+            .map(|g| g.values().filter(|j| !j.finished).map(|j| j.pid).collect())
+            .unwrap_or_default();
+        for pid in &running {
+            crate::process_group::kill_group(*pid);
+        }
+        running.len()
+    }
+
     fn kill(&self, id: &str) -> bool {
         let pid = self
             .inner

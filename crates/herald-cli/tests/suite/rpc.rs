@@ -507,6 +507,12 @@ async fn approvals_clarify_interrupt_steer_and_model_switching() {
         )]),
         Scripted::text("Took b."),
         Scripted::text("On the large model."),
+        Scripted::tool_calls(&[(
+            "c5",
+            "terminal",
+            r#"{"command": "sleep 60", "background": true}"#,
+        )]),
+        Scripted::text("Started."),
     ]);
     let dir = tempfile::tempdir().unwrap();
     let home = rpc_home(
@@ -690,6 +696,13 @@ async fn approvals_clarify_interrupt_steer_and_model_switching() {
     let options = c.call("model.options", json!({"session_id": sid})).await;
     assert!(options.is_object(), "{options}");
     assert_eq!(c.code("config.get", json!({"key": "nonsense"})).await, 4002);
+    // process.stop kills the background jobs the tools started.
+    let started = c.turn(&sid, "start a job").await;
+    assert_eq!(started.last().unwrap()["payload"]["text"], "Started.");
+    assert_eq!(
+        c.call("process.stop", json!({})).await,
+        json!({"killed": 1})
+    );
 }
 
 /// `herald rpc --ws` on an ephemeral loopback port; its `ws://` URL.
