@@ -498,23 +498,12 @@ impl Host {
         };
         let agent = self.agent_for(session, endpoint.clone());
         let now = now_secs();
-        let (status, _) = watch::channel(RunStatus {
-            run_id: run_id.clone(),
-            session_id: session.id().to_owned(),
-            state: RunState::Queued,
-            model: endpoint.model.clone(),
-            created_at: now,
-            updated_at: now,
-            last_event: None,
-            output: None,
-            error: None,
-            pending_steer: None,
-            api_calls: 0,
-            input_tokens: 0,
-            output_tokens: 0,
-            retryable: false,
-            partial: false,
-        });
+        let (status, _) = watch::channel(RunStatus::queued(
+            run_id.clone(),
+            session.id().to_owned(),
+            endpoint.model.clone(),
+            now,
+        ));
         let (events, rx) = mpsc::unbounded_channel();
         let cell = Arc::new(RunCell {
             status,

@@ -96,6 +96,27 @@ pub struct RunStatus {
 }
 
 impl RunStatus {
+    /// A run just created, at `now`.
+    pub(crate) fn queued(run_id: String, session_id: String, model: String, now: f64) -> RunStatus {
+        RunStatus {
+            run_id,
+            session_id,
+            state: RunState::Queued,
+            model,
+            created_at: now,
+            updated_at: now,
+            last_event: None,
+            output: None,
+            error: None,
+            pending_steer: None,
+            api_calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            retryable: false,
+            partial: false,
+        }
+    }
+
     pub(crate) fn row(&self) -> RunRow {
         RunRow {
             id: self.run_id.clone(),
@@ -496,23 +517,9 @@ mod tests {
 
     fn cell(age: f64) -> Arc<RunCell> {
         let now = crate::host::now_secs();
-        let (status, _) = watch::channel(RunStatus {
-            run_id: format!("run_{age}"),
-            session_id: "s".into(),
-            state: RunState::Running,
-            model: "m".into(),
-            created_at: now - age,
-            updated_at: now - age,
-            last_event: None,
-            output: None,
-            error: None,
-            pending_steer: None,
-            api_calls: 0,
-            input_tokens: 0,
-            output_tokens: 0,
-            retryable: false,
-            partial: false,
-        });
+        let mut status = RunStatus::queued(format!("run_{age}"), "s".into(), "m".into(), now - age);
+        status.state = RunState::Running;
+        let (status, _) = watch::channel(status);
         let (events, rx) = mpsc::unbounded_channel();
         Arc::new(RunCell {
             status,
