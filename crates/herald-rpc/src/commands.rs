@@ -77,8 +77,16 @@ fn switch_model(gw: &Gateway, live: &Live, spec: &str) -> Result<String, RpcErro
     Ok(model)
 }
 
-/// Runs one slash line on a live session.
-fn run_line(gw: &Gateway, live: &Live, line: &str) -> Result<Value, RpcError> {
+/// Runs one slash line on a live session; a model switch is announced as `session.info`.
+async fn run_line(gw: &Gateway, live: &Live, line: &str) -> Result<Value, RpcError> {
+    let answer = answer_line(gw, live, line)?;
+    if answer.get("model").is_some() {
+        crate::sessions::announce(gw, live).await;
+    }
+    Ok(answer)
+}
+
+fn answer_line(gw: &Gateway, live: &Live, line: &str) -> Result<Value, RpcError> {
     let installed = gw.host.runtime().skills.discover();
     match commands::parse(line, &installed) {
         ChatCommand::Model(spec) if spec.is_empty() => {
@@ -110,7 +118,7 @@ fn run_line(gw: &Gateway, live: &Live, line: &str) -> Result<Value, RpcError> {
 }
 
 /// `command.dispatch`: `{name, arg}` or the single-string `{command: "/model x"}`.
-pub fn dispatch(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn dispatch(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let line = match (text(p, "command"), text(p, "name")) {
         (Some(command), _) => command,
@@ -120,14 +128,14 @@ pub fn dispatch(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         }
         (None, None) => return Err(RpcError::new(RpcError::MALFORMED, "name is required")),
     };
-    run_line(gw, &live, line.trim())
+    run_line(gw, &live, line.trim()).await
 }
 
 /// `slash.exec`: a full slash line.
-pub fn slash(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn slash(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let line = required(p, "command", RpcError::MALFORMED)?;
-    run_line(gw, &live, &line)
+    run_line(gw, &live, &line).await
 }
 
 pub fn config_get(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
@@ -165,7 +173,7 @@ pub fn config_get(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
 }
 
-pub fn config_set(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn config_set(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let key = required(p, "key", RpcError::BAD_VALUE)?;
     let value = p
         .get("value")
@@ -176,6 +184,7 @@ pub fn config_set(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         "model" if !value.is_empty() => {
             let live = gw.live(p)?;
             let model = switch_model(gw, &live, value)?;
+            crate::sessions::announce(gw, &live).await;
             Ok(json!({"key": key, "value": model}))
         }
         "model" => Err(RpcError::new(RpcError::BAD_VALUE, "model needs a value")),

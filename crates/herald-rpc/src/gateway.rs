@@ -22,6 +22,8 @@ pub struct Live {
     run: Mutex<Option<RunHandle>>,
     /// Prompts sent while a turn ran, run in order after it.
     queued: Mutex<VecDeque<String>>,
+    /// Image paths for the next prompt (`image.attach`).
+    attached: Mutex<Vec<String>>,
     pub close_on_disconnect: bool,
 }
 
@@ -70,6 +72,26 @@ impl Live {
 
     pub fn next_queued(&self) -> Option<String> {
         lock(&self.queued).pop_front()
+    }
+
+    /// Adds an image for the next prompt; how many wait now.
+    pub fn attach(&self, path: String) -> usize {
+        let mut a = lock(&self.attached);
+        a.push(path);
+        a.len()
+    }
+
+    /// `text` with the attached images named ahead of it (they are used up).
+    pub fn with_attachments(&self, text: String) -> String {
+        let paths = std::mem::take(&mut *lock(&self.attached));
+        if paths.is_empty() {
+            return text;
+        }
+        let lines: Vec<String> = paths
+            .iter()
+            .map(|p| format!("[Attached image: {p} (look at it with vision_analyze)]"))
+            .collect();
+        format!("{}\n\n{text}", lines.join("\n"))
     }
 }
 
@@ -129,6 +151,7 @@ impl Gateway {
             started_at: now_secs(),
             run: Mutex::new(None),
             queued: Mutex::new(VecDeque::new()),
+            attached: Mutex::new(Vec::new()),
             close_on_disconnect,
         });
         live.insert(id, entry.clone());

@@ -9,6 +9,7 @@ mod answers;
 mod commands;
 pub mod connection;
 pub mod errors;
+mod extras;
 pub mod frame;
 pub mod gateway;
 mod methods;

@@ -4,7 +4,7 @@ use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::outbox::Outbox;
 use crate::params::Params;
-use crate::{answers, commands, prompts, sessions};
+use crate::{answers, commands, extras, prompts, sessions};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -40,14 +40,19 @@ pub async fn call(
         "sudo.respond" | "secret.respond" => answers::never_asked(method, &p),
         "commands.catalog" => Ok(commands::catalog(gw)),
         "command.resolve" => commands::resolve(gw, &p),
-        "command.dispatch" => commands::dispatch(gw, &p),
-        "slash.exec" => commands::slash(gw, &p),
+        "command.dispatch" => commands::dispatch(gw, &p).await,
+        "slash.exec" => commands::slash(gw, &p).await,
         "config.get" => commands::config_get(gw, &p),
-        "config.set" => commands::config_set(gw, &p),
+        "config.set" => commands::config_set(gw, &p).await,
         "model.options" => Ok(gw
             .host
             .model_options(crate::params::flag(&p, "refresh"))
             .await),
+        "cli.exec" => extras::cli_exec(&p).await,
+        "image.attach" => extras::image_attach(gw, &p),
+        "delegation.status" => Ok(extras::delegation_status()),
+        "subagent.interrupt" => extras::subagent_interrupt(&p),
+        "clipboard.paste" => extras::clipboard_paste(gw, &p),
         "process.stop" => Ok(serde_json::json!({"killed": gw.host.runtime().jobs.stop_all()})),
         "terminal.resize" => {
             Ok(serde_json::json!({"cols": p.get("cols").cloned().unwrap_or(Value::Null)}))

@@ -78,6 +78,12 @@ fn info(gw: &Gateway, live: &Live) -> Value {
     })
 }
 
+/// Sends `session.info` again (after a change such as the model).
+pub async fn announce(gw: &Gateway, live: &Live) {
+    let event = frame::event("session.info", Some(&live.id), Some(info(gw, live)));
+    live.emit(Out::Frame(event)).await;
+}
+
 /// The payload of a session made live: ids, messages, info; `session.info` follows.
 async fn made_live(gw: &Gateway, live: &Arc<Live>) -> Value {
     let session = live.session();

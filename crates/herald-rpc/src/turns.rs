@@ -49,7 +49,7 @@ pub fn usage(end: &RunStatus) -> Value {
 }
 
 /// `message.complete`'s payload.
-fn complete(end: &RunStatus, streamed: &str) -> Value {
+fn complete(end: &RunStatus, streamed: &str, reasoning: &str) -> Value {
     let (status, text) = match end.state {
         RunState::Completed => ("complete", end.output.clone().unwrap_or_default()),
         RunState::Cancelled => ("interrupted", streamed.to_owned()),
@@ -67,6 +67,9 @@ fn complete(end: &RunStatus, streamed: &str) -> Value {
     let mut payload = json!({"text": text, "usage": usage(end), "status": status});
     if let Some(steer) = &end.pending_steer {
         payload["pending_steer"] = json!(steer);
+    }
+    if !reasoning.is_empty() {
+        payload["reasoning"] = json!(reasoning);
     }
     payload
 }
@@ -136,6 +139,7 @@ async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
     )))
     .await;
     let mut streamed = String::new();
+    let mut reasoning = String::new();
     let mut started = Started::new();
     while let Some(e) = events.recv().await {
         let out = match e.kind {
@@ -147,14 +151,21 @@ async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
                     text,
                 }
             }
-            RunEventKind::ReasoningDelta(text) => Out::Delta {
-                kind: "reasoning.delta",
-                session_id: live.id.clone(),
-                text,
-            },
+            RunEventKind::ReasoningDelta(text) => {
+                reasoning.push_str(&text);
+                Out::Delta {
+                    kind: "reasoning.delta",
+                    session_id: live.id.clone(),
+                    text,
+                }
+            }
             RunEventKind::Finished(end) => {
-                live.emit(event(&live, "message.complete", complete(&end, &streamed)))
-                    .await;
+                if !reasoning.is_empty() {
+                    let text = json!({"text": reasoning});
+                    live.emit(event(&live, "reasoning.available", text)).await;
+                }
+                let payload = complete(&end, &streamed, &reasoning);
+                live.emit(event(&live, "message.complete", payload)).await;
                 break;
             }
             other => match tool_event(&live, other, &mut started) {

@@ -940,3 +940,100 @@ async fn bad_input_gets_the_documented_error_and_the_connection_stays() {
     );
     assert!(c.turn(&sid, "still fine?").await.last().unwrap()["payload"]["text"] == "fine");
 }
+
+#[tokio::test]
+async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
+    let provider = FakeProvider::start(vec![Scripted::Events(vec![
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "Thinking it over."}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "Seen."}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ])]);
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    // cli.exec runs herald on this home; serving commands are refused.
+    let r = c
+        .call("cli.exec", json!({"argv": ["gateway", "status"]}))
+        .await;
+    assert_eq!(
+        (r["blocked"].as_bool(), r["code"].as_i64()),
+        (Some(false), Some(3)),
+        "{r}"
+    );
+    assert!(
+        r["output"]
+            .as_str()
+            .unwrap()
+            .contains("Gateway: not running"),
+        "{r}"
+    );
+    let r = c
+        .call("cli.exec", json!({"argv": ["rpc", "--ws", "0.0.0.0:1"]}))
+        .await;
+    assert_eq!(r["blocked"], true);
+    assert_eq!(
+        c.code("cli.exec", json!({"argv": "gateway status"})).await,
+        4003
+    );
+    assert_eq!(c.code("cli.exec", json!({"argv": [1]})).await, 4003);
+    // An image goes with the next prompt.
+    let dir = tempfile::tempdir().unwrap();
+    let pic = dir.path().join("shot.png");
+    std::fs::write(&pic, b"\x89PNG").unwrap();
+    assert_eq!(
+        c.code(
+            "image.attach",
+            json!({"session_id": sid, "path": "shot.png"})
+        )
+        .await,
+        4015
+    );
+    let missing = dir.path().join("gone.png");
+    assert_eq!(
+        c.code("image.attach", json!({"session_id": sid, "path": missing}))
+            .await,
+        4016
+    );
+    let a = c
+        .call("image.attach", json!({"session_id": sid, "path": pic}))
+        .await;
+    assert_eq!(
+        (a["attached"].as_bool(), a["name"].as_str()),
+        (Some(true), Some("shot.png"))
+    );
+    let events = c.turn(&sid, "what is in it?").await;
+    let sent = provider.requests()[0].body["messages"].to_string();
+    assert!(
+        sent.contains("[Attached image: ") && sent.contains("shot.png"),
+        "{sent}"
+    );
+    // Reasoning: streamed, then available, then on message.complete.
+    assert!(
+        events.iter().any(|e| e["type"] == "reasoning.delta"),
+        "{events:?}"
+    );
+    let available = events
+        .iter()
+        .find(|e| e["type"] == "reasoning.available")
+        .unwrap();
+    assert_eq!(available["payload"]["text"], "Thinking it over.");
+    assert_eq!(
+        events.last().unwrap()["payload"]["reasoning"],
+        "Thinking it over."
+    );
+    // A model switch is announced as session.info.
+    c.call(
+        "slash.exec",
+        json!({"session_id": sid, "command": "/model fake-large"}),
+    )
+    .await;
+    let info = c.until("session.info").await;
+    assert_eq!(info.last().unwrap()["payload"]["model"], "fake-large");
+    assert_eq!(c.call("delegation.status", json!({})).await["active"], 0);
+    assert_eq!(c.code("subagent.interrupt", json!({})).await, 4000);
+    assert_eq!(
+        c.code("clipboard.paste", json!({"session_id": sid})).await,
+        5027
+    );
+}

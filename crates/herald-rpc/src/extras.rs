@@ -1,0 +1,149 @@
+//! The rest of the catalogue (rpc-gateway.md §5): `cli.exec`, image attachments, and
+//! the answers of features herald does not have (subagents, a clipboard).
+
+use crate::errors::RpcError;
+use crate::gateway::Gateway;
+use crate::params::{Params, count, required, text};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Subcommands `cli.exec` refuses: they serve, prompt or take the terminal.
+const BLOCKED: [&[&str]; 5] = [
+    &["gateway", "run"],
+    &["gateway", "setup"],
+    &["rpc"],
+    &["setup"],
+    &["chat"],
+];
+const MAX_OUTPUT: usize = 64 * 1024;
+const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "gif", "webp", "bmp"];
+
+/// The global options that take a value (skipped with it to find the subcommand).
+const VALUED: [&str; 2] = ["--home", "--log-format"];
+
+fn blocked(argv: &[String]) -> bool {
+    let mut words: Vec<&str> = Vec::new();
+    let mut args = argv.iter().map(String::as_str);
+    while let Some(a) = args.next() {
+        if VALUED.contains(&a) {
+            args.next();
+        } else if !a.starts_with('-') {
+            words.push(a);
+        }
+    }
+    let one_shot_chat = argv.iter().any(|a| a == "-q" || a == "--query");
+    BLOCKED.iter().any(|b| words.starts_with(b))
+        && !(words.first() == Some(&"chat") && one_shot_chat)
+}
+
+/// `cli.exec {argv, timeout?}`: runs `herald ARGV` on this home; `{blocked, code, output}`.
+pub async fn cli_exec(p: &Params) -> Result<Value, RpcError> {
+    let argv: Vec<String> = match p.get("argv") {
+        Some(Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| RpcError::new(4003, "argv must be a list of strings"))?,
+        _ => {
+            return Err(RpcError::new(
+                4003,
+                "argv must be a non-empty list of strings",
+            ));
+        }
+    };
+    if blocked(&argv) {
+        return Ok(
+            json!({"blocked": true, "code": null, "output": "this command serves or prompts; run it in a terminal"}),
+        );
+    }
+    let exe =
+        std::env::current_exe().map_err(|e| RpcError::new(RpcError::CLI_FAILED, e.to_string()))?;
+    let limit = Duration::from_secs(count(p, "timeout").unwrap_or(30).clamp(1, 300) as u64);
+    let run = tokio::process::Command::new(exe)
+        .args(&argv)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = match tokio::time::timeout(limit, run).await {
+        Err(_) => {
+            return Err(RpcError::new(
+                RpcError::CLI_TIMEOUT,
+                format!("timed out after {}s", limit.as_secs()),
+            ));
+        }
+        Ok(Err(e)) => return Err(RpcError::new(RpcError::CLI_FAILED, e.to_string())),
+        Ok(Ok(out)) => out,
+    };
+    let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+    output.push_str(&String::from_utf8_lossy(&out.stderr));
+    if output.len() > MAX_OUTPUT {
+        let cut = (0..=MAX_OUTPUT)
+            .rev()
+            .find(|i| output.is_char_boundary(*i))
+            .unwrap_or(0);
+        output.truncate(cut);
+    }
+    Ok(json!({"blocked": false, "code": out.status.code(), "output": output}))
+}
+
+/// `image.attach {session_id, path}`: the image goes with the session's next prompt,
+/// for the model to look at with `vision_analyze`.
+pub fn image_attach(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+    let live = gw.live(p)?;
+    let raw = required(p, "path", 4015)?;
+    let path = PathBuf::from(&raw);
+    let is_image = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+    if !path.is_absolute() || !is_image {
+        return Err(RpcError::new(
+            4015,
+            format!("not an absolute path to an image: {raw}"),
+        ));
+    }
+    if !path.is_file() {
+        return Err(RpcError::new(4016, format!("no such file: {raw}")));
+    }
+    let attached = live.attach(raw.clone());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    Ok(json!({"attached": true, "path": raw, "name": name, "count": attached}))
+}
+
+/// `delegation.status`: herald runs no subagents.
+pub fn delegation_status() -> Value {
+    json!({"active": 0, "subagents": [], "delegation": false})
+}
+
+/// `subagent.interrupt {subagent_id}`: there is none to find.
+pub fn subagent_interrupt(p: &Params) -> Result<Value, RpcError> {
+    let id = text(p, "subagent_id")
+        .ok_or_else(|| RpcError::new(RpcError::MISSING, "subagent_id is required"))?;
+    Ok(json!({"found": false, "subagent_id": id}))
+}
+
+/// `clipboard.paste`: a gateway has no clipboard of its user's.
+pub fn clipboard_paste(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+    gw.live(p)?;
+    Err(RpcError::new(
+        5027,
+        "no clipboard is available to the gateway; attach the file with image.attach",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_running_subcommands_are_blocked() {
+        let argv = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(blocked(&argv(&["gateway", "run"])));
+        assert!(blocked(&argv(&["--home", "/x", "rpc"])));
+        assert!(blocked(&argv(&["chat"])));
+        assert!(!blocked(&argv(&["chat", "-q", "hi"])));
+        assert!(!blocked(&argv(&["gateway", "status"])));
+        assert!(!blocked(&argv(&["inbox", "list", "--json"])));
+    }
+}
