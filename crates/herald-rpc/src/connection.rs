@@ -65,7 +65,16 @@ impl Client {
         };
         let (gw, outbox) = (self.gw.clone(), self.outbox.clone());
         self.tasks.spawn(async move {
-            let answer = methods::call(&gw, &outbox, &request.method, request.params).await;
+            let call = methods::call(&gw, &outbox, &request.method, request.params);
+            // A handler that panics is answered like one that raised (-32000).
+            let answer = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(call))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(RpcError::new(
+                        RpcError::HANDLER,
+                        "handler error: the handler failed",
+                    ))
+                });
             drop(slot);
             let Some(id) = request.id else {
                 return;

@@ -73,7 +73,10 @@ fn info(gw: &Gateway, live: &Live) -> Value {
         "tools": {"hermes-cli": session.tool_names()},
         "skills": skills,
         "cwd": std::env::current_dir().ok().map(|d| d.display().to_string()),
+        "branch": "",
+        "project": null,
         "lazy": true,
+        "desktop_contract": 4,
         "profile_name": "default",
     })
 }
