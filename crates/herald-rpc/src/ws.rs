@@ -20,10 +20,13 @@ use tokio::sync::mpsc;
 
 /// How long deltas are gathered before they leave.
 const BATCH: Duration = Duration::from_millis(33);
+/// Open sockets at most; more are answered 503 before the upgrade.
+pub const MAX_SOCKETS: usize = 256;
 
 struct Server {
     gw: Arc<Gateway>,
     token: Option<String>,
+    sockets: Arc<tokio::sync::Semaphore>,
 }
 
 /// The WebSocket route; `token`, when set, must come as `Authorization: Bearer` or
@@ -31,7 +34,11 @@ struct Server {
 pub fn router(gw: Arc<Gateway>, token: Option<String>) -> Router {
     Router::new()
         .route("/api/ws", get(upgrade))
-        .with_state(Arc::new(Server { gw, token }))
+        .with_state(Arc::new(Server {
+            gw,
+            token,
+            sockets: Arc::new(tokio::sync::Semaphore::new(MAX_SOCKETS)),
+        }))
 }
 
 fn authorized(server: &Server, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
@@ -56,9 +63,16 @@ async fn upgrade(
     if !authorized(&server, &headers, &query) {
         return (StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response();
     }
+    let Ok(slot) = server.sockets.clone().try_acquire_owned() else {
+        let busy = format!("too many open sockets (max {MAX_SOCKETS})\n");
+        return (StatusCode::SERVICE_UNAVAILABLE, busy).into_response();
+    };
     let gw = server.gw.clone();
     ws.max_message_size(MAX_FRAME)
-        .on_upgrade(move |socket| serve(gw, socket))
+        .on_upgrade(move |socket| async move {
+            serve(gw, socket).await;
+            drop(slot);
+        })
 }
 
 async fn serve(gw: Arc<Gateway>, socket: WebSocket) {

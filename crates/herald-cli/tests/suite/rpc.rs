@@ -867,6 +867,47 @@ async fn websocket_needs_a_token_off_loopback_and_checks_it() {
     let mut c = server.client(Some("s3cret-token")).await;
     assert_eq!(c.event().await["type"], "gateway.ready");
     assert!(c.call("session.list", json!({})).await["sessions"].is_array());
+    // Open sockets are bounded: past the cap a connection is refused, the others live.
+    let mut open = Vec::new();
+    for _ in 1..256 {
+        open.push(server.client(Some("s3cret-token")).await);
+    }
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+            server.url.as_str(),
+        )
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", "Bearer s3cret-token".parse().unwrap());
+    assert!(
+        tokio_tungstenite::connect_async(request).await.is_err(),
+        "the 257th socket"
+    );
+    assert!(
+        c.call("session.list", json!({})).await["sessions"].is_array(),
+        "the first still served"
+    );
+    drop(open);
+    let started = std::time::Instant::now();
+    loop {
+        let mut request =
+            tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+                server.url.as_str(),
+            )
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("authorization", "Bearer s3cret-token".parse().unwrap());
+        if tokio_tungstenite::connect_async(request).await.is_ok() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "closed sockets free their slots"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]
