@@ -3,11 +3,13 @@
 #[macro_use]
 mod output;
 
+mod acp_cmd;
 mod bundled_skills;
 mod chat_cmd;
 mod chat_status;
 mod config_check;
 mod deliveries_cmd;
+mod front_host;
 mod gateway_cmd;
 mod gateway_status;
 mod hermes_import;
@@ -80,6 +82,9 @@ enum Command {
     /// Serve the JSON-RPC gateway (sessions, turns, approvals, rewind) on stdio, or on
     /// WebSocket with --ws.
     Rpc(rpc_cmd::RpcArgs),
+    /// Serve ACP (Agent Client Protocol) on stdio for IDEs such as Zed and VS Code;
+    /// --check to verify the setup.
+    Acp(acp_cmd::AcpArgs),
     /// Inspect deliveries (direct deliveries and their outcome).
     Deliveries {
         #[command(subcommand)]
@@ -215,6 +220,7 @@ fn main() -> ExitCode {
         Command::Webhook { command } => webhook_cmd::run(&home, command),
         Command::Chat(args) => chat_cmd::run(&home, args),
         Command::Rpc(args) => rpc_cmd::run(&home, args),
+        Command::Acp(args) => acp_cmd::run(&home, args),
         Command::Deliveries { command } => deliveries_cmd::run(&home, command),
     };
     match result {

@@ -1,11 +1,9 @@
 //! `herald rpc`: the JSON-RPC gateway on stdio, or on WebSocket with `--ws HOST:PORT`.
 
 use anyhow::Context;
-use herald_config::{Config, Home, load_dotenv, process_env};
+use herald_config::Home;
 use herald_http::ConnectionLimits;
 use herald_rpc::Gateway;
-use herald_session::{Host, ModelChoice, Platform, Runtime, toolsets};
-use herald_store::SessionStore;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,22 +20,8 @@ pub struct RpcArgs {
 }
 
 fn gateway(home: &Home) -> anyhow::Result<Result<Arc<Gateway>, String>> {
-    load_dotenv(home)?;
-    crate::bundled_skills::install_quietly(home);
-    let config = Config::load(home, &process_env)
-        .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
-    let choice = ModelChoice {
-        model: None,
-        provider: None,
-    };
-    let runtime = match Runtime::build(home, &config, Platform::Cli, choice) {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
-    let store = SessionStore::open(&home.state_db_file())
-        .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
-    let (tools, _) = toolsets::resolve(&["hermes-cli".to_owned()]);
-    Ok(Ok(Gateway::new(Host::new(Arc::new(runtime), store), tools)))
+    let host = crate::front_host::interactive_host(home)?;
+    Ok(host.map(|h| Gateway::new(h, crate::front_host::interactive_tools())))
 }
 
 pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {

@@ -76,6 +76,9 @@ fn host_is(host: &str, domain: &str) -> bool {
     host == domain || host.ends_with(&format!(".{domain}"))
 }
 
+/// The key sent when none is configured (local servers take anything).
+pub const NO_KEY: &str = "no-key-required";
+
 /// The API key for `base_url` (agent spec §4.1): a key is only sent to its own vendor's
 /// host; a custom endpoint with no key gets `no-key-required`.
 pub fn resolve_api_key(
@@ -88,7 +91,7 @@ pub fn resolve_api_key(
     }
     let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let Some(host) = host_of(base_url) else {
-        return "no-key-required".to_owned();
+        return NO_KEY.to_owned();
     };
     let vendor_key = if host_is(&host, "ollama.com") {
         env("OLLAMA_API_KEY")
@@ -99,7 +102,7 @@ pub fn resolve_api_key(
     } else {
         derived_vendor(&host).and_then(|v| env(&format!("{}_API_KEY", v.to_ascii_uppercase())))
     };
-    vendor_key.unwrap_or_else(|| "no-key-required".to_owned())
+    vendor_key.unwrap_or_else(|| NO_KEY.to_owned())
 }
 
 /// `api.deepseek.com` → `deepseek`; IPs, `localhost` and odd hosts derive nothing.

@@ -165,6 +165,17 @@ impl Runtime {
         &self.model_settings
     }
 
+    /// Whether the model's provider has a credential: a key of its own, or a local
+    /// server (loopback) that needs none.
+    pub fn credential_resolves(&self) -> bool {
+        let key = self.endpoint.api_key.trim();
+        let keyed = !key.is_empty() && key != herald_llm::endpoint::NO_KEY;
+        let local = ["://127.0.0.1", "://localhost", "://[::1]"]
+            .iter()
+            .any(|h| self.endpoint.base_url.contains(h));
+        keyed || local
+    }
+
     /// The endpoint for a `/model SPEC` switch (also `provider:model`).
     pub fn switch_model(&self, spec: &str) -> Result<Endpoint, SelectError> {
         model_select::select(&self.model_settings, Some(spec), None, &process_env)

@@ -1,3 +1,4 @@
+mod acp;
 mod agent_runs;
 mod api;
 mod chat;

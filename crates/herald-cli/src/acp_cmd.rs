@@ -1,0 +1,82 @@
+//! `herald acp`: the ACP server for IDEs on stdio; `--check` and `--setup` (acp.md §6).
+
+use anyhow::Context;
+use herald_acp::AcpServer;
+use herald_config::Home;
+use herald_session::Host;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct AcpArgs {
+    /// Check, without any network call, that the config parses, a provider credential
+    /// resolves and the store opens; exit 1 with the reason when not.
+    #[arg(long, conflicts_with = "setup")]
+    check: bool,
+    /// Set up the provider and model interactively (the `hermes-setup` auth method).
+    #[arg(long)]
+    setup: bool,
+}
+
+/// The provider, when its credential resolves.
+fn resolved_provider(host: &Host) -> Option<String> {
+    let runtime = host.runtime();
+    runtime
+        .credential_resolves()
+        .then(|| runtime.provider.clone())
+}
+
+fn check(home: &Home) -> anyhow::Result<ExitCode> {
+    let why = match crate::front_host::interactive_host(home) {
+        Ok(Ok(host)) => return Ok(report(home, &host)),
+        Ok(Err(why)) => why,
+        Err(e) => format!("{e:#}"),
+    };
+    eprintln!("herald ACP check failed: {why}");
+    Ok(ExitCode::FAILURE)
+}
+
+/// The check's verdict on a host that could be built.
+fn report(home: &Home, host: &Host) -> ExitCode {
+    let runtime = host.runtime();
+    let Some(provider) = resolved_provider(host) else {
+        eprintln!(
+            "herald ACP check failed: no credential for provider {} (model {}): set its API key or run `herald acp --setup`",
+            runtime.provider, runtime.endpoint.model
+        );
+        return ExitCode::FAILURE;
+    };
+    outln!(
+        "herald ACP check OK: model {} on provider {provider}, sessions in {}",
+        runtime.endpoint.model,
+        home.state_db_file().display()
+    );
+    ExitCode::SUCCESS
+}
+
+pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
+    if args.setup {
+        return crate::setup_cmd::run(home);
+    }
+    if args.check {
+        return check(home);
+    }
+    let host = match crate::front_host::interactive_host(home)? {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("herald: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let provider = resolved_provider(&host);
+    let server = AcpServer::new(host, crate::front_host::interactive_tools(), provider);
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    tokio_rt.block_on(async {
+        herald_acp::serve(server, agent_client_protocol::Stdio::new())
+            .await
+            .map_err(|e| anyhow::anyhow!("ACP connection: {e}"))
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

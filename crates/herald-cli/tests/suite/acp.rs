@@ -1,0 +1,321 @@
+//! `herald acp` driven by an ACP client: the `agent-client-protocol` crate's client side
+//! spawning the real binary, against the fake provider.
+
+use super::rpc::rpc_home;
+use super::support::{BIN, run_cli};
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AuthenticateRequest, CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest,
+    NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCallStatus, ToolKind,
+};
+use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client};
+use herald_test_support::{FakeProvider, Scripted};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the client saw: updates in order, and the permission requests it answered.
+#[derive(Default)]
+struct Seen {
+    updates: Vec<SessionUpdate>,
+    asked: Vec<RequestPermissionRequest>,
+}
+
+fn agent(home: &Path) -> AcpAgent {
+    AcpAgent::new(
+        AcpAgentConfig::new(BIN)
+            .arg("acp")
+            .env("HERALD_HOME", home.display().to_string())
+            .env("RUST_LOG", "warn"),
+    )
+}
+
+fn text(t: &str) -> Vec<ContentBlock> {
+    vec![ContentBlock::Text(TextContent::new(t))]
+}
+
+/// Runs `body` against `herald acp` on `home`; `answers` are the option ids chosen for
+/// permission requests, in order.
+async fn with_agent(
+    home: &Path,
+    answers: Vec<&'static str>,
+    seen: Arc<Mutex<Seen>>,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>) -> agent_client_protocol::Result<()>,
+) {
+    let answers = Arc::new(Mutex::new(answers.into_iter()));
+    let (s1, s2) = (seen.clone(), seen);
+    let run = Client
+        .v1()
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                s1.lock().unwrap().updates.push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                let choice = answers.lock().unwrap().next().unwrap_or("deny");
+                s2.lock().unwrap().asked.push(request);
+                responder.respond(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(choice)),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(agent(home), body);
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the ACP session took too long")
+        .expect("the ACP session failed");
+}
+
+fn agent_text(updates: &[SessionUpdate]) -> String {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_client_initializes_prompts_approves_and_cancels() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("acp-doomed.txt"), "x").unwrap();
+    std::fs::write(dir.path().join("acp-kept.txt"), "x").unwrap();
+    let provider = FakeProvider::start(vec![
+        Scripted::Events(Scripted::text_events(&["Hel", "lo."])),
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f acp-doomed.txt"}"#)]),
+        Scripted::text("Removed."),
+        Scripted::tool_calls(&[("c2", "terminal", r#"{"command": "rm -f acp-kept.txt"}"#)]),
+        Scripted::text("Left it."),
+        Scripted::tool_calls(&[("c3", "terminal", r#"{"command": "sleep 30"}"#)]),
+    ]);
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
+    );
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let cwd = dir.path().to_path_buf();
+    let stored = Arc::new(Mutex::new(String::new()));
+    let keep = stored.clone();
+    let watch = seen.clone();
+    with_agent(
+        home.path(),
+        vec!["allow_once", "deny"],
+        seen.clone(),
+        async move |cx: ConnectionTo<Agent>| {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            assert_eq!(init.protocol_version, ProtocolVersion::V1);
+            assert_eq!(init.agent_info.as_ref().unwrap().name, "hermes-agent");
+            assert!(init.agent_capabilities.load_session);
+            let ids: Vec<String> = init
+                .auth_methods
+                .iter()
+                .map(|m| m.id().to_string())
+                .collect();
+            assert!(ids.contains(&"hermes-setup".to_owned()), "{ids:?}");
+            assert!(
+                cx.send_request(AuthenticateRequest::new("HERMES-SETUP"))
+                    .block_task()
+                    .await
+                    .is_ok()
+            );
+            assert!(
+                cx.send_request(AuthenticateRequest::new("nonsense"))
+                    .block_task()
+                    .await
+                    .is_err()
+            );
+            let session = cx
+                .send_request(NewSessionRequest::new(cwd.clone()))
+                .block_task()
+                .await?
+                .session_id;
+            *keep.lock().unwrap() = session.to_string();
+            let r = cx
+                .send_request(PromptRequest::new(session.clone(), text("hi")))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, StopReason::EndTurn);
+            let r = cx
+                .send_request(PromptRequest::new(session.clone(), text("clean")))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, StopReason::EndTurn);
+            let r = cx
+                .send_request(PromptRequest::new(session.clone(), text("clean more")))
+                .block_task()
+                .await?;
+            assert_eq!(
+                r.stop_reason,
+                StopReason::EndTurn,
+                "a denied command is an error result, the turn goes on"
+            );
+            let empty = cx
+                .send_request(PromptRequest::new(session.clone(), vec![]))
+                .block_task()
+                .await?;
+            assert_eq!(empty.stop_reason, StopReason::EndTurn);
+            let unknown = cx
+                .send_request(PromptRequest::new("no-such-session", text("x")))
+                .block_task()
+                .await?;
+            assert_eq!(unknown.stop_reason, StopReason::Refusal);
+            // Cancel mid-tool.
+            let pending = cx.send_request(PromptRequest::new(session.clone(), text("wait")));
+            let started = std::time::Instant::now();
+            loop {
+                let running = watch
+                    .lock()
+                    .unwrap()
+                    .updates
+                    .iter()
+                    .filter(
+                        |u| matches!(u, SessionUpdate::ToolCall(t) if t.title.contains("sleep")),
+                    )
+                    .count();
+                if running > 0 {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "the sleep never started"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            cx.send_notification(CancelNotification::new(session.clone()))?;
+            let r = pending.block_task().await?;
+            assert_eq!(r.stop_reason, StopReason::Cancelled);
+            assert!(started.elapsed() < Duration::from_secs(15));
+            Ok(())
+        },
+    )
+    .await;
+    {
+        let seen = seen.lock().unwrap();
+        assert!(
+            agent_text(&seen.updates).starts_with("Hello.Removed."),
+            "{:?}",
+            agent_text(&seen.updates)
+        );
+        let starts: Vec<_> = seen
+            .updates
+            .iter()
+            .filter_map(|u| match u {
+                SessionUpdate::ToolCall(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts.len(), 3);
+        assert_eq!(starts[0].kind, ToolKind::Execute);
+        assert_eq!(starts[0].title, "$ rm -f acp-doomed.txt");
+        assert!(starts[0].tool_call_id.to_string().starts_with("tc-"));
+        let ends: Vec<_> = seen
+            .updates
+            .iter()
+            .filter_map(|u| match u {
+                SessionUpdate::ToolCallUpdate(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ends[0].tool_call_id, starts[0].tool_call_id,
+            "completions pair with starts"
+        );
+        assert_eq!(ends[0].fields.status, Some(ToolCallStatus::Completed));
+        assert_eq!(seen.asked.len(), 2);
+        let options: Vec<String> = seen.asked[0]
+            .options
+            .iter()
+            .map(|o| o.option_id.to_string())
+            .collect();
+        assert_eq!(
+            options,
+            [
+                "allow_once",
+                "allow_session",
+                "allow_always",
+                "deny",
+                "deny_always"
+            ]
+        );
+        assert!(
+            seen.asked[0]
+                .tool_call
+                .tool_call_id
+                .to_string()
+                .starts_with("perm-check-")
+        );
+        assert!(!dir.path().join("acp-doomed.txt").exists(), "allowed");
+        assert!(dir.path().join("acp-kept.txt").exists(), "denied");
+    }
+    // A new connection loads the session: its transcript comes back as updates.
+    let id = stored.lock().unwrap().clone();
+    let replayed = Arc::new(Mutex::new(Seen::default()));
+    let cwd = dir.path().to_path_buf();
+    with_agent(
+        home.path(),
+        vec![],
+        replayed.clone(),
+        async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            cx.send_request(LoadSessionRequest::new(id.clone(), cwd.clone()))
+                .block_task()
+                .await?;
+            assert!(
+                cx.send_request(LoadSessionRequest::new("missing", cwd))
+                    .block_task()
+                    .await
+                    .is_err()
+            );
+            Ok(())
+        },
+    )
+    .await;
+    let replayed = replayed.lock().unwrap();
+    let users = replayed
+        .updates
+        .iter()
+        .filter(|u| matches!(u, SessionUpdate::UserMessageChunk(_)))
+        .count();
+    assert!(
+        users >= 3,
+        "the user turns replayed: {}",
+        replayed.updates.len()
+    );
+    assert!(agent_text(&replayed.updates).contains("Hello."));
+}
+
+#[test]
+fn acp_check_says_ok_or_why_not_without_a_network_call() {
+    let home = rpc_home("http://127.0.0.1:9/v1", "");
+    let (code, out, err) = run_cli(home.path(), &["acp", "--check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("herald ACP check OK: model fake-model"),
+        "{out}"
+    );
+    let remote = rpc_home("https://api.example.com/v1", "");
+    let (code, _, err) = run_cli(remote.path(), &["acp", "--check"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no credential for provider"), "{err}");
+    let broken = tempfile::tempdir().unwrap();
+    std::fs::write(broken.path().join("config.yaml"), "model: [unclosed\n").unwrap();
+    let (code, _, err) = run_cli(broken.path(), &["acp", "--check"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("herald ACP check failed"), "{err}");
+}
