@@ -5,6 +5,7 @@
 
 mod permission;
 mod prompt;
+mod slash;
 pub mod tools;
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -26,11 +27,25 @@ pub const SOURCE: &str = "acp";
 /// The terminal auth method: run the binary with `--setup`.
 pub const SETUP_METHOD: &str = "hermes-setup";
 
-/// An ACP session: the host's session and its turn in progress.
+/// An ACP session: the host's session (replaced by `/reset`), its turn in progress and
+/// the prompts queued behind it.
 pub struct AcpSession {
-    pub session: Session,
+    /// The ACP session id (the first host session's id).
+    id: String,
+    session: Mutex<Session>,
     run: Mutex<Option<RunHandle>>,
+    queued: Mutex<std::collections::VecDeque<String>>,
     cancelled: AtomicBool,
+}
+
+impl AcpSession {
+    pub fn session(&self) -> Session {
+        lock(&self.session).clone()
+    }
+
+    fn busy(&self) -> bool {
+        self.session().running().is_some()
+    }
 }
 
 /// The ACP server over one session host.
@@ -101,11 +116,13 @@ impl AcpServer {
 
     fn add(&self, session: Session) -> Arc<AcpSession> {
         let entry = Arc::new(AcpSession {
-            session,
+            id: session.id().to_owned(),
+            session: Mutex::new(session),
             run: Mutex::new(None),
+            queued: Mutex::new(std::collections::VecDeque::new()),
             cancelled: AtomicBool::new(false),
         });
-        lock(&self.sessions).insert(entry.session.id().to_owned(), entry.clone());
+        lock(&self.sessions).insert(entry.id.clone(), entry.clone());
         entry
     }
 
@@ -122,7 +139,7 @@ impl AcpServer {
             .open_session(self.options(&request.cwd))
             .await
             .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
-        Ok(self.add(session).session.id().to_owned())
+        Ok(self.add(session).id.clone())
     }
 
     /// Resumes a stored session; `None` when there is none of that id.
@@ -185,12 +202,17 @@ pub async fn serve(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, _cx| match s3
-                .new_session(&request)
-                .await
-            {
-                Ok(id) => responder.respond(NewSessionResponse::new(id)),
-                Err(e) => responder.respond_with_error(e),
+            async move |request: NewSessionRequest,
+                        responder,
+                        cx: agent_client_protocol::v1::ConnectionTo<Client>| {
+                match s3.new_session(&request).await {
+                    Ok(id) => {
+                        responder.respond(NewSessionResponse::new(id.clone()))?;
+                        prompt::offer_commands(&id, &cx);
+                        Ok(())
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -1,13 +1,13 @@
 //! `session/prompt` (acp.md §3): the prompt's blocks as text, a run of the session,
 //! its events as `session/update` notifications, then the stop reason.
 
-use crate::{AcpServer, AcpSession, lock, permission, tools};
+use crate::{AcpServer, AcpSession, lock, permission, slash, tools};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, EmbeddedResourceResource, PromptRequest, PromptResponse,
-    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    AvailableCommand, AvailableCommandsUpdate, ContentBlock, ContentChunk,
+    EmbeddedResourceResource, PromptRequest, PromptResponse, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use herald_protocol::Role;
 use herald_session::{RunEventKind, RunState};
@@ -46,7 +46,8 @@ fn tool_call_id() -> String {
     format!("tc-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
 }
 
-/// Runs one prompt to its end.
+/// Runs one prompt to its end: a slash command answered here, a prompt queued behind
+/// a running turn, or a turn (then the queued ones).
 pub async fn run(
     server: &AcpServer,
     request: PromptRequest,
@@ -60,8 +61,43 @@ pub async fn run(
     if text.trim().is_empty() {
         return PromptResponse::new(StopReason::EndTurn);
     }
+    if let Some(reply) = slash::answer(server, &live, text.trim()).await {
+        update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(reply)));
+        return PromptResponse::new(StopReason::EndTurn);
+    }
+    if live.busy() {
+        let n = {
+            let mut q = lock(&live.queued);
+            q.push_back(text);
+            q.len()
+        };
+        let note = format!("Queued for the next turn. ({n} queued)");
+        update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(note)));
+        return PromptResponse::new(StopReason::EndTurn);
+    }
     live.cancelled.store(false, Ordering::SeqCst);
-    let run = match server.host.start_run(&live.session, text) {
+    let mut next = Some(text);
+    let mut reason = StopReason::EndTurn;
+    while let Some(text) = next {
+        reason = turn(server, &live, text, cx).await;
+        next = if reason == StopReason::Cancelled {
+            None
+        } else {
+            lock(&live.queued).pop_front()
+        };
+    }
+    PromptResponse::new(reason)
+}
+
+/// One turn of `live` on `text`, its events streamed; how it stopped.
+async fn turn(
+    server: &AcpServer,
+    live: &AcpSession,
+    text: String,
+    cx: &ConnectionTo<Client>,
+) -> StopReason {
+    let id = live.id.clone();
+    let run = match server.host.start_run(&live.session(), text) {
         Ok(run) => run,
         Err(e) => {
             update(
@@ -69,12 +105,12 @@ pub async fn run(
                 &id,
                 SessionUpdate::AgentMessageChunk(chunk(format!("herald: {e}"))),
             );
-            return PromptResponse::new(StopReason::EndTurn);
+            return StopReason::EndTurn;
         }
     };
     *lock(&live.run) = Some(run.clone());
     let Some(mut events) = run.take_events() else {
-        return PromptResponse::new(StopReason::EndTurn);
+        return StopReason::EndTurn;
     };
     let mut streamed = false;
     let mut calls: HashMap<String, String> = HashMap::new();
@@ -143,23 +179,35 @@ pub async fn run(
                 }
                 let cancelled =
                     live.cancelled.load(Ordering::SeqCst) || end.state == RunState::Cancelled;
-                let reason = if cancelled {
+                return if cancelled {
                     StopReason::Cancelled
                 } else {
                     StopReason::EndTurn
                 };
-                return PromptResponse::new(reason);
             }
             _ => {}
         }
     }
-    PromptResponse::new(StopReason::EndTurn)
+    StopReason::EndTurn
+}
+
+/// Tells the IDE which slash commands this agent answers.
+pub fn offer_commands(session_id: &str, cx: &ConnectionTo<Client>) {
+    let commands = slash::COMMANDS
+        .iter()
+        .map(|(name, what)| AvailableCommand::new(*name, *what))
+        .collect();
+    update(
+        cx,
+        session_id,
+        SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+    );
 }
 
 /// Sends a loaded session's transcript as updates: user and assistant text, reasoning.
 pub fn replay(live: &AcpSession, cx: &ConnectionTo<Client>) {
-    let id = live.session.id().to_owned();
-    for saved in live.session.history() {
+    let id = live.id.clone();
+    for saved in live.session().history() {
         let m = saved.message;
         if let Some(r) = m.reasoning.filter(|r| !r.is_empty()) {
             update(cx, &id, SessionUpdate::AgentThoughtChunk(chunk(r)));

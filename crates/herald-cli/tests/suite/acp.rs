@@ -319,3 +319,85 @@ fn acp_check_says_ok_or_why_not_without_a_network_call() {
     assert_eq!(code, 1);
     assert!(err.contains("herald ACP check failed"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_are_answered_locally_and_a_busy_session_queues() {
+    let provider = FakeProvider::start(vec![
+        Scripted::Delayed(
+            Duration::from_millis(800),
+            Box::new(Scripted::text("First.")),
+        ),
+        Scripted::text("Second."),
+        Scripted::text("On the large model."),
+    ]);
+    let home = rpc_home(&provider.base_url, "");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let cwd = home.path().to_path_buf();
+    with_agent(
+        home.path(),
+        vec![],
+        seen.clone(),
+        async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session = cx
+                .send_request(NewSessionRequest::new(cwd))
+                .block_task()
+                .await?
+                .session_id;
+            for line in ["/version", "/help", "/model", "/tools"] {
+                let r = cx
+                    .send_request(PromptRequest::new(session.clone(), text(line)))
+                    .block_task()
+                    .await?;
+                assert_eq!(r.stop_reason, StopReason::EndTurn, "{line}");
+            }
+            // A prompt sent while a turn runs is queued and answered at once.
+            let first = cx.send_request(PromptRequest::new(session.clone(), text("one")));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let queued = cx
+                .send_request(PromptRequest::new(session.clone(), text("two")))
+                .block_task()
+                .await?;
+            assert_eq!(queued.stop_reason, StopReason::EndTurn);
+            assert_eq!(first.block_task().await?.stop_reason, StopReason::EndTurn);
+            let r = cx
+                .send_request(PromptRequest::new(
+                    session.clone(),
+                    text("/model fake-large"),
+                ))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, StopReason::EndTurn);
+            cx.send_request(PromptRequest::new(session.clone(), text("which?")))
+                .block_task()
+                .await?;
+            Ok(())
+        },
+    )
+    .await;
+    let seen = seen.lock().unwrap();
+    let offered = seen.updates.iter().any(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(c) if c.available_commands.iter().any(|a| a.name == "model")));
+    assert!(offered, "available_commands_update after session/new");
+    let said = agent_text(&seen.updates);
+    assert!(
+        said.contains(&format!("herald {}", env!("CARGO_PKG_VERSION"))),
+        "{said}"
+    );
+    assert!(said.contains("/compact"), "help lists the commands: {said}");
+    assert!(said.contains("Model: fake-model"), "{said}");
+    assert!(said.contains("terminal"), "{said}");
+    assert!(
+        said.contains("Queued for the next turn. (1 queued)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("First.") && said.contains("Second."),
+        "the queued prompt ran after: {said}"
+    );
+    assert!(said.contains("Model switched to fake-large"), "{said}");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3, "slash commands made no model call");
+    assert_eq!(requests[2].body["model"], "fake-large");
+}
