@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Latency per turn of the JSON-RPC gateway: request in (`prompt.submit`) to
-`message.complete` out, against the instant fake provider; medians over N turns.
+"""Latency per turn of the JSON-RPC gateway (`prompt.submit` in to `message.complete`
+out) and of the ACP server (`session/prompt` in to its response out), against the
+instant fake provider; medians over N turns.
 
 Measures `herald rpc` on stdio and, when the `websockets` package is importable,
 `herald rpc --ws` on WebSocket. With --hermes-python PATH (the python of a venv with
@@ -107,6 +108,23 @@ async def turns_on_ws(url, n):
         return times
 
 
+def turns_on_acp(client, n, cwd):
+    """ACP: initialize, session/new, then session/prompt to its response, n times."""
+    i = client.send("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    client.until(answer_to(i), timeout=120)
+    i = client.send("session/new", {"cwd": cwd, "mcpServers": []})
+    sid = client.until(answer_to(i))["result"]["sessionId"]
+    times = []
+    for k in range(n + 3):
+        start = time.perf_counter()
+        i = client.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": f"turn {k}"}]})
+        client.until(answer_to(i))
+        if k >= 3:
+            times.append((time.perf_counter() - start) * 1000)
+    client.close()
+    return times
+
+
 def report(name, times):
     times = sorted(times)
     p90 = times[int(len(times) * 0.9) - 1]
@@ -149,6 +167,7 @@ def main():
             ws.wait(timeout=20)
         except ImportError:
             print("herald rpc --ws: skipped (pip install websockets)")
+        report("herald acp session/prompt", turns_on_acp(Lines([args.herald_bin, "acp"], env), args.turns, home))
         if args.hermes_python:
             hhome = tempfile.mkdtemp(prefix="hermes-rpc-bench-")
             with open(os.path.join(hhome, "config.yaml"), "w") as f:
@@ -158,6 +177,8 @@ def main():
             n = max(10, args.turns // 5)
             report("Hermes tui_gateway (stdio)",
                    turns_on_lines(Lines([args.hermes_python, "-m", "tui_gateway.entry"], henv), n))
+            hermes = os.path.join(os.path.dirname(args.hermes_python), "hermes")
+            report("Hermes acp session/prompt", turns_on_acp(Lines([hermes, "acp"], henv), n, hhome))
     finally:
         provider.terminate()
         provider.wait(timeout=10)
