@@ -401,3 +401,34 @@ async fn slash_commands_are_answered_locally_and_a_busy_session_queues() {
     assert_eq!(requests.len(), 3, "slash commands made no model call");
     assert_eq!(requests[2].body["model"], "fake-large");
 }
+
+#[test]
+fn the_official_python_acp_client_works() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("py-doomed.txt"), "x").unwrap();
+    let provider = FakeProvider::start(vec![
+        Scripted::text("Hello."),
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f py-doomed.txt"}"#)]),
+        Scripted::text("Removed."),
+    ]);
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/acp_client.py");
+    let out = std::process::Command::new("python3")
+        .args([
+            script,
+            BIN,
+            &home.path().display().to_string(),
+            &dir.path().display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("acp client ok"), "{stdout}");
+}
