@@ -3,6 +3,7 @@
 //! [`Host`]; prompts are its runs, streamed as `session/update` notifications, and the
 //! host's approval requests become `session/request_permission` calls.
 
+mod listing;
 mod permission;
 mod prompt;
 mod slash;
@@ -12,9 +13,9 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
     AuthenticateResponse, CancelNotification, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities,
-    SessionListCapabilities,
+    InitializeResponse, ListSessionsRequest, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionListCapabilities, SessionResumeCapabilities,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use herald_session::{Answers, Host, RunHandle, Session, SessionOptions};
@@ -89,7 +90,11 @@ impl AcpServer {
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true))
-            .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+            .session_capabilities(
+                SessionCapabilities::new()
+                    .list(SessionListCapabilities::new())
+                    .resume(SessionResumeCapabilities::new()),
+            );
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(capabilities)
             .auth_methods(methods)
@@ -156,6 +161,35 @@ impl AcpServer {
         Some(self.add(session))
     }
 
+    /// Resumes a stored session, or opens a new one of that id when there is none.
+    async fn resume(
+        &self,
+        request: &ResumeSessionRequest,
+    ) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
+        let id = request.session_id.to_string();
+        if let Some(live) = self.session(&id) {
+            return Ok(live);
+        }
+        let resumed = self
+            .host
+            .resume_session(&id, self.options(&request.cwd))
+            .await;
+        let session = match resumed {
+            Ok(s) => s,
+            Err(herald_session::SessionError::NotFound(_)) => {
+                let mut options = self.options(&request.cwd);
+                options.id = Some(id);
+                self.host.open_session(options).await.map_err(|e| {
+                    agent_client_protocol::Error::internal_error().data(e.to_string())
+                })?
+            }
+            Err(e) => {
+                return Err(agent_client_protocol::Error::internal_error().data(e.to_string()));
+            }
+        };
+        Ok(self.add(session))
+    }
+
     fn cancel(&self, id: &str) {
         if let Some(s) = self.session(id) {
             s.cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -177,8 +211,9 @@ pub async fn serve(
         server.clone(),
         server.clone(),
         server.clone(),
-        server,
+        server.clone(),
     );
+    let (s7, s8) = (server.clone(), server);
     Agent
         .v1()
         .name("herald")
@@ -241,6 +276,26 @@ pub async fn serve(
                     let answer = prompt::run(&server, request, &conn).await;
                     responder.respond(answer)
                 })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                responder.respond(listing::list(&s7, &request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest,
+                        responder,
+                        cx: agent_client_protocol::v1::ConnectionTo<Client>| {
+                match s8.resume(&request).await {
+                    Ok(live) => {
+                        prompt::replay(&live, &cx);
+                        responder.respond(ResumeSessionResponse::new())
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

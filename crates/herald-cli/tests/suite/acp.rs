@@ -6,10 +6,11 @@ use super::support::{BIN, run_cli};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest,
-    NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallStatus, ToolKind,
+    AuthenticateRequest, CancelNotification, ContentBlock, InitializeRequest, ListSessionsRequest,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ToolCallStatus, ToolKind,
 };
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client};
 use herald_test_support::{FakeProvider, Scripted};
@@ -277,10 +278,45 @@ async fn an_acp_client_initializes_prompts_approves_and_cancels() {
                 .block_task()
                 .await?;
             assert!(
-                cx.send_request(LoadSessionRequest::new("missing", cwd))
+                cx.send_request(LoadSessionRequest::new("missing", cwd.clone()))
                     .block_task()
                     .await
                     .is_err()
+            );
+            // The stored session is listed (by folder too); resume of an unknown id opens it.
+            let listed = cx
+                .send_request(ListSessionsRequest::new())
+                .block_task()
+                .await?;
+            assert!(
+                listed
+                    .sessions
+                    .iter()
+                    .any(|s| s.session_id.to_string() == id),
+                "{listed:?}"
+            );
+            let here = cx
+                .send_request(ListSessionsRequest::new().cwd(cwd.clone()))
+                .block_task()
+                .await?;
+            assert_eq!(here.sessions.len(), 1, "{here:?}");
+            let nowhere = std::path::PathBuf::from("/nowhere");
+            let elsewhere = cx
+                .send_request(ListSessionsRequest::new().cwd(nowhere))
+                .block_task()
+                .await?;
+            assert!(elsewhere.sessions.is_empty());
+            cx.send_request(ResumeSessionRequest::new("fresh-one", cwd))
+                .block_task()
+                .await?;
+            let r = cx
+                .send_request(PromptRequest::new("fresh-one", vec![]))
+                .block_task()
+                .await?;
+            assert_eq!(
+                r.stop_reason,
+                StopReason::EndTurn,
+                "the resumed id is a live session"
             );
             Ok(())
         },

@@ -16,6 +16,8 @@ pub struct SessionSummary {
     pub started_at: f64,
     pub message_count: i64,
     pub source: Option<String>,
+    /// The folder the session worked in.
+    pub cwd: Option<String>,
 }
 
 /// A session's counters.
@@ -49,7 +51,8 @@ impl SessionReader {
     pub fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT s.id, s.title, s.started_at, s.message_count, s.source,
-                    (SELECT content FROM messages m WHERE m.session_id = s.id AND m.active = 1 AND m.role = 'user' ORDER BY m.id LIMIT 1)
+                    (SELECT content FROM messages m WHERE m.session_id = s.id AND m.active = 1 AND m.role = 'user' ORDER BY m.id LIMIT 1),
+                    s.cwd
              FROM sessions s WHERE s.archived = 0 ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -61,6 +64,7 @@ impl SessionReader {
                 started_at: r.get(2)?,
                 message_count: r.get(3)?,
                 source: r.get(4)?,
+                cwd: r.get(6)?,
                 preview: first
                     .unwrap_or_default()
                     .split_whitespace()
