@@ -95,8 +95,7 @@ async fn reset(server: &AcpServer, live: &AcpSession) -> String {
         return "A turn is running; reset when it ends.".to_owned();
     }
     let old = live.session();
-    let cwd = std::env::current_dir().unwrap_or_default();
-    match server.host.open_session(server.options(&cwd)).await {
+    match server.host.open_session(server.options(old.cwd())).await {
         Ok(fresh) => {
             if let Some(endpoint) = old.endpoint() {
                 fresh.set_endpoint(endpoint);

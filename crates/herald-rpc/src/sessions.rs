@@ -72,7 +72,7 @@ fn info(gw: &Gateway, live: &Live) -> Value {
         "provider": runtime.provider,
         "tools": {"hermes-cli": session.tool_names()},
         "skills": skills,
-        "cwd": std::env::current_dir().ok().map(|d| d.display().to_string()),
+        "cwd": session.cwd().display().to_string(),
         "branch": "",
         "project": null,
         "lazy": true,

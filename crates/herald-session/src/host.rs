@@ -127,6 +127,11 @@ impl Session {
         &self.0.source
     }
 
+    /// The folder its tools work in.
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.0.cwd
+    }
+
     pub fn system_prompt(&self) -> &str {
         &self.0.system_prompt
     }

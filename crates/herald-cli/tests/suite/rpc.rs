@@ -1071,6 +1071,12 @@ async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
     .await;
     let info = c.until("session.info").await;
     assert_eq!(info.last().unwrap()["payload"]["model"], "fake-large");
+    let here = c.call("session.create", json!({"cwd": dir.path()})).await;
+    assert_eq!(
+        here["info"]["cwd"],
+        dir.path().display().to_string(),
+        "{here}"
+    );
     assert_eq!(c.call("delegation.status", json!({})).await["active"], 0);
     assert_eq!(c.code("subagent.interrupt", json!({})).await, 4000);
     assert_eq!(
