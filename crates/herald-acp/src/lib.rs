@@ -25,6 +25,8 @@ use std::sync::{Arc, Mutex};
 
 /// Where ACP sessions say they come from.
 pub const SOURCE: &str = "acp";
+/// Sessions one connection keeps open at most (a client that opens more is refused).
+pub const MAX_SESSIONS: usize = 256;
 /// The terminal auth method: run the binary with `--setup`.
 pub const SETUP_METHOD: &str = "hermes-setup";
 
@@ -119,7 +121,11 @@ impl AcpServer {
         o
     }
 
-    fn add(&self, session: Session) -> Arc<AcpSession> {
+    fn add(&self, session: Session) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
+        if lock(&self.sessions).len() >= MAX_SESSIONS {
+            return Err(agent_client_protocol::Error::invalid_request()
+                .data(format!("too many open sessions (at most {MAX_SESSIONS})")));
+        }
         let entry = Arc::new(AcpSession {
             id: session.id().to_owned(),
             session: Mutex::new(session),
@@ -128,7 +134,7 @@ impl AcpServer {
             cancelled: AtomicBool::new(false),
         });
         lock(&self.sessions).insert(entry.id.clone(), entry.clone());
-        entry
+        Ok(entry)
     }
 
     fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
@@ -144,7 +150,7 @@ impl AcpServer {
             .open_session(self.options(&request.cwd))
             .await
             .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
-        Ok(self.add(session).id.clone())
+        Ok(self.add(session)?.id.clone())
     }
 
     /// Resumes a stored session; `None` when there is none of that id.
@@ -158,7 +164,7 @@ impl AcpServer {
             .resume_session(&id, self.options(&request.cwd))
             .await
             .ok()?;
-        Some(self.add(session))
+        self.add(session).ok()
     }
 
     /// Resumes a stored session, or opens a new one of that id when there is none.
@@ -187,7 +193,7 @@ impl AcpServer {
                 return Err(agent_client_protocol::Error::internal_error().data(e.to_string()));
             }
         };
-        Ok(self.add(session))
+        self.add(session)
     }
 
     fn cancel(&self, id: &str) {

@@ -409,6 +409,21 @@ async fn slash_commands_are_answered_locally_and_a_busy_session_queues() {
             cx.send_request(PromptRequest::new(session.clone(), text("which?")))
                 .block_task()
                 .await?;
+            // Open sessions are bounded: past the cap a new one is refused.
+            let mut opened = 1;
+            let refused = loop {
+                let here = std::env::temp_dir();
+                match cx
+                    .send_request(NewSessionRequest::new(here))
+                    .block_task()
+                    .await
+                {
+                    Ok(_) => opened += 1,
+                    Err(e) => break e,
+                }
+                assert!(opened <= 256, "no cap");
+            };
+            assert_eq!(opened, 256, "{refused:?}");
             Ok(())
         },
     )
