@@ -3,22 +3,28 @@
 //! [`Host`]; prompts are its runs, streamed as `session/update` notifications, and the
 //! host's approval requests become `session/request_permission` calls.
 
+mod edits;
 mod listing;
+mod modes;
 mod permission;
 mod prompt;
+mod sessions;
+mod settings;
 mod slash;
 pub mod tools;
+mod wire;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
     AuthenticateResponse, CancelNotification, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    InitializeResponse, ListSessionsRequest, PromptCapabilities, PromptRequest,
+    SessionCapabilities, SessionForkCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use herald_session::{Answers, Host, RunHandle, Session, SessionOptions};
+use edits::EditGate;
+use herald_session::{Answers, Host, Observer, RunHandle, Session, SessionOptions};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -30,8 +36,8 @@ pub const MAX_SESSIONS: usize = 256;
 /// The terminal auth method: run the binary with `--setup`.
 pub const SETUP_METHOD: &str = "hermes-setup";
 
-/// An ACP session: the host's session (replaced by `/reset`), its turn in progress and
-/// the prompts queued behind it.
+/// An ACP session: the host's session (replaced by `/reset`), its turn in progress,
+/// the prompts queued behind it, and its edit approval gate.
 pub struct AcpSession {
     /// The ACP session id (the first host session's id).
     id: String,
@@ -39,6 +45,9 @@ pub struct AcpSession {
     run: Mutex<Option<RunHandle>>,
     queued: Mutex<std::collections::VecDeque<String>>,
     cancelled: AtomicBool,
+    gate: Arc<EditGate>,
+    /// Config options herald does not act on, as the client set them.
+    other_options: Mutex<HashMap<String, String>>,
 }
 
 impl AcpSession {
@@ -94,6 +103,7 @@ impl AcpServer {
             .prompt_capabilities(PromptCapabilities::new().image(true))
             .session_capabilities(
                 SessionCapabilities::new()
+                    .fork(SessionForkCapabilities::new())
                     .list(SessionListCapabilities::new())
                     .resume(SessionResumeCapabilities::new()),
             );
@@ -115,23 +125,38 @@ impl AcpServer {
             .is_some_and(|p| method == SETUP_METHOD || method == p.to_ascii_lowercase())
     }
 
-    fn options(&self, cwd: &std::path::Path) -> SessionOptions {
+    /// How an ACP session in `cwd` is opened: asked by request, with its edit gate.
+    fn options(&self, cwd: &std::path::Path, gate: &Arc<EditGate>) -> SessionOptions {
         let mut o = SessionOptions::new(SOURCE, self.tool_names.clone(), Answers::ByRequest);
         o.cwd = Some(cwd.to_path_buf()).filter(|c| c.is_dir());
+        o.observers = vec![gate.clone() as Arc<dyn Observer>];
         o
     }
 
-    fn add(&self, session: Session) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
-        if lock(&self.sessions).len() >= MAX_SESSIONS {
-            return Err(agent_client_protocol::Error::invalid_request()
-                .data(format!("too many open sessions (at most {MAX_SESSIONS})")));
+    /// Refuses a session past the cap.
+    fn room(&self) -> Result<(), agent_client_protocol::Error> {
+        match lock(&self.sessions).len() >= MAX_SESSIONS {
+            true => Err(agent_client_protocol::Error::invalid_request()
+                .data(format!("too many open sessions (at most {MAX_SESSIONS})"))),
+            false => Ok(()),
         }
+    }
+
+    fn add(
+        &self,
+        session: Session,
+        gate: Arc<EditGate>,
+    ) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
+        self.room()?;
+        gate.attach(session.id(), session.cwd());
         let entry = Arc::new(AcpSession {
             id: session.id().to_owned(),
             session: Mutex::new(session),
             run: Mutex::new(None),
             queued: Mutex::new(std::collections::VecDeque::new()),
             cancelled: AtomicBool::new(false),
+            gate,
+            other_options: Mutex::new(HashMap::new()),
         });
         lock(&self.sessions).insert(entry.id.clone(), entry.clone());
         Ok(entry)
@@ -139,61 +164,6 @@ impl AcpServer {
 
     fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
         lock(&self.sessions).get(id).cloned()
-    }
-
-    async fn new_session(
-        &self,
-        request: &NewSessionRequest,
-    ) -> Result<String, agent_client_protocol::Error> {
-        let session = self
-            .host
-            .open_session(self.options(&request.cwd))
-            .await
-            .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
-        Ok(self.add(session)?.id.clone())
-    }
-
-    /// Resumes a stored session; `None` when there is none of that id.
-    async fn load(&self, request: &LoadSessionRequest) -> Option<Arc<AcpSession>> {
-        let id = request.session_id.to_string();
-        if let Some(live) = self.session(&id) {
-            return Some(live);
-        }
-        let session = self
-            .host
-            .resume_session(&id, self.options(&request.cwd))
-            .await
-            .ok()?;
-        self.add(session).ok()
-    }
-
-    /// Resumes a stored session, or opens a new one of that id when there is none.
-    async fn resume(
-        &self,
-        request: &ResumeSessionRequest,
-    ) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
-        let id = request.session_id.to_string();
-        if let Some(live) = self.session(&id) {
-            return Ok(live);
-        }
-        let resumed = self
-            .host
-            .resume_session(&id, self.options(&request.cwd))
-            .await;
-        let session = match resumed {
-            Ok(s) => s,
-            Err(herald_session::SessionError::NotFound(_)) => {
-                let mut options = self.options(&request.cwd);
-                options.id = Some(id);
-                self.host.open_session(options).await.map_err(|e| {
-                    agent_client_protocol::Error::internal_error().data(e.to_string())
-                })?
-            }
-            Err(e) => {
-                return Err(agent_client_protocol::Error::internal_error().data(e.to_string()));
-            }
-        };
-        self.add(session)
     }
 
     fn cancel(&self, id: &str) {
@@ -206,109 +176,166 @@ impl AcpServer {
     }
 }
 
+fn internal(e: impl std::fmt::Display) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::internal_error().data(e.to_string())
+}
+
 /// Serves ACP on `transport` (stdio for `herald acp`) until the client goes away.
 pub async fn serve(
     server: Arc<AcpServer>,
     transport: impl ConnectTo<Agent>,
 ) -> Result<(), agent_client_protocol::Error> {
-    let (s1, s2, s3, s4, s5, s6) = (
-        server.clone(),
-        server.clone(),
-        server.clone(),
-        server.clone(),
-        server.clone(),
-        server.clone(),
-    );
-    let (s7, s8) = (server.clone(), server);
+    type Cx = agent_client_protocol::v1::ConnectionTo<Client>;
     Agent
         .v1()
         .name("herald")
         .on_receive_request(
-            async move |request: InitializeRequest, responder, _cx| {
-                responder.respond(s1.initialize(&request))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: AuthenticateRequest, responder, _cx| {
-                if s2.authenticates(&request.method_id.to_string()) {
-                    responder.respond(AuthenticateResponse::new())
-                } else {
-                    responder.respond_with_error(
-                        agent_client_protocol::Error::auth_required()
-                            .data("no provider credential resolves: run `herald acp --setup`"),
-                    )
+            {
+                let s = server.clone();
+                async move |request: InitializeRequest, responder, _cx| {
+                    responder.respond(s.initialize(&request))
                 }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest,
-                        responder,
-                        cx: agent_client_protocol::v1::ConnectionTo<Client>| {
-                match s3.new_session(&request).await {
-                    Ok(id) => {
-                        responder.respond(NewSessionResponse::new(id.clone()))?;
+            {
+                let s = server.clone();
+                async move |request: AuthenticateRequest, responder, _cx| {
+                    let answer = match s.authenticates(&request.method_id.to_string()) {
+                        true => Ok(AuthenticateResponse::new()),
+                        false => Err(agent_client_protocol::Error::auth_required()
+                            .data("no provider credential resolves: run `herald acp --setup`")),
+                    };
+                    responder.respond_with_result(answer)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let s = server.clone();
+                async move |request: wire::NewSession, responder, cx: Cx| {
+                    let answer = s.new_session(&request.0, &cx).await;
+                    let id = answer.as_ref().ok().map(|a| a.inner.session_id.to_string());
+                    responder
+                        .respond_with_result(answer.map(|a| wire::NewSessionAnswer(Some(a))))?;
+                    if let Some(id) = id {
                         prompt::offer_commands(&id, &cx);
-                        Ok(())
                     }
-                    Err(e) => responder.respond_with_error(e),
+                    Ok(())
                 }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: LoadSessionRequest,
-                        responder,
-                        cx: agent_client_protocol::v1::ConnectionTo<Client>| {
-                let Some(live) = s4.load(&request).await else {
-                    return responder.respond_with_error(
-                        agent_client_protocol::Error::invalid_params()
-                            .data(format!("no session {}", request.session_id)),
-                    );
-                };
-                prompt::replay(&live, &cx);
-                responder.respond(LoadSessionResponse::new())
+            {
+                let s = server.clone();
+                async move |request: wire::LoadSession, responder, cx: Cx| {
+                    let r = &request.0;
+                    let answer = s.load(&r.session_id.to_string(), &r.cwd, &cx).await;
+                    let answer = answer.map(|live| {
+                        live.map(|live| {
+                            prompt::replay(&live, &cx);
+                            s.loaded(&live)
+                        })
+                    });
+                    responder.respond_with_result(answer.map(wire::LoadSessionAnswer))
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: PromptRequest,
-                        responder,
-                        cx: agent_client_protocol::v1::ConnectionTo<Client>| {
-                let server = s5.clone();
-                let conn = cx.clone();
-                cx.spawn(async move {
-                    let answer = prompt::run(&server, request, &conn).await;
-                    responder.respond(answer)
-                })
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: ListSessionsRequest, responder, _cx| {
-                responder.respond(listing::list(&s7, &request))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: ResumeSessionRequest,
-                        responder,
-                        cx: agent_client_protocol::v1::ConnectionTo<Client>| {
-                match s8.resume(&request).await {
-                    Ok(live) => {
+            {
+                let s = server.clone();
+                async move |request: wire::ResumeSession, responder, cx: Cx| {
+                    let r = &request.0;
+                    let answer = s.resume(&r.session_id.to_string(), &r.cwd, &cx).await;
+                    let answer = answer.map(|live| {
                         prompt::replay(&live, &cx);
-                        responder.respond(ResumeSessionResponse::new())
-                    }
-                    Err(e) => responder.respond_with_error(e),
+                        wire::ResumeSessionAnswer(Some(s.resumed(&live)))
+                    });
+                    responder.respond_with_result(answer)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let s = server.clone();
+                async move |request: wire::ForkSession, responder, cx: Cx| {
+                    let answer = s.fork(&request.0, &cx).await;
+                    let answer =
+                        answer.map(|live| wire::ForkSessionAnswer(Some(s.forked(live.as_deref()))));
+                    responder.respond_with_result(answer)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let s = server.clone();
+                async move |request: PromptRequest, responder, cx: Cx| {
+                    let server = s.clone();
+                    let conn = cx.clone();
+                    cx.spawn(async move {
+                        let answer = prompt::run(&server, request, &conn).await;
+                        responder.respond(answer)
+                    })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let s = server.clone();
+                async move |request: ListSessionsRequest, responder, _cx| {
+                    responder.respond(listing::list(&s, &request))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let s = server.clone();
+                async move |request: SetSessionModeRequest, responder, cx: Cx| {
+                    responder.respond_with_result(s.set_mode(&request, &cx))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let s = server.clone();
+                async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                    responder.respond_with_result(s.set_config_option(&request))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let s = server.clone();
+                async move |request: wire::SetModel, responder, _cx| {
+                    let answer = match s.session(&request.session_id) {
+                        None => Ok(wire::SetModelAnswer(None)),
+                        Some(live) => s
+                            .switch_model(&live, &request.model_id)
+                            .map(|()| wire::SetModelAnswer(Some(Default::default())))
+                            .map_err(|e| agent_client_protocol::Error::invalid_params().data(e)),
+                    };
+                    responder.respond_with_result(answer)
                 }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
-            async move |n: CancelNotification, _cx| {
-                s6.cancel(&n.session_id.to_string());
-                Ok(())
+            {
+                let s = server;
+                async move |n: CancelNotification, _cx| {
+                    s.cancel(&n.session_id.to_string());
+                    Ok(())
+                }
             },
             agent_client_protocol::on_receive_notification!(),
         )

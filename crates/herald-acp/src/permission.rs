@@ -67,12 +67,22 @@ pub async fn ask(
         .content(vec![ToolCallContent::from(text)]);
     let call = ToolCallUpdate::new(format!("perm-check-{n}"), fields);
     let request = RequestPermissionRequest::new(session_id.to_owned(), call, options());
+    selected(cx, request)
+        .await
+        .map_or(Decision::Deny, |option| decision(&option))
+}
+
+/// The option the IDE selected; `None` for a cancel, an error or 60 s of silence.
+pub async fn selected(
+    cx: &ConnectionTo<Client>,
+    request: RequestPermissionRequest,
+) -> Option<String> {
     let answer = cx.send_request(request).block_task();
     match tokio::time::timeout(ANSWER_WITHIN, answer).await {
         Ok(Ok(r)) => match r.outcome {
-            RequestPermissionOutcome::Selected(s) => decision(&s.option_id.to_string()),
-            _ => Decision::Deny,
+            RequestPermissionOutcome::Selected(s) => Some(s.option_id.to_string()),
+            _ => None,
         },
-        _ => Decision::Deny,
+        _ => None,
     }
 }

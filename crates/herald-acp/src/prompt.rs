@@ -1,16 +1,18 @@
 //! `session/prompt` (acp.md §3): the prompt's blocks as text, a run of the session,
 //! its events as `session/update` notifications, then the stop reason.
 
-use crate::{AcpServer, AcpSession, lock, permission, slash, tools};
+use crate::{AcpServer, AcpSession, edits, lock, permission, slash, tools};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandsUpdate, ContentBlock, ContentChunk,
-    EmbeddedResourceResource, PromptRequest, PromptResponse, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    EmbeddedResourceResource, PromptRequest, PromptResponse, SessionInfoUpdate,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, Usage, UsageUpdate,
 };
 use herald_protocol::Role;
 use herald_session::{RunEventKind, RunState};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
@@ -33,7 +35,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-fn update(cx: &ConnectionTo<Client>, session_id: &str, u: SessionUpdate) {
+pub(crate) fn update(cx: &ConnectionTo<Client>, session_id: &str, u: SessionUpdate) {
     let _ = cx.send_notification(SessionNotification::new(session_id.to_owned(), u));
 }
 
@@ -77,16 +79,16 @@ pub async fn run(
     }
     live.cancelled.store(false, Ordering::SeqCst);
     let mut next = Some(text);
-    let mut reason = StopReason::EndTurn;
+    let mut answer = PromptResponse::new(StopReason::EndTurn);
     while let Some(text) = next {
-        reason = turn(server, &live, text, cx).await;
-        next = if reason == StopReason::Cancelled {
+        answer = turn(server, &live, text, cx).await;
+        next = if answer.stop_reason == StopReason::Cancelled {
             None
         } else {
             lock(&live.queued).pop_front()
         };
     }
-    PromptResponse::new(reason)
+    answer
 }
 
 /// One turn of `live` on `text`, its events streamed; how it stopped.
@@ -95,7 +97,7 @@ async fn turn(
     live: &AcpSession,
     text: String,
     cx: &ConnectionTo<Client>,
-) -> StopReason {
+) -> PromptResponse {
     let id = live.id.clone();
     let run = match server.host.start_run(&live.session(), text) {
         Ok(run) => run,
@@ -105,15 +107,15 @@ async fn turn(
                 &id,
                 SessionUpdate::AgentMessageChunk(chunk(format!("herald: {e}"))),
             );
-            return StopReason::EndTurn;
+            return PromptResponse::new(StopReason::EndTurn);
         }
     };
     *lock(&live.run) = Some(run.clone());
     let Some(mut events) = run.take_events() else {
-        return StopReason::EndTurn;
+        return PromptResponse::new(StopReason::EndTurn);
     };
     let mut streamed = false;
-    let mut calls: HashMap<String, String> = HashMap::new();
+    let mut calls: HashMap<String, Started> = HashMap::new();
     while let Some(e) = events.recv().await {
         match e.kind {
             RunEventKind::MessageDelta(t) => {
@@ -128,14 +130,9 @@ async fn turn(
                 name,
                 arguments,
             } => {
-                let minted = tool_call_id();
-                let call = ToolCall::new(minted.clone(), tools::title(&name, &arguments))
-                    .kind(tools::kind(&name))
-                    .status(ToolCallStatus::Pending)
-                    .content(tools::start_content(&name, &arguments))
-                    .locations(tools::locations(&arguments))
-                    .raw_input(Some(arguments));
-                calls.insert(call_id, minted);
+                let (call, started) =
+                    start_call(live, &tool_call_id(), &call_id, &name, &arguments);
+                calls.insert(call_id, started);
                 update(cx, &id, SessionUpdate::ToolCall(call));
             }
             RunEventKind::ToolCompleted {
@@ -144,22 +141,9 @@ async fn turn(
                 result,
                 is_error,
             } => {
-                let minted = calls.remove(&call_id).unwrap_or_else(tool_call_id);
-                let status = if tools::failed(&result, is_error) {
-                    ToolCallStatus::Failed
-                } else {
-                    ToolCallStatus::Completed
-                };
-                let fields = ToolCallUpdateFields::new()
-                    .kind(tools::kind(&name))
-                    .status(status)
-                    .content(tools::end_content(&result))
-                    .raw_output(Some(serde_json::Value::String(result)));
-                update(
-                    cx,
-                    &id,
-                    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(minted, fields)),
-                );
+                let started = calls.remove(&call_id);
+                let call = end_call(live, &call_id, started, &name, result, is_error);
+                update(cx, &id, SessionUpdate::ToolCallUpdate(call));
             }
             RunEventKind::ApprovalRequested {
                 request_id,
@@ -174,21 +158,149 @@ async fn turn(
                 let _ = run.clarify(&request_id, String::new());
             }
             RunEventKind::Finished(end) => {
+                live.gate.forget_all();
                 if !streamed && let Some(text) = end.output.clone().filter(|t| !t.is_empty()) {
                     update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(text)));
                 }
                 let cancelled =
                     live.cancelled.load(Ordering::SeqCst) || end.state == RunState::Cancelled;
-                return if cancelled {
-                    StopReason::Cancelled
-                } else {
-                    StopReason::EndTurn
-                };
+                if cancelled {
+                    return PromptResponse::new(StopReason::Cancelled);
+                }
+                after_turn(server, live, cx).await;
+                return PromptResponse::new(StopReason::EndTurn).usage(Some(usage(&end)));
             }
             _ => {}
         }
     }
-    StopReason::EndTurn
+    PromptResponse::new(StopReason::EndTurn)
+}
+
+/// A tool call as it started: the id shown, and for an edit the path shown and the
+/// file's path.
+struct Started {
+    minted: String,
+    edit: Option<(String, std::path::PathBuf)>,
+}
+
+/// The `tool_call` of a starting tool: an edit shows its diff when the session's mode
+/// lets it through, else a note that the approval prompt will.
+fn start_call(
+    live: &AcpSession,
+    minted: &str,
+    call_id: &str,
+    tool: &str,
+    args: &Value,
+) -> (ToolCall, Started) {
+    let edit = edits::is_edit(tool).then(|| {
+        let shown = args.get("path").and_then(Value::as_str).unwrap_or_default();
+        (shown.to_owned(), edits::target(args, &live.gate.cwd()))
+    });
+    let content = match edit.is_some() {
+        true if live.gate.approves(args) => {
+            let before = live.gate.snapshot(call_id, args);
+            vec![ToolCallContent::Diff(edits::proposed(tool, args, before))]
+        }
+        true => vec![tools::text(
+            "The approval prompt shows the diff of this edit.",
+        )],
+        false => tools::start_content(tool, args),
+    };
+    let call = ToolCall::new(minted.to_owned(), tools::title(tool, args))
+        .kind(tools::kind(tool))
+        .status(ToolCallStatus::Pending)
+        .content(content)
+        .locations(tools::locations(args))
+        .raw_input(Some(args.clone()));
+    let started = Started {
+        minted: minted.to_owned(),
+        edit,
+    };
+    (call, started)
+}
+
+/// The `tool_call_update` of a finished tool: an edit made shows the diff from the
+/// snapshot to the file now; anything else its output.
+fn end_call(
+    live: &AcpSession,
+    call_id: &str,
+    started: Option<Started>,
+    tool: &str,
+    result: String,
+    is_error: bool,
+) -> ToolCallUpdate {
+    let failed = tools::failed(&result, is_error);
+    let (minted, edit) = match started {
+        Some(s) => (s.minted, s.edit),
+        None => (tool_call_id(), None),
+    };
+    let before = live.gate.forget(call_id);
+    let diff = match (edit, before) {
+        (Some((shown, path)), Some(before)) if !failed => edits::made(&shown, before, &path),
+        _ => None,
+    };
+    let content = match diff {
+        Some(d) => vec![ToolCallContent::Diff(d)],
+        None => tools::end_content(&result),
+    };
+    let status = match failed {
+        true => ToolCallStatus::Failed,
+        false => ToolCallStatus::Completed,
+    };
+    let fields = ToolCallUpdateFields::new()
+        .kind(tools::kind(tool))
+        .status(status)
+        .content(content)
+        .raw_output(Some(Value::String(result)));
+    ToolCallUpdate::new(minted, fields)
+}
+
+/// The tokens a finished turn used, as the provider counted them.
+fn usage(end: &herald_session::RunStatus) -> Usage {
+    let (i, o) = (end.input_tokens, end.output_tokens);
+    Usage::new(i + o, i, o)
+}
+
+/// After a turn: how full the context is, and the session's title and time.
+async fn after_turn(server: &AcpServer, live: &AcpSession, cx: &ConnectionTo<Client>) {
+    let session = live.session();
+    let size = server.host.runtime().model_settings().context_length;
+    let used = estimated_tokens(&session);
+    let size = size.unwrap_or(DEFAULT_CONTEXT).max(used);
+    update(
+        cx,
+        &live.id,
+        SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)),
+    );
+    let title = server.host.session_title(session.id()).ok().flatten();
+    let info = SessionInfoUpdate::new()
+        .title(title)
+        .updated_at(jiff::Timestamp::now().to_string());
+    update(cx, &live.id, SessionUpdate::SessionInfoUpdate(info));
+}
+
+/// The context window assumed when `model.context_length` does not say (Hermes's
+/// fallback).
+const DEFAULT_CONTEXT: u64 = 256_000;
+
+/// What the next request would weigh, roughly: four characters a token over the
+/// system prompt and the history (as Hermes estimates it).
+fn estimated_tokens(session: &herald_session::Session) -> u64 {
+    let chars: usize = session.system_prompt().len()
+        + session
+            .history()
+            .iter()
+            .map(|s| {
+                let m = &s.message;
+                m.content.as_ref().map_or(0, String::len)
+                    + m.reasoning.as_ref().map_or(0, String::len)
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.function.arguments.len())
+                        .sum::<usize>()
+            })
+            .sum::<usize>();
+    u64::try_from(chars / 4).unwrap_or(u64::MAX)
 }
 
 /// Tells the IDE which slash commands this agent answers.

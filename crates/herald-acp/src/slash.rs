@@ -69,13 +69,16 @@ fn model(server: &AcpServer, live: &AcpSession, spec: &str) -> String {
     if live.busy() {
         return "A turn is running; switch the model when it ends.".to_owned();
     }
-    match server.host.runtime().switch_model(spec) {
-        Ok(endpoint) => {
-            let name = endpoint.model.clone();
-            session.set_endpoint(endpoint);
+    match server.switch_model(live, spec) {
+        Ok(()) => {
+            let name = live
+                .session()
+                .endpoint()
+                .map(|e| e.model)
+                .unwrap_or_default();
             format!("Model switched to {name} for this session.")
         }
-        Err(e) => format!("Cannot switch the model: {e}"),
+        Err(e) => format!("Could not switch: {e}"),
     }
 }
 
@@ -95,7 +98,11 @@ async fn reset(server: &AcpServer, live: &AcpSession) -> String {
         return "A turn is running; reset when it ends.".to_owned();
     }
     let old = live.session();
-    match server.host.open_session(server.options(old.cwd())).await {
+    match server
+        .host
+        .open_session(server.options(old.cwd(), &live.gate))
+        .await
+    {
         Ok(fresh) => {
             if let Some(endpoint) = old.endpoint() {
                 fresh.set_endpoint(endpoint);

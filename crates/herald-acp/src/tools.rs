@@ -1,7 +1,7 @@
 //! How tool calls render in an IDE (acp.md §4): kinds, titles, locations, content.
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, Diff, TextContent, ToolCallContent, ToolCallLocation, ToolKind,
+    ContentBlock, TextContent, ToolCallContent, ToolCallLocation, ToolKind,
 };
 use serde_json::Value;
 
@@ -60,27 +60,15 @@ pub fn locations(args: &Value) -> Vec<ToolCallLocation> {
     vec![ToolCallLocation::new(path).line(line)]
 }
 
-fn text(t: impl Into<String>) -> ToolCallContent {
+pub fn text(t: impl Into<String>) -> ToolCallContent {
     ToolCallContent::from(ContentBlock::Text(TextContent::new(t)))
 }
 
-/// What a starting call shows: the command, the edit as a diff, or its arguments.
+/// What a starting call other than an edit shows: the command, or its arguments.
 pub fn start_content(tool: &str, args: &Value) -> Vec<ToolCallContent> {
     match tool {
         "terminal" => vec![text(format!("$ {}", arg(args, "command")))],
         "read_file" => Vec::new(),
-        "write_file" => {
-            let path = arg(args, "path");
-            let old = std::fs::read_to_string(path).ok();
-            vec![ToolCallContent::Diff(
-                Diff::new(path, arg(args, "content")).old_text(old),
-            )]
-        }
-        "patch" => {
-            let diff = Diff::new(arg(args, "path"), arg(args, "new_string"))
-                .old_text(Some(arg(args, "old_string").to_owned()));
-            vec![ToolCallContent::Diff(diff)]
-        }
         _ => vec![text(args.to_string())],
     }
 }

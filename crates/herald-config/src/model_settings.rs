@@ -23,6 +23,9 @@ pub struct ModelSettings {
     pub api_mode: Option<String>,
     /// `model.max_tokens`.
     pub max_tokens: Option<u64>,
+    /// `model.context_length`: the model's context window in tokens, when the user
+    /// states it (ACP's context indicator).
+    pub context_length: Option<u64>,
     /// `providers.<name>`.
     pub providers: BTreeMap<String, ProviderSettings>,
     /// `custom_providers[]`, by their `name`.
@@ -184,6 +187,11 @@ pub fn read_model_settings(r: &mut Reader, doc: &Node) -> ModelSettings {
                 .filter(|n| !n.is_null())
                 .and_then(|n| r.int(n, "model.max_tokens", 1, i128::from(u32::MAX)))
                 .and_then(|v| u64::try_from(v).ok());
+            settings.context_length = block
+                .get("context_length")
+                .filter(|n| !n.is_null())
+                .and_then(|n| r.int(n, "model.context_length", 1, i128::from(u32::MAX)))
+                .and_then(|v| u64::try_from(v).ok());
         }
         Some(other) => r.error(
             Some(other),
@@ -246,13 +254,14 @@ mod tests {
             Some("qwen3")
         );
         let m = load(
-            "model:\n  model: ' m '\n  api: k\n  max_tokens: 100\nproviders:\n  v:\n    url: http://h/v1\n    transport: chat_completions\n    enabled: 'no'\n    extra_headers: {X-A: b}\n    request_timeout_seconds: 1e3\ncustom_providers:\n  - name: local\n    api: http://l/v1\n    model: llama\n",
+            "model:\n  model: ' m '\n  api: k\n  max_tokens: 100\n  context_length: 32000\nproviders:\n  v:\n    url: http://h/v1\n    transport: chat_completions\n    enabled: 'no'\n    extra_headers: {X-A: b}\n    request_timeout_seconds: 1e3\ncustom_providers:\n  - name: local\n    api: http://l/v1\n    model: llama\n",
         )
         .unwrap();
         assert_eq!(
             (m.default.as_deref(), m.api_key.as_deref(), m.max_tokens),
             (Some("m"), Some("k"), Some(100))
         );
+        assert_eq!(m.context_length, Some(32000));
         let v = &m.providers["v"];
         assert_eq!(
             (v.base_url.as_deref(), v.api_mode.as_deref(), v.enabled),

@@ -10,7 +10,9 @@ use crate::runs::{RunCell, RunEventKind, RunHandle, RunRegistry, RunState, RunSt
 use crate::runtime::Runtime;
 use crate::sessions::{SessionError, message_row, to_message};
 use herald_agent::tool::Clarifier;
-use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Approver, Tool, TurnResult};
+use herald_agent::{
+    Agent, AgentConfig, AgentEvent, Approvals, Approver, Observer, Plugins, Tool, TurnResult,
+};
 use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::ChatMessage;
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
@@ -65,6 +67,9 @@ pub struct SessionOptions {
     /// kept in `state.db`; off where the caller holds the handle and a run's record
     /// lives elsewhere, as a webhook run's inbox entry does.
     pub keep_runs: bool,
+    /// Observers of this session only, told after the runtime's (a front door's own
+    /// gate, such as ACP's edit approvals).
+    pub observers: Vec<Arc<dyn Observer>>,
 }
 
 impl SessionOptions {
@@ -80,6 +85,7 @@ impl SessionOptions {
             yolo: false,
             ephemeral_system: None,
             keep_runs: true,
+            observers: Vec::new(),
         }
     }
 }
@@ -111,6 +117,8 @@ struct SessionInner {
     pending: Arc<Pending>,
     keep_runs: bool,
     ephemeral_system: Option<String>,
+    /// Told after the runtime's observers.
+    observers: Vec<Arc<dyn Observer>>,
     state: Mutex<SessionState>,
 }
 
@@ -392,6 +400,7 @@ impl Host {
             pending,
             keep_runs: opts.keep_runs,
             ephemeral_system: opts.ephemeral_system.filter(|e| !e.trim().is_empty()),
+            observers: opts.observers,
             state: Mutex::new(SessionState {
                 history,
                 endpoint: rt.endpoint.clone(),
@@ -551,7 +560,7 @@ impl Host {
                     Some(extra) => format!("{}\n\n{extra}", s.system_prompt),
                     None => s.system_prompt.clone(),
                 },
-                plugins: rt.plugins.clone(),
+                plugins: with_observers(&rt.plugins, &s.observers),
                 session_id: s.id.clone(),
                 platform: rt.platform.name().into(),
                 provider: rt.provider.clone(),
@@ -579,6 +588,13 @@ impl Host {
     pub fn live_runs(&self) -> usize {
         self.runs.live()
     }
+}
+
+/// The runtime's plugins with a session's own observers told after its.
+fn with_observers(plugins: &Plugins, own: &[Arc<dyn Observer>]) -> Plugins {
+    let mut p = plugins.clone();
+    p.observers.extend(own.iter().cloned());
+    p
 }
 
 fn saved_history(rows: Vec<herald_store::sessions::StoredMessage>) -> Vec<Saved> {

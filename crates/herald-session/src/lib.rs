@@ -35,7 +35,9 @@ pub use approvals::{ApprovalPolicy, Attendance};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};
-pub use herald_agent::{ApprovalRequest, Approver, Decision, skills, string_list, toolsets};
+pub use herald_agent::{
+    ApprovalRequest, Approver, Decision, Observer, skills, string_list, toolsets,
+};
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;
 pub use herald_store::now_secs;

@@ -49,6 +49,19 @@ fn own_model(rt: &Runtime, id: &str) -> Option<String> {
     entry.and_then(|p| p.default_model.clone())
 }
 
+/// The models the configuration names, without asking any server: the current model,
+/// then each other saved provider's own model as `provider:model` (what `/model` and
+/// `-m` take).
+pub fn configured_models(rt: &Runtime) -> Vec<String> {
+    let mut out = vec![rt.endpoint.model.clone()];
+    for id in provider_ids(rt).into_iter().skip(1) {
+        if let Some(m) = own_model(rt, &id).filter(|m| !m.is_empty()) {
+            out.push(format!("{id}:{m}"));
+        }
+    }
+    out
+}
+
 impl ModelOptions {
     /// The inventory; `refresh` drops the cache and asks every saved provider.
     pub async fn build(&self, rt: &Runtime, client: &LlmClient, refresh: bool) -> Value {

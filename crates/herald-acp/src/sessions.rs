@@ -1,0 +1,166 @@
+//! Opening ACP sessions (acp.md §2): `session/new`, `load`, `resume` and `fork`, each
+//! answered with the session's modes, config options and models.
+
+use crate::edits::EditGate;
+use crate::wire::{Models, WithModels};
+use crate::{AcpServer, AcpSession, internal, modes};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ForkSessionRequest, ForkSessionResponse, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, ResumeSessionResponse, SessionConfigOption, SessionModeState,
+};
+use herald_session::SessionError;
+use herald_session::model_options::configured_models;
+use std::path::Path;
+use std::sync::Arc;
+
+type AcpResult<T> = Result<T, agent_client_protocol::Error>;
+
+/// What every opening answer carries about a session.
+pub struct Described {
+    pub modes: SessionModeState,
+    pub options: Vec<SessionConfigOption>,
+    pub models: Models,
+}
+
+impl AcpServer {
+    /// The modes, config options and models of `live` as they are now.
+    pub(crate) fn describe(&self, live: &AcpSession) -> Described {
+        let policy = live.gate.policy();
+        let model = live
+            .session()
+            .endpoint()
+            .map(|e| e.model)
+            .unwrap_or_default();
+        let offered = configured_models(self.host.runtime());
+        Described {
+            modes: modes::mode_state(policy),
+            options: modes::config_options(policy, &model, &offered),
+            models: Models::new(&model, &offered),
+        }
+    }
+
+    pub(crate) async fn new_session(
+        &self,
+        request: &NewSessionRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> AcpResult<WithModels<NewSessionResponse>> {
+        self.room()?;
+        let gate = EditGate::new(cx.clone());
+        let session = self
+            .host
+            .open_session(self.options(&request.cwd, &gate))
+            .await
+            .map_err(internal)?;
+        let live = self.add(session, gate)?;
+        let d = self.describe(&live);
+        let inner = NewSessionResponse::new(live.id.clone())
+            .modes(d.modes)
+            .config_options(d.options);
+        Ok(WithModels {
+            inner,
+            models: d.models,
+        })
+    }
+
+    /// The live session of `id`, else the stored one resumed; `None` when there is
+    /// none of that id.
+    pub(crate) async fn load(
+        &self,
+        id: &str,
+        cwd: &Path,
+        cx: &ConnectionTo<Client>,
+    ) -> AcpResult<Option<Arc<AcpSession>>> {
+        if let Some(live) = self.session(id) {
+            return Ok(Some(live));
+        }
+        self.room()?;
+        let gate = EditGate::new(cx.clone());
+        match self.host.resume_session(id, self.options(cwd, &gate)).await {
+            Ok(session) => self.add(session, gate).map(Some),
+            Err(SessionError::NotFound(_)) => Ok(None),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
+    /// [`AcpServer::load`], or a new session of that id when there is none.
+    pub(crate) async fn resume(
+        &self,
+        id: &str,
+        cwd: &Path,
+        cx: &ConnectionTo<Client>,
+    ) -> AcpResult<Arc<AcpSession>> {
+        if let Some(live) = self.load(id, cwd, cx).await? {
+            return Ok(live);
+        }
+        let gate = EditGate::new(cx.clone());
+        let mut options = self.options(cwd, &gate);
+        options.id = Some(id.to_owned());
+        let session = self.host.open_session(options).await.map_err(internal)?;
+        self.add(session, gate)
+    }
+
+    /// A new session holding a copy of the parent's history; `None` when there is no
+    /// such parent.
+    pub(crate) async fn fork(
+        &self,
+        request: &ForkSessionRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> AcpResult<Option<Arc<AcpSession>>> {
+        self.room()?;
+        let parent = request.session_id.to_string();
+        let gate = EditGate::new(cx.clone());
+        if let Some(live) = self.session(&parent) {
+            gate.set_policy(live.gate.policy());
+        }
+        let options = self.options(&request.cwd, &gate);
+        match self.host.branch_session(&parent, None, options).await {
+            Ok((session, _title)) => self.add(session, gate).map(Some),
+            Err(SessionError::NotFound(_)) => Ok(None),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
+    /// The answer to `session/load` or `session/resume` for `live`.
+    pub(crate) fn loaded(&self, live: &AcpSession) -> WithModels<LoadSessionResponse> {
+        let d = self.describe(live);
+        WithModels {
+            inner: LoadSessionResponse::new()
+                .modes(d.modes)
+                .config_options(d.options),
+            models: d.models,
+        }
+    }
+
+    pub(crate) fn resumed(&self, live: &AcpSession) -> WithModels<ResumeSessionResponse> {
+        let d = self.describe(live);
+        WithModels {
+            inner: ResumeSessionResponse::new()
+                .modes(d.modes)
+                .config_options(d.options),
+            models: d.models,
+        }
+    }
+
+    /// The answer to `session/fork`: the new id (`""` when the parent is unknown).
+    pub(crate) fn forked(&self, live: Option<&AcpSession>) -> WithModels<ForkSessionResponse> {
+        let Some(live) = live else {
+            let models = Models {
+                current_model_id: String::new(),
+                available_models: Vec::new(),
+            };
+            return WithModels {
+                inner: ForkSessionResponse::new(""),
+                models,
+            };
+        };
+        let d = self.describe(live);
+        WithModels {
+            inner: ForkSessionResponse::new(live.id.clone())
+                .modes(d.modes)
+                .config_options(d.options),
+            models: d.models,
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Changing a session (acp.md §2): `session/set_mode`, `session/set_config_option`
+//! (the edit approval policy, the model, and any other id kept as given) and
+//! `session/set_model`.
+
+use crate::modes::{EDIT_POLICY_OPTION, EditPolicy, MODEL_OPTION};
+use crate::{AcpServer, AcpSession, lock, prompt};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CurrentModeUpdate, SessionConfigOptionValue, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+};
+use std::sync::Arc;
+
+type AcpResult<T> = Result<T, agent_client_protocol::Error>;
+
+fn invalid(why: String) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params().data(why)
+}
+
+impl AcpServer {
+    fn live(&self, id: &str) -> AcpResult<Arc<AcpSession>> {
+        self.session(id)
+            .ok_or_else(|| invalid(format!("no session {id}")))
+    }
+
+    /// Sets the session's mode (an unknown id is `default`) and tells the IDE.
+    pub(crate) fn set_mode(
+        &self,
+        request: &SetSessionModeRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> AcpResult<SetSessionModeResponse> {
+        let live = self.live(&request.session_id.to_string())?;
+        let policy = EditPolicy::from_mode(&request.mode_id.to_string());
+        live.gate.set_policy(policy);
+        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(policy.mode_id()));
+        prompt::update(cx, &live.id, update);
+        Ok(SetSessionModeResponse::new())
+    }
+
+    pub(crate) fn set_config_option(
+        &self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> AcpResult<SetSessionConfigOptionResponse> {
+        let live = self.live(&request.session_id.to_string())?;
+        let value = match &request.value {
+            SessionConfigOptionValue::ValueId { value } => value.to_string(),
+            SessionConfigOptionValue::Boolean { value } => value.to_string(),
+            _ => return Err(invalid("an option value of an unknown kind".to_owned())),
+        };
+        match request.config_id.to_string().as_str() {
+            EDIT_POLICY_OPTION => {
+                let policy = EditPolicy::from_value(&value)
+                    .ok_or_else(|| invalid(format!("no edit approval policy {value:?}")))?;
+                live.gate.set_policy(policy);
+            }
+            MODEL_OPTION => self.switch_model(&live, &value).map_err(invalid)?,
+            other => {
+                lock(&live.other_options).insert(other.to_owned(), value);
+            }
+        }
+        Ok(SetSessionConfigOptionResponse::new(
+            self.describe(&live).options,
+        ))
+    }
+
+    /// Switches `live` to the model of `spec` (`provider:model` allowed) for its next
+    /// turns.
+    pub(crate) fn switch_model(&self, live: &AcpSession, spec: &str) -> Result<(), String> {
+        let endpoint = self
+            .host
+            .runtime()
+            .switch_model(spec)
+            .map_err(|e| format!("cannot switch the model: {e}"))?;
+        live.session().set_endpoint(endpoint);
+        Ok(())
+    }
+}
