@@ -9,6 +9,14 @@ pub const PAGE: usize = 50;
 /// Stored sessions looked at, at most.
 const SCAN: usize = 10_000;
 
+/// Unix seconds as RFC 3339 (`None` when out of range).
+fn rfc3339(secs: f64) -> Option<String> {
+    let nanos = (secs * 1e9) as i128;
+    jiff::Timestamp::from_nanosecond(nanos)
+        .ok()
+        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
+}
+
 pub fn list(server: &AcpServer, request: &ListSessionsRequest) -> ListSessionsResponse {
     let all = server.host.list_sessions(SCAN).unwrap_or_default();
     let cwd = request.cwd.as_ref().map(|c| c.display().to_string());
@@ -26,7 +34,9 @@ pub fn list(server: &AcpServer, request: &ListSessionsRequest) -> ListSessionsRe
                 .title
                 .clone()
                 .or_else(|| Some(s.preview.clone()).filter(|p| !p.is_empty()));
-            SessionInfo::new(s.id.clone(), s.cwd.clone().unwrap_or_default()).title(title)
+            SessionInfo::new(s.id.clone(), s.cwd.clone().unwrap_or_default())
+                .title(title)
+                .updated_at(rfc3339(s.updated_at))
         })
         .collect();
     let more = matching.next().is_some();

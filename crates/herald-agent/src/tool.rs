@@ -17,6 +17,8 @@ pub const MAX_RESULT_CHARS: usize = 100_000;
 #[derive(Clone)]
 pub struct ToolContext {
     pub cwd: PathBuf,
+    /// The session the call belongs to.
+    pub session_id: String,
     pub approvals: Arc<Approvals>,
     pub interrupted: Arc<AtomicBool>,
     pub call_id: String,

@@ -598,6 +598,7 @@ impl Agent {
         let run_one = |call: &ToolCall, plan: &Planned| {
             let ctx = ToolContext {
                 cwd: self.config.cwd.clone(),
+                session_id: self.config.session_id.clone(),
                 approvals: self.config.approvals.clone(),
                 interrupted: self.handle.interrupted.clone(),
                 call_id: call.id.clone(),

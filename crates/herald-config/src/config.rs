@@ -211,6 +211,26 @@ pub fn load_dotenv(home: &Home) -> Result<(), ConfigError> {
     })
 }
 
+/// Reads `<home>/.env` again into the process environment; how many variables it
+/// changed or added (0 without the file).
+pub fn reload_dotenv(home: &Home) -> Result<usize, ConfigError> {
+    let path = home.env_file();
+    if !path.exists() {
+        return Ok(0);
+    }
+    let read_error = |e: dotenvy::Error| ConfigError::Read {
+        path: path.clone(),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let mut changed = 0;
+    for pair in dotenvy::from_path_iter(&path).map_err(read_error)? {
+        let (key, value) = pair.map_err(read_error)?;
+        changed += usize::from(std::env::var(&key).ok().as_deref() != Some(value.as_str()));
+    }
+    load_dotenv(home)?;
+    Ok(changed)
+}
+
 impl Config {
     /// What routes are read against: the global secret, the bind host, the home.
     pub fn route_context(&self) -> RouteContext<'_> {

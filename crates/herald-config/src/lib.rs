@@ -24,6 +24,7 @@ pub use agent_settings::AgentSettings;
 pub use api_settings::{ApiServerSettings, ModelRoute};
 pub use config::{
     Config, ConnectionSettings, WebhookSettings, WorkerSettings, load_dotenv, process_env,
+    reload_dotenv,
 };
 pub use error::{ConfigError, Problem};
 pub use home::Home;

@@ -132,6 +132,19 @@ pub fn clipboard_paste(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     ))
 }
 
+/// `reload.env`: `<home>/.env` read again; `{updated}` counts the variables it changed.
+/// Credentials looked up from now on (a `/model` switch) see the new values.
+pub fn reload_env(gw: &Gateway) -> Result<Value, RpcError> {
+    herald_config::reload_dotenv(&gw.host.runtime().home)
+        .map(|n| json!({"updated": n}))
+        .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))
+}
+
+/// `reload.mcp`: herald connects to no MCP servers, so there is nothing to reconnect.
+pub fn reload_mcp() -> Value {
+    json!({"status": "reloaded", "servers": 0})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

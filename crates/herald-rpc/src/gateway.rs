@@ -111,12 +111,14 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(host: Arc<Host>, tool_names: Vec<String>) -> Arc<Gateway> {
-        Arc::new(Gateway {
+        let gw = Arc::new(Gateway {
             host,
             live: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(1),
             tool_names,
-        })
+        });
+        gw.watch_jobs();
+        gw
     }
 
     /// A new client's outbox and the receiving end its writer drains.
@@ -192,6 +194,36 @@ impl Gateway {
         lock(&self.live)
             .values()
             .any(|l| l.session().id() == stored)
+    }
+
+    /// Tells a live session when a background process its turn started ends
+    /// (`status.update`, kind `process`).
+    fn watch_jobs(self: &Arc<Self>) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut notices = self.host.runtime().jobs.subscribe();
+        let gw = Arc::downgrade(self);
+        rt.spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let notice = match notices.recv().await {
+                    Ok(n) => n,
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => break,
+                };
+                let Some(gw) = gw.upgrade() else { break };
+                let owner = lock(&gw.live)
+                    .values()
+                    .find(|l| l.session().id() == notice.session_id)
+                    .cloned();
+                if let Some(live) = owner {
+                    let payload = serde_json::json!({"kind": "process", "text": notice.describe()});
+                    let frame = crate::frame::event("status.update", Some(&live.id), Some(payload));
+                    live.emit(Out::Frame(frame)).await;
+                }
+            }
+        });
     }
 
     /// A client went away: its sessions opened with `close_on_disconnect` close.

@@ -17,6 +17,7 @@ pub mod outbox;
 mod params;
 mod prompts;
 mod sessions;
+mod spawn_trees;
 pub mod stdio;
 mod turns;
 pub mod ws;

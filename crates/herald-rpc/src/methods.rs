@@ -4,7 +4,7 @@ use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::outbox::Outbox;
 use crate::params::Params;
-use crate::{answers, commands, extras, prompts, sessions};
+use crate::{answers, commands, extras, prompts, sessions, spawn_trees};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -53,6 +53,11 @@ pub async fn call(
         "delegation.status" => Ok(extras::delegation_status()),
         "subagent.interrupt" => extras::subagent_interrupt(&p),
         "clipboard.paste" => extras::clipboard_paste(gw, &p),
+        "reload.env" => extras::reload_env(gw),
+        "reload.mcp" => Ok(extras::reload_mcp()),
+        "spawn_tree.save" => spawn_trees::save(gw.host.runtime().home.root(), &p),
+        "spawn_tree.list" => Ok(spawn_trees::list(gw.host.runtime().home.root(), &p)),
+        "spawn_tree.load" => spawn_trees::load(gw.host.runtime().home.root(), &p),
         "process.stop" => Ok(serde_json::json!({"killed": gw.host.runtime().jobs.stop_all()})),
         "terminal.resize" => {
             Ok(serde_json::json!({"cols": p.get("cols").cloned().unwrap_or(Value::Null)}))

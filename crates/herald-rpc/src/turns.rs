@@ -159,6 +159,14 @@ async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
                     text,
                 }
             }
+            RunEventKind::MessageComplete {
+                content: Some(text),
+                tool_calls,
+            } if tool_calls > 0 && !text.trim().is_empty() => {
+                let already = streamed.contains(text.as_str());
+                let payload = json!({"text": text, "already_streamed": already});
+                event(&live, "message.interim", payload)
+            }
             RunEventKind::Finished(end) => {
                 if !reasoning.is_empty() {
                     let text = json!({"text": reasoning});

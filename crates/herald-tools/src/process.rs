@@ -21,15 +21,60 @@ struct Job {
     finished: bool,
 }
 
+/// A background job that ended, told to whoever listens (a front door's status line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobFinished {
+    pub id: String,
+    pub command: String,
+    /// The session whose tool call started it.
+    pub session_id: String,
+    /// `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+}
+
+impl JobFinished {
+    /// One line for a person: which job, and how it ended.
+    pub fn describe(&self) -> String {
+        let how = match self.exit_code {
+            Some(c) => format!("exited with code {c}"),
+            None => "was stopped".to_owned(),
+        };
+        format!("Background process {} ({}) {how}.", self.id, self.command)
+    }
+}
+
+/// Notices kept for a slow listener before the oldest are dropped.
+const NOTICES: usize = 64;
+
 /// The jobs of one agent, shared by `terminal` and `process`.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Jobs {
     inner: Arc<Mutex<BTreeMap<String, Job>>>,
+    finished: tokio::sync::broadcast::Sender<JobFinished>,
+}
+
+impl Default for Jobs {
+    fn default() -> Jobs {
+        Jobs {
+            inner: Arc::default(),
+            finished: tokio::sync::broadcast::channel(NOTICES).0,
+        }
+    }
 }
 
 impl Jobs {
-    /// Starts `command` in the background; returns its id.
-    pub fn start(&self, command: &str, cwd: &std::path::Path) -> Result<String, String> {
+    /// Every job that ends from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<JobFinished> {
+        self.finished.subscribe()
+    }
+
+    /// Starts `command` in the background for `session_id`'s call; returns its id.
+    pub fn start(
+        &self,
+        command: &str,
+        cwd: &std::path::Path,
+        session_id: &str,
+    ) -> Result<String, String> {
         let mut child = super::terminal::spawn_bash(command, cwd)
             .map_err(|e| format!("cannot start bash: {e}"))?;
         let id = format!(
@@ -51,6 +96,13 @@ impl Jobs {
         }
         let jobs = self.inner.clone();
         let key = id.clone();
+        let finished = self.finished.clone();
+        let mut notice = JobFinished {
+            id: id.clone(),
+            command: command.to_owned(),
+            session_id: session_id.to_owned(),
+            exit_code: None,
+        };
         let mut out = child.stdout.take();
         let mut err = child.stderr.take();
         tokio::spawn(async move {
@@ -85,12 +137,15 @@ impl Jobs {
                 pump(err.take(), |b| append(&jobs, b)),
                 child.wait()
             );
+            let code = status.ok().and_then(|s| s.code());
             if let Ok(mut g) = jobs.lock()
                 && let Some(j) = g.get_mut(&key)
             {
                 j.finished = true;
-                j.exit_code = status.ok().and_then(|s| s.code());
+                j.exit_code = code;
             }
+            notice.exit_code = code;
+            let _ = finished.send(notice);
         });
         Ok(id)
     }

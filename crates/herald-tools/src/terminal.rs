@@ -68,7 +68,7 @@ impl Tool for Terminal {
                 .filter(|p| p.is_absolute())
                 .unwrap_or_else(|| ctx.cwd.clone());
             if args["background"].as_bool() == Some(true) {
-                return match self.jobs.start(command, &cwd) {
+                return match self.jobs.start(command, &cwd, &ctx.session_id) {
                     Ok(id) => json!({"session_id": id, "status": "started", "note": "use the process tool to poll, wait for or kill it"}).to_string(),
                     Err(e) => error_result(e),
                 };

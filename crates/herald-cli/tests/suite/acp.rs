@@ -295,6 +295,11 @@ async fn an_acp_client_initializes_prompts_approves_and_cancels() {
                 .block_task()
                 .await?;
             assert_eq!(here.sessions.len(), 1, "{here:?}");
+            let when = here.sessions[0].updated_at.clone().unwrap_or_default();
+            assert!(
+                when.parse::<jiff::Timestamp>().is_ok(),
+                "updatedAt: {when:?}"
+            );
             let nowhere = std::path::PathBuf::from("/nowhere");
             let elsewhere = cx
                 .send_request(ListSessionsRequest::new().cwd(nowhere))

@@ -1084,3 +1084,86 @@ async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
         5027
     );
 }
+
+#[tokio::test]
+async fn reloads_spawn_trees_interim_text_and_process_notices() {
+    let Scripted::Events(mut call) = Scripted::tool_calls(&[(
+        "bg",
+        "terminal",
+        r#"{"command": "sleep 0.3; echo done", "background": true}"#,
+    )]) else {
+        unreachable!()
+    };
+    call.insert(
+        0,
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let me start it."}}]}),
+    );
+    let provider = FakeProvider::start(vec![Scripted::Events(call), Scripted::text("Started.")]);
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    // Text beside a tool call is interim; the process's end is a status line.
+    let events = c.turn(&sid, "start it").await;
+    let interim = events
+        .iter()
+        .find(|e| e["type"] == "message.interim")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(
+        interim["payload"],
+        json!({"text": "Let me start it.", "already_streamed": true})
+    );
+    let status = c.until("status.update").await;
+    let status = status.last().unwrap();
+    assert_eq!(status["session_id"], sid.as_str());
+    assert_eq!(status["payload"]["kind"], "process");
+    let line = status["payload"]["text"].as_str().unwrap();
+    assert!(line.contains("exited with code 0"), "{line}");
+    // reload.env counts what changed; reload.mcp has nothing to reconnect.
+    std::fs::write(home.path().join(".env"), "HERALD_RELOAD_PROBE=one\n").unwrap();
+    assert_eq!(c.call("reload.env", json!({})).await["updated"], 1);
+    assert_eq!(c.call("reload.env", json!({})).await["updated"], 0);
+    assert_eq!(c.call("reload.mcp", json!({})).await["status"], "reloaded");
+    // Spawn trees: saved under the home, listed, loaded; nothing outside is read.
+    assert_eq!(
+        c.code("spawn_tree.save", json!({"session_id": sid})).await,
+        4000
+    );
+    let tree = json!([{"id": "sub-1", "goal": "look around", "children": []}]);
+    let saved = c
+        .call(
+            "spawn_tree.save",
+            json!({"session_id": sid, "subagents": tree, "label": "first"}),
+        )
+        .await;
+    let path = saved["path"].as_str().unwrap().to_owned();
+    assert!(path.starts_with(&home.path().join("spawn-trees").display().to_string()));
+    let listed = c.call("spawn_tree.list", json!({"session_id": sid})).await;
+    assert_eq!(listed["entries"][0]["path"], path.as_str());
+    assert_eq!(listed["entries"][0]["count"], 1);
+    assert_eq!(listed["entries"][0]["label"], "first");
+    let other = c
+        .call("spawn_tree.list", json!({"session_id": "someone-else"}))
+        .await;
+    assert_eq!(other["entries"], json!([]));
+    let all = c
+        .call("spawn_tree.list", json!({"cross_session": true}))
+        .await;
+    assert_eq!(all["entries"].as_array().unwrap().len(), 1);
+    let loaded = c.call("spawn_tree.load", json!({"path": path})).await;
+    assert_eq!(loaded["subagents"], tree);
+    assert_eq!(
+        c.code("spawn_tree.load", json!({"path": "/etc/passwd"}))
+            .await,
+        4030
+    );
+    let sneaky = format!(
+        "{}/../config.yaml",
+        home.path().join("spawn-trees").display()
+    );
+    assert_eq!(
+        c.code("spawn_tree.load", json!({"path": sneaky})).await,
+        4030
+    );
+    assert_eq!(c.code("spawn_tree.load", json!({})).await, 4000);
+}

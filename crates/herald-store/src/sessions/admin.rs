@@ -18,6 +18,8 @@ pub struct SessionSummary {
     pub source: Option<String>,
     /// The folder the session worked in.
     pub cwd: Option<String>,
+    /// Unix seconds of its last message (its start when it has none).
+    pub updated_at: f64,
 }
 
 /// A session's counters.
@@ -52,7 +54,8 @@ impl SessionReader {
         let mut stmt = self.conn.prepare_cached(
             "SELECT s.id, s.title, s.started_at, s.message_count, s.source,
                     (SELECT content FROM messages m WHERE m.session_id = s.id AND m.active = 1 AND m.role = 'user' ORDER BY m.id LIMIT 1),
-                    s.cwd
+                    s.cwd,
+                    COALESCE((SELECT MAX(timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at)
              FROM sessions s WHERE s.archived = 0 ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -65,6 +68,7 @@ impl SessionReader {
                 message_count: r.get(3)?,
                 source: r.get(4)?,
                 cwd: r.get(6)?,
+                updated_at: r.get(7)?,
                 preview: first
                     .unwrap_or_default()
                     .split_whitespace()

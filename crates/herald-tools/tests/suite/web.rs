@@ -19,6 +19,7 @@ async fn serve(app: Router) -> String {
 fn ctx() -> ToolContext {
     ToolContext {
         cwd: std::env::temp_dir(),
+        session_id: "s".into(),
         approvals: Arc::new(Approvals::unattended()),
         interrupted: Arc::new(AtomicBool::new(false)),
         call_id: "c".into(),
