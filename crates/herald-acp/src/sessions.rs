@@ -17,6 +17,22 @@ use std::sync::Arc;
 
 type AcpResult<T> = Result<T, agent_client_protocol::Error>;
 
+/// Says once per process that a client's MCP servers are not connected (herald has no
+/// MCP client); later sessions that bring some are logged at debug.
+fn unused_mcp_servers(count: usize) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if count == 0 {
+        return;
+    }
+    match WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        false => tracing::warn!(
+            count,
+            "the client's MCP servers are not used: herald has no MCP client"
+        ),
+        true => tracing::debug!(count, "the client's MCP servers are not used"),
+    }
+}
+
 /// What every opening answer carries about a session.
 pub struct Described {
     pub modes: SessionModeState,
@@ -47,6 +63,7 @@ impl AcpServer {
         cx: &ConnectionTo<Client>,
     ) -> AcpResult<WithModels<NewSessionResponse>> {
         self.room()?;
+        unused_mcp_servers(request.mcp_servers.len());
         let gate = EditGate::new(cx.clone());
         let session = self
             .host

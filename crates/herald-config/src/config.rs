@@ -6,6 +6,7 @@ use crate::home::Home;
 use crate::node::{Node, NodeValue};
 use crate::reader::{Reader, parse_bool_text};
 use crate::route::{Route, RouteContext, RouteSource, read_route};
+use std::collections::BTreeMap;
 
 /// Default webhook port.
 pub const DEFAULT_PORT: u16 = 8644;
@@ -194,9 +195,15 @@ pub struct Config {
 /// Reads the environment (injected so tests need not touch the process's).
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-/// The process environment.
+/// Values `reload_dotenv` read after the start, over the process environment (which a
+/// running multi-threaded process does not rewrite).
+static RELOADED: std::sync::RwLock<BTreeMap<String, String>> =
+    std::sync::RwLock::new(BTreeMap::new());
+
+/// The process environment, with what `.env` said when it was last reloaded on top.
 pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+    let reloaded = RELOADED.read().ok().and_then(|r| r.get(name).cloned());
+    reloaded.or_else(|| std::env::var(name).ok())
 }
 
 /// Loads `<home>/.env` into the process environment, overriding what is set there.
@@ -211,8 +218,8 @@ pub fn load_dotenv(home: &Home) -> Result<(), ConfigError> {
     })
 }
 
-/// Reads `<home>/.env` again into the process environment; how many variables it
-/// changed or added (0 without the file).
+/// Reads `<home>/.env` again: its values win in [`process_env`] from now on. How many
+/// variables it changed or added (0 without the file).
 pub fn reload_dotenv(home: &Home) -> Result<usize, ConfigError> {
     let path = home.env_file();
     if !path.exists() {
@@ -222,12 +229,18 @@ pub fn reload_dotenv(home: &Home) -> Result<usize, ConfigError> {
         path: path.clone(),
         source: std::io::Error::other(e.to_string()),
     };
-    let mut changed = 0;
+    let mut read = BTreeMap::new();
     for pair in dotenvy::from_path_iter(&path).map_err(read_error)? {
         let (key, value) = pair.map_err(read_error)?;
-        changed += usize::from(std::env::var(&key).ok().as_deref() != Some(value.as_str()));
+        read.insert(key, value);
     }
-    load_dotenv(home)?;
+    let changed = read
+        .iter()
+        .filter(|(k, v)| process_env(k).as_deref() != Some(v.as_str()))
+        .count();
+    if let Ok(mut r) = RELOADED.write() {
+        r.extend(read);
+    }
     Ok(changed)
 }
 
