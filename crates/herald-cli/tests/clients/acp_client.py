@@ -2,7 +2,7 @@
 
 Usage: python3 acp_client.py HERALD_BIN HOME CWD
 The fake provider behind HOME answers: a text, then a terminal call (approved), then a
-text. Exits non-zero with the reason when herald does not behave.
+text. Then the session's mode and edit policy are set and it is forked. Exits non-zero with the reason when herald does not behave.
 """
 
 import asyncio
@@ -52,6 +52,16 @@ async def main(binary, home, cwd):
         assert recorder.asked == [["allow_once", "allow_session", "allow_always", "deny", "deny_always"]], recorder.asked
         assert recorder.text().endswith("Removed."), recorder.text()
         assert not os.path.exists(os.path.join(cwd, "py-doomed.txt")), "the approved command ran"
+        # Modes, config options and fork, as the client's own types read them.
+        assert session.modes.current_mode_id == "default", session.modes
+        assert [m.id for m in session.modes.available_modes] == ["default", "accept_edits", "dont_ask"]
+        await conn.set_session_mode(session_id=session.session_id, mode_id="dont_ask")
+        options = await conn.set_config_option(
+            config_id="edit_approval_policy", session_id=session.session_id, value="workspace_session")
+        ids = [o.root.id if hasattr(o, "root") else o.id for o in options.config_options]
+        assert ids == ["edit_approval_policy", "model"], ids
+        fork = await conn.fork_session(session_id=session.session_id, cwd=cwd)
+        assert fork.session_id and fork.session_id != session.session_id, fork
     print("acp client ok")
 
 
