@@ -45,6 +45,8 @@ pub struct AcpSession {
     run: Mutex<Option<RunHandle>>,
     queued: Mutex<std::collections::VecDeque<String>>,
     cancelled: AtomicBool,
+    /// The prompt `session/cancel` stopped last (an idle `/steer` sends it again).
+    interrupted: Mutex<Option<String>>,
     gate: Arc<EditGate>,
     /// Config options herald does not act on, as the client set them.
     other_options: Mutex<HashMap<String, String>>,
@@ -155,6 +157,7 @@ impl AcpServer {
             run: Mutex::new(None),
             queued: Mutex::new(std::collections::VecDeque::new()),
             cancelled: AtomicBool::new(false),
+            interrupted: Mutex::new(None),
             gate,
             other_options: Mutex::new(HashMap::new()),
         });

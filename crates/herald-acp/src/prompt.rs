@@ -59,7 +59,7 @@ pub async fn run(
     let Some(live) = server.session(&id) else {
         return PromptResponse::new(StopReason::Refusal);
     };
-    let text = prompt_text(&request.prompt);
+    let text = idle_steer(&live, prompt_text(&request.prompt));
     if text.trim().is_empty() {
         return PromptResponse::new(StopReason::EndTurn);
     }
@@ -81,14 +81,31 @@ pub async fn run(
     let mut next = Some(text);
     let mut answer = PromptResponse::new(StopReason::EndTurn);
     while let Some(text) = next {
-        answer = turn(server, &live, text, cx).await;
+        answer = turn(server, &live, text.clone(), cx).await;
         next = if answer.stop_reason == StopReason::Cancelled {
+            *lock(&live.interrupted) = Some(text);
             None
         } else {
             lock(&live.queued).pop_front()
         };
     }
     answer
+}
+
+/// `/steer TEXT` while nothing runs is a prompt: the one `session/cancel` interrupted
+/// with the guidance added, or else the guidance alone. Anything else is as sent.
+fn idle_steer(live: &AcpSession, text: String) -> String {
+    let guidance = match text.trim().strip_prefix("/steer") {
+        Some(rest) if rest.starts_with(char::is_whitespace) && !live.busy() => rest.trim(),
+        _ => return text,
+    };
+    if guidance.is_empty() {
+        return text;
+    }
+    match lock(&live.interrupted).take() {
+        Some(before) => format!("{before}\n\nUser correction/guidance after interrupt: {guidance}"),
+        None => guidance.to_owned(),
+    }
 }
 
 /// One turn of `live` on `text`, its events streamed; how it stopped.

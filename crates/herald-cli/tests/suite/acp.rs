@@ -100,6 +100,7 @@ async fn an_acp_client_initializes_prompts_approves_and_cancels() {
         Scripted::tool_calls(&[("c2", "terminal", r#"{"command": "rm -f acp-kept.txt"}"#)]),
         Scripted::text("Left it."),
         Scripted::tool_calls(&[("c3", "terminal", r#"{"command": "sleep 30"}"#)]),
+        Scripted::text("Faster."),
     ]);
     let home = rpc_home(
         &provider.base_url,
@@ -201,6 +202,12 @@ async fn an_acp_client_initializes_prompts_approves_and_cancels() {
             let r = pending.block_task().await?;
             assert_eq!(r.stop_reason, StopReason::Cancelled);
             assert!(started.elapsed() < Duration::from_secs(15));
+            // An idle /steer sends the interrupted prompt again with the guidance.
+            let r = cx
+                .send_request(PromptRequest::new(session.clone(), text("/steer be quick")))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, StopReason::EndTurn);
             Ok(())
         },
     )
@@ -263,6 +270,11 @@ async fn an_acp_client_initializes_prompts_approves_and_cancels() {
         assert!(!dir.path().join("acp-doomed.txt").exists(), "allowed");
         assert!(dir.path().join("acp-kept.txt").exists(), "denied");
     }
+    let resent = provider.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        resent.contains("wait\\n\\nUser correction/guidance after interrupt: be quick"),
+        "{resent}"
+    );
     // A new connection loads the session: its transcript comes back as updates.
     let id = stored.lock().unwrap().clone();
     let replayed = Arc::new(Mutex::new(Seen::default()));
