@@ -10,7 +10,8 @@ use agent_client_protocol::v1::schema::{
     LoadSessionRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
     SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionModeRequest, StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind,
+    SetSessionModeRequest, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolKind,
 };
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client};
 use herald_test_support::{FakeProvider, Scripted};
@@ -73,6 +74,26 @@ async fn with_agent(
         .await
         .expect("the ACP session took too long")
         .expect("the ACP session failed");
+}
+
+fn tool_starts(updates: &[SessionUpdate]) -> Vec<ToolCall> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::ToolCall(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn tool_ends(updates: &[SessionUpdate]) -> Vec<ToolCallUpdate> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn agent_text(updates: &[SessionUpdate]) -> String {
@@ -219,26 +240,12 @@ async fn an_acp_client_initializes_prompts_approves_and_cancels() {
             "{:?}",
             agent_text(&seen.updates)
         );
-        let starts: Vec<_> = seen
-            .updates
-            .iter()
-            .filter_map(|u| match u {
-                SessionUpdate::ToolCall(t) => Some(t.clone()),
-                _ => None,
-            })
-            .collect();
+        let starts = tool_starts(&seen.updates);
         assert_eq!(starts.len(), 3);
         assert_eq!(starts[0].kind, ToolKind::Execute);
         assert_eq!(starts[0].title, "$ rm -f acp-doomed.txt");
         assert!(starts[0].tool_call_id.to_string().starts_with("tc-"));
-        let ends: Vec<_> = seen
-            .updates
-            .iter()
-            .filter_map(|u| match u {
-                SessionUpdate::ToolCallUpdate(t) => Some(t.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = tool_ends(&seen.updates);
         assert_eq!(
             ends[0].tool_call_id, starts[0].tool_call_id,
             "completions pair with starts"
@@ -695,25 +702,11 @@ async fn modes_gate_edits_the_model_switches_and_a_fork_keeps_the_history() {
         [(Some("new\n".to_owned()), "newer\n".to_owned())],
         "the patch's diff is of the whole file"
     );
-    let starts: Vec<_> = seen
-        .updates
-        .iter()
-        .filter_map(|u| match u {
-            SessionUpdate::ToolCall(t) => Some(t.clone()),
-            _ => None,
-        })
-        .collect();
+    let starts = tool_starts(&seen.updates);
     assert_eq!(starts.len(), 3);
     assert!(diffs(&starts[0].content).is_empty(), "asked: a placeholder");
     assert_eq!(diffs(&starts[1].content), [(None, "new\n".to_owned())]);
-    let ends: Vec<_> = seen
-        .updates
-        .iter()
-        .filter_map(|u| match u {
-            SessionUpdate::ToolCallUpdate(t) => Some(t.clone()),
-            _ => None,
-        })
-        .collect();
+    let ends = tool_ends(&seen.updates);
     assert_eq!(ends[0].fields.status, Some(ToolCallStatus::Failed));
     assert_eq!(
         diffs(ends[2].fields.content.as_deref().unwrap()),
