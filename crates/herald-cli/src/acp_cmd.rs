@@ -68,12 +68,13 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let provider = resolved_provider(&host);
-    let server = AcpServer::new(host, crate::front_host::interactive_tools(), provider);
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
+        host.runtime().start_python_plugins().await;
+        let server = AcpServer::new(host, crate::front_host::interactive_tools(), provider);
         herald_acp::serve(server, agent_client_protocol::Stdio::new())
             .await
             .map_err(|e| anyhow::anyhow!("ACP connection: {e}"))

@@ -235,7 +235,11 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    tokio_rt.block_on(chat.start(args.query, args.resume, args.continue_last))
+    tokio_rt.block_on(async {
+        chat.host.runtime().start_python_plugins().await;
+        chat.start(args.query, args.resume, args.continue_last)
+            .await
+    })
 }
 
 /// The `-s` skills' bodies; `None` (after saying so) when none of those asked for exist.

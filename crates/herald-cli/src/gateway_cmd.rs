@@ -138,8 +138,12 @@ fn profile_templates(home: Home, client: LlmClient) -> ProfileTemplates {
 }
 
 async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode> {
+    let python = herald_session::start_python_plugins(&config.home, &config.agent).await;
+    if let Some(t) = &fronts.template {
+        t.host.runtime().use_python_plugins(python.clone());
+    }
     let api = match config.api_server.enabled {
-        true => match prepare_api(&config, &fronts).await {
+        true => match prepare_api(&config, &fronts, python.clone()).await {
             Ok(api) => Some(api),
             Err(e) => {
                 eprintln!("herald: {e}");
@@ -292,9 +296,14 @@ struct ApiFront {
 }
 
 /// Builds the API's session host and binds its listener; why not, as text.
-async fn prepare_api(config: &Config, fronts: &Fronts) -> anyhow::Result<ApiFront> {
+async fn prepare_api(
+    config: &Config,
+    fronts: &Fronts,
+    python: Option<Arc<herald_plugins::PythonPlugins>>,
+) -> anyhow::Result<ApiFront> {
     let settings = config.api_server.clone();
     let runtime = Runtime::build(&config.home, config, Platform::Api, ModelChoice::default())?;
+    runtime.use_python_plugins(python);
     let host = Host::with_client(
         Arc::new(runtime),
         fronts.sessions.clone(),

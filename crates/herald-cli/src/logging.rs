@@ -16,7 +16,7 @@ pub fn init(verbose: u8, format: LogFormat) {
     };
     // Library noise stays at warn unless asked for explicitly.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("warn,herald={default},herald_gateway={default},herald_store={default},herald_webhook={default},herald_config={default}")));
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,herald={default},herald_gateway={default},herald_store={default},herald_webhook={default},herald_config={default},herald_plugins={default}")));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -37,6 +37,7 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         };
+        gw.host.runtime().start_python_plugins().await;
         match args.ws {
             None => serve_stdio(gw).await,
             Some(addr) => serve_ws(gw, &addr, args.token).await,

@@ -48,6 +48,14 @@ pub struct AgentSettings {
     pub plugins_enabled: Vec<String>,
     /// `plugins.disabled`: never run, even when enabled.
     pub plugins_disabled: Vec<String>,
+    /// `plugins.python`: the interpreter of the Python plugin host (`python3`).
+    pub plugins_python: Option<String>,
+    /// `plugins.host.callback_timeout` in seconds (30): one plugin callback's own time.
+    pub plugins_callback_timeout_secs: Option<u64>,
+    /// `plugins.host.startup_timeout` in seconds (60): importing and registering.
+    pub plugins_startup_timeout_secs: Option<u64>,
+    /// `plugins.host.pre_tool_call_when_down`: `block` (the default) or `allow`.
+    pub plugins_pre_tool_call_when_down: Option<String>,
 }
 
 /// Reads the agent settings from the top-level document; problems go to `r`.
@@ -99,7 +107,30 @@ pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
         skills_platform_disabled: platform_lists(r, at("skills", "platform_disabled")),
         plugins_enabled: list(r, "plugins", "enabled"),
         plugins_disabled: list(r, "plugins", "disabled"),
+        plugins_python: text(r, "plugins", "python").filter(|p| !p.is_empty()),
+        plugins_callback_timeout_secs: host_int(r, doc, "callback_timeout"),
+        plugins_startup_timeout_secs: host_int(r, doc, "startup_timeout"),
+        plugins_pre_tool_call_when_down: doc
+            .get("plugins")
+            .and_then(|p| p.get("host"))
+            .and_then(|h| h.get("pre_tool_call_when_down"))
+            .filter(|n| !n.is_null())
+            .and_then(|n| {
+                r.string(n, "plugins.host.pre_tool_call_when_down")
+                    .flatten()
+            }),
     }
+}
+
+/// A number of seconds under `plugins.host`.
+fn host_int(r: &mut Reader, doc: &Node, key: &str) -> Option<u64> {
+    let node = doc
+        .get("plugins")
+        .and_then(|p| p.get("host"))
+        .and_then(|h| h.get(key))
+        .filter(|n| !n.is_null())?;
+    r.int(node, &format!("plugins.host.{key}"), 1, 86_400)
+        .and_then(|v| u64::try_from(v).ok())
 }
 
 /// `skills.platform_disabled`: a mapping of platform name to skill names.

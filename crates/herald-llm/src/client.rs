@@ -189,14 +189,20 @@ impl LlmClient {
     }
 
     /// One streamed call with a request body that is already built (and possibly
-    /// replaced by middleware).
+    /// replaced by middleware). An `extra_body` object in it is merged into the body,
+    /// as the OpenAI SDKs merge their `extra_body` argument (a middleware written for
+    /// Hermes sets `request["extra_body"]["metadata"]`).
     pub async fn stream_body(
         &self,
         endpoint: &Endpoint,
         body: &Value,
         on_delta: &mut (dyn FnMut(DeltaEvent) + Send),
     ) -> Result<ChatCompletion, LlmError> {
-        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let bytes = match body.get("extra_body") {
+            Some(Value::Object(_)) => serde_json::to_vec(&merge_extra_body(body.clone())),
+            _ => serde_json::to_vec(body),
+        }
+        .unwrap_or_default();
         self.stream_bytes(endpoint, bytes, on_delta).await
     }
 
@@ -497,5 +503,37 @@ fn transport_cause(e: &reqwest::Error) -> String {
         format!("TLS error ({deepest})")
     } else {
         deepest
+    }
+}
+
+/// `body` with the fields of its `extra_body` object moved to the top level (they win
+/// over fields of the same name) and `extra_body` itself gone.
+pub fn merge_extra_body(mut body: Value) -> Value {
+    if let Value::Object(map) = &mut body
+        && let Some(Value::Object(extra)) = map.remove("extra_body")
+    {
+        for (k, v) in extra {
+            map.insert(k, v);
+        }
+    }
+    body
+}
+
+#[cfg(test)]
+mod extra_body_tests {
+    use super::merge_extra_body;
+    use serde_json::json;
+
+    #[test]
+    fn extra_body_fields_move_to_the_top_and_win() {
+        let body = json!({"model": "m", "metadata": {"a": 1}, "extra_body": {"metadata": {"b": 2}, "top_k": 3}});
+        assert_eq!(
+            merge_extra_body(body),
+            json!({"model": "m", "metadata": {"b": 2}, "top_k": 3})
+        );
+        assert_eq!(
+            merge_extra_body(json!({"model": "m"})),
+            json!({"model": "m"})
+        );
     }
 }

@@ -560,7 +560,7 @@ impl Host {
                     Some(extra) => format!("{}\n\n{extra}", s.system_prompt),
                     None => s.system_prompt.clone(),
                 },
-                plugins: with_observers(&rt.plugins, &s.observers),
+                plugins: with_observers(&rt.current_plugins(), &s.observers),
                 session_id: s.id.clone(),
                 platform: rt.platform.name().into(),
                 provider: rt.provider.clone(),

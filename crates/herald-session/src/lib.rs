@@ -45,7 +45,7 @@ pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, T
 pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use runs::{RunError, RunEvent, RunEventKind, RunHandle, RunState, RunStatus};
-pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError};
+pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
 pub use sessions::SessionError;
 
 #[cfg(test)]

@@ -76,6 +76,8 @@ pub struct Runtime {
     /// The middleware chain and observers every agent of this runtime runs with:
     /// registered by the embedder ([`Runtime::with_plugins`]) ahead of plugins.
     pub plugins: Plugins,
+    /// The Python plugins' host, when any is enabled ([`Runtime::with_python`]).
+    python: std::sync::RwLock<Option<Arc<herald_plugins::PythonPlugins>>>,
     /// `SOUL.md` and the skills index, shared by sessions opened together.
     prompt_files: PromptFileCache,
 }
@@ -123,6 +125,7 @@ impl Runtime {
                 .max(1),
             approvals: ApprovalPolicy::from_settings(&settings, home.config_file(), &process_env),
             plugins: Plugins::default(),
+            python: std::sync::RwLock::new(None),
             prompt_files: PromptFileCache::default(),
             settings,
         })
@@ -132,6 +135,43 @@ impl Runtime {
     pub fn with_plugins(mut self, plugins: Plugins) -> Runtime {
         self.plugins = plugins;
         self
+    }
+
+    /// Starts the Python plugins of this runtime's home and uses them from now on (see
+    /// [`start_python_plugins`]); the host, to share with another runtime.
+    pub async fn start_python_plugins(&self) -> Option<Arc<herald_plugins::PythonPlugins>> {
+        let started = start_python_plugins(&self.home, &self.settings).await;
+        self.use_python_plugins(started.clone());
+        started
+    }
+
+    /// Uses `python`'s plugins from now on (`None`: no Python plugins).
+    pub fn use_python_plugins(&self, python: Option<Arc<herald_plugins::PythonPlugins>>) {
+        if let Ok(mut p) = self.python.write() {
+            *p = python;
+        }
+    }
+
+    /// The Python plugins' host, if one runs.
+    pub fn python_plugins(&self) -> Option<Arc<herald_plugins::PythonPlugins>> {
+        self.python.read().ok().and_then(|p| p.clone())
+    }
+
+    /// What every agent of this runtime runs with now: the embedder's middleware and
+    /// observers, then the Python plugins' (as last loaded).
+    pub fn current_plugins(&self) -> Plugins {
+        let Some(python) = self.python_plugins() else {
+            return self.plugins.clone();
+        };
+        let theirs = python.plugins();
+        let mut p = self.plugins.clone();
+        p.llm_request.extend(theirs.llm_request);
+        p.llm_execution.extend(theirs.llm_execution);
+        p.tool_request.extend(theirs.tool_request);
+        p.tool_execution.extend(theirs.tool_execution);
+        p.observers.extend(theirs.observers);
+        p.reporter = theirs.reporter;
+        p
     }
 
     /// The tools of these names that exist and are available here, minus
@@ -180,6 +220,22 @@ impl Runtime {
     pub fn switch_model(&self, spec: &str) -> Result<Endpoint, SelectError> {
         model_select::select(&self.model_settings, Some(spec), None, &process_env)
             .map(|s| s.endpoint)
+    }
+}
+
+/// Starts the plugin host for the enabled Python plugins of `home` (none enabled:
+/// nothing runs). A host that cannot start is logged, and herald goes on without its
+/// plugins.
+pub async fn start_python_plugins(
+    home: &Home,
+    settings: &AgentSettings,
+) -> Option<Arc<herald_plugins::PythonPlugins>> {
+    match herald_plugins::PythonPlugins::start(home, settings).await {
+        Ok(p) => p.map(Arc::new),
+        Err(e) => {
+            tracing::warn!("Python plugins are not running: {e}");
+            None
+        }
     }
 }
 

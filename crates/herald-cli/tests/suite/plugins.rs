@@ -1,0 +1,121 @@
+//! Hermes Python plugins through the plugin host, end to end: the real binary, the
+//! embedded host program run by python3, test plugins written as Hermes's
+//! documentation shows them, and the fake provider.
+
+use super::rpc::rpc_home;
+use super::support::BIN;
+use herald_test_support::{FakeProvider, Scripted};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// Copies the named test plugins into `home/plugins` and enables them.
+pub fn install_plugins(home: &Path, names: &[&str]) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins");
+    for name in names {
+        let to = home.join("plugins").join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for file in ["plugin.yaml", "__init__.py"] {
+            std::fs::copy(source.join(name).join(file), to.join(file)).unwrap();
+        }
+    }
+    let config = home.join("config.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap_or_default();
+    text.push_str(&format!("plugins:\n  enabled: [{}]\n", names.join(", ")));
+    std::fs::write(config, text).unwrap();
+}
+
+/// `herald -v chat -Q -q TEXT` on `home`: exit code, stdout, stderr.
+fn chat(home: &Path, text: &str) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(["-v", "chat", "-Q", "-q", text])
+        .env("HERALD_HOME", home)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The hook payloads the trace-recorder plugin wrote.
+pub fn traces(home: &Path) -> Vec<Value> {
+    std::fs::read_to_string(home.join("trace.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+pub const DEMOS: [&str; 5] = [
+    "llm-request-demo",
+    "tool-request-demo",
+    "llm-execution-demo",
+    "tool-execution-demo",
+    "trace-recorder",
+];
+
+/// What the four demo plugins must have done to a turn with one terminal call.
+pub fn assert_demos_worked(home: &Path, provider: &FakeProvider, stderr: &str) {
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "{stderr}");
+    for r in &requests {
+        assert_eq!(
+            r.body["metadata"]["hermes_middleware_demo"], true,
+            "extra_body.metadata is merged into the body: {}",
+            r.body
+        );
+        assert!(r.body.get("extra_body").is_none(), "{}", r.body);
+    }
+    let tool_result = requests[1].body["messages"].to_string();
+    let work = home.join("work").display().to_string();
+    assert!(
+        tool_result.contains(&work),
+        "the command ran in the workdir: {tool_result}"
+    );
+    let seen = traces(home);
+    let fields_of = |hook: &str| -> Vec<&Value> {
+        seen.iter()
+            .filter(|t| t["hook"] == hook)
+            .map(|t| &t["fields"])
+            .collect()
+    };
+    let pre_api = fields_of("pre_api_request");
+    assert_eq!(pre_api.len(), 2, "{seen:?}");
+    let trace = pre_api[0]["middleware_trace"].to_string();
+    assert!(
+        trace.contains("llm-request-demo") && trace.contains("tag the request"),
+        "{trace}"
+    );
+    let post_tool = fields_of("post_tool_call");
+    assert_eq!(post_tool.len(), 1, "{seen:?}");
+    let trace = post_tool[0]["middleware_trace"].to_string();
+    assert!(
+        trace.contains("tool-request-demo") && trace.contains("default workdir"),
+        "{trace}"
+    );
+    assert_eq!(post_tool[0]["args"]["workdir"], work.as_str());
+    assert_eq!(fields_of("pre_tool_call")[0]["tool_name"], "terminal");
+    assert!(!fields_of("on_session_end").is_empty(), "{seen:?}");
+}
+
+#[test]
+fn the_four_hermes_examples_work_in_herald_chat() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "pwd"}"#)]),
+        Scripted::text("It ran."),
+    ]);
+    let home = rpc_home(&provider.base_url, "");
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    install_plugins(home.path(), &DEMOS);
+    let (code, out, err) = chat(home.path(), "where am I?");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("It ran."), "{out}");
+    assert_demos_worked(home.path(), &provider, &err);
+    assert!(
+        err.contains("llm_execution took"),
+        "the plugin's print is logged: {err}"
+    );
+}

@@ -1,0 +1,611 @@
+//! The plugin host process (middleware.md B2): the embedded program run by
+//! `plugins.python`, spoken to in line-delimited JSON-RPC. Requests are matched by id;
+//! the host's `middleware.next` is served from the frames herald has open; a host that
+//! dies is noticed at once, every call waiting on it fails (fail-open upstream), and a
+//! new one is started with back-off.
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// The protocol spoken.
+pub const PROTOCOL: &str = "herald-plugin/1";
+/// The biggest message either side sends.
+pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+const PING_WITHIN: Duration = Duration::from_secs(5);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// How the host is run.
+#[derive(Debug, Clone)]
+pub struct HostSettings {
+    pub python: String,
+    /// Where the embedded program was written.
+    pub script: PathBuf,
+    pub hermes_home: PathBuf,
+    pub callback_timeout: Duration,
+    pub startup_timeout: Duration,
+    /// `initialize`'s `plugins`: the enabled ones, in load order.
+    pub plugins: Vec<Value>,
+}
+
+/// Why a call to the host did not give a value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// The callback raised (`downstream_ref`: it re-raised herald's own error).
+    #[error("raised {kind}: {message}")]
+    Raised {
+        kind: String,
+        message: String,
+        downstream_ref: Option<String>,
+    },
+    /// The callback blocked on purpose (`LLMExecutionBlocked`).
+    #[error("blocked: {0}")]
+    Blocked(String),
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// No host runs (it died, or is being restarted).
+    #[error("the plugin host is not running ({0})")]
+    Down(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The rest of an execution chain, run when the host calls `middleware.next`:
+/// the result, or the downstream failure's `data` for error -32010.
+pub type NextFn = Box<dyn FnOnce(Option<Value>) -> BoxFuture<'static, Result<Value, Value>> + Send>;
+
+/// What to do with a restarted host's `initialize` answer.
+pub type OnRestart = Box<dyn Fn(&Value) + Send + Sync>;
+
+/// An open execution frame: its `next`, and how long herald spent serving it (the
+/// callback's clock stops meanwhile).
+struct Frame {
+    next: Option<NextFn>,
+    expired: bool,
+    serving_since: Option<Instant>,
+    served_for: Duration,
+    /// Turns true when a `middleware.next` of this frame has been answered.
+    served: watch::Sender<bool>,
+}
+
+/// One running host process.
+struct Process {
+    pid: u32,
+    lines: mpsc::UnboundedSender<String>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, CallError>>>>,
+    child: Mutex<Option<tokio::process::Child>>,
+    dead: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Process {
+    fn kill(&self) {
+        if let Some(child) = lock(&self.child).as_mut() {
+            let _ = child.start_kill();
+        }
+    }
+
+    /// Fails every call still waiting (the host is gone).
+    fn fail_all(&self, why: &str) {
+        self.dead.store(true, Ordering::SeqCst);
+        for (_, tx) in lock(&self.pending).drain() {
+            let _ = tx.send(Err(CallError::Down(why.to_owned())));
+        }
+    }
+}
+
+/// herald's side of the plugin host: the current process, the open frames, restarts.
+pub struct Link {
+    settings: HostSettings,
+    current: RwLock<Option<Arc<Process>>>,
+    frames: Mutex<HashMap<String, Frame>>,
+    next_id: AtomicU64,
+    /// Callbacks skipped until a moment (they timed out).
+    resting: Mutex<HashMap<String, Instant>>,
+    /// What the last `initialize` answered.
+    initialized: RwLock<Value>,
+    /// Called with the new `initialize` answer after a restart.
+    on_restart: Mutex<Option<OnRestart>>,
+    closed: AtomicBool,
+}
+
+impl Link {
+    /// Starts the host and initializes it; the `initialize` answer, or why not.
+    pub async fn start(settings: HostSettings) -> Result<Arc<Link>, String> {
+        let link = Arc::new(Link {
+            settings,
+            current: RwLock::new(None),
+            frames: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            resting: Mutex::new(HashMap::new()),
+            initialized: RwLock::new(Value::Null),
+            on_restart: Mutex::new(None),
+            closed: AtomicBool::new(false),
+        });
+        let answer = link.launch().await?;
+        if let Ok(mut i) = link.initialized.write() {
+            *i = answer;
+        }
+        Ok(link)
+    }
+
+    pub fn initialized(&self) -> Value {
+        self.initialized
+            .read()
+            .map(|i| i.clone())
+            .unwrap_or(Value::Null)
+    }
+
+    /// What to do with the registrations of a restarted host.
+    pub fn on_restart(&self, f: OnRestart) {
+        *lock(&self.on_restart) = Some(f);
+    }
+
+    pub fn callback_timeout(&self) -> Duration {
+        self.settings.callback_timeout
+    }
+
+    /// Spawns a process, makes it current and initializes it.
+    async fn launch(self: &Arc<Self>) -> Result<Value, String> {
+        let process = self.spawn().map_err(|e| {
+            format!(
+                "cannot start the plugin host with `{}`: {e}",
+                self.settings.python
+            )
+        })?;
+        if let Ok(mut c) = self.current.write() {
+            *c = Some(process.clone());
+        }
+        let params = json!({
+            "protocol": PROTOCOL,
+            "herald_version": env!("CARGO_PKG_VERSION"),
+            "compat": {"hermes": "0.19", "telemetry_schema_version": "hermes.observer.v1",
+                       "middleware_schema_version": "hermes.middleware.v1"},
+            "hermes_home": self.settings.hermes_home.display().to_string(),
+            "limits": {"max_message_bytes": MAX_MESSAGE, "max_concurrency": 32},
+            "plugins": self.settings.plugins,
+        });
+        let startup = self.settings.startup_timeout;
+        match self
+            .request_on(&process, "initialize", params, startup, None)
+            .await
+        {
+            Ok(answer) => Ok(answer),
+            Err(e) => {
+                process.kill();
+                Err(format!("the plugin host did not start: {e}"))
+            }
+        }
+    }
+
+    fn spawn(self: &Arc<Self>) -> std::io::Result<Arc<Process>> {
+        let mut child = tokio::process::Command::new(&self.settings.python)
+            .arg(&self.settings.script)
+            .env("HERMES_HOME", &self.settings.hermes_home)
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0)
+            .spawn()?;
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(i), Some(o), Some(e)) => (i, o, e),
+                _ => return Err(std::io::Error::other("no pipes to the plugin host")),
+            };
+        let pid = child.id().unwrap_or_default();
+        let (lines, to_write) = mpsc::unbounded_channel();
+        let process = Arc::new(Process {
+            pid,
+            lines,
+            pending: Mutex::new(HashMap::new()),
+            child: Mutex::new(Some(child)),
+            dead: AtomicBool::new(false),
+        });
+        tokio::spawn(write_lines(stdin, to_write));
+        tokio::spawn(log_stderr(stderr, pid));
+        tokio::spawn(read_messages(Arc::downgrade(self), process.clone(), stdout));
+        Ok(process)
+    }
+
+    /// The host died (or was killed): calls fail, and a new one starts with back-off.
+    fn died(self: &Arc<Self>, process: &Arc<Process>, why: &str) {
+        process.fail_all(why);
+        let was_current = match self.current.write() {
+            Ok(mut c) if c.as_ref().is_some_and(|p| Arc::ptr_eq(p, process)) => {
+                *c = None;
+                true
+            }
+            _ => false,
+        };
+        if !was_current || self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        tracing::warn!(
+            pid = process.pid,
+            "the Python plugin host stopped ({why}); its plugins are skipped until it is restarted"
+        );
+        let link = self.clone();
+        tokio::spawn(async move { link.restart().await });
+    }
+
+    async fn restart(self: Arc<Self>) {
+        let mut wait = Duration::from_secs(1);
+        loop {
+            tokio::time::sleep(wait).await;
+            if self.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            match self.launch().await {
+                Ok(answer) => {
+                    tracing::info!("the Python plugin host is running again");
+                    if let Some(f) = lock(&self.on_restart).as_ref() {
+                        f(&answer);
+                    }
+                    if let Ok(mut i) = self.initialized.write() {
+                        *i = answer;
+                    }
+                    return;
+                }
+                Err(e) => tracing::debug!(error = %e, "the plugin host could not be restarted yet"),
+            }
+            wait = (wait * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// Stops the host for good (`shutdown`, then a kill after a grace period).
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let process = self.current.write().ok().and_then(|mut c| c.take());
+        if let Some(p) = process {
+            let asked = self.request_on(&p, "shutdown", json!({}), Duration::from_secs(5), None);
+            let _ = asked.await;
+            let _ = p
+                .lines
+                .send(r#"{"jsonrpc":"2.0","method":"exit"}"#.to_owned());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            p.kill();
+        }
+    }
+
+    fn process(&self) -> Result<Arc<Process>, CallError> {
+        self.current
+            .read()
+            .ok()
+            .and_then(|c| c.clone())
+            .ok_or_else(|| CallError::Down("restarting".into()))
+    }
+
+    /// Whether a callback that timed out is still resting.
+    fn resting(&self, callback_id: &str) -> bool {
+        let mut r = lock(&self.resting);
+        match r.get(callback_id) {
+            Some(until) if Instant::now() < *until => true,
+            Some(_) => {
+                r.remove(callback_id);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Calls `method` of the host for `callback_id` within the callback timeout (the
+    /// clock stopped while herald serves `frame`'s `middleware.next`).
+    pub async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        callback_id: &str,
+        frame: Option<&str>,
+    ) -> Result<Value, CallError> {
+        if self.resting(callback_id) {
+            return Err(CallError::Other(
+                "skipped for a minute after it timed out".into(),
+            ));
+        }
+        let process = self.process()?;
+        let timeout = self.settings.callback_timeout;
+        let answer = self
+            .request_on(&process, method, params, timeout, frame)
+            .await;
+        if let Err(CallError::Timeout(_)) = &answer {
+            lock(&self.resting).insert(
+                callback_id.to_owned(),
+                Instant::now() + Duration::from_secs(60),
+            );
+            let link = self.clone();
+            tokio::spawn(async move { link.check_alive(process).await });
+        }
+        answer
+    }
+
+    /// A host that does not answer a ping within 5 s is hung: it is killed.
+    async fn check_alive(self: Arc<Self>, process: Arc<Process>) {
+        let ping = self.request_on(&process, "$/ping", json!({}), PING_WITHIN, None);
+        if let Err(CallError::Timeout(_)) = ping.await {
+            tracing::warn!(
+                pid = process.pid,
+                "the plugin host does not answer; killing it"
+            );
+            process.kill();
+        }
+    }
+
+    async fn request_on(
+        &self,
+        process: &Arc<Process>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        frame: Option<&str>,
+    ) -> Result<Value, CallError> {
+        if process.dead.load(Ordering::SeqCst) {
+            return Err(CallError::Down("it stopped".into()));
+        }
+        let id = format!("h{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let line =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        if line.len() > MAX_MESSAGE {
+            return Err(CallError::Other(format!(
+                "the request is larger than {MAX_MESSAGE} bytes; not sent"
+            )));
+        }
+        let (tx, mut rx) = oneshot::channel();
+        lock(&process.pending).insert(id.clone(), tx);
+        if process.lines.send(line).is_err() {
+            lock(&process.pending).remove(&id);
+            return Err(CallError::Down("its input is closed".into()));
+        }
+        let started = Instant::now();
+        loop {
+            let own = started.elapsed().saturating_sub(self.served_for(frame));
+            let left = timeout.saturating_sub(own);
+            if left.is_zero() && !self.serving(frame) {
+                lock(&process.pending).remove(&id);
+                if let Some(f) = frame {
+                    self.expire(f);
+                    let cancel = json!({"jsonrpc": "2.0", "method": "frame.cancel",
+                                        "params": {"frame_id": f, "reason": "timeout"}});
+                    let _ = process.lines.send(cancel.to_string());
+                }
+                return Err(CallError::Timeout(timeout));
+            }
+            let nap = left.max(Duration::from_millis(20));
+            match tokio::time::timeout(nap, &mut rx).await {
+                Ok(Ok(answer)) => return answer,
+                Ok(Err(_)) => return Err(CallError::Down("it stopped".into())),
+                Err(_) => continue,
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ frames
+
+    /// Opens a frame whose `next` the host may call once.
+    pub fn open_frame(&self, next: NextFn) -> String {
+        let id = format!("f{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let frame = Frame {
+            next: Some(next),
+            expired: false,
+            serving_since: None,
+            served_for: Duration::ZERO,
+            served: watch::channel(false).0,
+        };
+        lock(&self.frames).insert(id.clone(), frame);
+        id
+    }
+
+    /// Closes a frame: once its `next` (if being served) has finished, so the
+    /// downstream outcome is known; a later `middleware.next` gets `frame_expired`.
+    pub async fn close_frame(&self, id: &str) {
+        let waiting = lock(&self.frames)
+            .get(id)
+            .filter(|f| f.serving_since.is_some())
+            .map(|f| f.served.subscribe());
+        if let Some(mut served) = waiting {
+            let _ = served.wait_for(|done| *done).await;
+        }
+        lock(&self.frames).remove(id);
+    }
+
+    fn expire(&self, id: &str) {
+        if let Some(f) = lock(&self.frames).get_mut(id) {
+            f.expired = true;
+        }
+    }
+
+    fn serving(&self, frame: Option<&str>) -> bool {
+        frame.is_some_and(|id| {
+            lock(&self.frames)
+                .get(id)
+                .is_some_and(|f| f.serving_since.is_some())
+        })
+    }
+
+    fn served_for(&self, frame: Option<&str>) -> Duration {
+        let Some(id) = frame else {
+            return Duration::ZERO;
+        };
+        lock(&self.frames).get(id).map_or(Duration::ZERO, |f| {
+            f.served_for + f.serving_since.map_or(Duration::ZERO, |s| s.elapsed())
+        })
+    }
+
+    /// The host's `middleware.next`: runs the frame's rest of the chain once.
+    async fn serve_next(&self, process: &Process, id: Value, params: &Map<String, Value>) {
+        let frame_id = params
+            .get("frame_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let payload = params.get("payload").cloned().filter(|p| !p.is_null());
+        let taken = {
+            let mut frames = lock(&self.frames);
+            match frames.get_mut(frame_id) {
+                None => Err((-32012, "frame_expired")),
+                Some(f) if f.expired => Err((-32012, "frame_expired")),
+                Some(f) => match f.next.take() {
+                    None => Err((-32011, "next_call_reused")),
+                    Some(next) => {
+                        f.serving_since = Some(Instant::now());
+                        Ok(next)
+                    }
+                },
+            }
+        };
+        let answer = match taken {
+            Err((code, message)) => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            }
+            Ok(next) => {
+                let outcome = next(payload).await;
+                if let Some(f) = lock(&self.frames).get_mut(frame_id) {
+                    f.served_for += f
+                        .serving_since
+                        .take()
+                        .map_or(Duration::ZERO, |s| s.elapsed());
+                    let _ = f.served.send(true);
+                }
+                match outcome {
+                    Ok(value) => json!({"jsonrpc": "2.0", "id": id, "result": {"value": value}}),
+                    Err(data) => json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32010, "message": "downstream_failed", "data": data}}),
+                }
+            }
+        };
+        let _ = process.lines.send(answer.to_string());
+    }
+}
+
+/// A host's error answer as a [`CallError`].
+fn call_error(error: &Value) -> CallError {
+    let code = error
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    let data = error.get("data").cloned().unwrap_or(Value::Null);
+    let text = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match code {
+        -32004 => CallError::Blocked(text(&data, "reason")),
+        -32001 => CallError::Raised {
+            kind: text(&data, "type"),
+            message: text(&data, "message"),
+            downstream_ref: data
+                .get("downstream_ref")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        },
+        _ => CallError::Other(text(error, "message")),
+    }
+}
+
+async fn write_lines(
+    mut stdin: tokio::process::ChildStdin,
+    mut lines: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(mut line) = lines.recv().await {
+        line.push('\n');
+        if stdin.write_all(line.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The host's stderr (plugins' prints and logs) into herald's log at DEBUG.
+async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let shown: String = line.chars().take(2000).collect();
+        tracing::debug!(target: "herald::plugin", pid, "{shown}");
+    }
+}
+
+/// Reads the host's messages until it goes away: answers to herald's requests, and
+/// the host's own requests (`middleware.next`).
+async fn read_messages(
+    link: Weak<Link>,
+    process: Arc<Process>,
+    stdout: tokio::process::ChildStdout,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut warned = false;
+    let why = loop {
+        let mut buf = Vec::new();
+        let read = (&mut reader)
+            .take(MAX_MESSAGE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .await;
+        match read {
+            Ok(0) | Err(_) => break "its output ended",
+            Ok(n) if n > MAX_MESSAGE => break "it sent a message over the size limit",
+            Ok(_) => {}
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&buf) else {
+            if !warned {
+                tracing::warn!(
+                    pid = process.pid,
+                    "the plugin host wrote a line that is not JSON; ignored"
+                );
+                warned = true;
+            }
+            continue;
+        };
+        dispatch(&link, &process, message);
+    };
+    if let Some(link) = link.upgrade() {
+        link.died(&process, why);
+    } else {
+        process.fail_all(why);
+    }
+    let child = lock(&process.child).take();
+    if let Some(mut child) = child {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+}
+
+fn dispatch(link: &Weak<Link>, process: &Arc<Process>, message: Value) {
+    if let Some(method) = message.get("method").and_then(Value::as_str) {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let params = message
+            .get("params")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if method == "middleware.next"
+            && let Some(link) = link.upgrade()
+        {
+            let process = process.clone();
+            tokio::spawn(async move { link.serve_next(&process, id, &params).await });
+        } else {
+            let unknown = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("unknown method: {method}")}});
+            let _ = process.lines.send(unknown.to_string());
+        }
+        return;
+    }
+    let Some(id) = message.get("id").and_then(Value::as_str) else {
+        return;
+    };
+    let Some(tx) = lock(&process.pending).remove(id) else {
+        return;
+    };
+    let answer = match message.get("error") {
+        Some(e) => Err(call_error(e)),
+        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+    };
+    let _ = tx.send(answer);
+}

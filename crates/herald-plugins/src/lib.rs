@@ -1,0 +1,243 @@
+//! Hermes Python plugins, unchanged (middleware.md B2): the enabled plugins of a home
+//! are found, one plugin host process imports them and calls their `register(ctx)`,
+//! and what they registered becomes herald's middleware chain and observers.
+//!
+//! Nothing runs, and nothing costs, when no Python plugin is enabled.
+
+pub mod discover;
+pub mod host;
+pub mod remote;
+
+pub use discover::{Plugin, discover};
+use herald_agent::Plugins;
+use herald_agent::middleware::{FailureReporter, Kind};
+use herald_config::{AgentSettings, Home};
+use host::{HostSettings, Link};
+use remote::{Callback, RemoteExecution, RemoteHooks, RemoteRequest};
+use serde_json::Value;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// The embedded plugin host program.
+pub const HOST_PROGRAM: &str = include_str!("host.py");
+
+/// The plugins folder of a home.
+pub fn plugins_dir(home: &Home) -> std::path::PathBuf {
+    home.root().join("plugins")
+}
+
+/// The plugins of a home, enabled or not, as `plugins.enabled` / `disabled` say.
+pub fn list(home: &Home, settings: &AgentSettings) -> Vec<Plugin> {
+    discover(
+        &plugins_dir(home),
+        &settings.plugins_enabled,
+        &settings.plugins_disabled,
+    )
+}
+
+/// How one plugin fared in the host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub key: String,
+    pub error: Option<String>,
+    pub registrations: usize,
+}
+
+/// The running Python plugins: the host and the chain built from what they registered.
+pub struct PythonPlugins {
+    link: Arc<Link>,
+    chain: Arc<RwLock<Plugins>>,
+    reporter: Arc<FailureReporter>,
+}
+
+impl PythonPlugins {
+    /// Starts the host for the enabled Python plugins of `home`; `Ok(None)` when none is
+    /// enabled (no process is started).
+    pub async fn start(
+        home: &Home,
+        settings: &AgentSettings,
+    ) -> Result<Option<PythonPlugins>, String> {
+        let enabled: Vec<Value> = list(home, settings)
+            .iter()
+            .filter(|p| p.enabled)
+            .map(Plugin::to_host)
+            .collect();
+        if enabled.is_empty() {
+            return Ok(None);
+        }
+        let script = write_program(home)?;
+        let host = HostSettings {
+            python: settings
+                .plugins_python
+                .clone()
+                .unwrap_or_else(|| "python3".into()),
+            script,
+            hermes_home: home.root().to_path_buf(),
+            callback_timeout: Duration::from_secs(
+                settings.plugins_callback_timeout_secs.unwrap_or(30),
+            ),
+            startup_timeout: Duration::from_secs(
+                settings.plugins_startup_timeout_secs.unwrap_or(60),
+            ),
+            plugins: enabled,
+        };
+        let block_when_down = settings.plugins_pre_tool_call_when_down.as_deref() != Some("allow");
+        let link = Link::start(host).await?;
+        let reporter = Arc::new(FailureReporter::default());
+        let first = build_chain(&link, &link.initialized(), &reporter, block_when_down);
+        let chain = Arc::new(RwLock::new(first));
+        let (c, l, r) = (chain.clone(), Arc::downgrade(&link), reporter.clone());
+        link.on_restart(Box::new(move |answer: &Value| {
+            if let (Some(link), Ok(mut current)) = (l.upgrade(), c.write()) {
+                *current = build_chain(&link, answer, &r, block_when_down);
+            }
+        }));
+        report_loading(&link.initialized());
+        Ok(Some(PythonPlugins {
+            link,
+            chain,
+            reporter,
+        }))
+    }
+
+    /// The middleware and observers the plugins registered, as now.
+    pub fn plugins(&self) -> Plugins {
+        self.chain.read().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// How each plugin loaded.
+    pub fn loaded(&self) -> Vec<Loaded> {
+        loaded(&self.link.initialized())
+    }
+
+    /// Forgets which failures were reported (a reload).
+    pub fn reset_reporting(&self) {
+        self.reporter.reset();
+    }
+
+    /// Stops the host.
+    pub async fn stop(&self) {
+        self.link.close().await;
+    }
+}
+
+/// Writes the host program under the home (kept there for the host to run).
+fn write_program(home: &Home) -> Result<std::path::PathBuf, String> {
+    let path = home.root().join("plugin_host.py");
+    let current = std::fs::read_to_string(&path).ok();
+    if current.as_deref() != Some(HOST_PROGRAM) {
+        std::fs::write(&path, HOST_PROGRAM)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(path)
+}
+
+fn loaded(answer: &Value) -> Vec<Loaded> {
+    answer["plugins"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|p| Loaded {
+                    key: p["key"].as_str().unwrap_or_default().to_owned(),
+                    error: p["error"].as_str().map(str::to_owned),
+                    registrations: p["registrations"].as_array().map_or(0, Vec::len),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One log line per plugin that failed to load, one saying what did.
+fn report_loading(answer: &Value) {
+    for p in loaded(answer) {
+        match &p.error {
+            Some(e) => tracing::warn!(plugin = %p.key, "the plugin failed to load: {e}"),
+            None => {
+                tracing::info!(plugin = %p.key, registrations = p.registrations, "plugin loaded")
+            }
+        }
+    }
+}
+
+fn callback(r: &Value) -> Option<Callback> {
+    let id = r["callback_id"].as_str()?.to_owned();
+    let module = r["callback"]["module"].as_str().unwrap_or("plugin");
+    let qualname = r["callback"]["qualname"].as_str().unwrap_or("callback");
+    Some(Callback {
+        id,
+        name: format!("{module}.{qualname}"),
+    })
+}
+
+fn kind(name: &str) -> Option<Kind> {
+    match name {
+        "llm_request" => Some(Kind::LlmRequest),
+        "llm_execution" => Some(Kind::LlmExecution),
+        "tool_request" => Some(Kind::ToolRequest),
+        "tool_execution" => Some(Kind::ToolExecution),
+        _ => None,
+    }
+}
+
+/// herald's chain from an `initialize` answer, in registration order.
+fn build_chain(
+    link: &Arc<Link>,
+    answer: &Value,
+    reporter: &Arc<FailureReporter>,
+    block_when_down: bool,
+) -> Plugins {
+    let mut p = Plugins {
+        reporter: reporter.clone(),
+        ..Plugins::default()
+    };
+    let mut hooks = Vec::new();
+    let all = answer["plugins"].as_array().cloned().unwrap_or_default();
+    for r in all
+        .iter()
+        .flat_map(|p| p["registrations"].as_array().cloned().unwrap_or_default())
+    {
+        let Some(cb) = callback(&r) else { continue };
+        match (r["type"].as_str(), r["kind"].as_str().and_then(kind)) {
+            (Some("middleware"), Some(k @ (Kind::LlmRequest | Kind::ToolRequest))) => {
+                let m = Arc::new(RemoteRequest {
+                    link: link.clone(),
+                    kind: k,
+                    callback: cb,
+                });
+                match k {
+                    Kind::LlmRequest => p.llm_request.push(m),
+                    _ => p.tool_request.push(m),
+                }
+            }
+            (Some("middleware"), Some(Kind::LlmExecution)) => {
+                p.llm_execution.push(Arc::new(RemoteExecution {
+                    link: link.clone(),
+                    kind: Kind::LlmExecution,
+                    callback: cb,
+                }))
+            }
+            (Some("middleware"), Some(Kind::ToolExecution)) => {
+                p.tool_execution.push(Arc::new(RemoteExecution {
+                    link: link.clone(),
+                    kind: Kind::ToolExecution,
+                    callback: cb,
+                }))
+            }
+            (Some("hook"), _) => {
+                if let Some(h) = r["hook"].as_str() {
+                    hooks.push((h.to_owned(), cb));
+                }
+            }
+            _ => {}
+        }
+    }
+    if !hooks.is_empty() {
+        p.observers.push(Arc::new(RemoteHooks {
+            link: link.clone(),
+            hooks,
+            reporter: reporter.clone(),
+            block_when_down,
+        }));
+    }
+    p
+}
