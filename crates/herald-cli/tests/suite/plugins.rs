@@ -119,3 +119,34 @@ fn the_four_hermes_examples_work_in_herald_chat() {
         "the plugin's print is logged: {err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_four_hermes_examples_work_in_a_webhook_run() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "pwd"}"#)]),
+        Scripted::text("It ran."),
+    ]);
+    let config = super::agent_runs::agent_config(
+        &provider.base_url,
+        "",
+        "        r:\n          prompt: hi\n          deliver: log\n          toolsets: [terminal]\n",
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    install_plugins(home.path(), &DEMOS);
+    let h = super::support::Herald::start_in(home, &[("RUST_LOG", "info,herald=debug")]);
+    let (status, _) = h.github("r", "push", "{}", None).await;
+    assert_eq!(status, reqwest::StatusCode::ACCEPTED);
+    let started = std::time::Instant::now();
+    while h.inbox().first().is_none_or(|e| e["state"] != "delivered") {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{}",
+            h.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_demos_worked(h.home(), &provider, &h.log());
+    assert!(h.log().contains("llm_execution took"), "{}", h.log());
+}
