@@ -150,3 +150,115 @@ async fn the_four_hermes_examples_work_in_a_webhook_run() {
     assert_demos_worked(h.home(), &provider, &h.log());
     assert!(h.log().contains("llm_execution took"), "{}", h.log());
 }
+
+fn log_count(log: &str, text: &str) -> usize {
+    log.lines().filter(|l| l.contains(text)).count()
+}
+
+const HOSTILE: [&str; 9] = [
+    "hostile-hang",
+    "hostile-missing-import",
+    "hostile-narrow",
+    "hostile-never",
+    "hostile-noisy",
+    "hostile-partial",
+    "hostile-raise-after",
+    "hostile-raise-before",
+    "hostile-twice",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_plugins_never_take_a_turn_down_and_are_reported_once() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "echo ran >> count.txt"}"#)]),
+        Scripted::text("First."),
+        Scripted::text("Second."),
+    ]);
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", std::env::temp_dir().display()),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        &std::env::temp_dir().display().to_string(),
+        &work.path().display().to_string(),
+    );
+    std::fs::write(&config, text).unwrap();
+    install_plugins(home.path(), &HOSTILE);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("  host:\n    callback_timeout: 2\n");
+    std::fs::write(&config, text).unwrap();
+    let mut rpc = super::rpc::Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let first = c.turn(&sid, "count").await;
+    assert_eq!(
+        first.last().unwrap()["payload"]["status"],
+        "complete",
+        "{first:?}"
+    );
+    assert_eq!(first.last().unwrap()["payload"]["text"], "First.");
+    let second = c.turn(&sid, "again").await;
+    assert_eq!(second.last().unwrap()["payload"]["text"], "Second.");
+    drop(rpc);
+    let ran = std::fs::read_to_string(work.path().join("count.txt")).unwrap();
+    assert_eq!(ran, "ran\n", "the tool ran exactly once");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests.iter().all(|r| r.body.get("tools").is_none()),
+        "the partial request replaced the whole body"
+    );
+    let narrow = std::fs::read_to_string(home.path().join("narrow.jsonl")).unwrap();
+    assert_eq!(narrow.trim(), r#"{"tool_name": "terminal"}"#);
+    let log = std::fs::read_to_string(home.path().join("rpc.log")).unwrap();
+    for (what, times) in [
+        ("raised after next_call", 1),
+        ("raised before next_call", 1),
+        ("no_such_module_for_herald", 1),
+        ("timed out", 1),
+        ("single-use", 1),
+        ("tool_data", 1),
+        ("noise line", 0),
+    ] {
+        assert_eq!(log_count(&log, what), times, "{what}:\n{log}");
+    }
+    let wrong = log.lines().find(|l| l.contains("tool_data")).unwrap();
+    assert!(wrong.contains("(fields provided: api_request_id, args, "), "{wrong}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_host_that_dies_is_restarted_and_the_turn_goes_on() {
+    let provider = FakeProvider::start(vec![Scripted::text("First."), Scripted::text("Second.")]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["hostile-exit", "llm-request-demo"]);
+    let mut rpc = super::rpc::Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let first = c.turn(&sid, "one").await;
+    assert_eq!(first.last().unwrap()["payload"]["text"], "First.");
+    let log_path = home.path().join("rpc.log");
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log_path)
+        .unwrap_or_default()
+        .contains("running again")
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "never restarted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let second = c.turn(&sid, "two").await;
+    assert_eq!(second.last().unwrap()["payload"]["text"], "Second.");
+    drop(rpc);
+    let requests = provider.requests();
+    assert_eq!(requests[0].body["metadata"]["hermes_middleware_demo"], true);
+    assert_eq!(
+        requests[1].body["metadata"]["hermes_middleware_demo"], true,
+        "the restarted host's plugins are used"
+    );
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(log_count(&log, "plugin host stopped"), 1, "{log}");
+}
