@@ -74,6 +74,7 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
         host.runtime().start_python_plugins().await;
+        herald_session::reload_on_sighup(vec![host.runtime().clone()]);
         let server = AcpServer::new(host, crate::front_host::interactive_tools(), provider);
         herald_acp::serve(server, agent_client_protocol::Stdio::new())
             .await

@@ -159,6 +159,13 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
         },
         false => None,
     };
+    let runtimes: Vec<Arc<Runtime>> = fronts
+        .template
+        .iter()
+        .map(|t| t.host.runtime().clone())
+        .chain(api.iter().map(|a| a.runtime.clone()))
+        .collect();
+    herald_session::reload_on_sighup(runtimes);
     let webhook_urls = webhook.as_ref().map(|w| w.urls.clone()).unwrap_or_default();
     let api_urls = api.as_ref().map(|a| a.urls.clone()).unwrap_or_default();
     let _state = crate::gateway_status::record(&config.home, webhook_urls, api_urls)?;
@@ -291,6 +298,8 @@ fn urls_of(listeners: &[tokio::net::TcpListener]) -> Vec<String> {
 /// The API front door, bound.
 struct ApiFront {
     api: Arc<herald_api::Api>,
+    /// The API's runtime (its plugins reload with the rest).
+    runtime: Arc<Runtime>,
     listeners: Vec<tokio::net::TcpListener>,
     urls: Vec<String>,
 }
@@ -304,8 +313,9 @@ async fn prepare_api(
     let settings = config.api_server.clone();
     let runtime = Runtime::build(&config.home, config, Platform::Api, ModelChoice::default())?;
     runtime.use_python_plugins(python);
+    let runtime = Arc::new(runtime);
     let host = Host::with_client(
-        Arc::new(runtime),
+        runtime.clone(),
         fronts.sessions.clone(),
         fronts.client.clone(),
         DEFAULT_MAX_RUNS,
@@ -328,6 +338,7 @@ async fn prepare_api(
     }
     Ok(ApiFront {
         api,
+        runtime,
         listeners,
         urls,
     })

@@ -52,7 +52,7 @@ impl Drop for StateGuard {
 }
 
 /// The recorded gateway, when its process is still alive.
-fn running_gateway(home: &Home) -> Option<GatewayState> {
+pub(crate) fn running_gateway(home: &Home) -> Option<GatewayState> {
     let text = std::fs::read(home.gateway_state_file()).ok()?;
     let state: GatewayState = serde_json::from_slice(&text).ok()?;
     is_alive(state.pid).then_some(state)

@@ -15,6 +15,7 @@ mod gateway_status;
 mod hermes_import;
 mod inbox_cmd;
 mod logging;
+mod plugins_cmd;
 mod rpc_cmd;
 mod setup_cmd;
 mod webhook_cmd;
@@ -97,6 +98,11 @@ enum Command {
     },
     /// Set up this home: the interactive wizard, or `--from-hermes` to copy a Hermes home.
     Setup(setup_cmd::SetupArgs),
+    /// List, enable and disable Hermes Python plugins; reload a running gateway's.
+    Plugins {
+        #[command(subcommand)]
+        command: plugins_cmd::PluginsCommand,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -222,6 +228,7 @@ fn main() -> ExitCode {
         Command::Rpc(args) => rpc_cmd::run(&home, args),
         Command::Acp(args) => acp_cmd::run(&home, args),
         Command::Deliveries { command } => deliveries_cmd::run(&home, command),
+        Command::Plugins { command } => plugins_cmd::run(&home, command),
     };
     match result {
         Ok(code) => code,

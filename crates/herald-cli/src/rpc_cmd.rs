@@ -38,6 +38,7 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
             }
         };
         gw.host.runtime().start_python_plugins().await;
+        herald_session::reload_on_sighup(vec![gw.host.runtime().clone()]);
         match args.ws {
             None => serve_stdio(gw).await,
             Some(addr) => serve_ws(gw, &addr, args.token).await,

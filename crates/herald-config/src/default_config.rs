@@ -280,3 +280,56 @@ pub fn append_to_list(path: &Path, key: &str, value: &str) -> Result<(), ConfigE
     }
     write_doc(path, &doc)
 }
+
+/// Turns a plugin on or off in `config.yaml` as `hermes plugins enable|disable` does:
+/// on adds `key` to `plugins.enabled` and drops every name of it from
+/// `plugins.disabled`; off does the reverse. Whether anything changed.
+pub fn set_plugin_enabled(
+    path: &Path,
+    key: &str,
+    names: &[&str],
+    on: bool,
+) -> Result<bool, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut doc = parse_doc(path, &text)?;
+    let plugins = entry(&mut doc, "plugins");
+    let list = |v: &Value| -> Vec<String> {
+        match v {
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect(),
+            Value::String(s) => vec![s.clone()],
+            _ => Vec::new(),
+        }
+    };
+    let (mut add_to, mut drop_from) = (list(&plugins["enabled"]), list(&plugins["disabled"]));
+    if !on {
+        std::mem::swap(&mut add_to, &mut drop_from);
+    }
+    let before = (add_to.clone(), drop_from.clone());
+    add_to.retain(|n| !names.contains(&n.as_str()) || n == key);
+    if !add_to.iter().any(|n| n == key) {
+        add_to.push(key.to_owned());
+    }
+    drop_from.retain(|n| n != key && !names.contains(&n.as_str()));
+    if (add_to.clone(), drop_from.clone()) == before {
+        return Ok(false);
+    }
+    if !on {
+        std::mem::swap(&mut add_to, &mut drop_from);
+    }
+    plugins["enabled"] = json!(add_to);
+    plugins["disabled"] = json!(drop_from);
+    write_doc(path, &doc)?;
+    Ok(true)
+}

@@ -11,6 +11,15 @@ use std::process::Command;
 
 /// Copies the named test plugins into `home/plugins` and enables them.
 pub fn install_plugins(home: &Path, names: &[&str]) {
+    copy_plugins(home, names);
+    let config = home.join("config.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap_or_default();
+    text.push_str(&format!("plugins:\n  enabled: [{}]\n", names.join(", ")));
+    std::fs::write(config, text).unwrap();
+}
+
+/// Copies the named test plugins into `home/plugins`.
+fn copy_plugins(home: &Path, names: &[&str]) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins");
     for name in names {
         let to = home.join("plugins").join(name);
@@ -19,10 +28,6 @@ pub fn install_plugins(home: &Path, names: &[&str]) {
             std::fs::copy(source.join(name).join(file), to.join(file)).unwrap();
         }
     }
-    let config = home.join("config.yaml");
-    let mut text = std::fs::read_to_string(&config).unwrap_or_default();
-    text.push_str(&format!("plugins:\n  enabled: [{}]\n", names.join(", ")));
-    std::fs::write(config, text).unwrap();
 }
 
 /// `herald -v chat -Q -q TEXT` on `home`: exit code, stdout, stderr.
@@ -225,7 +230,10 @@ async fn hostile_plugins_never_take_a_turn_down_and_are_reported_once() {
         assert_eq!(log_count(&log, what), times, "{what}:\n{log}");
     }
     let wrong = log.lines().find(|l| l.contains("tool_data")).unwrap();
-    assert!(wrong.contains("(fields provided: api_request_id, args, "), "{wrong}");
+    assert!(
+        wrong.contains("(fields provided: api_request_id, args, "),
+        "{wrong}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,4 +269,88 @@ async fn a_plugin_host_that_dies_is_restarted_and_the_turn_goes_on() {
     );
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert_eq!(log_count(&log, "plugin host stopped"), 1, "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_are_listed_enabled_disabled_and_reloaded_in_a_running_gateway() {
+    let provider = FakeProvider::start(vec![Scripted::text("One."), Scripted::text("Two.")]);
+    let config = super::agent_runs::agent_config(
+        &provider.base_url,
+        "",
+        "        r:\n          prompt: hi\n          deliver: log\n",
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    install_plugins(home.path(), &["hostile-raise-after"]);
+    copy_plugins(home.path(), &["llm-request-demo"]);
+    let cli = |args: &[&str]| super::support::run_cli(home.path(), args);
+    let (code, out, _) = cli(&["plugins", "list"]);
+    assert_eq!(code, 0);
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(row("llm-request-demo").contains("not enabled"), "{out}");
+    assert!(row("hostile-raise-after").contains(" enabled"), "{out}");
+    let (code, _, err) = cli(&["plugins", "enable", "no-such-plugin"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not installed"), "{err}");
+    let h = super::support::Herald::start_in(home, &[]);
+    let run_event = async |n: usize| {
+        let (status, _) = h.github("r", "push", "{}", None).await;
+        assert_eq!(status, reqwest::StatusCode::ACCEPTED);
+        let started = std::time::Instant::now();
+        while h
+            .inbox()
+            .iter()
+            .filter(|e| e["state"] == "delivered")
+            .count()
+            < n
+        {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "{}",
+                h.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    run_event(1).await;
+    let (code, out, _) =
+        super::support::run_cli(h.home(), &["plugins", "enable", "llm-request-demo"]);
+    assert_eq!(code, 0, "{out}");
+    let (_, out, _) = super::support::run_cli(h.home(), &["plugins", "list", "--json"]);
+    let listed: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let demo = listed
+        .iter()
+        .find(|p| p["key"] == "llm-request-demo")
+        .unwrap();
+    assert_eq!(demo["status"], "enabled");
+    let (code, out, _) = super::support::run_cli(h.home(), &["plugins", "reload"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("reload its plugins"), "{out}");
+    h.log_once_it_has("Python plugins reloaded plugins=2");
+    run_event(2).await;
+    let requests = provider.requests();
+    assert!(requests[0].body.get("metadata").is_none());
+    assert_eq!(
+        requests[1].body["metadata"]["hermes_middleware_demo"], true,
+        "reloaded"
+    );
+    let log = h.log();
+    assert_eq!(
+        log_count(&log, "raised after next_call"),
+        2,
+        "a reload reports a known failure again: {log}"
+    );
+    let (code, _, _) =
+        super::support::run_cli(h.home(), &["plugins", "disable", "llm-request-demo"]);
+    assert_eq!(code, 0);
+    let config = std::fs::read_to_string(h.home().join("config.yaml")).unwrap();
+    assert!(
+        config.contains("disabled:\n  - llm-request-demo"),
+        "{config}"
+    );
 }

@@ -1,0 +1,142 @@
+//! `herald plugins list | enable NAME | disable NAME | reload`: the verbs and the
+//! `plugins.enabled` / `plugins.disabled` keys Hermes uses. Enabling is the trust
+//! decision: a plugin runs with herald's privileges.
+
+use anyhow::Context;
+use clap::Subcommand;
+use herald_config::{Config, Home, process_env};
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub enum PluginsCommand {
+    /// List the plugins under <home>/plugins/ and whether each is enabled.
+    List {
+        /// One JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Enable a plugin (add it to plugins.enabled, drop it from plugins.disabled).
+    Enable {
+        /// The plugin's folder name or manifest name.
+        #[arg(allow_hyphen_values = true)]
+        name: String,
+    },
+    /// Disable a plugin (drop it from plugins.enabled, add it to plugins.disabled).
+    Disable {
+        /// The plugin's folder name or manifest name.
+        #[arg(allow_hyphen_values = true)]
+        name: String,
+    },
+    /// Make a running gateway load its plugins again (it gets SIGHUP; `herald rpc` and
+    /// `herald acp` reload on SIGHUP too).
+    Reload,
+}
+
+pub fn run(home: &Home, command: PluginsCommand) -> anyhow::Result<ExitCode> {
+    let config = Config::load(home, &process_env)
+        .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
+    let plugins = herald_plugins::list(home, &config.agent);
+    match command {
+        PluginsCommand::List { json } => list(home, &plugins, json),
+        PluginsCommand::Enable { name } => switch(home, &plugins, &name, true),
+        PluginsCommand::Disable { name } => switch(home, &plugins, &name, false),
+        PluginsCommand::Reload => reload(home),
+    }
+}
+
+fn status(p: &herald_plugins::Plugin) -> &'static str {
+    match (p.enabled, p.path.is_some()) {
+        (true, true) => "enabled",
+        (true, false) => "enabled (entry point)",
+        (false, _) => "not enabled",
+    }
+}
+
+fn list(home: &Home, plugins: &[herald_plugins::Plugin], json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        let rows: Vec<serde_json::Value> = plugins
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "name": p.name, "key": p.key, "status": status(p),
+                    "version": p.manifest.version, "description": p.manifest.description,
+                    "path": p.path, "problem": p.problem,
+                })
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if plugins.is_empty() {
+        outln!(
+            "No plugins in {}. A plugin is a folder there with plugin.yaml and __init__.py.",
+            herald_plugins::plugins_dir(home).display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{:<28} {:<10} {:<22} DESCRIPTION",
+        "NAME",
+        "VERSION",
+        "STATUS"
+    );
+    for p in plugins {
+        let version = p.manifest.version.as_deref().unwrap_or("-");
+        let about = p
+            .problem
+            .clone()
+            .or_else(|| p.manifest.description.clone())
+            .unwrap_or_default();
+        outln!("{:<28} {:<10} {:<22} {about}", p.name, version, status(p));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn switch(
+    home: &Home,
+    plugins: &[herald_plugins::Plugin],
+    name: &str,
+    on: bool,
+) -> anyhow::Result<ExitCode> {
+    let Some(p) = plugins
+        .iter()
+        .find(|p| p.path.is_some() && (p.key == name || p.name == name))
+    else {
+        eprintln!(
+            "herald: plugin '{name}' is not installed (no folder with plugin.yaml and __init__.py in {})",
+            herald_plugins::plugins_dir(home).display()
+        );
+        return Ok(ExitCode::FAILURE);
+    };
+    let names = [p.key.as_str(), p.name.as_str()];
+    let changed =
+        herald_config::default_config::set_plugin_enabled(&home.config_file(), &p.key, &names, on)
+            .with_context(|| format!("cannot update {}", home.config_file().display()))?;
+    let state = if on { "enabled" } else { "disabled" };
+    match changed {
+        false => outln!("Plugin {} is already {state}.", p.key),
+        true => outln!(
+            "Plugin {} {state}. It takes effect when herald next starts, or now with \
+             `herald plugins reload` for a running gateway.",
+            p.key
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reload(home: &Home) -> anyhow::Result<ExitCode> {
+    let Some(gateway) = crate::gateway_status::running_gateway(home) else {
+        outln!("No gateway runs on this home; plugins load when herald starts.");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let pid = i32::try_from(gateway.pid).context("a pid out of range")?;
+    // SAFETY: sends SIGHUP to the process gateway.json names (alive a moment ago).
+    let sent = unsafe { libc::kill(pid, libc::SIGHUP) };
+    if sent != 0 {
+        let e = std::io::Error::last_os_error();
+        eprintln!("herald: cannot signal the gateway (pid {pid}): {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    outln!("Asked the gateway (pid {pid}) to reload its plugins; its log says what loaded.");
+    Ok(ExitCode::SUCCESS)
+}
