@@ -8,6 +8,7 @@ stray print cannot corrupt the protocol.
 """
 
 import asyncio
+import copy
 import importlib
 import importlib.metadata
 import importlib.util
@@ -397,7 +398,7 @@ def _next_call_for(frame):
 
 def _with_originals(fields, key):
     if fields.pop("original_same", False) and key in fields:
-        fields["original_" + key] = json.loads(json.dumps(fields[key]))
+        fields["original_" + key] = copy.deepcopy(fields[key])
     return fields
 
 

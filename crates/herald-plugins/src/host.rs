@@ -304,7 +304,7 @@ impl Link {
     pub async fn call(
         self: &Arc<Self>,
         method: &str,
-        params: Value,
+        params: impl serde::Serialize,
         callback_id: &str,
         frame: Option<&str>,
     ) -> Result<Value, CallError> {
@@ -345,7 +345,7 @@ impl Link {
         &self,
         process: &Arc<Process>,
         method: &str,
-        params: Value,
+        params: impl serde::Serialize,
         timeout: Duration,
         frame: Option<&str>,
     ) -> Result<Value, CallError> {
@@ -353,8 +353,14 @@ impl Link {
             return Err(CallError::Down("it stopped".into()));
         }
         let id = format!("h{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let line =
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let envelope = Envelope {
+            jsonrpc: "2.0",
+            id: &id,
+            method,
+            params,
+        };
+        let line = serde_json::to_string(&envelope)
+            .map_err(|e| CallError::Other(format!("cannot encode the request: {e}")))?;
         if line.len() > MAX_MESSAGE {
             return Err(CallError::Other(format!(
                 "the request is larger than {MAX_MESSAGE} bytes; not sent"
@@ -484,6 +490,15 @@ impl Link {
         };
         let _ = process.lines.send(answer.to_string());
     }
+}
+
+/// A request as written on the host's input.
+#[derive(serde::Serialize)]
+struct Envelope<'a, P: serde::Serialize> {
+    jsonrpc: &'static str,
+    id: &'a str,
+    method: &'a str,
+    params: P,
 }
 
 /// A host's error answer as a [`CallError`].

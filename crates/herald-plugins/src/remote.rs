@@ -20,14 +20,51 @@ pub struct Callback {
     pub name: String,
 }
 
-/// Fields with `original_<key>` left out when it equals `<key>` (`original_same`).
-fn compact(mut fields: Map<String, Value>, key: &str) -> Value {
-    let original = format!("original_{key}");
-    if fields.get(&original).is_some() && fields.get(&original) == fields.get(key) {
-        fields.remove(&original);
-        fields.insert("original_same".into(), json!(true));
+/// The fields of a call as sent, written from a borrow: `original_<key>` is left out
+/// (and `original_same` set) when it equals `<key>`, so a 100 KB request travels once.
+struct Fields<'a> {
+    all: &'a Map<String, Value>,
+    skip: Option<String>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(all: &'a Map<String, Value>, key: &str) -> Fields<'a> {
+        let original = format!("original_{key}");
+        let same = all.get(&original).is_some() && all.get(&original) == all.get(key);
+        Fields {
+            all,
+            skip: same.then_some(original),
+        }
     }
-    Value::Object(fields)
+}
+
+impl serde::Serialize for Fields<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.all {
+            if self.skip.as_deref() != Some(k.as_str()) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        if self.skip.is_some() {
+            map.serialize_entry("original_same", &true)?;
+        }
+        map.end()
+    }
+}
+
+/// What `middleware.request` / `middleware.execute` / `hook.invoke` carry.
+#[derive(serde::Serialize)]
+struct Invocation<'a> {
+    callback_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hook: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frame_id: Option<&'a str>,
+    fields: Fields<'a>,
 }
 
 fn value_of(answer: Value) -> Value {
@@ -56,8 +93,13 @@ impl RequestMiddleware for RemoteRequest {
         } else {
             "args"
         };
-        let params = json!({"callback_id": self.callback.id, "kind": self.kind.as_str(),
-                            "fields": compact(fields.clone(), key)});
+        let params = Invocation {
+            callback_id: &self.callback.id,
+            kind: Some(self.kind.as_str()),
+            hook: None,
+            frame_id: None,
+            fields: Fields::new(fields, key),
+        };
         let answer = self
             .link
             .call("middleware.request", params, &self.callback.id, None)
@@ -146,8 +188,13 @@ impl RemoteExecution {
         } else {
             "args"
         };
-        let params = json!({"callback_id": callback.id, "kind": kind.as_str(), "frame_id": frame,
-                            "fields": compact(fields, key)});
+        let params = Invocation {
+            callback_id: &callback.id,
+            kind: Some(kind.as_str()),
+            hook: None,
+            frame_id: Some(&frame),
+            fields: Fields::new(&fields, key),
+        };
         let answer = link
             .call("middleware.execute", params, &callback.id, Some(&frame))
             .await;
@@ -214,7 +261,14 @@ impl RemoteHooks {
     ) -> Result<Vec<Value>, (String, String)> {
         let mut out = Vec::new();
         for (_, cb) in self.hooks.iter().filter(|(h, _)| h == hook) {
-            let params = json!({"callback_id": cb.id, "hook": hook, "fields": payload});
+            let empty = Map::new();
+            let params = Invocation {
+                callback_id: &cb.id,
+                kind: None,
+                hook: Some(hook),
+                frame_id: None,
+                fields: Fields::new(payload.as_object().unwrap_or(&empty), ""),
+            };
             match self.link.call("hook.invoke", params, &cb.id, None).await {
                 Ok(answer) => out.push(value_of(answer)),
                 Err(e) => {
