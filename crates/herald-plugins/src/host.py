@@ -70,6 +70,15 @@ class DownstreamError(Exception):
         self.retryable = data.get("retryable")
 
 
+class MiddlewareBlocked(Exception):
+    """Raised by an execution middleware to stop the call on purpose (both kinds)."""
+
+    def __init__(self, reason="", metadata=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.metadata = metadata or {}
+
+
 class FrameExpired(BaseException):
     """herald already gave up on this middleware call."""
 
@@ -79,6 +88,7 @@ class Cancelled(BaseException):
 
 
 herald.DownstreamError = DownstreamError
+herald.MiddlewareBlocked = MiddlewareBlocked
 herald.FrameExpired = FrameExpired
 herald.Cancelled = Cancelled
 sys.modules["herald"] = herald
@@ -403,8 +413,10 @@ def _with_originals(fields, key):
 
 
 def _raised(exc, frame=None):
-    blocked = getattr(sys.modules.get("hermes_cli.middleware"), "LLMExecutionBlocked", None)
-    if blocked is not None and isinstance(exc, blocked):
+    blocked = (MiddlewareBlocked,) + tuple(
+        b for b in [getattr(sys.modules.get("hermes_cli.middleware"), "LLMExecutionBlocked", None)]
+        if isinstance(b, type))
+    if isinstance(exc, blocked):
         return {"code": -32004, "message": "blocked",
                 "data": {"reason": getattr(exc, "reason", str(exc)),
                          "metadata": plain(getattr(exc, "metadata", {}) or {})}}

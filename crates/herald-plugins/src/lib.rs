@@ -149,6 +149,14 @@ fn loaded(answer: &Value) -> Vec<Loaded> {
 
 /// One log line per plugin that failed to load, one saying what did.
 fn report_loading(answer: &Value) {
+    let hermes_cli = match answer["hermes_cli"].as_str() {
+        Some("installed") => "the installed hermes_cli package",
+        _ => "herald's hermes_cli shim",
+    };
+    tracing::info!(
+        python = answer["python"].as_str().unwrap_or("?"),
+        "the Python plugin host runs with {hermes_cli}"
+    );
     for p in loaded(answer) {
         match &p.error {
             Some(e) => tracing::warn!(plugin = %p.key, "the plugin failed to load: {e}"),

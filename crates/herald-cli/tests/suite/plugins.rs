@@ -354,3 +354,69 @@ async fn plugins_are_listed_enabled_disabled_and_reloaded_in_a_running_gateway()
         "{config}"
     );
 }
+
+/// The Python of a virtualenv with `hermes-agent==0.19.0` (`.ci/run` makes one).
+fn hermes_python() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("HERALD_TEST_HERMES_PYTHON") {
+        return p.into();
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/hermes-venv/bin/python");
+    assert!(
+        venv.exists(),
+        "this test needs Hermes installed: python3 -m venv target/hermes-venv && \
+         target/hermes-venv/bin/pip install hermes-agent==0.19.0 (or set HERALD_TEST_HERMES_PYTHON)"
+    );
+    venv
+}
+
+#[test]
+fn a_plugin_written_against_the_real_hermes_cli_package_loads() {
+    let provider = FakeProvider::start(vec![Scripted::text("Real.")]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["hermes-real"]);
+    let config = home.path().join("config.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!("  python: {}\n", hermes_python().display()));
+    std::fs::write(&config, text).unwrap();
+    let (code, out, err) = chat(home.path(), "hi");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("runs with the installed hermes_cli package"),
+        "{err}"
+    );
+    let body = &provider.requests()[0].body;
+    assert_eq!(body["metadata"]["hermes_real"], true, "{body}");
+    assert_eq!(body["metadata"]["hooks_known"], true, "{body}");
+}
+
+#[test]
+fn plugins_block_by_directive_by_failing_closed_and_by_an_explicit_block() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[
+            ("b1", "terminal", r#"{"command": "touch forbidden"}"#),
+            ("b2", "terminal", r#"{"command": "touch crash"}"#),
+            ("b3", "terminal", r#"{"command": "touch policy"}"#),
+            ("b4", "terminal", r#"{"command": "touch allowed"}"#),
+        ]),
+        Scripted::text("Done."),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", work.path().display()),
+    );
+    install_plugins(home.path(), &["blocking"]);
+    let (code, out, err) = chat(home.path(), "touch them");
+    assert_eq!(code, 0, "{out}{err}");
+    let results = provider.requests()[1].body["messages"].to_string();
+    assert!(results.contains("not today"), "{results}");
+    assert!(
+        results.contains("the gate itself broke"),
+        "fails closed: {results}"
+    );
+    assert!(results.contains("stopped by policy"), "{results}");
+    for blocked in ["forbidden", "crash", "policy"] {
+        assert!(!work.path().join(blocked).exists(), "{blocked} ran");
+    }
+    assert!(work.path().join("allowed").exists());
+}
