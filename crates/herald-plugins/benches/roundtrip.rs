@@ -131,17 +131,24 @@ fn bench_chains(c: &mut Criterion, label: &str, plugins: &Plugins, rt: &tokio::r
     });
 }
 
+/// Ends the bench with why it cannot run.
+fn stop(what: &str, e: impl std::fmt::Display) -> ! {
+    eprintln!("{what}: {e}");
+    std::process::exit(1)
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap_or_else(|e| stop("the async runtime", e));
     bench_chains(c, "no_plugin", &Plugins::default(), &rt);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| stop("a temporary home", e));
     let plugin = dir.path().join("plugins/bench-passthrough");
-    std::fs::create_dir_all(&plugin).unwrap();
-    std::fs::write(plugin.join("plugin.yaml"), "name: bench-passthrough\n").unwrap();
-    std::fs::write(plugin.join("__init__.py"), PLUGIN).unwrap();
+    std::fs::create_dir_all(&plugin)
+        .and_then(|()| std::fs::write(plugin.join("plugin.yaml"), "name: bench-passthrough\n"))
+        .and_then(|()| std::fs::write(plugin.join("__init__.py"), PLUGIN))
+        .unwrap_or_else(|e| stop("the plugin's files", e));
     let settings = AgentSettings {
         plugins_enabled: vec!["bench-passthrough".into()],
         ..AgentSettings::default()
@@ -149,8 +156,8 @@ fn bench(c: &mut Criterion) {
     let home = Home::new(dir.path());
     let python = rt
         .block_on(PythonPlugins::start(&home, &settings))
-        .expect("the plugin host starts")
-        .expect("the plugin is enabled");
+        .unwrap_or_else(|e| stop("the plugin host", e))
+        .unwrap_or_else(|| stop("the plugin", "not enabled"));
     bench_chains(c, "python", &python.plugins(), &rt);
     rt.block_on(python.stop());
 }
