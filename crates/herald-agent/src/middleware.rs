@@ -69,10 +69,24 @@ pub struct FailureReporter {
 const REPORTER_CAPACITY: usize = 1000;
 
 impl FailureReporter {
-    /// Reports a failure; returns true when it was logged at WARNING (first occurrence).
+    /// Reports a middleware failure; returns true when it was logged at WARNING (first
+    /// occurrence).
     pub fn report(&self, kind: &str, callback: &str, error: &str, fields: &[&str]) -> bool {
+        self.report_in("Middleware", kind, callback, error, fields)
+    }
+
+    /// Reports a failure of `surface` (`Middleware`, `Hook`); true when it was logged at
+    /// WARNING.
+    pub fn report_in(
+        &self,
+        surface: &str,
+        kind: &str,
+        callback: &str,
+        error: &str,
+        fields: &[&str],
+    ) -> bool {
         let short: String = error.chars().take(200).collect();
-        let key = format!("{kind}\u{1f}{callback}\u{1f}{short}");
+        let key = format!("{surface}\u{1f}{kind}\u{1f}{callback}\u{1f}{short}");
         let first = match self.seen.lock() {
             Ok(mut g) => {
                 let (set, order) = &mut *g;
@@ -99,10 +113,10 @@ impl FailureReporter {
         };
         if first {
             tracing::warn!(
-                "Middleware {kind} callback `{callback}` failed: {short} (fields provided: {provided}); identical failures will be logged at DEBUG"
+                "{surface} {kind} callback `{callback}` failed: {short} (fields provided: {provided}); identical failures will be logged at DEBUG"
             );
         } else {
-            tracing::debug!("Middleware {kind} callback `{callback}` failed again: {short}");
+            tracing::debug!("{surface} {kind} callback `{callback}` failed again: {short}");
         }
         first
     }

@@ -276,7 +276,8 @@ impl RemoteHooks {
                         .as_object()
                         .map(|o| o.keys().map(String::as_str).collect())
                         .unwrap_or_default();
-                    self.reporter.report(hook, &cb.name, &e.to_string(), &names);
+                    self.reporter
+                        .report_in("Hook", hook, &cb.name, &e.to_string(), &names);
                     if stop_on_failure {
                         return Err((cb.name.clone(), e.to_string()));
                     }

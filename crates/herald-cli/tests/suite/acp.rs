@@ -22,7 +22,7 @@ use std::time::Duration;
 
 /// What the client saw: updates in order, and the permission requests it answered.
 #[derive(Default)]
-struct Seen {
+pub(super) struct Seen {
     updates: Vec<SessionUpdate>,
     asked: Vec<RequestPermissionRequest>,
 }
@@ -36,13 +36,13 @@ fn agent(home: &Path) -> AcpAgent {
     )
 }
 
-fn text(t: &str) -> Vec<ContentBlock> {
+pub(super) fn text(t: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(t))]
 }
 
 /// Runs `body` against `herald acp` on `home`; `answers` are the option ids chosen for
 /// permission requests, in order.
-async fn with_agent(
+pub(super) async fn with_agent(
     home: &Path,
     answers: Vec<&'static str>,
     seen: Arc<Mutex<Seen>>,

@@ -40,7 +40,7 @@ async fn call(
 }
 
 /// POSTs `body` with the key; the status and JSON answer.
-async fn post_json(h: &Herald, path: &str, body: Value) -> (StatusCode, Value) {
+pub(super) async fn post_json(h: &Herald, path: &str, body: Value) -> (StatusCode, Value) {
     json_of(call(h, "POST", path, Some(body), &[]).await).await
 }
 

@@ -32,10 +32,15 @@ fn copy_plugins(home: &Path, names: &[&str]) {
 
 /// `herald -v chat -Q -q TEXT` on `home`: exit code, stdout, stderr.
 fn chat(home: &Path, text: &str) -> (i32, String, String) {
+    chat_with(home, text, &[])
+}
+
+fn chat_with(home: &Path, text: &str, env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(["-v", "chat", "-Q", "-q", text])
         .env("HERALD_HOME", home)
         .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     (
@@ -419,4 +424,107 @@ fn plugins_block_by_directive_by_failing_closed_and_by_an_explicit_block() {
         assert!(!work.path().join(blocked).exists(), "{blocked} ran");
     }
     assert!(work.path().join("allowed").exists());
+}
+
+#[test]
+fn an_entry_point_plugin_of_an_installed_package_loads() {
+    let provider = FakeProvider::start(vec![Scripted::text("Packaged.")]);
+    let home = rpc_home(&provider.base_url, "plugins:\n  enabled: [packaged-demo]\n");
+    let site = tempfile::tempdir().unwrap();
+    let package = site.path().join("packaged_demo");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("__init__.py"),
+        "def tag(request, **kw):\n    return {'request': {**request, 'extra_body': {'metadata': {'packaged': True}}}}\n\ndef register(ctx):\n    ctx.register_middleware('llm_request', tag)\n",
+    )
+    .unwrap();
+    let dist = site.path().join("packaged_demo-0.1.0.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: packaged-demo\nVersion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dist.join("entry_points.txt"),
+        "[hermes_agent.plugins]\npackaged-demo = packaged_demo\n",
+    )
+    .unwrap();
+    let site_path = site.path().display().to_string();
+    let (code, out, err) = chat_with(home.path(), "hi", &[("PYTHONPATH", &site_path)]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, listed, _) = super::support::run_cli(home.path(), &["plugins", "list"]);
+    assert!(listed.contains("enabled (entry point)"), "{listed}");
+    assert_eq!(
+        provider.requests()[0].body["metadata"]["packaged"],
+        true,
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_run_in_the_http_api_and_in_acp() {
+    let provider = FakeProvider::start(vec![
+        Scripted::text("From the API."),
+        Scripted::text("From ACP."),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let config = super::api::api_config(&provider.base_url, "");
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    install_plugins(home.path(), &["llm-request-demo"]);
+    let h = super::support::Herald::start_in(home, &[]);
+    let messages = serde_json::json!([{"role": "user", "content": "hi"}]);
+    let (status, answer) = super::api::post_json(
+        &h,
+        "/v1/chat/completions",
+        serde_json::json!({"model": "herald", "messages": messages}),
+    )
+    .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{answer}");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(super::acp::Seen::default()));
+    let cwd = h.home().to_path_buf();
+    super::acp::with_agent(h.home(), vec![], seen, async move |cx| {
+        use agent_client_protocol::schema::ProtocolVersion;
+        use agent_client_protocol::v1::schema::{
+            InitializeRequest, NewSessionRequest, PromptRequest,
+        };
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let session = cx
+            .send_request(NewSessionRequest::new(cwd))
+            .block_task()
+            .await?
+            .session_id;
+        cx.send_request(PromptRequest::new(session, super::acp::text("hi")))
+            .block_task()
+            .await?;
+        Ok(())
+    })
+    .await;
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(
+            r.body["metadata"]["hermes_middleware_demo"], true,
+            "{}",
+            r.body
+        );
+    }
+}
+
+#[test]
+fn a_plugin_host_that_cannot_start_leaves_herald_working() {
+    let provider = FakeProvider::start(vec![Scripted::text("Still here.")]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["llm-request-demo"]);
+    let config = home.path().join("config.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("  python: /no/such/python3\n");
+    std::fs::write(&config, text).unwrap();
+    let (code, out, err) = chat(home.path(), "hi");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Still here."), "{out}");
+    assert!(err.contains("Python plugins are not running"), "{err}");
+    assert!(provider.requests()[0].body.get("metadata").is_none());
 }
