@@ -88,7 +88,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Process {
+    /// Kills the host and whatever its plugins started (its process group).
     fn kill(&self) {
+        if let Ok(group) = i32::try_from(self.pid)
+            && group > 0
+        {
+            // SAFETY: signals the process group the host leads (spawned with
+            // process_group(0), so its id is the host's pid); no memory is touched.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
         if let Some(child) = lock(&self.child).as_mut() {
             let _ = child.start_kill();
         }
@@ -422,6 +430,18 @@ impl Link {
             let _ = served.wait_for(|done| *done).await;
         }
         lock(&self.frames).remove(id);
+    }
+
+    /// Forgets a frame whose call was dropped (the run was interrupted): a late
+    /// `middleware.next` gets `frame_expired`, and the host is told.
+    pub fn abandon_frame(&self, id: &str) {
+        let removed = lock(&self.frames).remove(id);
+        let process = self.current.read().ok().and_then(|c| c.clone());
+        if let (Some(_), Some(p)) = (removed, process) {
+            let cancel = json!({"jsonrpc": "2.0", "method": "frame.cancel",
+                                "params": {"frame_id": id, "reason": "interrupted"}});
+            let _ = p.lines.send(cancel.to_string());
+        }
     }
 
     fn expire(&self, id: &str) {

@@ -127,6 +127,28 @@ impl Downstream for String {
     }
 }
 
+/// Abandons a frame when its call is dropped before it finished (an interrupt).
+struct FrameGuard {
+    link: Arc<Link>,
+    frame: Option<String>,
+}
+
+impl FrameGuard {
+    /// The call finished: nothing to abandon.
+    fn done(mut self) -> Self {
+        self.frame = None;
+        self
+    }
+}
+
+impl Drop for FrameGuard {
+    fn drop(&mut self) {
+        if let Some(f) = self.frame.take() {
+            self.link.abandon_frame(&f);
+        }
+    }
+}
+
 static NEXT_REF: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A `llm_execution` or `tool_execution` callback, around the rest of the chain.
@@ -183,6 +205,10 @@ impl RemoteExecution {
     ) -> Result<Value, MiddlewareError<E>> {
         let failed = Arc::new(Mutex::new(None));
         let frame = link.open_frame(Self::next_fn(next, failed.clone()));
+        let guard = FrameGuard {
+            link: link.clone(),
+            frame: Some(frame.clone()),
+        };
         let key = if kind == Kind::LlmExecution {
             "request"
         } else {
@@ -199,6 +225,7 @@ impl RemoteExecution {
             .call("middleware.execute", params, &callback.id, Some(&frame))
             .await;
         link.close_frame(&frame).await;
+        drop(guard.done());
         let downstream = failed.lock().ok().and_then(|mut f| f.take());
         match (answer, downstream) {
             (Ok(v), _) => Ok(value_of(v)),
