@@ -336,12 +336,14 @@ pub fn run_execution_chain<E: Clone + Send + Sync + 'static>(
                     checked_by: checked_by.or_else(|| Some(mw.name().to_owned())),
                 })
             }
-            // Row 1: a short-circuit result (a null is not a valid result: row 2).
-            (None, Ok(v)) if !v.is_null() => Ok(v),
+            // Row 1: a short-circuit result (a null or a value of the wrong shape is
+            // not a valid result: row 2).
+            (None, Ok(v)) if valid_result(kind, &v) => Ok(v),
             // Row 2: failed (or returned null) before calling next: continue the chain.
             (None, other) => {
                 let why = match other {
-                    Ok(_) => "returned null without calling next_call".into(),
+                    Ok(v) if v.is_null() => "returned null without calling next_call".into(),
+                    Ok(_) => "returned a value of the wrong shape without calling next_call".into(),
                     Err(e) => describe(&e),
                 };
                 report(&why);
@@ -376,6 +378,18 @@ pub fn run_execution_chain<E: Clone + Send + Sync + 'static>(
             (Some(Err(e)), Err(_)) => Err(e),
         }
     })
+}
+
+/// Whether a short-circuit value can stand for the real call: anything but null for a
+/// tool (a non-string is JSON-encoded), and for the provider a response with a
+/// non-empty `choices` whose every entry has a `message` object.
+fn valid_result(kind: Kind, v: &Value) -> bool {
+    match kind {
+        Kind::LlmExecution => v["choices"].as_array().is_some_and(|c| {
+            !c.is_empty() && c.iter().all(|choice| choice["message"]["role"].is_string())
+        }),
+        _ => !v.is_null(),
+    }
 }
 
 fn describe<E>(e: &MiddlewareError<E>) -> String {

@@ -190,20 +190,28 @@ pub struct FunctionDelta {
     pub arguments: Option<String>,
 }
 
-/// The normalized response every provider path produces.
+/// The normalized response every provider path produces. Only `choices` (each with a
+/// `message`) must be there, so a middleware may answer with just that.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatCompletion {
+    #[serde(default)]
     pub id: String,
+    #[serde(default)]
     pub object: String,
+    #[serde(default)]
     pub created: u64,
+    #[serde(default)]
     pub model: String,
     pub choices: Vec<CompletionChoice>,
+    #[serde(default)]
     pub usage: Usage,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompletionChoice {
+    #[serde(default)]
     pub index: u32,
     pub message: ChatMessage,
+    #[serde(default)]
     pub finish_reason: Option<String>,
 }

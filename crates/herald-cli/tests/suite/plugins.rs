@@ -165,7 +165,8 @@ fn log_count(log: &str, text: &str) -> usize {
     log.lines().filter(|l| l.contains(text)).count()
 }
 
-const HOSTILE: [&str; 9] = [
+const HOSTILE: [&str; 10] = [
+    "hostile-garbage",
     "hostile-hang",
     "hostile-missing-import",
     "hostile-narrow",
@@ -231,6 +232,8 @@ async fn hostile_plugins_never_take_a_turn_down_and_are_reported_once() {
         ("single-use", 1),
         ("tool_data", 1),
         ("noise line", 0),
+        ("wrong shape without calling next_call", 1),
+        ("is not a JSON value", 1),
     ] {
         assert_eq!(log_count(&log, what), times, "{what}:\n{log}");
     }
