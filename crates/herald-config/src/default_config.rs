@@ -187,6 +187,19 @@ fn parse_doc(path: &Path, text: &str) -> Result<Value, ConfigError> {
     Ok(if doc.is_object() { doc } else { json!({}) })
 }
 
+/// A config file as a document; a missing file is an empty one (a file that exists but
+/// cannot be read is an error, so it is never replaced by a near-empty one).
+fn read_doc(path: &Path) -> Result<Value, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => parse_doc(path, &t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({})),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 /// Saves the old file as `config.yaml.bak`, then writes `doc` as YAML (0600, atomic).
 fn write_doc(path: &Path, doc: &Value) -> Result<(), ConfigError> {
     let write_err = |source| ConfigError::Write {
@@ -258,18 +271,7 @@ impl serde::Serialize for PlainNumbers<'_> {
 /// Appends `value` to the top-level list `key` of a config file (created when missing),
 /// keeping every other key; the old file is saved as `config.yaml.bak`.
 pub fn append_to_list(path: &Path, key: &str, value: &str) -> Result<(), ConfigError> {
-    // A file that exists but cannot be read must not be replaced by a near-empty one.
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let mut doc = parse_doc(path, &text)?;
+    let mut doc = read_doc(path)?;
     if !doc[key].is_array() {
         doc[key] = json!([]);
     }
@@ -290,17 +292,7 @@ pub fn set_plugin_enabled(
     names: &[&str],
     on: bool,
 ) -> Result<bool, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let mut doc = parse_doc(path, &text)?;
+    let mut doc = read_doc(path)?;
     let plugins = entry(&mut doc, "plugins");
     let list = |v: &Value| -> Vec<String> {
         match v {

@@ -76,6 +76,21 @@ pub(super) async fn with_agent(
         .expect("the ACP session failed");
 }
 
+/// Initializes the connection and opens a session in `cwd`; its id.
+pub(super) async fn initialized_session(
+    cx: &ConnectionTo<Agent>,
+    cwd: std::path::PathBuf,
+) -> agent_client_protocol::Result<agent_client_protocol::v1::schema::SessionId> {
+    cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await?;
+    Ok(cx
+        .send_request(NewSessionRequest::new(cwd))
+        .block_task()
+        .await?
+        .session_id)
+}
+
 fn tool_starts(updates: &[SessionUpdate]) -> Vec<ToolCall> {
     updates
         .iter()
@@ -393,14 +408,7 @@ async fn slash_commands_are_answered_locally_and_a_busy_session_queues() {
         vec![],
         seen.clone(),
         async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let session = cx
-                .send_request(NewSessionRequest::new(cwd))
-                .block_task()
-                .await?
-                .session_id;
+            let session = initialized_session(&cx, cwd).await?;
             for line in ["/version", "/help", "/model", "/tools"] {
                 let r = cx
                     .send_request(PromptRequest::new(session.clone(), text(line)))

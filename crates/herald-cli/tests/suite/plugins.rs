@@ -487,18 +487,8 @@ async fn plugins_run_in_the_http_api_and_in_acp() {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(super::acp::Seen::default()));
     let cwd = h.home().to_path_buf();
     super::acp::with_agent(h.home(), vec![], seen, async move |cx| {
-        use agent_client_protocol::schema::ProtocolVersion;
-        use agent_client_protocol::v1::schema::{
-            InitializeRequest, NewSessionRequest, PromptRequest,
-        };
-        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-            .block_task()
-            .await?;
-        let session = cx
-            .send_request(NewSessionRequest::new(cwd))
-            .block_task()
-            .await?
-            .session_id;
+        use agent_client_protocol::v1::schema::PromptRequest;
+        let session = super::acp::initialized_session(&cx, cwd).await?;
         cx.send_request(PromptRequest::new(session, super::acp::text("hi")))
             .block_task()
             .await?;
