@@ -363,18 +363,25 @@ async fn plugins_are_listed_enabled_disabled_and_reloaded_in_a_running_gateway()
     );
 }
 
-/// The Python of a virtualenv with `hermes-agent==0.19.0` (`.ci/run` makes one).
-fn hermes_python() -> std::path::PathBuf {
+/// A Python with `hermes-agent==0.19.0` importable, and the PYTHONPATH it needs:
+/// `HERALD_TEST_HERMES_PYTHON`, else the virtualenv `.ci/run` makes
+/// (`target/hermes-venv`), else python3 with `target/hermes-site` on its path.
+fn hermes_python() -> (std::path::PathBuf, Option<String>) {
     if let Ok(p) = std::env::var("HERALD_TEST_HERMES_PYTHON") {
-        return p.into();
+        return (p.into(), None);
     }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/hermes-venv/bin/python");
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    let venv = target.join("hermes-venv/bin/python");
+    if venv.exists() {
+        return (venv, None);
+    }
+    let site = target.join("hermes-site");
     assert!(
-        venv.exists(),
+        site.join("hermes_cli").is_dir(),
         "this test needs Hermes installed: python3 -m venv target/hermes-venv && \
          target/hermes-venv/bin/pip install hermes-agent==0.19.0 (or set HERALD_TEST_HERMES_PYTHON)"
     );
-    venv
+    ("python3".into(), Some(site.display().to_string()))
 }
 
 #[test]
@@ -384,9 +391,11 @@ fn a_plugin_written_against_the_real_hermes_cli_package_loads() {
     install_plugins(home.path(), &["hermes-real"]);
     let config = home.path().join("config.yaml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!("  python: {}\n", hermes_python().display()));
+    let (python, path) = hermes_python();
+    text.push_str(&format!("  python: {}\n", python.display()));
     std::fs::write(&config, text).unwrap();
-    let (code, out, err) = chat(home.path(), "hi");
+    let env: Vec<(&str, &str)> = path.iter().map(|p| ("PYTHONPATH", p.as_str())).collect();
+    let (code, out, err) = chat_with(home.path(), "hi", &env);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         err.contains("runs with the installed hermes_cli package"),
