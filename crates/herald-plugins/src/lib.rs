@@ -126,7 +126,10 @@ fn write_program(home: &Home) -> Result<std::path::PathBuf, String> {
     let path = home.root().join("plugin_host.py");
     let current = std::fs::read_to_string(&path).ok();
     if current.as_deref() != Some(HOST_PROGRAM) {
-        std::fs::write(&path, HOST_PROGRAM)
+        // Atomically: another herald of this home may be starting its host right now.
+        let tmp = path.with_extension(format!("py.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, HOST_PROGRAM)
+            .and_then(|()| std::fs::rename(&tmp, &path))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(path)
