@@ -79,6 +79,8 @@ struct Process {
     pid: u32,
     lines: mpsc::UnboundedSender<String>,
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, CallError>>>>,
+    /// Requests herald gave up on, by id: the callback each one runs.
+    late: Mutex<HashMap<String, String>>,
     child: Mutex<Option<tokio::process::Child>>,
     dead: AtomicBool,
 }
@@ -119,6 +121,8 @@ pub struct Link {
     next_id: AtomicU64,
     /// Callbacks skipped until a moment (they timed out).
     resting: Mutex<HashMap<String, Instant>>,
+    /// Calls of each callback herald gave up on that still run in the host.
+    abandoned: Mutex<HashMap<String, usize>>,
     /// What the last `initialize` answered.
     initialized: RwLock<Value>,
     /// Called with the new `initialize` answer after a restart.
@@ -135,6 +139,7 @@ impl Link {
             frames: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             resting: Mutex::new(HashMap::new()),
+            abandoned: Mutex::new(HashMap::new()),
             initialized: RwLock::new(Value::Null),
             on_restart: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -184,7 +189,7 @@ impl Link {
         });
         let startup = self.settings.startup_timeout;
         match self
-            .request_on(&process, "initialize", params, startup, None)
+            .request_on(&process, "initialize", params, startup, None, None)
             .await
         {
             Ok(answer) => Ok(answer),
@@ -217,6 +222,7 @@ impl Link {
             pid,
             lines,
             pending: Mutex::new(HashMap::new()),
+            late: Mutex::new(HashMap::new()),
             child: Mutex::new(Some(child)),
             dead: AtomicBool::new(false),
         });
@@ -229,6 +235,7 @@ impl Link {
     /// The host died (or was killed): calls fail, and a new one starts with back-off.
     fn died(self: &Arc<Self>, process: &Arc<Process>, why: &str) {
         process.fail_all(why);
+        lock(&self.abandoned).clear();
         let was_current = match self.current.write() {
             Ok(mut c) if c.as_ref().is_some_and(|p| Arc::ptr_eq(p, process)) => {
                 *c = None;
@@ -276,7 +283,14 @@ impl Link {
         self.closed.store(true, Ordering::SeqCst);
         let process = self.current.write().ok().and_then(|mut c| c.take());
         if let Some(p) = process {
-            let asked = self.request_on(&p, "shutdown", json!({}), Duration::from_secs(5), None);
+            let asked = self.request_on(
+                &p,
+                "shutdown",
+                json!({}),
+                Duration::from_secs(5),
+                None,
+                None,
+            );
             let _ = asked.await;
             let _ = p
                 .lines
@@ -294,8 +308,15 @@ impl Link {
             .ok_or_else(|| CallError::Down("restarting".into()))
     }
 
-    /// Whether a callback that timed out is still resting.
+    /// Whether a callback that timed out is still resting: for a minute, and for as
+    /// long as three of its calls still run abandoned.
     fn resting(&self, callback_id: &str) -> bool {
+        if lock(&self.abandoned)
+            .get(callback_id)
+            .is_some_and(|n| *n >= 3)
+        {
+            return true;
+        }
         let mut r = lock(&self.resting);
         match r.get(callback_id) {
             Some(until) if Instant::now() < *until => true,
@@ -324,7 +345,7 @@ impl Link {
         let process = self.process()?;
         let timeout = self.settings.callback_timeout;
         let answer = self
-            .request_on(&process, method, params, timeout, frame)
+            .request_on(&process, method, params, timeout, frame, Some(callback_id))
             .await;
         if let Err(CallError::Timeout(_)) = &answer {
             lock(&self.resting).insert(
@@ -339,7 +360,7 @@ impl Link {
 
     /// A host that does not answer a ping within 5 s is hung: it is killed.
     async fn check_alive(self: Arc<Self>, process: Arc<Process>) {
-        let ping = self.request_on(&process, "$/ping", json!({}), PING_WITHIN, None);
+        let ping = self.request_on(&process, "$/ping", json!({}), PING_WITHIN, None, None);
         if let Err(CallError::Timeout(_)) = ping.await {
             tracing::warn!(
                 pid = process.pid,
@@ -356,6 +377,7 @@ impl Link {
         params: impl serde::Serialize,
         timeout: Duration,
         frame: Option<&str>,
+        callback: Option<&str>,
     ) -> Result<Value, CallError> {
         if process.dead.load(Ordering::SeqCst) {
             return Err(CallError::Down("it stopped".into()));
@@ -386,6 +408,9 @@ impl Link {
             let left = timeout.saturating_sub(own);
             if left.is_zero() && !self.serving(frame) {
                 lock(&process.pending).remove(&id);
+                if let Some(cb) = callback {
+                    lock(&process.late).insert(id.clone(), cb.to_owned());
+                }
                 if let Some(f) = frame {
                     self.expire(f);
                     let cancel = json!({"jsonrpc": "2.0", "method": "frame.cancel",
@@ -636,6 +661,13 @@ fn dispatch(link: &Weak<Link>, process: &Arc<Process>, message: Value) {
         return;
     };
     let Some(tx) = lock(&process.pending).remove(id) else {
+        // A call herald gave up on has finished in the host after all.
+        let late = lock(&process.late).remove(id);
+        if let (Some(cb), Some(link)) = (late, link.upgrade())
+            && let Some(n) = lock(&link.abandoned).get_mut(&cb)
+        {
+            *n = n.saturating_sub(1);
+        }
         return;
     };
     let answer = match message.get("error") {
