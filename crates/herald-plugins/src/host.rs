@@ -339,7 +339,7 @@ impl Link {
     ) -> Result<Value, CallError> {
         if self.resting(callback_id) {
             return Err(CallError::Other(
-                "skipped for a minute after it timed out".into(),
+                "skipped: it ran past its timeout lately, or three of its calls still run".into(),
             ));
         }
         let process = self.process()?;
@@ -348,6 +348,9 @@ impl Link {
             .request_on(&process, method, params, timeout, frame, Some(callback_id))
             .await;
         if let Err(CallError::Timeout(_)) = &answer {
+            *lock(&self.abandoned)
+                .entry(callback_id.to_owned())
+                .or_default() += 1;
             lock(&self.resting).insert(
                 callback_id.to_owned(),
                 Instant::now() + Duration::from_secs(60),
@@ -675,4 +678,47 @@ fn dispatch(link: &Weak<Link>, process: &Arc<Process>, message: Value) {
         None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
     };
     let _ = tx.send(answer);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SLOW: &str = "import time\n\ndef slow(request, **kwargs):\n    time.sleep(1.5)\n\ndef register(ctx):\n    ctx.register_middleware('llm_request', slow)\n";
+
+    async fn slow_host(dir: &std::path::Path) -> Arc<Link> {
+        let plugin = dir.join("slow");
+        std::fs::create_dir_all(&plugin).unwrap();
+        std::fs::write(plugin.join("__init__.py"), SLOW).unwrap();
+        let script = dir.join("host.py");
+        std::fs::write(&script, crate::HOST_PROGRAM).unwrap();
+        Link::start(HostSettings {
+            python: "python3".into(),
+            script,
+            hermes_home: dir.to_path_buf(),
+            callback_timeout: Duration::from_millis(300),
+            startup_timeout: Duration::from_secs(30),
+            plugins: vec![
+                json!({"key": "slow", "path": plugin.display().to_string(), "manifest": {}}),
+            ],
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn three_abandoned_calls_rest_a_callback_until_one_finishes() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = slow_host(dir.path()).await;
+        let params = json!({"callback_id": "c1", "kind": "llm_request", "fields": {"request": {}}});
+        let calls = (0..3).map(|_| link.call("middleware.request", params.clone(), "c1", None));
+        for answer in futures_util::future::join_all(calls).await {
+            assert!(matches!(answer, Err(CallError::Timeout(_))), "{answer:?}");
+        }
+        lock(&link.resting).clear();
+        assert!(link.resting("c1"), "three calls still run in the host");
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        assert!(!link.resting("c1"), "the abandoned calls finished");
+        link.close().await;
+    }
 }
