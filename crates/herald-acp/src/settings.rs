@@ -67,12 +67,9 @@ impl AcpServer {
     /// Switches `live` to the model of `spec` (`provider:model` allowed) for its next
     /// turns.
     pub(crate) fn switch_model(&self, live: &AcpSession, spec: &str) -> Result<(), String> {
-        let endpoint = self
-            .host
-            .runtime()
-            .switch_model(spec)
-            .map_err(|e| format!("cannot switch the model: {e}"))?;
-        live.session().set_endpoint(endpoint);
-        Ok(())
+        self.host
+            .switch_model(&live.session(), spec)
+            .map(drop)
+            .map_err(|e| format!("cannot switch the model: {e}"))
     }
 }

@@ -507,11 +507,8 @@ impl Chat {
             eprintln!("model: {model}");
             return;
         }
-        match self.host.runtime().switch_model(spec) {
-            Ok(endpoint) => {
-                eprintln!("(model switched to {} for this session)", endpoint.model);
-                session.set_endpoint(endpoint);
-            }
+        match self.host.switch_model(session, spec) {
+            Ok(model) => eprintln!("(model switched to {model} for this session)"),
             Err(e) => eprintln!("herald: {e}"),
         }
     }

@@ -67,14 +67,9 @@ fn switch_model(gw: &Gateway, live: &Live, spec: &str) -> Result<String, RpcErro
     if live.busy() {
         return Err(RpcError::new(RpcError::BUSY, "session busy"));
     }
-    let endpoint = gw
-        .host
-        .runtime()
-        .switch_model(spec)
-        .map_err(|e| RpcError::new(RpcError::BAD_VALUE, e.to_string()))?;
-    let model = endpoint.model.clone();
-    live.session().set_endpoint(endpoint);
-    Ok(model)
+    gw.host
+        .switch_model(&live.session(), spec)
+        .map_err(|e| RpcError::new(RpcError::BAD_VALUE, e.to_string()))
 }
 
 /// Runs one slash line on a live session; a model switch is announced as `session.info`.

@@ -481,6 +481,19 @@ impl Host {
         Ok(survivors)
     }
 
+    /// Switches `session` to the model of `spec` (`provider:model` allowed) for its
+    /// later turns; the model's name.
+    pub fn switch_model(
+        &self,
+        session: &Session,
+        spec: &str,
+    ) -> Result<String, crate::SelectError> {
+        let endpoint = self.runtime.switch_model(spec)?;
+        let model = endpoint.model.clone();
+        session.set_endpoint(endpoint);
+        Ok(model)
+    }
+
     /// Starts a turn of `session` on `input` as a run; its events are queued from now.
     pub fn start_run(
         self: &Arc<Self>,

@@ -157,6 +157,20 @@ impl Client {
     }
 }
 
+/// A WebSocket handshake request to `url` with a bearer `token`.
+fn with_token(
+    url: &str,
+    token: &str,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
+            .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
 /// `herald rpc` on a pipe.
 pub struct Piped {
     pub child: tokio::process::Child,
@@ -872,16 +886,10 @@ async fn websocket_needs_a_token_off_loopback_and_checks_it() {
     for _ in 1..256 {
         open.push(server.client(Some("s3cret-token")).await);
     }
-    let mut request =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-            server.url.as_str(),
-        )
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", "Bearer s3cret-token".parse().unwrap());
     assert!(
-        tokio_tungstenite::connect_async(request).await.is_err(),
+        tokio_tungstenite::connect_async(with_token(&server.url, "s3cret-token"))
+            .await
+            .is_err(),
         "the 257th socket"
     );
     assert!(
@@ -891,15 +899,10 @@ async fn websocket_needs_a_token_off_loopback_and_checks_it() {
     drop(open);
     let started = std::time::Instant::now();
     loop {
-        let mut request =
-            tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-                server.url.as_str(),
-            )
-            .unwrap();
-        request
-            .headers_mut()
-            .insert("authorization", "Bearer s3cret-token".parse().unwrap());
-        if tokio_tungstenite::connect_async(request).await.is_ok() {
+        if tokio_tungstenite::connect_async(with_token(&server.url, "s3cret-token"))
+            .await
+            .is_ok()
+        {
             break;
         }
         assert!(
