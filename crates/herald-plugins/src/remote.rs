@@ -318,16 +318,11 @@ impl RemoteHooks {
         let _ = self.invoke(hook, payload, false).await;
     }
 
-    /// The first answer that is a string (or `{"context": str}` for `pre_llm_call`).
+    /// The first answer that is a non-empty string (`transform_*`).
     async fn first_text(&self, hook: &str, payload: &Value) -> Option<String> {
         let answers = self.invoke(hook, payload, false).await.unwrap_or_default();
         answers.into_iter().find_map(|v| match v {
             Value::String(s) if !s.is_empty() => Some(s),
-            Value::Object(o) if hook == "pre_llm_call" => o
-                .get("context")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
             _ => None,
         })
     }
@@ -373,8 +368,23 @@ impl Observer for RemoteHooks {
     async fn on_session_start(&self, payload: &Value) {
         self.notify("on_session_start", payload).await
     }
+    /// Every callback's context (a string or `{"context": str}`), joined as the agent
+    /// joins the answers of several observers.
     async fn pre_llm_call(&self, payload: &Value) -> Option<String> {
-        self.first_text("pre_llm_call", payload).await
+        let answers = self
+            .invoke("pre_llm_call", payload, false)
+            .await
+            .unwrap_or_default();
+        let contexts: Vec<String> = answers
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::String(s) => Some(s),
+                Value::Object(o) => o.get("context").and_then(Value::as_str).map(str::to_owned),
+                _ => None,
+            })
+            .filter(|s| !s.trim().is_empty())
+            .collect();
+        (!contexts.is_empty()).then(|| contexts.join("\n\n"))
     }
     async fn transform_tool_result(&self, payload: &Value) -> Option<String> {
         self.first_text("transform_tool_result", payload).await

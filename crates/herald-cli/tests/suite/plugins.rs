@@ -530,3 +530,17 @@ fn a_plugin_host_that_cannot_start_leaves_herald_working() {
     assert!(err.contains("Python plugins are not running"), "{err}");
     assert!(provider.requests()[0].body.get("metadata").is_none());
 }
+
+#[test]
+fn every_pre_llm_call_context_reaches_the_user_message() {
+    let provider = FakeProvider::start(vec![Scripted::text("Noted.")]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["context-demo"]);
+    let (code, out, err) = chat(home.path(), "hi");
+    assert_eq!(code, 0, "{out}{err}");
+    let sent = provider.requests()[0].body["messages"].to_string();
+    assert!(
+        sent.contains("hi\\n\\ncontext one\\n\\ncontext two"),
+        "{sent}"
+    );
+}
