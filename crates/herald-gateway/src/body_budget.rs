@@ -1,17 +1,15 @@
 //! The bytes of request bodies being read and processed at once (`max_body_bytes_in_flight`).
 //!
 //! A request reserves its declared `Content-Length` (the route's body limit when it has
-//! none) before its body is read, and, once read, what parsing it will cost beyond that;
-//! it gives everything back when it is answered. A request that cannot reserve within a
+//! none) before its body is read, and, once its signature is verified, what parsing it
+//! will cost beyond that; it gives everything back when it is answered. A request that cannot reserve within a
 //! short wait is answered 503 with `Retry-After`, so a burst of large bodies queues for a
 //! moment and then sheds load instead of taking the process's memory.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
-/// Reservations are counted in units of this many bytes.
-const UNIT: u64 = 1024;
 /// How long a request waits for room before it is answered 503.
 pub const MAX_WAIT: Duration = Duration::from_secs(2);
 /// Bodies smaller than this are not scanned for their parse cost (it stays small).
@@ -20,56 +18,107 @@ const SCAN_FROM: usize = 64 * 1024;
 /// and its share of the containing vector), for the parse-cost estimate.
 const NODE_BYTES: u64 = 96;
 
-/// The shared budget.
+/// The shared budget: the bytes reserved, taken and given back with one atomic
+/// operation each while there is room (no lock, no timer); requests that must wait
+/// are woken when room is given back.
 pub struct BodyBudget {
-    permits: Arc<Semaphore>,
-    total_units: u32,
+    reserved: AtomicU64,
+    total: u64,
+    /// Requests waiting for room.
+    waiting: AtomicUsize,
+    freed: Notify,
 }
 
 /// Room reserved by one request, given back when dropped.
-pub struct Reservation {
-    permit: Option<OwnedSemaphorePermit>,
+pub struct Reservation<'a> {
+    budget: &'a BodyBudget,
+    bytes: u64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.budget.give_back(self.bytes);
+    }
+}
+
+/// Counts a request among the waiting for as long as it waits (cancelled or not).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl BodyBudget {
     pub fn new(max_bytes: u64) -> Self {
-        let total_units = u32::try_from(max_bytes.div_ceil(UNIT).max(1)).unwrap_or(u32::MAX >> 4);
         BodyBudget {
-            permits: Arc::new(Semaphore::new(total_units as usize)),
-            total_units,
+            reserved: AtomicU64::new(0),
+            total: max_bytes.max(1),
+            waiting: AtomicUsize::new(0),
+            freed: Notify::new(),
         }
     }
 
     /// Reserves `bytes` (at most the whole budget), waiting up to [`MAX_WAIT`].
-    pub async fn reserve(&self, bytes: u64) -> Option<Reservation> {
-        let mut reservation = Reservation { permit: None };
+    pub async fn reserve(&self, bytes: u64) -> Option<Reservation<'_>> {
+        let mut reservation = Reservation {
+            budget: self,
+            bytes: 0,
+        };
         self.grow(&mut reservation, bytes)
             .await
             .then_some(reservation)
     }
 
     /// Adds `bytes` to a reservation (the whole reservation stays within the budget).
-    pub async fn grow(&self, reservation: &mut Reservation, bytes: u64) -> bool {
-        let held = reservation
-            .permit
-            .as_ref()
-            .map_or(0, |p| p.num_permits() as u32);
-        let wanted = u32::try_from(bytes.div_ceil(UNIT).max(1))
-            .unwrap_or(u32::MAX)
-            .min(self.total_units.saturating_sub(held));
+    pub async fn grow(&self, reservation: &mut Reservation<'_>, bytes: u64) -> bool {
+        let wanted = bytes
+            .max(1)
+            .min(self.total.saturating_sub(reservation.bytes));
         if wanted == 0 {
             return true;
         }
-        let acquire = self.permits.clone().acquire_many_owned(wanted);
-        match tokio::time::timeout(MAX_WAIT, acquire).await {
-            Ok(Ok(permit)) => {
-                match &mut reservation.permit {
-                    Some(held) => held.merge(permit),
-                    None => reservation.permit = Some(permit),
-                }
-                true
+        let taken = self.try_take(wanted) || self.wait_and_take(wanted).await;
+        if taken {
+            reservation.bytes += wanted;
+        }
+        taken
+    }
+
+    fn try_take(&self, bytes: u64) -> bool {
+        self.reserved
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |held| {
+                (held + bytes <= self.total).then_some(held + bytes)
+            })
+            .is_ok()
+    }
+
+    async fn wait_and_take(&self, bytes: u64) -> bool {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
+        let deadline = tokio::time::Instant::now() + MAX_WAIT;
+        loop {
+            // Listening before the retry: room given back after it wakes us.
+            let freed = self.freed.notified();
+            let mut freed = std::pin::pin!(freed);
+            freed.as_mut().enable();
+            if self.try_take(bytes) {
+                return true;
             }
-            _ => false,
+            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    fn give_back(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        self.reserved.fetch_sub(bytes, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.freed.notify_waiters();
         }
     }
 }
@@ -94,6 +143,7 @@ mod tests {
 
     #[tokio::test]
     async fn reservations_wait_then_give_up_and_are_returned() {
+        const UNIT: u64 = 1024;
         let budget = BodyBudget::new(10 * UNIT);
         let a = budget.reserve(8 * UNIT).await.unwrap();
         let started = std::time::Instant::now();
@@ -105,6 +155,21 @@ mod tests {
         assert!(budget.grow(&mut b, 1 << 40).await);
         drop(b);
         assert!(budget.reserve(1 << 40).await.is_some());
+        assert_eq!(budget.reserved.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_waiting_request_gets_the_room_given_back() {
+        let budget = BodyBudget::new(10);
+        let a = budget.reserve(10).await.unwrap();
+        let (waiter, _) = tokio::join!(budget.reserve(5), async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            drop(a);
+        });
+        let b = waiter.expect("woken when room was given back");
+        assert_eq!(budget.reserved.load(Ordering::SeqCst), 5);
+        drop(b);
+        assert_eq!(budget.waiting.load(Ordering::SeqCst), 0);
     }
 
     #[test]
