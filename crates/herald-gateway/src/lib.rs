@@ -6,6 +6,7 @@
 
 pub mod answer;
 pub mod body_budget;
+mod dir_watch;
 pub mod direct;
 pub mod findings;
 pub mod pipeline;
