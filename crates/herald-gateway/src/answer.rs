@@ -9,21 +9,47 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     pub status: StatusCode,
-    pub body: Value,
+    pub body: AnswerBody,
     /// A `Retry-After` header, in seconds.
     pub retry_after_secs: Option<u64>,
+}
+
+/// An answer's JSON body: built per request, or fixed text for the answers that never
+/// vary (the rejections a flood of forged requests gets, written without building JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerBody {
+    Json(Value),
+    Fixed(&'static str),
+}
+
+impl AnswerBody {
+    /// The body's `status` field, if it is built JSON with one.
+    pub fn status(&self) -> Option<&str> {
+        match self {
+            AnswerBody::Json(v) => v.get("status").and_then(Value::as_str),
+            AnswerBody::Fixed(_) => None,
+        }
+    }
 }
 
 impl Answer {
     fn new(status: StatusCode, body: Value) -> Self {
         Answer {
             status,
-            body,
+            body: AnswerBody::Json(body),
             retry_after_secs: None,
         }
     }
     fn error(status: StatusCode, message: impl Into<String>) -> Self {
         Answer::new(status, json!({ "error": message.into() }))
+    }
+    /// `json` must be exactly what `error` would write for the same message.
+    fn fixed(status: StatusCode, json: &'static str) -> Self {
+        Answer {
+            status,
+            body: AnswerBody::Fixed(json),
+            retry_after_secs: None,
+        }
     }
 
     pub fn health() -> Self {
@@ -56,16 +82,22 @@ impl Answer {
         )
     }
     pub fn not_found() -> Self {
-        Answer::error(StatusCode::NOT_FOUND, "Not found")
+        Answer::fixed(StatusCode::NOT_FOUND, r#"{"error":"Not found"}"#)
     }
     pub fn method_not_allowed() -> Self {
-        Answer::error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
+        Answer::fixed(
+            StatusCode::METHOD_NOT_ALLOWED,
+            r#"{"error":"Method not allowed"}"#,
+        )
     }
     pub fn unknown_route(route: &str) -> Self {
         Answer::error(StatusCode::NOT_FOUND, format!("Unknown route: {route}"))
     }
     pub fn unknown_profile() -> Self {
-        Answer::error(StatusCode::NOT_FOUND, "Unknown or unconfigured profile")
+        Answer::fixed(
+            StatusCode::NOT_FOUND,
+            r#"{"error":"Unknown or unconfigured profile"}"#,
+        )
     }
     pub fn route_disabled(route: &str) -> Self {
         Answer::error(StatusCode::FORBIDDEN, format!("Route disabled: {route}"))
@@ -77,19 +109,25 @@ impl Answer {
         )
     }
     pub fn too_large() -> Self {
-        Answer::error(StatusCode::PAYLOAD_TOO_LARGE, "Payload too large")
+        Answer::fixed(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            r#"{"error":"Payload too large"}"#,
+        )
     }
     pub fn bad_request() -> Self {
-        Answer::error(StatusCode::BAD_REQUEST, "Bad request")
+        Answer::fixed(StatusCode::BAD_REQUEST, r#"{"error":"Bad request"}"#)
     }
     pub fn invalid_signature() -> Self {
-        Answer::error(StatusCode::UNAUTHORIZED, "Invalid signature")
+        Answer::fixed(StatusCode::UNAUTHORIZED, r#"{"error":"Invalid signature"}"#)
     }
     pub fn rate_limited() -> Self {
-        Answer::error(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded")
+        Answer::fixed(
+            StatusCode::TOO_MANY_REQUESTS,
+            r#"{"error":"Rate limit exceeded"}"#,
+        )
     }
     pub fn cannot_parse() -> Self {
-        Answer::error(StatusCode::BAD_REQUEST, "Cannot parse body")
+        Answer::fixed(StatusCode::BAD_REQUEST, r#"{"error":"Cannot parse body"}"#)
     }
     pub fn unavailable() -> Self {
         Answer::error(
@@ -141,8 +179,13 @@ impl Answer {
 
 impl IntoResponse for Answer {
     fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self.body).unwrap_or_else(|_| b"{}".to_vec());
-        let mut response = Response::new(Body::from(body));
+        let body = match self.body {
+            AnswerBody::Json(v) => {
+                Body::from(serde_json::to_vec(&v).unwrap_or_else(|_| b"{}".to_vec()))
+            }
+            AnswerBody::Fixed(text) => Body::from(text),
+        };
+        let mut response = Response::new(body);
         *response.status_mut() = self.status;
         response.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -154,5 +197,36 @@ impl IntoResponse for Answer {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_bodies_are_the_json_the_built_ones_would_be() {
+        let fixed = [
+            Answer::not_found(),
+            Answer::method_not_allowed(),
+            Answer::unknown_profile(),
+            Answer::too_large(),
+            Answer::bad_request(),
+            Answer::invalid_signature(),
+            Answer::rate_limited(),
+            Answer::cannot_parse(),
+        ];
+        for answer in fixed {
+            let AnswerBody::Fixed(text) = answer.body else {
+                panic!("not fixed: {answer:?}");
+            };
+            let parsed: Value = serde_json::from_str(text).unwrap();
+            let message = parsed["error"].as_str().unwrap();
+            let built = Answer::error(answer.status, message);
+            let AnswerBody::Json(v) = built.body else {
+                panic!("not built");
+            };
+            assert_eq!(serde_json::to_string(&v).unwrap(), text);
+        }
     }
 }

@@ -110,7 +110,7 @@ pub async fn deliver(
                 };
                 tracing::info!(route = send.route, delivery_id = %cut(send.delivery_id), status = answer.status.as_u16(), "answered with a concurrent send's outcome");
                 return if answer.status == http::StatusCode::OK
-                    && answer.body["status"] == "delivered"
+                    && answer.body.status() == Some("delivered")
                 {
                     Answer::duplicate(send.delivery_id)
                 } else {

@@ -156,12 +156,11 @@ impl Gateway {
                 .record(Reason::UnknownProfile, route_name, &quoted(p));
             return Answer::unknown_profile();
         }
-        // 3. Route lookup.
-        let Some(route) = table.get(route_name).cloned() else {
+        // 3. Route lookup (the route is borrowed from the table the request holds).
+        let Some(route) = table.get(route_name) else {
             self.rejects.record(Reason::UnknownRoute, route_name, &"");
             return Answer::unknown_route(route_name);
         };
-        drop(table);
         // 3b. Profile binding (only a default-profile route is reachable without prefix).
         let requested = profile.unwrap_or("default");
         let bound = route.profile.as_deref().unwrap_or("default");
@@ -189,7 +188,7 @@ impl Gateway {
             return Answer::too_large();
         }
         // 6. Read with the limit, the deadline and room in the body budget.
-        let (body, _reservation) = match self.admit_body(&route, declared, body).await {
+        let (body, mut reservation) = match self.admit_body(route, declared, body).await {
             Ok(admitted) => admitted,
             Err(answer) => return answer,
         };
@@ -205,6 +204,10 @@ impl Gateway {
                     .record(Reason::InvalidSignature, route_name, &e);
                 return Answer::invalid_signature();
             }
+        }
+        // Room for handling the body (a forged request never gets this far).
+        if let Err(answer) = self.reserve_handling(route, &body, &mut reservation).await {
+            return answer;
         }
         // 9. Rate limit.
         if !self
@@ -243,7 +246,7 @@ impl Gateway {
             mut payload,
             stored,
             raw,
-        } = match parse_payload(&route, &body, content_type) {
+        } = match parse_payload(route, &body, content_type) {
             Ok(parsed) => parsed,
             Err(e) => {
                 self.rejects.record(Reason::CannotParse, route_name, &e);
@@ -303,7 +306,7 @@ impl Gateway {
             Some(t) => t.render(&ctx),
             None => default_prompt(route_name, &ctx),
         };
-        let deliver_extra = render_extra(&route, &ctx);
+        let deliver_extra = render_extra(route, &ctx);
         // 15–16. Delivery id, dedup, and the hand-over.
         let delivery_id = event::delivery_id(headers);
         if route.deliver_only {
@@ -365,36 +368,47 @@ impl Gateway {
         }
     }
 
-    /// Reads the body holding room for it in the body budget: its declared length (the
-    /// limit when it has none) before reading, then what handling it will cost. The
-    /// reservation is held until the request is answered.
+    /// Reads the body holding room for it in the body budget (its declared length, the
+    /// limit when it has none). The reservation is held until the request is answered.
     async fn admit_body(
         &self,
         route: &Route,
         declared: Option<u64>,
         body: Body,
-    ) -> Result<(bytes::Bytes, body_budget::Reservation), Answer> {
-        let busy = || {
-            self.rejects.record(Reason::Busy, &route.name, &"");
-            Answer::busy(1)
-        };
-        let mut reservation = self
+    ) -> Result<(bytes::Bytes, body_budget::Reservation<'_>), Answer> {
+        let reservation = self
             .budget
             .reserve(declared.unwrap_or(self.max_body_bytes))
             .await
-            .ok_or_else(busy)?;
+            .ok_or_else(|| self.busy(route))?;
         let body = self.read_body(&route.name, body).await?;
+        Ok((body, reservation))
+    }
+
+    /// Adds to a request's reservation what handling its authenticated body will cost.
+    async fn reserve_handling(
+        &self,
+        route: &Route,
+        body: &[u8],
+        reservation: &mut body_budget::Reservation<'_>,
+    ) -> Result<(), Answer> {
         // A route with a script builds the whole payload; the others only the paths they
         // read, plus the copies that are stored.
         let cost = if route.payload_paths.needs_everything() {
-            body_budget::parse_cost(&body)
+            body_budget::parse_cost(body)
         } else {
             body.len() as u64
         };
-        if !self.budget.grow(&mut reservation, cost).await {
-            return Err(busy());
+        if self.budget.grow(reservation, cost).await {
+            Ok(())
+        } else {
+            Err(self.busy(route))
         }
-        Ok((body, reservation))
+    }
+
+    fn busy(&self, route: &Route) -> Answer {
+        self.rejects.record(Reason::Busy, &route.name, &"");
+        Answer::busy(1)
     }
 
     /// Reads the body within `max_body_bytes` and `body_timeout`.

@@ -48,7 +48,9 @@ impl Reason {
     }
 }
 
-type Counts = HashMap<Reason, HashMap<Box<str>, u64>>;
+/// Per route, hashed with a seeded fast hash (route names come from request paths).
+type RouteCounts = HashMap<Box<str>, u64, foldhash::fast::RandomState>;
+type Counts = HashMap<Reason, RouteCounts, foldhash::fast::RandomState>;
 
 /// The rejection log of one gateway.
 #[derive(Default)]
