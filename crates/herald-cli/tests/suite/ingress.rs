@@ -5,6 +5,7 @@ use super::support::*;
 use herald_webhook::verify::sign;
 use reqwest::StatusCode;
 use serde_json::json;
+use std::time::Duration;
 
 #[tokio::test]
 async fn health_paths_and_methods() {
@@ -389,6 +390,26 @@ async fn subscriptions_are_reloaded_and_config_wins() {
     std::fs::remove_file(&path).unwrap();
     let (s, _) = h.post("/webhooks/dyn", body, &sig).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+}
+
+/// A change the home folder's watch cannot see (here: written through a hard link in
+/// another folder, as a file system written from another host would be) is still picked
+/// up: the file is `stat`ed at least once a second.
+#[tokio::test]
+async fn a_subscriptions_change_the_watch_cannot_see_is_found_within_a_second() {
+    let h = Herald::start(&config_with_routes("        r:\n          prompt: x\n"));
+    let elsewhere = h.home().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let other_name = elsewhere.join("subs.json");
+    std::fs::write(&other_name, "{}").unwrap();
+    std::fs::hard_link(&other_name, h.home().join("webhook_subscriptions.json")).unwrap();
+    let (s, _) = h.github("late", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    // Rewritten in place through the other name: no event in the home folder.
+    std::fs::write(&other_name, json!({"late": {"prompt": "late"}}).to_string()).unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (s, b) = h.github("late", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
 }
 
 #[tokio::test]
