@@ -21,8 +21,12 @@ printed under it.
 With --bare-verifies the bare server also verifies every signature with herald's verifier
 (a bare verifying server: the baseline for the bad-signature mix's CPU per request).
 
+With --baseline-bin PATH a second herald (another build, on its own home and port) is
+measured in the same rounds, in the rotating order, and each mix also shows this
+build's CPU per request against it: "no worse than the previous build", side by side.
+
 Usage: python3 bench/load.py [--duration 10] [--rounds 3] [--connections 32] [--threads 2]
-       [--bare-verifies]
+       [--bare-verifies] [--baseline-bin PATH]
 """
 
 import argparse
@@ -34,6 +38,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -183,37 +188,15 @@ def measure(pid, port, mix, body, args, run_id):
     return r
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=3, help="runs per mix; the median ratio is shown")
-    ap.add_argument("--connections", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--mixes", default="filtered,accepted,bad_signature,duplicate")
-    ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--bare-verifies", action="store_true",
-                    help="the bare server verifies each signature (answers 401 on a bad one)")
-    ap.add_argument("--herald-bin", help="measure this herald binary instead of target/release/herald")
-    args = ap.parse_args()
-    if not shutil.which("wrk"):
-        raise SystemExit("wrk is not installed (apt-get install wrk)")
-    if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "-p", "herald-gateway", "--example", "bare_server"], cwd=ROOT, check=True)
-        subprocess.run(["cargo", "build", "--release", "-p", "herald-cli"], cwd=ROOT, check=True)
-    herald_bin = args.herald_bin or os.path.join(ROOT, "target/release/herald")
-    bare_bin = os.path.join(ROOT, "target/release/examples/bare_server")
-    with open(FIXTURE) as f:
-        body = f.read()
-
-    home = tempfile.mkdtemp(prefix="herald-load-")
-    herald_port, bare_port = free_port(), free_port()
+def herald_env(home, port, bare_port):
+    """A fresh home with the load routes; the environment to run herald on it."""
     with open(os.path.join(home, "config.yaml"), "w") as f:
         f.write(f"""platforms:
   webhook:
     enabled: true
     extra:
       host: 127.0.0.1
-      port: {herald_port}
+      port: {port}
       secret: {SECRET}
       rate_limit: 1000000000
       routes:
@@ -230,10 +213,49 @@ def main():
     env = dict(os.environ, HERALD_HOME=home, TELEGRAM_BOT_TOKEN="1:bench", TELEGRAM_BASE_URL=f"http://127.0.0.1:{bare_port}/bot", RUST_LOG=os.environ.get("HERALD_LOG", "warn"))
     if os.environ.get("HERALD_WORKERS"):
         env["TOKIO_WORKER_THREADS"] = os.environ["HERALD_WORKERS"]
-    herald = subprocess.Popen([herald_bin, "gateway", "run"], env=env, stdout=subprocess.DEVNULL, stderr=open(os.environ.get("HERALD_STDERR", os.devnull), "w"))
+    return env
+
+
+def start_herald(binary, env):
+    return subprocess.Popen([binary, "gateway", "run"], env=env, stdout=subprocess.DEVNULL, stderr=open(os.environ.get("HERALD_STDERR", os.devnull), "w"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3, help="runs per mix; the median ratio is shown")
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--mixes", default="filtered,accepted,bad_signature,duplicate")
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--bare-verifies", action="store_true",
+                    help="the bare server verifies each signature (answers 401 on a bad one)")
+    ap.add_argument("--herald-bin", help="measure this herald binary instead of target/release/herald")
+    ap.add_argument("--baseline-bin", help="also measure this herald build, side by side (e.g. the previous release)")
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "-p", "herald-gateway", "--example", "bare_server"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-p", "herald-cli"], cwd=ROOT, check=True)
+    herald_bin = args.herald_bin or os.path.join(ROOT, "target/release/herald")
+    bare_bin = os.path.join(ROOT, "target/release/examples/bare_server")
+    with open(FIXTURE) as f:
+        body = f.read()
+
+    home = tempfile.mkdtemp(prefix="herald-load-")
+    herald_port, bare_port = free_port(), free_port()
+    env = herald_env(home, herald_port, bare_port)
+    herald = start_herald(herald_bin, env)
     start_s = wait_http(herald_port)
     bare_env = dict(os.environ, BARE_SERVER_SECRET=SECRET) if args.bare_verifies else None
     bare = subprocess.Popen([bare_bin, f"127.0.0.1:{bare_port}"], stdout=subprocess.DEVNULL, env=bare_env)
+    baseline = None
+    if args.baseline_bin:
+        base_home = tempfile.mkdtemp(prefix="herald-load-baseline-")
+        base_port = free_port()
+        baseline = start_herald(args.baseline_bin, herald_env(base_home, base_port, bare_port))
+        wait_http(base_port)
     try:
         time.sleep(0.5)
         idle_kb = rss_kb(herald.pid, "VmRSS")
@@ -241,17 +263,26 @@ def main():
         rows = []
         # Requests herald answered per mix, over all rounds.
         answered = {}
+        # Per mix and round: this build's and the baseline build's CPU µs per request.
+        baseline_rounds = {}
+        # Per mix: herald's CPU per request over the bare server's, each round.
+        cpu_rounds = {}
         servers = {"herald": (herald.pid, herald_port), "bare": (bare.pid, bare_port)}
+        if baseline:
+            servers["baseline"] = (baseline.pid, base_port)
         for i, mix in enumerate(args.mixes.split(",")):
             rounds = []
             for r in range(max(args.rounds, 1)):
                 run_id = f"{int(time.time())}-{i}-{r}"
                 # Swap the order every round so that a drift of the machine's speed
                 # does not always favour the same server.
-                order = ("herald", "bare") if r % 2 == 0 else ("bare", "herald")
+                order = list(servers)[r % len(servers):] + list(servers)[:r % len(servers)]
                 got = {who: measure(*servers[who], mix, body, args, run_id) for who in order}
                 h, b = got["herald"], got["bare"]
                 rounds.append((h["rps"] / b["rps"], h, b))
+                cpu_rounds.setdefault(mix, []).append(h["cpu_us"] / b["cpu_us"])
+                if baseline:
+                    baseline_rounds.setdefault(mix, []).append((h["cpu_us"], got["baseline"]["cpu_us"]))
                 answered[mix] = answered.get(mix, 0) + h["requests"]
             peak = rss_kb(herald.pid, "VmHWM")
             rounds_by_ratio = sorted(rounds, key=lambda x: x[0])
@@ -265,6 +296,15 @@ def main():
             print(f"{mix:<14} {h['rps']:>12.0f} {h['p50_us']/1000:>7.2f} {h['p99_us']/1000:>7.2f} {b['rps']:>11.0f} "
                   f"{b['p50_us']/1000:>7.2f} {b['p99_us']/1000:>7.2f} {h['rps']/b['rps']:>6.2f} {peak/1024:>11.1f} {h['non2xx']:>8} {h['cpu_us']:>7.1f}/{b['cpu_us']:<7.1f}")
         print("ratio per round: " + "; ".join(f"{mix} " + " ".join(f"{x:.2f}" for x in ratios) for mix, _, _, _, ratios in rows))
+        # The CPU bar (herald's CPU per request over the bare server's), per round.
+        for mix, per_round in cpu_rounds.items():
+            print(f"CPU us/req herald/bare, {mix}: per-round median {statistics.median(per_round):.2f} ("
+                  + " ".join(f"{x:.2f}" for x in per_round) + ")")
+        for mix, pairs in baseline_rounds.items():
+            ratios = sorted(h / b for h, b in pairs)
+            print(f"CPU us/req against the baseline build, {mix}: median herald {statistics.median(h for h, _ in pairs):.1f} "
+                  f"vs baseline {statistics.median(b for _, b in pairs):.1f}, per-round ratio median {statistics.median(ratios):.2f} "
+                  f"(" + " ".join(f"{h / b:.2f}" for h, b in pairs) + ")")
         # Direct delivery latency with one connection: herald (request in, send to the
         # instant fake target, answer) against the bare server's own round trip.
         lat = argparse.Namespace(**{**vars(args), "connections": 1, "threads": 1})
@@ -288,13 +328,17 @@ def main():
             out = subprocess.run([herald_bin, "inbox", "list", "--limit", "1"], env=env, capture_output=True, text=True)
             print("inbox newest entry:", (out.stdout.splitlines() or [""])[-1])
     finally:
-        for p in (herald, bare):
+        for p in (herald, bare, baseline):
+            if p is None:
+                continue
             p.terminate()
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
         shutil.rmtree(home, ignore_errors=True)
+        if baseline:
+            shutil.rmtree(base_home, ignore_errors=True)
 
 
 if __name__ == "__main__":
