@@ -3,16 +3,15 @@
 //! whatever clients do. Connections closed for these reasons are counted and reported
 //! as a periodic summary, never a log line each.
 
-use crate::watchdog::{Closed, Enrolment, Timeouts, Watched, Watchlist};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -101,12 +100,6 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let counters = Arc::new(Counters::default());
-    let watchlist = Arc::new(Watchlist::default());
-    let timeouts = Timeouts {
-        header: limits.header_timeout,
-        idle: limits.idle_timeout,
-    };
-    let watchdog = tokio::spawn(watchlist.clone().run(timeouts));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut accepters = JoinSet::new();
     let connections = Arc::new(tokio::sync::Mutex::new(JoinSet::new()));
@@ -116,7 +109,6 @@ pub async fn serve(
             app.clone(),
             limits,
             counters.clone(),
-            watchlist.clone(),
             connections.clone(),
             stop_rx.clone(),
         ));
@@ -125,8 +117,6 @@ pub async fn serve(
     shutdown.await;
     let _ = stop_tx.send(true);
     while accepters.join_next().await.is_some() {}
-    watchdog.abort();
-    watchlist.shut_down_all();
     let mut connections = connections.lock().await;
     let drained = tokio::time::timeout(limits.shutdown_grace, async {
         while connections.join_next().await.is_some() {}
@@ -157,7 +147,6 @@ async fn accept_loop(
     app: Router,
     limits: ConnectionLimits,
     counters: Arc<Counters>,
-    watchlist: Arc<Watchlist>,
     connections: Arc<tokio::sync::Mutex<JoinSet<()>>>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -183,7 +172,7 @@ async fn accept_loop(
         }
         counters.open.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
-        let conn = serve_connection(stream, app.clone(), watchlist.enrol(), counters.clone());
+        let conn = serve_connection(stream, app.clone(), limits, counters.clone(), stop.clone());
         let mut set = connections.lock().await;
         // Finished connections leave the set as new ones come in.
         while set.try_join_next().is_some() {}
@@ -191,21 +180,44 @@ async fn accept_loop(
     }
 }
 
+/// What one connection's I/O and handler tell its watchdog: counters only, so the
+/// request path reads no clock (the watchdog keeps the times, at its own ticks).
+#[derive(Default)]
+struct Activity {
+    /// Requests whose handler has not answered yet.
+    in_flight: AtomicUsize,
+    /// Reads that brought bytes (a client that does not read its answer is idle too).
+    moved: AtomicU64,
+    /// Request heads completed (handlers started).
+    heads: AtomicU64,
+    /// Bytes were read since the last head completed: a new head is arriving.
+    head_pending: AtomicBool,
+}
+
+/// Why a connection ended early.
+enum Closed {
+    Finished,
+    HeaderTimeout,
+    Idle,
+    Shutdown,
+}
+
 async fn serve_connection(
     stream: TcpStream,
     app: Router,
-    enrolment: Enrolment,
+    limits: ConnectionLimits,
     counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
 ) {
-    let watched = enrolment.watched.clone();
+    let activity = Arc::new(Activity::default());
     let io = TokioIo::new(TrackedIo {
         inner: stream,
-        watched: watched.clone(),
+        activity: activity.clone(),
     });
     let service = {
-        let watched = watched.clone();
+        let activity = activity.clone();
         hyper::service::service_fn(move |request: http::Request<Incoming>| {
-            let guard = InFlight::enter(&watched);
+            let guard = InFlight::enter(&activity);
             let mut app = app.clone();
             async move {
                 let response = app.call(request).await;
@@ -221,53 +233,108 @@ async fn serve_connection(
         // A WebSocket (`herald rpc --ws`) takes the connection over after its 101.
         .with_upgrades();
     tokio::pin!(conn);
-    let mut shutting_down = false;
-    let closed = std::future::poll_fn(|cx| match watched.asked(cx) {
-        // Overdue heads and idle connections are dropped at once (a graceful
-        // shutdown would wait for the rest of a head).
-        why @ (Closed::HeaderTimeout | Closed::Idle) => Poll::Ready(why),
-        asked => {
-            if asked == Closed::Shutdown && !shutting_down {
-                shutting_down = true;
-                conn.as_mut().graceful_shutdown();
+    let tick = (limits.idle_timeout.min(limits.header_timeout) / 4).max(Duration::from_millis(50));
+    let mut watchdog = Watchdog::new(limits);
+    let mut ticks = tokio::time::interval(tick);
+    let mut closing: Option<Closed> = None;
+    loop {
+        tokio::select! {
+            biased;
+            _ = conn.as_mut() => break,
+            _ = ticks.tick(), if closing.is_none() => {
+                // Overdue heads and idle connections are dropped at once (a graceful
+                // shutdown would wait for the rest of a head).
+                if let Some(why) = watchdog.check(&activity, Instant::now()) {
+                    closing = Some(why);
+                    break;
+                }
             }
-            conn.as_mut().poll(cx).map(|_| asked)
+            _ = stop.wait_for(|s| *s), if closing.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                closing = Some(Closed::Shutdown);
+            }
         }
-    })
-    .await;
-    match closed {
+    }
+    match closing.unwrap_or(Closed::Finished) {
         Closed::HeaderTimeout => counters.header_timeouts.fetch_add(1, Ordering::Relaxed),
         Closed::Idle => counters.idle_closed.fetch_add(1, Ordering::Relaxed),
         Closed::Shutdown => counters.shutdown_closed.fetch_add(1, Ordering::Relaxed),
         Closed::Finished => 0,
     };
     counters.open.fetch_sub(1, Ordering::Relaxed);
-    drop(enrolment);
+}
+
+/// Times a connection's heads and idleness from its activity counters.
+struct Watchdog {
+    limits: ConnectionLimits,
+    last_moved: u64,
+    quiet_since: Instant,
+    /// The head being waited for (as the count of heads before it) and since when.
+    head: Option<(u64, Instant)>,
+}
+
+impl Watchdog {
+    fn new(limits: ConnectionLimits) -> Self {
+        let now = Instant::now();
+        // The first head is awaited from the connection's opening.
+        Watchdog {
+            limits,
+            last_moved: 0,
+            quiet_since: now,
+            head: Some((0, now)),
+        }
+    }
+
+    /// Why the connection must close now, if it must.
+    fn check(&mut self, activity: &Activity, now: Instant) -> Option<Closed> {
+        if activity.in_flight.load(Ordering::Relaxed) > 0 {
+            self.quiet_since = now;
+            self.head = None;
+            return None;
+        }
+        let moved = activity.moved.load(Ordering::Relaxed);
+        if moved != self.last_moved {
+            self.last_moved = moved;
+            self.quiet_since = now;
+        }
+        let heads = activity.heads.load(Ordering::Relaxed);
+        let awaiting = heads == 0 || activity.head_pending.load(Ordering::Relaxed);
+        self.head = match self.head {
+            _ if !awaiting => None,
+            Some((n, since)) if n == heads => Some((n, since)),
+            _ => Some((heads, now)),
+        };
+        if let Some((_, since)) = self.head
+            && now.duration_since(since) >= self.limits.header_timeout
+        {
+            return Some(Closed::HeaderTimeout);
+        }
+        (now.duration_since(self.quiet_since) >= self.limits.idle_timeout).then_some(Closed::Idle)
+    }
 }
 
 /// Marks a request in progress on its connection for as long as it lives.
-struct InFlight(Arc<Watched>);
+struct InFlight(Arc<Activity>);
 
 impl InFlight {
-    fn enter(watched: &Arc<Watched>) -> Self {
-        let activity = &watched.activity;
+    fn enter(activity: &Arc<Activity>) -> Self {
         activity.heads.fetch_add(1, Ordering::Relaxed);
         activity.head_pending.store(false, Ordering::Relaxed);
         activity.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(watched.clone())
+        InFlight(activity.clone())
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.activity.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// A TCP stream that counts the reads that brought bytes.
 struct TrackedIo {
     inner: TcpStream,
-    watched: Arc<Watched>,
+    activity: Arc<Activity>,
 }
 
 impl AsyncRead for TrackedIo {
@@ -279,11 +346,10 @@ impl AsyncRead for TrackedIo {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            let activity = &self.watched.activity;
-            activity.moved.fetch_add(1, Ordering::Relaxed);
+            self.activity.moved.fetch_add(1, Ordering::Relaxed);
             // Bytes with no request in progress: the next head is arriving.
-            if activity.in_flight.load(Ordering::Relaxed) == 0 {
-                activity.head_pending.store(true, Ordering::Relaxed);
+            if self.activity.in_flight.load(Ordering::Relaxed) == 0 {
+                self.activity.head_pending.store(true, Ordering::Relaxed);
             }
         }
         polled

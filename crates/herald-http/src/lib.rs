@@ -6,7 +6,6 @@
 
 pub mod bind;
 pub mod connections;
-mod watchdog;
 
 pub use bind::{BindError, bind};
 pub use connections::{ConnectionLimits, serve};
