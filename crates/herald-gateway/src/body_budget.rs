@@ -89,7 +89,8 @@ impl BodyBudget {
     fn try_take(&self, bytes: u64) -> bool {
         self.reserved
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |held| {
-                (held + bytes <= self.total).then_some(held + bytes)
+                // `max_body_bytes_in_flight` comes from config: no overflow near u64::MAX.
+                held.checked_add(bytes).filter(|&after| after <= self.total)
             })
             .is_ok()
     }
@@ -156,6 +157,11 @@ mod tests {
         drop(b);
         assert!(budget.reserve(1 << 40).await.is_some());
         assert_eq!(budget.reserved.load(Ordering::SeqCst), 0);
+        // A budget as large as config allows never overflows.
+        let huge = BodyBudget::new(u64::MAX);
+        let _a = huge.reserve(u64::MAX - 1).await.unwrap();
+        assert!(huge.try_take(1));
+        assert!(!huge.try_take(1));
     }
 
     #[tokio::test]
