@@ -587,7 +587,7 @@ async fn the_official_openai_python_client_works() {
         .is_ok_and(|s| s.success());
     assert!(
         has_sdk,
-        "the openai package is needed (`.ci/run` installs it: pip install openai)"
+        "the openai package is needed (`scripts/test` installs it: pip install openai==1.109.1)"
     );
     let provider = FakeProvider::start(vec![
         Scripted::text("Hello from herald."),

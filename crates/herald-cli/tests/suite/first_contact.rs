@@ -377,7 +377,7 @@ fn the_docs_a_new_user_reads_say_what_the_issue_asks() {
         top.iter()
             .any(|l| l.starts_with("cargo run --release -p herald-cli -- gateway run"))
     );
-    assert!(top.iter().any(|l| l.starts_with("cargo test --workspace")));
+    assert!(top.iter().any(|l| l.starts_with("scripts/test")));
     for needle in [
         "cargo install --path crates/herald-cli --locked",
         "A five-minute tour",
