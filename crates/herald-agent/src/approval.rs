@@ -18,6 +18,31 @@ pub enum Decision {
     Deny,
 }
 
+impl Decision {
+    /// The choice names every front door takes (trimmed, any case): `once` (also
+    /// `approve`, `approved`, `allow`), `session`, `always`, `deny`; `None` for anything
+    /// else, which each door answers by its own rule.
+    pub fn parse(choice: &str) -> Option<Decision> {
+        match choice.trim().to_ascii_lowercase().as_str() {
+            "once" | "approve" | "approved" | "allow" => Some(Decision::Once),
+            "session" => Some(Decision::Session),
+            "always" => Some(Decision::Always),
+            "deny" => Some(Decision::Deny),
+            _ => None,
+        }
+    }
+
+    /// The choice's name, as the doors report it back.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Once => "once",
+            Decision::Session => "session",
+            Decision::Always => "always",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
 /// One question put to a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApprovalRequest<'a> {

@@ -22,6 +22,11 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
         &["web", "terminal", "file", "vision", "skills", "clarify"],
     ),
     (
+        "hermes-acp",
+        &[],
+        &["web", "terminal", "file", "vision", "skills"],
+    ),
+    (
         "hermes-api-server",
         &[],
         &["web", "terminal", "file", "vision", "skills"],

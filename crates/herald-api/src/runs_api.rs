@@ -267,7 +267,7 @@ fn event_fields(
             request_id,
             decision,
         } => {
-            json!({"request_id": request_id, "choice": decision_name(decision), "resolved": 1})
+            json!({"request_id": request_id, "choice": decision.name(), "resolved": 1})
         }
         RunEventKind::ClarifyRequested {
             request_id,
@@ -298,24 +298,8 @@ fn event_fields(
     }
 }
 
-fn decision_name(d: Decision) -> &'static str {
-    match d {
-        Decision::Once => "once",
-        Decision::Session => "session",
-        Decision::Always => "always",
-        Decision::Deny => "deny",
-    }
-}
-
 fn parse_choice(v: Option<&Value>) -> Option<Decision> {
-    let choice = v?.as_str()?.trim().to_ascii_lowercase();
-    match choice.as_str() {
-        "once" | "approve" | "approved" | "allow" => Some(Decision::Once),
-        "session" => Some(Decision::Session),
-        "always" => Some(Decision::Always),
-        "deny" => Some(Decision::Deny),
-        _ => None,
-    }
+    Decision::parse(v?.as_str()?)
 }
 
 #[utoipa::path(post, path = "/v1/runs/{run_id}/approval", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = ApprovalRequest, responses((status = 200, description = "Resolved", body = ApprovalAnswer), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "approval_not_active or approval_not_pending", body = ErrorEnvelope)))]
@@ -355,7 +339,7 @@ async fn approve(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiEr
             }
             _ => ApiError::conflict("Nothing is waiting for approval", "approval_not_pending"),
         })?;
-    Ok(Json(json!({"object": "hermes.run.approval_response", "run_id": id, "choice": decision_name(decision), "resolved": resolved})).into_response())
+    Ok(Json(json!({"object": "hermes.run.approval_response", "run_id": id, "choice": decision.name(), "resolved": resolved})).into_response())
 }
 
 #[utoipa::path(post, path = "/v1/runs/{run_id}/stop", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "Stopping, or the finished run's status", body = Stopping), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use herald_acp::AcpServer;
 use herald_config::Home;
-use herald_session::Host;
+use herald_session::{Host, HostBuilder, Platform, toolsets};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -26,10 +26,9 @@ fn resolved_provider(host: &Host) -> Option<String> {
 }
 
 fn check(home: &Home) -> anyhow::Result<ExitCode> {
-    let why = match crate::front_host::interactive_host(home) {
-        Ok(Ok(host)) => return Ok(report(home, &host)),
-        Ok(Err(why)) => why,
-        Err(e) => format!("{e:#}"),
+    let why = match HostBuilder::new(home, Platform::Acp).build() {
+        Ok(built) => return Ok(report(home, &built.host)),
+        Err(why) => why,
     };
     eprintln!("herald ACP check failed: {why}");
     Ok(ExitCode::FAILURE)
@@ -60,22 +59,21 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
     if args.check {
         return check(home);
     }
-    let host = match crate::front_host::interactive_host(home)? {
-        Ok(h) => h,
+    let built = match HostBuilder::new(home, Platform::Acp).build() {
+        Ok(b) => b,
         Err(e) => {
             eprintln!("herald: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
-    let provider = resolved_provider(&host);
+    let provider = resolved_provider(&built.host);
+    let tools = toolsets::resolve(&Platform::Acp.default_toolsets(&built.config)).0;
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
-        host.runtime().start_python_plugins().await;
-        herald_session::reload_on_sighup(vec![host.runtime().clone()]);
-        let server = AcpServer::new(host, crate::front_host::interactive_tools(), provider);
+        let server = AcpServer::new(built.start().await, tools, provider);
         herald_acp::serve(server, agent_client_protocol::Stdio::new())
             .await
             .map_err(|e| anyhow::anyhow!("ACP connection: {e}"))

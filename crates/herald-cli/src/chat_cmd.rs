@@ -3,13 +3,12 @@
 
 use crate::chat_status::StatusLine;
 use anyhow::Context;
-use herald_config::{Config, Home, load_dotenv, process_env};
+use herald_config::Home;
 use herald_session::commands::{self as chat_commands, ChatCommand};
 use herald_session::{
-    Answers, Approver, Decision, Host, ModelChoice, Platform, RunEvent, RunEventKind, RunState,
-    RunStatus, Runtime, Session, SessionError, SessionOptions, toolsets,
+    Answers, Approver, Decision, Host, HostBuilder, ModelChoice, Platform, RunEvent, RunEventKind,
+    RunState, RunStatus, Runtime, Session, SessionError, SessionOptions, toolsets,
 };
-use herald_store::SessionStore;
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -180,26 +179,26 @@ impl Approver for TerminalApprover {
                 .await
                 .unwrap_or_default();
             match answer.trim().to_ascii_lowercase().as_str() {
-                "o" | "once" | "y" | "yes" => Decision::Once,
-                "s" | "session" => Decision::Session,
-                "a" | "always" => Decision::Always,
-                _ => Decision::Deny,
+                "o" | "y" | "yes" => Decision::Once,
+                "s" => Decision::Session,
+                "a" => Decision::Always,
+                other => Decision::parse(other).unwrap_or(Decision::Deny),
             }
         })
     }
 }
 
 pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
-    load_dotenv(home)?;
-    crate::bundled_skills::install_quietly(home);
-    let config = Config::load(home, &process_env)
-        .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
     let choice = ModelChoice {
         model: args.model.as_deref(),
         provider: args.provider.as_deref(),
     };
-    let runtime = match Runtime::build(home, &config, Platform::Cli, choice) {
-        Ok(r) => r,
+    let built = match HostBuilder::new(home, Platform::Cli)
+        .model(choice)
+        .reload_on_sighup(false)
+        .build()
+    {
+        Ok(b) => b,
         Err(e) => {
             eprintln!("herald: {e}");
             return Ok(ExitCode::FAILURE);
@@ -208,35 +207,30 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let requested = args
         .toolsets
         .clone()
-        .unwrap_or_else(|| vec!["hermes-cli".to_owned()]);
+        .unwrap_or_else(|| Platform::Cli.default_toolsets(&built.config));
     let (tool_names, unknown) = toolsets::resolve(&requested);
     for u in &unknown {
         eprintln!("herald: warning: unknown toolset `{u}` ignored");
     }
-    let Some(preloaded) = preload_skills(home, &runtime, &args.skills) else {
+    let Some(preloaded) = preload_skills(home, built.host.runtime(), &args.skills) else {
         return Ok(ExitCode::FAILURE);
-    };
-    let store = SessionStore::open(&home.state_db_file())
-        .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
-    let input = LineInput::new(home);
-    let status = StatusLine::start(!args.quiet && std::io::stderr().is_terminal());
-    let chat = Chat {
-        host: Host::new(Arc::new(runtime), store),
-        tool_names,
-        preloaded,
-        cwd: std::env::current_dir().ok(),
-        max_turns: args.max_turns,
-        yolo: args.yolo,
-        input,
-        status,
-        quiet: args.quiet,
     };
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
-        chat.host.runtime().start_python_plugins().await;
+        let chat = Chat {
+            host: built.start().await,
+            tool_names,
+            preloaded,
+            cwd: std::env::current_dir().ok(),
+            max_turns: args.max_turns,
+            yolo: args.yolo,
+            input: LineInput::new(home),
+            status: StatusLine::start(!args.quiet && std::io::stderr().is_terminal()),
+            quiet: args.quiet,
+        };
         chat.start(args.query, args.resume, args.continue_last)
             .await
     })

@@ -24,7 +24,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     home.create_scripts_dir()
         .with_context(|| format!("cannot create {}", home.scripts_dir().display()))?;
     load_dotenv(home)?;
-    crate::bundled_skills::install_quietly(home);
+    herald_session::bundled_skills::install_quietly(home);
     let first_start = !home.config_file().exists();
     if first_start {
         write_default_config(home)?;
@@ -113,27 +113,36 @@ fn run_template(
     let host = Host::with_client(Arc::new(runtime), store, client.clone(), DEFAULT_MAX_RUNS);
     Ok(RunTemplate {
         host,
-        platform_toolsets: config.platform_toolsets_webhook.clone(),
+        platform_toolsets: config.platform_toolsets.webhook.clone(),
         cwd,
     })
 }
 
 /// Run templates for `/p/<profile>/` events: the profile's own `config.yaml`, model,
-/// skills and SOUL.md under `<home>/profiles/<name>/`.
+/// skills, SOUL.md and Python plugins (reloaded on SIGHUP) under
+/// `<home>/profiles/<name>/`.
 fn profile_templates(home: Home, client: LlmClient) -> ProfileTemplates {
-    Box::new(move |name: &str| {
-        let profile_home = Home::new(home.profiles_dir().join(name));
-        match Config::load(&profile_home, &process_env) {
-            Ok(config) => SessionStore::open(&profile_home.state_db_file())
-                .map_err(anyhow::Error::from)
-                .and_then(|store| run_template(&profile_home, &config, &client, store))
-                .map_err(|e| tracing::warn!(profile = name, "profile model: {e}"))
-                .ok(),
-            Err(e) => {
-                tracing::warn!(profile = name, "profile configuration error: {e}");
-                None
-            }
-        }
+    Box::new(move |name: String| {
+        let home = home.clone();
+        let client = client.clone();
+        Box::pin(async move {
+            let profile_home = Home::new(home.profiles_dir().join(&name));
+            let template = match Config::load(&profile_home, &process_env) {
+                Ok(config) => SessionStore::open(&profile_home.state_db_file())
+                    .map_err(anyhow::Error::from)
+                    .and_then(|store| run_template(&profile_home, &config, &client, store))
+                    .map_err(|e| tracing::warn!(profile = name, "profile model: {e}"))
+                    .ok()?,
+                Err(e) => {
+                    tracing::warn!(profile = name, "profile configuration error: {e}");
+                    return None;
+                }
+            };
+            let runtime = template.host.runtime().clone();
+            runtime.start_python_plugins().await;
+            herald_session::reload_on_sighup(vec![runtime]);
+            Some(template)
+        })
     })
 }
 

@@ -4,12 +4,10 @@
 mod output;
 
 mod acp_cmd;
-mod bundled_skills;
 mod chat_cmd;
 mod chat_status;
 mod config_check;
 mod deliveries_cmd;
-mod front_host;
 mod gateway_cmd;
 mod gateway_status;
 mod hermes_import;

@@ -4,6 +4,7 @@ use anyhow::Context;
 use herald_config::Home;
 use herald_http::ConnectionLimits;
 use herald_rpc::Gateway;
+use herald_session::{HostBuilder, Platform, toolsets};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,26 +20,21 @@ pub struct RpcArgs {
     token: Option<String>,
 }
 
-fn gateway(home: &Home) -> anyhow::Result<Result<Arc<Gateway>, String>> {
-    let host = crate::front_host::interactive_host(home)?;
-    Ok(host.map(|h| Gateway::new(h, crate::front_host::interactive_tools())))
-}
-
 pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
-        let gw = match gateway(home)? {
-            Ok(gw) => gw,
+        let built = match HostBuilder::new(home, Platform::Tui).build() {
+            Ok(b) => b,
             Err(e) => {
                 eprintln!("herald: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         };
-        gw.host.runtime().start_python_plugins().await;
-        herald_session::reload_on_sighup(vec![gw.host.runtime().clone()]);
+        let tools = toolsets::resolve(&Platform::Tui.default_toolsets(&built.config)).0;
+        let gw = Gateway::new(built.start().await, tools);
         match args.ws {
             None => serve_stdio(gw).await,
             Some(addr) => serve_ws(gw, &addr, args.token).await,

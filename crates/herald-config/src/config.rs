@@ -166,6 +166,15 @@ impl Default for WorkerSettings {
 }
 
 /// The whole checked configuration.
+/// The toolsets `platform_toolsets` names for the platforms herald serves (`None`: the
+/// platform's default set).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlatformToolsets {
+    pub cli: Option<Vec<String>>,
+    pub api_server: Option<Vec<String>>,
+    pub webhook: Option<Vec<String>>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub home: Home,
@@ -173,7 +182,8 @@ pub struct Config {
     /// Routes from `config.yaml` (the subscriptions file is loaded separately).
     pub routes: Vec<Route>,
     pub multiplex_profiles: bool,
-    pub platform_toolsets_webhook: Option<Vec<String>>,
+    /// `platform_toolsets.{cli,api_server,webhook}`.
+    pub platform_toolsets: PlatformToolsets,
     /// The OpenAI-compatible API server (`platforms.api_server`, `API_SERVER_*`).
     pub api_server: crate::api_settings::ApiServerSettings,
     /// The model choice (`model`, `providers`, `custom_providers`), typed.
@@ -387,11 +397,17 @@ impl Config {
         if let Some(v) = env("GATEWAY_MULTIPLEX_PROFILES").and_then(|v| parse_bool_text(&v)) {
             multiplex_profiles = v;
         }
-        let platform_toolsets_webhook = doc
-            .get("platform_toolsets")
-            .and_then(|p| p.get("webhook"))
-            .filter(|n| !n.is_null())
-            .and_then(|n| r.string_list(n, "platform_toolsets.webhook"));
+        let mut platform_list = |name: &str| {
+            doc.get("platform_toolsets")
+                .and_then(|p| p.get(name))
+                .filter(|n| !n.is_null())
+                .and_then(|n| r.string_list(n, &format!("platform_toolsets.{name}")))
+        };
+        let platform_toolsets = PlatformToolsets {
+            cli: platform_list("cli"),
+            api_server: platform_list("api_server"),
+            webhook: platform_list("webhook"),
+        };
 
         let mut routes = Vec::new();
         let ctx = RouteContext {
@@ -436,7 +452,7 @@ impl Config {
             webhook,
             routes,
             multiplex_profiles,
-            platform_toolsets_webhook,
+            platform_toolsets,
             platforms,
             model,
             api_server,

@@ -23,8 +23,8 @@ pub mod yaml_errors;
 pub use agent_settings::AgentSettings;
 pub use api_settings::{ApiServerSettings, ModelRoute};
 pub use config::{
-    Config, ConnectionSettings, WebhookSettings, WorkerSettings, load_dotenv, process_env,
-    reload_dotenv,
+    Config, ConnectionSettings, PlatformToolsets, WebhookSettings, WorkerSettings, load_dotenv,
+    process_env, reload_dotenv,
 };
 pub use error::{ConfigError, Problem};
 pub use home::Home;

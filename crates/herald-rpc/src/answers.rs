@@ -6,27 +6,19 @@ use crate::params::{Params, flag, text};
 use herald_session::{Decision, RunError};
 use serde_json::{Value, json};
 
-fn decision(choice: Option<String>) -> Result<Decision, RpcError> {
-    let choice = choice.unwrap_or_else(|| "deny".into()).to_ascii_lowercase();
-    Ok(match choice.as_str() {
-        "once" | "approve" | "approved" | "allow" => Decision::Once,
-        "session" => Decision::Session,
-        "always" => Decision::Always,
-        "deny" => Decision::Deny,
-        other => {
-            return Err(RpcError::new(
-                RpcError::BAD_VALUE,
-                format!("choice must be once, session, always or deny (got {other:?})"),
-            ));
-        }
-    })
+/// An unknown or missing choice denies (the safe answer), as Hermes's gateway does.
+fn decision(choice: Option<String>) -> Decision {
+    choice
+        .as_deref()
+        .and_then(Decision::parse)
+        .unwrap_or(Decision::Deny)
 }
 
 /// `approval.respond`: resolves the session's oldest (or every, with `all`) pending
 /// approval; `{resolved}` counts them.
 pub fn approval(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    let decision = decision(text(p, "choice"))?;
+    let decision = decision(text(p, "choice"));
     let Some(run) = live.run() else {
         return Ok(json!({"resolved": 0}));
     };

@@ -25,6 +25,17 @@ fn host_on(dir: &std::path::Path, base_url: &str) -> Arc<Host> {
 }
 
 fn host_with(dir: &std::path::Path, base_url: &str, plugins: herald_agent::Plugins) -> Arc<Host> {
+    host_owned(dir, base_url, plugins, herald_store::instance::current())
+}
+
+/// A host whose runs are saved as owned by `owner` (a gone one stands for a crashed
+/// process).
+fn host_owned(
+    dir: &std::path::Path,
+    base_url: &str,
+    plugins: herald_agent::Plugins,
+    owner: &str,
+) -> Arc<Host> {
     let home = Home::new(dir);
     let yaml = format!(
         "model:\n  default: m\n  base_url: {base_url}\nterminal:\n  cwd: {}\n",
@@ -34,7 +45,9 @@ fn host_with(dir: &std::path::Path, base_url: &str, plugins: herald_agent::Plugi
     let runtime = Runtime::build(&home, &config, Platform::Cli, ModelChoice::default())
         .unwrap()
         .with_plugins(plugins);
-    let store = SessionStore::open(&dir.join("state.db")).unwrap();
+    let store = SessionStore::open(&dir.join("state.db"))
+        .unwrap()
+        .owned_by(owner);
     Host::new(Arc::new(runtime), store)
 }
 
@@ -442,23 +455,36 @@ async fn rewind_follows_the_confirmation_rules_and_returns_survivor_row_ids() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_status_survives_a_restart() {
-    let f = fixture(vec![
+    let dir = tempfile::tempdir().unwrap();
+    let provider = FakeProvider::start(vec![
         Scripted::text("kept"),
         Scripted::Delayed(Duration::from_secs(30), Box::new(Scripted::text("never"))),
+        Scripted::Delayed(Duration::from_secs(30), Box::new(Scripted::text("never"))),
     ]);
-    let s = f
-        .host
+    let gone = "1:0:a-boot-long-gone";
+    let crashed = host_owned(dir.path(), &provider.base_url, Default::default(), gone);
+    let s = crashed
         .open_session(options(&[], Answers::Nobody))
         .await
         .unwrap();
-    let done = f.host.start_run(&s, "q".into()).unwrap();
+    let done = crashed.start_run(&s, "q".into()).unwrap();
     done.finished().await;
-    let hanging = f.host.start_run(&s, "q2".into()).unwrap();
-    while hanging.status().state != RunState::Running {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    let hanging = crashed.start_run(&s, "q2".into()).unwrap();
+    // A run of a process that still serves the same home (a gateway beside `herald rpc`).
+    let live = host_on(dir.path(), &provider.base_url);
+    let live_session = live
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let serving = live.start_run(&live_session, "q3".into()).unwrap();
+    for run in [&hanging, &serving] {
+        while run.status().state != RunState::Running {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
-    // A new process on the same home: the finished run's answer, the unfinished one failed.
-    let again = host_on(f.dir.path(), &f.provider.base_url);
+    // A new process on the same home: the finished run's answer, the crashed process's
+    // unfinished one failed, the live process's left running.
+    let again = host_on(dir.path(), &provider.base_url);
     assert_eq!(again.recover().await.unwrap(), 1);
     let status = again.run_status(&done.id()).unwrap().unwrap();
     assert_eq!(
@@ -472,8 +498,11 @@ async fn run_status_survives_a_restart() {
     let lost = again.run_status(&hanging.id()).unwrap().unwrap();
     assert_eq!(lost.state, RunState::Failed);
     assert!(lost.error.unwrap().contains("stopped"));
+    let kept = again.run_status(&serving.id()).unwrap().unwrap();
+    assert_eq!(kept.state, RunState::Running);
     assert!(again.run_status("run_nope").unwrap().is_none());
     hanging.interrupt();
+    serving.interrupt();
 }
 
 /// Adds context to the turn's API call and rewrites the final answer.

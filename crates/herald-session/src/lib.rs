@@ -21,6 +21,8 @@
 
 mod answers;
 pub mod approvals;
+pub mod builder;
+pub mod bundled_skills;
 pub mod commands;
 pub mod host;
 pub mod model_options;
@@ -33,6 +35,7 @@ pub mod runtime;
 pub mod sessions;
 
 pub use approvals::{ApprovalPolicy, Attendance};
+pub use builder::{BuildError, Built, HostBuilder};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};

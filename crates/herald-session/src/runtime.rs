@@ -13,26 +13,61 @@ use herald_llm::{Endpoint, RetryConfig};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The surface a runtime serves (for `skills.platform_disabled`, local file access).
+/// The surface a runtime serves, by Hermes's platform names: what plugins are told, which
+/// `skills.platform_disabled` list applies, which tools its sessions get by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Platform {
+    /// `herald chat`.
     Cli,
-    Webhook,
-    /// The OpenAI-compatible HTTP API (and the other programmatic front doors).
+    /// `herald rpc` (Hermes's TUI gateway).
+    Tui,
+    /// `herald acp`.
+    Acp,
+    /// The OpenAI-compatible HTTP API.
     Api,
+    /// Webhook-started runs.
+    Webhook,
 }
 
 impl Platform {
     pub fn name(self) -> &'static str {
         match self {
             Platform::Cli => "cli",
-            Platform::Webhook => "webhook",
+            Platform::Tui => "tui",
+            Platform::Acp => "acp",
             Platform::Api => "api_server",
+            Platform::Webhook => "webhook",
         }
     }
-    /// Webhook runs read only URLs with `vision_analyze`, never local files.
+
+    /// The toolsets a session of this platform gets when its caller names none:
+    /// `platform_toolsets.cli` for `cli` and `tui` (as Hermes's TUI gateway resolves
+    /// them), `hermes-acp` for ACP, `platform_toolsets.api_server` for the API, each
+    /// falling back to its `hermes-<platform>` set. Webhook runs take their route's grant
+    /// instead (`toolsets::webhook_tools`); this is their narrow default.
+    pub fn default_toolsets(self, config: &Config) -> Vec<String> {
+        let configured = match self {
+            Platform::Cli | Platform::Tui => config.platform_toolsets.cli.clone(),
+            Platform::Api => config.platform_toolsets.api_server.clone(),
+            Platform::Webhook => config.platform_toolsets.webhook.clone(),
+            Platform::Acp => None,
+        };
+        let default = match self {
+            Platform::Cli | Platform::Tui => "hermes-cli",
+            Platform::Acp => "hermes-acp",
+            Platform::Api => "hermes-api-server",
+            Platform::Webhook => "hermes-webhook",
+        };
+        configured
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| vec![default.to_owned()])
+    }
+
+    /// Whether `vision_analyze` may read local files. Hermes reads any host path under
+    /// the local terminal backend on every platform; herald keeps webhook runs, started
+    /// by outside senders, to URLs.
     fn allow_local_files(self) -> bool {
-        self == Platform::Cli
+        self != Platform::Webhook
     }
 }
 

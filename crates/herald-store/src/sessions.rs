@@ -13,7 +13,7 @@ use crate::{
 pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 const MIGRATIONS: &[&str] = &[
     // 1: sessions and messages (a subset of Hermes's columns, same names).
@@ -90,6 +90,9 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX IF NOT EXISTS idx_herald_responses_used ON herald_responses(used_at);
     CREATE INDEX IF NOT EXISTS idx_herald_responses_conversation ON herald_responses(conversation, created_at);",
+    // 4: the process that runs a run (`instance::current`), so recovery leaves the runs
+    // of a process that still serves alone.
+    "ALTER TABLE herald_runs ADD COLUMN owner TEXT;",
 ];
 
 /// A message row as stored.
@@ -249,6 +252,8 @@ fn insert_session(conn: &Connection, s: &NewSession, or_ignore: bool) -> rusqlit
 pub struct SessionStore {
     tx: mpsc::Sender<crate::writer::Command>,
     path: PathBuf,
+    /// The instance id written as the owner of each run saved ([`crate::instance`]).
+    owner: Arc<str>,
 }
 
 impl SessionStore {
@@ -260,7 +265,15 @@ impl SessionStore {
         Ok(SessionStore {
             tx,
             path: path.to_path_buf(),
+            owner: Arc::from(crate::instance::current()),
         })
+    }
+
+    /// This store, saving runs as owned by `owner` instead of this process: how a test
+    /// stands for a process that is gone (an owner that names no live process).
+    pub fn owned_by(mut self, owner: &str) -> SessionStore {
+        self.owner = Arc::from(owner);
+        self
     }
 
     async fn write<T: Send + 'static>(
@@ -343,13 +356,14 @@ impl SessionStore {
         usage: (i64, i64, i64),
         run: Option<RunRow>,
     ) -> Result<(), StoreError> {
+        let owner = self.owner.clone();
         self.write(move |c| {
             c.prepare_cached(
                 "UPDATE sessions SET api_call_count = api_call_count + ?2, input_tokens = input_tokens + ?3, output_tokens = output_tokens + ?4 WHERE id = ?1",
             )?
             .execute(params![session_id, usage.0, usage.1, usage.2])?;
             match run {
-                Some(run) => upsert_run(c, &run),
+                Some(run) => upsert_run(c, &run, &owner),
                 None => Ok(()),
             }
         })
@@ -398,18 +412,34 @@ impl SessionStore {
 
     /// Keeps a run's state (inserted or replaced).
     pub async fn save_run(&self, run: RunRow) -> Result<(), StoreError> {
-        self.write(move |c| upsert_run(c, &run)).await
+        let owner = self.owner.clone();
+        self.write(move |c| upsert_run(c, &run, &owner)).await
     }
 
     /// Runs left unfinished by a process that ended (`running`, `waiting_for_approval`
-    /// ...) are marked `failed` with `why`; returns how many.
+    /// ...) are marked `failed` with `why`; runs whose owner still runs (another herald
+    /// serving the same home) are left alone. Returns how many were marked.
     pub async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError> {
         self.write(move |c| {
-            c.execute(
-                "UPDATE herald_runs SET status = 'failed', error = ?1, updated_at = ?2
-                 WHERE status NOT IN ('completed', 'failed', 'cancelled')",
-                params![why, now_secs()],
-            )
+            let owners: Vec<Option<String>> = c
+                .prepare(
+                    "SELECT DISTINCT owner FROM herald_runs
+                     WHERE status NOT IN ('completed', 'failed', 'cancelled')",
+                )?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut failed = 0;
+            for owner in owners {
+                if owner.as_deref().is_some_and(crate::instance::is_alive) {
+                    continue;
+                }
+                failed += c.execute(
+                    "UPDATE herald_runs SET status = 'failed', error = ?1, updated_at = ?2
+                     WHERE status NOT IN ('completed', 'failed', 'cancelled') AND owner IS ?3",
+                    params![why, now_secs(), owner],
+                )?;
+            }
+            Ok(failed)
         })
         .await
     }
@@ -420,12 +450,12 @@ impl SessionStore {
     }
 }
 
-fn upsert_run(c: &Connection, run: &RunRow) -> rusqlite::Result<()> {
+fn upsert_run(c: &Connection, run: &RunRow, owner: &str) -> rusqlite::Result<()> {
     c.prepare_cached(
-        "INSERT OR REPLACE INTO herald_runs (id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "INSERT OR REPLACE INTO herald_runs (id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens, owner)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
-    .execute(params![run.id, run.session_id, run.status, run.model, run.created_at, run.updated_at, run.last_event, run.output, run.error, run.pending_steer, run.input_tokens, run.output_tokens])
+    .execute(params![run.id, run.session_id, run.status, run.model, run.created_at, run.updated_at, run.last_event, run.output, run.error, run.pending_steer, run.input_tokens, run.output_tokens, owner])
     .map(|_| ())
 }
 
@@ -898,7 +928,10 @@ mod tests {
     async fn runs_are_kept_and_unfinished_ones_fail_after_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
-        let store = SessionStore::open(&path).unwrap();
+        let store = SessionStore::open(&path)
+            .unwrap()
+            .owned_by("1:0:a-gone-boot");
+        let live = SessionStore::open(&path).unwrap();
         let run = |id: &str, status: &str| RunRow {
             id: id.into(),
             session_id: "s".into(),
@@ -911,6 +944,8 @@ mod tests {
         };
         store.save_run(run("r1", "completed")).await.unwrap();
         store.save_run(run("r2", "running")).await.unwrap();
+        // A run of a process that still serves the same home is left alone.
+        live.save_run(run("r4", "running")).await.unwrap();
         drop(store);
         let again = SessionStore::open(&path).unwrap();
         assert_eq!(
@@ -928,5 +963,6 @@ mod tests {
             ("failed", Some("herald restarted"))
         );
         assert!(r.run("r3").unwrap().is_none());
+        assert_eq!(r.run("r4").unwrap().unwrap().status, "running");
     }
 }

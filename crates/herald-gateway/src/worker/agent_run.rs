@@ -18,8 +18,15 @@ pub struct RunTemplate {
 }
 
 /// Builds the run template of a named profile (`<home>/profiles/<name>`: its config,
-/// model, skills); `None` when the profile has no usable model.
-pub type ProfileTemplates = Box<dyn Fn(&str) -> Option<RunTemplate> + Send + Sync>;
+/// model, skills, Python plugins); `None` when the profile has no usable model.
+pub type ProfileTemplates = Box<
+    dyn Fn(
+            String,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<RunTemplate>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// What one agent run came to.
 pub(super) enum RunOutcome {
@@ -31,28 +38,29 @@ pub(super) enum RunOutcome {
 
 /// The template for an event's profile: the default one, or the named profile's (built
 /// once; a profile without a usable model runs with the default, warned once).
-fn template_for(shared: &Shared, profile: Option<&str>) -> Arc<RunTemplate> {
+async fn template_for(shared: &Shared, profile: Option<&str>) -> Arc<RunTemplate> {
     let (Some(name), Some(make)) = (profile.filter(|p| *p != "default"), &shared.profiles) else {
         return shared.template.clone();
     };
-    let Ok(mut cache) = shared.profile_cache.lock() else {
-        return shared.template.clone();
-    };
-    let built = cache.entry(name.to_owned()).or_insert_with(|| {
-        let t = make(name).map(Arc::new);
-        if t.is_none() {
-            tracing::warn!(
-                profile = name,
-                "profile has no usable model; its webhook runs use the default profile's"
-            );
-        }
-        t
-    });
-    built.clone().unwrap_or_else(|| shared.template.clone())
+    // Held while a profile is first built, so each is built (and its plugins started)
+    // once.
+    let mut cache = shared.profile_cache.lock().await;
+    if let Some(built) = cache.get(name) {
+        return built.clone().unwrap_or_else(|| shared.template.clone());
+    }
+    let t = make(name.to_owned()).await.map(Arc::new);
+    if t.is_none() {
+        tracing::warn!(
+            profile = name,
+            "profile has no usable model; its webhook runs use the default profile's"
+        );
+    }
+    cache.insert(name.to_owned(), t.clone());
+    t.unwrap_or_else(|| shared.template.clone())
 }
 
 pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutcome {
-    let template = template_for(shared, item.profile.as_deref());
+    let template = template_for(shared, item.profile.as_deref()).await;
     let t = &*template;
     let runtime = t.host.runtime();
     let session_id = format!("webhook:{}:{}", item.route, item.delivery_id);

@@ -38,7 +38,7 @@ struct Shared {
     template: Arc<RunTemplate>,
     profiles: Option<ProfileTemplates>,
     /// Profile templates built so far (`None`: the profile falls back to the default).
-    profile_cache: Mutex<HashMap<String, Option<Arc<RunTemplate>>>>,
+    profile_cache: tokio::sync::Mutex<HashMap<String, Option<Arc<RunTemplate>>>>,
     /// The limits as configured (the config reader checked their ranges).
     settings: WorkerSettings,
     backoff: Backoff,
@@ -76,7 +76,7 @@ impl Workers {
             gateway,
             template: Arc::new(template),
             profiles,
-            profile_cache: Mutex::new(HashMap::new()),
+            profile_cache: tokio::sync::Mutex::new(HashMap::new()),
             settings: settings.clone(),
             backoff: Backoff::from_settings(settings),
             handles: Mutex::new(HashMap::new()),
