@@ -45,7 +45,7 @@ pub(super) async fn post_json(h: &Herald, path: &str, body: Value) -> (StatusCod
 }
 
 /// GETs `path` with the key; the status and JSON answer.
-async fn get_json(h: &Herald, path: &str) -> (StatusCode, Value) {
+pub(super) async fn get_json(h: &Herald, path: &str) -> (StatusCode, Value) {
     json_of(call(h, "GET", path, None, &[]).await).await
 }
 

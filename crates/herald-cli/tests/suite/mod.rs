@@ -12,6 +12,7 @@ mod hostile;
 mod inbox_cli;
 mod ingress;
 mod plugins;
+mod recovery;
 mod rpc;
 mod setup;
 mod signatures;
