@@ -11,6 +11,7 @@ mod first_contact;
 mod hostile;
 mod inbox_cli;
 mod ingress;
+mod platforms;
 mod plugins;
 mod recovery;
 mod rpc;
