@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
@@ -70,6 +71,8 @@ pub struct EditGate {
     /// Each edit call's file before it ran, by the provider's call id.
     snapshots: Mutex<HashMap<String, Option<String>>>,
     cx: ConnectionTo<Client>,
+    /// How long an edit waits for the IDE's answer (`approvals.timeout`).
+    within: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -77,13 +80,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl EditGate {
-    pub fn new(cx: ConnectionTo<Client>) -> Arc<EditGate> {
+    pub fn new(cx: ConnectionTo<Client>, within: Duration) -> Arc<EditGate> {
         Arc::new(EditGate {
             session_id: Mutex::new(String::new()),
             cwd: Mutex::new(PathBuf::new()),
             policy: Mutex::new(EditPolicy::default()),
             snapshots: Mutex::new(HashMap::new()),
             cx,
+            within,
         })
     }
 
@@ -153,7 +157,7 @@ impl EditGate {
             PermissionOption::new("deny", "Deny", PermissionOptionKind::RejectOnce),
         ];
         let request = RequestPermissionRequest::new(lock(&self.session_id).clone(), call, options);
-        crate::permission::selected(&self.cx, request)
+        crate::permission::selected(&self.cx, request, self.within)
             .await
             .as_deref()
             == Some("allow_once")

@@ -1,6 +1,6 @@
 //! Dangerous commands asked of the IDE (acp.md §5): `session/request_permission` with
-//! the spec's options, the outcome mapped onto the host's decisions; 60 s without an
-//! answer is a deny.
+//! the spec's options, the outcome mapped onto the host's decisions; no answer within
+//! `approvals.timeout` (60 s by default) is a deny.
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -13,7 +13,6 @@ use herald_session::Decision;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-const ANSWER_WITHIN: Duration = Duration::from_secs(60);
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 fn options() -> Vec<PermissionOption> {
@@ -57,6 +56,7 @@ pub async fn ask(
     session_id: &str,
     command: &str,
     reason: &str,
+    within: Duration,
 ) -> Decision {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let text = ContentBlock::Text(TextContent::new(format!("{reason}\n$ {command}")));
@@ -67,18 +67,19 @@ pub async fn ask(
         .content(vec![ToolCallContent::from(text)]);
     let call = ToolCallUpdate::new(format!("perm-check-{n}"), fields);
     let request = RequestPermissionRequest::new(session_id.to_owned(), call, options());
-    selected(cx, request)
+    selected(cx, request, within)
         .await
         .map_or(Decision::Deny, |option| decision(&option))
 }
 
-/// The option the IDE selected; `None` for a cancel, an error or 60 s of silence.
+/// The option the IDE selected; `None` for a cancel, an error or silence for `within`.
 pub async fn selected(
     cx: &ConnectionTo<Client>,
     request: RequestPermissionRequest,
+    within: Duration,
 ) -> Option<String> {
     let answer = cx.send_request(request).block_task();
-    match tokio::time::timeout(ANSWER_WITHIN, answer).await {
+    match tokio::time::timeout(within, answer).await {
         Ok(Ok(r)) => match r.outcome {
             RequestPermissionOutcome::Selected(s) => Some(s.option_id.to_string()),
             _ => None,

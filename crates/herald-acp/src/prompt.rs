@@ -167,7 +167,8 @@ async fn turn(
                 command,
                 reason,
             } => {
-                let decision = permission::ask(cx, &id, &command, &reason).await;
+                let within = server.host.runtime().approvals.answer_within();
+                let decision = permission::ask(cx, &id, &command, &reason, within).await;
                 let _ = run.approve(Some(&request_id), decision, false);
             }
             RunEventKind::ClarifyRequested { request_id, .. } => {

@@ -64,7 +64,7 @@ impl AcpServer {
     ) -> AcpResult<WithModels<NewSessionResponse>> {
         self.room()?;
         unused_mcp_servers(request.mcp_servers.len());
-        let gate = EditGate::new(cx.clone());
+        let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         let session = self
             .host
             .open_session(self.options(&request.cwd, &gate))
@@ -93,7 +93,7 @@ impl AcpServer {
             return Ok(Some(live));
         }
         self.room()?;
-        let gate = EditGate::new(cx.clone());
+        let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         match self.host.resume_session(id, self.options(cwd, &gate)).await {
             Ok(session) => self.add(session, gate).map(Some),
             Err(SessionError::NotFound(_)) => Ok(None),
@@ -111,7 +111,7 @@ impl AcpServer {
         if let Some(live) = self.load(id, cwd, cx).await? {
             return Ok(live);
         }
-        let gate = EditGate::new(cx.clone());
+        let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         let mut options = self.options(cwd, &gate);
         options.id = Some(id.to_owned());
         let session = self.host.open_session(options).await.map_err(internal)?;
@@ -127,7 +127,7 @@ impl AcpServer {
     ) -> AcpResult<Option<Arc<AcpSession>>> {
         self.room()?;
         let parent = request.session_id.to_string();
-        let gate = EditGate::new(cx.clone());
+        let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         if let Some(live) = self.session(&parent) {
             gate.set_policy(live.gate.policy());
         }

@@ -204,12 +204,15 @@ fn has_shell_operators(command: &str) -> bool {
         .any(|op| command.contains(op))
 }
 
+/// How long an approval waits for its answer when `approvals.timeout` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl Approvals {
     pub fn new(yolo: bool, deny: Vec<String>, approver: Option<Box<dyn Approver>>) -> Self {
         Approvals {
             yolo,
             deny,
-            timeout: Duration::from_secs(60),
+            timeout: DEFAULT_TIMEOUT,
             allowlist: Mutex::new(Vec::new()),
             persist_always: None,
             approver,

@@ -12,7 +12,7 @@ pub mod tool;
 pub mod toolsets;
 pub mod turn;
 
-pub use approval::{ApprovalRequest, Approvals, Approver, Decision, Verdict};
+pub use approval::{ApprovalRequest, Approvals, Approver, DEFAULT_TIMEOUT, Decision, Verdict};
 pub use event::AgentEvent;
 pub use plugins::{Ask, Notice, Observer, Plugins};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};

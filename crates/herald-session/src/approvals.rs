@@ -45,6 +45,11 @@ impl ApprovalPolicy {
         }
     }
 
+    /// How long a surface waits for a human's answer: `approvals.timeout`, else 60 s.
+    pub fn answer_within(&self) -> Duration {
+        self.timeout.unwrap_or(herald_agent::DEFAULT_TIMEOUT)
+    }
+
     /// The approval state of one session on a surface.
     pub fn approvals(&self, attendance: Attendance) -> Approvals {
         let (approver, attended) = match attendance {

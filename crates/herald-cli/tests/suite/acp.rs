@@ -741,3 +741,74 @@ async fn modes_gate_edits_the_model_switches_and_a_fork_keeps_the_history() {
         "the fork holds the parent's history: {forked}"
     );
 }
+
+/// `herald acp` over a raw pipe: JSON lines written and read by hand, for what the
+/// SDK's client does not do (leave a permission request unanswered, be killed).
+pub(super) struct RawAcp {
+    pub child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    /// Every message read that was not the answer waited for.
+    pub others: Vec<serde_json::Value>,
+}
+
+impl RawAcp {
+    pub async fn start(home: &Path) -> RawAcp {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(BIN)
+            .arg("acp")
+            .env("HERALD_HOME", home)
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        RawAcp {
+            child,
+            stdin,
+            lines,
+            others: Vec::new(),
+        }
+    }
+
+    pub async fn send(&mut self, id: u64, method: &str, params: serde_json::Value) {
+        use tokio::io::AsyncWriteExt;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let bytes = format!("{line}\n");
+        self.stdin.write_all(bytes.as_bytes()).await.unwrap();
+    }
+
+    /// The result of request `id` (an error fails the test); what came before is kept.
+    pub async fn answer(&mut self, id: u64) -> serde_json::Value {
+        loop {
+            let line = self.lines.next_line().await.unwrap().expect("acp ended");
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id && v.get("method").is_none() {
+                assert!(v.get("error").is_none(), "{v}");
+                return v["result"].clone();
+            }
+            self.others.push(v);
+        }
+    }
+
+    /// Initializes the connection and opens a session in `cwd`; its id.
+    pub async fn open_session(&mut self, cwd: &Path) -> String {
+        self.send(1, "initialize", json!({"protocolVersion": 1}))
+            .await;
+        self.answer(1).await;
+        self.send(2, "session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await;
+        let id = self.answer(2).await["sessionId"].clone();
+        id.as_str().unwrap().to_owned()
+    }
+
+    /// Sends prompt `text` to `session` as request `id`.
+    pub async fn prompt(&mut self, id: u64, session: &str, text: &str) {
+        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+        self.send(id, "session/prompt", params).await;
+    }
+}

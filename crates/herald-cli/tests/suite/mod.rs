@@ -1,6 +1,7 @@
 mod acp;
 mod agent_runs;
 mod api;
+mod approval_timeouts;
 mod chat;
 mod config_start;
 mod crash;

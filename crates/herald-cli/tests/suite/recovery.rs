@@ -1,18 +1,17 @@
 //! Runs cut off by a crash: `herald rpc` and `herald acp` mark their own dead runs
 //! failed when they start again, and leave a live gateway's run beside them alone.
 
+use super::acp::RawAcp;
 use super::api::{api_config, post_json};
 use super::rpc::Piped;
-use super::support::{BIN, Herald};
+use super::support::Herald;
 use herald_test_support::{FakeProvider, Scripted};
 use serde_json::json;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The runs in `state.db`: the source of their session and their status, in order.
-fn runs(home: &Path) -> Vec<(String, String)> {
+pub(super) fn runs(home: &Path) -> Vec<(String, String)> {
     let db = home.join("state.db");
     let script = "import sqlite3, sys, json\n\
         c = sqlite3.connect(sys.argv[1])\n\
@@ -42,45 +41,6 @@ async fn until_runs(home: &Path, n: usize) {
     panic!("state.db never held {n} runs: {:?}", runs(home));
 }
 
-/// `herald acp` on `home` over a raw pipe, given one prompt; the process.
-async fn acp_mid_prompt(home: &Path, cwd: &Path) -> tokio::process::Child {
-    let mut child = tokio::process::Command::new(BIN)
-        .arg("acp")
-        .env("HERALD_HOME", home)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut ask = async |id: u64, method: &str, params: serde_json::Value| {
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .unwrap();
-    };
-    let mut answer = async |id: u64| loop {
-        let line = lines.next_line().await.unwrap().expect("acp ended");
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if v["id"] == id {
-            assert!(v.get("error").is_none(), "{v}");
-            return v["result"].clone();
-        }
-    };
-    ask(1, "initialize", json!({"protocolVersion": 1})).await;
-    answer(1).await;
-    ask(2, "session/new", json!({"cwd": cwd, "mcpServers": []})).await;
-    let session = answer(2).await["sessionId"].clone();
-    let prompt = json!({"sessionId": session, "prompt": [{"type": "text", "text": "slow"}]});
-    ask(3, "session/prompt", prompt).await;
-    child.stdin = Some(stdin);
-    child
-}
-
 #[tokio::test]
 async fn a_killed_rpc_or_acp_run_fails_on_the_next_start_and_a_live_gateway_run_is_left() {
     let slow = || Scripted::Delayed(Duration::from_secs(30), Box::new(Scripted::text("late")));
@@ -103,7 +63,9 @@ async fn a_killed_rpc_or_acp_run_fails_on_the_next_start_and_a_live_gateway_run_
 
     // `herald acp` starts (recovering the dead rpc's run), and is killed in its turn.
     let cwd = tempfile::tempdir().unwrap();
-    let mut acp = acp_mid_prompt(&home, cwd.path()).await;
+    let mut acp = RawAcp::start(&home).await;
+    let session = acp.open_session(cwd.path()).await;
+    acp.prompt(3, &session, "slow").await;
     until_runs(&home, 3).await;
     let statuses: Vec<String> = runs(&home).into_iter().map(|(_, s)| s).collect();
     assert_eq!(
@@ -112,7 +74,7 @@ async fn a_killed_rpc_or_acp_run_fails_on_the_next_start_and_a_live_gateway_run_
         "{:?}",
         runs(&home)
     );
-    acp.kill().await.unwrap();
+    acp.child.kill().await.unwrap();
 
     // `herald rpc` again: the dead acp run is failed, the gateway's is still live.
     let mut again = Piped::start(&home);
