@@ -4,10 +4,10 @@
 use crate::chat_status::StatusLine;
 use anyhow::Context;
 use herald_config::Home;
-use herald_session::commands::{self as chat_commands, ChatCommand};
 use herald_session::{
-    Answers, Approver, Decision, Host, HostBuilder, ModelChoice, Platform, RunEvent, RunEventKind,
-    RunState, RunStatus, Runtime, Session, SessionError, SessionOptions, toolsets,
+    Answers, Approver, Conversation, Decision, Host, HostBuilder, ModelChoice, Platform, Reply,
+    RunEvent, RunEventKind, RunState, RunStatus, Runtime, Session, SessionError, SessionOptions,
+    toolsets,
 };
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -425,8 +425,9 @@ impl Chat {
     /// An interactive session: each line is a turn or a slash command (`/help` lists
     /// them). Ctrl-C stops a running turn and keeps what it produced; at an empty
     /// prompt, Ctrl-C twice or Ctrl-D leaves. Line editing and history on a terminal.
-    async fn interactive(&self, mut session: Session) -> anyhow::Result<ExitCode> {
+    async fn interactive(&self, session: Session) -> anyhow::Result<ExitCode> {
         eprintln!("herald chat — /help for commands, /quit to leave");
+        let conversation = Conversation::new(self.host.clone(), session);
         let ctrl_c = CtrlC::watch();
         loop {
             let line = match self.input.read_input("› ".to_owned()).await {
@@ -441,70 +442,58 @@ impl Chat {
             if line.is_empty() {
                 continue;
             }
-            let prompt = match self.command(&line, &mut session).await? {
+            let prompt = match self.command(&line, &conversation).await? {
                 Next::Send(prompt) => prompt,
                 Next::Stay => continue,
                 Next::Quit => return Ok(ExitCode::SUCCESS),
             };
             ctrl_c.turn_running(true);
-            let turn = self.one_turn(&session, prompt).await;
+            let turn = self.one_turn(&conversation.session(), prompt).await;
             ctrl_c.turn_running(false);
             turn?;
         }
     }
 
-    /// Answers a slash command here, or gives the text to send to the model.
-    async fn command(&self, line: &str, session: &mut Session) -> anyhow::Result<Next> {
-        // Only a slash command needs the installed skills (each is a command).
-        let skills = &self.host.runtime().skills;
-        let installed = if line.starts_with('/') {
-            skills.discover()
-        } else {
-            Vec::new()
+    /// Answers a slash command from the session's command table, or gives the text to
+    /// send to the model.
+    async fn command(&self, line: &str, conversation: &Conversation) -> anyhow::Result<Next> {
+        if !line.starts_with('/') {
+            return Ok(Next::Send(line.to_owned()));
+        }
+        let reply = match conversation.command(line) {
+            Ok(reply) => reply,
+            Err(e) => {
+                eprintln!("herald: {e}");
+                return Ok(Next::Stay);
+            }
         };
-        match chat_commands::parse(line, &installed) {
-            ChatCommand::Prompt(p) => return Ok(Next::Send(p)),
-            ChatCommand::Skill { name, text } => {
-                let message = skills.invocation_message(&[name], &text, session.id()).0;
-                return Ok(Next::Send(message));
+        match reply {
+            Reply::NotACommand => return Ok(Next::Send(line.to_owned())),
+            Reply::Send(message) => return Ok(Next::Send(message)),
+            Reply::Quit => return Ok(Next::Quit),
+            Reply::Output(text) => eprintln!("{text}"),
+            Reply::ModelSwitched(model) => {
+                eprintln!("(model switched to {model} for this session)")
             }
-            ChatCommand::Quit => return Ok(Next::Quit),
-            ChatCommand::Help => eprintln!("{}", chat_commands::help_text(&installed)),
-            ChatCommand::Unknown(word) => eprintln!(
-                "herald: unknown command /{word} (nothing was sent to the model)\n{}",
-                chat_commands::help_text(&installed)
-            ),
-            ChatCommand::New => {
-                *session = self.host.open_session(self.options()).await?;
+            Reply::Unknown { word, help } => {
+                eprintln!("herald: unknown command /{word} (nothing was sent to the model)\n{help}")
+            }
+            Reply::New => {
+                let session = self.host.open_session(self.options()).await?;
                 eprintln!("session_id: {}", session.id());
+                conversation.set_session(session);
             }
-            ChatCommand::Resume(id) => match self.host.resume_session(&id, self.options()).await {
-                Ok(s) => {
-                    *session = s;
-                    eprintln!(
-                        "session_id: {} ({} messages)",
-                        session.id(),
-                        session.history().len()
-                    );
+            Reply::Resume(id) => match self.host.resume_session(&id, self.options()).await {
+                Ok(session) => {
+                    let n = session.history().len();
+                    eprintln!("session_id: {} ({n} messages)", session.id());
+                    conversation.set_session(session);
                 }
                 Err(SessionError::NotFound(_)) => eprintln!("herald: no session with id {id}"),
                 Err(e) => eprintln!("herald: cannot read the session store: {e}"),
             },
-            ChatCommand::Model(spec) => self.switch_model(session, &spec),
         }
         Ok(Next::Stay)
-    }
-
-    fn switch_model(&self, session: &Session, spec: &str) {
-        if spec.is_empty() {
-            let model = session.endpoint().map(|e| e.model).unwrap_or_default();
-            eprintln!("model: {model}");
-            return;
-        }
-        match self.host.switch_model(session, spec) {
-            Ok(model) => eprintln!("(model switched to {model} for this session)"),
-            Err(e) => eprintln!("herald: {e}"),
-        }
     }
 }
 

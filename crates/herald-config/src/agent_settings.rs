@@ -56,6 +56,8 @@ pub struct AgentSettings {
     pub plugins_startup_timeout_secs: Option<u64>,
     /// `plugins.host.pre_tool_call_when_down`: `block` (the default) or `allow`.
     pub plugins_pre_tool_call_when_down: Option<String>,
+    /// `max_live_sessions`: conversations a front door holds live at once (`None`: 16).
+    pub max_live_sessions: Option<usize>,
 }
 
 /// Reads the agent settings from the top-level document; problems go to `r`.
@@ -108,6 +110,11 @@ pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
         plugins_enabled: list(r, "plugins", "enabled"),
         plugins_disabled: list(r, "plugins", "disabled"),
         plugins_python: text(r, "plugins", "python").filter(|p| !p.is_empty()),
+        max_live_sessions: doc
+            .get("max_live_sessions")
+            .filter(|n| !n.is_null())
+            .and_then(|n| r.int(n, "max_live_sessions", 1, 4096))
+            .and_then(|v| usize::try_from(v).ok()),
         plugins_callback_timeout_secs: host_int(r, doc, "callback_timeout"),
         plugins_startup_timeout_secs: host_int(r, doc, "startup_timeout"),
         plugins_pre_tool_call_when_down: doc

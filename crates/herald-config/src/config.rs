@@ -37,6 +37,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "security",
     "skills",
     "plugins",
+    "max_live_sessions",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];

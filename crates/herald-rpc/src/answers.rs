@@ -19,7 +19,7 @@ fn decision(choice: Option<String>) -> Decision {
 pub fn approval(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let decision = decision(text(p, "choice"));
-    let Some(run) = live.run() else {
+    let Some(run) = live.conversation.run() else {
         return Ok(json!({"resolved": 0}));
     };
     let request = text(p, "request_id");
@@ -39,7 +39,7 @@ pub fn clarify(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         .unwrap_or_default()
         .to_owned();
     for live in gw.live_sessions() {
-        if let Some(run) = live.run()
+        if let Some(run) = live.conversation.run()
             && run.clarify(&request, answer.clone()).is_ok()
         {
             return Ok(json!({"status": "ok"}));

@@ -4,8 +4,9 @@
 use crate::errors::RpcError;
 use crate::gateway::{Gateway, Live};
 use crate::params::{Params, required, text};
-use herald_session::commands::{self, BUILT_INS, ChatCommand};
+use herald_session::commands::BUILT_INS;
 use herald_session::skills;
+use herald_session::{Reply, SwitchRefused};
 use serde_json::{Value, json};
 
 /// Aliases and the command they stand for.
@@ -62,50 +63,33 @@ pub fn resolve(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
 }
 
-/// Switches `live`'s model to `spec` (kept for its later turns); the model's name.
-fn switch_model(gw: &Gateway, live: &Live, spec: &str) -> Result<String, RpcError> {
-    if live.busy() {
-        return Err(RpcError::new(RpcError::BUSY, "session busy"));
+/// A refused model switch as the gateway answers it: busy, or a bad value.
+fn refused(e: SwitchRefused) -> RpcError {
+    match e {
+        SwitchRefused::Busy => RpcError::new(RpcError::BUSY, "session busy"),
+        other => RpcError::new(RpcError::BAD_VALUE, other.to_string()),
     }
-    gw.host
-        .switch_model(&live.session(), spec)
-        .map_err(|e| RpcError::new(RpcError::BAD_VALUE, e.to_string()))
 }
 
 /// Runs one slash line on a live session; a model switch is announced as `session.info`.
 async fn run_line(gw: &Gateway, live: &Live, line: &str) -> Result<Value, RpcError> {
-    let answer = answer_line(gw, live, line)?;
+    let answer = answer_line(live, line)?;
     if answer.get("model").is_some() {
         crate::sessions::announce(gw, live).await;
     }
     Ok(answer)
 }
 
-fn answer_line(gw: &Gateway, live: &Live, line: &str) -> Result<Value, RpcError> {
-    let installed = gw.host.runtime().skills.discover();
-    match commands::parse(line, &installed) {
-        ChatCommand::Model(spec) if spec.is_empty() => {
-            let model = live
-                .session()
-                .endpoint()
-                .map(|e| e.model)
-                .unwrap_or_default();
-            Ok(json!({"type": "exec", "output": format!("Model: {model}")}))
-        }
-        ChatCommand::Model(spec) => {
-            let model = switch_model(gw, live, &spec)?;
-            Ok(
-                json!({"type": "exec", "output": format!("Model switched to {model} for this session."), "model": model}),
-            )
-        }
-        ChatCommand::Help => Ok(json!({"type": "exec", "output": commands::help_text(&installed)})),
-        ChatCommand::Skill { name, text } => {
-            let body = gw.host.runtime().skills.load(&name).unwrap_or_default();
-            let message = format!("# Skill: {name}\n{body}\n\n{text}");
-            Ok(json!({"type": "send", "message": message}))
-        }
-        ChatCommand::Prompt(_) => Err(RpcError::new(RpcError::MALFORMED, "not a slash command")),
-        _ => Err(RpcError::new(
+/// The session's command table answers; the gateway runs what is not client-side.
+fn answer_line(live: &Live, line: &str) -> Result<Value, RpcError> {
+    match live.conversation.command(line).map_err(refused)? {
+        Reply::Output(output) => Ok(json!({"type": "exec", "output": output})),
+        Reply::ModelSwitched(model) => Ok(
+            json!({"type": "exec", "output": format!("Model switched to {model} for this session."), "model": model}),
+        ),
+        Reply::Send(message) => Ok(json!({"type": "send", "message": message})),
+        Reply::NotACommand => Err(RpcError::new(RpcError::MALFORMED, "not a slash command")),
+        Reply::New | Reply::Resume(_) | Reply::Quit | Reply::Unknown { .. } => Err(RpcError::new(
             RpcError::NOT_IN_HISTORY,
             "not a quick/plugin/bundle/skill command",
         )),
@@ -141,7 +125,7 @@ pub fn config_get(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
             let session_model = gw
                 .live(p)
                 .ok()
-                .and_then(|l| l.session().endpoint())
+                .and_then(|l| l.conversation.session().endpoint())
                 .map(|e| e.model);
             Ok(json!({"value": session_model.unwrap_or_else(|| runtime.endpoint.model.clone())}))
         }
@@ -178,7 +162,7 @@ pub async fn config_set(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     match key.as_str() {
         "model" if !value.is_empty() => {
             let live = gw.live(p)?;
-            let model = switch_model(gw, &live, value)?;
+            let model = live.conversation.switch_model(value).map_err(refused)?;
             crate::sessions::announce(gw, &live).await;
             Ok(json!({"key": key, "value": model}))
         }

@@ -106,7 +106,7 @@ pub fn image_attach(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     if !path.is_file() {
         return Err(RpcError::new(4016, format!("no such file: {raw}")));
     }
-    let attached = live.attach(raw.clone());
+    let attached = live.conversation.attach(raw.clone());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     Ok(json!({"attached": true, "path": raw, "name": name, "count": attached}))
 }

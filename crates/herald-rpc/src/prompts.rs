@@ -49,27 +49,25 @@ pub async fn submit(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let text = required(p, "text", RpcError::BAD_VALUE)?;
     let rewind = rewind_of(p)?;
-    if live.busy() {
+    if live.conversation.busy() {
         if rewind.is_some() {
             return Err(RpcError::new(RpcError::BUSY, "session busy"));
         }
         // Busy: queued behind the turn, which is interrupted (Hermes's default).
-        let position = live.queue(text);
-        if let Some(run) = live.run() {
-            run.interrupt();
-        }
+        let position = live.conversation.queue(text);
+        live.conversation.interrupt();
         return Ok(json!({"status": "queued", "position": position}));
     }
     let mut result = json!({"status": "streaming"});
     if let Some(request) = rewind {
         let survivors = gw
             .host
-            .rewind(&live.session(), &request)
+            .rewind(&live.conversation.session(), &request)
             .await
             .map_err(|e| RpcError::session(e, RpcError::PERSIST_FAILED))?;
         result["survivor_user_row_ids"] = json!(survivors);
     }
-    turns::start(gw, &live, live.with_attachments(text))?;
+    turns::start(gw, &live, text)?;
     Ok(result)
 }
 
@@ -86,7 +84,7 @@ pub async fn background(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError
         .open_session(options)
         .await
         .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
-    if let Some(endpoint) = parent.session().endpoint() {
+    if let Some(endpoint) = parent.conversation.session().endpoint() {
         session.set_endpoint(endpoint);
     }
     let run = gw
@@ -107,7 +105,7 @@ pub async fn background(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError
         };
         let payload = json!({"task_id": id, "text": text});
         let event = frame::event("background.complete", Some(&parent.id), Some(payload));
-        parent.emit(Out::Frame(event)).await;
+        parent.wire.emit(Out::Frame(event)).await;
     });
     Ok(json!({"task_id": task_id}))
 }

@@ -6,7 +6,7 @@ use crate::outbox::{Out, Outbox};
 use crate::params::{Params, count, required, text};
 use crate::{frame, turns};
 use herald_protocol::Role;
-use herald_session::{Answers, Saved, Session, SessionOptions, TitleRefused};
+use herald_session::{Answers, Saved, Session, SessionOptions, Steered, TitleRefused};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,7 +58,7 @@ fn messages(session: &Session) -> Vec<Value> {
 
 /// `session.info`'s payload.
 fn info(gw: &Gateway, live: &Live) -> Value {
-    let session = live.session();
+    let session = live.conversation.session();
     let endpoint = session.endpoint();
     let runtime = gw.host.runtime();
     let skills: serde_json::Map<String, Value> = runtime
@@ -84,15 +84,15 @@ fn info(gw: &Gateway, live: &Live) -> Value {
 /// Sends `session.info` again (after a change such as the model).
 pub async fn announce(gw: &Gateway, live: &Live) {
     let event = frame::event("session.info", Some(&live.id), Some(info(gw, live)));
-    live.emit(Out::Frame(event)).await;
+    live.wire.emit(Out::Frame(event)).await;
 }
 
 /// The payload of a session made live: ids, messages, info; `session.info` follows.
 async fn made_live(gw: &Gateway, live: &Arc<Live>) -> Value {
-    let session = live.session();
+    let session = live.conversation.session();
     let info = info(gw, live);
     let event = frame::event("session.info", Some(&live.id), Some(info.clone()));
-    live.emit(Out::Frame(event)).await;
+    live.wire.emit(Out::Frame(event)).await;
     let messages = messages(&session);
     json!({
         "session_id": live.id, "stored_session_id": session.id(),
@@ -112,18 +112,17 @@ pub async fn create(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, 
         .open_session(options(gw, p)?)
         .await
         .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
-    if let Some(model) = text(p, "model") {
-        let endpoint = gw
-            .host
-            .runtime()
-            .switch_model(&model)
-            .map_err(|e| RpcError::new(RpcError::BAD_VALUE, e.to_string()))?;
-        session.set_endpoint(endpoint);
+    let live = gw.add_live(session, outbox.clone(), close_on_disconnect(p))?;
+    if let Some(model) = text(p, "model")
+        && let Err(e) = live.conversation.switch_model(&model)
+    {
+        gw.close(&live.id);
+        return Err(RpcError::new(RpcError::BAD_VALUE, e.to_string()));
     }
     if let Some(title) = text(p, "title") {
-        let _ = gw.host.set_session_title(session.id(), title).await;
+        let stored = live.conversation.session().id().to_owned();
+        let _ = gw.host.set_session_title(&stored, title).await;
     }
-    let live = gw.add_live(session, outbox.clone(), close_on_disconnect(p))?;
     Ok(made_live(gw, &live).await)
 }
 
@@ -171,9 +170,9 @@ pub async fn resume(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, 
 }
 
 fn live_entry(l: &Live) -> Value {
-    let session = l.session();
-    json!({"session_id": l.id, "session_key": session.id(), "status": if l.busy() { "running" } else { "idle" },
-           "running": l.busy(), "started_at": l.started_at, "message_count": session.history().len()})
+    let session = l.conversation.session();
+    json!({"session_id": l.id, "session_key": session.id(), "status": if l.conversation.busy() { "running" } else { "idle" },
+           "running": l.conversation.busy(), "started_at": l.conversation.started_at, "message_count": session.history().len()})
 }
 
 pub fn active_list(gw: &Gateway) -> Value {
@@ -183,9 +182,9 @@ pub fn active_list(gw: &Gateway) -> Value {
 
 pub fn activate(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    live.bind(outbox.clone());
+    live.wire.bind(outbox.clone());
     let mut entry = live_entry(&live);
-    entry["messages"] = json!(messages(&live.session()));
+    entry["messages"] = json!(messages(&live.conversation.session()));
     entry["info"] = info(gw, &live);
     Ok(entry)
 }
@@ -214,13 +213,13 @@ pub async fn delete(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
 }
 
 pub fn history(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let messages = messages(&gw.live(p)?.session());
+    let messages = messages(&gw.live(p)?.conversation.session());
     Ok(json!({"count": messages.len(), "messages": messages}))
 }
 
 pub async fn title(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    let stored = live.session().id().to_owned();
+    let stored = live.conversation.session().id().to_owned();
     let Some(new) = p.get("title") else {
         let title = gw
             .host
@@ -241,7 +240,7 @@ pub async fn title(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
 
 pub fn usage(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    let session = live.session();
+    let session = live.conversation.session();
     let u = gw
         .host
         .session_usage(session.id())
@@ -257,7 +256,7 @@ pub fn usage(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
 
 pub fn status(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    let session = live.session();
+    let session = live.conversation.session();
     let model = session.endpoint().map(|e| e.model).unwrap_or_default();
     let output = format!(
         "Session {} (stored {})\nModel: {model}\nMessages: {}\nTools: {}\nState: {}",
@@ -265,7 +264,7 @@ pub fn status(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         session.id(),
         session.history().len(),
         session.tool_names().len(),
-        if live.busy() {
+        if live.conversation.busy() {
             "running a turn"
         } else {
             "idle"
@@ -275,32 +274,22 @@ pub fn status(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
 }
 
 pub fn interrupt(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
-    if let Some(run) = live.run() {
-        run.interrupt();
-    }
+    gw.live(p)?.conversation.interrupt();
     Ok(json!({"status": "interrupted"}))
 }
 
 pub fn steer(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let text = required(p, "text", RpcError::BAD_VALUE)?;
-    let run = match live.run() {
-        Some(run) if live.busy() => run,
-        _ => return Ok(json!({"status": "rejected", "text": text})),
-    };
-    match run.steer(&text) {
-        Ok(()) => Ok(json!({"status": "queued", "text": text})),
-        Err(herald_session::RunError::NotAcceptingSteer(_)) => {
-            Ok(json!({"status": "rejected", "text": text}))
-        }
-        Err(e) => Err(RpcError::run(e)),
+    match live.conversation.steer(&text).map_err(RpcError::run)? {
+        Steered::Queued => Ok(json!({"status": "queued", "text": text})),
+        Steered::Rejected => Ok(json!({"status": "rejected", "text": text})),
     }
 }
 
 pub async fn branch(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    let parent = live.session();
+    let parent = live.conversation.session();
     if parent.history().is_empty() {
         return Err(RpcError::new(
             RpcError::NOTHING_TO_BRANCH,
@@ -321,7 +310,7 @@ pub async fn undo(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let removed = gw
         .host
-        .undo(&live.session())
+        .undo(&live.conversation.session())
         .await
         .map_err(|e| RpcError::session(e, RpcError::PERSIST_FAILED))?;
     Ok(json!({"removed": removed}))
@@ -332,7 +321,7 @@ pub async fn compress(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let focus = text(p, "focus_topic");
     let done = gw
         .host
-        .compress(&live.session(), focus.as_deref())
+        .compress(&live.conversation.session(), focus.as_deref())
         .await
         .map_err(|e| RpcError::session(e, RpcError::COMPRESS_FAILED))?;
     Ok(

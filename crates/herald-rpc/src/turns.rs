@@ -16,11 +16,10 @@ const CHOICES: [&str; 4] = ["once", "session", "always", "deny"];
 
 /// Starts a turn of `live` on `text`; its events follow on the session's client.
 pub fn start(gw: &Arc<Gateway>, live: &Arc<Live>, text: String) -> Result<RunHandle, RpcError> {
-    let run = gw
-        .host
-        .start_run(&live.session(), text)
+    let run = live
+        .conversation
+        .start(text)
         .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
-    live.set_run(run.clone());
     tokio::spawn(relay(gw.clone(), live.clone(), run.clone()));
     Ok(run)
 }
@@ -132,12 +131,13 @@ async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
     let Some(mut events) = run.take_events() else {
         return;
     };
-    live.emit(Out::Frame(frame::event(
-        "message.start",
-        Some(&live.id),
-        None,
-    )))
-    .await;
+    live.wire
+        .emit(Out::Frame(frame::event(
+            "message.start",
+            Some(&live.id),
+            None,
+        )))
+        .await;
     let mut streamed = String::new();
     let mut reasoning = String::new();
     let mut started = Started::new();
@@ -170,10 +170,14 @@ async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
             RunEventKind::Finished(end) => {
                 if !reasoning.is_empty() {
                     let text = json!({"text": reasoning});
-                    live.emit(event(&live, "reasoning.available", text)).await;
+                    live.wire
+                        .emit(event(&live, "reasoning.available", text))
+                        .await;
                 }
                 let payload = complete(&end, &streamed, &reasoning);
-                live.emit(event(&live, "message.complete", payload)).await;
+                live.wire
+                    .emit(event(&live, "message.complete", payload))
+                    .await;
                 break;
             }
             other => match tool_event(&live, other, &mut started) {
@@ -181,12 +185,13 @@ async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
                 None => continue,
             },
         };
-        live.emit(out).await;
+        live.wire.emit(out).await;
     }
-    if let Some(next) = live.next_queued()
+    if let Some(next) = live.conversation.next_queued()
         && let Err(e) = start(&gw, &live, next)
     {
-        live.emit(event(&live, "error", json!({"message": e.message})))
+        live.wire
+            .emit(event(&live, "error", json!({"message": e.message})))
             .await;
     }
 }

@@ -616,3 +616,78 @@ async fn the_run_registry_is_bounded_and_finished_runs_make_room() {
     assert_eq!(third.finished().await.output.as_deref(), Some("third"));
     assert!(host.run_status(&third.id()).unwrap().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_are_capped_at_max_live_sessions_and_closing_makes_room() {
+    let f = fixture(vec![]);
+    let conversations: crate::Conversations<()> = crate::Conversations::new(f.host.clone());
+    assert_eq!(f.host.runtime().max_live_sessions, 16, "Hermes's default");
+    let mut ids = Vec::new();
+    for _ in 0..16 {
+        let session = f
+            .host
+            .open_session(options(&[], Answers::Nobody))
+            .await
+            .unwrap();
+        ids.push(conversations.add(None, session, ()).unwrap().id.clone());
+    }
+    let session = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let stored = session.id().to_owned();
+    assert!(conversations.add(None, session.clone(), ()).is_err());
+    assert!(conversations.room().is_err());
+    assert!(conversations.close(&ids[0]));
+    assert!(!conversations.close(&ids[0]), "closed once");
+    let live = conversations.add(Some("mine".into()), session, ()).unwrap();
+    assert_eq!(live.id, "mine");
+    assert_eq!(conversations.holding(&stored).unwrap().id, "mine");
+    assert_eq!(conversations.all().len(), 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_queues_refuses_a_busy_model_switch_and_names_attached_images() {
+    let f = fixture(vec![
+        Scripted::Delayed(
+            std::time::Duration::from_millis(500),
+            Box::new(Scripted::text("one")),
+        ),
+        Scripted::text("two"),
+    ]);
+    let session = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let c = crate::Conversation::new(f.host.clone(), session);
+    assert_eq!(c.attach("/tmp/cat.png".into()), 1);
+    let run = c.start("look".into()).unwrap();
+    assert!(c.busy());
+    assert!(matches!(
+        c.switch_model("other"),
+        Err(crate::SwitchRefused::Busy)
+    ));
+    assert!(matches!(
+        c.command("/model other"),
+        Err(crate::SwitchRefused::Busy)
+    ));
+    assert_eq!(c.queue("next".into()), 1);
+    run.finished().await;
+    assert_eq!(c.next_queued().as_deref(), Some("next"));
+    let sent = f.provider.requests()[0].body["messages"][1]["content"].clone();
+    let sent = sent.as_str().unwrap();
+    assert!(sent.starts_with("[Attached image: /tmp/cat.png"), "{sent}");
+    assert!(sent.ends_with("look"), "{sent}");
+    assert_eq!(c.switch_model("other").unwrap(), "other");
+    assert_eq!(
+        c.command("/model").unwrap(),
+        crate::Reply::Output("Model: other".into())
+    );
+    assert_eq!(c.command("hello").unwrap(), crate::Reply::NotACommand);
+    assert!(matches!(
+        c.command("/nope").unwrap(),
+        crate::Reply::Unknown { .. }
+    ));
+}

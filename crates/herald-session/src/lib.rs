@@ -1,5 +1,5 @@
-//! The session host: the layer every front door (webhook runs, `herald chat`, and the
-//! HTTP API, JSON-RPC and ACP to come) goes through to reach the agent core.
+//! The session host: the layer every front door (webhook runs, `herald chat`, the HTTP
+//! API, the JSON-RPC gateway and ACP) goes through to reach the agent core.
 //!
 //! It owns what a front door must not build for itself:
 //! - the [`Runtime`] of a profile: the model chosen from the `model` blocks, the tool
@@ -14,7 +14,12 @@
 //! - runs: a turn started as a task with a [`RunHandle`] (steer, interrupt, approve and
 //!   clarify by request id), its [`RunEvent`]s tagged with run and session ids, a
 //!   bounded registry whose states carry the runs API's wire names, the final status
-//!   kept in `state.db`.
+//!   kept in `state.db`;
+//! - live [`Conversation`]s, which the interactive doors hold ([`Conversations`], at
+//!   most `max_live_sessions` of them): the current run, the prompt queue, attached
+//!   images, the one `/model` switch and the one slash-command table ([`Reply`]);
+//! - one way to build a host from a home and a [`Platform`] ([`HostBuilder`]): `.env`,
+//!   bundled skills, config, runtime, store, Python plugins, SIGHUP reload, recovery.
 //!
 //! It must not speak any wire format, print, or know which front door calls it; the
 //! codes each wire gives an error are mapped at that front door.
@@ -24,6 +29,7 @@ pub mod approvals;
 pub mod builder;
 pub mod bundled_skills;
 pub mod commands;
+pub mod conversation;
 pub mod host;
 pub mod model_options;
 pub mod model_select;
@@ -36,6 +42,9 @@ pub mod sessions;
 
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder};
+pub use conversation::{
+    CapReached, Conversation, Conversations, Live, Reply, Steered, SwitchRefused,
+};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};

@@ -108,6 +108,8 @@ pub struct Runtime {
     pub cwd: Option<PathBuf>,
     pub max_iterations: u32,
     pub approvals: ApprovalPolicy,
+    /// Conversations a front door holds live at once (`max_live_sessions`, 16).
+    pub max_live_sessions: usize,
     /// The middleware chain and observers every agent of this runtime runs with:
     /// registered by the embedder ([`Runtime::with_plugins`]) ahead of plugins.
     pub plugins: Plugins,
@@ -116,6 +118,9 @@ pub struct Runtime {
     /// `SOUL.md` and the skills index, shared by sessions opened together.
     prompt_files: PromptFileCache,
 }
+
+/// Hermes's default for `max_live_sessions`.
+pub const DEFAULT_MAX_LIVE_SESSIONS: usize = 16;
 
 impl Runtime {
     pub fn build(
@@ -159,6 +164,9 @@ impl Runtime {
                 .unwrap_or(herald_agent::turn::DEFAULT_MAX_ITERATIONS)
                 .max(1),
             approvals: ApprovalPolicy::from_settings(&settings, home.config_file(), &process_env),
+            max_live_sessions: settings
+                .max_live_sessions
+                .unwrap_or(DEFAULT_MAX_LIVE_SESSIONS),
             plugins: Plugins::default(),
             python: std::sync::RwLock::new(None),
             prompt_files: PromptFileCache::default(),

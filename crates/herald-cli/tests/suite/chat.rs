@@ -842,3 +842,40 @@ fn ctrl_c_during_a_tool_kills_it_and_gives_the_prompt_back() {
     let second = provider.requests()[1].body["messages"].to_string();
     assert!(second.contains("cancelled"), "{second}");
 }
+
+#[tokio::test]
+async fn a_skill_command_gives_the_same_user_message_in_chat_and_over_rpc() {
+    let provider = FakeProvider::start(vec![Scripted::text("Reviewed.")]);
+    let home = home_for(&provider);
+    let skill = home.path().join("skills/pr-review");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: pr-review\ndescription: Review pull requests\n---\nCheck the tests first (session ${HERMES_SESSION_ID}).\n",
+    )
+    .unwrap();
+    let (code, _, err) = chat(home.path(), &[], Some("/pr-review look at #7\n/quit\n"));
+    assert_eq!(code, 0, "{err}");
+    let chat_session = session_of(&err);
+    let sent = provider.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(sent.contains("Check the tests first"), "{sent}");
+    assert!(sent.ends_with("look at #7"), "{sent}");
+
+    let mut rpc = super::rpc::Piped::start(home.path());
+    let created = rpc.client.call("session.create", json!({})).await;
+    let sid = created["session_id"].as_str().unwrap().to_owned();
+    let stored = created["stored_session_id"].as_str().unwrap().to_owned();
+    let answer = rpc
+        .client
+        .call(
+            "slash.exec",
+            json!({"session_id": sid, "command": "/pr-review look at #7"}),
+        )
+        .await;
+    assert_eq!(answer["type"], "send", "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    assert_eq!(message.replace(&stored, &chat_session), sent);
+}

@@ -1,0 +1,315 @@
+//! A live conversation: one session a front door holds open, with its current run, the
+//! prompts queued behind it, the images waiting for the next prompt, the one `/model`
+//! switch and the one slash-command table. Every interactive door (`herald chat`, the
+//! JSON-RPC gateway, ACP) holds these, not sessions and runs of its own.
+
+use crate::commands::{self, ChatCommand};
+use crate::host::{Host, Session};
+use crate::runs::{RunError, RunHandle};
+use crate::sessions::SessionError;
+use crate::{SelectError, now_secs};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// A poisoned lock of a conversation still holds usable state (plain values with no
+/// invariant across them): the guard is taken back rather than the state emptied.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a steer did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Steered {
+    /// The running turn takes the text at its next tool result.
+    Queued,
+    /// Nothing runs that could take it.
+    Rejected,
+}
+
+/// Why a model switch was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchRefused {
+    #[error("session busy")]
+    Busy,
+    #[error(transparent)]
+    Select(#[from] SelectError),
+}
+
+/// What a slash line asks for, answered by the one table.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Output to show; nothing goes to the model.
+    Output(String),
+    /// A user message to run as a turn (a skill's command).
+    Send(String),
+    /// The model was switched to this one for the session's later turns.
+    ModelSwitched(String),
+    /// A new session is asked for.
+    New,
+    /// The stored session of this id is asked for.
+    Resume(String),
+    Quit,
+    /// `/word` is no command: the word and the command list.
+    Unknown {
+        word: String,
+        help: String,
+    },
+    /// The line is a prompt, not a command.
+    NotACommand,
+}
+
+/// One live session and what runs in it.
+pub struct Conversation {
+    host: Arc<Host>,
+    session: Mutex<Session>,
+    run: Mutex<Option<RunHandle>>,
+    queued: Mutex<VecDeque<String>>,
+    attached: Mutex<Vec<String>>,
+    /// When it was made live (seconds since the epoch).
+    pub started_at: f64,
+}
+
+impl Conversation {
+    pub fn new(host: Arc<Host>, session: Session) -> Conversation {
+        Conversation {
+            host,
+            session: Mutex::new(session),
+            run: Mutex::new(None),
+            queued: Mutex::new(VecDeque::new()),
+            attached: Mutex::new(Vec::new()),
+            started_at: now_secs(),
+        }
+    }
+
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// The session (a handle onto it: cheap to clone).
+    pub fn session(&self) -> Session {
+        lock(&self.session).clone()
+    }
+
+    /// Holds `session` from now on (`/new`, `/resume`); the queue is dropped.
+    pub fn set_session(&self, session: Session) {
+        *lock(&self.session) = session;
+        lock(&self.queued).clear();
+    }
+
+    /// A turn runs now.
+    pub fn busy(&self) -> bool {
+        self.session().running().is_some()
+    }
+
+    /// The run in progress (or the last one).
+    pub fn run(&self) -> Option<RunHandle> {
+        lock(&self.run).clone()
+    }
+
+    /// Starts a turn on `text` (with the attached images named ahead of it).
+    pub fn start(&self, text: String) -> Result<RunHandle, SessionError> {
+        let text = self.with_attachments(text);
+        let run = self.host.start_run(&self.session(), text)?;
+        *lock(&self.run) = Some(run.clone());
+        Ok(run)
+    }
+
+    /// Queues `text` behind the running turn; how many wait now.
+    pub fn queue(&self, text: String) -> usize {
+        let mut q = lock(&self.queued);
+        q.push_back(text);
+        q.len()
+    }
+
+    /// The next queued prompt, taken off the queue.
+    pub fn next_queued(&self) -> Option<String> {
+        lock(&self.queued).pop_front()
+    }
+
+    /// Interrupts the running turn, if any.
+    pub fn interrupt(&self) {
+        if let Some(run) = self.run() {
+            run.interrupt();
+        }
+    }
+
+    /// Gives the running turn `text` to take at its next tool result.
+    pub fn steer(&self, text: &str) -> Result<Steered, RunError> {
+        let run = match self.run() {
+            Some(run) if self.busy() => run,
+            _ => return Ok(Steered::Rejected),
+        };
+        match run.steer(text) {
+            Ok(()) => Ok(Steered::Queued),
+            Err(RunError::NotAcceptingSteer(_)) => Ok(Steered::Rejected),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The model of the session's later turns (`""` when none resolves).
+    pub fn model(&self) -> String {
+        self.session()
+            .endpoint()
+            .map(|e| e.model)
+            .unwrap_or_default()
+    }
+
+    /// Switches the session's model for its later turns; refused while a turn runs.
+    pub fn switch_model(&self, spec: &str) -> Result<String, SwitchRefused> {
+        if self.busy() {
+            return Err(SwitchRefused::Busy);
+        }
+        Ok(self.host.switch_model(&self.session(), spec)?)
+    }
+
+    /// Adds an image for the next prompt; how many wait now.
+    pub fn attach(&self, path: String) -> usize {
+        let mut a = lock(&self.attached);
+        a.push(path);
+        a.len()
+    }
+
+    /// `text` with the attached images named ahead of it (they are used up).
+    fn with_attachments(&self, text: String) -> String {
+        let paths = std::mem::take(&mut *lock(&self.attached));
+        if paths.is_empty() {
+            return text;
+        }
+        let lines: Vec<String> = paths
+            .iter()
+            .map(|p| format!("[Attached image: {p} (look at it with vision_analyze)]"))
+            .collect();
+        format!("{}\n\n{text}", lines.join("\n"))
+    }
+
+    /// Answers one (trimmed) input line from the slash-command table: the same
+    /// commands with the same effects on every door that has them.
+    pub fn command(&self, line: &str) -> Result<Reply, SwitchRefused> {
+        let skills = &self.host.runtime().skills;
+        let installed = skills.discover();
+        Ok(match commands::parse(line, &installed) {
+            ChatCommand::Prompt(_) => Reply::NotACommand,
+            ChatCommand::Help => Reply::Output(commands::help_text(&installed)),
+            ChatCommand::Quit => Reply::Quit,
+            ChatCommand::New => Reply::New,
+            ChatCommand::Resume(id) => Reply::Resume(id),
+            ChatCommand::Model(spec) if spec.is_empty() => {
+                Reply::Output(format!("Model: {}", self.model()))
+            }
+            ChatCommand::Model(spec) => Reply::ModelSwitched(self.switch_model(&spec)?),
+            ChatCommand::Skill { name, text } => {
+                let session = self.session();
+                let message = skills.invocation_message(&[name], &text, session.id()).0;
+                Reply::Send(message)
+            }
+            ChatCommand::Unknown(word) => Reply::Unknown {
+                word,
+                help: commands::help_text(&installed),
+            },
+        })
+    }
+}
+
+/// A conversation live at one front door, with that door's own wire state.
+pub struct Live<W> {
+    /// The id the door knows it by.
+    pub id: String,
+    pub conversation: Conversation,
+    pub wire: W,
+}
+
+/// The session cap was reached.
+#[derive(Debug, thiserror::Error)]
+#[error("too many live sessions (max {0}); close one first")]
+pub struct CapReached(pub usize);
+
+/// The live conversations of one front door, at most `max_live_sessions` of them.
+pub struct Conversations<W> {
+    host: Arc<Host>,
+    cap: usize,
+    live: Mutex<std::collections::HashMap<String, Arc<Live<W>>>>,
+}
+
+impl<W> Conversations<W> {
+    /// The cap is the host's `max_live_sessions` (16 unless configured).
+    pub fn new(host: Arc<Host>) -> Conversations<W> {
+        let cap = host.runtime().max_live_sessions;
+        Conversations {
+            host,
+            cap,
+            live: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// Refuses a new conversation at the cap.
+    pub fn room(&self) -> Result<(), CapReached> {
+        match lock(&self.live).len() >= self.cap {
+            true => Err(CapReached(self.cap)),
+            false => Ok(()),
+        }
+    }
+
+    /// Makes `session` live under `id` (a fresh 8-hex id when `None`).
+    pub fn add(
+        &self,
+        id: Option<String>,
+        session: Session,
+        wire: W,
+    ) -> Result<Arc<Live<W>>, CapReached> {
+        let mut live = lock(&self.live);
+        if live.len() >= self.cap {
+            return Err(CapReached(self.cap));
+        }
+        let id = id.unwrap_or_else(|| {
+            loop {
+                let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+                if !live.contains_key(&id) {
+                    break id;
+                }
+            }
+        });
+        let entry = Arc::new(Live {
+            id: id.clone(),
+            conversation: Conversation::new(self.host.clone(), session),
+            wire,
+        });
+        live.insert(id, entry.clone());
+        Ok(entry)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Live<W>>> {
+        lock(&self.live).get(id).cloned()
+    }
+
+    /// Every live conversation, oldest first.
+    pub fn all(&self) -> Vec<Arc<Live<W>>> {
+        let mut all: Vec<Arc<Live<W>>> = lock(&self.live).values().cloned().collect();
+        all.sort_by(|a, b| {
+            a.conversation
+                .started_at
+                .total_cmp(&b.conversation.started_at)
+        });
+        all
+    }
+
+    /// The live conversation holding the stored session `stored`.
+    pub fn holding(&self, stored: &str) -> Option<Arc<Live<W>>> {
+        lock(&self.live)
+            .values()
+            .find(|l| l.conversation.session().id() == stored)
+            .cloned()
+    }
+
+    /// Ends a live conversation (its turn interrupted); false when it was not live.
+    pub fn close(&self, id: &str) -> bool {
+        let removed = lock(&self.live).remove(id);
+        if let Some(live) = &removed {
+            live.conversation.interrupt();
+        }
+        removed.is_some()
+    }
+}
