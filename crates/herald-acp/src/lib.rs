@@ -1,6 +1,6 @@
 //! The ACP server (acp.md) for IDEs: protocol version 1 on the `agent-client-protocol`
-//! crate, stdio. A front door on the session host: each ACP session is a session of
-//! [`Host`]; prompts are its runs, streamed as `session/update` notifications, and the
+//! crate, stdio. A front door on the session host: each ACP session is a live
+//! [`herald_session::Conversation`] of the [`Host`]; prompts are its runs, streamed as `session/update` notifications, and the
 //! host's approval requests become `session/request_permission` calls.
 
 mod edits;
@@ -24,26 +24,21 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use edits::EditGate;
-use herald_session::{Answers, Host, Observer, RunHandle, Session, SessionOptions};
+use herald_session::conversation::lock;
+use herald_session::{Answers, Conversations, Host, Observer, Session, SessionOptions};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 /// Where ACP sessions say they come from.
 pub const SOURCE: &str = "acp";
-/// Sessions one connection keeps open at most (a client that opens more is refused).
-pub const MAX_SESSIONS: usize = 256;
 /// The terminal auth method: run the binary with `--setup`.
 pub const SETUP_METHOD: &str = "hermes-setup";
 
-/// An ACP session: the host's session (replaced by `/reset`), its turn in progress,
-/// the prompts queued behind it, and its edit approval gate.
-pub struct AcpSession {
-    /// The ACP session id (the first host session's id).
-    id: String,
-    session: Mutex<Session>,
-    run: Mutex<Option<RunHandle>>,
-    queued: Mutex<std::collections::VecDeque<String>>,
+/// What ACP adds to a live conversation: the cancel flag of its prompt, the prompt
+/// `session/cancel` stopped last, its edit approval gate and the config options herald
+/// does not act on.
+pub struct AcpWire {
     cancelled: AtomicBool,
     /// The prompt `session/cancel` stopped last (an idle `/steer` sends it again).
     interrupted: Mutex<Option<String>>,
@@ -52,15 +47,8 @@ pub struct AcpSession {
     other_options: Mutex<HashMap<String, String>>,
 }
 
-impl AcpSession {
-    pub fn session(&self) -> Session {
-        lock(&self.session).clone()
-    }
-
-    fn busy(&self) -> bool {
-        self.session().running().is_some()
-    }
-}
+/// An ACP session: a live conversation of the host (its id the first stored session's).
+pub type AcpSession = herald_session::Live<AcpWire>;
 
 /// The ACP server over one session host.
 pub struct AcpServer {
@@ -68,11 +56,8 @@ pub struct AcpServer {
     tool_names: Vec<String>,
     /// The provider whose credentials resolved, if any (an auth method of its own).
     provider: Option<String>,
-    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The open sessions, at most `max_live_sessions` (a client that opens more is refused).
+    sessions: Conversations<AcpWire>,
 }
 
 impl AcpServer {
@@ -82,10 +67,10 @@ impl AcpServer {
         provider: Option<String>,
     ) -> Arc<AcpServer> {
         Arc::new(AcpServer {
+            sessions: Conversations::new(host.clone()),
             host,
             tool_names,
             provider,
-            sessions: Mutex::new(HashMap::new()),
         })
     }
 
@@ -137,11 +122,7 @@ impl AcpServer {
 
     /// Refuses a session past the cap.
     fn room(&self) -> Result<(), agent_client_protocol::Error> {
-        match lock(&self.sessions).len() >= MAX_SESSIONS {
-            true => Err(agent_client_protocol::Error::invalid_request()
-                .data(format!("too many open sessions (at most {MAX_SESSIONS})"))),
-            false => Ok(()),
-        }
+        self.sessions.room().map_err(refused)
     }
 
     fn add(
@@ -149,34 +130,33 @@ impl AcpServer {
         session: Session,
         gate: Arc<EditGate>,
     ) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
-        self.room()?;
         gate.attach(session.id(), session.cwd());
-        let entry = Arc::new(AcpSession {
-            id: session.id().to_owned(),
-            session: Mutex::new(session),
-            run: Mutex::new(None),
-            queued: Mutex::new(std::collections::VecDeque::new()),
+        let wire = AcpWire {
             cancelled: AtomicBool::new(false),
             interrupted: Mutex::new(None),
             gate,
             other_options: Mutex::new(HashMap::new()),
-        });
-        lock(&self.sessions).insert(entry.id.clone(), entry.clone());
-        Ok(entry)
+        };
+        let id = session.id().to_owned();
+        self.sessions.add(Some(id), session, wire).map_err(refused)
     }
 
     fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
-        lock(&self.sessions).get(id).cloned()
+        self.sessions.get(id)
     }
 
     fn cancel(&self, id: &str) {
         if let Some(s) = self.session(id) {
-            s.cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
-            if let Some(run) = lock(&s.run).clone() {
-                run.interrupt();
-            }
+            s.wire
+                .cancelled
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            s.conversation.interrupt();
         }
     }
+}
+
+fn refused(e: herald_session::CapReached) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_request().data(e.to_string())
 }
 
 fn internal(e: impl std::fmt::Display) -> agent_client_protocol::Error {

@@ -67,26 +67,22 @@ pub async fn run(
         update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(reply)));
         return PromptResponse::new(StopReason::EndTurn);
     }
-    if live.busy() {
-        let n = {
-            let mut q = lock(&live.queued);
-            q.push_back(text);
-            q.len()
-        };
+    if live.conversation.busy() {
+        let n = live.conversation.queue(text);
         let note = format!("Queued for the next turn. ({n} queued)");
         update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(note)));
         return PromptResponse::new(StopReason::EndTurn);
     }
-    live.cancelled.store(false, Ordering::SeqCst);
+    live.wire.cancelled.store(false, Ordering::SeqCst);
     let mut next = Some(text);
     let mut answer = PromptResponse::new(StopReason::EndTurn);
     while let Some(text) = next {
         answer = turn(server, &live, text.clone(), cx).await;
         next = if answer.stop_reason == StopReason::Cancelled {
-            *lock(&live.interrupted) = Some(text);
+            *lock(&live.wire.interrupted) = Some(text);
             None
         } else {
-            lock(&live.queued).pop_front()
+            live.conversation.next_queued()
         };
     }
     answer
@@ -96,13 +92,15 @@ pub async fn run(
 /// with the guidance added, or else the guidance alone. Anything else is as sent.
 fn idle_steer(live: &AcpSession, text: String) -> String {
     let guidance = match text.trim().strip_prefix("/steer") {
-        Some(rest) if rest.starts_with(char::is_whitespace) && !live.busy() => rest.trim(),
+        Some(rest) if rest.starts_with(char::is_whitespace) && !live.conversation.busy() => {
+            rest.trim()
+        }
         _ => return text,
     };
     if guidance.is_empty() {
         return text;
     }
-    match lock(&live.interrupted).take() {
+    match lock(&live.wire.interrupted).take() {
         Some(before) => format!("{before}\n\nUser correction/guidance after interrupt: {guidance}"),
         None => guidance.to_owned(),
     }
@@ -116,7 +114,7 @@ async fn turn(
     cx: &ConnectionTo<Client>,
 ) -> PromptResponse {
     let id = live.id.clone();
-    let run = match server.host.start_run(&live.session(), text) {
+    let run = match live.conversation.start(text) {
         Ok(run) => run,
         Err(e) => {
             update(
@@ -127,7 +125,6 @@ async fn turn(
             return PromptResponse::new(StopReason::EndTurn);
         }
     };
-    *lock(&live.run) = Some(run.clone());
     let Some(mut events) = run.take_events() else {
         return PromptResponse::new(StopReason::EndTurn);
     };
@@ -176,12 +173,12 @@ async fn turn(
                 let _ = run.clarify(&request_id, String::new());
             }
             RunEventKind::Finished(end) => {
-                live.gate.forget_all();
+                live.wire.gate.forget_all();
                 if !streamed && let Some(text) = end.output.clone().filter(|t| !t.is_empty()) {
                     update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(text)));
                 }
                 let cancelled =
-                    live.cancelled.load(Ordering::SeqCst) || end.state == RunState::Cancelled;
+                    live.wire.cancelled.load(Ordering::SeqCst) || end.state == RunState::Cancelled;
                 if cancelled {
                     return PromptResponse::new(StopReason::Cancelled);
                 }
@@ -212,11 +209,11 @@ fn start_call(
 ) -> (ToolCall, Started) {
     let edit = edits::is_edit(tool).then(|| {
         let shown = args.get("path").and_then(Value::as_str).unwrap_or_default();
-        (shown.to_owned(), edits::target(args, &live.gate.cwd()))
+        (shown.to_owned(), edits::target(args, &live.wire.gate.cwd()))
     });
     let content = match edit.is_some() {
-        true if live.gate.approves(args) => {
-            let before = live.gate.snapshot(call_id, args);
+        true if live.wire.gate.approves(args) => {
+            let before = live.wire.gate.snapshot(call_id, args);
             vec![ToolCallContent::Diff(edits::proposed(tool, args, before))]
         }
         true => vec![tools::text(
@@ -252,7 +249,7 @@ fn end_call(
         Some(s) => (s.minted, s.edit),
         None => (tool_call_id(), None),
     };
-    let before = live.gate.forget(call_id);
+    let before = live.wire.gate.forget(call_id);
     let diff = match (edit, before) {
         (Some((shown, path)), Some(before)) if !failed => edits::made(&shown, before, &path),
         _ => None,
@@ -281,7 +278,7 @@ fn usage(end: &herald_session::RunStatus) -> Usage {
 
 /// After a turn: how full the context is, and the session's title and time.
 async fn after_turn(server: &AcpServer, live: &AcpSession, cx: &ConnectionTo<Client>) {
-    let session = live.session();
+    let session = live.conversation.session();
     let size = server.host.runtime().model_settings().context_length;
     let used = estimated_tokens(&session);
     let size = size.unwrap_or(DEFAULT_CONTEXT).max(used);
@@ -337,7 +334,7 @@ pub fn offer_commands(session_id: &str, cx: &ConnectionTo<Client>) {
 /// Sends a loaded session's transcript as updates: user and assistant text, reasoning.
 pub fn replay(live: &AcpSession, cx: &ConnectionTo<Client>) {
     let id = live.id.clone();
-    for saved in live.session().history() {
+    for saved in live.conversation.session().history() {
         let m = saved.message;
         if let Some(r) = m.reasoning.filter(|r| !r.is_empty()) {
             update(cx, &id, SessionUpdate::AgentThoughtChunk(chunk(r)));

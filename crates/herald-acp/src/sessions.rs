@@ -43,12 +43,8 @@ pub struct Described {
 impl AcpServer {
     /// The modes, config options and models of `live` as they are now.
     pub(crate) fn describe(&self, live: &AcpSession) -> Described {
-        let policy = live.gate.policy();
-        let model = live
-            .session()
-            .endpoint()
-            .map(|e| e.model)
-            .unwrap_or_default();
+        let policy = live.wire.gate.policy();
+        let model = live.conversation.model();
         let offered = configured_models(self.host.runtime());
         Described {
             modes: modes::mode_state(policy),
@@ -129,7 +125,7 @@ impl AcpServer {
         let parent = request.session_id.to_string();
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         if let Some(live) = self.session(&parent) {
-            gate.set_policy(live.gate.policy());
+            gate.set_policy(live.wire.gate.policy());
         }
         let options = self.options(&request.cwd, &gate);
         match self.host.branch_session(&parent, None, options).await {

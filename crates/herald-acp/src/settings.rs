@@ -32,7 +32,7 @@ impl AcpServer {
     ) -> AcpResult<SetSessionModeResponse> {
         let live = self.live(&request.session_id.to_string())?;
         let policy = EditPolicy::from_mode(&request.mode_id.to_string());
-        live.gate.set_policy(policy);
+        live.wire.gate.set_policy(policy);
         let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(policy.mode_id()));
         prompt::update(cx, &live.id, update);
         Ok(SetSessionModeResponse::new())
@@ -52,11 +52,11 @@ impl AcpServer {
             EDIT_POLICY_OPTION => {
                 let policy = EditPolicy::from_value(&value)
                     .ok_or_else(|| invalid(format!("no edit approval policy {value:?}")))?;
-                live.gate.set_policy(policy);
+                live.wire.gate.set_policy(policy);
             }
             MODEL_OPTION => self.switch_model(&live, &value).map_err(invalid)?,
             other => {
-                lock(&live.other_options).insert(other.to_owned(), value);
+                lock(&live.wire.other_options).insert(other.to_owned(), value);
             }
         }
         Ok(SetSessionConfigOptionResponse::new(
@@ -67,8 +67,8 @@ impl AcpServer {
     /// Switches `live` to the model of `spec` (`provider:model` allowed) for its next
     /// turns.
     pub(crate) fn switch_model(&self, live: &AcpSession, spec: &str) -> Result<(), String> {
-        self.host
-            .switch_model(&live.session(), spec)
+        live.conversation
+            .switch_model(spec)
             .map(drop)
             .map_err(|e| format!("cannot switch the model: {e}"))
     }

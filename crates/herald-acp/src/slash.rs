@@ -2,7 +2,8 @@
 //! `help`, `model [name]`, `tools`, `context`, `reset`, `compact`, `steer`, `queue`,
 //! `version`. Any other `/word` goes to the model as text.
 
-use crate::{AcpServer, AcpSession, lock};
+use crate::{AcpServer, AcpSession};
+use herald_session::{Steered, SwitchRefused};
 
 /// The commands, with what each does (also offered to the IDE).
 pub const COMMANDS: [(&str, &str); 9] = [
@@ -34,14 +35,18 @@ pub async fn answer(server: &AcpServer, live: &AcpSession, line: &str) -> Option
             .map(|(c, what)| format!("/{c} — {what}"))
             .collect::<Vec<_>>()
             .join("\n"),
-        "model" => model(server, live, arg),
-        "tools" => live.session().tool_names().join(", "),
+        "model" => model(live, arg),
+        "tools" => live.conversation.session().tool_names().join(", "),
         "context" => format!(
             "{} messages in this session.",
-            live.session().history().len()
+            live.conversation.session().history().len()
         ),
         "reset" => reset(server, live).await,
-        "compact" => match server.host.compress(&live.session(), None).await {
+        "compact" => match server
+            .host
+            .compress(&live.conversation.session(), None)
+            .await
+        {
             Ok(c) if c.removed == 0 => "Nothing to compact yet.".to_owned(),
             Ok(c) => format!(
                 "Compacted {} messages into a summary; kept the last {}.",
@@ -51,63 +56,48 @@ pub async fn answer(server: &AcpServer, live: &AcpSession, line: &str) -> Option
         },
         "steer" => steer(live, arg),
         "queue" if !arg.is_empty() => {
-            let mut q = lock(&live.queued);
-            q.push_back(arg.to_owned());
-            format!("Queued for the next turn. ({} queued)", q.len())
+            let n = live.conversation.queue(arg.to_owned());
+            format!("Queued for the next turn. ({n} queued)")
         }
         "version" => format!("herald {}", env!("CARGO_PKG_VERSION")),
         _ => return None,
     })
 }
 
-fn model(server: &AcpServer, live: &AcpSession, spec: &str) -> String {
-    let session = live.session();
+fn model(live: &AcpSession, spec: &str) -> String {
     if spec.is_empty() {
-        let model = session.endpoint().map(|e| e.model).unwrap_or_default();
-        return format!("Model: {model}");
+        return format!("Model: {}", live.conversation.model());
     }
-    if live.busy() {
-        return "A turn is running; switch the model when it ends.".to_owned();
-    }
-    match server.switch_model(live, spec) {
-        Ok(()) => {
-            let name = live
-                .session()
-                .endpoint()
-                .map(|e| e.model)
-                .unwrap_or_default();
-            format!("Model switched to {name} for this session.")
-        }
-        Err(e) => format!("Could not switch: {e}"),
+    match live.conversation.switch_model(spec) {
+        Ok(name) => format!("Model switched to {name} for this session."),
+        Err(SwitchRefused::Busy) => "A turn is running; switch the model when it ends.".to_owned(),
+        Err(e) => format!("Could not switch: cannot switch the model: {e}"),
     }
 }
 
 fn steer(live: &AcpSession, text: &str) -> String {
-    let run = lock(&live.run).clone();
-    match run {
-        Some(run) if live.busy() => match run.steer(text) {
-            Ok(()) => "Noted: the guidance rides on the next tool result.".to_owned(),
-            Err(e) => format!("Cannot steer: {e}"),
-        },
-        _ => "Nothing is running to steer; send it as a prompt.".to_owned(),
+    match live.conversation.steer(text) {
+        Ok(Steered::Queued) => "Noted: the guidance rides on the next tool result.".to_owned(),
+        Ok(Steered::Rejected) => "Nothing is running to steer; send it as a prompt.".to_owned(),
+        Err(e) => format!("Cannot steer: {e}"),
     }
 }
 
 async fn reset(server: &AcpServer, live: &AcpSession) -> String {
-    if live.busy() {
+    if live.conversation.busy() {
         return "A turn is running; reset when it ends.".to_owned();
     }
-    let old = live.session();
+    let old = live.conversation.session();
     match server
         .host
-        .open_session(server.options(old.cwd(), &live.gate))
+        .open_session(server.options(old.cwd(), &live.wire.gate))
         .await
     {
         Ok(fresh) => {
             if let Some(endpoint) = old.endpoint() {
                 fresh.set_endpoint(endpoint);
             }
-            *lock(&live.session) = fresh;
+            live.conversation.set_session(fresh);
             "Started afresh: the conversation so far is kept in its own session.".to_owned()
         }
         Err(e) => format!("Cannot reset: {e}"),

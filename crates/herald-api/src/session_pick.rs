@@ -194,7 +194,16 @@ pub fn run_error(e: SessionError) -> ApiError {
             ApiError::conflict(format!("session {id} is busy with a turn"), "session_busy")
         }
         SessionError::NotFound(id) => ApiError::not_found(format!("Session not found: {id}"), None),
-        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string(), None),
+        other => {
+            // The store's or the model's own words stay in the log: they can name
+            // paths and internals a client has no business seeing.
+            tracing::error!(error = %other, "a request failed in the session host");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The server could not complete the request; the reason is in its log.",
+                None,
+            )
+        }
     }
 }
 
@@ -202,6 +211,16 @@ pub fn run_error(e: SessionError) -> ApiError {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_store_failure_is_a_generic_500_whose_reason_stays_in_the_log() {
+        let e = SessionError::Compress("disk /var/secret/state.db is full".into());
+        let answer = run_error(e);
+        assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+        let body = answer.body().to_string();
+        assert!(!body.contains("/var/secret"), "{body}");
+        assert!(body.contains("the reason is in its log"), "{body}");
+    }
 
     #[test]
     fn the_derived_id_is_stable_and_follows_system_and_first_user() {

@@ -1,9 +1,9 @@
 //! The JSON-RPC gateway (rpc-gateway.md): newline-delimited JSON-RPC 2.0 on stdio
 //! (`herald rpc`) or WebSocket (`herald rpc --ws`), one dispatcher behind both.
 //!
-//! A front door on the session host: sessions, turns, approvals, rewind and branch are
-//! `herald-session`'s; this crate maps them onto the gateway's methods, events and
-//! error codes.
+//! A front door on the session host: live conversations, turns, approvals, rewind and
+//! branch are `herald-session`'s; this crate maps them onto the gateway's methods,
+//! events and error codes, and binds each live conversation to a client.
 
 mod answers;
 mod commands;

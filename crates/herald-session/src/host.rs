@@ -127,6 +127,12 @@ struct SessionInner {
 pub struct Session(Arc<SessionInner>);
 
 impl Session {
+    /// The session's state; a poisoned lock is taken back, not emptied (no invariant
+    /// spans its fields that a panicking holder could have broken half-way).
+    fn state(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        crate::conversation::lock(&self.0.state)
+    }
+
     pub fn id(&self) -> &str {
         &self.0.id
     }
@@ -151,27 +157,21 @@ impl Session {
 
     /// The conversation so far, with row ids.
     pub fn history(&self) -> Vec<Saved> {
-        self.0
-            .state
-            .lock()
-            .map(|s| s.history.clone())
-            .unwrap_or_default()
+        self.state().history.clone()
     }
 
     pub fn endpoint(&self) -> Option<Endpoint> {
-        self.0.state.lock().ok().map(|s| s.endpoint.clone())
+        Some(self.state().endpoint.clone())
     }
 
     /// Switches this session's model (kept for its later turns).
     pub fn set_endpoint(&self, endpoint: Endpoint) {
-        if let Ok(mut s) = self.0.state.lock() {
-            s.endpoint = endpoint;
-        }
+        self.state().endpoint = endpoint;
     }
 
     /// The id of the run in progress.
     pub fn running(&self) -> Option<String> {
-        self.0.state.lock().ok()?.running.clone()
+        self.state().running.clone()
     }
 
     /// Takes a conversation the caller holds (a client that resends its transcript)
@@ -188,15 +188,11 @@ impl Session {
     }
 
     fn push(&self, saved: Saved) {
-        if let Ok(mut s) = self.0.state.lock() {
-            s.history.push(saved);
-        }
+        self.state().history.push(saved);
     }
 
     fn set_history(&self, history: Vec<Saved>) {
-        if let Ok(mut s) = self.0.state.lock() {
-            s.history = history;
-        }
+        self.state().history = history;
     }
 }
 
@@ -511,11 +507,7 @@ impl Host {
         run_id: String,
     ) -> Result<RunHandle, SessionError> {
         let (history, endpoint) = {
-            let mut s = session
-                .0
-                .state
-                .lock()
-                .map_err(|_| SessionError::Busy(session.id().to_owned()))?;
+            let mut s = session.state();
             if s.running.is_some() {
                 return Err(SessionError::Busy(session.id().to_owned()));
             }
@@ -544,9 +536,7 @@ impl Host {
             false => Ok(()),
         };
         if let Err(cap) = listed {
-            if let Ok(mut s) = session.0.state.lock() {
-                s.running = None;
-            }
+            session.state().running = None;
             return Err(SessionError::TooManyRuns(cap));
         }
         let drive = Drive {
@@ -777,9 +767,7 @@ impl Drive {
         if let Err(e) = self.host.store.finish_turn(session, usage, run).await {
             tracing::warn!(run = %last.run_id, error = %e, "the turn's usage and status were not kept");
         }
-        if let Ok(mut s) = self.session.0.state.lock() {
-            s.running = None;
-        }
+        self.session.state().running = None;
         self.cell.status.send_replace(last.clone());
         self.cell.emit(RunEventKind::Finished(last));
     }

@@ -1,4 +1,5 @@
-//! herald's store: the durable inbox of accepted events and the dedup keys, in SQLite.
+//! herald's store, in SQLite: the durable inbox of accepted events, dedup keys and
+//! deliveries (`herald.db`), and the sessions, messages and runs (`state.db`).
 //!
 //! Every write goes through one writer thread that commits whatever is waiting in a
 //! single transaction (group commit) to the WAL; a syncer thread fsyncs the WAL and
