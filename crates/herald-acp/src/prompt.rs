@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, Usage, UsageUpdate,
 };
 use herald_protocol::Role;
-use herald_session::{RunEventKind, RunState};
+use herald_session::{ImageUrl, RunEventKind, RunState, UserInput};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -33,6 +33,30 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The prompt's image blocks as image parts: a `data:` URL of the block's base64
+/// data, else its http(s) URI. A block that gives neither is logged, not sent.
+fn prompt_images(blocks: &[ContentBlock]) -> Vec<ImageUrl> {
+    let images = blocks.iter().filter_map(|b| match b {
+        ContentBlock::Image(i) => Some(i),
+        _ => None,
+    });
+    images
+        .filter_map(|i| {
+            let url = match i.data.is_empty() {
+                false => format!("data:{};base64,{}", i.mime_type, i.data),
+                true => i.uri.clone().unwrap_or_default(),
+            };
+            match herald_session::images::checked_url(&url) {
+                Ok(url) => Some(ImageUrl { url, detail: None }),
+                Err(e) => {
+                    tracing::warn!(mime = %i.mime_type, "an image block is not sent: {e}");
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn update(cx: &ConnectionTo<Client>, session_id: &str, u: SessionUpdate) {
@@ -60,26 +84,28 @@ pub async fn run(
         return PromptResponse::new(StopReason::Refusal);
     };
     let text = idle_steer(&live, prompt_text(&request.prompt));
-    if text.trim().is_empty() {
+    let images = prompt_images(&request.prompt);
+    if text.trim().is_empty() && images.is_empty() {
         return PromptResponse::new(StopReason::EndTurn);
     }
     if let Some(reply) = slash::answer(server, &live, text.trim()).await {
         update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(reply)));
         return PromptResponse::new(StopReason::EndTurn);
     }
+    let input = UserInput { text, images };
     if live.conversation.busy() {
-        let n = live.conversation.queue(text);
+        let n = live.conversation.queue(input);
         let note = format!("Queued for the next turn. ({n} queued)");
         update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(note)));
         return PromptResponse::new(StopReason::EndTurn);
     }
     live.wire.cancelled.store(false, Ordering::SeqCst);
-    let mut next = Some(text);
+    let mut next = Some(input);
     let mut answer = PromptResponse::new(StopReason::EndTurn);
-    while let Some(text) = next {
-        answer = turn(server, &live, text.clone(), cx).await;
+    while let Some(input) = next {
+        answer = turn(server, &live, input.clone(), cx).await;
         next = if answer.stop_reason == StopReason::Cancelled {
-            *lock(&live.wire.interrupted) = Some(text);
+            *lock(&live.wire.interrupted) = Some(input.text);
             None
         } else {
             live.conversation.next_queued()
@@ -110,11 +136,11 @@ fn idle_steer(live: &AcpSession, text: String) -> String {
 async fn turn(
     server: &AcpServer,
     live: &AcpSession,
-    text: String,
+    input: UserInput,
     cx: &ConnectionTo<Client>,
 ) -> PromptResponse {
     let id = live.id.clone();
-    let run = match live.conversation.start(text) {
+    let run = match live.conversation.start(input).await {
         Ok(run) => run,
         Err(e) => {
             update(

@@ -10,7 +10,7 @@ use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, cap_result, spec_of, wrap
 use herald_llm::{DeltaEvent, Endpoint, LlmClient, RetryConfig};
 use herald_llm::{ErrorClass, LlmError};
 use herald_protocol::ChatCompletion;
-use herald_protocol::{ChatMessage, Role, ToolCall, Usage};
+use herald_protocol::{ChatMessage, Role, ToolCall, Usage, UserInput};
 use serde_json::Value;
 use serde_json::{Map, json};
 use std::path::PathBuf;
@@ -160,7 +160,7 @@ impl Agent {
     pub async fn run_turn(
         &self,
         history: &[ChatMessage],
-        user_message: &str,
+        user_message: impl Into<UserInput>,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> TurnResult {
         // A stop sent before the turn starts is honoured: the flag is cleared when a
@@ -169,7 +169,7 @@ impl Agent {
             mut messages,
             turn_start,
             user,
-        } = self.open_turn(history, user_message, events).await;
+        } = self.open_turn(history, user_message.into(), events).await;
         let specs: Vec<_> = self
             .config
             .tools
@@ -404,10 +404,13 @@ impl Agent {
     async fn open_turn(
         &self,
         history: &[ChatMessage],
-        user_message: &str,
+        input: UserInput,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Opened {
-        let user = ChatMessage::user(strip_invalid(user_message));
+        let user = ChatMessage {
+            images: input.images,
+            ..ChatMessage::user(strip_invalid(&input.text))
+        };
         let mut messages: Vec<ChatMessage> = Vec::with_capacity(history.len() + 2);
         messages.push(ChatMessage::system(self.config.system_prompt.clone()));
         messages.extend(history.iter().cloned());

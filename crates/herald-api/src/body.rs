@@ -42,30 +42,13 @@ pub fn truthy(v: Option<&Value>) -> bool {
     }
 }
 
-/// Text of a message `content`: a string, or the text parts of an array joined.
-pub fn content_text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                Value::Object(o) => o.get("text").and_then(Value::as_str),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn booleans_and_content() {
+    fn booleans() {
         for (v, want) in [
             (json!(true), true),
             (json!("YES"), true),
@@ -75,12 +58,5 @@ mod tests {
         ] {
             assert_eq!(truthy(Some(&v)), want, "{v}");
         }
-        assert_eq!(
-            content_text(Some(
-                &json!([{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {}}, {"type": "text", "text": "b"}])
-            )),
-            "a\nb"
-        );
-        assert_eq!(content_text(Some(&json!(42))), "");
     }
 }

@@ -116,7 +116,7 @@ async fn run_completion(
         Some(Value::String(m)) => m.clone(),
         _ => api.model_id.clone(),
     };
-    let conversation = session_pick::Conversation::from_chat_messages(messages)?;
+    let conversation = session_pick::Transcript::from_chat_messages(messages)?;
     let permit = api.permit()?;
     let Picked {
         session,

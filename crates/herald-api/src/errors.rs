@@ -11,6 +11,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub code: Option<&'static str>,
+    /// The request field at fault (`messages[2].content`), else JSON null.
+    pub param: Option<String>,
     /// Only `message` and `type` in the body.
     pub short: bool,
     pub retry_after: bool,
@@ -24,6 +26,7 @@ impl ApiError {
             status,
             message: message.into(),
             code,
+            param: None,
             short: false,
             retry_after: false,
             extra: None,
@@ -40,6 +43,12 @@ impl ApiError {
 
     pub fn bad_request(message: impl Into<String>, code: Option<&'static str>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, message, code)
+    }
+
+    /// This error, naming the request field at fault.
+    pub fn at(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
     }
 
     pub fn not_found(message: impl Into<String>, code: Option<&'static str>) -> Self {
@@ -93,7 +102,7 @@ impl ApiError {
         error.insert("message".into(), json!(self.message));
         error.insert("type".into(), json!(self.kind()));
         if !self.short {
-            error.insert("param".into(), Value::Null);
+            error.insert("param".into(), json!(self.param));
             error.insert("code".into(), json!(self.code));
         }
         if let Some(extra) = &self.extra {

@@ -8,6 +8,7 @@
 
 mod body;
 mod chat;
+mod content;
 mod discovery;
 pub mod errors;
 mod guard;

@@ -3,7 +3,8 @@
 //! session carried on; `GET` and `DELETE /v1/responses/{id}`; and the streaming events
 //! the `openai` SDK's `responses.stream()` helper needs, content parts included.
 
-use crate::body::{self, content_text};
+use crate::body;
+use crate::content;
 use crate::errors::ApiError;
 use crate::schema::*;
 use crate::session_pick::{self, open_or_resume};
@@ -13,14 +14,14 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use herald_protocol::{ChatMessage, Role};
+use herald_protocol::{ChatMessage, Role, UserInput};
 use herald_session::{Answers, RunEventKind, RunHandle, RunState, RunStatus, StoredResponse};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 /// What a request asks for, checked.
 struct Ask {
-    input: String,
+    input: UserInput,
     history: Vec<ChatMessage>,
     instructions: Option<String>,
     conversation: Option<String>,
@@ -30,24 +31,19 @@ struct Ask {
     model: String,
 }
 
-fn history_item(v: &Value) -> Result<Option<ChatMessage>, ApiError> {
+/// One `input` item: a string (a user message) or `{role, content}`.
+fn history_item(i: usize, v: &Value) -> Result<Option<ChatMessage>, ApiError> {
     match v {
         Value::String(s) => Ok(Some(ChatMessage::user(s.clone()))),
         Value::Object(o) => {
-            let (Some(role), Some(content)) =
-                (o.get("role").and_then(Value::as_str), o.get("content"))
+            let (Some(role), Some(c)) = (o.get("role").and_then(Value::as_str), o.get("content"))
             else {
                 return Err(ApiError::bad_request(
                     "Each input item needs a role and content",
                     None,
                 ));
             };
-            let text = content_text(Some(content));
-            Ok(match role {
-                "user" => Some(ChatMessage::user(text)),
-                "assistant" => Some(ChatMessage::text(Role::Assistant, text)),
-                _ => None,
-            })
+            content::message(role, Some(c), &format!("input[{i}].content"))
         }
         _ => Err(ApiError::bad_request(
             "Each input item must be a string or {role, content}",
@@ -57,7 +53,7 @@ fn history_item(v: &Value) -> Result<Option<ChatMessage>, ApiError> {
 }
 
 /// `input`: a string, or an array whose last user item is the new turn.
-fn parse_input(v: Option<&Value>) -> Result<(String, Vec<ChatMessage>), ApiError> {
+fn parse_input(v: Option<&Value>) -> Result<(UserInput, Vec<ChatMessage>), ApiError> {
     let mut items = match v {
         None | Some(Value::Null) => {
             return Err(ApiError::bad_request("Missing 'input' field", None));
@@ -65,8 +61,8 @@ fn parse_input(v: Option<&Value>) -> Result<(String, Vec<ChatMessage>), ApiError
         Some(Value::String(s)) => vec![ChatMessage::user(s.clone())],
         Some(Value::Array(a)) => {
             let mut out = Vec::new();
-            for item in a {
-                out.extend(history_item(item)?);
+            for (i, item) in a.iter().enumerate() {
+                out.extend(history_item(i, item)?);
             }
             out
         }
@@ -78,11 +74,8 @@ fn parse_input(v: Option<&Value>) -> Result<(String, Vec<ChatMessage>), ApiError
         }
     };
     match items.pop() {
-        Some(m)
-            if m.role == Role::User
-                && m.content.as_deref().is_some_and(|c| !c.trim().is_empty()) =>
-        {
-            Ok((m.content.unwrap_or_default(), items))
+        Some(m) if m.role == Role::User && content::has_payload(&m) => {
+            Ok((content::input_of(m), items))
         }
         _ => Err(ApiError::bad_request(
             "No user message found in input",
@@ -143,14 +136,18 @@ async fn ask_of(api: &Api, request: &Map<String, Value>) -> Result<Ask, ApiError
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             let mut explicit = Vec::new();
-            for item in items {
+            for (i, item) in items.iter().enumerate() {
                 if !item.is_object() {
                     return Err(ApiError::bad_request(
                         "conversation_history entries need a role and content",
                         None,
                     ));
                 }
-                explicit.extend(history_item(item)?);
+                let m = history_item(i, item).map_err(|e| match e.param {
+                    Some(_) => e.at(format!("conversation_history[{i}].content")),
+                    None => e,
+                })?;
+                explicit.extend(m);
             }
             history = explicit;
         }

@@ -1,7 +1,8 @@
 //! The runs API (§7): start a run (202), read its status, follow its events (SSE from
 //! the run's creation on), answer its approvals, stop it, steer it.
 
-use crate::body::{self, content_text};
+use crate::body;
+use crate::content;
 use crate::errors::ApiError;
 use crate::schema::*;
 use crate::session_pick::{self, open_or_resume};
@@ -11,7 +12,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use herald_protocol::{ChatMessage, Role};
+use herald_protocol::{ChatMessage, UserInput};
 use herald_session::{Answers, Decision, RunError, RunEventKind, RunHandle, RunState, RunStatus};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -48,21 +49,22 @@ fn status_body(s: &RunStatus) -> Value {
 
 /// A run's input: a string, or an array whose last item is the user message and whose
 /// earlier `{role, content}` items are history.
-fn parse_input(v: Option<&Value>) -> Result<(String, Vec<ChatMessage>), ApiError> {
+fn parse_input(v: Option<&Value>) -> Result<(UserInput, Vec<ChatMessage>), ApiError> {
     let missing = || ApiError::bad_request("Missing 'input' field", None);
     let (input, history) = match v {
-        Some(Value::String(s)) if !s.trim().is_empty() => (s.clone(), Vec::new()),
+        Some(Value::String(s)) if !s.trim().is_empty() => (UserInput::from(s), Vec::new()),
         Some(Value::Array(items)) if !items.is_empty() => {
             let (last, earlier) = items.split_last().ok_or_else(missing)?;
-            let text = match last {
-                Value::String(s) => s.clone(),
-                other => content_text(other.get("content")),
+            let param = format!("input[{}].content", earlier.len());
+            let input = match last {
+                Value::String(s) => UserInput::from(s),
+                other => content::user_content(other.get("content")).map_err(|e| e.at(param))?,
             };
-            (text, history_of(earlier)?)
+            (input, history_of(earlier)?)
         }
         _ => return Err(missing()),
     };
-    if input.trim().is_empty() {
+    if input.text.trim().is_empty() && input.images.is_empty() {
         return Err(ApiError::bad_request(
             "No user message found in input",
             None,
@@ -74,8 +76,8 @@ fn parse_input(v: Option<&Value>) -> Result<(String, Vec<ChatMessage>), ApiError
 /// `{role, content}` items as history (user and assistant; other roles dropped).
 fn history_of(items: &[Value]) -> Result<Vec<ChatMessage>, ApiError> {
     let mut out = Vec::new();
-    for item in items {
-        let (Some(role), Some(content)) = (
+    for (i, item) in items.iter().enumerate() {
+        let (Some(role), Some(c)) = (
             item.get("role").and_then(Value::as_str),
             item.get("content"),
         ) else {
@@ -84,12 +86,11 @@ fn history_of(items: &[Value]) -> Result<Vec<ChatMessage>, ApiError> {
                 None,
             ));
         };
-        let text = content_text(Some(content));
-        match role {
-            "user" => out.push(ChatMessage::user(text)),
-            "assistant" => out.push(ChatMessage::text(Role::Assistant, text)),
-            _ => {}
-        }
+        out.extend(content::message(
+            role,
+            Some(c),
+            &format!("input[{i}].content"),
+        )?);
     }
     Ok(out)
 }
@@ -358,7 +359,7 @@ pub async fn stop(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Respon
 fn steer_text(request: &Map<String, Value>) -> String {
     ["input", "message", "text"]
         .iter()
-        .map(|k| content_text(request.get(*k)).trim().to_owned())
+        .map(|k| content::text_only(request.get(*k)).trim().to_owned())
         .find(|t| !t.is_empty())
         .unwrap_or_default()
 }

@@ -4,53 +4,53 @@
 //! in the same session each turn. And the `model` field's route (§5.3).
 
 use crate::Api;
-use crate::body::content_text;
+use crate::content;
 use crate::errors::ApiError;
 use axum::http::{HeaderMap, StatusCode};
-use herald_protocol::{ChatMessage, Role};
+use herald_protocol::{ChatMessage, Role, UserInput};
 use herald_session::{Answers, Session, SessionError, SessionOptions, toolsets};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The conversation a request carries.
-pub struct Conversation {
+/// The transcript a request carries.
+pub struct Transcript {
     /// The system messages, joined.
     pub system: String,
     pub history: Vec<ChatMessage>,
-    pub input: String,
+    pub input: UserInput,
     pub first_user: String,
 }
 
-impl Conversation {
-    /// From chat-completion `messages`: system messages joined, user and assistant
-    /// messages the conversation (other roles dropped), the last one the new input.
-    pub fn from_chat_messages(messages: &[Value]) -> Result<Conversation, ApiError> {
+impl Transcript {
+    /// From chat-completion `messages`: system messages joined (as text), user and
+    /// assistant messages the conversation with their image parts (other roles
+    /// dropped), the last one the new input.
+    pub fn from_chat_messages(messages: &[Value]) -> Result<Transcript, ApiError> {
         let mut system = Vec::new();
         let mut turns: Vec<ChatMessage> = Vec::new();
-        for m in messages {
-            let text = content_text(m.get("content"));
-            match m.get("role").and_then(Value::as_str) {
-                Some("system" | "developer") => system.push(text),
-                Some("user") => turns.push(ChatMessage::user(text.clone())),
-                Some("assistant") => turns.push(ChatMessage::text(Role::Assistant, text.clone())),
-                _ => {}
+        for (i, m) in messages.iter().enumerate() {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+            if matches!(role, "system" | "developer") {
+                system.push(content::text_only(m.get("content")));
+                continue;
             }
+            let param = format!("messages[{i}].content");
+            turns.extend(content::message(role, m.get("content"), &param)?);
         }
-        let last = turns.pop().and_then(|m| m.content).unwrap_or_default();
-        if last.trim().is_empty() {
-            return Err(ApiError::bad_request_short(
-                "No user message found in messages",
-            ));
-        }
+        let last = turns
+            .pop()
+            .filter(content::has_payload)
+            .ok_or_else(|| ApiError::bad_request_short("No user message found in messages"))?;
+        let input = content::input_of(last);
         let first_user = turns
             .iter()
             .find(|m| m.role == Role::User)
             .and_then(|m| m.content.clone())
-            .unwrap_or_else(|| last.clone());
-        Ok(Conversation {
+            .unwrap_or_else(|| input.text.clone());
+        Ok(Transcript {
             system: system.join("\n"),
             history: turns,
-            input: last,
+            input,
             first_user,
         })
     }
@@ -128,14 +128,14 @@ pub async fn open_or_resume(
 /// The session a turn runs in, its input, and the session key to echo.
 pub struct Picked {
     pub session: Session,
-    pub input: String,
+    pub input: UserInput,
     pub key: Option<String>,
 }
 
 pub async fn pick(
     api: &Api,
     headers: &HeaderMap,
-    conv: Conversation,
+    conv: Transcript,
     model: &str,
 ) -> Result<Picked, ApiError> {
     let id = header_value(headers, "x-hermes-session-id", true)?;
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn messages_become_history_and_input() {
-        let c = Conversation::from_chat_messages(&[
+        let c = Transcript::from_chat_messages(&[
             json!({"role": "system", "content": "s1"}),
             json!({"role": "user", "content": "q1"}),
             json!({"role": "tool", "content": "dropped"}),
@@ -244,15 +244,19 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            (c.system.as_str(), c.input.as_str(), c.first_user.as_str()),
+            (
+                c.system.as_str(),
+                c.input.text.as_str(),
+                c.first_user.as_str()
+            ),
             ("s1\ns2", "q2", "q1")
         );
         assert_eq!(c.history.len(), 2);
         assert!(
-            Conversation::from_chat_messages(&[json!({"role": "user", "content": "  "})]).is_err()
+            Transcript::from_chat_messages(&[json!({"role": "user", "content": "  "})]).is_err()
         );
         assert!(
-            Conversation::from_chat_messages(&[json!({"role": "system", "content": "x"})]).is_err()
+            Transcript::from_chat_messages(&[json!({"role": "system", "content": "x"})]).is_err()
         );
     }
 

@@ -144,6 +144,7 @@ impl Assembler {
                 message: ChatMessage {
                     role: Role::Assistant,
                     content,
+                    images: Vec::new(),
                     tool_calls,
                     tool_call_id: None,
                     name: None,

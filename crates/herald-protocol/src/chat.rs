@@ -26,23 +26,170 @@ impl Role {
 }
 
 /// One message of a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// On the wire a message with images carries its `content` as OpenAI parts: a `text`
+/// part, then one `image_url` part per image. Reading accepts either form (text parts
+/// joined by newlines).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "WireMessage")]
 pub struct ChatMessage {
     pub role: Role,
     /// Text; `None` for an assistant message that only calls tools.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Images of a user message, sent after its text.
+    pub images: Vec<ImageUrl>,
     pub tool_calls: Vec<ToolCall>,
     /// For `role: tool`: the call this result answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// For `role: tool`: the tool's name (some servers want it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The model's reasoning text, when the provider streams it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+}
+
+/// An image as an OpenAI `image_url` part carries it: an `http(s)` URL or a
+/// `data:image/...;base64,` URL, and the optional detail (`low`, `high`, `auto`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageUrl {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// What a user sends for a turn: text and images.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInput {
+    pub text: String,
+    pub images: Vec<ImageUrl>,
+}
+
+impl From<String> for UserInput {
+    fn from(text: String) -> Self {
+        UserInput {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for UserInput {
+    fn from(text: &str) -> Self {
+        text.to_owned().into()
+    }
+}
+
+impl From<&String> for UserInput {
+    fn from(text: &String) -> Self {
+        text.clone().into()
+    }
+}
+
+impl Serialize for ChatMessage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("role", &self.role)?;
+        match (&self.content, self.images.is_empty()) {
+            (Some(text), true) => m.serialize_entry("content", text)?,
+            (None, true) => {}
+            (text, false) => m.serialize_entry("content", &Parts(text.as_deref(), &self.images))?,
+        }
+        if !self.tool_calls.is_empty() {
+            m.serialize_entry("tool_calls", &self.tool_calls)?;
+        }
+        if let Some(id) = &self.tool_call_id {
+            m.serialize_entry("tool_call_id", id)?;
+        }
+        if let Some(name) = &self.name {
+            m.serialize_entry("name", name)?;
+        }
+        if let Some(r) = &self.reasoning {
+            m.serialize_entry("reasoning", r)?;
+        }
+        m.end()
+    }
+}
+
+/// A text and its images as OpenAI content parts.
+struct Parts<'a>(Option<&'a str>, &'a [ImageUrl]);
+
+impl Serialize for Parts<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(None)?;
+        if let Some(text) = self.0.filter(|t| !t.is_empty()) {
+            seq.serialize_element(&WirePart::Text {
+                text: text.to_owned(),
+            })?;
+        }
+        for image in self.1 {
+            seq.serialize_element(&WirePart::ImageUrl {
+                image_url: image.clone(),
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// One content part as read and written.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+/// `content` as read: a string or parts (parts of other types are skipped).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WireContent {
+    Text(String),
+    Parts(Vec<Value>),
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    role: Role,
+    #[serde(default)]
+    content: Option<WireContent>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+}
+
+impl From<WireMessage> for ChatMessage {
+    fn from(w: WireMessage) -> Self {
+        let (content, images) = match w.content {
+            None => (None, Vec::new()),
+            Some(WireContent::Text(t)) => (Some(t), Vec::new()),
+            Some(WireContent::Parts(parts)) => {
+                let mut texts = Vec::new();
+                let mut images = Vec::new();
+                for part in parts {
+                    match serde_json::from_value::<WirePart>(part) {
+                        Ok(WirePart::Text { text }) => texts.push(text),
+                        Ok(WirePart::ImageUrl { image_url }) => images.push(image_url),
+                        Err(_) => {}
+                    }
+                }
+                (Some(texts.join("\n")), images)
+            }
+        };
+        ChatMessage {
+            role: w.role,
+            content,
+            images,
+            tool_calls: w.tool_calls,
+            tool_call_id: w.tool_call_id,
+            name: w.name,
+            reasoning: w.reasoning,
+        }
+    }
 }
 
 impl ChatMessage {
@@ -50,12 +197,22 @@ impl ChatMessage {
         ChatMessage {
             role,
             content: Some(content.into()),
+            images: Vec::new(),
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
             reasoning: None,
         }
     }
+
+    /// A user message of `input`'s text and images.
+    pub fn user_input(input: UserInput) -> Self {
+        ChatMessage {
+            images: input.images,
+            ..Self::user(input.text)
+        }
+    }
+
     pub fn system(content: impl Into<String>) -> Self {
         Self::text(Role::System, content)
     }
@@ -70,6 +227,7 @@ impl ChatMessage {
         ChatMessage {
             role: Role::Tool,
             content: Some(content.into()),
+            images: Vec::new(),
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
             name: Some(name.into()),
@@ -214,4 +372,39 @@ pub struct CompletionChoice {
     pub message: ChatMessage,
     #[serde(default)]
     pub finish_reason: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_message_with_images_is_sent_as_parts_and_read_back() {
+        let image = ImageUrl {
+            url: "data:image/png;base64,iVBORw==".into(),
+            detail: Some("low".into()),
+        };
+        let m = ChatMessage::user_input(UserInput {
+            text: "what is this?".into(),
+            images: vec![image.clone()],
+        });
+        let wire = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            wire,
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw==", "detail": "low"}}
+            ]})
+        );
+        let back: ChatMessage = serde_json::from_value(wire).unwrap();
+        assert_eq!(back, m);
+        let plain = serde_json::to_value(ChatMessage::user("hi")).unwrap();
+        assert_eq!(plain, json!({"role": "user", "content": "hi"}));
+        let odd: ChatMessage = serde_json::from_value(json!({"role": "assistant", "content": [
+            {"type": "text", "text": "a"}, {"type": "refusal"}, {"type": "text", "text": "b"}
+        ]}))
+        .unwrap();
+        assert_eq!(odd.content.as_deref(), Some("a\nb"));
+    }
 }

@@ -88,7 +88,7 @@ pub async fn cli_exec(p: &Params) -> Result<Value, RpcError> {
 }
 
 /// `image.attach {session_id, path}`: the image goes with the session's next prompt,
-/// for the model to look at with `vision_analyze`.
+/// as an image part (its path named in the text).
 pub fn image_attach(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let raw = required(p, "path", 4015)?;

@@ -67,7 +67,7 @@ pub async fn submit(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
             .map_err(|e| RpcError::session(e, RpcError::PERSIST_FAILED))?;
         result["survivor_user_row_ids"] = json!(survivors);
     }
-    turns::start(gw, &live, text)?;
+    turns::start(&live, text.into()).await?;
     Ok(result)
 }
 

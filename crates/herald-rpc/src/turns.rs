@@ -3,9 +3,9 @@
 
 use crate::errors::RpcError;
 use crate::frame;
-use crate::gateway::{Gateway, Live};
+use crate::gateway::Live;
 use crate::outbox::Out;
-use herald_session::{RunEventKind, RunHandle, RunState, RunStatus};
+use herald_session::{RunEventKind, RunHandle, RunState, RunStatus, UserInput};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,13 +14,14 @@ use std::time::Instant;
 /// The choices an approval request offers.
 const CHOICES: [&str; 4] = ["once", "session", "always", "deny"];
 
-/// Starts a turn of `live` on `text`; its events follow on the session's client.
-pub fn start(gw: &Arc<Gateway>, live: &Arc<Live>, text: String) -> Result<RunHandle, RpcError> {
+/// Starts a turn of `live` on `input`; its events follow on the session's client.
+pub async fn start(live: &Arc<Live>, input: UserInput) -> Result<RunHandle, RpcError> {
     let run = live
         .conversation
-        .start(text)
+        .start(input)
+        .await
         .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
-    tokio::spawn(relay(gw.clone(), live.clone(), run.clone()));
+    tokio::spawn(relay(live.clone(), run.clone()));
     Ok(run)
 }
 
@@ -127,7 +128,26 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
 }
 
 /// Passes one run's events on, then starts the next queued prompt.
-async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
+async fn relay(live: Arc<Live>, mut run: RunHandle) {
+    loop {
+        relay_one(&live, &run).await;
+        let Some(next) = live.conversation.next_queued() else {
+            return;
+        };
+        match live.conversation.start(next).await {
+            Ok(started) => run = started,
+            Err(e) => {
+                let e = RpcError::session(e, RpcError::FAILED);
+                let payload = json!({"message": e.message});
+                live.wire.emit(event(&live, "error", payload)).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Passes one run's events on.
+async fn relay_one(live: &Live, run: &RunHandle) {
     let Some(mut events) = run.take_events() else {
         return;
     };
@@ -165,33 +185,26 @@ async fn relay(gw: Arc<Gateway>, live: Arc<Live>, run: RunHandle) {
             } if tool_calls > 0 && !text.trim().is_empty() => {
                 let already = streamed.contains(text.as_str());
                 let payload = json!({"text": text, "already_streamed": already});
-                event(&live, "message.interim", payload)
+                event(live, "message.interim", payload)
             }
             RunEventKind::Finished(end) => {
                 if !reasoning.is_empty() {
                     let text = json!({"text": reasoning});
                     live.wire
-                        .emit(event(&live, "reasoning.available", text))
+                        .emit(event(live, "reasoning.available", text))
                         .await;
                 }
                 let payload = complete(&end, &streamed, &reasoning);
                 live.wire
-                    .emit(event(&live, "message.complete", payload))
+                    .emit(event(live, "message.complete", payload))
                     .await;
                 break;
             }
-            other => match tool_event(&live, other, &mut started) {
+            other => match tool_event(live, other, &mut started) {
                 Some(out) => out,
                 None => continue,
             },
         };
         live.wire.emit(out).await;
-    }
-    if let Some(next) = live.conversation.next_queued()
-        && let Err(e) = start(&gw, &live, next)
-    {
-        live.wire
-            .emit(event(&live, "error", json!({"message": e.message})))
-            .await;
     }
 }

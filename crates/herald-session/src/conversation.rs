@@ -7,7 +7,7 @@ use crate::commands::{self, ChatCommand};
 use crate::host::{Host, Session};
 use crate::runs::{RunError, RunHandle};
 use crate::sessions::SessionError;
-use crate::{SelectError, now_secs};
+use crate::{SelectError, UserInput, now_secs};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -63,7 +63,7 @@ pub struct Conversation {
     host: Arc<Host>,
     session: Mutex<Session>,
     run: Mutex<Option<RunHandle>>,
-    queued: Mutex<VecDeque<String>>,
+    queued: Mutex<VecDeque<UserInput>>,
     attached: Mutex<Vec<String>>,
     /// When it was made live (seconds since the epoch).
     pub started_at: f64,
@@ -106,23 +106,24 @@ impl Conversation {
         lock(&self.run).clone()
     }
 
-    /// Starts a turn on `text` (with the attached images named ahead of it).
-    pub fn start(&self, text: String) -> Result<RunHandle, SessionError> {
-        let text = self.with_attachments(text);
-        let run = self.host.start_run(&self.session(), text)?;
+    /// Starts a turn on `input`, with the images attached since the last turn as image
+    /// parts (their files read off the async workers).
+    pub async fn start(&self, input: impl Into<UserInput>) -> Result<RunHandle, SessionError> {
+        let input = self.with_attachments(input.into()).await;
+        let run = self.host.start_run(&self.session(), input)?;
         *lock(&self.run) = Some(run.clone());
         Ok(run)
     }
 
-    /// Queues `text` behind the running turn; how many wait now.
-    pub fn queue(&self, text: String) -> usize {
+    /// Queues `input` behind the running turn; how many wait now.
+    pub fn queue(&self, input: impl Into<UserInput>) -> usize {
         let mut q = lock(&self.queued);
-        q.push_back(text);
+        q.push_back(input.into());
         q.len()
     }
 
     /// The next queued prompt, taken off the queue.
-    pub fn next_queued(&self) -> Option<String> {
+    pub fn next_queued(&self) -> Option<UserInput> {
         lock(&self.queued).pop_front()
     }
 
@@ -169,17 +170,17 @@ impl Conversation {
         a.len()
     }
 
-    /// `text` with the attached images named ahead of it (they are used up).
-    fn with_attachments(&self, text: String) -> String {
+    /// `input` with the attached images (they are used up).
+    async fn with_attachments(&self, input: UserInput) -> UserInput {
         let paths = std::mem::take(&mut *lock(&self.attached));
         if paths.is_empty() {
-            return text;
+            return input;
         }
-        let lines: Vec<String> = paths
-            .iter()
-            .map(|p| format!("[Attached image: {p} (look at it with vision_analyze)]"))
-            .collect();
-        format!("{}\n\n{text}", lines.join("\n"))
+        let fallback = input.clone();
+        let attach = move || crate::images::attach_files(input, &paths);
+        tokio::task::spawn_blocking(attach)
+            .await
+            .unwrap_or(fallback)
     }
 
     /// Answers one (trimmed) input line from the slash-command table: the same

@@ -14,7 +14,7 @@ use herald_agent::{
     Agent, AgentConfig, AgentEvent, Approvals, Approver, Observer, Plugins, Tool, TurnResult,
 };
 use herald_llm::{Endpoint, LlmClient};
-use herald_protocol::ChatMessage;
+use herald_protocol::{ChatMessage, UserInput};
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
 use herald_store::{SessionReader, SessionStore};
 use std::path::PathBuf;
@@ -494,7 +494,7 @@ impl Host {
     pub fn start_run(
         self: &Arc<Self>,
         session: &Session,
-        input: String,
+        input: impl Into<UserInput>,
     ) -> Result<RunHandle, SessionError> {
         self.start_run_as(session, input, prompt::new_run_id())
     }
@@ -503,7 +503,7 @@ impl Host {
     pub fn start_run_as(
         self: &Arc<Self>,
         session: &Session,
-        input: String,
+        input: impl Into<UserInput>,
         run_id: String,
     ) -> Result<RunHandle, SessionError> {
         let (history, endpoint) = {
@@ -544,7 +544,7 @@ impl Host {
             session: session.clone(),
             cell: cell.clone(),
         };
-        tokio::spawn(drive.run_guarded(agent, history, input));
+        tokio::spawn(drive.run_guarded(agent, history, input.into()));
         Ok(RunHandle { cell })
     }
 
@@ -619,7 +619,7 @@ struct Drive {
 
 impl Drive {
     /// Runs the turn; a panic in it still ends the run (failed) and frees the session.
-    async fn run_guarded(self, agent: Agent, history: Vec<ChatMessage>, input: String) {
+    async fn run_guarded(self, agent: Agent, history: Vec<ChatMessage>, input: UserInput) {
         let turn = std::panic::AssertUnwindSafe(self.clone().run(agent, history, input));
         if futures_util::FutureExt::catch_unwind(turn).await.is_err() {
             let run_id = self.cell.status.borrow().run_id.clone();
@@ -633,7 +633,7 @@ impl Drive {
         }
     }
 
-    async fn run(self, agent: Agent, history: Vec<ChatMessage>, input: String) {
+    async fn run(self, agent: Agent, history: Vec<ChatMessage>, input: UserInput) {
         let (tx, mut rx) = mpsc::unbounded_channel::<Step>();
         self.cell.pending.set_current(&self.cell, tx.clone());
         self.cell.set_state(RunState::Running);
@@ -643,7 +643,7 @@ impl Drive {
             let mut sink = move |e: AgentEvent| {
                 let _ = tx.send(Step::Agent(e));
             };
-            let result = agent.run_turn(&history, &input, &mut sink).await;
+            let result = agent.run_turn(&history, input, &mut sink).await;
             let _ = end.send(Step::End);
             result
         };

@@ -100,10 +100,10 @@ async fn two_runs_on_two_sessions_at_once_keep_apart_and_are_tagged() {
         .unwrap();
     assert_ne!(a.id(), b.id());
     let started = Instant::now();
-    let run_a = f.host.start_run(&a, "first".into()).unwrap();
-    let run_b = f.host.start_run(&b, "second".into()).unwrap();
+    let run_a = f.host.start_run(&a, "first").unwrap();
+    let run_b = f.host.start_run(&b, "second").unwrap();
     assert!(matches!(
-        f.host.start_run(&a, "again".into()),
+        f.host.start_run(&a, "again"),
         Err(SessionError::Busy(_))
     ));
     let (ea, eb) = tokio::join!(all_events(&run_a), all_events(&run_b));
@@ -199,13 +199,13 @@ async fn approvals_are_answered_by_request_id_in_any_order() {
             .open_session(options(&["terminal"], Answers::ByRequest))
     };
     let (a, b) = (open().await.unwrap(), open().await.unwrap());
-    let run_a = f.host.start_run(&a, "clean up one".into()).unwrap();
+    let run_a = f.host.start_run(&a, "clean up one").unwrap();
     let mut rx_a = run_a.take_events().unwrap();
     assert_eq!(
         next_approval(&mut rx_a).await,
         ("call_a".to_owned(), "rm -f first.txt".to_owned())
     );
-    let run_b = f.host.start_run(&b, "clean up two".into()).unwrap();
+    let run_b = f.host.start_run(&b, "clean up two").unwrap();
     let mut rx_b = run_b.take_events().unwrap();
     assert_eq!(
         next_approval(&mut rx_b).await,
@@ -286,7 +286,7 @@ async fn clarify_is_answered_by_request_id() {
         .open_session(options(&["clarify"], Answers::ByRequest))
         .await
         .unwrap();
-    let run = f.host.start_run(&s, "paint it".into()).unwrap();
+    let run = f.host.start_run(&s, "paint it").unwrap();
     let mut rx = run.take_events().unwrap();
     loop {
         let e = tokio::time::timeout(Duration::from_secs(10), rx.recv())
@@ -327,7 +327,7 @@ async fn steer_without_a_tool_boundary_comes_back_as_pending_and_interrupt_cance
         .open_session(options(&[], Answers::Nobody))
         .await
         .unwrap();
-    let run = f.host.start_run(&s, "go".into()).unwrap();
+    let run = f.host.start_run(&s, "go").unwrap();
     while run.status().state != RunState::Running {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -343,7 +343,7 @@ async fn steer_without_a_tool_boundary_comes_back_as_pending_and_interrupt_cance
         Err(crate::RunError::NotAcceptingSteer("completed"))
     );
 
-    let slow = f.host.start_run(&s, "take your time".into()).unwrap();
+    let slow = f.host.start_run(&s, "take your time").unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let asked = Instant::now();
     slow.interrupt();
@@ -371,7 +371,7 @@ async fn rewind_follows_the_confirmation_rules_and_returns_survivor_row_ids() {
         .await
         .unwrap();
     for q in ["q0", "q1", "q2"] {
-        f.host.start_run(&s, q.into()).unwrap().finished().await;
+        f.host.start_run(&s, q).unwrap().finished().await;
     }
     let users: Vec<i64> = s
         .history()
@@ -417,11 +417,7 @@ async fn rewind_follows_the_confirmation_rules_and_returns_survivor_row_ids() {
     );
     // The next turn follows the survivors, and the rewound row is stale.
     f.provider.push(Scripted::text("again"));
-    f.host
-        .start_run(&s, "q2 again".into())
-        .unwrap()
-        .finished()
-        .await;
+    f.host.start_run(&s, "q2 again").unwrap().finished().await;
     let sent = f.provider.requests().last().unwrap().body["messages"].to_string();
     assert!(sent.contains("q1") && !sent.contains("\"q2\""), "{sent}");
     assert!(matches!(
@@ -467,16 +463,16 @@ async fn run_status_survives_a_restart() {
         .open_session(options(&[], Answers::Nobody))
         .await
         .unwrap();
-    let done = crashed.start_run(&s, "q".into()).unwrap();
+    let done = crashed.start_run(&s, "q").unwrap();
     done.finished().await;
-    let hanging = crashed.start_run(&s, "q2".into()).unwrap();
+    let hanging = crashed.start_run(&s, "q2").unwrap();
     // A run of a process that still serves the same home (a gateway beside `herald rpc`).
     let live = host_on(dir.path(), &provider.base_url);
     let live_session = live
         .open_session(options(&[], Answers::Nobody))
         .await
         .unwrap();
-    let serving = live.start_run(&live_session, "q3".into()).unwrap();
+    let serving = live.start_run(&live_session, "q3").unwrap();
     for run in [&hanging, &serving] {
         while run.status().state != RunState::Running {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -534,7 +530,7 @@ async fn the_runtimes_plugins_run_and_memory_and_disk_keep_what_they_made() {
         .open_session(options(&[], Answers::Nobody))
         .await
         .unwrap();
-    let run = host.start_run(&s, "question".into()).unwrap();
+    let run = host.start_run(&s, "question").unwrap();
     let events = all_events(&run).await;
     assert_eq!(run.status().output.as_deref(), Some("TRANSFORMED"));
     let sent = provider.requests()[0].body["messages"].to_string();
@@ -588,14 +584,14 @@ async fn the_run_registry_is_bounded_and_finished_runs_make_room() {
         .open_session(options(&[], Answers::Nobody))
         .await
         .unwrap();
-    let first = host.start_run(&a, "one".into()).unwrap();
+    let first = host.start_run(&a, "one").unwrap();
     assert!(matches!(
-        host.start_run(&b, "two".into()),
+        host.start_run(&b, "two"),
         Err(SessionError::TooManyRuns(1))
     ));
     assert_eq!(host.live_runs(), 1);
     first.finished().await;
-    let second = host.start_run(&b, "two".into()).unwrap();
+    let second = host.start_run(&b, "two").unwrap();
     assert_eq!(second.finished().await.output.as_deref(), Some("second"));
     assert!(
         host.run(&first.id()).is_none(),
@@ -612,7 +608,7 @@ async fn the_run_registry_is_bounded_and_finished_runs_make_room() {
     unlisted.keep_runs = false;
     let c = host.open_session(unlisted).await.unwrap();
     provider.push(Scripted::text("third"));
-    let third = host.start_run(&c, "three".into()).unwrap();
+    let third = host.start_run(&c, "three").unwrap();
     assert_eq!(third.finished().await.output.as_deref(), Some("third"));
     assert!(host.run_status(&third.id()).unwrap().is_none());
 }
@@ -648,7 +644,7 @@ async fn conversations_are_capped_at_max_live_sessions_and_closing_makes_room() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conversation_queues_refuses_a_busy_model_switch_and_names_attached_images() {
+async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_images_as_parts() {
     let f = fixture(vec![
         Scripted::Delayed(
             std::time::Duration::from_millis(500),
@@ -662,8 +658,10 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_names_attached_im
         .await
         .unwrap();
     let c = crate::Conversation::new(f.host.clone(), session);
-    assert_eq!(c.attach("/tmp/cat.png".into()), 1);
-    let run = c.start("look".into()).unwrap();
+    let png = f.dir.path().join("cat.png");
+    std::fs::write(&png, [0x89, b'P', b'N', b'G']).unwrap();
+    assert_eq!(c.attach(png.display().to_string()), 1);
+    let run = c.start("look").await.unwrap();
     assert!(c.busy());
     assert!(matches!(
         c.switch_model("other"),
@@ -673,13 +671,17 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_names_attached_im
         c.command("/model other"),
         Err(crate::SwitchRefused::Busy)
     ));
-    assert_eq!(c.queue("next".into()), 1);
+    assert_eq!(c.queue("next"), 1);
     run.finished().await;
-    assert_eq!(c.next_queued().as_deref(), Some("next"));
+    assert_eq!(c.next_queued().unwrap().text, "next");
     let sent = f.provider.requests()[0].body["messages"][1]["content"].clone();
-    let sent = sent.as_str().unwrap();
-    assert!(sent.starts_with("[Attached image: /tmp/cat.png"), "{sent}");
-    assert!(sent.ends_with("look"), "{sent}");
+    assert_eq!(sent[0]["type"], "text");
+    let text = sent[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("look\n\n[Image attached at: "), "{text}");
+    assert_eq!(
+        sent[1],
+        serde_json::json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}})
+    );
     assert_eq!(c.switch_model("other").unwrap(), "other");
     assert_eq!(
         c.command("/model").unwrap(),

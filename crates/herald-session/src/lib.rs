@@ -31,6 +31,7 @@ pub mod bundled_skills;
 pub mod commands;
 pub mod conversation;
 pub mod host;
+pub mod images;
 pub mod model_options;
 pub mod model_select;
 pub mod plugin_reload;
@@ -53,6 +54,7 @@ pub use herald_agent::{
 };
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;
+pub use herald_protocol::{ImageUrl, UserInput};
 pub use herald_store::now_secs;
 pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, TitleRefused};
 pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};

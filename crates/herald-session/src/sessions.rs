@@ -77,6 +77,7 @@ pub fn to_message(r: StoredMessage) -> Option<ChatMessage> {
     Some(ChatMessage {
         role,
         content: r.content,
+        images: Vec::new(),
         tool_calls: r
             .tool_calls
             .and_then(|t| serde_json::from_str(&t).ok())

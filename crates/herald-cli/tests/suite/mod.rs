@@ -10,6 +10,7 @@ mod fakes;
 mod filters_scripts;
 mod first_contact;
 mod hostile;
+mod images;
 mod inbox_cli;
 mod ingress;
 mod platforms;

@@ -1042,10 +1042,16 @@ async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
         (Some(true), Some("shot.png"))
     );
     let events = c.turn(&sid, "what is in it?").await;
-    let sent = provider.requests()[0].body["messages"].to_string();
+    // It reaches the provider as an image part, its path named in the text.
+    let sent = provider.requests()[0].body["messages"][1]["content"].clone();
+    let text = sent[0]["text"].as_str().unwrap_or_default();
     assert!(
-        sent.contains("[Attached image: ") && sent.contains("shot.png"),
+        text.starts_with("what is in it?") && text.contains("[Image attached at: "),
         "{sent}"
+    );
+    assert_eq!(
+        sent[1],
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}})
     );
     // Reasoning: streamed, then available, then on message.complete.
     assert!(
