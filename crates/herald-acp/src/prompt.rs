@@ -162,6 +162,11 @@ async fn turn(
                 streamed = true;
                 update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(t)));
             }
+            // Chunks cannot be taken back: the middleware's text follows them.
+            RunEventKind::MessageCorrected(t) => {
+                let text = format!("\n\n{t}");
+                update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(text)));
+            }
             RunEventKind::ReasoningDelta(t) => {
                 update(cx, &id, SessionUpdate::AgentThoughtChunk(chunk(t)))
             }

@@ -227,6 +227,11 @@ async fn relay(run: &RunHandle, ids: &Ids, frames: &sse::Frames) -> bool {
                 let chunk = ids.chunk(json!({"content": text}), None);
                 frames.data(&Value::Object(chunk)).await
             }
+            // Deltas cannot be taken back: the middleware's text follows them.
+            RunEventKind::MessageCorrected(text) => {
+                let chunk = ids.chunk(json!({"content": format!("\n\n{text}")}), None);
+                frames.data(&Value::Object(chunk)).await
+            }
             RunEventKind::ToolStarted {
                 call_id,
                 name,

@@ -291,7 +291,10 @@ fn event_fields(
             }
             f
         }
-        RunEventKind::MessageComplete { .. } | RunEventKind::MessageSaved { .. } => return None,
+        // `run.completed` carries the corrected output.
+        RunEventKind::MessageComplete { .. }
+        | RunEventKind::MessageSaved { .. }
+        | RunEventKind::MessageCorrected(_) => return None,
     };
     match fields {
         Value::Object(m) => Some((name, m)),

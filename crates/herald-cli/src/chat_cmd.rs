@@ -375,6 +375,12 @@ impl Chat {
                 out!("{t}");
                 return true;
             }
+            // A plugin changed the streamed answer: its text follows what streamed.
+            RunEventKind::MessageCorrected(t) => {
+                self.status.hide();
+                out!("\n\n{t}");
+                return true;
+            }
             RunEventKind::ToolStarted {
                 name, arguments, ..
             } => {

@@ -144,21 +144,30 @@ def _install_shim():
 # ---------------------------------------------------------------- values
 
 class AttrMap(dict):
-    """A response both `resp.choices[0].message.content` and `resp["choices"]` read."""
+    """A response both `resp.choices[0].message.content` and `resp["choices"]` read and
+    write: nested values are converted once, so an edit in place is kept."""
 
     def __getattr__(self, name):
         try:
-            return _attr(self[name])
+            return self[name]
         except KeyError:
             raise AttributeError(name) from None
 
-    def __getitem__(self, key):
-        return _attr(dict.__getitem__(self, key))
+    def __setattr__(self, name, value):
+        self[name] = _attr(value)
+
+    def __delattr__(self, name):
+        try:
+            del self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 def _attr(value):
-    if isinstance(value, dict) and not isinstance(value, AttrMap):
-        return AttrMap(value)
+    if isinstance(value, AttrMap):
+        return value
+    if isinstance(value, dict):
+        return AttrMap({k: _attr(v) for k, v in value.items()})
     if isinstance(value, list):
         return [_attr(v) for v in value]
     return value

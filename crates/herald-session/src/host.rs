@@ -593,6 +593,24 @@ impl Host {
     }
 }
 
+/// The text an API call's answer has when it is not what streamed (execution
+/// middleware changed it); `streamed` gathers the call's deltas and is emptied at the
+/// call's end.
+fn corrected(streamed: &mut String, event: &AgentEvent) -> Option<String> {
+    match event {
+        AgentEvent::MessageDelta(t) => {
+            streamed.push_str(t);
+            None
+        }
+        AgentEvent::MessageComplete { content, .. } => {
+            let sent = std::mem::take(streamed);
+            let text = content.clone().unwrap_or_default();
+            (!sent.is_empty() && sent != text).then_some(text)
+        }
+        _ => None,
+    }
+}
+
 /// The runtime's plugins with a session's own observers told after its.
 fn with_observers(plugins: &Plugins, own: &[Arc<dyn Observer>]) -> Plugins {
     let mut p = plugins.clone();
@@ -648,9 +666,15 @@ impl Drive {
             result
         };
         let forward = async {
+            let mut streamed = String::new();
             while let Some(step) = rx.recv().await {
                 match step {
-                    Step::Agent(event) => self.pass_on(event).await,
+                    Step::Agent(event) => {
+                        if let Some(text) = corrected(&mut streamed, &event) {
+                            self.cell.emit(RunEventKind::MessageCorrected(text));
+                        }
+                        self.pass_on(event).await
+                    }
                     Step::Ask(kind) => self.ask(kind),
                     Step::End => break,
                 }

@@ -211,6 +211,9 @@ pub enum RunEventKind {
     },
     /// Text was queued for the next tool boundary.
     Steered,
+    /// Execution middleware changed an API call's answer after its text had streamed:
+    /// the text the answer has instead (the streamed deltas carried the provider's).
+    MessageCorrected(String),
     /// The last event of every run.
     Finished(RunStatus),
 }
@@ -229,6 +232,7 @@ impl RunEventKind {
             RunEventKind::ApprovalResponded { .. } => "approval.responded",
             RunEventKind::ClarifyRequested { .. } => "clarify.request",
             RunEventKind::Steered => "run.steered",
+            RunEventKind::MessageCorrected(_) => "message.corrected",
             RunEventKind::Finished(s) => match s.state {
                 RunState::Completed => "run.completed",
                 RunState::Cancelled => "run.cancelled",

@@ -4,6 +4,7 @@ mod api;
 mod approval_timeouts;
 mod chat;
 mod config_start;
+mod corrections;
 mod crash;
 mod direct_delivery;
 mod fakes;
