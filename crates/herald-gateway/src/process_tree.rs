@@ -40,7 +40,7 @@ pub fn become_subreaper() -> std::io::Result<()> {
 /// Kills the script's process group, its descendants and every process carrying the
 /// run's marker. Returns how many processes outside the group were found.
 pub fn kill_run(root: Option<u32>, marker: &str) -> usize {
-    herald_tools::process_group::kill_group(root);
+    herald_process::kill_group(root);
     let root = root.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0);
     let wanted = format!("{RUN_MARKER_VAR}={marker}");
     let mut found_total = 0;
@@ -51,7 +51,7 @@ pub fn kill_run(root: Option<u32>, marker: &str) -> usize {
         }
         found_total += found.len();
         for pid in found {
-            herald_tools::process_group::kill(pid);
+            herald_process::kill(pid);
         }
     }
     found_total

@@ -111,7 +111,7 @@ pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("sh") || e.eq_ignore_ascii_case("bash"));
-    let mut cmd = herald_tools::process_group::command(if is_shell { "bash" } else { "python3" });
+    let mut cmd = herald_process::command(if is_shell { "bash" } else { "python3" });
     cmd.arg(path)
         .current_dir(path.parent().unwrap_or(Path::new("/")))
         .stdin(Stdio::piped());

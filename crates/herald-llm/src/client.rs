@@ -33,14 +33,18 @@ impl Default for RetryConfig {
 }
 
 impl RetryConfig {
+    /// The waits between attempts: `base` doubling up to `cap`, up to 50 % jitter.
+    pub fn waits(&self) -> herald_retry::Backoff {
+        herald_retry::Backoff {
+            initial: self.base,
+            cap: self.cap,
+            jitter: 0.5,
+        }
+    }
+
     /// The wait after failed attempt `n` (1-based).
     pub fn backoff(&self, n: u32) -> Duration {
-        let exp = self
-            .base
-            .saturating_mul(1u32 << (n.saturating_sub(1)).min(16));
-        let wait = exp.min(self.cap);
-        let jitter = rand::random::<f64>() * 0.5;
-        wait + wait.mul_f64(jitter)
+        self.waits().wait(n)
     }
 }
 

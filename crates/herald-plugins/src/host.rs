@@ -19,7 +19,12 @@ pub const PROTOCOL: &str = "herald-plugin/1";
 /// The biggest message either side sends.
 pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 const PING_WITHIN: Duration = Duration::from_secs(5);
-const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// Restarts of a dead host: 1 s doubling up to 60 s (no jitter: one host per process).
+const RESTARTS: herald_retry::Backoff = herald_retry::Backoff {
+    initial: Duration::from_secs(1),
+    cap: Duration::from_secs(60),
+    jitter: 0.0,
+};
 
 /// How the host is run.
 #[derive(Debug, Clone)]
@@ -92,13 +97,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Process {
     /// Kills the host and whatever its plugins started (its process group).
     fn kill(&self) {
-        if let Ok(group) = i32::try_from(self.pid)
-            && group > 0
-        {
-            // SAFETY: signals the process group the host leads (spawned with
-            // process_group(0), so its id is the host's pid); no memory is touched.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-        }
+        // The host leads its process group (spawned with process_group(0)).
+        herald_process::kill_group(Some(self.pid));
         if let Some(child) = lock(&self.child).as_mut() {
             let _ = child.start_kill();
         }
@@ -255,9 +255,10 @@ impl Link {
     }
 
     async fn restart(self: Arc<Self>) {
-        let mut wait = Duration::from_secs(1);
+        let mut failures = 0;
         loop {
-            tokio::time::sleep(wait).await;
+            failures += 1;
+            tokio::time::sleep(RESTARTS.wait_with(failures, 0.0)).await;
             if self.closed.load(Ordering::SeqCst) {
                 return;
             }
@@ -274,7 +275,6 @@ impl Link {
                 }
                 Err(e) => tracing::debug!(error = %e, "the plugin host could not be restarted yet"),
             }
-            wait = (wait * 2).min(BACKOFF_MAX);
         }
     }
 

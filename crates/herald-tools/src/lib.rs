@@ -9,7 +9,6 @@
 pub mod clarify;
 pub mod files;
 pub mod process;
-pub mod process_group;
 pub mod skills;
 pub mod terminal;
 pub mod url_safety;

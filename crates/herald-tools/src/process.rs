@@ -168,7 +168,7 @@ impl Jobs {
             .map(|g| g.values().filter(|j| !j.finished).map(|j| j.pid).collect())
             .unwrap_or_default();
         for pid in &running {
-            crate::process_group::kill_group(*pid);
+            herald_process::kill_group(*pid);
         }
         running.len()
     }
@@ -179,7 +179,7 @@ impl Jobs {
             .lock()
             .ok()
             .and_then(|g| g.get(id).filter(|j| !j.finished).and_then(|j| j.pid));
-        crate::process_group::kill_group(pid);
+        herald_process::kill_group(pid);
         pid.is_some()
     }
 }

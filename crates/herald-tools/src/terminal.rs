@@ -80,7 +80,7 @@ impl Tool for Terminal {
 
 /// `bash -c command` in its own process group, output piped, killed when dropped.
 pub fn spawn_bash(command: &str, cwd: &std::path::Path) -> std::io::Result<tokio::process::Child> {
-    crate::process_group::command("bash")
+    herald_process::command("bash")
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -127,11 +127,11 @@ async fn run_command(
     let outcome = tokio::select! {
         r = tokio::time::timeout(timeout, collect) => r.ok(),
         () = interrupted => {
-            crate::process_group::kill_group(pid);
+            herald_process::kill_group(pid);
             return json!({"output": "", "exit_code": null, "error": "cancelled: the turn was interrupted", "status": "cancelled"}).to_string();
         }
     };
-    crate::process_group::kill_group(pid);
+    herald_process::kill_group(pid);
     let Some((o, e, status)) = outcome else {
         return json!({"output": "", "exit_code": null, "error": format!("timed out after {}s and was killed", timeout.as_secs()), "status": "timeout"}).to_string();
     };

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-/// `initial` doubling up to `max`, for `retry_for`.
+/// herald's back-off (`initial` doubling up to `max`, up to 10 % jitter), retried for
+/// `retry_for`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backoff {
     pub initial: Duration,
@@ -21,16 +22,17 @@ impl Backoff {
         }
     }
 
-    /// The wait before the next attempt after `failures` failures in a row (≥ 1):
-    /// `initial` doubling, capped at `max`, with up to 10% jitter.
+    fn waits(&self) -> herald_retry::Backoff {
+        herald_retry::Backoff {
+            initial: self.initial,
+            cap: self.max,
+            jitter: 0.1,
+        }
+    }
+
+    /// The wait before the next attempt after `failures` failures in a row (≥ 1).
     pub fn wait(&self, failures: u32) -> Duration {
-        let exp = failures.saturating_sub(1).min(20);
-        let base = self
-            .initial
-            .saturating_mul(1u32 << exp)
-            .min(self.max.max(self.initial));
-        let jitter = base.mul_f64(rand::random::<f64>() * 0.1);
-        base + jitter
+        self.waits().wait(failures)
     }
 }
 
