@@ -17,8 +17,13 @@ With --hermes PATH (the `hermes` script of a venv with `hermes-agent==0.19.0` an
 provider (1 and 8 connections, whole and streamed): requests/s, p50/p99, its CPU per
 request and its first delta.
 
+With --baseline-bin PATH a second herald (another build, e.g. the one before a change,
+on its own home and port) is measured in the same run, round by round interleaved with
+this build (whole and streamed, 1 and 8 connections, --rounds rounds): the CPU per
+request of each and the per-round ratio, so a shared, noisy machine affects both alike.
+
 Usage: python3 bench/api_load.py [--duration 8] [--no-build] [--herald-bin PATH]
-                                 [--hermes PATH]
+                                 [--hermes PATH] [--baseline-bin PATH] [--rounds 3]
 """
 
 import argparse
@@ -139,12 +144,58 @@ def compare_hermes(hermes, base, herald_pid, herald_port, duration):
         p.wait(timeout=30)
 
 
+def api_home(base, port):
+    """A herald home serving only the API on `port`, on the fake provider at `base`."""
+    home = tempfile.mkdtemp(prefix="herald-api-bench-")
+    with open(os.path.join(home, "config.yaml"), "w") as f:
+        f.write(f"model:\n  default: fake\n  base_url: {base}\nplatforms:\n  api_server:\n    enabled: true\n"
+                f"    extra:\n      port: {port}\n      key: {KEY}\ngateway:\n  api_server:\n    max_concurrent_runs: 0\n")
+    return home
+
+
+def start_api_herald(binary, home):
+    env = dict(os.environ, HERALD_HOME=home, RUST_LOG="warn")
+    p, _ = start([binary, "gateway", "run"], "herald: OpenAI-compatible API listening on ", env)
+    return p
+
+
+def compare_baseline(baseline_bin, base, herald_pid, herald_port, bare_pid, bare_port, args):
+    """This build against another, interleaved round by round: CPU us per request."""
+    port = free_port()
+    p = start_api_herald(baseline_bin, api_home(base, port))
+    wait_http(port)
+    try:
+        print(f"{'mode':<7} {'conns':>5} {'herald CPU us':>13} {'baseline CPU us':>15} {'ratio':>6}"
+              f" {'bare CPU us':>11} {'herald/bare':>11} {'baseline/bare':>13} {'req/s h/b':>13}")
+        for stream in (False, True):
+            for conns in (1, 8):
+                rounds = []
+                for _ in range(args.rounds):
+                    h = measure(herald_pid, herald_port, stream, conns, args.duration)
+                    b = measure(p.pid, port, stream, conns, args.duration)
+                    x = measure(bare_pid, bare_port, stream, conns, args.duration)
+                    rounds.append((h, b, x))
+                med = lambda f: statistics.median(f(r) for r in rounds)  # noqa: E731
+                hc, bc, xc = med(lambda r: r[0]["cpu_us"]), med(lambda r: r[1]["cpu_us"]), med(lambda r: r[2]["cpu_us"])
+                ratio = med(lambda r: r[0]["cpu_us"] / max(r[1]["cpu_us"], 1))
+                print(f"{'stream' if stream else 'whole':<7} {conns:>5} {hc:>13.0f} {bc:>15.0f} {ratio:>6.2f}"
+                      f" {xc:>11.0f} {hc / max(xc, 1):>11.1f} {bc / max(xc, 1):>13.1f}"
+                      f" {med(lambda r: r[0]['rps']):>6.0f}/{med(lambda r: r[1]['rps']):<6.0f}")
+        print(f"idle RSS now: herald {rss_kb(herald_pid, 'VmRSS') / 1024:.1f} MB, baseline {rss_kb(p.pid, 'VmRSS') / 1024:.1f} MB")
+    finally:
+        p.terminate()
+        p.wait(timeout=20)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--herald-bin", default=os.path.join(ROOT, "target/release/herald"))
     ap.add_argument("--hermes", help="the hermes script of a venv with hermes-agent 0.19.0")
+    ap.add_argument("--baseline-bin", help="also measure this herald build, round by round (e.g. the build before a change)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per mode against --baseline-bin")
+    ap.add_argument("--only-baseline", action="store_true", help="with --baseline-bin: skip the table against the bare server alone")
     args = ap.parse_args()
     if not args.no_build:
         for pkg, example in [("herald-cli", None), ("herald-test-support", "fake_upstreams"), ("herald-api", "bare_passthrough")]:
@@ -154,13 +205,8 @@ def main():
     provider, paddr = start([os.path.join(examples, "fake_upstreams"), "127.0.0.1:0"], "listening on ")
     pport = int(paddr.rsplit(":", 1)[1])
     base = f"http://{paddr}/v1"
-    home = tempfile.mkdtemp(prefix="herald-api-bench-")
     api_port, bare_port = free_port(), free_port()
-    with open(os.path.join(home, "config.yaml"), "w") as f:
-        f.write(f"model:\n  default: fake\n  base_url: {base}\nplatforms:\n  api_server:\n    enabled: true\n"
-                f"    extra:\n      port: {api_port}\n      key: {KEY}\ngateway:\n  api_server:\n    max_concurrent_runs: 0\n")
-    env = dict(os.environ, HERALD_HOME=home, RUST_LOG="warn")
-    herald, _ = start([args.herald_bin, "gateway", "run"], "herald: OpenAI-compatible API listening on ", env)
+    herald = start_api_herald(args.herald_bin, api_home(base, api_port))
     bare, _ = start([os.path.join(examples, "bare_passthrough"), f"127.0.0.1:{bare_port}", base], "bare passthrough listening on ")
     wait_http(api_port)
     peak = [0]
@@ -172,6 +218,9 @@ def main():
             time.sleep(0.05)
     threading.Thread(target=sample, daemon=True).start()
     try:
+        if args.baseline_bin and args.only_baseline:
+            compare_baseline(args.baseline_bin, base, herald.pid, api_port, bare.pid, bare_port, args)
+            return
         alone = measure(provider.pid, pport, False, 32, args.duration)
         print(f"fake provider alone, 32 connections: {alone['rps']:.0f} req/s, "
               f"CPU {alone['cpu_us']:.0f} us/req")
@@ -190,6 +239,8 @@ def main():
         print(f"herald peak RSS under load: {peak[0] / 1024:.1f} MB")
         if args.hermes:
             compare_hermes(args.hermes, base, herald.pid, api_port, args.duration)
+        if args.baseline_bin:
+            compare_baseline(args.baseline_bin, base, herald.pid, api_port, bare.pid, bare_port, args)
     finally:
         stop.set()
         for p in (herald, bare, provider):

@@ -1,11 +1,12 @@
 //! `herald webhook subscribe|list|remove|test` (spec §18): dynamic routes in
 //! `webhook_subscriptions.json`, picked up by a running gateway without a restart.
 
-use anyhow::{Context, bail};
 use clap::Subcommand;
 use herald_config::default_config::generate_secret;
-use herald_config::{Config, Home, Route, load_dotenv, process_env};
-use serde_json::{Map, Value, json};
+use herald_config::{
+    Config, DeliverChat, Home, NewSubscription, Route, SubscriptionsFile, load_dotenv, process_env,
+};
+use serde_json::Value;
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
@@ -142,56 +143,40 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::FAILURE);
             }
-            let list = |s: &Option<String>| -> Vec<Value> {
+            let list = |s: &Option<String>| -> Vec<String> {
                 s.as_deref()
                     .map(|v| {
                         v.split(',')
                             .map(str::trim)
                             .filter(|x| !x.is_empty())
-                            .map(|x| Value::from(x.to_owned()))
+                            .map(str::to_owned)
                             .collect()
                     })
                     .unwrap_or_default()
             };
-            let mut subs = read_subscriptions(&path)?;
-            let existed = subs.contains_key(&name);
+            let mut subs = SubscriptionsFile::open(&path)?;
+            let existed = subs.contains(&name);
             let secret = secret.unwrap_or_else(generate_secret);
-            let mut entry = Map::new();
-            entry.insert(
-                "description".into(),
-                json!(description.unwrap_or_else(|| format!("Agent-created subscription: {name}"))),
-            );
-            entry.insert("events".into(), Value::Array(list(&events)));
-            entry.insert("secret".into(), json!(secret));
-            entry.insert("prompt".into(), json!(prompt));
-            entry.insert("skills".into(), Value::Array(list(&skills)));
-            entry.insert("deliver".into(), json!(deliver));
-            entry.insert(
-                "created_at".into(),
-                json!(
-                    jiff::Timestamp::now()
-                        .strftime("%Y-%m-%dT%H:%M:%SZ")
-                        .to_string()
-                ),
-            );
-            if deliver_only {
-                entry.insert("deliver_only".into(), json!(true));
-            }
-            if let Some(s) = &script {
-                entry.insert("script".into(), json!(s));
-            }
-            if let Some(c) = &deliver_chat_id {
-                entry.insert("deliver_extra".into(), json!({ "chat_id": c }));
-            }
-            subs.insert(name.clone(), Value::Object(entry));
-            write_subscriptions(&path, &subs)?;
-            let events_text = match list(&events) {
-                e if e.is_empty() => "(all)".to_owned(),
-                e => e
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+            let entry = NewSubscription {
+                description: description
+                    .unwrap_or_else(|| format!("Agent-created subscription: {name}")),
+                events: list(&events),
+                secret: secret.clone(),
+                prompt: prompt.clone(),
+                skills: list(&skills),
+                deliver: deliver.clone(),
+                created_at: jiff::Timestamp::now()
+                    .strftime("%Y-%m-%dT%H:%M:%SZ")
+                    .to_string(),
+                deliver_only,
+                script: script.clone(),
+                deliver_extra: deliver_chat_id.map(|chat_id| DeliverChat { chat_id }),
+            };
+            subs.put(&name, &entry);
+            subs.save()?;
+            let events_text = match entry.events.is_empty() {
+                true => "(all)".to_owned(),
+                false => entry.events.join(", "),
             };
             outln!(
                 "{} webhook subscription: {name}",
@@ -227,42 +212,33 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         WebhookCommand::List => {
-            let subs = read_subscriptions(&path)?;
+            let subs = SubscriptionsFile::open(&path)?.listed();
             if subs.is_empty() {
                 outln!("No dynamic webhook subscriptions.");
                 outln!("  Create one with: herald webhook subscribe <name> --prompt '...'");
                 return Ok(ExitCode::SUCCESS);
             }
             outln!("{} webhook subscription(s):", subs.len());
-            for (name, entry) in &subs {
+            for entry in &subs {
+                let name = &entry.name;
                 outln!();
                 outln!("  ◆ {name}");
-                if let Some(d) = entry["description"].as_str().filter(|d| !d.is_empty()) {
+                if let Some(d) = &entry.description {
                     outln!("    {d}");
                 }
                 outln!("    URL:     {}/webhooks/{name}", base_url(&config));
-                let events: Vec<&str> = entry["events"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                outln!(
-                    "    Events:  {}",
-                    if events.is_empty() {
-                        "(all)".to_owned()
-                    } else {
-                        events.join(", ")
-                    }
-                );
-                let direct = if entry["deliver_only"] == Value::Bool(true) {
+                let events = match entry.events.is_empty() {
+                    true => "(all)".to_owned(),
+                    false => entry.events.join(", "),
+                };
+                outln!("    Events:  {events}");
+                let direct = if entry.deliver_only {
                     " (direct — no agent)"
                 } else {
                     ""
                 };
-                outln!(
-                    "    Deliver: {}{direct}",
-                    entry["deliver"].as_str().unwrap_or("log")
-                );
-                if let Some(s) = entry["script"].as_str() {
+                outln!("    Deliver: {}{direct}", entry.deliver);
+                if let Some(s) = &entry.script {
                     outln!("    Script:  {s}");
                 }
             }
@@ -270,8 +246,8 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
         }
         WebhookCommand::Remove { name } => {
             let name = name.trim().to_lowercase();
-            let mut subs = read_subscriptions(&path)?;
-            if subs.shift_remove(&name).is_none() {
+            let mut subs = SubscriptionsFile::open(&path)?;
+            if !subs.remove(&name) {
                 outln!("No subscription named '{name}'.");
                 outln!(
                     "  Routes from config.yaml cannot be removed with this command; edit {} instead.",
@@ -279,7 +255,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::FAILURE);
             }
-            write_subscriptions(&path, &subs)?;
+            subs.save()?;
             outln!("Removed webhook subscription: {name}");
             Ok(ExitCode::SUCCESS)
         }
@@ -326,31 +302,4 @@ fn find_route(config: &Config, name: &str) -> anyhow::Result<Option<Route>> {
         .into_iter()
         .chain(config.routes.iter().cloned())
         .find(|r| r.name == name))
-}
-
-/// The subscriptions object, in file order; a missing file is empty.
-fn read_subscriptions(path: &std::path::Path) -> anyhow::Result<Map<String, Value>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => bail!("{} is not a JSON object; fix or remove it", path.display()),
-        Err(e) => bail!(
-            "{} is not valid JSON ({e}); fix or remove it",
-            path.display()
-        ),
-    }
-}
-
-/// Writes through a temporary file and an atomic rename, mode 0600.
-fn write_subscriptions(path: &std::path::Path, subs: &Map<String, Value>) -> anyhow::Result<()> {
-    let dir = path.parent().context("subscriptions file has no folder")?;
-    herald_config::home::create_private_dir(dir)?;
-    let mut text = serde_json::to_string_pretty(&Value::Object(subs.clone()))?;
-    text.push('\n');
-    herald_config::default_config::write_private_replace(path, text.as_bytes())
-        .with_context(|| format!("cannot replace {}", path.display()))
 }

@@ -18,6 +18,7 @@ pub mod pyyaml;
 pub mod reader;
 pub mod route;
 pub mod subscriptions;
+pub mod subscriptions_file;
 pub mod yaml_errors;
 
 pub use agent_settings::AgentSettings;
@@ -32,3 +33,6 @@ pub use model_settings::{ModelSettings, ProviderSettings};
 pub use platforms::PlatformSettings;
 pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host};
 pub use subscriptions::{Subscriptions, SubscriptionsError, load_subscriptions};
+pub use subscriptions_file::{
+    DeliverChat, Listed, NewSubscription, SubscriptionsFile, SubscriptionsFileError,
+};
