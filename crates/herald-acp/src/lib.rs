@@ -163,6 +163,12 @@ fn internal(e: impl std::fmt::Display) -> agent_client_protocol::Error {
     agent_client_protocol::Error::internal_error().data(e.to_string())
 }
 
+/// Serves ACP on this process's stdin and stdout (`herald acp`) until the client goes
+/// away.
+pub async fn serve_stdio(server: Arc<AcpServer>) -> Result<(), agent_client_protocol::Error> {
+    serve(server, agent_client_protocol::Stdio::new()).await
+}
+
 /// Serves ACP on `transport` (stdio for `herald acp`) until the client goes away.
 pub async fn serve(
     server: Arc<AcpServer>,

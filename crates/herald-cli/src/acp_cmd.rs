@@ -74,7 +74,7 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
         let server = AcpServer::new(built.start().await, tools, provider);
-        herald_acp::serve(server, agent_client_protocol::Stdio::new())
+        herald_acp::serve_stdio(server)
             .await
             .map_err(|e| anyhow::anyhow!("ACP connection: {e}"))
     })?;

@@ -19,6 +19,12 @@ pub mod reader;
 pub mod route;
 pub mod subscriptions;
 pub mod subscriptions_file;
+
+/// A small YAML document (a plugin's `plugin.yaml`) read into `T`: YAML is read in
+/// this crate alone.
+pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_saphyr::from_str(text).map_err(|e| e.to_string())
+}
 pub mod yaml_errors;
 
 pub use agent_settings::AgentSettings;

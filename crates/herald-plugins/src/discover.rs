@@ -63,7 +63,7 @@ fn read_manifest(dir: &Path) -> (Manifest, Option<String>) {
     let path = dir.join("plugin.yaml");
     match std::fs::read_to_string(&path) {
         Ok(text) if text.trim().is_empty() => (Manifest::default(), None),
-        Ok(text) => match serde_saphyr::from_str::<Manifest>(&text) {
+        Ok(text) => match herald_config::from_yaml::<Manifest>(&text) {
             Ok(m) => (m, None),
             Err(e) => (
                 Manifest::default(),
