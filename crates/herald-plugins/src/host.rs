@@ -588,12 +588,52 @@ async fn write_lines(
     }
 }
 
-/// The host's stderr (plugins' prints and logs) into herald's log at DEBUG.
+/// Longest stderr line kept for the log (the rest of the line is read and dropped).
+const MAX_LOGGED_LINE: usize = 2000;
+
+/// The host's stderr (plugins' prints and logs) into herald's log at DEBUG. Read as
+/// bytes, a line at a time and at most [`MAX_LOGGED_LINE`] of it kept: bytes that are
+/// not UTF-8 are shown replaced and never stop the pipe from being drained (a full
+/// pipe would stall the host).
 async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let shown: String = line.chars().take(2000).collect();
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_line_capped(&mut reader, &mut line, MAX_LOGGED_LINE).await {
+            Ok(false) => return,
+            Ok(true) => {}
+            Err(_) => return,
+        }
+        let shown = String::from_utf8_lossy(&line);
+        let shown = shown.trim_end_matches(['\n', '\r']);
         tracing::debug!(target: "herald::plugin", pid, "{shown}");
+    }
+}
+
+/// Reads one line into `line`, keeping at most `max` bytes of it; false at the end.
+async fn read_line_capped(
+    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<bool> {
+    let mut any = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let (taken, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = max.saturating_sub(line.len()).min(taken);
+        line.extend_from_slice(&buf[..room]);
+        reader.consume(taken);
+        if done {
+            return Ok(true);
+        }
     }
 }
 

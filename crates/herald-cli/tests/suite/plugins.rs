@@ -221,6 +221,11 @@ async fn hostile_plugins_never_take_a_turn_down_and_are_reported_once() {
         requests.iter().all(|r| r.body.get("tools").is_none()),
         "the partial request replaced the whole body"
     );
+    let noisy = std::fs::read_to_string(home.path().join("noisy.txt")).unwrap();
+    assert!(
+        !noisy.is_empty() && noisy.lines().all(|l| l == "drained"),
+        "stderr bytes that are not UTF-8 stop nothing: {noisy}"
+    );
     let narrow = std::fs::read_to_string(home.path().join("narrow.jsonl")).unwrap();
     assert_eq!(narrow.trim(), r#"{"tool_name": "terminal"}"#);
     let log = std::fs::read_to_string(home.path().join("rpc.log")).unwrap();
