@@ -99,8 +99,9 @@ impl Gateway {
         }
     }
 
-    /// Whether a `/p/<profile>/` prefix names a served profile.
-    fn profile_served(&self, profile: &str) -> bool {
+    /// Whether a `/p/<profile>/` prefix names a served profile (its folder is looked
+    /// up off the async workers).
+    async fn profile_served(&self, profile: &str) -> bool {
         if profile == "default" {
             return true;
         }
@@ -112,7 +113,10 @@ impl Gateway {
             && profile
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-        valid && self.profiles_dir.join(profile).is_dir()
+        valid
+            && tokio::fs::metadata(self.profiles_dir.join(profile))
+                .await
+                .is_ok_and(|m| m.is_dir())
     }
 
     /// The inbox's entries per state, on a kept read connection (blocking: call it
@@ -150,7 +154,7 @@ impl Gateway {
         // 2. Profile prefix.
         if self.multiplex_profiles
             && let Some(p) = profile
-            && !self.profile_served(p)
+            && !self.profile_served(p).await
         {
             self.rejects
                 .record(Reason::UnknownProfile, route_name, &quoted(p));

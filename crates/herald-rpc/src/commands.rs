@@ -8,6 +8,7 @@ use herald_session::commands::BUILT_INS;
 use herald_session::skills;
 use herald_session::{Reply, SwitchRefused};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// Aliases and the command they stand for.
 const ALIASES: [(&str, &str); 2] = [("/exit", "/quit"), ("/?", "/help")];
@@ -72,8 +73,17 @@ fn refused(e: SwitchRefused) -> RpcError {
 }
 
 /// Runs one slash line on a live session; a model switch is announced as `session.info`.
-async fn run_line(gw: &Gateway, live: &Live, line: &str) -> Result<Value, RpcError> {
-    let answer = answer_line(live, line)?;
+async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Value, RpcError> {
+    // The table lists the installed skills (files): off the async workers.
+    let (held, line) = (live.clone(), line.to_owned());
+    let answer = tokio::task::spawn_blocking(move || answer_line(&held, &line))
+        .await
+        .unwrap_or_else(|_| {
+            Err(RpcError::new(
+                RpcError::FAILED,
+                "the command stopped unexpectedly",
+            ))
+        })?;
     if answer.get("model").is_some() {
         crate::sessions::announce(gw, live).await;
     }

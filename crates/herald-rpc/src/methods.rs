@@ -8,6 +8,27 @@ use crate::{answers, commands, extras, prompts, sessions, spawn_trees};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// A method that reads files or `state.db` (blocking work).
+type Blocking = fn(&Gateway, &Params) -> Result<Value, RpcError>;
+
+/// Runs blocking work on tokio's blocking pool, off the async workers.
+async fn blocking(
+    f: impl FnOnce() -> Result<Value, RpcError> + Send + 'static,
+) -> Result<Value, RpcError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| {
+        Err(RpcError::new(
+            RpcError::FAILED,
+            "the method stopped unexpectedly",
+        ))
+    })
+}
+
+/// Runs a blocking method off the async workers.
+async fn off_workers(gw: &Arc<Gateway>, p: Params, f: Blocking) -> Result<Value, RpcError> {
+    let gw = gw.clone();
+    blocking(move || f(&gw, &p)).await
+}
+
 /// Runs one method for the client behind `outbox`.
 pub async fn call(
     gw: &Arc<Gateway>,
@@ -17,16 +38,19 @@ pub async fn call(
 ) -> Result<Value, RpcError> {
     match method {
         "session.create" => sessions::create(gw, outbox, &p).await,
-        "session.list" => sessions::list(gw, &p),
-        "session.most_recent" => sessions::most_recent(gw),
+        "session.list" => off_workers(gw, p, sessions::list).await,
+        "session.most_recent" => off_workers(gw, p, |gw, _| sessions::most_recent(gw)).await,
         "session.resume" => sessions::resume(gw, outbox, &p).await,
         "session.active_list" => Ok(sessions::active_list(gw)),
-        "session.activate" => sessions::activate(gw, outbox, &p),
+        "session.activate" => {
+            let (gw, outbox) = (gw.clone(), outbox.clone());
+            blocking(move || sessions::activate(&gw, &outbox, &p)).await
+        }
         "session.close" => Ok(sessions::close(gw, &p)),
         "session.delete" => sessions::delete(gw, &p).await,
-        "session.history" => sessions::history(gw, &p),
+        "session.history" => off_workers(gw, p, sessions::history).await,
         "session.title" => sessions::title(gw, &p).await,
-        "session.usage" => sessions::usage(gw, &p),
+        "session.usage" => off_workers(gw, p, sessions::usage).await,
         "session.status" => sessions::status(gw, &p),
         "session.interrupt" => sessions::interrupt(gw, &p),
         "session.steer" => sessions::steer(gw, &p),
@@ -38,8 +62,8 @@ pub async fn call(
         "approval.respond" => answers::approval(gw, &p),
         "clarify.respond" => answers::clarify(gw, &p),
         "sudo.respond" | "secret.respond" => answers::never_asked(method, &p),
-        "commands.catalog" => Ok(commands::catalog(gw)),
-        "command.resolve" => commands::resolve(gw, &p),
+        "commands.catalog" => off_workers(gw, p, |gw, _| Ok(commands::catalog(gw))).await,
+        "command.resolve" => off_workers(gw, p, commands::resolve).await,
         "command.dispatch" => commands::dispatch(gw, &p).await,
         "slash.exec" => commands::slash(gw, &p).await,
         "config.get" => commands::config_get(gw, &p),
@@ -49,15 +73,29 @@ pub async fn call(
             .model_options(crate::params::flag(&p, "refresh"))
             .await),
         "cli.exec" => extras::cli_exec(&p).await,
-        "image.attach" => extras::image_attach(gw, &p),
+        "image.attach" => off_workers(gw, p, extras::image_attach).await,
         "delegation.status" => Ok(extras::delegation_status()),
         "subagent.interrupt" => extras::subagent_interrupt(&p),
-        "clipboard.paste" => extras::clipboard_paste(gw, &p),
+        "clipboard.paste" => off_workers(gw, p, extras::clipboard_paste).await,
         "reload.env" => extras::reload_env(gw),
         "reload.mcp" => Ok(extras::reload_mcp()),
-        "spawn_tree.save" => spawn_trees::save(gw.host.runtime().home.root(), &p),
-        "spawn_tree.list" => Ok(spawn_trees::list(gw.host.runtime().home.root(), &p)),
-        "spawn_tree.load" => spawn_trees::load(gw.host.runtime().home.root(), &p),
+        "spawn_tree.save" => {
+            off_workers(gw, p, |gw, p| {
+                spawn_trees::save(gw.host.runtime().home.root(), p)
+            })
+            .await
+        }
+        "spawn_tree.list" => {
+            let list =
+                |gw: &Gateway, p: &Params| Ok(spawn_trees::list(gw.host.runtime().home.root(), p));
+            off_workers(gw, p, list).await
+        }
+        "spawn_tree.load" => {
+            off_workers(gw, p, |gw, p| {
+                spawn_trees::load(gw.host.runtime().home.root(), p)
+            })
+            .await
+        }
         "process.stop" => Ok(serde_json::json!({"killed": gw.host.runtime().jobs.stop_all()})),
         "terminal.resize" => {
             Ok(serde_json::json!({"cols": p.get("cols").cloned().unwrap_or(Value::Null)}))

@@ -56,11 +56,22 @@ fn messages(session: &Session) -> Vec<Value> {
     session.history().iter().filter_map(shown).collect()
 }
 
-/// `session.info`'s payload.
+/// `session.info`'s payload (blocking: it lists the installed skills).
 fn info(gw: &Gateway, live: &Live) -> Value {
+    info_of(gw.host.runtime(), live)
+}
+
+/// [`info`] computed off the async workers.
+async fn info_off_workers(gw: &Gateway, live: &Arc<Live>) -> Value {
+    let (runtime, live) = (gw.host.runtime().clone(), live.clone());
+    tokio::task::spawn_blocking(move || info_of(&runtime, &live))
+        .await
+        .unwrap_or(Value::Null)
+}
+
+fn info_of(runtime: &herald_session::Runtime, live: &Live) -> Value {
     let session = live.conversation.session();
     let endpoint = session.endpoint();
-    let runtime = gw.host.runtime();
     let skills: serde_json::Map<String, Value> = runtime
         .skills
         .discover()
@@ -82,15 +93,16 @@ fn info(gw: &Gateway, live: &Live) -> Value {
 }
 
 /// Sends `session.info` again (after a change such as the model).
-pub async fn announce(gw: &Gateway, live: &Live) {
-    let event = frame::event("session.info", Some(&live.id), Some(info(gw, live)));
+pub async fn announce(gw: &Gateway, live: &Arc<Live>) {
+    let info = info_off_workers(gw, live).await;
+    let event = frame::event("session.info", Some(&live.id), Some(info));
     live.wire.emit(Out::Frame(event)).await;
 }
 
 /// The payload of a session made live: ids, messages, info; `session.info` follows.
 async fn made_live(gw: &Gateway, live: &Arc<Live>) -> Value {
     let session = live.conversation.session();
-    let info = info(gw, live);
+    let info = info_off_workers(gw, live).await;
     let event = frame::event("session.info", Some(&live.id), Some(info.clone()));
     live.wire.emit(Out::Frame(event)).await;
     let messages = messages(&session);
