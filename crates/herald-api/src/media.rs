@@ -4,7 +4,7 @@
 //! system and credential folders and outside herald's home; anything else is left as
 //! it was.
 
-use base64::Engine;
+use herald_session::images;
 use regex::{Captures, Regex};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -22,18 +22,6 @@ const DENIED_IN_HOME: [&str; 8] = [
 static TAG: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#"[`"']?MEDIA:\s*(`[^`\n]+`|"[^"\n]+"|'[^'\n]+'|(?:~/|/)[^\s`"']+)[`"']?"#).ok()
 });
-
-fn mime(path: &Path) -> Option<&'static str> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "bmp" => "image/bmp",
-        _ => return None,
-    })
-}
 
 /// The resolved file a tag's path names, when it is safe to show.
 fn safe_file(raw: &str, herald_home: &Path) -> Option<PathBuf> {
@@ -65,10 +53,9 @@ fn safe_file(raw: &str, herald_home: &Path) -> Option<PathBuf> {
 
 fn data_url(raw: &str, herald_home: &Path) -> Option<String> {
     let path = safe_file(raw, herald_home)?;
-    let mime = mime(&path)?;
+    let mime = images::mime(&path)?;
     let bytes = std::fs::read(&path).ok()?;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
-    Some(format!("![image](data:{mime};base64,{encoded})"))
+    Some(format!("![image]({})", images::data_url(mime, &bytes)))
 }
 
 /// `text` with each safe image tag replaced by its inline image.

@@ -63,18 +63,6 @@ pub struct Listed {
     pub script: Option<String>,
 }
 
-/// The strings of a JSON array (anything else: none).
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The subscriptions file, read whole (a missing file is empty).
 #[derive(Debug)]
 pub struct SubscriptionsFile {
@@ -142,7 +130,10 @@ impl SubscriptionsFile {
             .map(|(name, e)| Listed {
                 name: name.clone(),
                 description: text(e, "description").filter(|d| !d.is_empty()),
-                events: strings(e.get("events")),
+                events: e
+                    .get("events")
+                    .and_then(|v| serde_json::from_value(v.clone()).ok())
+                    .unwrap_or_default(),
                 deliver: text(e, "deliver").unwrap_or_else(|| "log".into()),
                 deliver_only: e.get("deliver_only") == Some(&Value::Bool(true)),
                 script: text(e, "script"),
