@@ -84,6 +84,9 @@ impl PayloadPaths {
             return None;
         }
         let text = json_text::readable(body)?;
+        // Skipped strings are not checked by serde_json: a body that is not UTF-8 is
+        // refused by the full parse, so it is not picked either.
+        std::str::from_utf8(&text.bytes).ok()?;
         let payload = pick_object(&text.bytes, &self.root, text.shallow).ok()?;
         Some(Picked {
             payload,
@@ -276,6 +279,17 @@ mod tests {
         assert_eq!(picked.payload["a"], json!(1));
         assert!(picked.payload["b"]["c"].is_array());
         assert!(picked.payload["b"].get("d").is_none());
+    }
+
+    #[test]
+    fn a_body_that_is_not_utf8_in_a_skipped_string_is_not_picked() {
+        // Found by the payload_pick fuzz target: 0xd1 starts a sequence `"` cannot end.
+        let body = b"{\"objkind\":\":obJect_kind\xd1\"\n\n\n\n}\t\n";
+        assert!(paths(&["a"]).pick(body).is_none());
+        assert!(matches!(
+            json_text::read(body),
+            json_text::JsonRead::NotJson
+        ));
     }
 
     #[test]
