@@ -76,14 +76,7 @@ fn refused(e: SwitchRefused) -> RpcError {
 async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Value, RpcError> {
     // The table lists the installed skills (files): off the async workers.
     let (held, line) = (live.clone(), line.to_owned());
-    let answer = tokio::task::spawn_blocking(move || answer_line(&held, &line))
-        .await
-        .unwrap_or_else(|_| {
-            Err(RpcError::new(
-                RpcError::FAILED,
-                "the command stopped unexpectedly",
-            ))
-        })?;
+    let answer = crate::blocking(move || answer_line(&held, &line)).await?;
     if answer.get("model").is_some() {
         crate::sessions::announce(gw, live).await;
     }

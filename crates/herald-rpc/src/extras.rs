@@ -17,7 +17,8 @@ const BLOCKED: [&[&str]; 5] = [
     &["chat"],
 ];
 const MAX_OUTPUT: usize = 64 * 1024;
-const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "gif", "webp", "bmp"];
+/// Images attached to one prompt at most (each read whole when the prompt is sent).
+pub const MAX_ATTACHED: usize = 16;
 
 /// The global options that take a value (skipped with it to find the subcommand).
 const VALUED: [&str; 2] = ["--home", "--log-format"];
@@ -93,10 +94,7 @@ pub fn image_attach(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let raw = required(p, "path", 4015)?;
     let path = PathBuf::from(&raw);
-    let is_image = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+    let is_image = herald_session::images::mime(&path).is_some();
     if !path.is_absolute() || !is_image {
         return Err(RpcError::new(
             4015,
@@ -105,6 +103,12 @@ pub fn image_attach(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
     if !path.is_file() {
         return Err(RpcError::new(4016, format!("no such file: {raw}")));
+    }
+    if live.conversation.attached() >= MAX_ATTACHED {
+        return Err(RpcError::new(
+            4015,
+            format!("at most {MAX_ATTACHED} images go with one prompt"),
+        ));
     }
     let attached = live.conversation.attach(raw.clone());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());

@@ -23,3 +23,16 @@ mod turns;
 pub mod ws;
 
 pub use gateway::Gateway;
+
+/// Runs blocking work (files, `state.db`) on tokio's blocking pool, off the async
+/// workers; a panic there is a failed method, not a lost connection.
+pub(crate) async fn blocking(
+    f: impl FnOnce() -> Result<serde_json::Value, errors::RpcError> + Send + 'static,
+) -> Result<serde_json::Value, errors::RpcError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| {
+        Err(errors::RpcError::new(
+            errors::RpcError::FAILED,
+            "the method stopped unexpectedly",
+        ))
+    })
+}

@@ -11,22 +11,10 @@ use std::sync::Arc;
 /// A method that reads files or `state.db` (blocking work).
 type Blocking = fn(&Gateway, &Params) -> Result<Value, RpcError>;
 
-/// Runs blocking work on tokio's blocking pool, off the async workers.
-async fn blocking(
-    f: impl FnOnce() -> Result<Value, RpcError> + Send + 'static,
-) -> Result<Value, RpcError> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| {
-        Err(RpcError::new(
-            RpcError::FAILED,
-            "the method stopped unexpectedly",
-        ))
-    })
-}
-
 /// Runs a blocking method off the async workers.
 async fn off_workers(gw: &Arc<Gateway>, p: Params, f: Blocking) -> Result<Value, RpcError> {
     let gw = gw.clone();
-    blocking(move || f(&gw, &p)).await
+    crate::blocking(move || f(&gw, &p)).await
 }
 
 /// Runs one method for the client behind `outbox`.
@@ -44,7 +32,7 @@ pub async fn call(
         "session.active_list" => Ok(sessions::active_list(gw)),
         "session.activate" => {
             let (gw, outbox) = (gw.clone(), outbox.clone());
-            blocking(move || sessions::activate(&gw, &outbox, &p)).await
+            crate::blocking(move || sessions::activate(&gw, &outbox, &p)).await
         }
         "session.close" => Ok(sessions::close(gw, &p)),
         "session.delete" => sessions::delete(gw, &p).await,

@@ -64,7 +64,7 @@ fn info(gw: &Gateway, live: &Live) -> Value {
 /// [`info`] computed off the async workers.
 async fn info_off_workers(gw: &Gateway, live: &Arc<Live>) -> Value {
     let (runtime, live) = (gw.host.runtime().clone(), live.clone());
-    tokio::task::spawn_blocking(move || info_of(&runtime, &live))
+    crate::blocking(move || Ok(info_of(&runtime, &live)))
         .await
         .unwrap_or(Value::Null)
 }

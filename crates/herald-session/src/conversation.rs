@@ -163,6 +163,11 @@ impl Conversation {
         Ok(self.host.switch_model(&self.session(), spec)?)
     }
 
+    /// How many images wait for the next prompt.
+    pub fn attached(&self) -> usize {
+        lock(&self.attached).len()
+    }
+
     /// Adds an image for the next prompt; how many wait now.
     pub fn attach(&self, path: String) -> usize {
         let mut a = lock(&self.attached);

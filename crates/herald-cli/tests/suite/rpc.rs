@@ -1053,6 +1053,19 @@ async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
         sent[1],
         json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}})
     );
+    // At most 16 images go with one prompt (each is read whole when it is sent).
+    let other = c.call("session.create", json!({})).await["session_id"].clone();
+    c.until("session.info").await;
+    for _ in 0..16 {
+        c.call("image.attach", json!({"session_id": other, "path": pic}))
+            .await;
+    }
+    assert_eq!(
+        c.code("image.attach", json!({"session_id": other, "path": pic}))
+            .await,
+        4015
+    );
+    c.call("session.close", json!({"session_id": other})).await;
     // Reasoning: streamed, then available, then on message.complete.
     assert!(
         events.iter().any(|e| e["type"] == "reasoning.delta"),

@@ -2,12 +2,11 @@
 
 use std::time::Duration;
 
-/// herald's back-off (`initial` doubling up to `max`, up to 10 % jitter), retried for
-/// `retry_for`.
+/// herald's back-off (`retry_initial_seconds` doubling up to `retry_max_seconds`, up
+/// to 10 % jitter), retried for `retry_for`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backoff {
-    pub initial: Duration,
-    pub max: Duration,
+    pub waits: herald_retry::Backoff,
     /// How long a failing stage is retried before the entry is dead.
     pub retry_for: Duration,
 }
@@ -16,23 +15,18 @@ impl Backoff {
     /// `retry_initial_seconds`, `retry_max_seconds` and `retry_for_seconds`.
     pub fn from_settings(w: &herald_config::WorkerSettings) -> Self {
         Backoff {
-            initial: Duration::from_secs(w.retry_initial_secs),
-            max: Duration::from_secs(w.retry_max_secs),
+            waits: herald_retry::Backoff {
+                initial: Duration::from_secs(w.retry_initial_secs),
+                cap: Duration::from_secs(w.retry_max_secs),
+                jitter: 0.1,
+            },
             retry_for: Duration::from_secs(w.retry_for_secs),
-        }
-    }
-
-    fn waits(&self) -> herald_retry::Backoff {
-        herald_retry::Backoff {
-            initial: self.initial,
-            cap: self.max,
-            jitter: 0.1,
         }
     }
 
     /// The wait before the next attempt after `failures` failures in a row (≥ 1).
     pub fn wait(&self, failures: u32) -> Duration {
-        self.waits().wait(failures)
+        self.waits.wait(failures)
     }
 }
 
@@ -43,8 +37,11 @@ mod tests {
     #[test]
     fn backoff_doubles_from_initial_and_is_capped() {
         let b = Backoff {
-            initial: Duration::from_secs(1),
-            max: Duration::from_secs(15),
+            waits: herald_retry::Backoff {
+                initial: Duration::from_secs(1),
+                cap: Duration::from_secs(15),
+                jitter: 0.1,
+            },
             retry_for: Duration::from_secs(600),
         };
         for (failures, base) in [(1, 1), (2, 2), (3, 4), (4, 8), (5, 15), (40, 15)] {
