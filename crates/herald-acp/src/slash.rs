@@ -1,9 +1,10 @@
 //! Slash commands answered by the server itself (acp.md §3.3), with no model call:
 //! `help`, `model [name]`, `tools`, `context`, `reset`, `compact`, `steer`, `queue`,
-//! `version`. Any other `/word` goes to the model as text.
+//! `version`, each answered by the session's one command table (`reset` is its
+//! `/new`). Any other `/word` goes to the model as text.
 
 use crate::{AcpServer, AcpSession};
-use herald_session::{Steered, SwitchRefused};
+use herald_session::{Reply, SwitchRefused};
 
 /// The commands, with what each does (also offered to the IDE).
 pub const COMMANDS: [(&str, &str); 9] = [
@@ -27,60 +28,30 @@ pub const COMMANDS: [(&str, &str); 9] = [
 /// The reply to a slash command, or `None` when `line` is not one of ours.
 pub async fn answer(server: &AcpServer, live: &AcpSession, line: &str) -> Option<String> {
     let rest = line.strip_prefix('/')?;
-    let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let arg = arg.trim();
-    Some(match word {
-        "help" => COMMANDS
-            .iter()
-            .map(|(c, what)| format!("/{c} — {what}"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        "model" => model(live, arg),
-        "tools" => live.conversation.session().tool_names().join(", "),
-        "context" => format!(
-            "{} messages in this session.",
-            live.conversation.session().history().len()
-        ),
-        "reset" => reset(server, live).await,
-        "compact" => match server
-            .host
-            .compress(&live.conversation.session(), None)
-            .await
-        {
-            Ok(c) if c.removed == 0 => "Nothing to compact yet.".to_owned(),
-            Ok(c) => format!(
-                "Compacted {} messages into a summary; kept the last {}.",
-                c.removed, c.kept
-            ),
-            Err(e) => format!("Could not compact: {e}"),
-        },
-        "steer" => steer(live, arg),
-        "queue" if !arg.is_empty() => {
-            let n = live.conversation.queue(arg.to_owned());
-            format!("Queued for the next turn. ({n} queued)")
-        }
-        "version" => format!("herald {}", env!("CARGO_PKG_VERSION")),
-        _ => return None,
+    let word = rest.split(char::is_whitespace).next().unwrap_or(rest);
+    if !COMMANDS.iter().any(|(c, _)| *c == word) {
+        return None;
+    }
+    if word == "help" {
+        return Some(help());
+    }
+    Some(match live.conversation.command(line).await {
+        Ok(Reply::Output(text)) => text,
+        Ok(Reply::ModelSwitched(name)) => format!("Model switched to {name} for this session."),
+        Ok(Reply::New) => reset(server, live).await,
+        Ok(_) => help(),
+        Err(SwitchRefused::Busy) => "A turn is running; switch the model when it ends.".to_owned(),
+        Err(e) => format!("Could not switch: cannot switch the model: {e}"),
     })
 }
 
-fn model(live: &AcpSession, spec: &str) -> String {
-    if spec.is_empty() {
-        return format!("Model: {}", live.conversation.model());
-    }
-    match live.conversation.switch_model(spec) {
-        Ok(name) => format!("Model switched to {name} for this session."),
-        Err(SwitchRefused::Busy) => "A turn is running; switch the model when it ends.".to_owned(),
-        Err(e) => format!("Could not switch: cannot switch the model: {e}"),
-    }
-}
-
-fn steer(live: &AcpSession, text: &str) -> String {
-    match live.conversation.steer(text) {
-        Ok(Steered::Queued) => "Noted: the guidance rides on the next tool result.".to_owned(),
-        Ok(Steered::Rejected) => "Nothing is running to steer; send it as a prompt.".to_owned(),
-        Err(e) => format!("Cannot steer: {e}"),
-    }
+/// ACP's own list: the nine commands it answers.
+fn help() -> String {
+    COMMANDS
+        .iter()
+        .map(|(c, what)| format!("/{c} — {what}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 async fn reset(server: &AcpServer, live: &AcpSession) -> String {

@@ -7,7 +7,7 @@ use herald_config::Home;
 use herald_session::{
     Answers, Approver, Conversation, Decision, Host, HostBuilder, ModelChoice, Platform, Reply,
     RunEvent, RunEventKind, RunState, RunStatus, Runtime, Session, SessionError, SessionOptions,
-    toolsets,
+    UserInput, toolsets,
 };
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -336,7 +336,11 @@ impl Chat {
     }
 
     /// Runs one turn, printing as it goes; returns the exit code.
-    async fn one_turn(&self, session: &Session, prompt: String) -> anyhow::Result<ExitCode> {
+    async fn one_turn(
+        &self,
+        session: &Session,
+        prompt: impl Into<UserInput>,
+    ) -> anyhow::Result<ExitCode> {
         let model = session.endpoint().map(|e| e.model).unwrap_or_default();
         self.status.show(model.clone());
         let run = self.host.start_run(session, prompt)?;
@@ -453,10 +457,15 @@ impl Chat {
                 Next::Stay => continue,
                 Next::Quit => return Ok(ExitCode::SUCCESS),
             };
-            ctrl_c.turn_running(true);
-            let turn = self.one_turn(&conversation.session(), prompt).await;
-            ctrl_c.turn_running(false);
-            turn?;
+            // The prompts `/queue` put behind this one run after it.
+            let mut next = Some(UserInput::from(prompt));
+            while let Some(prompt) = next {
+                ctrl_c.turn_running(true);
+                let turn = self.one_turn(&conversation.session(), prompt).await;
+                ctrl_c.turn_running(false);
+                turn?;
+                next = conversation.next_queued();
+            }
         }
     }
 
@@ -466,7 +475,7 @@ impl Chat {
         if !line.starts_with('/') {
             return Ok(Next::Send(line.to_owned()));
         }
-        let reply = match conversation.command(line) {
+        let reply = match conversation.command(line).await {
             Ok(reply) => reply,
             Err(e) => {
                 eprintln!("herald: {e}");

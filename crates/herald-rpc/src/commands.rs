@@ -72,31 +72,28 @@ fn refused(e: SwitchRefused) -> RpcError {
     }
 }
 
-/// Runs one slash line on a live session; a model switch is announced as `session.info`.
+/// Runs one slash line on a live session from the session's command table; the
+/// gateway runs what is not client-side. A model switch is announced as `session.info`.
 async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Value, RpcError> {
-    // The table lists the installed skills (files): off the async workers.
-    let (held, line) = (live.clone(), line.to_owned());
-    let answer = crate::blocking(move || answer_line(&held, &line)).await?;
-    if answer.get("model").is_some() {
-        crate::sessions::announce(gw, live).await;
-    }
+    let answer = match live.conversation.command(line).await.map_err(refused)? {
+        Reply::Output(output) => json!({"type": "exec", "output": output}),
+        Reply::ModelSwitched(model) => {
+            crate::sessions::announce(gw, live).await;
+            let output = format!("Model switched to {model} for this session.");
+            json!({"type": "exec", "output": output, "model": model})
+        }
+        Reply::Send(message) => json!({"type": "send", "message": message}),
+        Reply::NotACommand => {
+            return Err(RpcError::new(RpcError::MALFORMED, "not a slash command"));
+        }
+        Reply::New | Reply::Resume(_) | Reply::Quit | Reply::Unknown { .. } => {
+            return Err(RpcError::new(
+                RpcError::NOT_IN_HISTORY,
+                "not a quick/plugin/bundle/skill command",
+            ));
+        }
+    };
     Ok(answer)
-}
-
-/// The session's command table answers; the gateway runs what is not client-side.
-fn answer_line(live: &Live, line: &str) -> Result<Value, RpcError> {
-    match live.conversation.command(line).map_err(refused)? {
-        Reply::Output(output) => Ok(json!({"type": "exec", "output": output})),
-        Reply::ModelSwitched(model) => Ok(
-            json!({"type": "exec", "output": format!("Model switched to {model} for this session."), "model": model}),
-        ),
-        Reply::Send(message) => Ok(json!({"type": "send", "message": message})),
-        Reply::NotACommand => Err(RpcError::new(RpcError::MALFORMED, "not a slash command")),
-        Reply::New | Reply::Resume(_) | Reply::Quit | Reply::Unknown { .. } => Err(RpcError::new(
-            RpcError::NOT_IN_HISTORY,
-            "not a quick/plugin/bundle/skill command",
-        )),
-    }
 }
 
 /// `command.dispatch`: `{name, arg}` or the single-string `{command: "/model x"}`.

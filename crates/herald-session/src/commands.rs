@@ -1,7 +1,7 @@
-//! The slash commands of an interactive session (`herald chat`, the JSON-RPC gateway):
-//! the built-ins, one per installed skill (`/<slug> TEXT` runs TEXT with that skill),
-//! and a refusal with the list for any other `/word`. A line whose first word is a path
-//! (`/etc/hosts is broken`) is a prompt.
+//! The slash commands of an interactive session (`herald chat`, the JSON-RPC gateway,
+//! ACP's nine): the built-ins, one per installed skill (`/<slug> TEXT` runs TEXT with
+//! that skill), and a refusal with the list for any other `/word`. A line whose first
+//! word is a path (`/etc/hosts is broken`) is a prompt.
 
 use herald_agent::skills::{self, Skill};
 
@@ -15,6 +15,17 @@ pub enum ChatCommand {
     Resume(String),
     /// `/model` alone shows the model; with a spec it switches.
     Model(String),
+    /// The tools the session offers.
+    Tools,
+    /// How much conversation the session holds.
+    Context,
+    /// Summarize the conversation so far (`/compress` too, as Hermes names it).
+    Compact,
+    /// Guidance for the running turn.
+    Steer(String),
+    /// A prompt to run after the current turn.
+    Queue(String),
+    Version,
     /// A skill's slash command: the skill's name and the text after the command.
     Skill {
         name: String,
@@ -26,12 +37,21 @@ pub enum ChatCommand {
 /// The built-in commands with their help lines.
 pub const BUILT_INS: &[(&str, &str)] = &[
     ("/help", "this list"),
-    ("/new", "start a new session"),
+    ("/new", "start a new session (also /reset)"),
     ("/resume ID", "continue a stored session"),
     (
         "/model [NAME]",
         "show the model, or switch it for this session (provider:model too)",
     ),
+    ("/tools", "list the tools this session offers"),
+    ("/context", "how much conversation the session holds"),
+    (
+        "/compact",
+        "summarize the conversation so far to free context (also /compress)",
+    ),
+    ("/steer TEXT", "add guidance to the running turn"),
+    ("/queue TEXT", "run TEXT after the current turn"),
+    ("/version", "herald's version"),
     (
         "/quit",
         "leave (also /exit, Ctrl-D, or Ctrl-C twice at an empty prompt)",
@@ -51,9 +71,15 @@ pub fn parse(line: &str, installed: &[Skill]) -> ChatCommand {
     match word {
         "help" | "?" => ChatCommand::Help,
         "quit" | "exit" => ChatCommand::Quit,
-        "new" => ChatCommand::New,
+        "new" | "reset" => ChatCommand::New,
         "resume" => ChatCommand::Resume(arg),
         "model" => ChatCommand::Model(arg),
+        "tools" => ChatCommand::Tools,
+        "context" => ChatCommand::Context,
+        "compact" | "compress" => ChatCommand::Compact,
+        "steer" => ChatCommand::Steer(arg),
+        "queue" => ChatCommand::Queue(arg),
+        "version" => ChatCommand::Version,
         _ => match installed.iter().find(|s| skills::slug(&s.name) == word) {
             Some(skill) => ChatCommand::Skill {
                 name: skill.name.clone(),

@@ -3,7 +3,6 @@
 //! switch and the one slash-command table. Every interactive door (`herald chat`, the
 //! JSON-RPC gateway, ACP) holds these, not sessions and runs of its own.
 
-use crate::commands::{self, ChatCommand};
 use crate::host::{Host, Session};
 use crate::runs::{RunError, RunHandle};
 use crate::sessions::SessionError;
@@ -33,29 +32,6 @@ pub enum SwitchRefused {
     Busy,
     #[error(transparent)]
     Select(#[from] SelectError),
-}
-
-/// What a slash line asks for, answered by the one table.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Reply {
-    /// Output to show; nothing goes to the model.
-    Output(String),
-    /// A user message to run as a turn (a skill's command).
-    Send(String),
-    /// The model was switched to this one for the session's later turns.
-    ModelSwitched(String),
-    /// A new session is asked for.
-    New,
-    /// The stored session of this id is asked for.
-    Resume(String),
-    Quit,
-    /// `/word` is no command: the word and the command list.
-    Unknown {
-        word: String,
-        help: String,
-    },
-    /// The line is a prompt, not a command.
-    NotACommand,
 }
 
 /// One live session and what runs in it.
@@ -186,33 +162,6 @@ impl Conversation {
         tokio::task::spawn_blocking(attach)
             .await
             .unwrap_or(fallback)
-    }
-
-    /// Answers one (trimmed) input line from the slash-command table: the same
-    /// commands with the same effects on every door that has them.
-    pub fn command(&self, line: &str) -> Result<Reply, SwitchRefused> {
-        let skills = &self.host.runtime().skills;
-        let installed = skills.discover();
-        Ok(match commands::parse(line, &installed) {
-            ChatCommand::Prompt(_) => Reply::NotACommand,
-            ChatCommand::Help => Reply::Output(commands::help_text(&installed)),
-            ChatCommand::Quit => Reply::Quit,
-            ChatCommand::New => Reply::New,
-            ChatCommand::Resume(id) => Reply::Resume(id),
-            ChatCommand::Model(spec) if spec.is_empty() => {
-                Reply::Output(format!("Model: {}", self.model()))
-            }
-            ChatCommand::Model(spec) => Reply::ModelSwitched(self.switch_model(&spec)?),
-            ChatCommand::Skill { name, text } => {
-                let session = self.session();
-                let message = skills.invocation_message(&[name], &text, session.id()).0;
-                Reply::Send(message)
-            }
-            ChatCommand::Unknown(word) => Reply::Unknown {
-                word,
-                help: commands::help_text(&installed),
-            },
-        })
     }
 }
 

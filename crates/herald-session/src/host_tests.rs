@@ -668,7 +668,7 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
         Err(crate::SwitchRefused::Busy)
     ));
     assert!(matches!(
-        c.command("/model other"),
+        c.command("/model other").await,
         Err(crate::SwitchRefused::Busy)
     ));
     assert_eq!(c.queue("next"), 1);
@@ -684,12 +684,12 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
     );
     assert_eq!(c.switch_model("other").unwrap(), "other");
     assert_eq!(
-        c.command("/model").unwrap(),
+        c.command("/model").await.unwrap(),
         crate::Reply::Output("Model: other".into())
     );
-    assert_eq!(c.command("hello").unwrap(), crate::Reply::NotACommand);
+    assert_eq!(c.command("hello").await.unwrap(), crate::Reply::NotACommand);
     assert!(matches!(
-        c.command("/nope").unwrap(),
+        c.command("/nope").await.unwrap(),
         crate::Reply::Unknown { .. }
     ));
 }

@@ -40,12 +40,11 @@ pub mod prompt_files;
 pub mod runs;
 pub mod runtime;
 pub mod sessions;
+pub mod slash;
 
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder};
-pub use conversation::{
-    CapReached, Conversation, Conversations, Live, Reply, Steered, SwitchRefused,
-};
+pub use conversation::{CapReached, Conversation, Conversations, Live, Steered, SwitchRefused};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};
@@ -63,6 +62,7 @@ pub use plugin_reload::{reload_on_sighup, reload_python_plugins};
 pub use runs::{RunError, RunEvent, RunEventKind, RunHandle, RunState, RunStatus};
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
 pub use sessions::SessionError;
+pub use slash::Reply;
 
 #[cfg(test)]
 mod host_tests;

@@ -879,3 +879,54 @@ async fn a_skill_command_gives_the_same_user_message_in_chat_and_over_rpc() {
     let message = answer["message"].as_str().unwrap();
     assert_eq!(message.replace(&stored, &chat_session), sent);
 }
+
+/// `/context`, `/queue` and `/version` come from the one command table: chat, RPC and
+/// ACP answer them with the same words, and none of them calls the model.
+#[tokio::test]
+async fn the_slash_commands_answer_the_same_in_chat_over_rpc_and_over_acp() {
+    let provider = FakeProvider::start(vec![]);
+    let home = home_for(&provider);
+    let lines = ["/context", "/queue later", "/version"];
+    let (code, _, err) = chat(
+        home.path(),
+        &[],
+        Some("/context\n/queue later\n/version\n/quit\n"),
+    );
+    assert_eq!(code, 0, "{err}");
+
+    let mut rpc = super::rpc::Piped::start(home.path());
+    let created = rpc.client.call("session.create", json!({})).await;
+    let sid = created["session_id"].as_str().unwrap().to_owned();
+    let mut over_rpc = Vec::new();
+    for line in lines {
+        let params = json!({"session_id": sid, "command": line});
+        let answer = rpc.client.call("slash.exec", params).await;
+        assert_eq!(answer["type"], "exec", "{line}: {answer}");
+        over_rpc.push(answer["output"].as_str().unwrap().to_owned());
+    }
+
+    let mut acp = super::acp::RawAcp::start(home.path()).await;
+    let session = acp.open_session(home.path()).await;
+    let mut over_acp = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let id = 10 + n as u64;
+        acp.prompt(id, &session, line).await;
+        acp.answer(id).await;
+        let said: String = std::mem::take(&mut acp.others)
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|m| {
+                m["params"]["update"]["content"]["text"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        over_acp.push(said);
+    }
+    assert_eq!(over_rpc, over_acp);
+    for said in &over_rpc {
+        assert!(err.contains(said.as_str()), "chat said {said:?}: {err}");
+    }
+    assert_eq!(over_rpc[1], "Queued for the next turn. (1 queued)");
+    assert!(provider.requests().is_empty(), "no model call");
+}
