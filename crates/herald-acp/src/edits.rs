@@ -1,6 +1,7 @@
-//! File edits in an IDE (acp.md §4, §5): the diff an edit proposes, and the edit
-//! approval gate that asks the IDE before `write_file` or `patch` runs unless the
-//! session's mode approves it. A denied edit never reaches the tool.
+//! File edits in an IDE (acp.md §4, §5): the diff an edit proposes, and the session's
+//! edit gate: the rule of its mode (the host puts every other edit to the IDE through
+//! its pending table, as it does commands), the question asked of the IDE, and the
+//! file as it was before each edit call. A denied edit never reaches the tool.
 
 use crate::modes::EditPolicy;
 use agent_client_protocol::Client;
@@ -9,7 +10,8 @@ use agent_client_protocol::v1::schema::{
     Diff, PermissionOption, PermissionOptionKind, RequestPermissionRequest, ToolCallContent,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use herald_session::Observer;
+pub use herald_session::is_edit;
+use herald_session::{EditRule, Observer};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,11 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
-
-/// Whether `tool` edits files (and so passes the gate).
-pub fn is_edit(tool: &str) -> bool {
-    matches!(tool, "write_file" | "patch")
-}
 
 fn arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or_default()
@@ -62,8 +59,8 @@ pub fn made(shown: &str, before: Option<String>, path: &Path) -> Option<Diff> {
     Some(Diff::new(shown, after).old_text(before))
 }
 
-/// The gate of one ACP session: an observer whose `pre_tool_call` asks the IDE, and
-/// the session's edit approval policy.
+/// The gate of one ACP session: its edit approval policy, and an observer whose
+/// `pre_tool_call` keeps each edit's file as it was before (for the diffs).
 pub struct EditGate {
     session_id: Mutex<String>,
     cwd: Mutex<PathBuf>,
@@ -141,8 +138,9 @@ impl EditGate {
         lock(&self.snapshots).clear();
     }
 
-    /// Asks the IDE about one edit; only `allow_once` allows it.
-    async fn ask(&self, tool: &str, args: &Value, before: Option<String>) -> bool {
+    /// Asks the IDE about one edit call; only `allow_once` allows it.
+    pub async fn ask(&self, call_id: &str, tool: &str, args: &Value) -> bool {
+        let before = self.snapshot(call_id, args);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let diff = proposed(tool, args, before);
         let fields = ToolCallUpdateFields::new()
@@ -164,26 +162,25 @@ impl EditGate {
     }
 }
 
+impl EditRule for EditGate {
+    fn approves(&self, _tool: &str, args: &Value) -> bool {
+        self.approves(args)
+    }
+}
+
 #[async_trait::async_trait]
 impl Observer for EditGate {
     fn name(&self) -> &str {
-        "acp-edit-approval"
+        "acp-edit-snapshot"
     }
 
     async fn pre_tool_call(&self, payload: &Value) -> Option<String> {
         let tool = payload.get("tool_name").and_then(Value::as_str)?;
-        if !is_edit(tool) {
-            return None;
+        if is_edit(tool) {
+            let args = payload.get("args").cloned().unwrap_or(Value::Null);
+            let call_id = payload.get("tool_call_id").and_then(Value::as_str);
+            self.snapshot(call_id.unwrap_or_default(), &args);
         }
-        let args = payload.get("args").cloned().unwrap_or(Value::Null);
-        let call_id = payload.get("tool_call_id").and_then(Value::as_str);
-        let before = self.snapshot(call_id.unwrap_or_default(), &args);
-        if self.approves(&args) || self.ask(tool, &args, before).await {
-            return None;
-        }
-        Some(format!(
-            "The user denied the edit of {}; the file was not changed.",
-            arg(&args, "path")
-        ))
+        None
     }
 }

@@ -117,6 +117,7 @@ impl AcpServer {
         let mut o = SessionOptions::new(SOURCE, self.tool_names.clone(), Answers::ByRequest);
         o.cwd = Some(cwd.to_path_buf()).filter(|c| c.is_dir());
         o.observers = vec![gate.clone() as Arc<dyn Observer>];
+        o.edits = Some(gate.clone() as Arc<dyn herald_session::EditRule>);
         o
     }
 

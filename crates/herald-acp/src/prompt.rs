@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, Usage, UsageUpdate,
 };
 use herald_protocol::Role;
-use herald_session::{ImageUrl, RunEventKind, RunState, UserInput};
+use herald_session::{Decision, ImageUrl, RunEventKind, RunState, UserInput};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -197,6 +197,20 @@ async fn turn(
             } => {
                 let within = server.host.runtime().approvals.answer_within();
                 let decision = permission::ask(cx, &id, &command, &reason, within).await;
+                let _ = run.approve(Some(&request_id), decision, false);
+            }
+            RunEventKind::EditApprovalRequested {
+                request_id,
+                call_id,
+                tool,
+                arguments,
+            } => {
+                let allowed = live.wire.gate.ask(&call_id, &tool, &arguments).await;
+                let decision = if allowed {
+                    Decision::Once
+                } else {
+                    Decision::Deny
+                };
                 let _ = run.approve(Some(&request_id), decision, false);
             }
             RunEventKind::ClarifyRequested { request_id, .. } => {

@@ -291,8 +291,10 @@ fn event_fields(
             }
             f
         }
-        // `run.completed` carries the corrected output.
+        // `run.completed` carries the corrected output; the API opens no session with
+        // an edit rule.
         RunEventKind::MessageComplete { .. }
+        | RunEventKind::EditApprovalRequested { .. }
         | RunEventKind::MessageSaved { .. }
         | RunEventKind::MessageCorrected(_) => return None,
     };

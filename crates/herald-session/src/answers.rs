@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::{mpsc, oneshot};
 
-type Waiting<T> = Mutex<Vec<(String, oneshot::Sender<T>)>>;
+pub(crate) type Waiting<T> = Mutex<Vec<(String, oneshot::Sender<T>)>>;
 
 /// What a run's task passes on, in the order it happened: the agent's events and the
 /// requests put to the front door.
@@ -25,7 +25,7 @@ pub(crate) enum Step {
 /// The requests of a session's current run that wait for an answer.
 #[derive(Default)]
 pub(crate) struct Pending {
-    approvals: Waiting<Decision>,
+    pub approvals: Waiting<Decision>,
     clarifies: Waiting<Option<String>>,
     /// The run the session is running now, and its task's queue (where request events
     /// go, after whatever the agent emitted before).
@@ -151,7 +151,7 @@ fn request_id(id: &str) -> String {
 impl Pending {
     /// Puts request `id` in `table`, tells the front door with the event `ask` makes
     /// of the id, and waits for the answer (`None` when the waiting ends without one).
-    async fn wait<T>(
+    pub async fn wait<T>(
         &self,
         table: &Waiting<T>,
         id: &str,

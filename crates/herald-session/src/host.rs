@@ -5,6 +5,7 @@
 
 use crate::answers::{Pending, RequestApprover, RequestClarifier, Step};
 use crate::approvals::Attendance;
+use crate::edit_approvals::{EditApprover, EditRule};
 use crate::prompt;
 use crate::runs::{RunCell, RunEventKind, RunHandle, RunRegistry, RunState, RunStatus};
 use crate::runtime::Runtime;
@@ -67,9 +68,11 @@ pub struct SessionOptions {
     /// kept in `state.db`; off where the caller holds the handle and a run's record
     /// lives elsewhere, as a webhook run's inbox entry does.
     pub keep_runs: bool,
-    /// Observers of this session only, told after the runtime's (a front door's own
-    /// gate, such as ACP's edit approvals).
+    /// Observers of this session only, told after the runtime's.
     pub observers: Vec<Arc<dyn Observer>>,
+    /// The edits that run unasked; every other `write_file` and `patch` is put to the
+    /// front door as an approval (with [`Answers::ByRequest`]; ACP's modes).
+    pub edits: Option<Arc<dyn EditRule>>,
 }
 
 impl SessionOptions {
@@ -86,6 +89,7 @@ impl SessionOptions {
             ephemeral_system: None,
             keep_runs: true,
             observers: Vec::new(),
+            edits: None,
         }
     }
 }
@@ -371,6 +375,14 @@ impl Host {
         let system_prompt = stored_prompt
             .unwrap_or_else(|| prompt::session_prompt(rt, &cwd, &names, &opts.preloaded_skills));
         let pending = Arc::new(Pending::default());
+        let mut observers = opts.observers;
+        if let (Some(rule), Answers::ByRequest) = (opts.edits, &opts.answers) {
+            observers.push(Arc::new(EditApprover {
+                pending: pending.clone(),
+                rule,
+                within: rt.approvals.answer_within(),
+            }));
+        }
         let (attendance, clarifier) = match opts.answers {
             Answers::Local {
                 approver,
@@ -396,7 +408,7 @@ impl Host {
             pending,
             keep_runs: opts.keep_runs,
             ephemeral_system: opts.ephemeral_system.filter(|e| !e.trim().is_empty()),
-            observers: opts.observers,
+            observers,
             state: Mutex::new(SessionState {
                 history,
                 endpoint: rt.endpoint.clone(),
@@ -687,7 +699,8 @@ impl Drive {
     /// A request put to the front door, unless it was answered (or gave up) already.
     fn ask(&self, kind: RunEventKind) {
         let (id, approval) = match &kind {
-            RunEventKind::ApprovalRequested { request_id, .. } => (request_id, true),
+            RunEventKind::ApprovalRequested { request_id, .. }
+            | RunEventKind::EditApprovalRequested { request_id, .. } => (request_id, true),
             RunEventKind::ClarifyRequested { request_id, .. } => (request_id, false),
             _ => return,
         };

@@ -693,3 +693,62 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
         crate::Reply::Unknown { .. }
     ));
 }
+
+/// An edit rule that lets through edits of `free.txt` alone.
+struct OnlyFree;
+
+impl crate::EditRule for OnlyFree {
+    fn approves(&self, _tool: &str, args: &serde_json::Value) -> bool {
+        args["path"] == "free.txt"
+    }
+}
+
+/// The next edit approval asked of the door: its request id and the tool's path.
+async fn next_edit(rx: &mut tokio::sync::mpsc::UnboundedReceiver<RunEvent>) -> (String, String) {
+    while let Some(e) = rx.recv().await {
+        if let RunEventKind::EditApprovalRequested {
+            request_id,
+            arguments,
+            ..
+        } = e.kind
+        {
+            return (request_id, arguments["path"].as_str().unwrap().to_owned());
+        }
+    }
+    panic!("no edit approval asked");
+}
+
+#[tokio::test]
+async fn edits_the_rule_does_not_let_through_wait_in_the_pending_table_like_commands() {
+    let write = |call: &str, path: &str| {
+        let args = json!({"path": path, "content": "new"}).to_string();
+        Scripted::tool_calls(&[(call, "write_file", args.as_str())])
+    };
+    let f = fixture(vec![
+        write("c1", "free.txt"),
+        write("c2", "asked.txt"),
+        write("c3", "denied.txt"),
+        Scripted::text("done"),
+    ]);
+    let mut opts = options(&["write_file"], Answers::ByRequest);
+    opts.edits = Some(Arc::new(OnlyFree));
+    let session = f.host.open_session(opts).await.unwrap();
+    let run = f.host.start_run(&session, "write them").unwrap();
+    let mut rx = run.take_events().unwrap();
+    let (asked, path) = next_edit(&mut rx).await;
+    assert_eq!(path, "asked.txt", "free.txt went through unasked");
+    assert!(f.dir.path().join("free.txt").exists());
+    assert_eq!(run.status().state, RunState::WaitingForApproval);
+    assert_eq!(run.approve(Some(&asked), Decision::Once, false), Ok(1));
+    let (denied, path) = next_edit(&mut rx).await;
+    assert_eq!(path, "denied.txt");
+    assert!(f.dir.path().join("asked.txt").exists(), "allowed");
+    assert_eq!(run.approve(Some(&denied), Decision::Deny, false), Ok(1));
+    assert_eq!(run.finished().await.state, RunState::Completed);
+    assert!(!f.dir.path().join("denied.txt").exists(), "denied");
+    let sent = f.provider.requests()[3].body["messages"].clone();
+    assert!(
+        sent.to_string().contains("denied the edit of denied.txt"),
+        "{sent}"
+    );
+}

@@ -30,6 +30,7 @@ pub mod builder;
 pub mod bundled_skills;
 pub mod commands;
 pub mod conversation;
+pub mod edit_approvals;
 pub mod host;
 pub mod images;
 pub mod model_options;
@@ -45,6 +46,7 @@ pub mod slash;
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder};
 pub use conversation::{CapReached, Conversation, Conversations, Live, Steered, SwitchRefused};
+pub use edit_approvals::{EditRule, is_edit};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};

@@ -199,6 +199,15 @@ pub enum RunEventKind {
         command: String,
         reason: String,
     },
+    /// A file edit waits for a decision (a session opened with an edit rule): answer
+    /// with [`RunHandle::approve`]; only an allow lets it run.
+    EditApprovalRequested {
+        request_id: String,
+        /// The provider's id of the tool call.
+        call_id: String,
+        tool: String,
+        arguments: serde_json::Value,
+    },
     ApprovalResponded {
         request_id: String,
         decision: Decision,
@@ -229,6 +238,7 @@ impl RunEventKind {
             RunEventKind::ToolCompleted { .. } => "tool.completed",
             RunEventKind::MessageSaved { .. } => "message.saved",
             RunEventKind::ApprovalRequested { .. } => "approval.request",
+            RunEventKind::EditApprovalRequested { .. } => "approval.edit_request",
             RunEventKind::ApprovalResponded { .. } => "approval.responded",
             RunEventKind::ClarifyRequested { .. } => "clarify.request",
             RunEventKind::Steered => "run.steered",
