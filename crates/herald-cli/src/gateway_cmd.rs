@@ -7,8 +7,7 @@ use herald_config::{Config, Home, load_dotenv, process_env};
 use herald_deliver::{TargetSet, TargetSettings};
 use herald_gateway::{Gateway, ProfileTemplates, RunTemplate, Workers, router};
 use herald_http::{ConnectionLimits, bind, serve};
-use herald_session::host::DEFAULT_MAX_RUNS;
-use herald_session::{Host, LlmClient, ModelChoice, Platform, Runtime};
+use herald_session::{Built, Host, HostBuilder, LlmClient, Platform, start_together};
 use herald_store::{SessionStore, Store};
 use herald_webhook::SystemClock;
 use std::process::ExitCode;
@@ -68,8 +67,8 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     let sessions = SessionStore::open(&home.state_db_file())
         .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
     let template = if config.webhook.enabled {
-        match run_template(home, &config, &client, sessions.clone()) {
-            Ok(t) => Some(t),
+        match webhook_host(home, &config, &client, sessions.clone()) {
+            Ok(built) => Some(built),
             Err(e) => {
                 tracing::warn!(
                     "agent runs are off: {e}; accepted agent-route events wait in the inbox \
@@ -82,7 +81,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         None
     };
     let fronts = Fronts {
-        template,
+        webhook_host: template,
         client,
         sessions,
     };
@@ -91,31 +90,40 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
 
 /// What the listening front doors are built from.
 struct Fronts {
-    template: Option<RunTemplate>,
+    /// The host of webhook runs, not started yet.
+    webhook_host: Option<Built>,
     client: LlmClient,
     sessions: SessionStore,
 }
 
-/// What webhook-started agent runs use, or why there is none (no model, an unsupported
-/// terminal backend, a session store that cannot be opened); accepted events then wait
-/// in the inbox until it is fixed. Every profile's host shares one provider client.
-fn run_template(
+/// The host of webhook-started agent runs, built (not started), or why there is none
+/// (no model, an unsupported terminal backend); accepted events then wait in the inbox
+/// until it is fixed. Every host of the process shares one provider client.
+fn webhook_host(
     home: &Home,
     config: &Config,
     client: &LlmClient,
     store: SessionStore,
-) -> anyhow::Result<RunTemplate> {
-    let runtime = Runtime::build(home, config, Platform::Webhook, ModelChoice::default())?;
+) -> Result<Built, herald_session::BuildError> {
+    HostBuilder::new(home, Platform::Webhook)
+        .loaded(config.clone())
+        .client(client.clone())
+        .store(store)
+        .build()
+}
+
+/// What a webhook host's runs use: the platform's toolsets and the working folder.
+fn run_template(config: &Config, host: Arc<Host>) -> RunTemplate {
+    let runtime = host.runtime();
     let cwd = runtime
         .cwd
         .clone()
-        .unwrap_or_else(|| home.root().to_path_buf());
-    let host = Host::with_client(Arc::new(runtime), store, client.clone(), DEFAULT_MAX_RUNS);
-    Ok(RunTemplate {
+        .unwrap_or_else(|| runtime.home.root().to_path_buf());
+    RunTemplate {
         host,
         platform_toolsets: config.platform_toolsets.webhook.clone(),
         cwd,
-    })
+    }
 }
 
 /// Run templates for `/p/<profile>/` events: the profile's own `config.yaml`, model,
@@ -127,39 +135,52 @@ fn profile_templates(home: Home, client: LlmClient) -> ProfileTemplates {
         let client = client.clone();
         Box::pin(async move {
             let profile_home = Home::new(home.profiles_dir().join(&name));
-            let template = match Config::load(&profile_home, &process_env) {
-                Ok(config) => SessionStore::open(&profile_home.state_db_file())
-                    .map_err(anyhow::Error::from)
-                    .and_then(|store| run_template(&profile_home, &config, &client, store))
-                    .map_err(|e| tracing::warn!(profile = name, "profile model: {e}"))
-                    .ok()?,
-                Err(e) => {
-                    tracing::warn!(profile = name, "profile configuration error: {e}");
-                    return None;
-                }
-            };
-            let runtime = template.host.runtime().clone();
-            runtime.start_python_plugins().await;
-            herald_session::reload_on_sighup(vec![runtime]);
-            Some(template)
+            let built = Config::load(&profile_home, &process_env)
+                .map_err(|e| format!("profile configuration error: {e}"))
+                .and_then(|config| {
+                    let store = SessionStore::open(&profile_home.state_db_file())
+                        .map_err(|e| format!("profile store: {e}"))?;
+                    webhook_host(&profile_home, &config, &client, store)
+                        .map_err(|e| format!("profile model: {e}"))
+                });
+            let built = built
+                .map_err(|e| tracing::warn!(profile = name, "{e}"))
+                .ok()?;
+            let config = built.config.clone();
+            Some(run_template(&config, built.start().await))
         })
     })
 }
 
 async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode> {
-    let python = herald_session::start_python_plugins(&config.home, &config.agent).await;
-    if let Some(t) = &fronts.template {
-        t.host.runtime().use_python_plugins(python.clone());
-    }
-    let api = match config.api_server.enabled {
-        true => match prepare_api(&config, &fronts, python.clone()).await {
-            Ok(api) => Some(api),
+    let api_host = match config.api_server.enabled {
+        true => match api_host(&config, &fronts) {
+            Ok(built) => Some(built),
             Err(e) => {
                 eprintln!("herald: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         },
         false => None,
+    };
+    // The webhook runs' host and the API's share one plugin host and its reload.
+    let has_webhook_host = fronts.webhook_host.is_some();
+    let mut hosts = start_together(fronts.webhook_host.into_iter().chain(api_host).collect())
+        .await
+        .into_iter();
+    let template = match has_webhook_host {
+        true => hosts.next().map(|host| run_template(&config, host)),
+        false => None,
+    };
+    let api = match hosts.next() {
+        Some(host) => match prepare_api(&config, host).await {
+            Ok(api) => Some(api),
+            Err(e) => {
+                eprintln!("herald: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        None => None,
     };
     let webhook = match config.webhook.enabled {
         true => match prepare_webhook(&config).await? {
@@ -168,17 +189,10 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
         },
         false => None,
     };
-    let runtimes: Vec<Arc<Runtime>> = fronts
-        .template
-        .iter()
-        .map(|t| t.host.runtime().clone())
-        .chain(api.iter().map(|a| a.runtime.clone()))
-        .collect();
-    herald_session::reload_on_sighup(runtimes);
     let webhook_urls = webhook.as_ref().map(|w| w.urls.clone()).unwrap_or_default();
     let api_urls = api.as_ref().map(|a| a.urls.clone()).unwrap_or_default();
     let _state = crate::gateway_status::record(&config.home, webhook_urls, api_urls)?;
-    let workers = match (&webhook, fronts.template) {
+    let workers = match (&webhook, template) {
         (Some(w), Some(template)) => Some(
             Workers::start(
                 w.gateway.clone(),
@@ -307,33 +321,22 @@ fn urls_of(listeners: &[tokio::net::TcpListener]) -> Vec<String> {
 /// The API front door, bound.
 struct ApiFront {
     api: Arc<herald_api::Api>,
-    /// The API's runtime (its plugins reload with the rest).
-    runtime: Arc<Runtime>,
     listeners: Vec<tokio::net::TcpListener>,
     urls: Vec<String>,
 }
 
-/// Builds the API's session host and binds its listener; why not, as text.
-async fn prepare_api(
-    config: &Config,
-    fronts: &Fronts,
-    python: Option<Arc<herald_plugins::PythonPlugins>>,
-) -> anyhow::Result<ApiFront> {
+/// The API's session host, built (not started).
+fn api_host(config: &Config, fronts: &Fronts) -> Result<Built, herald_session::BuildError> {
+    HostBuilder::new(&config.home, Platform::Api)
+        .loaded(config.clone())
+        .client(fronts.client.clone())
+        .store(fronts.sessions.clone())
+        .build()
+}
+
+/// The API on its started host, with its listener bound; why not, as text.
+async fn prepare_api(config: &Config, host: Arc<Host>) -> anyhow::Result<ApiFront> {
     let settings = config.api_server.clone();
-    let runtime = Runtime::build(&config.home, config, Platform::Api, ModelChoice::default())?;
-    runtime.use_python_plugins(python);
-    let runtime = Arc::new(runtime);
-    let host = Host::with_client(
-        runtime.clone(),
-        fronts.sessions.clone(),
-        fronts.client.clone(),
-        DEFAULT_MAX_RUNS,
-    );
-    match host.recover().await {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!(runs = n, "runs an earlier stop cut off are marked failed"),
-        Err(e) => tracing::warn!(error = %e, "cannot mark the runs an earlier stop cut off"),
-    }
     let api = herald_api::Api::new(host, settings.clone(), None)?;
     let listeners = bind(
         Some(&settings.host),
@@ -347,7 +350,6 @@ async fn prepare_api(
     }
     Ok(ApiFront {
         api,
-        runtime,
         listeners,
         urls,
     })

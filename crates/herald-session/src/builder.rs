@@ -2,6 +2,8 @@
 //! `.env`, herald's bundled skills, the configuration, the runtime and `state.db`
 //! ([`HostBuilder::build`], no async runtime needed), then the Python plugins with their
 //! SIGHUP reload and the recovery of runs whose process is gone ([`Built::start`]).
+//! Hosts of one process on one home (the gateway's webhook runs and its API) start
+//! together and share one plugin host ([`start_together`]).
 
 use crate::host::{DEFAULT_MAX_RUNS, Host};
 use crate::runtime::{ModelChoice, Platform, Runtime};
@@ -33,6 +35,7 @@ pub struct HostBuilder<'a> {
     choice: ModelChoice<'a>,
     client: Option<LlmClient>,
     store: Option<SessionStore>,
+    loaded: Option<Config>,
     sighup: bool,
 }
 
@@ -51,6 +54,7 @@ impl<'a> HostBuilder<'a> {
             choice: ModelChoice::default(),
             client: None,
             store: None,
+            loaded: None,
             sighup: true,
         }
     }
@@ -80,14 +84,27 @@ impl<'a> HostBuilder<'a> {
         self
     }
 
+    /// Builds from a configuration the caller read already (and so loaded its `.env`
+    /// for): the gateway, which serves direct deliveries without a model, and its
+    /// profiles, whose `.env` is not the process's.
+    pub fn loaded(mut self, config: Config) -> HostBuilder<'a> {
+        self.loaded = Some(config);
+        self
+    }
+
     /// Loads `.env`, installs the bundled skills into a new home, reads the
-    /// configuration, builds the runtime and opens the store.
+    /// configuration (unless [`HostBuilder::loaded`]), builds the runtime and opens the
+    /// store.
     pub fn build(self) -> Result<Built, BuildError> {
         let home = self.home;
-        load_dotenv(home).map_err(|e| BuildError::Dotenv(e.to_string()))?;
-        crate::bundled_skills::install_quietly(home);
-        let config =
-            Config::load(home, &process_env).map_err(|e| BuildError::Config(e.to_string()))?;
+        let config = match self.loaded {
+            Some(config) => config,
+            None => {
+                load_dotenv(home).map_err(|e| BuildError::Dotenv(e.to_string()))?;
+                crate::bundled_skills::install_quietly(home);
+                Config::load(home, &process_env).map_err(|e| BuildError::Config(e.to_string()))?
+            }
+        };
         let runtime = Runtime::build(home, &config, self.platform, self.choice)?;
         let store = match self.store {
             Some(s) => s,
@@ -110,14 +127,31 @@ impl Built {
     /// Starts the home's Python plugins (reloaded on SIGHUP from now on) and marks
     /// failed the runs whose owning process is gone; the host, ready to serve.
     pub async fn start(self) -> Arc<Host> {
-        let runtime = self.host.runtime().clone();
-        runtime.start_python_plugins().await;
-        if self.sighup {
-            crate::plugin_reload::reload_on_sighup(vec![runtime]);
-        }
-        recover_quietly(&self.host).await;
-        self.host
+        let mut started = start_together(vec![self]).await;
+        started.remove(0)
     }
+}
+
+/// Starts hosts built on one home together: one Python plugin host for all of them
+/// (reloaded on SIGHUP for all at once, unless none asked for it), then each one's
+/// recovery; the hosts, in order.
+pub async fn start_together(built: Vec<Built>) -> Vec<Arc<Host>> {
+    let Some(first) = built.first() else {
+        return Vec::new();
+    };
+    let python =
+        crate::runtime::start_python_plugins(&first.config.home, &first.config.agent).await;
+    let runtimes: Vec<_> = built.iter().map(|b| b.host.runtime().clone()).collect();
+    for runtime in &runtimes {
+        runtime.use_python_plugins(python.clone());
+    }
+    if built.iter().any(|b| b.sighup) {
+        crate::plugin_reload::reload_on_sighup(runtimes);
+    }
+    for b in &built {
+        recover_quietly(&b.host).await;
+    }
+    built.into_iter().map(|b| b.host).collect()
 }
 
 /// [`Host::recover`], its outcome logged.

@@ -44,7 +44,7 @@ pub mod sessions;
 pub mod slash;
 
 pub use approvals::{ApprovalPolicy, Attendance};
-pub use builder::{BuildError, Built, HostBuilder};
+pub use builder::{BuildError, Built, HostBuilder, start_together};
 pub use conversation::{CapReached, Conversation, Conversations, Live, Steered, SwitchRefused};
 pub use edit_approvals::{EditRule, is_edit};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
