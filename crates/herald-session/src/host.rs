@@ -535,14 +535,11 @@ impl Host {
             endpoint.model.clone(),
             now,
         ));
-        let (events, rx) = mpsc::unbounded_channel();
-        let cell = Arc::new(RunCell {
+        let cell = Arc::new(RunCell::new(
             status,
-            agent: agent.handle(),
-            pending: session.0.pending.clone(),
-            events,
-            receiver: Mutex::new(Some(rx)),
-        });
+            agent.handle(),
+            session.0.pending.clone(),
+        ));
         let listed = match session.0.keep_runs {
             true => self.runs.insert(run_id.clone(), cell.clone()),
             false => Ok(()),
@@ -767,7 +764,7 @@ impl Drive {
     /// does not wait for its writes: they are committed in order before the run ends).
     async fn keep(&self, message: &ChatMessage) -> Option<i64> {
         let (session, row) = (self.session.id().to_owned(), message_row(message));
-        let kept = if self.cell.events.is_closed() {
+        let kept = if self.cell.unread() {
             self.host.store.append_detached(session, row).map(|()| None)
         } else {
             self.host.store.append(session, row).await.map(Some)

@@ -159,9 +159,7 @@ async fn two_runs_on_two_sessions_at_once_keep_apart_and_are_tagged() {
 
 /// Waits for the run's next approval request (which comes after its tool started);
 /// returns its id and command.
-async fn next_approval(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<RunEvent>,
-) -> (String, String) {
+async fn next_approval(rx: &mut crate::runs::RunEvents) -> (String, String) {
     let mut started = Vec::new();
     loop {
         let e = tokio::time::timeout(Duration::from_secs(10), rx.recv())
@@ -704,7 +702,7 @@ impl crate::EditRule for OnlyFree {
 }
 
 /// The next edit approval asked of the door: its request id and the tool's path.
-async fn next_edit(rx: &mut tokio::sync::mpsc::UnboundedReceiver<RunEvent>) -> (String, String) {
+async fn next_edit(rx: &mut crate::runs::RunEvents) -> (String, String) {
     while let Some(e) = rx.recv().await {
         if let RunEventKind::EditApprovalRequested {
             request_id,

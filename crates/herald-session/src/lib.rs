@@ -61,7 +61,7 @@ pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, T
 pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use plugin_reload::{reload_on_sighup, reload_python_plugins};
-pub use runs::{RunError, RunEvent, RunEventKind, RunHandle, RunState, RunStatus};
+pub use runs::{RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState, RunStatus};
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
 pub use sessions::SessionError;
 pub use slash::Reply;

@@ -20,6 +20,11 @@ pub const FINISHED_KEPT: Duration = Duration::from_secs(3600);
 /// then they are dropped and no longer queued (api-server.md §7.3).
 pub const UNCONSUMED_KEPT: Duration = Duration::from_secs(300);
 
+/// How many events of a run wait for their reader at most. A reader that falls this far
+/// behind (or never comes) gets the events so far and then the end of the stream; the
+/// run goes on, and its status tells how it ended.
+pub const EVENT_BACKLOG: usize = 4096;
+
 /// A run's state, with the wire names of the runs API (api-server.md §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunState {
@@ -275,18 +280,41 @@ pub(crate) struct RunCell {
     pub status: watch::Sender<RunStatus>,
     pub agent: AgentHandle,
     pub pending: Arc<Pending>,
-    pub events: mpsc::UnboundedSender<RunEvent>,
+    /// Where events go, until the reader is gone or fell [`EVENT_BACKLOG`] behind.
+    events: Mutex<Option<mpsc::Sender<RunEvent>>>,
     /// The events' one consumer, until someone takes it.
-    pub receiver: Mutex<Option<mpsc::UnboundedReceiver<RunEvent>>>,
+    receiver: Mutex<Option<mpsc::Receiver<RunEvent>>>,
 }
 
 impl RunCell {
+    pub fn new(
+        status: watch::Sender<RunStatus>,
+        agent: AgentHandle,
+        pending: Arc<Pending>,
+    ) -> RunCell {
+        let (events, rx) = mpsc::channel(EVENT_BACKLOG);
+        RunCell {
+            status,
+            agent,
+            pending,
+            events: Mutex::new(Some(events)),
+            receiver: Mutex::new(Some(rx)),
+        }
+    }
+
+    /// Whether nobody reads the events any more (nor can).
+    pub fn unread(&self) -> bool {
+        crate::conversation::lock(&self.events)
+            .as_ref()
+            .is_none_or(mpsc::Sender::is_closed)
+    }
+
     pub fn state(&self) -> RunState {
         self.status.borrow().state
     }
 
     /// The events' receiver, unless taken or past [`UNCONSUMED_KEPT`] (then dropped).
-    fn take_receiver(&self, now: f64) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
+    fn take_receiver(&self, now: f64) -> Option<mpsc::Receiver<RunEvent>> {
         let mut receiver = self.receiver.lock().ok()?;
         let created = self.status.borrow().created_at;
         if now - created > UNCONSUMED_KEPT.as_secs_f64() {
@@ -317,19 +345,33 @@ impl RunCell {
                 false
             });
         }
-        if self.events.is_closed() {
+        let mut events = crate::conversation::lock(&self.events);
+        let Some(sender) = events.as_ref() else {
             return;
-        }
+        };
         let (run_id, session_id) = {
             let s = self.status.borrow();
             (s.run_id.clone(), s.session_id.clone())
         };
-        let _ = self.events.send(RunEvent {
+        let event = RunEvent {
             run_id,
             session_id,
             at: crate::host::now_secs(),
             kind,
-        });
+        };
+        match sender.try_send(event) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(
+                    run = %self.status.borrow().run_id,
+                    "the run's event reader fell {EVENT_BACKLOG} events behind: its stream ends here (the run goes on)"
+                );
+                events.take();
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                events.take();
+            }
+        }
     }
 
     /// Moves the run to `state` unless it has finished (or is stopping and `state` is
@@ -342,6 +384,38 @@ impl RunCell {
                 s.updated_at = crate::host::now_secs();
             }
         });
+    }
+}
+
+/// A run's events as its one reader gets them, always ending with
+/// [`RunEventKind::Finished`]: a reader cut off [`EVENT_BACKLOG`] behind gets the
+/// events so far, then the run's end when it comes.
+pub struct RunEvents {
+    rx: mpsc::Receiver<RunEvent>,
+    run: RunHandle,
+    ended: bool,
+}
+
+impl RunEvents {
+    /// The next event; `None` after the end.
+    pub async fn recv(&mut self) -> Option<RunEvent> {
+        if self.ended {
+            return None;
+        }
+        let event = match self.rx.recv().await {
+            Some(event) => event,
+            None => {
+                let end = self.run.finished().await;
+                RunEvent {
+                    run_id: end.run_id.clone(),
+                    session_id: end.session_id.clone(),
+                    at: crate::host::now_secs(),
+                    kind: RunEventKind::Finished(end),
+                }
+            }
+        };
+        self.ended = matches!(event.kind, RunEventKind::Finished(_));
+        Some(event)
     }
 }
 
@@ -367,8 +441,13 @@ impl RunHandle {
     /// The run's events from its creation on, ending with [`RunEventKind::Finished`];
     /// one consumer only (`None` once taken, or when nobody took them within
     /// [`UNCONSUMED_KEPT`]).
-    pub fn take_events(&self) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
-        self.cell.take_receiver(crate::host::now_secs())
+    pub fn take_events(&self) -> Option<RunEvents> {
+        let rx = self.cell.take_receiver(crate::host::now_secs())?;
+        Some(RunEvents {
+            rx,
+            run: self.clone(),
+            ended: false,
+        })
     }
 
     /// Resolves with the final status.
@@ -534,14 +613,27 @@ mod tests {
         let mut status = RunStatus::queued(format!("run_{age}"), "s".into(), "m".into(), now - age);
         status.state = RunState::Running;
         let (status, _) = watch::channel(status);
-        let (events, rx) = mpsc::unbounded_channel();
-        Arc::new(RunCell {
-            status,
-            agent: AgentHandle::default(),
-            pending: Arc::default(),
-            events,
-            receiver: Mutex::new(Some(rx)),
-        })
+        Arc::new(RunCell::new(status, AgentHandle::default(), Arc::default()))
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_falls_the_backlog_behind_gets_what_came_and_then_the_end() {
+        let run = RunHandle { cell: cell(1.0) };
+        for _ in 0..EVENT_BACKLOG + 10 {
+            run.cell.emit(RunEventKind::MessageDelta("x".into()));
+        }
+        assert!(run.cell.unread(), "the stream was cut off");
+        let mut rx = run.take_events().unwrap();
+        let mut read = 0;
+        while let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(50), rx.recv()).await {
+            assert!(matches!(e.kind, RunEventKind::MessageDelta(_)));
+            read += 1;
+        }
+        assert_eq!(read, EVENT_BACKLOG);
+        run.cell.set_state(RunState::Completed);
+        let end = rx.recv().await.unwrap();
+        assert!(matches!(end.kind, RunEventKind::Finished(s) if s.state == RunState::Completed));
+        assert!(rx.recv().await.is_none());
     }
 
     #[test]
@@ -550,15 +642,15 @@ mod tests {
         let (old, young) = (cell(301.0), cell(10.0));
         registry.insert("old".into(), old.clone()).unwrap();
         old.emit(RunEventKind::Steered);
-        assert!(!old.events.is_closed(), "queued until a sweep");
+        assert!(!old.unread(), "queued until a sweep");
         registry.insert("young".into(), young.clone()).unwrap();
-        assert!(old.events.is_closed(), "the insert swept the old queue");
+        assert!(old.unread(), "the insert swept the old queue");
         old.emit(RunEventKind::Steered);
         assert!(RunHandle { cell: old }.take_events().is_none());
         let late = cell(299.0);
         let mut events = RunHandle { cell: late.clone() }.take_events().unwrap();
         late.emit(RunEventKind::Steered);
-        assert!(events.try_recv().is_ok());
+        assert!(events.rx.try_recv().is_ok());
         assert!(RunHandle { cell: young }.take_events().is_some());
     }
 }
