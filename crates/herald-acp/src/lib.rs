@@ -280,7 +280,7 @@ pub async fn serve(
             {
                 let s = server.clone();
                 async move |request: ListSessionsRequest, responder, _cx| {
-                    responder.respond(listing::list(&s, &request))
+                    responder.respond(listing::list(&s, &request).await)
                 }
             },
             agent_client_protocol::on_receive_request!(),

@@ -17,8 +17,8 @@ fn rfc3339(secs: f64) -> Option<String> {
         .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
 }
 
-pub fn list(server: &AcpServer, request: &ListSessionsRequest) -> ListSessionsResponse {
-    let all = server.host.list_sessions(SCAN).unwrap_or_default();
+pub async fn list(server: &AcpServer, request: &ListSessionsRequest) -> ListSessionsResponse {
+    let all = server.host.list_sessions(SCAN).await.unwrap_or_default();
     let cwd = request.cwd.as_ref().map(|c| c.display().to_string());
     let mut matching = all
         .into_iter()

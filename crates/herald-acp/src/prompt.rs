@@ -332,7 +332,7 @@ async fn after_turn(server: &AcpServer, live: &AcpSession, cx: &ConnectionTo<Cli
         &live.id,
         SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)),
     );
-    let title = server.host.session_title(session.id()).ok().flatten();
+    let title = server.host.session_title(session.id()).await.ok().flatten();
     let info = SessionInfoUpdate::new()
         .title(title)
         .updated_at(jiff::Timestamp::now().to_string());

@@ -111,6 +111,7 @@ async fn ask_of(api: &Api, request: &Map<String, Value>) -> Result<Ask, ApiError
         previous = api
             .host
             .latest_response_of(c)
+            .await
             .map_err(session_pick::run_error)?;
     }
     let mut session_id = uuid::Uuid::new_v4().to_string();

@@ -112,7 +112,7 @@ pub async fn open_or_resume(
     id: &str,
     mut options: SessionOptions,
 ) -> Result<(Session, bool), ApiError> {
-    if api.host.has_session(id).map_err(run_error)? {
+    if api.host.has_session(id).await.map_err(run_error)? {
         let s = api
             .host
             .resume_session(id, options)

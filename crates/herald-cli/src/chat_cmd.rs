@@ -307,7 +307,7 @@ impl Chat {
     ) -> anyhow::Result<ExitCode> {
         let resume_id = match (resume, continue_last) {
             (Some(id), _) => Some(id),
-            (None, true) => match self.host.latest_session("cli")? {
+            (None, true) => match self.host.latest_session("cli").await? {
                 Some(id) => Some(id),
                 None => {
                     eprintln!("herald: there is no earlier CLI session to continue");

@@ -26,8 +26,8 @@ pub async fn call(
 ) -> Result<Value, RpcError> {
     match method {
         "session.create" => sessions::create(gw, outbox, &p).await,
-        "session.list" => off_workers(gw, p, sessions::list).await,
-        "session.most_recent" => off_workers(gw, p, |gw, _| sessions::most_recent(gw)).await,
+        "session.list" => sessions::list(gw, &p).await,
+        "session.most_recent" => sessions::most_recent(gw).await,
         "session.resume" => sessions::resume(gw, outbox, &p).await,
         "session.active_list" => Ok(sessions::active_list(gw)),
         "session.activate" => {
@@ -38,7 +38,7 @@ pub async fn call(
         "session.delete" => sessions::delete(gw, &p).await,
         "session.history" => off_workers(gw, p, sessions::history).await,
         "session.title" => sessions::title(gw, &p).await,
-        "session.usage" => off_workers(gw, p, sessions::usage).await,
+        "session.usage" => sessions::usage(gw, &p).await,
         "session.status" => sessions::status(gw, &p),
         "session.interrupt" => sessions::interrupt(gw, &p),
         "session.steer" => sessions::steer(gw, &p),

@@ -142,19 +142,21 @@ fn summary(s: &herald_session::SessionSummary) -> Value {
     json!({"id": s.id, "title": s.title, "preview": s.preview, "started_at": s.started_at, "message_count": s.message_count, "source": s.source})
 }
 
-pub fn list(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn list(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let limit = count(p, "limit").unwrap_or(20).min(1000);
     let sessions = gw
         .host
         .list_sessions(limit)
+        .await
         .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.to_string()))?;
     Ok(json!({"sessions": sessions.iter().map(summary).collect::<Vec<_>>()}))
 }
 
-pub fn most_recent(gw: &Gateway) -> Result<Value, RpcError> {
+pub async fn most_recent(gw: &Gateway) -> Result<Value, RpcError> {
     let found = gw
         .host
         .list_sessions(1)
+        .await
         .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.to_string()))?;
     Ok(match found.first() {
         Some(s) => {
@@ -236,6 +238,7 @@ pub async fn title(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         let title = gw
             .host
             .session_title(&stored)
+            .await
             .map_err(|e| RpcError::session(e, RpcError::TITLE_FAILED))?;
         return Ok(json!({"title": title.unwrap_or_default(), "pending": false}));
     };
@@ -250,12 +253,13 @@ pub async fn title(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
 }
 
-pub fn usage(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn usage(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let session = live.conversation.session();
     let u = gw
         .host
         .session_usage(session.id())
+        .await
         .map_err(|e| RpcError::new(RpcError::TITLE_FAILED, e.to_string()))?
         .unwrap_or_default();
     let model = session.endpoint().map(|e| e.model).or(u.model);

@@ -254,7 +254,7 @@ pub struct Host {
     runs: RunRegistry,
     models: crate::model_options::ModelOptions,
     /// One read connection for the host's lookups, opened on first use.
-    reader: Mutex<Option<SessionReader>>,
+    reader: Arc<Mutex<Option<SessionReader>>>,
 }
 
 impl Host {
@@ -276,7 +276,7 @@ impl Host {
             client,
             runs: RunRegistry::new(max_runs),
             models: crate::model_options::ModelOptions::default(),
-            reader: Mutex::new(None),
+            reader: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -305,22 +305,27 @@ impl Host {
             .await?)
     }
 
-    /// Runs `f` on the host's read connection (opened once, not per lookup).
-    fn read<T>(
+    /// Runs `f` on the host's read connection (opened once, not per lookup), on the
+    /// blocking pool: SQLite reads never hold an async worker.
+    async fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&SessionReader) -> Result<T, herald_store::StoreError>,
+        f: impl FnOnce(&SessionReader) -> Result<T, herald_store::StoreError> + Send + 'static,
     ) -> Result<T, SessionError> {
-        let mut reader = self
-            .reader
-            .lock()
-            .map_err(|_| SessionError::Store(herald_store::StoreError::WriterGone))?;
-        if reader.is_none() {
-            *reader = Some(self.store.reader()?);
-        }
-        match reader.as_ref() {
-            Some(r) => Ok(f(r)?),
-            None => Err(SessionError::Store(herald_store::StoreError::WriterGone)),
-        }
+        let (reader, store) = (self.reader.clone(), self.store.clone());
+        let gone = || SessionError::Store(herald_store::StoreError::WriterGone);
+        let read = move || {
+            let mut reader = reader.lock().map_err(|_| gone())?;
+            if reader.is_none() {
+                *reader = Some(store.reader()?);
+            }
+            match reader.as_ref() {
+                Some(r) => Ok(f(r)?),
+                None => Err(gone()),
+            }
+        };
+        tokio::task::spawn_blocking(read)
+            .await
+            .map_err(|_| gone())?
     }
 
     /// Keeps a response of the Responses API, forgetting the least recently used
@@ -331,7 +336,8 @@ impl Host {
 
     /// A stored response (marked used).
     pub async fn response(&self, id: &str) -> Result<Option<StoredResponse>, SessionError> {
-        let found = self.read(|r| r.response(id))?;
+        let wanted = id.to_owned();
+        let found = self.read(move |r| r.response(&wanted)).await?;
         if found.is_some() {
             self.store.touch_response(id.to_owned()).await?;
         }
@@ -344,36 +350,63 @@ impl Host {
     }
 
     /// The latest stored response of a named conversation.
-    pub fn latest_response_of(&self, conversation: &str) -> Result<Option<String>, SessionError> {
-        self.read(|r| r.latest_response_of(conversation))
+    pub async fn latest_response_of(
+        &self,
+        conversation: &str,
+    ) -> Result<Option<String>, SessionError> {
+        let conversation = conversation.to_owned();
+        self.read(move |r| r.latest_response_of(&conversation))
+            .await
     }
 
     /// Whether a session with this id is stored.
-    pub fn has_session(&self, id: &str) -> Result<bool, SessionError> {
-        self.read(|r| Ok(r.session(id)?.is_some()))
+    pub async fn has_session(&self, id: &str) -> Result<bool, SessionError> {
+        let id = id.to_owned();
+        self.read(move |r| Ok(r.session(&id)?.is_some())).await
     }
 
     /// The most recent session of a source.
-    pub fn latest_session(&self, source: &str) -> Result<Option<String>, SessionError> {
-        self.read(|r| r.latest(source))
+    pub async fn latest_session(&self, source: &str) -> Result<Option<String>, SessionError> {
+        let source = source.to_owned();
+        self.read(move |r| r.latest(&source)).await
+    }
+
+    /// Where a session opened with `opts` works: its folder, else `terminal.cwd`,
+    /// else the process's.
+    fn cwd_of(&self, opts: &SessionOptions) -> PathBuf {
+        opts.cwd
+            .clone()
+            .or_else(|| self.runtime.cwd.clone())
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
+    }
+
+    /// The system prompt of a new session: SOUL.md, the skills index and the folder's
+    /// AGENTS.md, read on the blocking pool.
+    async fn new_prompt(&self, opts: &SessionOptions) -> Result<String, SessionError> {
+        let rt = self.runtime.clone();
+        let cwd = self.cwd_of(opts);
+        let tools = rt.tools(&opts.tool_names);
+        let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+        let preloaded = opts.preloaded_skills.clone();
+        let make = move || {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            prompt::session_prompt(&rt, &cwd, &names, &preloaded)
+        };
+        tokio::task::spawn_blocking(make)
+            .await
+            .map_err(|_| SessionError::Store(herald_store::StoreError::WriterGone))
     }
 
     fn build_session(
         &self,
         opts: SessionOptions,
         id: String,
-        stored_prompt: Option<String>,
+        system_prompt: String,
         history: Vec<Saved>,
     ) -> Session {
         let rt = &self.runtime;
-        let cwd = opts
-            .cwd
-            .or_else(|| rt.cwd.clone())
-            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
+        let cwd = self.cwd_of(&opts);
         let tools = rt.tools(&opts.tool_names);
-        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
-        let system_prompt = stored_prompt
-            .unwrap_or_else(|| prompt::session_prompt(rt, &cwd, &names, &opts.preloaded_skills));
         let pending = Arc::new(Pending::default());
         let mut observers = opts.observers;
         if let (Some(rule), Answers::ByRequest) = (opts.edits, &opts.answers) {
@@ -422,7 +455,8 @@ impl Host {
     pub async fn open_session(&self, opts: SessionOptions) -> Result<Session, SessionError> {
         let given = opts.id.clone();
         let id = given.clone().unwrap_or_else(prompt::new_session_id);
-        let session = self.build_session(opts, id, None, Vec::new());
+        let prompt = self.new_prompt(&opts).await?;
+        let session = self.build_session(opts, id, prompt, Vec::new());
         let header = NewSession {
             id: session.0.id.clone(),
             source: session.0.source.clone(),
@@ -444,7 +478,10 @@ impl Host {
         id: &str,
         opts: SessionOptions,
     ) -> Result<Session, SessionError> {
-        let (row, rows) = self.read(|r| Ok((r.session(id)?, r.history(id)?)))?;
+        let wanted = id.to_owned();
+        let (row, rows) = self
+            .read(move |r| Ok((r.session(&wanted)?, r.history(&wanted)?)))
+            .await?;
         let Some(row) = row else {
             return Err(SessionError::NotFound(id.to_owned()));
         };
@@ -453,7 +490,11 @@ impl Host {
         if opts.cwd.is_none() {
             opts.cwd = row.cwd.map(PathBuf::from).filter(|p| p.is_dir());
         }
-        Ok(self.build_session(opts, id.to_owned(), row.system_prompt, history))
+        let prompt = match row.system_prompt {
+            Some(prompt) => prompt,
+            None => self.new_prompt(&opts).await?,
+        };
+        Ok(self.build_session(opts, id.to_owned(), prompt, history))
     }
 
     /// Branches a stored session into a new one (a copy of its live rows) and opens it;
@@ -485,7 +526,7 @@ impl Host {
             return Err(SessionError::Busy(session.id().to_owned()));
         }
         let survivors = self.store.rewind(session.id().to_owned(), target).await??;
-        session.set_history(saved_history(self.read(|r| r.history(session.id()))?));
+        session.set_history(self.history_of(session).await?);
         Ok(survivors)
     }
 
@@ -589,11 +630,19 @@ impl Host {
 
     /// A run's status: from memory while this process knows it, else as kept in
     /// `state.db` (a run of an earlier process).
-    pub fn run_status(&self, run_id: &str) -> Result<Option<RunStatus>, SessionError> {
+    pub async fn run_status(&self, run_id: &str) -> Result<Option<RunStatus>, SessionError> {
         if let Some(cell) = self.runs.get(run_id) {
             return Ok(Some(cell.status.borrow().clone()));
         }
-        Ok(self.read(|r| r.run(run_id))?.map(RunStatus::from_row))
+        let run_id = run_id.to_owned();
+        let row = self.read(move |r| r.run(&run_id)).await?;
+        Ok(row.map(RunStatus::from_row))
+    }
+
+    /// `session`'s history as stored now, with row ids.
+    async fn history_of(&self, session: &Session) -> Result<Vec<Saved>, SessionError> {
+        let id = session.id().to_owned();
+        Ok(saved_history(self.read(move |r| r.history(&id)).await?))
     }
 
     /// How many runs are live.

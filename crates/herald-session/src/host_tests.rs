@@ -480,7 +480,7 @@ async fn run_status_survives_a_restart() {
     // unfinished one failed, the live process's left running.
     let again = host_on(dir.path(), &provider.base_url);
     assert_eq!(again.recover().await.unwrap(), 1);
-    let status = again.run_status(&done.id()).unwrap().unwrap();
+    let status = again.run_status(&done.id()).await.unwrap().unwrap();
     assert_eq!(
         (
             status.state,
@@ -489,12 +489,12 @@ async fn run_status_survives_a_restart() {
         ),
         (RunState::Completed, Some("kept"), s.id())
     );
-    let lost = again.run_status(&hanging.id()).unwrap().unwrap();
+    let lost = again.run_status(&hanging.id()).await.unwrap().unwrap();
     assert_eq!(lost.state, RunState::Failed);
     assert!(lost.error.unwrap().contains("stopped"));
-    let kept = again.run_status(&serving.id()).unwrap().unwrap();
+    let kept = again.run_status(&serving.id()).await.unwrap().unwrap();
     assert_eq!(kept.state, RunState::Running);
-    assert!(again.run_status("run_nope").unwrap().is_none());
+    assert!(again.run_status("run_nope").await.unwrap().is_none());
     hanging.interrupt();
     serving.interrupt();
 }
@@ -595,7 +595,7 @@ async fn the_run_registry_is_bounded_and_finished_runs_make_room() {
         host.run(&first.id()).is_none(),
         "the finished run made room"
     );
-    let kept = host.run_status(&first.id()).unwrap().unwrap();
+    let kept = host.run_status(&first.id()).await.unwrap().unwrap();
     assert_eq!(
         kept.output.as_deref(),
         Some("first"),
@@ -608,7 +608,7 @@ async fn the_run_registry_is_bounded_and_finished_runs_make_room() {
     provider.push(Scripted::text("third"));
     let third = host.start_run(&c, "three").unwrap();
     assert_eq!(third.finished().await.output.as_deref(), Some("third"));
-    assert!(host.run_status(&third.id()).unwrap().is_none());
+    assert!(host.run_status(&third.id()).await.unwrap().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 //! The host's stored sessions as a whole: listing, counters, titles, deleting, undo.
 
-use super::{Host, Session, saved_history};
+use super::{Host, Session};
 use crate::sessions::SessionError;
 use herald_protocol::{ChatMessage, Role};
 use herald_store::sessions::{NewMessage, SessionSummary, SessionUsage, TitleRefused};
@@ -40,18 +40,20 @@ fn transcript(history: &[super::Saved]) -> String {
 
 impl Host {
     /// The most recently started stored sessions, newest first.
-    pub fn list_sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
-        self.read(|r| r.list(limit))
+    pub async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
+        self.read(move |r| r.list(limit)).await
     }
 
     /// A stored session's model and token counters.
-    pub fn session_usage(&self, id: &str) -> Result<Option<SessionUsage>, SessionError> {
-        self.read(|r| r.usage(id))
+    pub async fn session_usage(&self, id: &str) -> Result<Option<SessionUsage>, SessionError> {
+        let id = id.to_owned();
+        self.read(move |r| r.usage(&id)).await
     }
 
     /// A stored session's title.
-    pub fn session_title(&self, id: &str) -> Result<Option<String>, SessionError> {
-        match self.read(|r| r.session(id))? {
+    pub async fn session_title(&self, id: &str) -> Result<Option<String>, SessionError> {
+        let wanted = id.to_owned();
+        match self.read(move |r| r.session(&wanted)).await? {
             Some(row) => Ok(row.title),
             None => Err(SessionError::NotFound(id.to_owned())),
         }
@@ -126,7 +128,7 @@ impl Host {
         self.store
             .compact(session.id().to_owned(), row, kept)
             .await?;
-        session.set_history(saved_history(self.read(|r| r.history(session.id()))?));
+        session.set_history(self.history_of(session).await?);
         Ok(Compressed {
             removed: cut,
             kept,
@@ -141,7 +143,7 @@ impl Host {
             return Err(SessionError::Busy(session.id().to_owned()));
         }
         let removed = self.store.undo(session.id().to_owned()).await?;
-        session.set_history(saved_history(self.read(|r| r.history(session.id()))?));
+        session.set_history(self.history_of(session).await?);
         Ok(removed)
     }
 }
