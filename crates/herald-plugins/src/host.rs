@@ -4,15 +4,19 @@
 //! dies is noticed at once, every call waiting on it fails (fail-open upstream), and a
 //! new one is started with back-off.
 
+use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
+use herald_jsonrpc::envelope::{self, ErrorObject, Incoming, Malformed};
+use herald_jsonrpc::{Line, LineCodec};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::codec::FramedRead;
 
 /// The protocol spoken.
 pub const PROTOCOL: &str = "herald-plugin/1";
@@ -292,9 +296,7 @@ impl Link {
                 None,
             );
             let _ = asked.await;
-            let _ = p
-                .lines
-                .send(r#"{"jsonrpc":"2.0","method":"exit"}"#.to_owned());
+            let _ = p.lines.send(envelope::notification("exit", None));
             tokio::time::sleep(Duration::from_millis(200)).await;
             p.kill();
         }
@@ -386,13 +388,7 @@ impl Link {
             return Err(CallError::Down("it stopped".into()));
         }
         let id = format!("h{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let envelope = Envelope {
-            jsonrpc: "2.0",
-            id: &id,
-            method,
-            params,
-        };
-        let line = serde_json::to_string(&envelope)
+        let line = envelope::request(&Value::String(id.clone()), method, params)
             .map_err(|e| CallError::Other(format!("cannot encode the request: {e}")))?;
         if line.len() > MAX_MESSAGE {
             return Err(CallError::Other(format!(
@@ -416,9 +412,7 @@ impl Link {
                 }
                 if let Some(f) = frame {
                     self.expire(f);
-                    let cancel = json!({"jsonrpc": "2.0", "method": "frame.cancel",
-                                        "params": {"frame_id": f, "reason": "timeout"}});
-                    let _ = process.lines.send(cancel.to_string());
+                    let _ = process.lines.send(cancel(f, "timeout"));
                 }
                 return Err(CallError::Timeout(timeout));
             }
@@ -466,9 +460,7 @@ impl Link {
         let removed = lock(&self.frames).remove(id);
         let process = self.current.read().ok().and_then(|c| c.clone());
         if let (Some(_), Some(p)) = (removed, process) {
-            let cancel = json!({"jsonrpc": "2.0", "method": "frame.cancel",
-                                "params": {"frame_id": id, "reason": "interrupted"}});
-            let _ = p.lines.send(cancel.to_string());
+            let _ = p.lines.send(cancel(id, "interrupted"));
         }
     }
 
@@ -517,9 +509,7 @@ impl Link {
             }
         };
         let answer = match taken {
-            Err((code, message)) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-            }
+            Err((code, message)) => envelope::error(&id, &ErrorObject::new(code, message)),
             Ok(next) => {
                 let outcome = next(payload).await;
                 if let Some(f) = lock(&self.frames).get_mut(frame_id) {
@@ -530,32 +520,29 @@ impl Link {
                     let _ = f.served.send(true);
                 }
                 match outcome {
-                    Ok(value) => json!({"jsonrpc": "2.0", "id": id, "result": {"value": value}}),
-                    Err(data) => json!({"jsonrpc": "2.0", "id": id,
-                        "error": {"code": -32010, "message": "downstream_failed", "data": data}}),
+                    Ok(value) => envelope::response(&id, &json!({"value": value})),
+                    Err(data) => {
+                        let mut failed = ErrorObject::new(-32010, "downstream_failed");
+                        failed.data = Some(data);
+                        envelope::error(&id, &failed)
+                    }
                 }
             }
         };
-        let _ = process.lines.send(answer.to_string());
+        let _ = process.lines.send(answer);
     }
 }
 
-/// A request as written on the host's input.
-#[derive(serde::Serialize)]
-struct Envelope<'a, P: serde::Serialize> {
-    jsonrpc: &'static str,
-    id: &'a str,
-    method: &'a str,
-    params: P,
+/// The `frame.cancel` notification of frame `id`.
+fn cancel(id: &str, reason: &str) -> String {
+    let params = json!({"frame_id": id, "reason": reason});
+    envelope::notification("frame.cancel", Some(&params))
 }
 
 /// A host's error answer as a [`CallError`].
-fn call_error(error: &Value) -> CallError {
-    let code = error
-        .get("code")
-        .and_then(Value::as_i64)
-        .unwrap_or_default();
-    let data = error.get("data").cloned().unwrap_or(Value::Null);
+fn call_error(error: &ErrorObject) -> CallError {
+    let code = error.code;
+    let data = error.data.clone().unwrap_or(Value::Null);
     let text = |v: &Value, k: &str| {
         v.get(k)
             .and_then(Value::as_str)
@@ -572,7 +559,7 @@ fn call_error(error: &Value) -> CallError {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
         },
-        _ => CallError::Other(text(error, "message")),
+        _ => CallError::Other(error.message.clone()),
     }
 }
 
@@ -596,44 +583,11 @@ const MAX_LOGGED_LINE: usize = 2000;
 /// not UTF-8 are shown replaced and never stop the pipe from being drained (a full
 /// pipe would stall the host).
 async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
-    let mut reader = BufReader::new(stderr);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match read_line_capped(&mut reader, &mut line, MAX_LOGGED_LINE).await {
-            Ok(false) => return,
-            Ok(true) => {}
-            Err(_) => return,
-        }
-        let shown = String::from_utf8_lossy(&line);
-        let shown = shown.trim_end_matches(['\n', '\r']);
+    let mut lines = FramedRead::new(stderr, LineCodec::new(MAX_LOGGED_LINE));
+    while let Some(Ok(line)) = lines.next().await {
+        let (Line::Frame(kept) | Line::TooLong(kept)) = line;
+        let shown = String::from_utf8_lossy(&kept);
         tracing::debug!(target: "herald::plugin", pid, "{shown}");
-    }
-}
-
-/// Reads one line into `line`, keeping at most `max` bytes of it; false at the end.
-async fn read_line_capped(
-    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
-    line: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<bool> {
-    let mut any = false;
-    loop {
-        let buf = reader.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok(any);
-        }
-        any = true;
-        let (taken, done) = match buf.iter().position(|b| *b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (buf.len(), false),
-        };
-        let room = max.saturating_sub(line.len()).min(taken);
-        line.extend_from_slice(&buf[..room]);
-        reader.consume(taken);
-        if done {
-            return Ok(true);
-        }
     }
 }
 
@@ -644,30 +598,29 @@ async fn read_messages(
     process: Arc<Process>,
     stdout: tokio::process::ChildStdout,
 ) {
-    let mut reader = BufReader::new(stdout);
+    let mut lines = FramedRead::new(stdout, LineCodec::new(MAX_MESSAGE));
     let mut warned = false;
     let why = loop {
-        let mut buf = Vec::new();
-        let read = (&mut reader)
-            .take(MAX_MESSAGE as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .await;
-        match read {
-            Ok(0) | Err(_) => break "its output ended",
-            Ok(n) if n > MAX_MESSAGE => break "it sent a message over the size limit",
-            Ok(_) => {}
-        }
-        let Ok(message) = serde_json::from_slice::<Value>(&buf) else {
-            if !warned {
+        let frame = match lines.next().await {
+            None | Some(Err(_)) => break "its output ended",
+            Some(Ok(Line::TooLong(_))) => break "it sent a message over the size limit",
+            Some(Ok(Line::Frame(frame))) => frame,
+        };
+        match Incoming::read(&frame) {
+            Ok(message) => dispatch(&link, &process, message),
+            Err(Malformed::Method { id } | Malformed::Params { id }) if !id.is_null() => {
+                let refused = ErrorObject::new(-32600, "invalid request");
+                let _ = process.lines.send(envelope::error(&id, &refused));
+            }
+            Err(_) if !warned => {
                 tracing::warn!(
                     pid = process.pid,
-                    "the plugin host wrote a line that is not JSON; ignored"
+                    "the plugin host wrote a line that is not a JSON-RPC message; ignored"
                 );
                 warned = true;
             }
-            continue;
-        };
-        dispatch(&link, &process, message);
+            Err(_) => {}
+        }
     };
     if let Some(link) = link.upgrade() {
         link.died(&process, why);
@@ -681,26 +634,24 @@ async fn read_messages(
     }
 }
 
-fn dispatch(link: &Weak<Link>, process: &Arc<Process>, message: Value) {
-    if let Some(method) = message.get("method").and_then(Value::as_str) {
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let params = message
-            .get("params")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        if method == "middleware.next"
-            && let Some(link) = link.upgrade()
-        {
-            let process = process.clone();
-            tokio::spawn(async move { link.serve_next(&process, id, &params).await });
-        } else {
-            let unknown = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("unknown method: {method}")}});
-            let _ = process.lines.send(unknown.to_string());
+fn dispatch(link: &Weak<Link>, process: &Arc<Process>, message: Incoming) {
+    let (id, outcome) = match message {
+        Incoming::Request { id, method, params } => {
+            let id = id.unwrap_or(Value::Null);
+            if method == "middleware.next"
+                && let Some(link) = link.upgrade()
+            {
+                let process = process.clone();
+                tokio::spawn(async move { link.serve_next(&process, id, &params).await });
+            } else {
+                let unknown = ErrorObject::new(-32601, format!("unknown method: {method}"));
+                let _ = process.lines.send(envelope::error(&id, &unknown));
+            }
+            return;
         }
-        return;
-    }
-    let Some(id) = message.get("id").and_then(Value::as_str) else {
+        Incoming::Answer { id, outcome } => (id, outcome),
+    };
+    let Some(id) = id.as_str() else {
         return;
     };
     let Some(tx) = lock(&process.pending).remove(id) else {
@@ -713,11 +664,7 @@ fn dispatch(link: &Weak<Link>, process: &Arc<Process>, message: Value) {
         }
         return;
     };
-    let answer = match message.get("error") {
-        Some(e) => Err(call_error(e)),
-        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-    };
-    let _ = tx.send(answer);
+    let _ = tx.send(outcome.map_err(|e| call_error(&e)));
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! message; requests in, results, errors and `event` notifications out.
 
 use crate::errors::RpcError;
+use herald_jsonrpc::envelope::{self, ErrorObject, Incoming, Malformed};
 use serde_json::{Map, Value, json};
 
 /// A request as received: its id (`None` for a notification), method and params.
@@ -13,52 +14,41 @@ pub struct Request {
 }
 
 /// Reads one frame; a frame that is not a request is the error to answer with and the
-/// id to answer to (`null` when it has none).
+/// id to answer to (`null` when it has none). A client sends no answers: one is a
+/// request without a method.
 pub fn parse(frame: &[u8]) -> Result<Request, Box<(Value, RpcError)>> {
-    let value: Value = serde_json::from_slice(frame)
-        .map_err(|_| Box::new((Value::Null, RpcError::new(RpcError::PARSE, "parse error"))))?;
-    let Value::Object(mut map) = value else {
-        return Err(Box::new((
+    let refused = |id: Value, code, message: &str| Box::new((id, RpcError::new(code, message)));
+    let method_needed = "invalid request: method must be a non-empty string";
+    match Incoming::read(frame) {
+        Ok(Incoming::Request { id, method, params }) => Ok(Request { id, method, params }),
+        Ok(Incoming::Answer { id, .. }) | Err(Malformed::Method { id }) => {
+            Err(refused(id, RpcError::INVALID_REQUEST, method_needed))
+        }
+        Err(Malformed::Parse) => Err(refused(Value::Null, RpcError::PARSE, "parse error")),
+        Err(Malformed::NotAnObject) => Err(refused(
             Value::Null,
-            RpcError::new(RpcError::INVALID_REQUEST, "invalid request"),
-        )));
-    };
-    let id = map.remove("id");
-    let answer_to = id.clone().unwrap_or(Value::Null);
-    let method = match map.remove("method") {
-        Some(Value::String(m)) if !m.is_empty() => m,
-        _ => {
-            let e = RpcError::new(
-                RpcError::INVALID_REQUEST,
-                "invalid request: method must be a non-empty string",
-            );
-            return Err(Box::new((answer_to, e)));
-        }
-    };
-    let params = match map.remove("params") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(p)) => p,
-        Some(_) => {
-            let e = RpcError::new(
-                RpcError::INVALID_PARAMS,
-                "invalid params: params must be an object",
-            );
-            return Err(Box::new((answer_to, e)));
-        }
-    };
-    Ok(Request { id, method, params })
+            RpcError::INVALID_REQUEST,
+            "invalid request",
+        )),
+        Err(Malformed::Params { id }) => Err(refused(
+            id,
+            RpcError::INVALID_PARAMS,
+            "invalid params: params must be an object",
+        )),
+    }
 }
 
 pub fn result(id: &Value, result: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+    envelope::response(id, &result)
 }
 
 pub fn error(id: &Value, e: &RpcError) -> String {
-    let mut error = json!({"code": e.code, "message": e.message});
-    if let Some(data) = &e.data {
-        error["data"] = data.clone();
-    }
-    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
+    let object = ErrorObject {
+        code: e.code,
+        message: e.message.clone(),
+        data: e.data.clone(),
+    };
+    envelope::error(id, &object)
 }
 
 /// An `event` notification; `session_id` and `payload` are left out when absent.
@@ -71,7 +61,7 @@ pub fn event(kind: &str, session_id: Option<&str>, payload: Option<Value>) -> St
     if let Some(p) = payload {
         params.insert("payload".into(), p);
     }
-    json!({"jsonrpc": "2.0", "method": "event", "params": params}).to_string()
+    envelope::notification("event", Some(&Value::Object(params)))
 }
 
 #[cfg(test)]

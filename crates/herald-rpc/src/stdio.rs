@@ -4,54 +4,12 @@
 use crate::connection::{Client, MAX_FRAME, ready};
 use crate::gateway::Gateway;
 use crate::outbox::Out;
+use futures_util::StreamExt;
+use herald_jsonrpc::{Line, LineCodec};
 use std::sync::Arc;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-
-/// One frame read, or why not.
-enum Read {
-    Frame(Vec<u8>),
-    TooLarge,
-    Eof,
-}
-
-/// Reads up to the next newline, keeping at most [`MAX_FRAME`] bytes.
-async fn read_frame(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Read> {
-    let mut frame = Vec::new();
-    let mut over = false;
-    loop {
-        let buf = input.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok(match (frame.is_empty() && !over, over) {
-                (true, _) => Read::Eof,
-                (_, true) => Read::TooLarge,
-                _ => Read::Frame(frame),
-            });
-        }
-        let (taken, done) = match memchr(buf) {
-            Some(i) => (i + 1, true),
-            None => (buf.len(), false),
-        };
-        if !over && frame.len() + taken <= MAX_FRAME + 1 {
-            frame.extend_from_slice(&buf[..taken]);
-        } else {
-            over = true;
-            frame.clear();
-        }
-        input.consume(taken);
-        if done {
-            return Ok(if over {
-                Read::TooLarge
-            } else {
-                Read::Frame(frame)
-            });
-        }
-    }
-}
-
-fn memchr(buf: &[u8]) -> Option<usize> {
-    buf.iter().position(|b| *b == b'\n')
-}
+use tokio_util::codec::FramedRead;
 
 /// Writes every item as one line, flushing when nothing more is waiting.
 async fn write_frames(mut rx: mpsc::Receiver<Out>, mut output: impl AsyncWrite + Unpin) {
@@ -71,19 +29,20 @@ async fn write_frames(mut rx: mpsc::Receiver<Out>, mut output: impl AsyncWrite +
 /// Serves one client on a byte stream pair until its input ends.
 pub async fn serve(
     gw: Arc<Gateway>,
-    mut input: impl AsyncBufRead + Unpin,
+    input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> std::io::Result<()> {
     let (outbox, rx) = gw.connect();
     let writer = tokio::spawn(write_frames(rx, output));
     outbox.frame(ready()).await;
     let mut client = Client::new(gw, outbox);
+    let mut lines = FramedRead::new(input, LineCodec::new(MAX_FRAME));
     let read = loop {
-        match read_frame(&mut input).await {
-            Ok(Read::Frame(f)) => client.take(&f).await,
-            Ok(Read::TooLarge) => client.too_large().await,
-            Ok(Read::Eof) => break Ok(()),
-            Err(e) => break Err(e),
+        match lines.next().await {
+            Some(Ok(Line::Frame(f))) => client.take(&f).await,
+            Some(Ok(Line::TooLong(_))) => client.too_large().await,
+            None => break Ok(()),
+            Some(Err(e)) => break Err(e),
         }
     };
     client.finish().await;
