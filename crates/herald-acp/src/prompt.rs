@@ -11,7 +11,9 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, Usage, UsageUpdate,
 };
 use herald_protocol::Role;
-use herald_session::{Decision, ImageUrl, RunEventKind, RunState, UserInput};
+use herald_session::{
+    Decision, ImageUrl, Op, Outcome, RunEventKind, RunHandle, RunState, UserInput,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -93,17 +95,30 @@ pub async fn run(
         return PromptResponse::new(StopReason::EndTurn);
     }
     let input = UserInput { text, images };
-    if live.conversation.busy() {
-        let n = live.conversation.queue(input);
-        let note = format!("Queued for the next turn. ({n} queued)");
-        update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(note)));
-        return PromptResponse::new(StopReason::EndTurn);
-    }
-    live.wire.cancelled.store(false, Ordering::SeqCst);
     let mut next = Some(input);
+    let mut first = true;
     let mut answer = PromptResponse::new(StopReason::EndTurn);
     while let Some(input) = next {
-        answer = turn(server, &live, input.clone(), cx).await;
+        // A turn now, or behind the running one (which runs it when it ends).
+        let run = match live.conversation.submit(Op::Queue(input.clone())).await {
+            Ok(Outcome::Started(run)) => run,
+            Ok(Outcome::Queued(n)) if first => {
+                let note = format!("Queued for the next turn. ({n} queued)");
+                update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(note)));
+                return answer;
+            }
+            Ok(_) => return answer,
+            Err(e) => {
+                let said = chunk(format!("herald: {e}"));
+                update(cx, &id, SessionUpdate::AgentMessageChunk(said));
+                return answer;
+            }
+        };
+        if first {
+            live.wire.cancelled.store(false, Ordering::SeqCst);
+            first = false;
+        }
+        answer = follow(server, &live, &run, cx).await;
         next = if answer.stop_reason == StopReason::Cancelled {
             *lock(&live.wire.interrupted) = Some(input.text);
             None
@@ -132,25 +147,14 @@ fn idle_steer(live: &AcpSession, text: String) -> String {
     }
 }
 
-/// One turn of `live` on `text`, its events streamed; how it stopped.
-async fn turn(
+/// One turn of `live`, its events streamed; how it stopped.
+async fn follow(
     server: &AcpServer,
     live: &AcpSession,
-    input: UserInput,
+    run: &RunHandle,
     cx: &ConnectionTo<Client>,
 ) -> PromptResponse {
     let id = live.id.clone();
-    let run = match live.conversation.start(input).await {
-        Ok(run) => run,
-        Err(e) => {
-            update(
-                cx,
-                &id,
-                SessionUpdate::AgentMessageChunk(chunk(format!("herald: {e}"))),
-            );
-            return PromptResponse::new(StopReason::EndTurn);
-        }
-    };
     let Some(mut events) = run.take_events() else {
         return PromptResponse::new(StopReason::EndTurn);
     };

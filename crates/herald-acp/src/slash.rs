@@ -4,7 +4,7 @@
 //! `/new`). Any other `/word` goes to the model as text.
 
 use crate::{AcpServer, AcpSession};
-use herald_session::{Reply, SwitchRefused};
+use herald_session::{Op, OpError, Outcome, Reply, SwitchRefused};
 
 /// The commands, with what each does (also offered to the IDE).
 pub const COMMANDS: [(&str, &str); 9] = [
@@ -35,14 +35,20 @@ pub async fn answer(server: &AcpServer, live: &AcpSession, line: &str) -> Option
     if word == "help" {
         return Some(help());
     }
-    Some(match live.conversation.command(line).await {
-        Ok(Reply::Output(text)) => text,
-        Ok(Reply::ModelSwitched(name)) => format!("Model switched to {name} for this session."),
-        Ok(Reply::New) => reset(server, live).await,
-        Ok(_) => help(),
-        Err(SwitchRefused::Busy) => "A turn is running; switch the model when it ends.".to_owned(),
-        Err(e) => format!("Could not switch: cannot switch the model: {e}"),
-    })
+    Some(
+        match live.conversation.submit(Op::Command(line.to_owned())).await {
+            Ok(Outcome::Reply(Reply::Output(text))) => text,
+            Ok(Outcome::Reply(Reply::ModelSwitched(name))) => {
+                format!("Model switched to {name} for this session.")
+            }
+            Ok(Outcome::Reply(Reply::New)) => reset(server, live).await,
+            Ok(_) => help(),
+            Err(OpError::Switch(SwitchRefused::Busy)) => {
+                "A turn is running; switch the model when it ends.".to_owned()
+            }
+            Err(e) => format!("Could not switch: cannot switch the model: {e}"),
+        },
+    )
 }
 
 /// ACP's own list: the nine commands it answers.

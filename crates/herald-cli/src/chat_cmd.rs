@@ -5,9 +5,9 @@ use crate::chat_status::StatusLine;
 use anyhow::Context;
 use herald_config::Home;
 use herald_session::{
-    Answers, Approver, Conversation, Decision, Host, HostBuilder, ModelChoice, Platform, Reply,
-    RunEvent, RunEventKind, RunState, RunStatus, Runtime, Session, SessionError, SessionOptions,
-    UserInput, toolsets,
+    Answers, Approver, Conversation, Decision, Host, HostBuilder, ModelChoice, Op, Outcome,
+    Platform, Reply, RunEvent, RunEventKind, RunState, RunStatus, Runtime, Session, SessionError,
+    SessionOptions, UserInput, toolsets,
 };
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -475,8 +475,9 @@ impl Chat {
         if !line.starts_with('/') {
             return Ok(Next::Send(line.to_owned()));
         }
-        let reply = match conversation.command(line).await {
-            Ok(reply) => reply,
+        let reply = match conversation.submit(Op::Command(line.to_owned())).await {
+            Ok(Outcome::Reply(reply)) => reply,
+            Ok(_) => return Ok(Next::Stay),
             Err(e) => {
                 eprintln!("herald: {e}");
                 return Ok(Next::Stay);

@@ -3,7 +3,7 @@
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::params::{Params, flag, text};
-use herald_session::{Decision, RunError};
+use herald_session::{Decision, Op, OpError, Outcome, RunError};
 use serde_json::{Value, json};
 
 /// An unknown or missing choice denies (the safe answer), as Hermes's gateway does.
@@ -16,22 +16,25 @@ fn decision(choice: Option<String>) -> Decision {
 
 /// `approval.respond`: resolves the session's oldest (or every, with `all`) pending
 /// approval; `{resolved}` counts them.
-pub fn approval(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn approval(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    let decision = decision(text(p, "choice"));
-    let Some(run) = live.conversation.run() else {
-        return Ok(json!({"resolved": 0}));
+    let op = Op::Approve {
+        request_id: text(p, "request_id"),
+        decision: decision(text(p, "choice")),
+        all: flag(p, "all"),
     };
-    let request = text(p, "request_id");
-    match run.approve(request.as_deref(), decision, flag(p, "all")) {
-        Ok(n) => Ok(json!({"resolved": n})),
-        Err(RunError::NotActive | RunError::NotPending) => Ok(json!({"resolved": 0})),
+    match live.conversation.submit(op).await {
+        Ok(Outcome::Answered(n)) => Ok(json!({"resolved": n})),
+        Ok(other) => crate::turns::unreachable_outcome(other),
+        Err(OpError::NothingRunning | OpError::Run(RunError::NotActive | RunError::NotPending)) => {
+            Ok(json!({"resolved": 0}))
+        }
         Err(e) => Err(RpcError::new(RpcError::APPROVAL_FAILED, e.to_string())),
     }
 }
 
 /// `clarify.respond`: the live run holding `request_id` gets the answer.
-pub fn clarify(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn clarify(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let request = text(p, "request_id").unwrap_or_default();
     let answer = p
         .get("answer")
@@ -39,9 +42,11 @@ pub fn clarify(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         .unwrap_or_default()
         .to_owned();
     for live in gw.live_sessions() {
-        if let Some(run) = live.conversation.run()
-            && run.clarify(&request, answer.clone()).is_ok()
-        {
+        let op = Op::Clarify {
+            request_id: request.clone(),
+            answer: answer.clone(),
+        };
+        if live.conversation.submit(op).await.is_ok() {
             return Ok(json!({"status": "ok"}));
         }
     }

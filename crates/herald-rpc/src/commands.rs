@@ -6,7 +6,7 @@ use crate::gateway::{Gateway, Live};
 use crate::params::{Params, required, text};
 use herald_session::commands::BUILT_INS;
 use herald_session::skills;
-use herald_session::{Reply, SwitchRefused};
+use herald_session::{Op, Outcome, Reply};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -64,18 +64,15 @@ pub fn resolve(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
 }
 
-/// A refused model switch as the gateway answers it: busy, or a bad value.
-fn refused(e: SwitchRefused) -> RpcError {
-    match e {
-        SwitchRefused::Busy => RpcError::new(RpcError::BUSY, "session busy"),
-        other => RpcError::new(RpcError::BAD_VALUE, other.to_string()),
-    }
-}
-
 /// Runs one slash line on a live session from the session's command table; the
 /// gateway runs what is not client-side. A model switch is announced as `session.info`.
 async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Value, RpcError> {
-    let answer = match live.conversation.command(line).await.map_err(refused)? {
+    let reply = live.conversation.submit(Op::Command(line.to_owned())).await;
+    let reply = match reply.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
+        Outcome::Reply(reply) => reply,
+        other => return crate::turns::unreachable_outcome(other),
+    };
+    let answer = match reply {
         Reply::Output(output) => json!({"type": "exec", "output": output}),
         Reply::ModelSwitched(model) => {
             crate::sessions::announce(gw, live).await;
@@ -162,7 +159,14 @@ pub async fn config_set(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     match key.as_str() {
         "model" if !value.is_empty() => {
             let live = gw.live(p)?;
-            let model = live.conversation.switch_model(value).map_err(refused)?;
+            let set = live
+                .conversation
+                .submit(Op::SetModel(value.to_owned()))
+                .await;
+            let model = match set.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
+                Outcome::ModelSet(model) => model,
+                other => return crate::turns::unreachable_outcome(other),
+            };
             crate::sessions::announce(gw, &live).await;
             Ok(json!({"key": key, "value": model}))
         }

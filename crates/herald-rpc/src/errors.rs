@@ -1,6 +1,6 @@
 //! Error codes (rpc-gateway.md §1.3 and §7) and how session-host errors map onto them.
 
-use herald_session::{RunError, SessionError};
+use herald_session::{OpError, RunError, SessionError, SwitchRefused, TitleRefused};
 use serde_json::Value;
 
 /// A JSON-RPC error: code, message and optional data.
@@ -85,6 +85,21 @@ impl RpcError {
     }
 
     /// A run handle's refusal.
+    /// A refused operation on a live conversation; a store failure is `fallback`.
+    pub fn op(e: OpError, fallback: i64) -> RpcError {
+        match e {
+            OpError::Session(e) => RpcError::session(e, fallback),
+            OpError::Run(e) => RpcError::run(e),
+            OpError::Switch(SwitchRefused::Busy) => RpcError::new(RpcError::BUSY, "session busy"),
+            OpError::Switch(e) => RpcError::new(RpcError::BAD_VALUE, e.to_string()),
+            OpError::Title(TitleRefused::Empty) => {
+                RpcError::new(RpcError::TITLE_REQUIRED, "title is required")
+            }
+            OpError::Title(e) => RpcError::new(RpcError::TITLE_INVALID, e.to_string()),
+            OpError::NothingRunning => RpcError::new(RpcError::BUSY, e.to_string()),
+        }
+    }
+
     pub fn run(e: RunError) -> RpcError {
         match e {
             RunError::EmptySteer => RpcError::new(RpcError::BAD_VALUE, "text is required"),

@@ -6,7 +6,7 @@ use crate::gateway::Gateway;
 use crate::outbox::Out;
 use crate::params::{Params, flag, required, text};
 use crate::{sessions, turns};
-use herald_session::{RewindRequest, RunState};
+use herald_session::{Op, Outcome, RewindRequest, RunState};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -54,18 +54,26 @@ pub async fn submit(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
             return Err(RpcError::new(RpcError::BUSY, "session busy"));
         }
         // Busy: queued behind the turn, which is interrupted (Hermes's default).
-        let position = live.conversation.queue(text);
-        live.conversation.interrupt();
+        let queued = live.conversation.submit(Op::Queue(text.into())).await;
+        let position = match queued.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
+            Outcome::Queued(position) => position,
+            // The turn ended meanwhile: this one runs now.
+            Outcome::Started(run) => {
+                tokio::spawn(turns::relay(live.clone(), run));
+                return Ok(json!({"status": "streaming"}));
+            }
+            other => return turns::unreachable_outcome(other),
+        };
+        let _ = live.conversation.submit(Op::Interrupt).await;
         return Ok(json!({"status": "queued", "position": position}));
     }
     let mut result = json!({"status": "streaming"});
     if let Some(request) = rewind {
-        let survivors = gw
-            .host
-            .rewind(&live.conversation.session(), &request)
-            .await
-            .map_err(|e| RpcError::session(e, RpcError::PERSIST_FAILED))?;
-        result["survivor_user_row_ids"] = json!(survivors);
+        let rewound = live.conversation.submit(Op::Rewind(request)).await;
+        match rewound.map_err(|e| RpcError::op(e, RpcError::PERSIST_FAILED))? {
+            Outcome::Rewound(survivors) => result["survivor_user_row_ids"] = json!(survivors),
+            other => return turns::unreachable_outcome(other),
+        }
     }
     turns::start(&live, text.into()).await?;
     Ok(result)

@@ -6,7 +6,7 @@ use crate::outbox::{Out, Outbox};
 use crate::params::{Params, count, required, text};
 use crate::{frame, turns};
 use herald_protocol::Role;
-use herald_session::{Answers, Saved, Session, SessionOptions, Steered, TitleRefused};
+use herald_session::{Answers, Op, Outcome, Saved, Session, SessionOptions, Steered};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -126,14 +126,13 @@ pub async fn create(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, 
         .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
     let live = gw.add_live(session, outbox.clone(), close_on_disconnect(p))?;
     if let Some(model) = text(p, "model")
-        && let Err(e) = live.conversation.switch_model(&model)
+        && let Err(e) = live.conversation.submit(Op::SetModel(model)).await
     {
         gw.close(&live.id);
         return Err(RpcError::new(RpcError::BAD_VALUE, e.to_string()));
     }
     if let Some(title) = text(p, "title") {
-        let stored = live.conversation.session().id().to_owned();
-        let _ = gw.host.set_session_title(&stored, title).await;
+        let _ = live.conversation.submit(Op::Title(title)).await;
     }
     Ok(made_live(gw, &live).await)
 }
@@ -243,13 +242,10 @@ pub async fn title(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         return Ok(json!({"title": title.unwrap_or_default(), "pending": false}));
     };
     let new = new.as_str().unwrap_or_default().to_owned();
-    match gw.host.set_session_title(&stored, new).await {
-        Ok(Ok(title)) => Ok(json!({"title": title, "pending": false})),
-        Ok(Err(TitleRefused::Empty)) => {
-            Err(RpcError::new(RpcError::TITLE_REQUIRED, "title is required"))
-        }
-        Ok(Err(refused)) => Err(RpcError::new(RpcError::TITLE_INVALID, refused.to_string())),
-        Err(e) => Err(RpcError::new(RpcError::TITLE_FAILED, e.to_string())),
+    let done = live.conversation.submit(Op::Title(new)).await;
+    match done.map_err(|e| RpcError::op(e, RpcError::TITLE_FAILED))? {
+        Outcome::Titled(title) => Ok(json!({"title": title, "pending": false})),
+        other => turns::unreachable_outcome(other),
     }
 }
 
@@ -289,17 +285,21 @@ pub fn status(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     Ok(json!({"output": output}))
 }
 
-pub fn interrupt(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    gw.live(p)?.conversation.interrupt();
+pub async fn interrupt(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+    let live = gw.live(p)?;
+    let done = live.conversation.submit(Op::Interrupt).await;
+    done.map_err(|e| RpcError::op(e, RpcError::FAILED))?;
     Ok(json!({"status": "interrupted"}))
 }
 
-pub fn steer(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub async fn steer(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let text = required(p, "text", RpcError::BAD_VALUE)?;
-    match live.conversation.steer(&text).map_err(RpcError::run)? {
-        Steered::Queued => Ok(json!({"status": "queued", "text": text})),
-        Steered::Rejected => Ok(json!({"status": "rejected", "text": text})),
+    let done = live.conversation.submit(Op::Steer(text.clone())).await;
+    match done.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
+        Outcome::Steered(Steered::Queued) => Ok(json!({"status": "queued", "text": text})),
+        Outcome::Steered(Steered::Rejected) => Ok(json!({"status": "rejected", "text": text})),
+        other => turns::unreachable_outcome(other),
     }
 }
 
@@ -324,23 +324,21 @@ pub async fn branch(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, 
 
 pub async fn undo(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
-    let removed = gw
-        .host
-        .undo(&live.conversation.session())
-        .await
-        .map_err(|e| RpcError::session(e, RpcError::PERSIST_FAILED))?;
-    Ok(json!({"removed": removed}))
+    let done = live.conversation.submit(Op::Undo).await;
+    match done.map_err(|e| RpcError::op(e, RpcError::PERSIST_FAILED))? {
+        Outcome::Undone(removed) => Ok(json!({"removed": removed})),
+        other => turns::unreachable_outcome(other),
+    }
 }
 
 pub async fn compress(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     let live = gw.live(p)?;
     let focus = text(p, "focus_topic");
-    let done = gw
-        .host
-        .compress(&live.conversation.session(), focus.as_deref())
-        .await
-        .map_err(|e| RpcError::session(e, RpcError::COMPRESS_FAILED))?;
-    Ok(
-        json!({"status": "compressed", "removed": done.removed, "kept": done.kept, "summary": done.summary}),
-    )
+    let done = live.conversation.submit(Op::Compress(focus)).await;
+    match done.map_err(|e| RpcError::op(e, RpcError::COMPRESS_FAILED))? {
+        Outcome::Compressed(done) => Ok(
+            json!({"status": "compressed", "removed": done.removed, "kept": done.kept, "summary": done.summary}),
+        ),
+        other => turns::unreachable_outcome(other),
+    }
 }

@@ -5,7 +5,7 @@ use crate::errors::RpcError;
 use crate::frame;
 use crate::gateway::Live;
 use crate::outbox::Out;
-use herald_session::{RunEventKind, RunHandle, RunState, RunStatus, UserInput};
+use herald_session::{Op, Outcome, RunEventKind, RunHandle, RunState, RunStatus, UserInput};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,13 +16,22 @@ const CHOICES: [&str; 4] = ["once", "session", "always", "deny"];
 
 /// Starts a turn of `live` on `input`; its events follow on the session's client.
 pub async fn start(live: &Arc<Live>, input: UserInput) -> Result<RunHandle, RpcError> {
-    let run = live
-        .conversation
-        .start(input)
-        .await
-        .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
+    let run = match live.conversation.submit(Op::Prompt(input)).await {
+        Ok(Outcome::Started(run)) => run,
+        Ok(other) => unreachable_outcome(other)?,
+        Err(e) => return Err(RpcError::op(e, RpcError::FAILED)),
+    };
     tokio::spawn(relay(live.clone(), run.clone()));
     Ok(run)
+}
+
+/// An outcome an operation does not have (a bug in the mapping, answered as one).
+pub fn unreachable_outcome<T>(outcome: Outcome) -> Result<T, RpcError> {
+    tracing::error!(?outcome, "an operation answered with another's outcome");
+    Err(RpcError::new(
+        RpcError::HANDLER,
+        "handler error: unexpected outcome",
+    ))
 }
 
 fn event(live: &Live, kind: &str, payload: Value) -> Out {
@@ -128,7 +137,7 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
 }
 
 /// Passes one run's events on, then starts the next queued prompt.
-async fn relay(live: Arc<Live>, mut run: RunHandle) {
+pub async fn relay(live: Arc<Live>, mut run: RunHandle) {
     loop {
         relay_one(&live, &run).await;
         let Some(next) = live.conversation.next_queued() else {

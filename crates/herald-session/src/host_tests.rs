@@ -750,3 +750,63 @@ async fn edits_the_rule_does_not_let_through_wait_in_the_pending_table_like_comm
         "{sent}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_on_a_conversation_answer_with_their_outcomes() {
+    use crate::{Op, OpError, Outcome};
+    let f = fixture(vec![
+        Scripted::Delayed(Duration::from_millis(400), Box::new(Scripted::text("one"))),
+        Scripted::text("two"),
+    ]);
+    let session = f
+        .host
+        .open_session(options(&[], Answers::ByRequest))
+        .await
+        .unwrap();
+    let c = crate::Conversation::new(f.host.clone(), session);
+    let approve = || Op::Approve {
+        request_id: None,
+        decision: Decision::Once,
+        all: false,
+    };
+    assert!(matches!(
+        c.submit(approve()).await,
+        Err(OpError::NothingRunning)
+    ));
+    let Ok(Outcome::Started(run)) = c.submit(Op::Prompt("first".into())).await else {
+        panic!("no turn started");
+    };
+    assert!(matches!(
+        c.submit(Op::Prompt("again".into())).await,
+        Err(OpError::Session(SessionError::Busy(_)))
+    ));
+    assert!(matches!(
+        c.submit(Op::Queue("second".into())).await,
+        Ok(Outcome::Queued(1))
+    ));
+    assert!(matches!(
+        c.submit(Op::SetModel("other".into())).await,
+        Err(OpError::Switch(crate::SwitchRefused::Busy))
+    ));
+    assert!(matches!(
+        c.submit(approve()).await,
+        Err(OpError::Run(crate::RunError::NotPending))
+    ));
+    run.finished().await;
+    let next = c.next_queued().unwrap();
+    let Ok(Outcome::Started(second)) = c.submit(Op::Queue(next)).await else {
+        panic!("an idle conversation runs a queued prompt at once");
+    };
+    second.finished().await;
+    let title = c.submit(Op::Title("Two turns".into())).await;
+    assert!(matches!(title, Ok(Outcome::Titled(t)) if t == "Two turns"));
+    let context = c.submit(Op::Command("/context".into())).await;
+    assert!(
+        matches!(&context, Ok(Outcome::Reply(crate::Reply::Output(t))) if t == "4 messages in this session."),
+        "{context:?}"
+    );
+    assert!(matches!(c.submit(Op::Undo).await, Ok(Outcome::Undone(2))));
+    assert!(
+        matches!(c.submit(Op::SetModel("other".into())).await, Ok(Outcome::ModelSet(m)) if m == "other")
+    );
+}

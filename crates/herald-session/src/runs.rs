@@ -425,6 +425,12 @@ pub struct RunHandle {
     pub(crate) cell: Arc<RunCell>,
 }
 
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle").field("id", &self.id()).finish()
+    }
+}
+
 impl RunHandle {
     pub fn id(&self) -> String {
         self.cell.status.borrow().run_id.clone()
