@@ -3,16 +3,16 @@
 //! whole or as the OpenAI chunk stream (with `hermes.tool.progress` events).
 
 use crate::errors::ApiError;
-use crate::schema::*;
 use crate::session_pick::{self, Picked};
-use crate::{Api, body, idempotency, media, sse};
+use crate::wire::*;
+use crate::{Api, body, idempotency, media, sse, wire};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_session::{RunEventKind, RunHandle, RunState, RunStatus};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
@@ -25,24 +25,32 @@ struct Ids {
 }
 
 impl Ids {
-    fn chunk(&self, delta: Value, finish: Option<&str>) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("id".into(), json!(self.id));
-        m.insert("object".into(), json!("chat.completion.chunk"));
-        m.insert("created".into(), json!(self.created));
-        m.insert("model".into(), json!(self.model));
-        m.insert(
-            "choices".into(),
-            json!([{"index": 0, "delta": delta, "finish_reason": finish}]),
-        );
-        m
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> ChatCompletionChunk {
+        ChatCompletionChunk {
+            id: self.id.clone(),
+            object: "chat.completion.chunk".into(),
+            created: self.created,
+            model: self.model.clone(),
+            choices: vec![ChunkChoice {
+                index: 0,
+                delta,
+                finish_reason: finish.map(str::to_owned),
+            }],
+            usage: None,
+            error: None,
+            hermes: None,
+        }
     }
 }
 
 /// The run's token counts in chat completion terms.
-fn usage(end: &RunStatus) -> Value {
+fn usage(end: &RunStatus) -> Usage {
     let (prompt, completion) = (end.input_tokens, end.output_tokens);
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+    Usage {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+    }
 }
 
 /// How the run ended, as OpenAI's `finish_reason`.
@@ -84,13 +92,13 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
         &bytes,
         ApiError::bad_request("Invalid JSON in request body", None),
     )?;
-    let stream = body::truthy(request.get("stream"));
-    if stream {
-        return run_completion(api, &headers, &request, true).await;
+    let typed: ChatCompletionRequest = wire::read(&request);
+    if typed.stream.0 {
+        return run_completion(api, &headers, &typed, true).await;
     }
     let fields = ["model", "messages", "tools", "tool_choice", "stream"];
     let make = || async {
-        run_completion(api.clone(), &headers, &request, false)
+        run_completion(api.clone(), &headers, &typed, false)
             .await
             .unwrap_or_else(IntoResponse::into_response)
     };
@@ -101,10 +109,10 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
 async fn run_completion(
     api: Arc<Api>,
     headers: &HeaderMap,
-    request: &Map<String, Value>,
+    request: &ChatCompletionRequest,
     stream: bool,
 ) -> Result<Response, ApiError> {
-    let messages = match request.get("messages") {
+    let messages = match &request.messages {
         Some(Value::Array(m)) if !m.is_empty() => m,
         _ => {
             return Err(ApiError::bad_request_short(
@@ -112,10 +120,11 @@ async fn run_completion(
             ));
         }
     };
-    let model = match request.get("model") {
-        Some(Value::String(m)) => m.clone(),
-        _ => api.model_id.clone(),
-    };
+    let model = request
+        .model
+        .0
+        .clone()
+        .unwrap_or_else(|| api.model_id.clone());
     let conversation = session_pick::Transcript::from_chat_messages(messages)?;
     let permit = api.permit()?;
     let Picked {
@@ -168,14 +177,25 @@ async fn whole(run: RunHandle, ids: Ids, home: &std::path::Path) -> Response {
             Some("agent_incomplete"),
         );
         let outcome = json!({"completed": hermes["completed"], "partial": hermes["partial"], "failed": hermes["failed"]});
-        error.extra = Some(Box::new(("hermes", outcome)));
+        error.hermes = Some(Box::new(outcome));
         return error.into_response();
     }
-    let mut body = json!({
-        "id": ids.id, "object": "chat.completion", "created": ids.created, "model": ids.model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
-        "usage": usage(&end),
-    });
+    let mut body = ChatCompletion {
+        id: ids.id,
+        object: "chat.completion".into(),
+        created: ids.created,
+        model: ids.model,
+        choices: vec![ChatChoice {
+            index: 0,
+            message: AssistantMessage {
+                role: "assistant".into(),
+                content: text,
+            },
+            finish_reason: reason.into(),
+        }],
+        usage: usage(&end),
+        hermes: None,
+    };
     let mut response_headers = Vec::new();
     if reason != "stop" {
         let hermes = hermes_outcome(&end);
@@ -188,7 +208,7 @@ async fn whole(run: RunHandle, ids: Ids, home: &std::path::Path) -> Response {
         response_headers.push(("x-hermes-completed", "false".to_owned()));
         response_headers.push(("x-hermes-partial", end.partial.to_string()));
         response_headers.push(("x-hermes-error", error));
-        body["hermes"] = hermes;
+        body.hermes = Some(hermes);
     }
     let mut response = Json(body).into_response();
     for (name, value) in response_headers {
@@ -217,7 +237,7 @@ async fn relay(run: &RunHandle, ids: &Ids, frames: &sse::Frames) -> bool {
         return true;
     };
     let role = ids.chunk(json!({"role": "assistant"}), None);
-    if !frames.data(&Value::Object(role)).await {
+    if !frames.data(&role).await {
         return false;
     }
     let mut running: HashSet<String> = HashSet::new();
@@ -225,12 +245,12 @@ async fn relay(run: &RunHandle, ids: &Ids, frames: &sse::Frames) -> bool {
         let sent = match event.kind {
             RunEventKind::MessageDelta(text) => {
                 let chunk = ids.chunk(json!({"content": text}), None);
-                frames.data(&Value::Object(chunk)).await
+                frames.data(&chunk).await
             }
             // Deltas cannot be taken back: the middleware's text follows them.
             RunEventKind::MessageCorrected(text) => {
                 let chunk = ids.chunk(json!({"content": format!("\n\n{text}")}), None);
-                frames.data(&Value::Object(chunk)).await
+                frames.data(&chunk).await
             }
             RunEventKind::ToolStarted {
                 call_id,
@@ -259,16 +279,13 @@ async fn relay(run: &RunHandle, ids: &Ids, frames: &sse::Frames) -> bool {
 async fn finish(ids: &Ids, end: &RunStatus, frames: &sse::Frames) -> bool {
     let reason = finish_reason(end);
     let mut chunk = ids.chunk(json!({}), Some(reason));
-    chunk.insert("usage".into(), usage(end));
+    chunk.usage = Some(usage(end));
     if reason != "stop" {
         let hermes = hermes_outcome(end);
-        if let Some(message) = hermes["error"].as_str() {
-            chunk.insert(
-                "error".into(),
-                json!({"message": message, "type": "server_error"}),
-            );
-        }
-        chunk.insert("hermes".into(), hermes);
+        chunk.error = hermes["error"]
+            .as_str()
+            .map(|message| json!({"message": message, "type": "server_error"}));
+        chunk.hermes = Some(hermes);
     }
-    frames.data(&Value::Object(chunk)).await && frames.raw("data: [DONE]\n\n".into()).await
+    frames.data(&chunk).await && frames.raw("data: [DONE]\n\n".into()).await
 }

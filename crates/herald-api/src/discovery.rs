@@ -3,7 +3,7 @@
 
 use crate::Api;
 use crate::errors::ApiError;
-use crate::schema::*;
+use crate::wire::*;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -16,12 +16,16 @@ const PLATFORM: &str = "hermes-agent";
 pub(crate) use herald_session::now_secs;
 
 #[utoipa::path(get, path = "/health", tag = "health", security(()), responses((status = 200, description = "Alive", body = Health)))]
-pub async fn health() -> Json<Value> {
-    Json(json!({"status": "ok", "platform": PLATFORM, "version": env!("CARGO_PKG_VERSION")}))
+pub async fn health() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+        platform: PLATFORM.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
 }
 
 #[utoipa::path(get, path = "/v1/health", tag = "health", security(()), responses((status = 200, description = "Alive", body = Health)))]
-pub async fn v1_health() -> Json<Value> {
+pub async fn v1_health() -> Json<Health> {
     health().await
 }
 
@@ -33,32 +37,43 @@ pub async fn openapi(State(api): State<Arc<Api>>) -> Response {
 }
 
 #[utoipa::path(get, path = "/health/detailed", tag = "health", responses((status = 200, description = "Readiness and active agents", body = HealthDetailed), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
-pub async fn health_detailed(State(api): State<Arc<Api>>) -> Json<Value> {
+pub async fn health_detailed(State(api): State<Arc<Api>>) -> Json<HealthDetailed> {
     let draining = api.draining.load(std::sync::atomic::Ordering::SeqCst);
     let active = api.host.live_runs();
-    let state = if draining { "draining" } else { "running" };
-    Json(json!({
-        "status": if draining { "draining" } else { "ok" },
-        "readiness": {"ready": !draining, "api_server": if draining { "draining" } else { "ready" }},
-        "platform": PLATFORM,
-        "version": env!("CARGO_PKG_VERSION"),
-        "gateway_state": state,
-        "platforms": {"api_server": {"state": if draining { "draining" } else { "connected" }}},
-        "active_agents": active,
-        "gateway_busy": active > 0,
-        "gateway_drainable": true,
-        "exit_reason": null,
-        "updated_at": now_secs(),
-        "pid": std::process::id(),
-    }))
+    let pick = |draining_word: &str, serving_word: &str| match draining {
+        true => draining_word.to_owned(),
+        false => serving_word.to_owned(),
+    };
+    Json(HealthDetailed {
+        status: pick("draining", "ok"),
+        readiness: json!({"ready": !draining, "api_server": pick("draining", "ready")}),
+        platform: PLATFORM.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        gateway_state: pick("draining", "running"),
+        platforms: json!({"api_server": {"state": pick("draining", "connected")}}),
+        active_agents: active,
+        gateway_busy: active > 0,
+        gateway_drainable: true,
+        exit_reason: None,
+        updated_at: now_secs(),
+        pid: std::process::id(),
+    })
 }
 
-fn model_entry(id: &str, root: &str, parent: Option<&str>) -> Value {
-    json!({"id": id, "object": "model", "created": now_secs() as u64, "owned_by": "hermes", "permission": [], "root": root, "parent": parent})
+fn model_entry(id: &str, root: &str, parent: Option<&str>) -> Model {
+    Model {
+        id: id.into(),
+        object: "model".into(),
+        created: now_secs() as u64,
+        owned_by: "hermes".into(),
+        permission: Vec::new(),
+        root: root.into(),
+        parent: parent.map(str::to_owned),
+    }
 }
 
 #[utoipa::path(get, path = "/v1/models", tag = "discovery", responses((status = 200, description = "The advertised model and its aliases", body = ModelList), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
-pub async fn models(State(api): State<Arc<Api>>) -> Json<Value> {
+pub async fn models(State(api): State<Arc<Api>>) -> Json<ModelList> {
     let primary = api.model_id.as_str();
     let mut data = vec![model_entry(primary, primary, None)];
     for (alias, route) in &api.settings.model_routes {
@@ -67,7 +82,10 @@ pub async fn models(State(api): State<Arc<Api>>) -> Json<Value> {
             data.push(model_entry(alias, root, Some(primary)));
         }
     }
-    Json(json!({"object": "list", "data": data}))
+    Json(ModelList {
+        object: "list".into(),
+        data,
+    })
 }
 
 /// The endpoints advertised, by name: (method, path).
@@ -87,19 +105,19 @@ const ENDPOINTS: &[(&str, &str, &str)] = &[
 ];
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "discovery", responses((status = 200, description = "What this server offers", body = Capabilities), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
-pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Value> {
+pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Capabilities> {
     let endpoints: serde_json::Map<String, Value> = ENDPOINTS
         .iter()
         .map(|(name, method, path)| ((*name).to_owned(), json!({"method": method, "path": path})))
         .collect();
-    Json(json!({
-        "object": "hermes.api_server.capabilities",
-        "platform": PLATFORM,
-        "model": api.model_id,
-        "auth": {"type": "bearer", "required": true},
-        "runtime": {"mode": "server_agent", "tool_execution": "server", "split_runtime": false,
-                    "description": "herald runs the agent and its tools on the server; clients send messages and read events."},
-        "features": {
+    Json(Capabilities {
+        object: "hermes.api_server.capabilities".into(),
+        platform: PLATFORM.into(),
+        model: api.model_id.clone(),
+        auth: json!({"type": "bearer", "required": true}),
+        runtime: json!({"mode": "server_agent", "tool_execution": "server", "split_runtime": false,
+                    "description": "herald runs the agent and its tools on the server; clients send messages and read events."}),
+        features: json!({
             "chat_completions": true, "chat_completions_streaming": true,
             "responses_api": true, "responses_streaming": true,
             "run_submission": true, "run_status": true, "run_events_sse": true, "run_stop": true,
@@ -111,9 +129,9 @@ pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Value> {
             "session_continuity_header": "X-Hermes-Session-Id",
             "session_key_header": "X-Hermes-Session-Key",
             "cors": !api.settings.cors_origins.is_empty(),
-        },
-        "endpoints": endpoints,
-    }))
+        }),
+        endpoints: Value::Object(endpoints),
+    })
 }
 
 /// `GET /api/model/options[?refresh=1]`.

@@ -1,8 +1,9 @@
 //! The OpenAI error envelope (api-server.md §2) and the answers built from it.
 
+use crate::wire::{ErrorBody, ErrorEnvelope};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// An error answer: status, message, `type`, and `code` (`None`: JSON null; the short
 /// form, some 400s, leaves `param` and `code` out).
@@ -17,7 +18,8 @@ pub struct ApiError {
     pub short: bool,
     pub retry_after: bool,
     /// Extra fields inside `error` (the `hermes` object of `agent_incomplete`).
-    pub extra: Option<Box<(&'static str, Value)>>,
+    /// How the run ended, on an `agent_incomplete` answer.
+    pub hermes: Option<Box<Value>>,
 }
 
 impl ApiError {
@@ -29,7 +31,7 @@ impl ApiError {
             param: None,
             short: false,
             retry_after: false,
-            extra: None,
+            hermes: None,
         }
     }
 
@@ -97,25 +99,28 @@ impl ApiError {
         }
     }
 
+    pub fn envelope(&self) -> ErrorEnvelope {
+        let long = !self.short;
+        ErrorEnvelope {
+            error: ErrorBody {
+                message: self.message.clone(),
+                kind: self.kind().into(),
+                param: long.then(|| self.param.clone()),
+                code: long.then(|| self.code.map(str::to_owned)),
+                hermes: self.hermes.as_deref().cloned(),
+            },
+        }
+    }
+
+    /// The envelope as JSON.
     pub fn body(&self) -> Value {
-        let mut error = serde_json::Map::new();
-        error.insert("message".into(), json!(self.message));
-        error.insert("type".into(), json!(self.kind()));
-        if !self.short {
-            error.insert("param".into(), json!(self.param));
-            error.insert("code".into(), json!(self.code));
-        }
-        if let Some(extra) = &self.extra {
-            let (k, v) = &**extra;
-            error.insert((*k).into(), v.clone());
-        }
-        json!({ "error": error })
+        serde_json::to_value(self.envelope()).unwrap_or_default()
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status, axum::Json(self.body())).into_response();
+        let mut response = (self.status, axum::Json(self.envelope())).into_response();
         if self.retry_after {
             response
                 .headers_mut()
@@ -128,6 +133,7 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn envelopes() {

@@ -16,9 +16,9 @@ mod idempotency;
 mod media;
 mod responses;
 mod runs_api;
-mod schema;
 mod session_pick;
 mod sse;
+mod wire;
 
 use axum::Router;
 use bytes::Bytes;
@@ -131,7 +131,7 @@ fn token_usage(s: &herald_session::RunStatus) -> serde_json::Value {
 /// Every route of the API, each registered with its OpenAPI path entry so that
 /// `/openapi.json` lists exactly what is served.
 pub fn router(api: Arc<Api>) -> Router {
-    let (routes, doc) = OpenApiRouter::with_openapi(schema::Doc::openapi())
+    let (routes, doc) = OpenApiRouter::with_openapi(wire::Doc::openapi())
         .routes(routes!(discovery::health))
         .routes(routes!(discovery::v1_health))
         .routes(routes!(discovery::health_detailed))

@@ -6,9 +6,9 @@
 use crate::body;
 use crate::content;
 use crate::errors::ApiError;
-use crate::schema::*;
 use crate::session_pick::{self, open_or_resume};
-use crate::{Api, idempotency, media, sse};
+use crate::wire::*;
+use crate::{Api, idempotency, media, sse, wire};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -88,19 +88,11 @@ fn stored_history(r: &StoredResponse) -> Vec<ChatMessage> {
     serde_json::from_str(&r.history).unwrap_or_default()
 }
 
-async fn ask_of(api: &Api, request: &Map<String, Value>) -> Result<Ask, ApiError> {
-    let (input, mut history) = parse_input(request.get("input"))?;
-    let text = |k: &str| {
-        request
-            .get(k)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    let mut instructions = text("instructions");
-    let conversation = text("conversation");
-    let mut previous = text("previous_response_id");
+async fn ask_of(api: &Api, request: &ResponseRequest) -> Result<Ask, ApiError> {
+    let (input, mut history) = parse_input(request.input.as_ref())?;
+    let mut instructions = request.instructions.text();
+    let conversation = request.conversation.text();
+    let mut previous = request.previous_response_id.text();
     if conversation.is_some() && previous.is_some() {
         return Err(ApiError::bad_request(
             "conversation and previous_response_id cannot be combined",
@@ -133,7 +125,7 @@ async fn ask_of(api: &Api, request: &Map<String, Value>) -> Result<Ask, ApiError
         session_id = prior.session_id.clone();
         instructions = instructions.or(prior.instructions);
     }
-    match request.get("conversation_history") {
+    match &request.conversation_history {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             let mut explicit = Vec::new();
@@ -159,7 +151,7 @@ async fn ask_of(api: &Api, request: &Map<String, Value>) -> Result<Ask, ApiError
             ));
         }
     }
-    if text("truncation").as_deref() == Some("auto") && history.len() > 100 {
+    if request.truncation.text().as_deref() == Some("auto") && history.len() > 100 {
         history.drain(..history.len() - 100);
     }
     Ok(Ask {
@@ -168,11 +160,9 @@ async fn ask_of(api: &Api, request: &Map<String, Value>) -> Result<Ask, ApiError
         instructions,
         conversation,
         session_id,
-        store: request
-            .get("store")
-            .is_none_or(|v| v.is_null() || body::truthy(Some(v))),
-        stream: body::truthy(request.get("stream")),
-        model: text("model").unwrap_or_else(|| api.model_id.clone()),
+        store: request.store.as_ref().is_none_or(|v| body::truthy(Some(v))),
+        stream: request.stream.0,
+        model: request.model.text().unwrap_or_else(|| api.model_id.clone()),
     })
 }
 
@@ -190,8 +180,9 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
         &bytes,
         ApiError::bad_request_short("Invalid JSON in request body"),
     )?;
-    if body::truthy(request.get("stream")) {
-        return run_response(api, &headers, &request).await;
+    let typed: ResponseRequest = wire::read(&request);
+    if typed.stream.0 {
+        return run_response(api, &headers, &typed).await;
     }
     let fields = [
         "input",
@@ -202,7 +193,7 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
         "tools",
     ];
     let make = || async {
-        run_response(api.clone(), &headers, &request)
+        run_response(api.clone(), &headers, &typed)
             .await
             .unwrap_or_else(IntoResponse::into_response)
     };
@@ -213,7 +204,7 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
 async fn run_response(
     api: Arc<Api>,
     headers: &HeaderMap,
-    request: &Map<String, Value>,
+    request: &ResponseRequest,
 ) -> Result<Response, ApiError> {
     let ask = ask_of(&api, request).await?;
     let permit = api.permit()?;
@@ -314,18 +305,25 @@ impl Turn {
     }
 
     fn object(&self, status: &str, output: Vec<Value>, end: Option<&RunStatus>) -> Value {
-        let mut o = json!({"id": self.id, "object": "response", "status": status, "created_at": self.created_at,
-                           "model": self.ask.model, "output": output});
-        if status == "completed" {
-            o["usage"] = end.map(crate::token_usage).unwrap_or_default();
-        }
-        if status == "failed" {
+        let usage =
+            (status == "completed").then(|| end.map(crate::token_usage).unwrap_or_default());
+        let error = (status == "failed").then(|| {
             let message = end
                 .and_then(|e| e.error.clone())
                 .unwrap_or_else(|| "the run failed".into());
-            o["error"] = json!({"message": message, "type": "server_error"});
-        }
-        o
+            json!({"message": message, "type": "server_error"})
+        });
+        let object = ResponseObject {
+            id: self.id.clone(),
+            object: "response".into(),
+            status: status.into(),
+            created_at: self.created_at,
+            model: self.ask.model.clone(),
+            output,
+            usage,
+            error,
+        };
+        serde_json::to_value(object).unwrap_or_default()
     }
 
     /// The final object: the current turn's items, the assistant message last.
@@ -546,7 +544,12 @@ pub async fn get(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Respons
 #[utoipa::path(delete, path = "/v1/responses/{id}", tag = "responses", params(("id" = String, Path, description = "The response's id")), responses((status = 200, description = "Deleted", body = Deleted), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Not stored", body = ErrorEnvelope)))]
 pub async fn delete(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     match api.host.delete_response(&id).await {
-        Ok(true) => Json(json!({"id": id, "object": "response", "deleted": true})).into_response(),
+        Ok(true) => Json(Deleted {
+            id,
+            object: "response".into(),
+            deleted: true,
+        })
+        .into_response(),
         Ok(false) => ApiError::not_found(format!("Response not found: {id}"), None).into_response(),
         Err(e) => session_pick::run_error(e).into_response(),
     }

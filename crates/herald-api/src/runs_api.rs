@@ -4,9 +4,9 @@
 use crate::body;
 use crate::content;
 use crate::errors::ApiError;
-use crate::schema::*;
 use crate::session_pick::{self, open_or_resume};
-use crate::{Api, sse};
+use crate::wire::*;
+use crate::{Api, sse, wire};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -28,23 +28,22 @@ fn answer(r: Result<Response, ApiError>) -> Response {
 }
 
 /// The status object of §7.2.
-fn status_body(s: &RunStatus) -> Value {
-    let mut body = json!({
-        "object": "hermes.run", "run_id": s.run_id, "status": s.state.as_str(),
-        "created_at": s.created_at, "updated_at": s.updated_at, "session_id": s.session_id,
-        "model": s.model, "last_event": s.last_event,
-    });
-    if s.state == RunState::Completed {
-        body["output"] = json!(s.output.clone().unwrap_or_default());
-        body["usage"] = crate::token_usage(s);
+fn status_body(s: &RunStatus) -> RunStatusObject {
+    let completed = s.state == RunState::Completed;
+    RunStatusObject {
+        object: "hermes.run".into(),
+        run_id: s.run_id.clone(),
+        status: s.state.as_str().into(),
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        session_id: s.session_id.clone(),
+        model: s.model.clone(),
+        last_event: s.last_event.clone(),
+        output: completed.then(|| s.output.clone().unwrap_or_default()),
+        usage: completed.then(|| crate::token_usage(s)),
+        error: s.error.clone(),
+        pending_steer: s.pending_steer.clone(),
     }
-    if let Some(e) = &s.error {
-        body["error"] = json!(e);
-    }
-    if let Some(p) = &s.pending_steer {
-        body["pending_steer"] = json!(p);
-    }
-    body
 }
 
 /// A run's input: a string, or an array whose last item is the user message and whose
@@ -103,10 +102,11 @@ pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) 
 async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
     let bytes = body::read(raw, api.settings.max_body_bytes).await?;
     let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
-    let (input, mut history) = parse_input(request.get("input"))?;
-    match request.get("conversation_history") {
+    let request: RunRequest = wire::read(&request);
+    let (input, mut history) = parse_input(request.input.as_ref())?;
+    match &request.conversation_history {
         None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => history = history_of(items)?,
+        Some(Value::Array(items)) => history = history_of(&items[..])?,
         Some(_) => {
             return Err(ApiError::bad_request(
                 "conversation_history must be an array",
@@ -114,26 +114,11 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
             ));
         }
     }
-    let system = request
-        .get("instructions")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let model = request
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let system = request.instructions.or_empty();
+    let model = request.model.or_empty();
     let permit = api.permit()?;
     let run_id = herald_session::prompt::new_run_id();
-    let session_id = match request
-        .get("session_id")
-        .and_then(Value::as_str)
-        .map(str::trim)
-    {
-        Some(id) if !id.is_empty() => id.to_owned(),
-        _ => run_id.clone(),
-    };
+    let session_id = request.session_id.text().unwrap_or_else(|| run_id.clone());
     let options = session_pick::options(Answers::ByRequest, &system);
     let (session, resumed) = open_or_resume(&api, &session_id, options).await?;
     if !history.is_empty() || !resumed {
@@ -151,7 +136,10 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
     });
     let mut response = (
         StatusCode::ACCEPTED,
-        Json(json!({"run_id": run_id, "status": "started"})),
+        Json(RunStarted {
+            run_id,
+            status: "started".into(),
+        }),
     )
         .into_response();
     if let Some(key) = headers.get("x-hermes-session-key").cloned() {
@@ -200,12 +188,13 @@ pub async fn events(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Resp
             let Some(fields) = event_fields(e.kind, &mut started) else {
                 continue;
             };
-            let mut frame = Map::new();
-            frame.insert("event".into(), json!(fields.0));
-            frame.insert("run_id".into(), json!(e.run_id));
-            frame.insert("timestamp".into(), json!(e.at));
-            frame.extend(fields.1);
-            if !frames.data(&Value::Object(frame)).await {
+            let frame = RunEventFrame {
+                event: fields.0.to_owned(),
+                run_id: e.run_id,
+                timestamp: e.at,
+                fields: fields.1,
+            };
+            if !frames.data(&frame).await {
                 return;
             }
             if last {
@@ -304,10 +293,6 @@ fn event_fields(
     }
 }
 
-fn parse_choice(v: Option<&Value>) -> Option<Decision> {
-    Decision::parse(v?.as_str()?)
-}
-
 #[utoipa::path(post, path = "/v1/runs/{run_id}/approval", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = ApprovalRequest, responses((status = 200, description = "Resolved", body = ApprovalAnswer), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "approval_not_active or approval_not_pending", body = ErrorEnvelope)))]
 pub async fn approval(State(api): State<Arc<Api>>, Path(id): Path<String>, raw: Body) -> Response {
     answer(approve(api, id, raw).await)
@@ -317,14 +302,20 @@ async fn approve(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiEr
     let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
     let bytes = body::read(raw, api.settings.max_body_bytes).await?;
     let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
-    let decision = parse_choice(request.get("choice")).ok_or_else(|| {
-        ApiError::bad_request(
-            "choice must be once, session, always or deny",
-            Some("invalid_approval_choice"),
-        )
-    })?;
-    let request_id = match request.get("request_id") {
-        None | Some(Value::Null) => None,
+    let request: ApprovalRequest = wire::read(&request);
+    let decision = request
+        .choice
+        .0
+        .as_deref()
+        .and_then(Decision::parse)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "choice must be once, session, always or deny",
+                Some("invalid_approval_choice"),
+            )
+        })?;
+    let request_id = match &request.request_id {
+        None => None,
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
         Some(_) => {
             return Err(ApiError::bad_request(
@@ -333,7 +324,7 @@ async fn approve(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiEr
             ));
         }
     };
-    let all = body::truthy(request.get("all")) || body::truthy(request.get("resolve_all"));
+    let all = request.all.0 || request.resolve_all.0;
     let resolved = run
         .approve(request_id.as_deref(), decision, all)
         .map_err(|e| match e {
@@ -345,7 +336,13 @@ async fn approve(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiEr
             }
             _ => ApiError::conflict("Nothing is waiting for approval", "approval_not_pending"),
         })?;
-    Ok(Json(json!({"object": "hermes.run.approval_response", "run_id": id, "choice": decision.name(), "resolved": resolved})).into_response())
+    Ok(Json(ApprovalAnswer {
+        object: "hermes.run.approval_response".into(),
+        run_id: id,
+        choice: decision.name().into(),
+        resolved,
+    })
+    .into_response())
 }
 
 #[utoipa::path(post, path = "/v1/runs/{run_id}/stop", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "Stopping, or the finished run's status", body = Stopping), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
@@ -357,14 +354,18 @@ pub async fn stop(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Respon
         return Json(status_body(&run.status())).into_response();
     }
     run.interrupt();
-    Json(json!({"run_id": id, "status": "stopping"})).into_response()
+    Json(Stopping {
+        run_id: id,
+        status: "stopping".into(),
+    })
+    .into_response()
 }
 
 /// The first non-empty of `input`, `message`, `text` (a string or content parts).
-fn steer_text(request: &Map<String, Value>) -> String {
-    ["input", "message", "text"]
+fn steer_text(request: &SteerRequest) -> String {
+    [&request.input, &request.message, &request.text]
         .iter()
-        .map(|k| content::text_only(request.get(*k)).trim().to_owned())
+        .map(|v| content::text_only(v.as_ref()).trim().to_owned())
         .find(|t| !t.is_empty())
         .unwrap_or_default()
 }
@@ -378,6 +379,7 @@ async fn steer_run(api: Arc<Api>, id: String, raw: Body) -> Result<Response, Api
     let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
     let bytes = body::read(raw, api.settings.max_body_bytes).await?;
     let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
+    let request: SteerRequest = wire::read(&request);
     let state = run.status().state;
     if state != RunState::Running {
         return Err(ApiError::conflict(
@@ -387,10 +389,12 @@ async fn steer_run(api: Arc<Api>, id: String, raw: Body) -> Result<Response, Api
     }
     let text = steer_text(&request);
     match run.steer(&text) {
-        Ok(()) => Ok(
-            Json(json!({"object": "hermes.run.steer", "run_id": id, "accepted": true}))
-                .into_response(),
-        ),
+        Ok(()) => Ok(Json(Steered {
+            object: "hermes.run.steer".into(),
+            run_id: id,
+            accepted: true,
+        })
+        .into_response()),
         Err(RunError::EmptySteer) => Err(ApiError::bad_request(
             "The steer text is empty",
             Some("invalid_steer_input"),

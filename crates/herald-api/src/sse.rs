@@ -23,8 +23,10 @@ impl Frames {
     }
 
     /// `data: <json>` as a default event.
-    pub async fn data(&self, value: &Value) -> bool {
-        self.raw(format!("data: {value}\n\n")).await
+    pub async fn data(&self, value: &impl serde::Serialize) -> bool {
+        // Wire types and JSON values always encode.
+        let json = serde_json::to_string(value).unwrap_or_default();
+        self.raw(format!("data: {json}\n\n")).await
     }
 
     /// A named event.

@@ -1004,10 +1004,17 @@ async fn the_openapi_document_lists_exactly_the_routes_served_behind_the_key() {
         "ResponseRequest",
         "RunRequest",
         "ErrorEnvelope",
+        "ChatCompletionChunk",
+        "RunStatusObject",
+        "RunEventFrame",
+        "HealthDetailed",
     ] {
         assert!(schemas.contains_key(name), "{name} in {schemas:?}");
     }
     assert!(schemas["ErrorBody"]["properties"].get("type").is_some());
+    // The document is made from the types the answers are written with.
+    let detailed = &schemas["HealthDetailed"]["properties"];
+    assert!(detailed.get("readiness").is_some() && detailed.get("gateway_drainable").is_some());
 }
 
 /// Sends `body` as it is (any bytes) to `path` with the key.
