@@ -161,7 +161,9 @@ def main():
             import websockets  # noqa: F401
             ws = subprocess.Popen([args.herald_bin, "rpc", "--ws", "127.0.0.1:0"], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, env=env, text=True)
-            url = ws.stdout.readline().strip().removeprefix("herald: JSON-RPC gateway listening on ")
+            ws.stdout.readline()  # "listening on ws://…/api/ws"
+            # The token herald made for this run, in a ready URL.
+            url = ws.stdout.readline().strip().removeprefix("herald: connect with ")
             report("herald rpc --ws", asyncio.run(turns_on_ws(url, args.turns)))
             ws.terminate()
             ws.wait(timeout=20)

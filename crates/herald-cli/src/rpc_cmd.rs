@@ -14,10 +14,47 @@ pub struct RpcArgs {
     /// Serve on WebSocket at ws://HOST:PORT/api/ws instead of stdio.
     #[arg(long, value_name = "HOST:PORT")]
     ws: Option<String>,
-    /// The bearer token WebSocket clients must send (required off loopback; also
-    /// HERALD_RPC_TOKEN).
-    #[arg(long, env = "HERALD_RPC_TOKEN", hide_env_values = true)]
+    /// The bearer token WebSocket clients must send, at least 16 characters (also
+    /// HERALD_RPC_TOKEN). Without one (nor --token-file), herald makes one and prints
+    /// the ready ws://…/api/ws?token=… URL once.
+    #[arg(
+        long,
+        env = "HERALD_RPC_TOKEN",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
     token: Option<String>,
+    /// Read the token from this file (its first line), keeping it out of the process list.
+    #[arg(long, value_name = "PATH", conflicts_with = "token")]
+    token_file: Option<std::path::PathBuf>,
+    /// A web origin allowed to connect (repeatable, e.g. http://localhost:3000). An
+    /// upgrade that carries any other Origin header is refused with 403; clients that
+    /// send none (the Hermes TUI, scripts) need only the token.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+}
+
+/// The shortest token accepted, as the API refuses short keys.
+const MIN_TOKEN: usize = 16;
+
+/// The WebSocket token: given, read from a file, or made here (then `true`).
+fn token_of(args: &RpcArgs) -> Result<(String, bool), String> {
+    let given = match (&args.token, &args.token_file) {
+        (Some(t), _) => Some(t.trim().to_owned()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+            Some(text.lines().next().unwrap_or_default().trim().to_owned())
+        }
+        (None, None) => None,
+    };
+    match given {
+        Some(t) if t.chars().count() < MIN_TOKEN => Err(format!(
+            "the WebSocket token is too short: at least {MIN_TOKEN} characters"
+        )),
+        Some(t) => Ok((t, false)),
+        None => Ok((uuid::Uuid::new_v4().simple().to_string(), true)),
+    }
 }
 
 pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
@@ -35,9 +72,9 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
         };
         let tools = toolsets::resolve(&Platform::Tui.default_toolsets(&built.config)).0;
         let gw = Gateway::new(built.start().await, tools);
-        match args.ws {
+        match &args.ws {
             None => serve_stdio(gw).await,
-            Some(addr) => serve_ws(gw, &addr, args.token).await,
+            Some(addr) => serve_ws(gw, addr, &args).await,
         }
     })
 }
@@ -50,15 +87,7 @@ async fn serve_stdio(gw: Arc<Gateway>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-async fn serve_ws(gw: Arc<Gateway>, addr: &str, token: Option<String>) -> anyhow::Result<ExitCode> {
+async fn serve_ws(gw: Arc<Gateway>, addr: &str, args: &RpcArgs) -> anyhow::Result<ExitCode> {
     let Some((host, port)) = addr.rsplit_once(':') else {
         eprintln!("herald: --ws takes HOST:PORT (for example 127.0.0.1:8765)");
         return Ok(ExitCode::from(2));
@@ -67,13 +96,20 @@ async fn serve_ws(gw: Arc<Gateway>, addr: &str, token: Option<String>) -> anyhow
         eprintln!("herald: --ws: {port:?} is not a port number");
         return Ok(ExitCode::from(2));
     };
-    let token = token.filter(|t| !t.trim().is_empty());
-    if token.is_none() && !is_loopback(host) {
-        eprintln!(
-            "herald: --ws on {host} (not loopback) needs a bearer token: --token or HERALD_RPC_TOKEN"
-        );
-        return Ok(ExitCode::FAILURE);
-    }
+    let (token, made) = match token_of(args) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("herald: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let origins = match herald_rpc::ws::Origins::parse(&args.allow_origins) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("herald: --allow-origin: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let listeners = match herald_http::bind(Some(host), port, "--ws").await {
         Ok(l) => l,
         Err(e) => {
@@ -84,6 +120,10 @@ async fn serve_ws(gw: Arc<Gateway>, addr: &str, token: Option<String>) -> anyhow
     for l in &listeners {
         if let Ok(a) = l.local_addr() {
             outln!("herald: JSON-RPC gateway listening on ws://{a}/api/ws");
+            // Said once, as Jupyter does: the token was made for this run.
+            if made {
+                outln!("herald: connect with ws://{a}/api/ws?token={token}");
+            }
         }
     }
     let limits = ConnectionLimits {
@@ -93,7 +133,7 @@ async fn serve_ws(gw: Arc<Gateway>, addr: &str, token: Option<String>) -> anyhow
         shutdown_grace: Duration::from_secs(2),
     }
     .within_fd_limit();
-    let app = herald_rpc::ws::router(gw, token);
+    let app = herald_rpc::ws::router(gw, token, origins);
     herald_http::serve(
         listeners,
         app,

@@ -1,6 +1,8 @@
 //! `herald rpc --ws HOST:PORT`: the same dispatcher over WebSocket at `/api/ws`, one
-//! frame per text message. A bearer token is required on any bind that is not
-//! loopback. High-rate deltas are coalesced into ~33 ms batches (§1).
+//! frame per text message. Every upgrade needs the bearer token (on loopback too, as
+//! Jupyter and VS Code's server do), and one that carries an `Origin` header (a web
+//! page in a browser) is refused unless that origin is allowed: a page the user opens
+//! cannot drive the gateway. High-rate deltas are coalesced into ~33 ms batches (§1).
 
 use crate::connection::{Client, MAX_FRAME, ready};
 use crate::gateway::Gateway;
@@ -25,26 +27,69 @@ pub const MAX_SOCKETS: usize = 256;
 
 struct Server {
     gw: Arc<Gateway>,
-    token: Option<String>,
+    token: String,
+    origins: Origins,
     sockets: Arc<tokio::sync::Semaphore>,
 }
 
-/// The WebSocket route; `token`, when set, must come as `Authorization: Bearer` or
-/// `?token=`.
-pub fn router(gw: Arc<Gateway>, token: Option<String>) -> Router {
+/// The web origins allowed to open a socket (`--allow-origin`); none by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origins(Vec<String>);
+
+impl Origins {
+    /// Reads `scheme://host[:port]` origins; the text of the first bad one.
+    pub fn parse(given: &[String]) -> Result<Origins, String> {
+        let mut origins = Vec::new();
+        for origin in given {
+            let o = normalized(origin);
+            let host = o
+                .strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"));
+            match host {
+                Some(h) if !h.is_empty() && !h.contains('/') => origins.push(o),
+                _ => {
+                    return Err(format!(
+                        "{origin:?} is not an origin such as http://localhost:3000"
+                    ));
+                }
+            }
+        }
+        Ok(Origins(origins))
+    }
+
+    fn allows(&self, origin: &str) -> bool {
+        let origin = normalized(origin);
+        self.0.iter().any(|o| *o == origin)
+    }
+}
+
+fn normalized(origin: &str) -> String {
+    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+/// The WebSocket route: `token` must come as `Authorization: Bearer` or `?token=`, and
+/// an `Origin` header must name one of `origins`.
+pub fn router(gw: Arc<Gateway>, token: String, origins: Origins) -> Router {
     Router::new()
         .route("/api/ws", get(upgrade))
         .with_state(Arc::new(Server {
             gw,
             token,
+            origins,
             sockets: Arc::new(tokio::sync::Semaphore::new(MAX_SOCKETS)),
         }))
 }
 
+/// Whether the upgrade comes from an allowed page, or from no page at all.
+fn origin_allowed(server: &Server, headers: &HeaderMap) -> bool {
+    match headers.get("origin") {
+        None => true,
+        Some(v) => v.to_str().is_ok_and(|o| server.origins.allows(o)),
+    }
+}
+
 fn authorized(server: &Server, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
-    let Some(want) = &server.token else {
-        return true;
-    };
+    let want = &server.token;
     let given = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -60,6 +105,10 @@ async fn upgrade(
     Query(query): Query<HashMap<String, String>>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    if !origin_allowed(&server, &headers) {
+        let refused = "this origin may not open a socket (herald rpc --allow-origin)\n";
+        return (StatusCode::FORBIDDEN, refused).into_response();
+    }
     if !authorized(&server, &headers, &query) {
         return (StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response();
     }

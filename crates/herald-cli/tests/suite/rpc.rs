@@ -714,15 +714,30 @@ async fn approvals_clarify_interrupt_steer_and_model_switching() {
     );
 }
 
-/// `herald rpc --ws` on an ephemeral loopback port; its `ws://` URL.
+/// `herald rpc --ws` on an ephemeral loopback port; its `ws://` URL and the token
+/// (given, or the one it made and printed).
 pub struct WsServer {
     /// Killed when the server is dropped.
     _child: tokio::process::Child,
     pub url: String,
+    pub token: String,
 }
 
 impl WsServer {
     pub async fn start(home: &std::path::Path, bind: &str, token: Option<&str>) -> WsServer {
+        let args: Vec<&str> = token.map(|t| vec!["--token", t]).unwrap_or_default();
+        WsServer::start_with(home, bind, &args, token).await
+    }
+
+    /// Started with `args`; `known` is the token they give (else it is read from the
+    /// URL herald prints).
+    pub async fn start_with(
+        home: &std::path::Path,
+        bind: &str,
+        args: &[&str],
+        known: Option<&str>,
+    ) -> WsServer {
+        let token = known;
         let mut cmd = tokio::process::Command::new(BIN);
         cmd.args(["rpc", "--ws", bind])
             .env("HERALD_HOME", home)
@@ -731,35 +746,48 @@ impl WsServer {
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(home.join("rpc-ws.log")).unwrap())
             .kill_on_drop(true);
-        if let Some(t) = token {
-            cmd.args(["--token", t]);
-        }
+        cmd.args(args);
         let mut child = cmd.spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let url = tokio::time::timeout(Duration::from_secs(20), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(url) = line.strip_prefix("herald: JSON-RPC gateway listening on ") {
-                    return url.to_owned();
-                }
+        let mut next = async || {
+            let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line());
+            line.await
+                .unwrap()
+                .unwrap()
+                .expect("herald rpc --ws exited before listening")
+        };
+        let listening = next().await;
+        let url = listening
+            .strip_prefix("herald: JSON-RPC gateway listening on ")
+            .unwrap_or_else(|| panic!("{listening}"))
+            .to_owned();
+        let token = match token {
+            Some(t) => t.to_owned(),
+            None => {
+                let said = next().await;
+                let ready = format!("herald: connect with {url}?token=");
+                said.strip_prefix(&ready)
+                    .unwrap_or_else(|| panic!("no token printed: {said}"))
+                    .to_owned()
             }
-            panic!("herald rpc --ws exited before listening");
-        })
-        .await
-        .unwrap();
-        WsServer { _child: child, url }
+        };
+        WsServer {
+            _child: child,
+            url,
+            token,
+        }
     }
 
-    /// A connected client (with `token` as its bearer when given).
+    /// A connected client, with `token` as its bearer (the server's when `None`).
     pub async fn client(&self, token: Option<&str>) -> Client {
+        self.client_with(token.unwrap_or(&self.token), None).await
+    }
+
+    /// A connected client sending `origin`, as a browser does.
+    pub async fn client_with(&self, token: &str, origin: Option<&str>) -> Client {
         use futures_util::{SinkExt, StreamExt};
         use tokio_tungstenite::tungstenite::Message;
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let mut request = self.url.as_str().into_client_request().unwrap();
-        if let Some(t) = token {
-            request
-                .headers_mut()
-                .insert("authorization", format!("Bearer {t}").parse().unwrap());
-        }
+        let request = self.request(token, origin);
         let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
         let (mut sink, mut stream) = socket.split();
         let (send, mut to_send) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -786,6 +814,24 @@ impl WsServer {
             }
         });
         Client::over(send, frames)
+    }
+
+    /// The upgrade request, with the bearer and the `Origin` header when given.
+    pub fn request(
+        &self,
+        token: &str,
+        origin: Option<&str>,
+    ) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = self.url.as_str().into_client_request().unwrap();
+        let headers = request.headers_mut();
+        if !token.is_empty() {
+            headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        if let Some(o) = origin {
+            headers.insert("origin", o.parse().unwrap());
+        }
+        request
     }
 }
 
@@ -857,32 +903,82 @@ async fn websocket_two_clients_two_sessions_at_once_and_a_disconnect_mid_turn() 
     assert_eq!(done.last().unwrap()["payload"]["text"], "still here");
 }
 
+/// The HTTP status a refused upgrade got.
+async fn refused_with(request: tokio_tungstenite::tungstenite::handshake::client::Request) -> u16 {
+    use tokio_tungstenite::tungstenite::Error;
+    match tokio_tungstenite::connect_async(request).await {
+        Err(Error::Http(r)) => r.status().as_u16(),
+        Err(e) => panic!("refused otherwise: {e}"),
+        Ok(_) => panic!("the upgrade was served"),
+    }
+}
+
 #[tokio::test]
-async fn websocket_needs_a_token_off_loopback_and_checks_it() {
+async fn websocket_needs_a_token_everywhere_and_refuses_web_pages_it_was_not_told_of() {
     let provider = FakeProvider::start(vec![]);
     let home = rpc_home(&provider.base_url, "");
-    let out = tokio::process::Command::new(BIN)
-        .args(["rpc", "--ws", "0.0.0.0:0"])
+    let short = tokio::process::Command::new(BIN)
+        .args(["rpc", "--ws", "127.0.0.1:0", "--token", "short"])
         .env("HERALD_HOME", home.path())
-        .env_remove("HERALD_RPC_TOKEN")
         .output()
         .await
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a bearer token"));
-    let server = WsServer::start(home.path(), "127.0.0.1:0", Some("s3cret-token")).await;
+    assert_eq!(short.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&short.stderr).contains("at least 16"));
+    // On loopback with no token given, one is made and printed once with its URL.
+    let made = WsServer::start(home.path(), "127.0.0.1:0", None).await;
+    assert!(made.token.len() >= 16, "{}", made.token);
+    assert_eq!(
+        refused_with(made.request("", None)).await,
+        401,
+        "no token, no socket"
+    );
+    let ready = format!("{}?token={}", made.url, made.token);
+    let (mut socket, _) = tokio_tungstenite::connect_async(ready).await.unwrap();
+    let _ = futures_util::SinkExt::close(&mut socket).await;
+    // A web page the user opens cannot drive it, with the token or without.
+    let evil = Some("http://evil.example");
+    assert_eq!(refused_with(made.request(&made.token, evil)).await, 403);
+    assert_eq!(refused_with(made.request("", evil)).await, 403);
+    // An origin it was told of may, with the token; the token may come from a file.
+    let file = home.path().join("rpc-token");
+    std::fs::write(&file, "from-a-file-0123456789\n").unwrap();
+    let path = file.display().to_string();
+    let args = [
+        "--token-file",
+        path.as_str(),
+        "--allow-origin",
+        "http://localhost:3000/",
+    ];
+    let told = WsServer::start_with(
+        home.path(),
+        "127.0.0.1:0",
+        &args,
+        Some("from-a-file-0123456789"),
+    )
+    .await;
+    let mut page = told
+        .client_with(&told.token, Some("http://LOCALHOST:3000"))
+        .await;
+    assert_eq!(page.event().await["type"], "gateway.ready");
+    assert_eq!(refused_with(told.request(&told.token, evil)).await, 403);
+    assert_eq!(
+        refused_with(told.request("wrong-token-0123456789", None)).await,
+        401
+    );
+    let server = WsServer::start(home.path(), "127.0.0.1:0", Some("s3cret-token-0123")).await;
     let refused = tokio_tungstenite::connect_async(server.url.as_str()).await;
     assert!(refused.is_err(), "no token, no socket");
-    let mut c = server.client(Some("s3cret-token")).await;
+    let mut c = server.client(Some("s3cret-token-0123")).await;
     assert_eq!(c.event().await["type"], "gateway.ready");
     assert!(c.call("session.list", json!({})).await["sessions"].is_array());
     // Open sockets are bounded: past the cap a connection is refused, the others live.
     let mut open = Vec::new();
     for _ in 1..256 {
-        open.push(server.client(Some("s3cret-token")).await);
+        open.push(server.client(Some("s3cret-token-0123")).await);
     }
     assert!(
-        tokio_tungstenite::connect_async(with_token(&server.url, "s3cret-token"))
+        tokio_tungstenite::connect_async(with_token(&server.url, "s3cret-token-0123"))
             .await
             .is_err(),
         "the 257th socket"
@@ -894,7 +990,7 @@ async fn websocket_needs_a_token_off_loopback_and_checks_it() {
     drop(open);
     let started = std::time::Instant::now();
     loop {
-        if tokio_tungstenite::connect_async(with_token(&server.url, "s3cret-token"))
+        if tokio_tungstenite::connect_async(with_token(&server.url, "s3cret-token-0123"))
             .await
             .is_ok()
         {
