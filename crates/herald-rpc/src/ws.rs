@@ -59,7 +59,7 @@ impl Origins {
 
     fn allows(&self, origin: &str) -> bool {
         let origin = normalized(origin);
-        self.0.iter().any(|o| *o == origin)
+        self.0.contains(&origin)
     }
 }
 
