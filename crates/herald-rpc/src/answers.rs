@@ -2,6 +2,7 @@
 
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
+use crate::outbox::Outbox;
 use crate::params::{Params, flag, text};
 use herald_session::{Decision, Op, OpError, Outcome, RunError};
 use serde_json::{Value, json};
@@ -33,15 +34,15 @@ pub async fn approval(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
 }
 
-/// `clarify.respond`: the live run holding `request_id` gets the answer.
-pub async fn clarify(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+/// `clarify.respond`: the caller's live run holding `request_id` gets the answer.
+pub async fn clarify(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
     let request = text(p, "request_id").unwrap_or_default();
     let answer = p
         .get("answer")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    for live in gw.live_sessions() {
+    for live in gw.sessions_of(outbox.conn) {
         let op = Op::Clarify {
             request_id: request.clone(),
             answer: answer.clone(),

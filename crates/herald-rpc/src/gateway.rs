@@ -1,11 +1,15 @@
 //! The dispatcher's state: the live sessions of this process (a short hex id each,
-//! backed by a stored session), bound to the client whose events they go to.
+//! backed by a stored session), each belonging to the connection that made it live
+//! (created, resumed or activated it): its events go there, and only that connection
+//! may act on it. Another connection may take it over (`session.activate`) once its
+//! owner has closed.
 
 use crate::errors::RpcError;
 use crate::outbox::{Out, Outbox};
 use herald_session::conversation::lock;
 use herald_session::{Conversations, Host, Session};
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -18,6 +22,11 @@ pub struct Wire {
 impl Wire {
     pub fn sink(&self) -> Outbox {
         lock(&self.sink).clone()
+    }
+
+    /// The connection the session belongs to.
+    pub fn owner(&self) -> u64 {
+        lock(&self.sink).conn
     }
 
     pub fn bind(&self, outbox: Outbox) {
@@ -39,6 +48,8 @@ pub struct Gateway {
     pub host: Arc<Host>,
     live: Conversations<Wire>,
     next_conn: AtomicU64,
+    /// The connections open now.
+    open: Mutex<HashSet<u64>>,
     /// The tools a session is offered.
     pub tool_names: Vec<String>,
 }
@@ -49,6 +60,7 @@ impl Gateway {
             live: Conversations::new(host.clone()),
             host,
             next_conn: AtomicU64::new(1),
+            open: Mutex::new(HashSet::new()),
             tool_names,
         });
         gw.watch_jobs();
@@ -57,7 +69,40 @@ impl Gateway {
 
     /// A new client's outbox and the receiving end its writer drains.
     pub fn connect(&self) -> (Outbox, tokio::sync::mpsc::Receiver<Out>) {
-        Outbox::new(self.next_conn.fetch_add(1, Ordering::Relaxed))
+        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        lock(&self.open).insert(conn);
+        Outbox::new(conn)
+    }
+
+    /// Refuses, as if it did not exist (4001, so ids cannot be probed), a call that
+    /// names a live session of another connection: `session.activate` may take over
+    /// one whose connection has closed; every other method may touch only its own.
+    pub fn check_owner(
+        &self,
+        method: &str,
+        p: &Map<String, Value>,
+        conn: u64,
+    ) -> Result<(), RpcError> {
+        let Some(live) = p
+            .get("session_id")
+            .and_then(Value::as_str)
+            .and_then(|id| self.live.get(id))
+        else {
+            return Ok(());
+        };
+        let owner = live.wire.owner();
+        let taken_over = method == "session.activate" && !lock(&self.open).contains(&owner);
+        match owner == conn || taken_over {
+            true => Ok(()),
+            false => Err(RpcError::no_session()),
+        }
+    }
+
+    /// The live sessions of connection `conn`, oldest first.
+    pub fn sessions_of(&self, conn: u64) -> Vec<Arc<Live>> {
+        let mut own = self.live.all();
+        own.retain(|l| l.wire.owner() == conn);
+        own
     }
 
     /// Makes `session` live, bound to `outbox`; 4090 at the cap (`max_live_sessions`).
@@ -83,10 +128,6 @@ impl Gateway {
             .and_then(Value::as_str)
             .ok_or_else(RpcError::no_session)?;
         self.live.get(id).ok_or_else(RpcError::no_session)
-    }
-
-    pub fn live_sessions(&self) -> Vec<Arc<Live>> {
-        self.live.all()
     }
 
     /// Drops a live session (its turn interrupted); false when it was not live.
@@ -125,17 +166,18 @@ impl Gateway {
         });
     }
 
-    /// A client went away: its sessions opened with `close_on_disconnect` close.
+    /// A client went away: its sessions opened with `close_on_disconnect` close, and
+    /// then the others may be taken over.
     pub fn disconnected(&self, conn: u64) {
         let gone: Vec<String> = self
-            .live
-            .all()
+            .sessions_of(conn)
             .into_iter()
-            .filter(|l| l.wire.close_on_disconnect && l.wire.sink().conn == conn)
+            .filter(|l| l.wire.close_on_disconnect)
             .map(|l| l.id.clone())
             .collect();
         for id in gone {
             self.close(&id);
         }
+        lock(&self.open).remove(&conn);
     }
 }

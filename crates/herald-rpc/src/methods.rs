@@ -24,12 +24,13 @@ pub async fn call(
     method: &str,
     p: Params,
 ) -> Result<Value, RpcError> {
+    gw.check_owner(method, &p, outbox.conn)?;
     match method {
         "session.create" => sessions::create(gw, outbox, &p).await,
         "session.list" => sessions::list(gw, &p).await,
         "session.most_recent" => sessions::most_recent(gw).await,
         "session.resume" => sessions::resume(gw, outbox, &p).await,
-        "session.active_list" => Ok(sessions::active_list(gw)),
+        "session.active_list" => Ok(sessions::active_list(gw, outbox)),
         "session.activate" => {
             let (gw, outbox) = (gw.clone(), outbox.clone());
             crate::blocking(move || sessions::activate(&gw, &outbox, &p)).await
@@ -48,7 +49,7 @@ pub async fn call(
         "prompt.submit" => prompts::submit(gw, &p).await,
         "prompt.background" => prompts::background(gw, &p).await,
         "approval.respond" => answers::approval(gw, &p).await,
-        "clarify.respond" => answers::clarify(gw, &p).await,
+        "clarify.respond" => answers::clarify(gw, outbox, &p).await,
         "sudo.respond" | "secret.respond" => answers::never_asked(method, &p),
         "commands.catalog" => off_workers(gw, p, |gw, _| Ok(commands::catalog(gw))).await,
         "command.resolve" => off_workers(gw, p, commands::resolve).await,

@@ -188,8 +188,10 @@ fn live_entry(l: &Live) -> Value {
            "running": l.conversation.busy(), "started_at": l.conversation.started_at, "message_count": session.history().len()})
 }
 
-pub fn active_list(gw: &Gateway) -> Value {
-    let sessions: Vec<Value> = gw.live_sessions().iter().map(|l| live_entry(l)).collect();
+/// The caller's own live sessions.
+pub fn active_list(gw: &Gateway, outbox: &Outbox) -> Value {
+    let own = gw.sessions_of(outbox.conn);
+    let sessions: Vec<Value> = own.iter().map(|l| live_entry(l)).collect();
     json!({"sessions": sessions})
 }
 

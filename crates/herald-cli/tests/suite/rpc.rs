@@ -872,7 +872,42 @@ async fn websocket_two_clients_two_sessions_at_once_and_a_disconnect_mid_turn() 
         assert_eq!(text, "one two three", "coalesced or not, the text is whole");
         assert_eq!(events.last().unwrap()["payload"]["text"], "one two three");
     }
-    // A client that goes away mid-turn: its session closes and the turn stops.
+    // A live session belongs to its connection: another one cannot touch it, nor
+    // tell it from one that does not exist, nor see it listed.
+    let kept = a
+        .call("session.create", json!({"close_on_disconnect": false}))
+        .await["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (method, params) in [
+        (
+            "approval.respond",
+            json!({"session_id": sa, "choice": "once"}),
+        ),
+        ("session.interrupt", json!({"session_id": sa})),
+        (
+            "session.steer",
+            json!({"session_id": sa, "text": "mine now"}),
+        ),
+        ("prompt.submit", json!({"session_id": sa, "text": "hijack"})),
+        ("session.history", json!({"session_id": sa})),
+        ("session.close", json!({"session_id": kept})),
+        ("session.activate", json!({"session_id": kept})),
+        ("session.activate", json!({"session_id": "00000000"})),
+    ] {
+        assert_eq!(b.code(method, params).await, 4001, "{method}");
+    }
+    let listed = b.call("session.active_list", json!({})).await;
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![sb.as_str()], "only its own");
+    // A client that goes away mid-turn: its session closes and the turn stops; the one
+    // it kept may then be taken over.
     provider.set_fallback(Scripted::Delayed(
         Duration::from_secs(30),
         Box::new(Scripted::text("late")),
@@ -883,20 +918,20 @@ async fn websocket_two_clients_two_sessions_at_once_and_a_disconnect_mid_turn() 
     drop(a);
     let started = std::time::Instant::now();
     loop {
-        let live = b.call("session.active_list", json!({})).await;
-        let ids: Vec<&str> = live["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["session_id"].as_str().unwrap())
-            .collect();
-        if !ids.contains(&sa.as_str()) {
-            assert!(ids.contains(&sb.as_str()));
+        let taken = b
+            .answer("session.activate", json!({"session_id": kept}))
+            .await;
+        if taken.get("result").is_some() {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "{ids:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{taken}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert_eq!(
+        b.code("session.activate", json!({"session_id": sa})).await,
+        4001,
+        "the session that closed with its connection is gone"
+    );
     // The other client is unaffected.
     provider.set_fallback(Scripted::text("still here"));
     let done = b.turn(&sb, "you there?").await;
