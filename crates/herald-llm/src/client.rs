@@ -1,7 +1,7 @@
 //! The chat completions client: always streaming, one call with retries and back-off.
 
 use crate::assemble::{Assembler, DeltaEvent};
-use crate::endpoint::Endpoint;
+use crate::endpoint::{Endpoint, without_credentials};
 use crate::error::{ErrorClass, LlmError, classify};
 use crate::sse::SseDecoder;
 use futures_util::StreamExt;
@@ -484,7 +484,13 @@ fn transport_cause(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         return "timed out".into();
     }
-    let mut deepest = e.to_string();
+    // reqwest names the URL it called, credentials and all: they stay out.
+    let mut deepest = match e.url() {
+        Some(u) => e
+            .to_string()
+            .replace(u.as_str(), &without_credentials(u.as_str())),
+        None => e.to_string(),
+    };
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {

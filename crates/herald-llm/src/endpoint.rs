@@ -48,6 +48,26 @@ impl Endpoint {
     }
 }
 
+/// A URL as it may be shown (to a client, in a log): without the `user:password@`
+/// written into it.
+pub fn without_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://{host}{}", &rest[end..]),
+        None => url.to_owned(),
+    }
+}
+
+impl Endpoint {
+    /// The base URL as it may be shown: without its credentials.
+    pub fn shown_base_url(&self) -> String {
+        without_credentials(&self.base_url)
+    }
+}
+
 /// The host of a URL, lower-cased, without port or credentials.
 pub fn host_of(url: &str) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -152,6 +172,24 @@ pub fn check_wire_format(base_url: &str, api_mode: Option<&str>) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_are_shown_without_their_credentials() {
+        for (url, shown) in [
+            (
+                "https://user:pa%40ss@llm.example/v1?x=1",
+                "https://llm.example/v1?x=1",
+            ),
+            ("http://k@127.0.0.1:8080", "http://127.0.0.1:8080"),
+            (
+                "http://127.0.0.1:8080/v1/a@b",
+                "http://127.0.0.1:8080/v1/a@b",
+            ),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(without_credentials(url), shown, "{url}");
+        }
+    }
 
     fn env(name: &str) -> Option<String> {
         match name {

@@ -14,5 +14,5 @@ pub mod sse;
 
 pub use assemble::{Assembler, DeltaEvent};
 pub use client::{CallOutcome, LlmClient, RetryConfig};
-pub use endpoint::{Endpoint, check_wire_format, resolve_api_key};
+pub use endpoint::{Endpoint, check_wire_format, resolve_api_key, without_credentials};
 pub use error::{ErrorClass, LlmError};

@@ -139,7 +139,7 @@ pub fn config_get(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
             Ok(json!({"cwd": cwd, "branch": null}))
         }
         "config" | "full" => Ok(json!({"config": {
-            "model": {"default": runtime.endpoint.model, "provider": runtime.provider, "base_url": runtime.endpoint.base_url},
+            "model": {"default": runtime.endpoint.model, "provider": runtime.provider, "base_url": runtime.endpoint.shown_base_url()},
             "agent": {"max_turns": runtime.max_iterations},
         }})),
         other => Err(RpcError::new(

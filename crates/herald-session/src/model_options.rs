@@ -101,7 +101,7 @@ impl ModelOptions {
             providers.push(json!({
                 "id": id,
                 "current": current,
-                "base_url": endpoint.as_ref().map(|e| e.base_url.clone()),
+                "base_url": endpoint.as_ref().map(herald_llm::Endpoint::shown_base_url),
                 "reachable": endpoint.is_some(),
                 "models": models.iter().map(|m| json!({"id": m, "pricing": null, "capabilities": {}})).collect::<Vec<_>>(),
             }));

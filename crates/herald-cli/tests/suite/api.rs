@@ -848,7 +848,7 @@ async fn an_unanswered_approval_times_out_as_denied_and_deny_refuses() {
 #[tokio::test]
 async fn model_options_list_the_configured_providers_and_what_they_serve() {
     let provider = FakeProvider::start(vec![]);
-    let extra = "custom_providers:\n  - name: away\n    base_url: http://127.0.0.1:9/v1\n    model: remote-model\n";
+    let extra = "custom_providers:\n  - name: away\n    base_url: http://alice:hunter2@127.0.0.1:9/v1\n    model: remote-model\n";
     let h = Herald::start(&format!("{extra}{}", api_config(&provider.base_url, "")));
     let r = client()
         .get(h.url("/api/model/options"))
@@ -878,6 +878,11 @@ async fn model_options_list_the_configured_providers_and_what_they_serve() {
         away["models"][0]["id"], "remote-model",
         "the saved model, not probed: {away}"
     );
+    assert_eq!(
+        away["base_url"], "http://127.0.0.1:9/v1",
+        "no credentials shown"
+    );
+    assert!(!b.to_string().contains("hunter2"), "{b}");
     let started = Instant::now();
     let (s, _) = get_json(&h, "/api/model/options?refresh=1").await;
     assert_eq!(s, StatusCode::OK);
