@@ -11,6 +11,7 @@ mod prompt;
 mod sessions;
 mod settings;
 mod slash;
+mod stdio_lines;
 pub mod tools;
 mod wire;
 
@@ -165,9 +166,9 @@ fn internal(e: impl std::fmt::Display) -> agent_client_protocol::Error {
 }
 
 /// Serves ACP on this process's stdin and stdout (`herald acp`) until the client goes
-/// away.
+/// away, its lines framed by [`stdio_lines`].
 pub async fn serve_stdio(server: Arc<AcpServer>) -> Result<(), agent_client_protocol::Error> {
-    serve(server, agent_client_protocol::Stdio::new()).await
+    stdio_lines::serve(server).await
 }
 
 /// Serves ACP on `transport` (stdio for `herald acp`) until the client goes away.

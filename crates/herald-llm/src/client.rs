@@ -81,7 +81,10 @@ impl LlmClient {
     /// The model ids an OpenAI-compatible server lists at `<base_url>/models`, asked
     /// within `timeout`; `None` when it cannot be reached or answers something else.
     pub async fn list_models(&self, endpoint: &Endpoint, timeout: Duration) -> Option<Vec<String>> {
-        let url = format!("{}/models", endpoint.base_url.trim_end_matches('/'));
+        let url = format!(
+            "{}/models",
+            endpoint.called_base_url().trim_end_matches('/')
+        );
         let mut request = self.http.get(url).timeout(timeout);
         if !endpoint.api_key.is_empty() {
             request = request.bearer_auth(&endpoint.api_key);
@@ -219,12 +222,13 @@ impl LlmClient {
     ) -> Result<ChatCompletion, LlmError> {
         let url = format!(
             "{}/chat/completions",
-            endpoint.base_url.trim_end_matches('/')
+            endpoint.called_base_url().trim_end_matches('/')
         );
-        let mut req = self
-            .http
-            .post(&url)
-            .bearer_auth(&endpoint.api_key)
+        let mut req = self.http.post(&url);
+        if !endpoint.api_key.is_empty() {
+            req = req.bearer_auth(&endpoint.api_key);
+        }
+        let mut req = req
             .timeout(endpoint.request_timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);

@@ -66,6 +66,17 @@ impl Endpoint {
     pub fn shown_base_url(&self) -> String {
         without_credentials(&self.base_url)
     }
+
+    /// The base URL calls go to. With a key configured, its `user:password@` is left
+    /// out, so the key alone authenticates (reqwest would add a Basic header from the
+    /// URL beside the bearer); without one, the URL's credentials are sent as Basic
+    /// auth. (Hermes, through httpx, lets the URL's credentials win.)
+    pub fn called_base_url(&self) -> String {
+        match self.api_key.is_empty() {
+            true => self.base_url.clone(),
+            false => self.shown_base_url(),
+        }
+    }
 }
 
 /// The host of a URL, lower-cased, without port or credentials.

@@ -782,6 +782,19 @@ impl RawAcp {
         self.stdin.write_all(bytes.as_bytes()).await.unwrap();
     }
 
+    /// Writes `bytes` as they are.
+    pub async fn raw(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(bytes).await.unwrap();
+    }
+
+    /// The next message herald writes.
+    pub async fn message(&mut self) -> serde_json::Value {
+        let read = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line());
+        let line = read.await.unwrap().unwrap().expect("acp ended");
+        serde_json::from_str(&line).unwrap()
+    }
+
     /// The result of request `id` (an error fails the test); what came before is kept.
     pub async fn answer(&mut self, id: u64) -> serde_json::Value {
         loop {
@@ -811,4 +824,26 @@ impl RawAcp {
         let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
         self.send(id, "session/prompt", params).await;
     }
+}
+
+#[tokio::test]
+async fn a_line_that_is_not_utf8_or_too_long_is_answered_and_the_connection_stays() {
+    let provider = FakeProvider::start(vec![]);
+    let home = rpc_home(&provider.base_url, "");
+    let mut acp = RawAcp::start(home.path()).await;
+    acp.raw(
+        b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"initialize\",\"params\":{\"x\":\"\xff\"}}\n",
+    )
+    .await;
+    assert_eq!(acp.message().await["error"]["code"], -32700);
+    let mut huge = vec![b'x'; 33 * 1024 * 1024];
+    huge.push(b'\n');
+    acp.raw(&huge).await;
+    assert_eq!(acp.message().await["error"]["code"], -32600);
+    let session = acp.open_session(home.path()).await;
+    assert!(!session.is_empty(), "still served");
+    assert!(
+        acp.child.try_wait().unwrap().is_none(),
+        "herald acp runs on"
+    );
 }

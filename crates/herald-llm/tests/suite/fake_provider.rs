@@ -438,3 +438,36 @@ fn the_request_bytes_are_the_request_body_serialized() {
     endpoint.extra_body.insert("stream".into(), json!(false));
     same(&endpoint, &[tool]);
 }
+
+#[tokio::test]
+async fn a_configured_key_alone_authenticates_and_url_credentials_only_stand_in_for_none() {
+    let answer = || {
+        Answer::Sse(vec![
+            text_chunk("ok"),
+            finish_chunk("stop"),
+            "[DONE]".into(),
+        ])
+    };
+    let (fake, base) = start(vec![answer(), answer()]).await;
+    let with_userinfo = base.replacen("http://", "http://alice:hunter2@", 1);
+    let messages = [ChatMessage::user("hi")];
+    for key in ["sk-configured", ""] {
+        let endpoint = Endpoint::new(&with_userinfo, key, "m");
+        LlmClient::new()
+            .chat(&endpoint, &messages, &[], &fast_retry(), &mut |_| {})
+            .await
+            .unwrap();
+    }
+    let seen = fake.seen.lock().unwrap();
+    let auth = |i: usize| -> Vec<String> {
+        seen[i]
+            .0
+            .get_all("authorization")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(auth(0), ["Bearer sk-configured"], "one header: the key's");
+    // Basic base64("alice:hunter2").
+    assert_eq!(auth(1), ["Basic YWxpY2U6aHVudGVyMg=="]);
+}
