@@ -4,6 +4,7 @@
 //! file as it was before each edit call. A denied edit never reaches the tool.
 
 use crate::modes::EditPolicy;
+use crate::permission::Answer;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -138,8 +139,9 @@ impl EditGate {
         lock(&self.snapshots).clear();
     }
 
-    /// Asks the IDE about one edit call; only `allow_once` allows it.
-    pub async fn ask(&self, call_id: &str, tool: &str, args: &Value) -> bool {
+    /// Asks the IDE about one edit call; only `allow_once` allows it. `None` for
+    /// silence, which the host's timeout has already answered.
+    pub async fn ask(&self, call_id: &str, tool: &str, args: &Value) -> Option<bool> {
         let before = self.snapshot(call_id, args);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let diff = proposed(tool, args, before);
@@ -155,10 +157,11 @@ impl EditGate {
             PermissionOption::new("deny", "Deny", PermissionOptionKind::RejectOnce),
         ];
         let request = RequestPermissionRequest::new(lock(&self.session_id).clone(), call, options);
-        crate::permission::selected(&self.cx, request, self.within)
-            .await
-            .as_deref()
-            == Some("allow_once")
+        match crate::permission::selected(&self.cx, request, self.within).await {
+            Answer::Selected(option) => Some(option == "allow_once"),
+            Answer::Refused => Some(false),
+            Answer::Silent => None,
+        }
     }
 }
 

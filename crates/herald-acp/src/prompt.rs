@@ -200,8 +200,9 @@ async fn follow(
                 reason,
             } => {
                 let within = server.host.runtime().approvals.answer_within();
-                let decision = permission::ask(cx, &id, &command, &reason, within).await;
-                let _ = run.approve(Some(&request_id), decision, false);
+                if let Some(decision) = permission::ask(cx, &id, &command, &reason, within).await {
+                    let _ = run.approve(Some(&request_id), decision, false);
+                }
             }
             RunEventKind::EditApprovalRequested {
                 request_id,
@@ -209,13 +210,14 @@ async fn follow(
                 tool,
                 arguments,
             } => {
-                let allowed = live.wire.gate.ask(&call_id, &tool, &arguments).await;
-                let decision = if allowed {
-                    Decision::Once
-                } else {
-                    Decision::Deny
-                };
-                let _ = run.approve(Some(&request_id), decision, false);
+                if let Some(allowed) = live.wire.gate.ask(&call_id, &tool, &arguments).await {
+                    let decision = if allowed {
+                        Decision::Once
+                    } else {
+                        Decision::Deny
+                    };
+                    let _ = run.approve(Some(&request_id), decision, false);
+                }
             }
             RunEventKind::ClarifyRequested { request_id, .. } => {
                 // ACP has no question-and-answer request: the model hears nobody answered.

@@ -5,6 +5,7 @@
 pub mod approval;
 pub mod event;
 pub mod guardrails;
+pub mod history_repair;
 pub mod middleware;
 pub mod plugins;
 pub mod skills;

@@ -413,7 +413,8 @@ impl Agent {
         };
         let mut messages: Vec<ChatMessage> = Vec::with_capacity(history.len() + 2);
         messages.push(ChatMessage::system(self.config.system_prompt.clone()));
-        messages.extend(history.iter().cloned());
+        // Sent with every tool call answered; the stored rows stay as they are.
+        messages.extend(crate::history_repair::repaired(history));
         let turn_start = messages.len();
         events(AgentEvent::MessageAppended(user.clone()));
         let plugins = &self.config.plugins;
@@ -753,7 +754,7 @@ impl Agent {
         fields.insert("platform".into(), json!(self.config.platform));
         fields.insert("model".into(), json!(endpoint.model));
         fields.insert("provider".into(), json!(self.config.provider));
-        fields.insert("base_url".into(), json!(endpoint.base_url));
+        fields.insert("base_url".into(), json!(endpoint.shown_base_url()));
         fields.insert("api_mode".into(), json!("chat_completions"));
         fields.insert("api_call_count".into(), json!(ids.api_call_count));
         let max_attempts = self.config.retry.max_attempts.max(1);

@@ -810,3 +810,59 @@ async fn operations_on_a_conversation_answer_with_their_outcomes() {
         matches!(c.submit(Op::SetModel("other".into())).await, Ok(Outcome::ModelSet(m)) if m == "other")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_a_crash_left_mid_tool_goes_on_with_a_stub_sent_and_nothing_stored() {
+    use herald_store::sessions::NewMessage;
+    let f = fixture(vec![Scripted::text("went on")]);
+    let s = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    // What a process killed mid-tool leaves: the call, and no result.
+    let message = |role: &str, content: Option<&str>, calls: Option<&str>| NewMessage {
+        role: role.into(),
+        content: content.map(str::to_owned),
+        tool_calls: calls.map(str::to_owned),
+        ..Default::default()
+    };
+    let calls = r#"[{"id":"cut","type":"function","function":{"name":"terminal","arguments":"{\"command\":\"sleep 120\"}"}}]"#;
+    let store = f.host.store();
+    store
+        .append(s.id().to_owned(), message("user", Some("wait"), None))
+        .await
+        .unwrap();
+    store
+        .append(s.id().to_owned(), message("assistant", None, Some(calls)))
+        .await
+        .unwrap();
+    let again = f
+        .host
+        .resume_session(s.id(), options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let run = f.host.start_run(&again, "go on").unwrap();
+    run.finished().await;
+    assert_eq!(run.status().output.as_deref(), Some("went on"));
+    let sent = f.provider.requests()[0].body["messages"].clone();
+    let roles: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "user"],
+        "{sent}"
+    );
+    assert_eq!(sent[3]["tool_call_id"], "cut");
+    assert_eq!(sent[3]["content"], herald_agent::history_repair::UNANSWERED);
+    let stored = f.host.store().reader().unwrap().history(s.id()).unwrap();
+    assert!(
+        stored.iter().all(|m| m.role != "tool"),
+        "the stub is never stored: {stored:?}"
+    );
+    drop(f.dir);
+}
