@@ -180,6 +180,27 @@ fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|c| *c == '*')
 }
 
+/// The first `approvals.deny` rule that matches the whole line or one of its simple
+/// commands; for a line that does not parse, the first found anywhere in it.
+fn denied_by<'r>(rules: &'r [String], line: &str) -> Option<&'r str> {
+    let commands = crate::shell_line::simple_commands(line);
+    let spaced = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    rules
+        .iter()
+        .find(|rule| match &commands {
+            Some(commands) => {
+                glob_match(rule, line)
+                    || glob_match(rule, &spaced)
+                    || commands.iter().any(|c| glob_match(rule, c))
+            }
+            None => {
+                let anywhere = format!("*{rule}*");
+                glob_match(&anywhere, line) || glob_match(&anywhere, &spaced)
+            }
+        })
+        .map(String::as_str)
+}
+
 /// The session's approval state and settings.
 pub struct Approvals {
     pub yolo: bool,
@@ -187,19 +208,21 @@ pub struct Approvals {
     pub timeout: Duration,
     pub approver: Option<Box<dyn Approver>>,
     session_allowed: Mutex<HashSet<String>>,
-    /// `command_allowlist`: exact commands or globs, for commands without shell operators.
+    /// `command_allowlist`: pattern keys, and exact commands or globs for commands
+    /// without shell operators.
     allowlist: Mutex<Vec<String>>,
-    /// Saves an "always" approval (the command) to the permanent allowlist.
+    /// Saves an "always" approval (its pattern key) to the permanent allowlist.
     pub persist_always: Option<SaveApproval>,
 }
 
 /// Saves an "always" approval somewhere permanent.
 pub type SaveApproval = Box<dyn Fn(&str) + Send + Sync>;
 
-/// Whether a command uses shell operators (`;`, `&&`, `|`, redirects, backticks, `$(`):
-/// such commands never match the permanent allowlist.
+/// Whether a command uses shell operators (`;`, `&&`, `|`, a lone `&`, newlines,
+/// redirects, backticks, `$(`): such commands never match the allowlist's command
+/// entries.
 fn has_shell_operators(command: &str) -> bool {
-    ["&&", "||", ";", "|", ">", "<", "`", "$("]
+    ["\n", "&", ";", "|", ">", "<", "`", "$("]
         .iter()
         .any(|op| command.contains(op))
 }
@@ -228,6 +251,20 @@ impl Approvals {
         self
     }
 
+    /// Whether `command_allowlist` lets `command` (flagged as `key`) through: an entry
+    /// that is the pattern key (what an "always" answer stores) lets every such command
+    /// through; an entry of command text or a glob only a command without shell
+    /// operators.
+    fn listed(&self, key: &str, command: &str) -> bool {
+        let Ok(entries) = self.allowlist.lock() else {
+            return false;
+        };
+        let plain = !has_shell_operators(command);
+        entries
+            .iter()
+            .any(|e| e == key || (plain && (e == command || glob_match(e, command))))
+    }
+
     /// Nobody to ask, no yolo: dangerous commands are denied.
     pub fn unattended() -> Self {
         Self::new(false, Vec::new(), None)
@@ -244,7 +281,7 @@ impl Approvals {
         if let Some(why) = hard_line(command) {
             return Verdict::Blocked(format!("BLOCKED: {why} is never allowed."));
         }
-        if let Some(rule) = self.deny.iter().find(|g| glob_match(g, command)) {
+        if let Some(rule) = denied_by(&self.deny, command) {
             return Verdict::Blocked(format!("BLOCKED by the approvals.deny rule `{rule}`."));
         }
         if self.yolo {
@@ -254,13 +291,7 @@ impl Approvals {
             return Verdict::Allowed;
         };
         let key = why.to_owned();
-        let listed = !has_shell_operators(command)
-            && self
-                .allowlist
-                .lock()
-                .map(|a| a.iter().any(|g| g == command || glob_match(g, command)))
-                .unwrap_or(false);
-        if listed {
+        if self.listed(&key, command) {
             return Verdict::Allowed;
         }
         if self
@@ -299,10 +330,10 @@ impl Approvals {
             }
             Ok(Decision::Always) => {
                 if let Ok(mut a) = self.allowlist.lock() {
-                    a.push(command.to_owned());
+                    a.push(key.clone());
                 }
                 if let Some(save) = &self.persist_always {
-                    save(command);
+                    save(&key);
                 }
                 Verdict::Allowed
             }
@@ -365,11 +396,72 @@ mod tests {
             ),
             "shell operators never match"
         );
+        let podman = Approvals::unattended().with_allowlist(vec!["podman *".into()]);
+        assert!(
+            matches!(
+                podman.check("podman ps\nchmod 777 /srv").await,
+                Verdict::Blocked(_)
+            ),
+            "a newline is a shell operator"
+        );
         let yolo = Approvals::new(true, vec!["*curl*".into()], None);
         assert_eq!(yolo.check("rm -rf build").await, Verdict::Allowed);
         assert!(matches!(yolo.check("rm -rf /").await, Verdict::Blocked(_)));
         assert!(
             matches!(yolo.check("curl x").await, Verdict::Blocked(m) if m.contains("approvals.deny"))
         );
+    }
+
+    #[tokio::test]
+    async fn a_deny_rule_holds_for_every_simple_command_of_the_line() {
+        let yolo = Approvals::new(true, vec!["touch X*".into()], None);
+        for line in [
+            "touch X",
+            "true; touch X",
+            "touch  X",
+            "sudo -n true; touch X",
+            "sudo touch X",
+            "echo $(touch X)",
+            "(touch 'X')",
+            "ls &\ntouch X",
+            "echo 'unclosed; touch X",
+        ] {
+            assert!(
+                matches!(yolo.check(line).await, Verdict::Blocked(m) if m.contains("touch X*")),
+                "{line:?} ran past the rule"
+            );
+        }
+        assert_eq!(yolo.check("echo touch X").await, Verdict::Allowed);
+    }
+
+    /// An approver that answers "always".
+    struct Always;
+
+    impl Approver for Always {
+        fn ask<'a>(
+            &'a self,
+            _request: ApprovalRequest<'a>,
+        ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+            Box::pin(async { Decision::Always })
+        }
+    }
+
+    #[tokio::test]
+    async fn always_stores_the_pattern_key_which_then_covers_that_danger() {
+        let saved = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+        let mut approvals = Approvals::new(false, Vec::new(), Some(Box::new(Always)));
+        let into = saved.clone();
+        approvals.persist_always = Some(Box::new(move |key: &str| {
+            into.lock().unwrap().push(key.to_owned());
+        }));
+        assert_eq!(approvals.check("rm -rf build").await, Verdict::Allowed);
+        assert_eq!(*saved.lock().unwrap(), ["recursive or forced delete"]);
+        let listed =
+            Approvals::unattended().with_allowlist(vec!["recursive or forced delete".into()]);
+        assert_eq!(listed.check("cd x && rm -rf dist").await, Verdict::Allowed);
+        assert!(matches!(
+            listed.check("chmod 777 /srv").await,
+            Verdict::Blocked(_)
+        ));
     }
 }

@@ -8,6 +8,7 @@ pub mod guardrails;
 pub mod history_repair;
 pub mod middleware;
 pub mod plugins;
+pub mod shell_line;
 pub mod skills;
 pub mod tool;
 pub mod toolsets;

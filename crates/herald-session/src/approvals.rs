@@ -63,12 +63,10 @@ impl ApprovalPolicy {
         }
         if attended {
             let file = self.config_file.clone();
-            approvals.persist_always = Some(Box::new(move |command: &str| {
-                if let Err(e) = herald_config::default_config::append_to_list(
-                    &file,
-                    "command_allowlist",
-                    command,
-                ) {
+            approvals.persist_always = Some(Box::new(move |key: &str| {
+                if let Err(e) =
+                    herald_config::default_config::append_to_list(&file, "command_allowlist", key)
+                {
                     tracing::warn!("could not save the approval: {e}");
                 }
             }));

@@ -687,9 +687,19 @@ async fn the_log_lists_the_tools_the_model_is_offered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_webhook_run_refuses_a_command_in_approvals_deny() {
+async fn a_webhook_run_refuses_a_command_in_approvals_deny_however_it_is_written() {
     let provider = FakeProvider::start(vec![
-        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "touch denied-marker"}"#)]),
+        Scripted::tool_calls(&[
+            ("t1", "terminal", r#"{"command": "touch denied-marker"}"#),
+            ("t2", "terminal", r#"{"command": "true; touch denied-a"}"#),
+            ("t3", "terminal", r#"{"command": "touch  denied-b"}"#),
+            (
+                "t4",
+                "terminal",
+                r#"{"command": "sudo -n true; touch denied-c"}"#,
+            ),
+            ("t5", "terminal", r#"{"command": "echo $(touch denied-d)"}"#),
+        ]),
         Scripted::text("could not"),
     ]);
     let config = agent_config(
@@ -706,15 +716,18 @@ async fn a_webhook_run_refuses_a_command_in_approvals_deny() {
         provider.requests().get(1).cloned()
     })
     .await;
-    let result = second.body["messages"]
+    let results: Vec<String> = second.body["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(result.contains("approvals.deny"), "{result}");
-    assert!(!h.home().join("denied-marker").exists());
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results.len(), 5, "{results:?}");
+    for result in &results {
+        assert!(result.contains("approvals.deny"), "{result}");
+    }
+    for file in ["marker", "a", "b", "c", "d"] {
+        assert!(!h.home().join(format!("denied-{file}")).exists(), "{file}");
+    }
 }
