@@ -87,18 +87,20 @@ pub async fn completions(State(api): State<Arc<Api>>, headers: HeaderMap, raw: B
 }
 
 async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
-    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
+    let admitted = body::admit(&api, &headers, raw).await?;
+    let permit = api.permit()?;
+    body::at_most(&admitted.bytes, "messages", api.settings.max_messages)?;
     let request = body::object(
-        &bytes,
+        &admitted.bytes,
         ApiError::bad_request("Invalid JSON in request body", None),
     )?;
     let typed: ChatCompletionRequest = wire::read(&request);
     if typed.stream.0 {
-        return run_completion(api, &headers, &typed, true).await;
+        return run_completion(api.clone(), &headers, &typed, true, permit).await;
     }
     let fields = ["model", "messages", "tools", "tool_choice", "stream"];
     let make = || async {
-        run_completion(api.clone(), &headers, &typed, false)
+        run_completion(api.clone(), &headers, &typed, false, permit)
             .await
             .unwrap_or_else(IntoResponse::into_response)
     };
@@ -111,6 +113,7 @@ async fn run_completion(
     headers: &HeaderMap,
     request: &ChatCompletionRequest,
     stream: bool,
+    permit: Option<OwnedSemaphorePermit>,
 ) -> Result<Response, ApiError> {
     let messages = match &request.messages {
         Some(Value::Array(m)) if !m.is_empty() => m,
@@ -126,7 +129,6 @@ async fn run_completion(
         .clone()
         .unwrap_or_else(|| api.model_id.clone());
     let conversation = session_pick::Transcript::from_chat_messages(messages)?;
-    let permit = api.permit()?;
     let Picked {
         session,
         input,

@@ -80,6 +80,17 @@ impl ApiError {
         }
     }
 
+    /// 503 with `Retry-After`: no room in the budget of body bytes in flight.
+    pub fn busy() -> Self {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Server busy: too many request bodies in flight; retry shortly",
+            Some("server_busy"),
+        );
+        e.retry_after = true;
+        e
+    }
+
     pub fn draining() -> Self {
         ApiError {
             retry_after: true,

@@ -43,6 +43,8 @@ pub struct Api {
     /// One permit per chat completion, response or run in progress (`None`: no cap).
     permits: Option<Arc<Semaphore>>,
     draining: AtomicBool,
+    /// The bytes of request bodies being read and parsed at once.
+    budget: herald_http::BodyBudget,
     idempotency: idempotency::Idempotency,
     /// `/openapi.json`'s body, made once with the router.
     openapi: OnceLock<Bytes>,
@@ -85,6 +87,7 @@ impl Api {
             })
             .unwrap_or_else(|| "hermes-agent".to_owned());
         let cap = settings.max_concurrent_runs as usize;
+        let budget = herald_http::BodyBudget::new(settings.connections.max_body_bytes_in_flight);
         Ok(Arc::new(Api {
             host,
             permits: (cap > 0).then(|| Arc::new(Semaphore::new(cap))),
@@ -92,6 +95,7 @@ impl Api {
             key,
             model_id,
             draining: AtomicBool::new(false),
+            budget,
             idempotency: idempotency::Idempotency::default(),
             openapi: OnceLock::new(),
         }))

@@ -18,6 +18,7 @@ use herald_protocol::{ChatMessage, Role, UserInput};
 use herald_session::{Answers, RunEventKind, RunHandle, RunState, RunStatus, StoredResponse};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
 
 /// What a request asks for, checked.
 struct Ask {
@@ -175,14 +176,16 @@ pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) 
 }
 
 async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
-    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
+    let admitted = body::admit(&api, &headers, raw).await?;
+    let permit = api.permit()?;
+    body::at_most(&admitted.bytes, "input", api.settings.max_messages)?;
     let request = body::object(
-        &bytes,
+        &admitted.bytes,
         ApiError::bad_request_short("Invalid JSON in request body"),
     )?;
     let typed: ResponseRequest = wire::read(&request);
     if typed.stream.0 {
-        return run_response(api, &headers, &typed).await;
+        return run_response(api.clone(), &headers, &typed, permit).await;
     }
     let fields = [
         "input",
@@ -193,7 +196,7 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
         "tools",
     ];
     let make = || async {
-        run_response(api.clone(), &headers, &typed)
+        run_response(api.clone(), &headers, &typed, permit)
             .await
             .unwrap_or_else(IntoResponse::into_response)
     };
@@ -205,9 +208,9 @@ async fn run_response(
     api: Arc<Api>,
     headers: &HeaderMap,
     request: &ResponseRequest,
+    permit: Option<OwnedSemaphorePermit>,
 ) -> Result<Response, ApiError> {
     let ask = ask_of(&api, request).await?;
-    let permit = api.permit()?;
     let options = session_pick::options(
         Answers::Nobody,
         ask.instructions.as_deref().unwrap_or_default(),

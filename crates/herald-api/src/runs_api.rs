@@ -100,8 +100,12 @@ pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) 
 }
 
 async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
-    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
-    let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
+    let admitted = body::admit(&api, &headers, raw).await?;
+    let permit = api.permit()?;
+    let max = api.settings.max_messages;
+    body::at_most(&admitted.bytes, "input", max)?;
+    body::at_most(&admitted.bytes, "conversation_history", max)?;
+    let request = body::object(&admitted.bytes, ApiError::bad_request("Invalid JSON", None))?;
     let request: RunRequest = wire::read(&request);
     let (input, mut history) = parse_input(request.input.as_ref())?;
     match &request.conversation_history {
@@ -116,7 +120,6 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
     }
     let system = request.instructions.or_empty();
     let model = request.model.or_empty();
-    let permit = api.permit()?;
     let run_id = herald_session::prompt::new_run_id();
     let session_id = request.session_id.text().unwrap_or_else(|| run_id.clone());
     let options = session_pick::options(Answers::ByRequest, &system);
@@ -294,14 +297,24 @@ fn event_fields(
 }
 
 #[utoipa::path(post, path = "/v1/runs/{run_id}/approval", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = ApprovalRequest, responses((status = 200, description = "Resolved", body = ApprovalAnswer), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "approval_not_active or approval_not_pending", body = ErrorEnvelope)))]
-pub async fn approval(State(api): State<Arc<Api>>, Path(id): Path<String>, raw: Body) -> Response {
-    answer(approve(api, id, raw).await)
+pub async fn approval(
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    raw: Body,
+) -> Response {
+    answer(approve(api, id, headers, raw).await)
 }
 
-async fn approve(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiError> {
+async fn approve(
+    api: Arc<Api>,
+    id: String,
+    headers: HeaderMap,
+    raw: Body,
+) -> Result<Response, ApiError> {
     let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
-    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
-    let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
+    let admitted = body::admit(&api, &headers, raw).await?;
+    let request = body::object(&admitted.bytes, ApiError::bad_request("Invalid JSON", None))?;
     let request: ApprovalRequest = wire::read(&request);
     let decision = request
         .choice
@@ -371,14 +384,24 @@ fn steer_text(request: &SteerRequest) -> String {
 }
 
 #[utoipa::path(post, path = "/v1/runs/{run_id}/steer", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = SteerRequest, responses((status = 200, description = "Queued for the next tool boundary", body = Steered), (status = 400, description = "invalid_steer_input", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "run_not_accepting_steer or steer_not_accepted", body = ErrorEnvelope)))]
-pub async fn steer(State(api): State<Arc<Api>>, Path(id): Path<String>, raw: Body) -> Response {
-    answer(steer_run(api, id, raw).await)
+pub async fn steer(
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    raw: Body,
+) -> Response {
+    answer(steer_run(api, id, headers, raw).await)
 }
 
-async fn steer_run(api: Arc<Api>, id: String, raw: Body) -> Result<Response, ApiError> {
+async fn steer_run(
+    api: Arc<Api>,
+    id: String,
+    headers: HeaderMap,
+    raw: Body,
+) -> Result<Response, ApiError> {
     let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
-    let bytes = body::read(raw, api.settings.max_body_bytes).await?;
-    let request = body::object(&bytes, ApiError::bad_request("Invalid JSON", None))?;
+    let admitted = body::admit(&api, &headers, raw).await?;
+    let request = body::object(&admitted.bytes, ApiError::bad_request("Invalid JSON", None))?;
     let request: SteerRequest = wire::read(&request);
     let state = run.status().state;
     if state != RunState::Running {

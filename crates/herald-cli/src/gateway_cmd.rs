@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use herald_config::default_config::write_default_config;
-use herald_config::{Config, Home, load_dotenv, process_env};
+use herald_config::{Config, ConnectionSettings, Home, load_dotenv, process_env};
 use herald_deliver::{TargetSet, TargetSettings};
 use herald_gateway::{Gateway, ProfileTemplates, RunTemplate, Workers, router};
 use herald_http::{ConnectionLimits, bind, serve};
@@ -222,7 +222,9 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
             }
         }
     };
-    let limits = connection_limits(&config);
+    let grace = Duration::from_secs(config.webhook.workers.shutdown_grace_secs);
+    let limits = connection_limits(&config.webhook.connections, grace);
+    let api_limits = connection_limits(&config.api_server.connections, grace);
     let serve_webhook = async {
         match webhook {
             Some(w) => {
@@ -246,7 +248,8 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
                     stopped(rx).await;
                     api.start_draining();
                 };
-                serve(a.listeners, herald_api::router(a.api), limits, draining).await
+                let app = herald_api::router(a.api);
+                serve(a.listeners, app, api_limits, draining).await
             }
             None => Ok(()),
         }
@@ -369,14 +372,14 @@ fn print_findings(findings: &[String]) {
     }
 }
 
-/// The connection bounds from `platforms.webhook.extra`, within the descriptor limit.
-fn connection_limits(config: &Config) -> ConnectionLimits {
-    let c = &config.webhook.connections;
+/// A port's connection bounds (`platforms.webhook.extra` or
+/// `platforms.api_server.extra`), within the descriptor limit.
+fn connection_limits(c: &ConnectionSettings, shutdown_grace: Duration) -> ConnectionLimits {
     ConnectionLimits {
         max_connections: usize::try_from(c.max_connections).unwrap_or(usize::MAX),
         header_timeout: Duration::from_secs(c.header_timeout_secs),
         idle_timeout: Duration::from_secs(c.idle_timeout_secs),
-        shutdown_grace: Duration::from_secs(config.webhook.workers.shutdown_grace_secs),
+        shutdown_grace,
     }
     .within_fd_limit()
 }

@@ -1,17 +1,26 @@
 //! The OpenAI-compatible API server's settings: `platforms.api_server` (`enabled`,
 //! `extra.host/port/key/cors_origins/model_name/model_routes`), the `API_SERVER_*`
 //! environment (a key in `extra` wins over the environment's), and
-//! `gateway.api_server.max_concurrent_runs` and `max_stored_responses`.
+//! `gateway.api_server.max_concurrent_runs` and `max_stored_responses`; the port's own
+//! connection bounds (`extra.header_timeout_seconds`, `body_timeout_seconds`,
+//! `idle_timeout_seconds`, `max_connections`, `max_body_bytes_in_flight`, with the
+//! webhook port's defaults) and `extra.max_messages`.
 
+use crate::config::ConnectionSettings;
 use crate::node::Node;
 use crate::platforms::PlatformSettings;
 use crate::reader::{Reader, parse_bool_text};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// `platforms.api_server.extra`.
+type Extra = Map<String, Value>;
 use std::collections::BTreeMap;
 
 pub const DEFAULT_API_PORT: u16 = 8642;
 /// Request bodies above this are refused with 413.
 pub const API_MAX_BODY_BYTES: u64 = 10_000_000;
+/// A `messages` or `input` array longer than this is refused with 400.
+pub const API_MAX_MESSAGES: usize = 10_000;
 
 /// One `model_routes` alias: what a request naming it runs on.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -40,6 +49,10 @@ pub struct ApiServerSettings {
     pub max_body_bytes: u64,
     /// Stored responses kept (least recently used forgotten first).
     pub max_stored_responses: usize,
+    /// The port's connection bounds and its budget of body bytes in flight.
+    pub connections: ConnectionSettings,
+    /// The longest `messages` or `input` array served.
+    pub max_messages: usize,
 }
 
 impl Default for ApiServerSettings {
@@ -55,6 +68,8 @@ impl Default for ApiServerSettings {
             max_concurrent_runs: 10,
             max_body_bytes: API_MAX_BODY_BYTES,
             max_stored_responses: 100,
+            connections: ConnectionSettings::default(),
+            max_messages: API_MAX_MESSAGES,
         }
     }
 }
@@ -165,7 +180,39 @@ pub fn read_api_settings(
     {
         s.max_stored_responses = usize::try_from(v).unwrap_or(usize::MAX);
     }
+    s.connections = connections(r, extra);
+    if let Some(v) = number(r, extra, "max_messages", 1, 10_000_000) {
+        s.max_messages = usize::try_from(v).unwrap_or(usize::MAX);
+    }
     s
+}
+
+/// `platforms.api_server.extra.<key>` as an integer within `min..=max`.
+fn number(r: &mut Reader, extra: Option<&Extra>, key: &str, min: i128, max: i128) -> Option<u64> {
+    let value = extra?.get(key).filter(|v| !v.is_null())?;
+    let name = format!("platforms.api_server.extra.{key}");
+    r.int(&Node::from_json(value), &name, min, max)
+        .and_then(|v| u64::try_from(v).ok())
+}
+
+/// The port's connection bounds, each defaulting to the webhook port's default.
+fn connections(r: &mut Reader, extra: Option<&Extra>) -> ConnectionSettings {
+    let d = ConnectionSettings::default();
+    let mut n = |key: &str, min: i128, max: i128, default: u64| {
+        number(r, extra, key, min, max).unwrap_or(default)
+    };
+    ConnectionSettings {
+        header_timeout_secs: n("header_timeout_seconds", 1, 3600, d.header_timeout_secs),
+        body_timeout_secs: n("body_timeout_seconds", 1, 3600, d.body_timeout_secs),
+        idle_timeout_secs: n("idle_timeout_seconds", 1, 86_400, d.idle_timeout_secs),
+        max_connections: n("max_connections", 1, 1 << 20, d.max_connections),
+        max_body_bytes_in_flight: n(
+            "max_body_bytes_in_flight",
+            1,
+            1 << 40,
+            d.max_body_bytes_in_flight,
+        ),
+    }
 }
 
 /// Why the API server must not start with these settings (the spec's startup guard).

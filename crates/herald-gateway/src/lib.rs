@@ -5,7 +5,6 @@
 //! each step live in `herald-webhook`. This crate never answers 500 to request input.
 
 pub mod answer;
-pub mod body_budget;
 mod dir_watch;
 pub mod direct;
 pub mod findings;

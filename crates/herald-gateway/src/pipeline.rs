@@ -2,7 +2,6 @@
 //! parse, event type, filters, script, templates, dedup + durable enqueue, answer.
 
 use crate::answer::Answer;
-use crate::body_budget::{self, BodyBudget};
 use crate::direct::{self, DirectSend, InFlight};
 use crate::rate_limit::RateLimiter;
 use crate::reject_log::{Reason, RejectLog};
@@ -11,6 +10,8 @@ use crate::script::{self, ScriptOutcome};
 use axum::body::Body;
 use herald_config::{Config, ExtraValue, Route};
 use herald_deliver::{OutgoingMessage, TargetSet};
+use herald_http::body::BodyError;
+use herald_http::body_budget::{self, BodyBudget};
 use herald_store::{EnqueueOutcome, NewInboxItem, Store};
 use herald_webhook::event::BodyKind;
 use herald_webhook::filter::{FileListCache, FilterInput};
@@ -20,13 +21,10 @@ use herald_webhook::template::{RAW_MAX_CHARS, RenderContext, default_prompt};
 use herald_webhook::verify::{Clock, SignatureScheme};
 use herald_webhook::{event, pyjson};
 use http::{HeaderMap, header};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// Headers kept with an inbox entry (never secrets such as `X-Gitlab-Token`).
@@ -417,29 +415,16 @@ impl Gateway {
 
     /// Reads the body within `max_body_bytes` and `body_timeout`.
     async fn read_body(&self, route_name: &str, body: Body) -> Result<bytes::Bytes, Answer> {
-        let limited = Limited::new(body, self.max_body_bytes as usize).collect();
-        let mut limited = std::pin::pin!(limited);
-        // A body that has already arrived (most do, with their head) needs no deadline:
-        // only a body still on its way gets a timer.
-        let first = std::future::poll_fn(|cx| Poll::Ready(limited.as_mut().poll(cx))).await;
-        let read = match first {
-            Poll::Ready(read) => Ok(read),
-            Poll::Pending => tokio::time::timeout(self.body_timeout, limited).await,
-        };
-        match read {
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(e)) if e.is::<LengthLimitError>() => {
+        let limit = usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX);
+        match herald_http::body::read(body, limit, self.body_timeout).await {
+            Ok(bytes) => Ok(bytes),
+            Err(BodyError::TooLarge(_)) => {
                 self.rejects
                     .record(Reason::TooLarge, route_name, &"while reading");
                 Err(Answer::too_large())
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 self.rejects.record(Reason::BadBody, route_name, &e);
-                Err(Answer::bad_request())
-            }
-            Err(_) => {
-                let detail = format!("not received within {} s", self.body_timeout.as_secs());
-                self.rejects.record(Reason::BadBody, route_name, &detail);
                 Err(Answer::bad_request())
             }
         }

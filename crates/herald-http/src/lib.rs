@@ -1,11 +1,15 @@
 //! Serving HTTP on the open internet, for every front door that listens (the webhook
 //! receiver, the OpenAI-compatible API): binding, a cap on open connections, header and
-//! idle timeouts, and a shutdown bounded by the grace period whatever clients do.
+//! idle timeouts, bodies read within a size limit, a deadline and a shared budget of
+//! bytes in flight, and a shutdown bounded by the grace period whatever clients do.
 //!
 //! It knows nothing of routes, requests or the agent: a front door hands it a router.
 
 pub mod bind;
+pub mod body;
+pub mod body_budget;
 pub mod connections;
 
 pub use bind::{BindError, bind};
+pub use body_budget::{BodyBudget, Reservation};
 pub use connections::{ConnectionLimits, serve};

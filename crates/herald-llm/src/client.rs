@@ -3,6 +3,7 @@
 use crate::assemble::{Assembler, DeltaEvent};
 use crate::endpoint::{Endpoint, without_credentials};
 use crate::error::{ErrorClass, LlmError, classify};
+use crate::redact::redacted;
 use crate::sse::SseDecoder;
 use futures_util::StreamExt;
 use herald_protocol::{ChatChunk, ChatCompletion, ChatMessage, ToolSpec};
@@ -249,6 +250,7 @@ impl LlmClient {
                 .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
                 .unwrap_or(text);
             let message: String = message.chars().take(500).collect();
+            let message = redacted(&message, endpoint);
             return Err(LlmError::new(
                 classify(status, &message),
                 Some(status),
@@ -298,10 +300,10 @@ impl LlmClient {
                     )
                 })?;
                 if let Some(err) = &chunk.error {
-                    let message = err["message"]
-                        .as_str()
-                        .unwrap_or("error in stream")
-                        .to_owned();
+                    let message = redacted(
+                        err["message"].as_str().unwrap_or("error in stream"),
+                        endpoint,
+                    );
                     let status = err["code"].as_u64().map(|c| c as u16);
                     return Err(LlmError::new(
                         classify(status.unwrap_or(500), &message),
@@ -419,7 +421,7 @@ async fn read_plain_completion(
         )
     })?;
     if let Some(err) = plain.error {
-        let message = err["message"].as_str().unwrap_or("error").to_owned();
+        let message = redacted(err["message"].as_str().unwrap_or("error"), endpoint);
         let status = err["code"].as_u64().and_then(|c| u16::try_from(c).ok());
         return Err(LlmError::new(
             classify(status.unwrap_or(500), &message),

@@ -1110,12 +1110,12 @@ async fn bad_input_on_every_route_gets_a_clear_answer_and_slows_nothing() {
             assert!(!message.is_empty(), "{path} {shown}: a message: {v}");
         }
     }
-    // A transcript of 20,000 messages near the body limit is answered, and health stays quick
-    // meanwhile.
-    let messages: Vec<Value> = (0..20_000)
+    // A transcript of 9,000 messages (under max_messages) near the body limit is answered,
+    // and health stays quick meanwhile.
+    let messages: Vec<Value> = (0..9_000)
         .map(|i| {
             let role = if i % 2 == 0 { "user" } else { "assistant" };
-            json!({"role": role, "content": format!("message {i} {}", "x".repeat(400))})
+            json!({"role": role, "content": format!("message {i} {}", "x".repeat(920))})
         })
         .collect();
     let body = serde_json::to_vec(&json!({"messages": messages})).unwrap();
@@ -1156,7 +1156,7 @@ async fn bad_input_on_every_route_gets_a_clear_answer_and_slows_nothing() {
         .unwrap()
         .len();
     assert!(
-        sent > 20_000,
+        sent > 9_000,
         "the whole transcript reached the provider: {sent}"
     );
 }
@@ -1203,4 +1203,168 @@ async fn media_image_tags_in_whole_answers_are_inlined_when_safe() {
     .await
     .unwrap();
     assert!(streamed.contains("MEDIA:"), "{streamed}");
+}
+
+#[tokio::test]
+async fn a_provider_that_echoes_its_key_shows_the_caller_none() {
+    const PROVIDER_KEY: &str = "prov-secret-key-98765";
+    let echo = format!(
+        r#"{{"error": {{"message": "bad request; you sent Authorization: Bearer {PROVIDER_KEY} and x-api-key: other-secret-000"}}}}"#
+    );
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::Status(400, echo));
+    let config = api_config(&provider.base_url, "").replace(
+        "  base_url:",
+        &format!("  api_key: {PROVIDER_KEY}\n  base_url:"),
+    );
+    let h = Herald::start(&config);
+    let (s, b) = post_json(
+        &h,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert!(s.is_server_error() || s.is_client_error(), "{s} {b}");
+    let message = b["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("bad request"),
+        "the provider's words stay: {b}"
+    );
+    let (_, run) = post_json(&h, "/v1/runs", json!({"input": "hi"})).await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let (events, text) = run_events(&h, &run_id).await;
+    assert!(events.iter().any(|e| e["event"] == "run.failed"), "{text}");
+    for shown in [b.to_string(), text, h.log()] {
+        assert!(!shown.contains(PROVIDER_KEY), "{shown}");
+        assert!(!shown.contains("other-secret-000"), "{shown}");
+    }
+    assert_eq!(
+        provider.requests()[0]
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok()),
+        Some(format!("Bearer {PROVIDER_KEY}").as_str()),
+        "the key was sent"
+    );
+}
+
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// An authenticated request head for `path` declaring `length` body bytes.
+fn head_declaring(path: &str, length: usize) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_port_bounds_slow_and_stalled_bodies_and_long_message_lists() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::text("ok"));
+    let h = Herald::start(&api_config(
+        &provider.base_url,
+        "      body_timeout_seconds: 4\n      max_body_bytes_in_flight: 2000000\n      max_messages: 50\n",
+    ));
+    // A body still on its way after the body timeout: 408, and the connection closes.
+    let mut slow = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    let started = Instant::now();
+    slow.write_all(head_declaring("/v1/chat/completions", 1000).as_bytes())
+        .await
+        .unwrap();
+    slow.write_all(b"{\"messages\":").await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_timeout"), "{answer}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(7),
+        "{took:?}"
+    );
+    // A stalled big body holds its room in the budget (until its own body timeout): the
+    // next big one waits, then gets 503.
+    let mut stalled = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    stalled
+        .write_all(head_declaring("/v1/chat/completions", 1_500_000).as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let mut second = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    second
+        .write_all(head_declaring("/v1/runs", 1_000_000).as_bytes())
+        .await
+        .unwrap();
+    let mut first_bytes = [0u8; 512];
+    let n = tokio::time::timeout(Duration::from_secs(10), second.read(&mut first_bytes))
+        .await
+        .unwrap()
+        .unwrap();
+    let busy = String::from_utf8_lossy(&first_bytes[..n]).to_lowercase();
+    assert!(busy.starts_with("http/1.1 503"), "{busy}");
+    assert!(busy.contains("retry-after: 1"), "{busy}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(h.get("/health").await.0, StatusCode::OK);
+    drop(stalled);
+    // More messages than max_messages: 400 in the OpenAI envelope, nothing run.
+    let many: Vec<Value> = (0..51)
+        .map(|_| json!({"role": "user", "content": "x"}))
+        .collect();
+    let (s, b) = post_json(&h, "/v1/chat/completions", json!({"messages": many})).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+    assert_eq!(b["error"]["type"], "invalid_request_error");
+    assert_eq!(b["error"]["param"], "messages");
+    let (s, b) = post_json(&h, "/v1/responses", json!({"input": many})).await;
+    assert_eq!(
+        (s, b["error"]["param"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("input"))
+    );
+    assert!(provider.requests().is_empty());
+    let (s, b) = post_json(
+        &h,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "x"}]}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+}
+
+#[tokio::test]
+async fn one_big_body_of_tiny_messages_costs_a_few_times_its_size() {
+    let provider = FakeProvider::start(vec![]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let messages: Vec<String> = (0..100_000)
+        .map(|i| format!("{{\"role\":\"user\",\"content\":\"m{i:07}\"}}"))
+        .collect();
+    let body = format!(
+        "{{\"messages\":[{}],\"pad\":\"{}\"}}",
+        messages.join(","),
+        "x".repeat(5_500_000)
+    );
+    assert!(body.len() > 9_000_000 && body.len() < 10_000_000);
+    let before = peak_rss_kb(h.child.id());
+    let (s, b) = post_raw(&h, "/v1/chat/completions", body.clone().into_bytes()).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+    assert_eq!(b["error"]["param"], "messages");
+    let grown = (peak_rss_kb(h.child.id()) - before) * 1024;
+    eprintln!("peak RSS grew {grown} bytes for a {} byte body", body.len());
+    assert!(
+        grown <= 8 * body.len() as u64,
+        "peak grew {grown} bytes for a {} byte body",
+        body.len()
+    );
 }
