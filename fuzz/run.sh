@@ -12,7 +12,8 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-co
 cargo build --release --target "$target"
 [ "$seconds" = 0 ] && exit 0
 for t in verify_headers template_render filter_compile_eval sse_decode payload_pick; do
-  mkdir -p "corpus/$t"
+  mkdir -p "corpus/$t" "seeds/$t"
   echo "fuzz: $t for ${seconds}s"
-  "./target/$target/release/$t" "corpus/$t" -max_total_time="$seconds" -print_final_stats=0 2>&1 | tail -n 1
+  # seeds/ holds committed regressions (read, never written); corpus/ grows locally.
+  "./target/$target/release/$t" "corpus/$t" "seeds/$t" -max_total_time="$seconds" -print_final_stats=0 2>&1 | tail -n 1
 done

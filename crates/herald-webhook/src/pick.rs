@@ -290,6 +290,13 @@ mod tests {
             json_text::read(body),
             json_text::JsonRead::NotJson
         ));
+        // The input (fuzz/seeds/payload_pick), with the target's default paths.
+        let body = b"{\"~\":\"\\te\xdeobjecy\"}";
+        assert!(paths(&["a", "b.c", "d.e.f"]).pick(body).is_none());
+        assert!(matches!(
+            json_text::read(body),
+            json_text::JsonRead::NotJson
+        ));
     }
 
     #[test]
