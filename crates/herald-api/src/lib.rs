@@ -110,6 +110,14 @@ impl Api {
         self.draining.store(true, Ordering::SeqCst);
     }
 
+    /// Drains, then interrupts every run in progress (their commands killed; runs of
+    /// the runs API end `failed`, `interrupted: herald stopped`) and waits up to
+    /// `within` for them to end.
+    pub async fn stop(&self, within: std::time::Duration) {
+        self.start_draining();
+        self.host.stop_all(within).await;
+    }
+
     /// A slot for one more run, or why not (draining: 503; at the cap: 429).
     fn permit(&self) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
         if self.draining.load(Ordering::SeqCst) {

@@ -72,11 +72,21 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    tokio_rt.block_on(async {
-        let server = AcpServer::new(built.start().await, tools, provider);
-        herald_acp::serve_stdio(server)
-            .await
-            .map_err(|e| anyhow::anyhow!("ACP connection: {e}"))
-    })?;
+    let served = tokio_rt.block_on(async {
+        let host = built.start().await;
+        let server = AcpServer::new(host.clone(), tools, provider);
+        // Until stdin closes or a SIGTERM or SIGINT comes; then every run is stopped.
+        let served = tokio::select! {
+            served = herald_acp::serve_stdio(server) => {
+                served.map_err(|e| anyhow::anyhow!("ACP connection: {e}"))
+            }
+            () = crate::gateway_cmd::shutdown_signal() => Ok(()),
+        };
+        host.stop_all(crate::rpc_cmd::STOP_WITHIN).await;
+        served
+    });
+    // stdin's reader may still be blocked in a read: do not wait for it.
+    tokio_rt.shutdown_background();
+    served?;
     Ok(ExitCode::SUCCESS)
 }

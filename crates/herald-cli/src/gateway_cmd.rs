@@ -246,7 +246,8 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
                 let api = a.api.clone();
                 let draining = async move {
                     stopped(rx).await;
-                    api.start_draining();
+                    // Half the grace for the runs to end, the rest for their answers.
+                    api.stop(grace / 2).await;
                 };
                 let app = herald_api::router(a.api);
                 serve(a.listeners, app, api_limits, draining).await

@@ -62,7 +62,7 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    tokio_rt.block_on(async {
+    let code = tokio_rt.block_on(async {
         let built = match HostBuilder::new(home, Platform::Tui).build() {
             Ok(b) => b,
             Err(e) => {
@@ -71,19 +71,33 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let tools = toolsets::resolve(&Platform::Tui.default_toolsets(&built.config)).0;
-        let gw = Gateway::new(built.start().await, tools);
-        match &args.ws {
+        let host = built.start().await;
+        let gw = Gateway::new(host.clone(), tools);
+        let served = match &args.ws {
             None => serve_stdio(gw).await,
             Some(addr) => serve_ws(gw, addr, &args).await,
-        }
-    })
+        };
+        host.stop_all(STOP_WITHIN).await;
+        served
+    });
+    // stdin's reader may still be blocked in a read: do not wait for it.
+    tokio_rt.shutdown_background();
+    code
 }
 
+/// How long runs get to end once `herald rpc` or `herald acp` is told to stop (their
+/// clients are local: the whole exit stays within 2 s of the signal).
+pub(crate) const STOP_WITHIN: Duration = Duration::from_secs(1);
+
+/// Serves stdin until it closes or a SIGTERM or SIGINT comes.
 async fn serve_stdio(gw: Arc<Gateway>) -> anyhow::Result<ExitCode> {
     let input = tokio::io::BufReader::new(tokio::io::stdin());
-    herald_rpc::stdio::serve(gw, input, tokio::io::stdout())
-        .await
-        .context("reading stdin")?;
+    tokio::select! {
+        served = herald_rpc::stdio::serve(gw, input, tokio::io::stdout()) => {
+            served.context("reading stdin")?;
+        }
+        () = crate::gateway_cmd::shutdown_signal() => {}
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -130,16 +144,15 @@ async fn serve_ws(gw: Arc<Gateway>, addr: &str, args: &RpcArgs) -> anyhow::Resul
         max_connections: 1024,
         header_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(60),
-        shutdown_grace: Duration::from_secs(2),
+        shutdown_grace: Duration::from_millis(500),
     }
     .within_fd_limit();
+    let host = gw.host.clone();
     let app = herald_rpc::ws::router(gw, token, origins);
-    herald_http::serve(
-        listeners,
-        app,
-        limits,
-        crate::gateway_cmd::shutdown_signal(),
-    )
-    .await?;
+    let stop = async move {
+        crate::gateway_cmd::shutdown_signal().await;
+        host.stop_all(STOP_WITHIN).await;
+    };
+    herald_http::serve(listeners, app, limits, stop).await?;
     Ok(ExitCode::SUCCESS)
 }

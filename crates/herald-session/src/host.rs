@@ -252,6 +252,8 @@ pub struct Host {
     store: SessionStore,
     client: LlmClient,
     runs: RunRegistry,
+    /// Every run started, for stopping them all when the front door exits.
+    live: crate::stopping::LiveRuns,
     models: crate::model_options::ModelOptions,
     /// One read connection for the host's lookups, opened on first use.
     reader: Arc<Mutex<Option<SessionReader>>>,
@@ -275,6 +277,7 @@ impl Host {
             store,
             client,
             runs: RunRegistry::new(max_runs),
+            live: crate::stopping::LiveRuns::default(),
             models: crate::model_options::ModelOptions::default(),
             reader: Arc::new(Mutex::new(None)),
         })
@@ -589,6 +592,7 @@ impl Host {
             session.state().running = None;
             return Err(SessionError::TooManyRuns(cap));
         }
+        self.live.track(&cell);
         let drive = Drive {
             host: self.clone(),
             session: session.clone(),
@@ -648,6 +652,13 @@ impl Host {
     /// How many runs are live.
     pub fn live_runs(&self) -> usize {
         self.runs.live()
+    }
+
+    /// Interrupts every live run (its running command's process group killed) and
+    /// waits up to `within` for them to end, as a front door exits; those runs end
+    /// `failed` with [`crate::stopping::STOPPED`]. Returns how many were interrupted.
+    pub async fn stop_all(&self, within: std::time::Duration) -> usize {
+        self.live.stop_all(within).await
     }
 }
 
@@ -825,7 +836,12 @@ impl Drive {
     }
 
     async fn finish(&self, result: TurnResult) {
-        let (state, error) = outcome(&result);
+        let (state, error) = match outcome(&result) {
+            (RunState::Cancelled, _) if self.host.live.is_stopping() => {
+                (RunState::Failed, Some(crate::stopping::STOPPED.to_owned()))
+            }
+            other => other,
+        };
         self.cell.pending.cancel_all();
         let mut last = self.cell.status.borrow().clone();
         last.state = state;

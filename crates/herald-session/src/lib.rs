@@ -43,6 +43,7 @@ pub mod runs;
 pub mod runtime;
 pub mod sessions;
 pub mod slash;
+pub mod stopping;
 
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder, start_together};

@@ -746,7 +746,7 @@ async fn modes_gate_edits_the_model_switches_and_a_fork_keeps_the_history() {
 /// SDK's client does not do (leave a permission request unanswered, be killed).
 pub(super) struct RawAcp {
     pub child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
+    stdin: Option<tokio::process::ChildStdin>,
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
     /// Every message read that was not the answer waited for.
     pub others: Vec<serde_json::Value>,
@@ -769,7 +769,7 @@ impl RawAcp {
         let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         RawAcp {
             child,
-            stdin,
+            stdin: Some(stdin),
             lines,
             others: Vec::new(),
         }
@@ -779,13 +779,23 @@ impl RawAcp {
         use tokio::io::AsyncWriteExt;
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let bytes = format!("{line}\n");
-        self.stdin.write_all(bytes.as_bytes()).await.unwrap();
+        self.stdin
+            .as_mut()
+            .expect("stdin open")
+            .write_all(bytes.as_bytes())
+            .await
+            .unwrap();
     }
 
     /// Writes `bytes` as they are.
     pub async fn raw(&mut self, bytes: &[u8]) {
         use tokio::io::AsyncWriteExt;
-        self.stdin.write_all(bytes).await.unwrap();
+        self.stdin
+            .as_mut()
+            .expect("stdin open")
+            .write_all(bytes)
+            .await
+            .unwrap();
     }
 
     /// The next message herald writes.
@@ -817,6 +827,11 @@ impl RawAcp {
             .await;
         let id = self.answer(2).await["sessionId"].clone();
         id.as_str().unwrap().to_owned()
+    }
+
+    /// Closes herald's stdin (the IDE went away).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
     }
 
     /// Sends prompt `text` to `session` as request `id`.

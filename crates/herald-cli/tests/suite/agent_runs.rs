@@ -51,18 +51,6 @@ fn restart(home: tempfile::TempDir, telegram: &Fake) -> Herald {
     )
 }
 
-/// Polls `check` until it returns Some or `limit` passes.
-async fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn show(h: &Herald, id: i64) -> Value {
     let (code, out, err) = h.cli(&["inbox", "show", &id.to_string(), "--json"]);
     assert_eq!(code, 0, "{err}");

@@ -19,6 +19,7 @@ mod plugins;
 mod recovery;
 mod rpc;
 mod setup;
+mod shutdown;
 mod signatures;
 mod support;
 mod webhook_cli;

@@ -718,7 +718,7 @@ async fn approvals_clarify_interrupt_steer_and_model_switching() {
 /// (given, or the one it made and printed).
 pub struct WsServer {
     /// Killed when the server is dropped.
-    _child: tokio::process::Child,
+    pub child: tokio::process::Child,
     pub url: String,
     pub token: String,
 }
@@ -771,11 +771,7 @@ impl WsServer {
                     .to_owned()
             }
         };
-        WsServer {
-            _child: child,
-            url,
-            token,
-        }
+        WsServer { child, url, token }
     }
 
     /// A connected client, with `token` as its bearer (the server's when `None`).
