@@ -1,25 +1,45 @@
-//! Server-sent events: a producer task writes frames into a small bounded queue (a
-//! slow reader slows the producer, not memory), the body reads them with a
-//! `: keepalive` comment in idle stretches, and a reader that goes away closes the
-//! queue so the producer can stop its run.
+//! Server-sent events: a producer task writes frames into a queue bounded in bytes
+//! ([`BUFFERED`]; a slow reader slows the producer, and through the run's flow the
+//! provider, not memory), the body reads them with a `: keepalive` comment in idle
+//! stretches, and a reader that goes away, or takes nothing for [`WRITE_TIMEOUT`],
+//! closes the queue so the producer can stop its run.
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-/// Frames buffered for a reader before the producer waits.
-const QUEUE: usize = 64;
+/// Bytes of frames buffered for a reader before the producer waits.
+pub const BUFFERED: usize = 512 * 1024;
+/// A reader that takes nothing for this long is treated as gone (Hermes's WebSocket
+/// write timeout).
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 const KEEPALIVE: Duration = Duration::from_secs(30);
 
-/// The producer's side: `false` from a send means the reader is gone.
-pub struct Frames(mpsc::Sender<Bytes>);
+/// A frame and the room it holds in the queue's byte budget.
+type Queued = (Bytes, OwnedSemaphorePermit);
+
+/// The producer's side: `false` from a send means the reader is gone (or stalled past
+/// the write timeout).
+pub struct Frames {
+    tx: mpsc::UnboundedSender<Queued>,
+    room: Arc<Semaphore>,
+}
 
 impl Frames {
     pub async fn raw(&self, text: String) -> bool {
-        self.0.send(Bytes::from(text)).await.is_ok()
+        let bytes = Bytes::from(text);
+        // A frame bigger than the whole budget takes all of it.
+        let wanted = bytes.len().clamp(1, BUFFERED) as u32;
+        let permit =
+            tokio::time::timeout(WRITE_TIMEOUT, self.room.clone().acquire_many_owned(wanted));
+        match permit.await {
+            Ok(Ok(permit)) => self.tx.send((bytes, permit)).is_ok(),
+            _ => false,
+        }
     }
 
     /// `data: <json>` as a default event.
@@ -37,10 +57,12 @@ impl Frames {
 
 /// A streaming response and the producer's side of its queue.
 pub fn channel() -> (Frames, Response) {
-    let (tx, rx) = mpsc::channel::<Bytes>(QUEUE);
+    let (tx, rx) = mpsc::unbounded_channel::<Queued>();
+    let room = Arc::new(Semaphore::new(BUFFERED));
+    // A frame's room is given back as the body hands it to the connection.
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         tokio::select! {
-            frame = rx.recv() => frame.map(|f| (Ok::<_, std::convert::Infallible>(f), rx)),
+            frame = rx.recv() => frame.map(|(f, _room)| (Ok::<_, std::convert::Infallible>(f), rx)),
             () = tokio::time::sleep(KEEPALIVE) => Some((Ok(Bytes::from_static(b": keepalive\n\n")), rx)),
         }
     });
@@ -52,5 +74,5 @@ pub fn channel() -> (Frames, Response) {
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    (Frames(tx), response)
+    (Frames { tx, room }, response)
 }

@@ -60,6 +60,9 @@ pub struct CallOutcome {
 #[derive(Clone)]
 pub struct LlmClient {
     http: reqwest::Client,
+    /// The run's back-pressure: the provider's stream is read only while its reader
+    /// keeps up (see [`crate::flow`]).
+    flow: Option<std::sync::Arc<crate::flow::Flow>>,
 }
 
 impl Default for LlmClient {
@@ -76,7 +79,7 @@ impl LlmClient {
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
             .build()
             .unwrap_or_default();
-        LlmClient { http }
+        LlmClient { http, flow: None }
     }
 
     /// The model ids an OpenAI-compatible server lists at `<base_url>/models`, asked
@@ -183,6 +186,15 @@ impl LlmClient {
         serde_json::to_vec(&fixed).unwrap_or_default()
     }
 
+    /// This client (its connection pool shared) reading streams only as fast as
+    /// `flow`'s reader takes the output.
+    pub fn paced(&self, flow: std::sync::Arc<crate::flow::Flow>) -> LlmClient {
+        LlmClient {
+            http: self.http.clone(),
+            flow: Some(flow),
+        }
+    }
+
     /// One streamed call; `on_delta` sees text, reasoning and tool-call starts as they
     /// arrive.
     pub async fn stream_once(
@@ -265,6 +277,9 @@ impl LlmClient {
         let mut assembler = Assembler::new();
         let mut done = false;
         while !done {
+            if let Some(flow) = &self.flow {
+                flow.room().await;
+            }
             let next = tokio::time::timeout(endpoint.stale_timeout, stream.next())
                 .await
                 .map_err(|_| {

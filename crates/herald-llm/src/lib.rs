@@ -10,6 +10,7 @@ pub mod assemble;
 pub mod client;
 pub mod endpoint;
 pub mod error;
+pub mod flow;
 pub mod redact;
 pub mod sse;
 

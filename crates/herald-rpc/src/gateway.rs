@@ -68,7 +68,7 @@ impl Gateway {
     }
 
     /// A new client's outbox and the receiving end its writer drains.
-    pub fn connect(&self) -> (Outbox, tokio::sync::mpsc::Receiver<Out>) {
+    pub fn connect(&self) -> (Outbox, crate::outbox::Outgoing) {
         let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
         lock(&self.open).insert(conn);
         Outbox::new(conn)

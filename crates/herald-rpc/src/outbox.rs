@@ -1,13 +1,18 @@
 //! What goes out to one client, in order: whole frames, and text deltas that a
 //! WebSocket may coalesce into ~33 ms batches (rpc-gateway.md §1); every other frame
-//! flushes the batch first, so the order is kept.
+//! flushes the batch first, so the order is kept. What waits for a client is bounded in
+//! bytes ([`OUTBOX_BYTES`]): producers then wait, and through the run's flow so does the
+//! provider.
 
 use crate::frame;
 use serde_json::json;
-use tokio::sync::mpsc;
+use std::sync::Arc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-/// Frames waiting for a slow client at most; producers then wait (back-pressure).
-pub const OUTBOX_FRAMES: usize = 1024;
+/// Bytes waiting for a slow client at most; producers then wait (back-pressure).
+pub const OUTBOX_BYTES: usize = 512 * 1024;
+/// A batch of deltas is sent once it holds this much text, however fast more come.
+pub const MAX_BATCH_TEXT: usize = 64 * 1024;
 
 /// One outgoing item.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +53,7 @@ impl Out {
                     session_id: s2,
                     text: t2,
                 },
-            ) if kind == k2 && session_id == s2 => {
+            ) if kind == k2 && session_id == s2 && text.len() < MAX_BATCH_TEXT => {
                 text.push_str(t2);
                 true
             }
@@ -62,18 +67,48 @@ impl Out {
 pub struct Outbox {
     /// Which connection this is (sessions remember the one they are bound to).
     pub conn: u64,
-    tx: mpsc::Sender<Out>,
+    tx: mpsc::UnboundedSender<(Out, OwnedSemaphorePermit)>,
+    room: Arc<Semaphore>,
+}
+
+/// The writer's side of an [`Outbox`]: each item's room is given back as it is taken.
+pub struct Outgoing(mpsc::UnboundedReceiver<(Out, OwnedSemaphorePermit)>);
+
+impl Outgoing {
+    pub async fn recv(&mut self) -> Option<Out> {
+        self.0.recv().await.map(|(out, _room)| out)
+    }
+
+    /// Nothing more waits now.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Out {
+    /// What an item weighs in the outbox's byte budget.
+    fn weight(&self) -> usize {
+        match self {
+            Out::Frame(f) => f.len(),
+            Out::Delta { text, .. } => text.len() + 64,
+        }
+    }
 }
 
 impl Outbox {
-    pub fn new(conn: u64) -> (Outbox, mpsc::Receiver<Out>) {
-        let (tx, rx) = mpsc::channel(OUTBOX_FRAMES);
-        (Outbox { conn, tx }, rx)
+    pub fn new(conn: u64) -> (Outbox, Outgoing) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let room = Arc::new(Semaphore::new(OUTBOX_BYTES));
+        (Outbox { conn, tx, room }, Outgoing(rx))
     }
 
-    /// Sends one item; false when the client has gone.
+    /// Sends one item once there is room for it; false when the client has gone.
     pub async fn send(&self, out: Out) -> bool {
-        self.tx.send(out).await.is_ok()
+        let wanted = out.weight().clamp(1, OUTBOX_BYTES) as u32;
+        match self.room.clone().acquire_many_owned(wanted).await {
+            Ok(room) => self.tx.send((out, room)).is_ok(),
+            Err(_) => false,
+        }
     }
 
     pub async fn frame(&self, frame: String) -> bool {

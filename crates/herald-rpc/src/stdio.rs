@@ -3,16 +3,15 @@
 
 use crate::connection::{Client, MAX_FRAME, ready};
 use crate::gateway::Gateway;
-use crate::outbox::Out;
+use crate::outbox::Outgoing;
 use futures_util::StreamExt;
 use herald_jsonrpc::{Line, LineCodec};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 
 /// Writes every item as one line, flushing when nothing more is waiting.
-async fn write_frames(mut rx: mpsc::Receiver<Out>, mut output: impl AsyncWrite + Unpin) {
+async fn write_frames(mut rx: Outgoing, mut output: impl AsyncWrite + Unpin) {
     while let Some(out) = rx.recv().await {
         let mut line = out.render();
         line.push('\n');

@@ -6,7 +6,7 @@
 
 use crate::connection::{Client, MAX_FRAME, ready};
 use crate::gateway::Gateway;
-use crate::outbox::Out;
+use crate::outbox::{Out, Outgoing};
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
@@ -18,10 +18,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
-use tokio::sync::mpsc;
 
 /// How long deltas are gathered before they leave.
 const BATCH: Duration = Duration::from_millis(33);
+/// A client that takes nothing for this long is treated as gone (Hermes's write timeout).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Open sockets at most; more are answered 503 before the upgrade.
 pub const MAX_SOCKETS: usize = 256;
 
@@ -130,23 +131,36 @@ async fn serve(gw: Arc<Gateway>, socket: WebSocket) {
     let writer = tokio::spawn(write_frames(rx, sink));
     outbox.frame(ready()).await;
     let mut client = Client::new(gw, outbox);
-    while let Some(Ok(message)) = stream.next().await {
+    let mut writer = std::pin::pin!(writer);
+    loop {
+        let message = tokio::select! {
+            m = stream.next() => m,
+            // The writer gave up on a client that takes nothing: the connection ends.
+            _ = &mut writer => break,
+        };
         match message {
-            Message::Text(text) => client.take(text.as_str().as_bytes()).await,
-            Message::Binary(bytes) => client.take(&bytes).await,
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) => {}
+            Some(Ok(Message::Text(text))) => client.take(text.as_str().as_bytes()).await,
+            Some(Ok(Message::Binary(bytes))) => client.take(&bytes).await,
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
         }
     }
     client.finish().await;
     writer.abort();
 }
 
-/// Sends items as text messages, gathering deltas for up to [`BATCH`].
-async fn write_frames(
-    mut rx: mpsc::Receiver<Out>,
-    mut sink: impl futures_util::Sink<Message> + Unpin,
-) {
+/// Sends one message, unless the client takes nothing for [`WRITE_TIMEOUT`]; false
+/// when the connection is gone or stalled.
+async fn send_within(sink: &mut (impl futures_util::Sink<Message> + Unpin), text: String) -> bool {
+    matches!(
+        tokio::time::timeout(WRITE_TIMEOUT, sink.send(Message::Text(text.into()))).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Sends items as text messages, gathering deltas for up to [`BATCH`]; stops when the
+/// client is gone or takes nothing for [`WRITE_TIMEOUT`].
+async fn write_frames(mut rx: Outgoing, mut sink: impl futures_util::Sink<Message> + Unpin) {
     let mut held: Option<Out> = None;
     loop {
         let next = match &held {
@@ -154,7 +168,7 @@ async fn write_frames(
                 Ok(n) => n,
                 Err(_) => {
                     if let Some(out) = held.take()
-                        && sink.send(Message::Text(out.render().into())).await.is_err()
+                        && !send_within(&mut sink, out.render()).await
                     {
                         return;
                     }
@@ -165,7 +179,7 @@ async fn write_frames(
         };
         let Some(out) = next else {
             if let Some(out) = held.take() {
-                let _ = sink.send(Message::Text(out.render().into())).await;
+                send_within(&mut sink, out.render()).await;
             }
             return;
         };
@@ -175,17 +189,14 @@ async fn write_frames(
             continue;
         }
         if let Some(previous) = held.take()
-            && sink
-                .send(Message::Text(previous.render().into()))
-                .await
-                .is_err()
+            && !send_within(&mut sink, previous.render()).await
         {
             return;
         }
         match out {
             Out::Delta { .. } => held = Some(out),
             Out::Frame(f) => {
-                if sink.send(Message::Text(f.into())).await.is_err() {
+                if !send_within(&mut sink, f).await {
                     return;
                 }
             }

@@ -14,6 +14,7 @@ use herald_agent::tool::Clarifier;
 use herald_agent::{
     Agent, AgentConfig, AgentEvent, Approvals, Approver, Observer, Plugins, Tool, TurnResult,
 };
+use herald_llm::flow::Flow;
 use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::{ChatMessage, UserInput};
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
@@ -571,7 +572,8 @@ impl Host {
             let history: Vec<ChatMessage> = s.history.iter().map(|h| h.message.clone()).collect();
             (history, s.endpoint.clone())
         };
-        let agent = self.agent_for(session, endpoint.clone());
+        let flow = Arc::new(herald_llm::flow::Flow::default());
+        let agent = self.agent_for(session, endpoint.clone(), flow.clone());
         let now = now_secs();
         let (status, _) = watch::channel(RunStatus::queued(
             run_id.clone(),
@@ -583,6 +585,7 @@ impl Host {
             status,
             agent.handle(),
             session.0.pending.clone(),
+            flow,
         ));
         let listed = match session.0.keep_runs {
             true => self.runs.insert(run_id.clone(), cell.clone()),
@@ -602,7 +605,9 @@ impl Host {
         Ok(RunHandle { cell })
     }
 
-    fn agent_for(&self, session: &Session, endpoint: Endpoint) -> Agent {
+    /// The agent of one run, reading its provider only as fast as `flow`'s reader
+    /// takes the output.
+    fn agent_for(&self, session: &Session, endpoint: Endpoint, flow: Arc<Flow>) -> Agent {
         let s = &session.0;
         let rt = &self.runtime;
         Agent::with_client(
@@ -623,7 +628,7 @@ impl Host {
                 provider: rt.provider.clone(),
                 clarifier: s.clarifier.clone(),
             },
-            self.client.clone(),
+            self.client.paced(flow),
         )
     }
 

@@ -4,6 +4,7 @@
 
 use crate::answers::Pending;
 use herald_agent::{AgentHandle, Decision};
+use herald_llm::flow::Flow;
 use herald_protocol::ChatMessage;
 use herald_store::sessions::RunRow;
 use serde_json::Value;
@@ -284,6 +285,8 @@ pub(crate) struct RunCell {
     events: Mutex<Option<mpsc::Sender<RunEvent>>>,
     /// The events' one consumer, until someone takes it.
     receiver: Mutex<Option<mpsc::Receiver<RunEvent>>>,
+    /// The streamed text waiting for the reader; past its limit the provider is paused.
+    pub flow: Arc<Flow>,
 }
 
 impl RunCell {
@@ -291,6 +294,7 @@ impl RunCell {
         status: watch::Sender<RunStatus>,
         agent: AgentHandle,
         pending: Arc<Pending>,
+        flow: Arc<Flow>,
     ) -> RunCell {
         let (events, rx) = mpsc::channel(EVENT_BACKLOG);
         RunCell {
@@ -299,6 +303,7 @@ impl RunCell {
             pending,
             events: Mutex::new(Some(events)),
             receiver: Mutex::new(Some(rx)),
+            flow,
         }
     }
 
@@ -353,6 +358,7 @@ impl RunCell {
             let s = self.status.borrow();
             (s.run_id.clone(), s.session_id.clone())
         };
+        let bytes = streamed_bytes(&kind);
         let event = RunEvent {
             run_id,
             session_id,
@@ -360,16 +366,18 @@ impl RunCell {
             kind,
         };
         match sender.try_send(event) {
-            Ok(()) => {}
+            Ok(()) => self.flow.hold(bytes),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(
                     run = %self.status.borrow().run_id,
                     "the run's event reader fell {EVENT_BACKLOG} events behind: its stream ends here (the run goes on)"
                 );
                 events.take();
+                self.flow.disengage();
             }
             Err(mpsc::error::TrySendError::Closed(_)) => {
                 events.take();
+                self.flow.disengage();
             }
         }
     }
@@ -384,6 +392,16 @@ impl RunCell {
                 s.updated_at = crate::host::now_secs();
             }
         });
+    }
+}
+
+/// The bytes of streamed text an event carries (what back-pressure counts).
+fn streamed_bytes(kind: &RunEventKind) -> u64 {
+    match kind {
+        RunEventKind::MessageDelta(t)
+        | RunEventKind::ReasoningDelta(t)
+        | RunEventKind::MessageCorrected(t) => t.len() as u64,
+        _ => 0,
     }
 }
 
@@ -403,7 +421,10 @@ impl RunEvents {
             return None;
         }
         let event = match self.rx.recv().await {
-            Some(event) => event,
+            Some(event) => {
+                self.run.cell.flow.release(streamed_bytes(&event.kind));
+                event
+            }
             None => {
                 let end = self.run.finished().await;
                 RunEvent {
@@ -416,6 +437,13 @@ impl RunEvents {
         };
         self.ended = matches!(event.kind, RunEventKind::Finished(_));
         Some(event)
+    }
+}
+
+impl Drop for RunEvents {
+    /// The reader is gone: the provider is not paused for it any more.
+    fn drop(&mut self) {
+        self.run.cell.flow.disengage();
     }
 }
 
@@ -449,6 +477,7 @@ impl RunHandle {
     /// [`UNCONSUMED_KEPT`]).
     pub fn take_events(&self) -> Option<RunEvents> {
         let rx = self.cell.take_receiver(crate::host::now_secs())?;
+        self.cell.flow.engage();
         Some(RunEvents {
             rx,
             run: self.clone(),
@@ -619,7 +648,12 @@ mod tests {
         let mut status = RunStatus::queued(format!("run_{age}"), "s".into(), "m".into(), now - age);
         status.state = RunState::Running;
         let (status, _) = watch::channel(status);
-        Arc::new(RunCell::new(status, AgentHandle::default(), Arc::default()))
+        Arc::new(RunCell::new(
+            status,
+            AgentHandle::default(),
+            Arc::default(),
+            Arc::default(),
+        ))
     }
 
     #[tokio::test]

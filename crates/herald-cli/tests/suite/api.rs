@@ -1248,16 +1248,6 @@ async fn a_provider_that_echoes_its_key_shows_the_caller_none() {
     );
 }
 
-fn peak_rss_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
 /// An authenticated request head for `path` declaring `length` body bytes.
 fn head_declaring(path: &str, length: usize) -> String {
     format!(
@@ -1367,4 +1357,58 @@ async fn one_big_body_of_tiny_messages_costs_a_few_times_its_size() {
         "peak grew {grown} bytes for a {} byte body",
         body.len()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_client_that_never_reads_pauses_the_provider_and_then_stops_its_run() {
+    use tokio::io::AsyncWriteExt;
+    // 160 MB of answer from a provider as fast as the socket lets it be.
+    let part = "y".repeat(64 * 1024);
+    let parts: Vec<&str> = std::iter::repeat_n(part.as_str(), 2500).collect();
+    let provider = FakeProvider::start(vec![Scripted::Events(Scripted::text_events(&parts))]);
+    provider.set_fallback(Scripted::text("ok"));
+    let h = Herald::start(&api_config(&provider.base_url, "").replace(
+        "agent:\n",
+        "gateway:\n  api_server:\n    max_concurrent_runs: 1\nagent:\n",
+    ));
+    let before = peak_rss_kb(h.child.id());
+    let body = r#"{"stream": true, "messages": [{"role": "user", "content": "talk"}]}"#;
+    let request = format!(
+        "{}{body}",
+        head_declaring("/v1/chat/completions", body.len())
+    );
+    let mut stalled = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    stalled.write_all(request.as_bytes()).await.unwrap();
+    // Never read: after the write timeout (10 s) the run is interrupted.
+    let started = Instant::now();
+    let mut freed = false;
+    while started.elapsed() < Duration::from_secs(25) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let grown = peak_rss_kb(h.child.id()).saturating_sub(before);
+        assert!(
+            grown < 96 * 1024,
+            "herald grew {grown} kB for a client that reads nothing"
+        );
+        if started.elapsed() < Duration::from_secs(9) {
+            continue;
+        }
+        // The one run slot comes back once the stalled run is stopped.
+        let (s, _) = post_json(
+            &h,
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "x"}], "stream": false}),
+        )
+        .await;
+        if s != StatusCode::TOO_MANY_REQUESTS {
+            freed = true;
+            break;
+        }
+    }
+    assert!(freed, "the stalled run still holds its slot");
+    assert!(started.elapsed() >= Duration::from_secs(9));
+    eprintln!(
+        "peak RSS grew {} kB while a client read nothing",
+        peak_rss_kb(h.child.id()).saturating_sub(before)
+    );
+    drop(stalled);
 }

@@ -183,16 +183,6 @@ async fn a_flood_of_forged_requests_writes_one_line_not_one_each() {
     assert!(log.lines().all(|l| l.len() < 1000), "{log}");
 }
 
-fn peak_rss_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
 /// About 1 MB of `[[[...1...]]]` chains side by side: a tree of it would be ~40 MB.
 fn nested_body() -> String {
     let unit = format!("{}1{}", "[".repeat(100), "]".repeat(100));

@@ -1311,3 +1311,64 @@ async fn reloads_spawn_trees_interim_text_and_process_notices() {
     );
     assert_eq!(c.code("spawn_tree.load", json!({})).await, 4000);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_client_that_stops_reading_pauses_the_provider_and_is_let_go() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    // 160 MB of answer from a provider as fast as the socket lets it be.
+    let part = "z".repeat(64 * 1024);
+    let parts: Vec<&str> = std::iter::repeat_n(part.as_str(), 2500).collect();
+    let provider = FakeProvider::start(vec![Scripted::Events(Scripted::text_events(&parts))]);
+    let home = rpc_home(&provider.base_url, "");
+    let cwd = tempfile::tempdir().unwrap();
+    let server = WsServer::start(home.path(), "127.0.0.1:0", None).await;
+    let pid = server.child.id().unwrap();
+    let before = super::support::peak_rss_kb(pid);
+    let (mut socket, _) = tokio_tungstenite::connect_async(server.request(&server.token, None))
+        .await
+        .unwrap();
+    let call = |id: u64, method: &str, params: Value| {
+        let text = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        Message::Text(text.to_string().into())
+    };
+    socket
+        .send(call(1, "session.create", json!({"cwd": cwd.path()})))
+        .await
+        .unwrap();
+    let session_id = loop {
+        let Some(Ok(Message::Text(t))) = socket.next().await else {
+            panic!("the socket ended");
+        };
+        let v: Value = serde_json::from_str(t.as_str()).unwrap();
+        if v["id"] == 1 {
+            break v["result"]["session_id"].as_str().unwrap().to_owned();
+        }
+    };
+    let submit = json!({"session_id": session_id, "text": "talk"});
+    socket.send(call(2, "prompt.submit", submit)).await.unwrap();
+    // Read nothing for 12 s (past the 10 s write timeout).
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(12) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let grown = super::support::peak_rss_kb(pid).saturating_sub(before);
+        assert!(
+            grown < 96 * 1024,
+            "herald grew {grown} kB for a client that reads nothing"
+        );
+    }
+    eprintln!(
+        "peak RSS grew {} kB while a WebSocket client read nothing",
+        super::support::peak_rss_kb(pid).saturating_sub(before)
+    );
+    // What was written is there to read, then the connection ends: herald let it go.
+    let drained = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(Ok(m)) = socket.next().await {
+            if m.is_close() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(drained.is_ok(), "herald kept a client that read nothing");
+}

@@ -290,3 +290,14 @@ pub async fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() ->
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The process's peak resident set (VmHWM), in kB.
+pub fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
