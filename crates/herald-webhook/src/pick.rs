@@ -13,6 +13,7 @@
 //! the caller parses in full for the exact answer.
 
 use crate::json_text;
+use crate::template::NESTED_MAX_CHARS;
 use serde::Deserializer as _;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -37,6 +38,10 @@ pub struct PayloadPaths {
 struct Node {
     /// The whole value at this path is read.
     whole: bool,
+    /// The value at this path is only shown by a template (cut to
+    /// [`NESTED_MAX_CHARS`]): a container is built only as far as its rendering can
+    /// show.
+    shown: bool,
     children: BTreeMap<String, Node>,
 }
 
@@ -74,6 +79,21 @@ impl PayloadPaths {
             node = node.children.entry(segment.clone()).or_default();
         }
         node.whole = true;
+    }
+
+    /// A template shows the value at `path`: an object or a list there is built only as
+    /// far as its rendering, cut to [`NESTED_MAX_CHARS`], can show (a path that
+    /// something else also reads is built whole).
+    pub fn add_shown(&mut self, path: &[String]) {
+        if path.is_empty() {
+            self.everything = true;
+            return;
+        }
+        let mut node = &mut self.root;
+        for segment in path {
+            node = node.children.entry(segment.clone()).or_default();
+        }
+        node.shown = true;
     }
 
     /// The body as a payload holding only these paths, or `None` when only the full
@@ -180,6 +200,11 @@ impl<'de> Visitor<'de> for PickObject<'_> {
                 None => {
                     access.next_value::<IgnoredAny>()?;
                 }
+                Some(child) if !child.whole && child.children.is_empty() => {
+                    let budget = std::cell::Cell::new(SHOWN_BUDGET);
+                    let value = access.next_value_seed(Shown(&budget))?;
+                    out.insert(key.into_owned(), value);
+                }
                 Some(child) if child.whole || child.children.is_empty() => {
                     let value: Value = access.next_value()?;
                     out.insert(key.into_owned(), value);
@@ -192,6 +217,116 @@ impl<'de> Visitor<'de> for PickObject<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+/// How much of a shown value is built: counted so that the kept part always renders to
+/// more than the cut (each count is at most what its rendering writes).
+const SHOWN_BUDGET: usize = NESTED_MAX_CHARS + 1;
+
+/// The key under which serde_json (with arbitrary precision) hands over a number.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// A value built only as far as its indented rendering, cut to [`NESTED_MAX_CHARS`],
+/// can show: once `budget` is spent, the rest of every open container is skipped.
+/// Rendering follows document order, so the cut text is the same as the whole value's.
+/// A key repeated after the budget is spent still replaces its earlier value (the last
+/// one wins, in the first one's place, as Python's dict keeps it).
+struct Shown<'b>(&'b std::cell::Cell<usize>);
+
+impl Shown<'_> {
+    fn spend(&self, n: usize) {
+        self.0.set(self.0.get().saturating_sub(n));
+    }
+
+    fn spent(&self) -> bool {
+        self.0.get() == 0
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for Shown<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Shown<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        self.spend(4);
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        self.spend(1);
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        self.spend(1);
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        self.spend(1);
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        self.spend(v.chars().count() + 2);
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        self.spend(v.chars().count() + 2);
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        self.spend(4);
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        self.spend(4);
+        Ok(Value::Null)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        self.spend(2);
+        let mut out = Map::new();
+        while let Some(Key(key)) = access.next_key::<Key<'de>>()? {
+            if key == NUMBER_TOKEN && out.is_empty() {
+                // A number, as serde_json's arbitrary precision hands it over.
+                let digits: Cow<'de, str> = access.next_value::<Key<'de>>()?.0;
+                return serde_json::from_str(&digits).map_err(de::Error::custom);
+            }
+            if !self.spent() {
+                self.spend(key.chars().count() + 4);
+                let value = access.next_value_seed(Shown(self.0))?;
+                out.insert(key.into_owned(), value);
+            } else if out.contains_key(key.as_ref()) {
+                let fresh = std::cell::Cell::new(SHOWN_BUDGET);
+                let value = access.next_value_seed(Shown(&fresh))?;
+                out.insert(key.into_owned(), value);
+            } else {
+                access.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        self.spend(2);
+        let mut out = Vec::new();
+        while !self.spent() {
+            match access.next_element_seed(Shown(self.0))? {
+                Some(v) => out.push(v),
+                None => return Ok(Value::Array(out)),
+            }
+        }
+        while access.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Value::Array(out))
     }
 }
 
@@ -297,6 +432,40 @@ mod tests {
             json_text::read(body),
             json_text::JsonRead::NotJson
         ));
+    }
+
+    #[test]
+    fn a_shown_container_is_built_only_as_far_as_its_cut_shows_and_renders_the_same() {
+        use crate::template::{RenderContext, Template};
+        let unit = format!("{}1{}", "[".repeat(50), "]".repeat(50));
+        let chains = vec![unit; 5000].join(",");
+        let late = "x".repeat(3000);
+        let body = format!(
+            r#"{{"a": {{"k": "first", "list": [{chains}], "k": {{"late": "{late}"}}, "n": 12345678901234567890123}}, "b": {{"c": [1.5, true, null, "\u00e9"]}}}}"#
+        );
+        let template = Template::compile("A={a} C={b.c}");
+        let mut shown = PayloadPaths::new();
+        template.add_paths(&mut shown);
+        let picked = shown.pick(body.as_bytes()).unwrap().payload;
+        let full: Map<String, Value> = serde_json::from_str(&body).unwrap();
+        let event = Value::Null;
+        let render = |payload| {
+            template.render(&RenderContext {
+                payload,
+                event_type: &event,
+                raw: None,
+            })
+        };
+        assert_eq!(render(&picked), render(&full));
+        let kept = serde_json::to_string(&picked["a"]["list"]).unwrap();
+        assert!(kept.len() < 20_000, "built {} bytes of a list", kept.len());
+        // The repeated key replaced its value in the first one's place.
+        assert!(picked["a"]["k"].is_object());
+        // A filter's path is built whole.
+        let mut whole = shown.clone();
+        whole.add(&["a".to_owned()]);
+        let picked = whole.pick(body.as_bytes()).unwrap().payload;
+        assert_eq!(picked["a"], full["a"]);
     }
 
     #[test]

@@ -96,7 +96,7 @@ impl Template {
         for segment in &self.segments {
             match segment {
                 Segment::Raw => paths.add_raw(),
-                Segment::Path(path, _) => paths.add(path),
+                Segment::Path(path, _) => paths.add_shown(path),
                 Segment::Literal(_) | Segment::EventType => {}
             }
         }

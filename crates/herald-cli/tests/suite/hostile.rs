@@ -3,6 +3,7 @@
 
 use crate::suite::support::*;
 
+use serde_json::Value;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -279,4 +280,35 @@ async fn bodies_beyond_the_in_flight_budget_wait_then_get_503_with_retry_after()
         )
         .await;
     assert_eq!(s, 202);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_big_bodies_whose_prompt_reads_a_nested_value_stay_small() {
+    let h = Herald::start(&config_with_routes(
+        "        nested:\n          prompt: 'a={a}'\n",
+    ));
+    let body = nested_body();
+    let sig = herald_webhook::verify::sign::github(SECRET, body.as_bytes());
+    let before = peak_rss_kb(h.child.id());
+    let headers = [("x-hub-signature-256", sig)];
+    let posts = (0..16).map(|_| h.post("/webhooks/nested", body.clone(), &headers));
+    for (s, b) in futures_util::future::join_all(posts).await {
+        assert_eq!(s, 202, "{b}");
+    }
+    let peak_mb = peak_rss_kb(h.child.id()) / 1024;
+    let grew_mb = peak_mb - before / 1024;
+    assert!(
+        peak_mb < 256,
+        "peak RSS {peak_mb} MB for 16 nested 1 MB bodies"
+    );
+    eprintln!(
+        "16 bodies of nested arrays shown through {{a}}: peak {peak_mb} MB (grew {grew_mb} MB)"
+    );
+    // The prompt shows the value as Python's json.dumps(indent=2) does, cut.
+    let (code, out, err) = h.cli(&["inbox", "list", "--json", "--limit", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let listed: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let prompt = listed[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(prompt.starts_with("a=[\n  [\n    [\n"), "{prompt:.100}");
+    assert_eq!(prompt.chars().count(), "a=".len() + 2000);
 }
