@@ -11,9 +11,10 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-co
  -Cllvm-args=-sanitizer-coverage-trace-compares -Cdebug-assertions -Coverflow-checks"
 cargo build --release --target "$target"
 [ "$seconds" = 0 ] && exit 0
-for t in verify_headers template_render filter_compile_eval sse_decode payload_pick; do
+for t in verify_headers template_render filter_compile_eval sse_decode payload_pick \
+  api_chat_request api_response_request rpc_frame acp_lines plugin_lines; do
   mkdir -p "corpus/$t" "seeds/$t"
   echo "fuzz: $t for ${seconds}s"
   # seeds/ holds committed regressions (read, never written); corpus/ grows locally.
-  "./target/$target/release/$t" "corpus/$t" "seeds/$t" -max_total_time="$seconds" -print_final_stats=0 2>&1 | tail -n 1
+  "./target/$target/release/$t" "corpus/$t" "seeds/$t" -max_total_time="$seconds" -rss_limit_mb=512 -print_final_stats=0 2>&1 | tail -n 1
 done

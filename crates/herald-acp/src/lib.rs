@@ -11,7 +11,7 @@ mod prompt;
 mod sessions;
 mod settings;
 mod slash;
-mod stdio_lines;
+pub mod stdio_lines;
 pub mod tools;
 mod wire;
 

@@ -20,8 +20,9 @@ pub const MAX_LINE: usize = 32 * 1024 * 1024;
 /// Lines waiting for stdout at most (then the writers wait).
 const OUTGOING: usize = 1024;
 
-/// A line for the SDK, or the answer to a line that is no message.
-fn refusal(line: Line) -> Result<String, String> {
+/// A line for the SDK, or the answer to a line that is no message (UTF-8 text that is
+/// not JSON is left to the SDK).
+pub fn refusal(line: Line) -> Result<String, String> {
     let refused =
         |code, message: &str| envelope::error(&Value::Null, &ErrorObject::new(code, message));
     match line {

@@ -5,12 +5,13 @@
 use crate::errors::ApiError;
 use crate::session_pick::{self, Picked};
 use crate::wire::*;
-use crate::{Api, body, idempotency, media, sse, wire};
+use crate::{Api, body, idempotency, media, sse};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use herald_session::runs::RunEvents;
 use herald_session::{RunEventKind, RunHandle, RunState, RunStatus};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -89,12 +90,10 @@ pub async fn completions(State(api): State<Arc<Api>>, headers: HeaderMap, raw: B
 async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
     let admitted = body::admit(&api, &headers, raw).await?;
     let permit = api.permit()?;
-    body::at_most(&admitted.bytes, "messages", api.settings.max_messages)?;
-    let request = body::object(
-        &admitted.bytes,
-        ApiError::bad_request("Invalid JSON in request body", None),
-    )?;
-    let typed: ChatCompletionRequest = wire::read(&request);
+    let crate::readers::Read {
+        object: request,
+        typed,
+    } = crate::readers::chat_completion(&admitted.bytes, api.settings.max_messages)?;
     if typed.stream.0 {
         return run_completion(api.clone(), &headers, &typed, true, permit).await;
     }
@@ -115,20 +114,12 @@ async fn run_completion(
     stream: bool,
     permit: Option<OwnedSemaphorePermit>,
 ) -> Result<Response, ApiError> {
-    let messages = match &request.messages {
-        Some(Value::Array(m)) if !m.is_empty() => m,
-        _ => {
-            return Err(ApiError::bad_request_short(
-                "Missing or invalid 'messages' field",
-            ));
-        }
-    };
     let model = request
         .model
         .0
         .clone()
         .unwrap_or_else(|| api.model_id.clone());
-    let conversation = session_pick::Transcript::from_chat_messages(messages)?;
+    let conversation = crate::readers::transcript(request)?;
     let Picked {
         session,
         input,
@@ -224,9 +215,13 @@ async fn whole(run: RunHandle, ids: Ids, home: &std::path::Path) -> Response {
 /// The chunk stream; a reader that goes away stops the run.
 fn streamed(run: RunHandle, ids: Ids, permit: Option<OwnedSemaphorePermit>) -> Response {
     let (frames, response) = sse::channel();
+    // Taken before the relay's task runs, so the run is paced from its first delta.
+    let events = run.take_events();
     tokio::spawn(async move {
         let _permit = permit;
-        if !relay(&run, &ids, &frames).await {
+        if let Some(events) = events
+            && !relay(events, &ids, &frames).await
+        {
             run.interrupt();
         }
     });
@@ -234,10 +229,7 @@ fn streamed(run: RunHandle, ids: Ids, permit: Option<OwnedSemaphorePermit>) -> R
 }
 
 /// Passes the run's events on as chunks; false when the reader went away first.
-async fn relay(run: &RunHandle, ids: &Ids, frames: &sse::Frames) -> bool {
-    let Some(mut events) = run.take_events() else {
-        return true;
-    };
+async fn relay(mut events: RunEvents, ids: &Ids, frames: &sse::Frames) -> bool {
     let role = ids.chunk(json!({"role": "assistant"}), None);
     if !frames.data(&role).await {
         return false;

@@ -14,6 +14,7 @@ pub mod errors;
 mod guard;
 mod idempotency;
 mod media;
+pub mod readers;
 mod responses;
 mod runs_api;
 mod session_pick;

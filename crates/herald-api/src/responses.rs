@@ -8,13 +8,14 @@ use crate::content;
 use crate::errors::ApiError;
 use crate::session_pick::{self, open_or_resume};
 use crate::wire::*;
-use crate::{Api, idempotency, media, sse, wire};
+use crate::{Api, idempotency, media, sse};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use herald_protocol::{ChatMessage, Role, UserInput};
+use herald_session::runs::RunEvents;
 use herald_session::{Answers, RunEventKind, RunHandle, RunState, RunStatus, StoredResponse};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -54,7 +55,7 @@ fn history_item(i: usize, v: &Value) -> Result<Option<ChatMessage>, ApiError> {
 }
 
 /// `input`: a string, or an array whose last user item is the new turn.
-fn parse_input(v: Option<&Value>) -> Result<(UserInput, Vec<ChatMessage>), ApiError> {
+pub(crate) fn parse_input(v: Option<&Value>) -> Result<(UserInput, Vec<ChatMessage>), ApiError> {
     let mut items = match v {
         None | Some(Value::Null) => {
             return Err(ApiError::bad_request("Missing 'input' field", None));
@@ -178,12 +179,10 @@ pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) 
 async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response, ApiError> {
     let admitted = body::admit(&api, &headers, raw).await?;
     let permit = api.permit()?;
-    body::at_most(&admitted.bytes, "input", api.settings.max_messages)?;
-    let request = body::object(
-        &admitted.bytes,
-        ApiError::bad_request_short("Invalid JSON in request body"),
-    )?;
-    let typed: ResponseRequest = wire::read(&request);
+    let crate::readers::Read {
+        object: request,
+        typed,
+    } = crate::readers::response(&admitted.bytes, api.settings.max_messages)?;
     if typed.stream.0 {
         return run_response(api.clone(), &headers, &typed, permit).await;
     }
@@ -230,9 +229,11 @@ async fn run_response(
     };
     let mut response = if turn.ask.stream {
         let (frames, response) = sse::channel();
+        // Taken before the task runs, so the run is paced from its first delta.
+        let events = run.take_events();
         tokio::spawn(async move {
             let _permit = permit;
-            if !turn.stream(&run, &frames).await {
+            if !turn.stream(events, &frames).await {
                 run.interrupt();
             }
         });
@@ -393,9 +394,9 @@ impl Turn {
     }
 
     /// Streams the events; false when the reader went away.
-    async fn stream(&self, run: &RunHandle, frames: &sse::Frames) -> bool {
+    async fn stream(&self, events: Option<RunEvents>, frames: &sse::Frames) -> bool {
         let mut out = Events { frames, n: 0 };
-        let Some(mut events) = run.take_events() else {
+        let Some(mut events) = events else {
             return true;
         };
         let created = self.object("in_progress", Vec::new(), None);

@@ -1352,8 +1352,10 @@ async fn a_websocket_client_that_stops_reading_pauses_the_provider_and_is_let_go
     while started.elapsed() < Duration::from_secs(12) {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let grown = super::support::peak_rss_kb(pid).saturating_sub(before);
+        // The kernel holds several MB the client never read, and the run's partial answer
+        // is stored (a few copies of it) when it stops; nothing grows past that.
         assert!(
-            grown < 96 * 1024,
+            grown < 192 * 1024,
             "herald grew {grown} kB for a client that reads nothing"
         );
     }
