@@ -14,7 +14,7 @@ pub mod frame;
 pub mod gateway;
 mod methods;
 pub mod outbox;
-mod params;
+pub mod params;
 mod prompts;
 mod sessions;
 mod spawn_trees;
