@@ -99,7 +99,10 @@ impl Flow {
             match self.reader.load(Ordering::SeqCst) {
                 ENGAGED => freed.await,
                 AWAITED => {
-                    if tokio::time::timeout_at(self.awaited_until, freed).await.is_err() {
+                    if tokio::time::timeout_at(self.awaited_until, freed)
+                        .await
+                        .is_err()
+                    {
                         let _ = self.reader.compare_exchange(
                             AWAITED,
                             OFF,
@@ -151,7 +154,10 @@ mod tests {
         flow.hold(100);
         let started = Instant::now();
         flow.room().await;
-        assert!(started.elapsed() >= ENGAGE_WITHIN, "waited for a reader to come");
+        assert!(
+            started.elapsed() >= ENGAGE_WITHIN,
+            "waited for a reader to come"
+        );
         flow.engage();
         let again = tokio::time::timeout(Duration::from_millis(50), flow.room()).await;
         assert!(again.is_ok(), "nobody came: never waits again");
