@@ -364,6 +364,6 @@ fn print_item(i: &InboxItem) {
     outln!("\nprompt:\n{}\n", i.prompt);
     outln!(
         "payload:\n{}",
-        serde_json::to_string_pretty(&i.payload).unwrap_or_default()
+        serde_json::to_string_pretty(&i.payload.value()).unwrap_or_default()
     );
 }

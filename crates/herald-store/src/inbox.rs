@@ -47,7 +47,7 @@ pub struct InboxItem {
     pub updated_at_ms: i64,
     pub profile: Option<String>,
     pub headers: serde_json::Value,
-    pub payload: serde_json::Value,
+    pub payload: StoredPayload,
     pub prompt: String,
     pub deliver: String,
     pub deliver_extra: serde_json::Value,
@@ -80,6 +80,46 @@ pub(crate) const COLUMNS: &str = "id, route, event_type, delivery_id, state, att
                        profile, headers, payload, prompt, deliver, deliver_extra, skills, toolsets, last_error, \
                        answer, next_attempt_at_ms, failures, failing_since_ms, delivery_attempts";
 
+/// An entry's payload as stored, kept as its text: the worker never reads it (the
+/// prompt was rendered at ingress), and a tree of a big nested body costs a hundred
+/// times its size. Serialised as the JSON it is (as a string when it is not JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPayload {
+    text: String,
+    is_json: bool,
+}
+
+impl StoredPayload {
+    fn new(text: String) -> StoredPayload {
+        // Checked without building anything.
+        let is_json = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
+        StoredPayload { text, is_json }
+    }
+
+    /// The text as stored.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The payload as a JSON value (built now; a string when it is not JSON).
+    pub fn value(&self) -> serde_json::Value {
+        json(self.text.clone())
+    }
+}
+
+impl Serialize for StoredPayload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw = self
+            .is_json
+            .then(|| serde_json::value::RawValue::from_string(self.text.clone()).ok())
+            .flatten();
+        match raw {
+            Some(raw) => raw.serialize(serializer),
+            None => serializer.serialize_str(&self.text),
+        }
+    }
+}
+
 fn json(text: String) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
 }
@@ -96,7 +136,7 @@ pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<InboxItem> {
         updated_at_ms: row.get(7)?,
         profile: row.get(8)?,
         headers: json(row.get(9)?),
-        payload: json(crate::payload::decode(row.get_ref(10)?)),
+        payload: StoredPayload::new(crate::payload::decode(row.get_ref(10)?)),
         prompt: row.get(11)?,
         deliver: row.get(12)?,
         deliver_extra: json(row.get(13)?),

@@ -25,7 +25,7 @@ mod syncer;
 mod writer;
 
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
-pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
+pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem, StoredPayload};
 pub use queue::{ClaimRequest, ReplayOutcome, Stage};
 pub use sessions::{SessionReader, SessionStore};
 pub use writer::{DEDUP_WINDOW_MS, Durability, MAX_BATCH};

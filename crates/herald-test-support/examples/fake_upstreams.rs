@@ -3,6 +3,9 @@
 //! every `sendMessage` and counts the texts it got, so the load script can check that
 //! every event was delivered exactly once (`GET /stats`).
 //!
+//! A user message `flood N` instead gets an answer of N MiB (64 KiB deltas, made as the
+//! socket takes them), for `bench/hostile.py`'s clients that never read.
+//!
 //! Usage: fake_upstreams [ADDR]   (default 127.0.0.1:0; prints `listening on ADDR`)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -32,6 +35,12 @@ async fn completions(State(st): State<Shared>, body: Bytes) -> Response {
         .and_then(|m| m["content"].as_str())
         .unwrap_or("")
         .to_owned();
+    if let Some(mib) = last_user
+        .strip_prefix("flood ")
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        return flood(mib);
+    }
     let events = [
         json!({"id": "r", "model": "fake", "created": 1, "choices": [{"index": 0, "delta": {"role": "assistant", "content": format!("done: {last_user}")}}]}),
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
@@ -39,6 +48,24 @@ async fn completions(State(st): State<Shared>, body: Bytes) -> Response {
     let mut text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
     text.push_str("data: [DONE]\n\n");
     ([("content-type", "text/event-stream")], text).into_response()
+}
+
+/// An answer of `mib` MiB streamed lazily: memory stays flat however much is asked.
+fn flood(mib: usize) -> Response {
+    let delta = |text: &str| {
+        let e = json!({"choices": [{"index": 0, "delta": {"content": text}}]});
+        Bytes::from(format!("data: {e}\n\n"))
+    };
+    let part = delta(&"z".repeat(64 * 1024));
+    let parts = std::iter::repeat_n(part, mib * 16);
+    let end = [
+        delta(""),
+        Bytes::from_static(b"data: {\"choices\": [{\"index\": 0, \"delta\": {}, \"finish_reason\": \"stop\"}]}\n\n"),
+        Bytes::from_static(b"data: [DONE]\n\n"),
+    ];
+    let frames = parts.chain(end).map(Ok::<_, std::convert::Infallible>);
+    let body = axum::body::Body::from_stream(futures_util::stream::iter(frames));
+    ([("content-type", "text/event-stream")], body).into_response()
 }
 
 async fn telegram(State(st): State<Shared>, uri: axum::http::Uri, body: Bytes) -> Response {

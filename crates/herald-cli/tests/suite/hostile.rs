@@ -312,3 +312,40 @@ async fn sixteen_big_bodies_whose_prompt_reads_a_nested_value_stay_small() {
     assert!(prompt.starts_with("a=[\n  [\n    [\n"), "{prompt:.100}");
     assert_eq!(prompt.chars().count(), "a=".len() + 2000);
 }
+
+#[tokio::test]
+async fn sixteen_big_nested_bodies_stay_small_while_the_worker_runs_them() {
+    // The worker claims each entry and runs the agent on its prompt; the payload it
+    // carries is never built as a tree (16 of these at once peaked at 671 MB).
+    let provider = herald_test_support::FakeProvider::start(vec![]);
+    provider.set_fallback(herald_test_support::Scripted::text("seen"));
+    let model = format!(
+        "model:\n  default: fake\n  base_url: {}\n",
+        provider.base_url
+    );
+    let h = Herald::start(&format!(
+        "{model}{}",
+        config_with_routes("        whole:\n          deliver: log\n")
+    ));
+    let body = nested_body();
+    let sig = herald_webhook::verify::sign::github(SECRET, body.as_bytes());
+    let headers = [("x-hub-signature-256", sig)];
+    let posts = (0..16).map(|_| h.post("/webhooks/whole", body.clone(), &headers));
+    for (s, b) in futures_util::future::join_all(posts).await {
+        assert_eq!(s, 202, "{b}");
+    }
+    wait_for(Duration::from_secs(60), "16 runs", || {
+        (provider.requests().len() >= 16).then_some(())
+    })
+    .await;
+    let done = |i: &Value| i["state"] == "delivered";
+    wait_for(Duration::from_secs(60), "16 entries delivered", || {
+        (h.inbox().iter().filter(|i| done(i)).count() == 16).then_some(())
+    })
+    .await;
+    let peak_mb = peak_rss_kb(h.child.id()) / 1024;
+    eprintln!("16 nested 1 MB bodies accepted and run: peak {peak_mb} MB");
+    assert!(peak_mb < 256, "peak RSS {peak_mb} MB");
+    // Listed, the payload is still the JSON object it came as.
+    assert_eq!(h.inbox()[0]["payload"]["n"], 7);
+}
