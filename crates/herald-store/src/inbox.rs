@@ -91,9 +91,16 @@ pub struct StoredPayload {
 
 impl StoredPayload {
     fn new(text: String) -> StoredPayload {
-        // Checked without building anything.
-        let is_json = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
+        // Checked without building anything; as deep as a JSON reader takes by default
+        // (serde_json's recursion limit), or it is shown as a string, as a tree was.
+        let is_json = nesting(&text) <= MAX_NESTING
+            && serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
         StoredPayload { text, is_json }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_test(text: String) -> StoredPayload {
+        StoredPayload::new(text)
     }
 
     /// The text as stored.
@@ -105,6 +112,35 @@ impl StoredPayload {
     pub fn value(&self) -> serde_json::Value {
         json(self.text.clone())
     }
+}
+
+/// The deepest nesting of arrays and objects serde_json parses by default.
+const MAX_NESTING: usize = 127;
+
+/// How deeply `text`'s arrays and objects nest (brackets inside strings skipped).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 impl Serialize for StoredPayload {

@@ -385,3 +385,26 @@ fn database_files_are_owner_only_also_for_stores_made_before() {
     }
     drop(older);
 }
+
+#[test]
+fn a_payload_is_listed_as_json_exactly_when_a_json_reader_takes_it() {
+    for depth in [1, 100, 126, 127, 128, 129, 400] {
+        let text = format!("{}\"[{{\\\"\"{}", "[".repeat(depth), "]".repeat(depth));
+        let parsed = serde_json::from_str::<serde_json::Value>(&text);
+        let stored = crate::inbox::StoredPayload::for_test(text.clone());
+        let listed = serde_json::to_string(&stored).unwrap();
+        match parsed {
+            Ok(v) => assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&listed).unwrap(),
+                v
+            ),
+            Err(_) => assert_eq!(
+                listed,
+                serde_json::to_string(&text).unwrap(),
+                "depth {depth}"
+            ),
+        }
+    }
+    let stored = crate::inbox::StoredPayload::for_test("not json".into());
+    assert_eq!(serde_json::to_string(&stored).unwrap(), "\"not json\"");
+}
