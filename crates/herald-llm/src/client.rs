@@ -278,6 +278,11 @@ impl LlmClient {
         let mut done = false;
         while !done {
             if let Some(flow) = &self.flow {
+                // What was read so far reaches the flow through channels drained in
+                // this same task (the turn's delta forwarding, the run's event
+                // forwarding): yielding lets them count it before room is asked for.
+                // Without it a stream that is always ready is read whole unpaced.
+                tokio::task::yield_now().await;
                 flow.room().await;
             }
             let next = tokio::time::timeout(endpoint.stale_timeout, stream.next())

@@ -1359,11 +1359,6 @@ async fn one_big_body_of_tiny_messages_costs_a_few_times_its_size() {
     );
 }
 
-// Known bug, left open in issue 27: in about 4 of 10 debug runs herald grows 210–295 MB
-// within 4 s although the run's flow stays engaged (nothing disengages it, its 2 s wait
-// never times out); the release build kept 8 of 8 such streams bounded in
-// bench/hostile.py. Run it with `--ignored` while that is found.
-#[ignore = "flaky: see the comment above (issue 27)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streaming_client_that_never_reads_pauses_the_provider_and_then_stops_its_run() {
     use tokio::io::AsyncWriteExt;
