@@ -1325,7 +1325,18 @@ async fn a_websocket_client_that_stops_reading_pauses_the_provider_and_is_let_go
     let server = WsServer::start(home.path(), "127.0.0.1:0", None).await;
     let pid = server.child.id().unwrap();
     let before = super::support::peak_rss_kb(pid);
-    let (mut socket, _) = tokio_tungstenite::connect_async(server.request(&server.token, None))
+    // A stalled client's small window: the kernel takes little of what herald writes, so
+    // herald's writes stall at once (not after tens of MB of kernel buffers).
+    let addr: std::net::SocketAddr = server.url["ws://".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tcp = tokio::net::TcpSocket::new_v4().unwrap();
+    tcp.set_recv_buffer_size(64 * 1024).unwrap();
+    let tcp = tcp.connect(addr).await.unwrap();
+    let (mut socket, _) = tokio_tungstenite::client_async(server.request(&server.token, None), tcp)
         .await
         .unwrap();
     let call = |id: u64, method: &str, params: Value| {
