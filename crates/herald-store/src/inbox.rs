@@ -1,5 +1,6 @@
 //! The inbox: accepted agent-route events waiting to be processed.
 
+use herald_protocol::json_depth::nesting_depth;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 use serde::Serialize;
 
@@ -93,7 +94,7 @@ impl StoredPayload {
     fn new(text: String) -> StoredPayload {
         // Checked without building anything; as deep as a JSON reader takes by default
         // (serde_json's recursion limit), or it is shown as a string, as a tree was.
-        let is_json = nesting(&text) <= MAX_NESTING
+        let is_json = nesting_depth(text.as_bytes()) <= MAX_NESTING
             && serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
         StoredPayload { text, is_json }
     }
@@ -116,32 +117,6 @@ impl StoredPayload {
 
 /// The deepest nesting of arrays and objects serde_json parses by default.
 const MAX_NESTING: usize = 127;
-
-/// How deeply `text`'s arrays and objects nest (brackets inside strings skipped).
-fn nesting(text: &str) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for b in text.bytes() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
 
 impl Serialize for StoredPayload {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
