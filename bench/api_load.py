@@ -38,7 +38,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load import ROOT, WRK_DONE, cpu_seconds, free_port, lua_string, rss_kb, wait_http, wrk_result  # noqa: E402
+from load import (ROOT, WRK_DONE, cpu_seconds, free_port, lua_string, rss_kb, start_listening,  # noqa: E402
+                  start_provider, wait_http, wrk_result)
 
 KEY = "bench-api-key-0123456789abcdef"
 
@@ -99,17 +100,6 @@ def first_delta_ms(port, n=40):
     return statistics.median(times) if times else float("nan")
 
 
-def start(cmd, prefix, env=None):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-    while True:
-        line = p.stdout.readline()
-        if not line:
-            raise SystemExit(f"{cmd[0]} exited before listening")
-        if line.startswith(prefix):
-            threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
-            return p, line[len(prefix):].strip()
-
-
 def start_hermes(hermes, base, port):
     """Hermes 0.19.0's gateway with only its API server, on the fake provider."""
     home = tempfile.mkdtemp(prefix="hermes-api-bench-")
@@ -155,7 +145,7 @@ def api_home(base, port):
 
 def start_api_herald(binary, home):
     env = dict(os.environ, HERALD_HOME=home, RUST_LOG="warn")
-    p, _ = start([binary, "gateway", "run"], "herald: OpenAI-compatible API listening on ", env)
+    p, _ = start_listening([binary, "gateway", "run"], "herald: OpenAI-compatible API listening on ", env)
     return p
 
 
@@ -202,12 +192,11 @@ def main():
             cmd = ["cargo", "build", "--release", "-p", pkg] + (["--example", example] if example else [])
             subprocess.run(cmd, cwd=ROOT, check=True)
     examples = os.path.join(ROOT, "target/release/examples")
-    provider, paddr = start([os.path.join(examples, "fake_upstreams"), "127.0.0.1:0"], "listening on ")
-    pport = int(paddr.rsplit(":", 1)[1])
-    base = f"http://{paddr}/v1"
+    provider, base = start_provider()
+    pport = int(base.removesuffix("/v1").rsplit(":", 1)[1])
     api_port, bare_port = free_port(), free_port()
     herald = start_api_herald(args.herald_bin, api_home(base, api_port))
-    bare, _ = start([os.path.join(examples, "bare_passthrough"), f"127.0.0.1:{bare_port}", base], "bare passthrough listening on ")
+    bare, _ = start_listening([os.path.join(examples, "bare_passthrough"), f"127.0.0.1:{bare_port}", base], "bare passthrough listening on ")
     wait_http(api_port)
     peak = [0]
     stop = threading.Event()

@@ -46,7 +46,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load import free_port, rss_kb, wait_http  # noqa: E402
+from load import free_port, rss_kb, start_provider, wait_http  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECRET = "hostile-test-secret"
@@ -131,32 +131,44 @@ def report(name, s, extra=""):
           f"worst /health {s.health:7.1f} ms  /health failures {s.failed:3}  {extra}")
 
 
-def slowloris(pid, port, count, seconds):
-    socks = []
+def trickle(pid, port, count, seconds, head, drip):
+    """`count` connections that send `head` and then `drip` once a second: how each
+    ended (herald's status, or "closed" when it closed with none)."""
+    socks, ended = [], {}
     sampler = Sampler(pid, port)
     for _ in range(count):
         try:
             s = socket.create_connection(("127.0.0.1", port), timeout=2)
-            s.sendall(b"POST /webhooks/nested HTTP/1.1\r\n")
+            s.sendall(head)
             socks.append(s)
         except OSError:
             break
-    closed = 0
+    opened = len(socks)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and socks:
         alive = []
         for s in socks:
-            try:
-                s.sendall(b"X")
-                alive.append(s)
-            except OSError:
-                closed += 1
-                s.close()
+            answer = status_of(s)
+            if answer is None:
+                try:
+                    s.sendall(drip)
+                    alive.append(s)
+                    continue
+                except OSError:
+                    answer = "closed"
+            tally(ended, answer)
+            s.close()
         socks = alive
         time.sleep(1)
     for s in socks:
         s.close()
-    report("slowloris", sampler.finish(), f"closed by herald {closed}/{count}")
+    return sampler.finish(), f"opened {opened}, ended by herald {ended}, still open {len(socks)}"
+
+
+def slowloris(pid, port, count, seconds):
+    """Request heads that never end, one byte a second."""
+    sampler, outcome = trickle(pid, port, count, seconds, b"POST /webhooks/nested HTTP/1.1\r\n", b"X")
+    report("slowloris", sampler, outcome)
 
 
 def idle(pid, port, count, seconds):
@@ -290,35 +302,8 @@ def tally(counts, key):
 
 def api_slow(pid, port, count, seconds):
     """Authenticated requests whose 100 kB bodies come at 0.5 KB/s."""
-    socks, ended = [], {}
-    sampler = Sampler(pid, port)
-    for _ in range(count):
-        try:
-            s = socket.create_connection(("127.0.0.1", port), timeout=2)
-            s.sendall(api_head(port, 100_000))
-            socks.append(s)
-        except OSError:
-            break
-    opened = len(socks)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and socks:
-        alive = []
-        for s in socks:
-            answer = status_of(s)
-            if answer is None:
-                try:
-                    s.sendall(b" " * 512)
-                    alive.append(s)
-                    continue
-                except OSError:
-                    answer = "closed"
-            tally(ended, answer)
-            s.close()
-        socks = alive
-        time.sleep(1)
-    for s in socks:
-        s.close()
-    report("api_slow", sampler.finish(), f"opened {opened}, ended by herald {ended}, still open {len(socks)}")
+    sampler, outcome = trickle(pid, port, count, seconds, api_head(port, 100_000), b" " * 512)
+    report("api_slow", sampler, outcome)
 
 
 def api_stalled(pid, port, count, seconds):
@@ -471,14 +456,6 @@ def ws_unread(binary, home, count, seconds):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-def start_provider():
-    exe = os.path.join(ROOT, "target/release/examples/fake_upstreams")
-    p = subprocess.Popen([exe, "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
-    addr = p.stdout.readline().strip().removeprefix("listening on ")
-    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
-    return p, f"http://{addr}/v1"
 
 
 def main():

@@ -40,8 +40,8 @@ import socket
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -90,6 +90,26 @@ end
 
 def lua_string(s):
     return "[==[" + s + "]==]"
+
+
+def start_listening(cmd, prefix, env=None):
+    """Starts `cmd` and waits for its line starting with `prefix`: the process and the
+    rest of that line (its address). Later output is drained."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    while True:
+        line = p.stdout.readline()
+        if not line:
+            raise SystemExit(f"{cmd[0]} exited before listening")
+        if line.startswith(prefix):
+            threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+            return p, line[len(prefix):].strip()
+
+
+def start_provider():
+    """The release fake provider on a free port: the process and its /v1 base URL."""
+    exe = os.path.join(ROOT, "target/release/examples/fake_upstreams")
+    p, addr = start_listening([exe, "127.0.0.1:0"], "listening on ")
+    return p, f"http://{addr}/v1"
 
 
 def free_port():

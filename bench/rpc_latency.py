@@ -20,11 +20,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load import ROOT  # noqa: E402
+from load import ROOT, start_provider  # noqa: E402
 
 
 class Lines:
@@ -129,14 +128,6 @@ def report(name, times):
     times = sorted(times)
     p90 = times[int(len(times) * 0.9) - 1]
     print(f"{name:<28} median {statistics.median(times):8.2f} ms   p90 {p90:8.2f} ms   ({len(times)} turns)")
-
-
-def start_provider():
-    exe = os.path.join(ROOT, "target/release/examples/fake_upstreams")
-    p = subprocess.Popen([exe, "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
-    addr = p.stdout.readline().strip().removeprefix("listening on ")
-    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
-    return p, f"http://{addr}/v1"
 
 
 def main():
