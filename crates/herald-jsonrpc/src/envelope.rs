@@ -128,16 +128,18 @@ pub fn request(
     })
 }
 
-/// A notification line (no id; no params when `None`).
-pub fn notification(method: &str, params: Option<&Value>) -> String {
-    line(Out {
+/// A notification line (no id; no params when `None`). Params are herald's own types,
+/// which always encode.
+pub fn notification<T: Serialize>(method: &str, params: Option<T>) -> String {
+    let out = Out {
         jsonrpc: "2.0",
         id: None,
         method: Some(method),
         params,
         result: None,
         error: None,
-    })
+    };
+    serde_json::to_string(&out).unwrap_or_default()
 }
 
 /// A result line.
@@ -223,7 +225,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"h1","method":"hook.call","params":{"a":1}}"#
         );
         assert_eq!(
-            notification("exit", None),
+            notification("exit", None::<&Value>),
             r#"{"jsonrpc":"2.0","method":"exit"}"#
         );
         assert_eq!(

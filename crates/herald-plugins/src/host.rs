@@ -296,7 +296,7 @@ impl Link {
                 None,
             );
             let _ = asked.await;
-            let _ = p.lines.send(envelope::notification("exit", None));
+            let _ = p.lines.send(envelope::notification("exit", None::<&Value>));
             tokio::time::sleep(Duration::from_millis(200)).await;
             p.kill();
         }

@@ -3,9 +3,9 @@
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::outbox::Outbox;
-use crate::params::{Params, flag, text};
+use crate::params;
+use crate::results::{Resolved, Status};
 use herald_session::{Decision, Op, OpError, Outcome, RunError};
-use serde_json::{Value, json};
 
 /// An unknown or missing choice denies (the safe answer), as Hermes's gateway does.
 fn decision(choice: Option<String>) -> Decision {
@@ -17,38 +17,34 @@ fn decision(choice: Option<String>) -> Decision {
 
 /// `approval.respond`: resolves the session's oldest (or every, with `all`) pending
 /// approval; `{resolved}` counts them.
-pub async fn approval(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub async fn approval(gw: &Gateway, p: params::Approval) -> Result<Resolved, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     let op = Op::Approve {
-        request_id: text(p, "request_id"),
-        decision: decision(text(p, "choice")),
-        all: flag(p, "all"),
+        request_id: p.request_id,
+        decision: decision(p.choice),
+        all: p.all,
     };
     match live.conversation.submit(op).await {
-        Ok(Outcome::Answered(n)) => Ok(json!({"resolved": n})),
+        Ok(Outcome::Answered(resolved)) => Ok(Resolved { resolved }),
         Ok(other) => crate::turns::unreachable_outcome(other),
         Err(OpError::NothingRunning | OpError::Run(RunError::NotActive | RunError::NotPending)) => {
-            Ok(json!({"resolved": 0}))
+            Ok(Resolved { resolved: 0 })
         }
         Err(e) => Err(RpcError::new(RpcError::APPROVAL_FAILED, e.to_string())),
     }
 }
 
 /// `clarify.respond`: the caller's live run holding `request_id` gets the answer.
-pub async fn clarify(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
-    let request = text(p, "request_id").unwrap_or_default();
-    let answer = p
-        .get("answer")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+pub async fn clarify(gw: &Gateway, outbox: &Outbox, p: params::Answer) -> Result<Status, RpcError> {
+    let request = p.request_id.unwrap_or_default();
+    let answer = p.answer.unwrap_or_default();
     for live in gw.sessions_of(outbox.conn) {
         let op = Op::Clarify {
             request_id: request.clone(),
             answer: answer.clone(),
         };
         if live.conversation.submit(op).await.is_ok() {
-            return Ok(json!({"status": "ok"}));
+            return Ok(Status { status: "ok" });
         }
     }
     Err(RpcError::new(RpcError::BUSY, "no pending clarify request"))
@@ -56,9 +52,9 @@ pub async fn clarify(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value,
 
 /// `sudo.respond` / `secret.respond`: herald's tools never ask for a password or a
 /// secret, so no request is pending; one that names its id has expired.
-pub fn never_asked(method: &str, p: &Params) -> Result<Value, RpcError> {
-    if text(p, "request_id").is_some() {
-        return Ok(json!({"status": "expired"}));
+pub fn never_asked(method: &str, p: params::Answer) -> Result<Status, RpcError> {
+    if p.request_id.is_some() {
+        return Ok(Status { status: "expired" });
     }
     let key = method.trim_end_matches(".respond");
     Err(RpcError::new(

@@ -3,11 +3,13 @@
 
 use crate::errors::RpcError;
 use crate::gateway::{Gateway, Live};
-use crate::params::{Params, required, text};
+use crate::params::{self, required};
+use crate::results::{
+    AgentShown, Catalog, CommandInfo, ConfigSet, ConfigShown, ConfigValue, ModelShown, Slash,
+};
 use herald_session::commands::BUILT_INS;
 use herald_session::skills;
 use herald_session::{Op, Outcome, Reply};
-use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// Aliases and the command they stand for.
@@ -17,46 +19,57 @@ fn command_name(usage: &str) -> &str {
     usage.split_whitespace().next().unwrap_or(usage)
 }
 
-pub fn catalog(gw: &Gateway) -> Value {
+pub fn catalog(gw: &Gateway) -> Catalog {
     let installed = gw.host.runtime().skills.discover();
-    let mut pairs: Vec<Value> = BUILT_INS
+    let mut pairs: Vec<(String, String)> = BUILT_INS
         .iter()
-        .map(|(usage, what)| json!([command_name(usage), what]))
+        .map(|(usage, what)| (command_name(usage).to_owned(), (*what).to_owned()))
         .collect();
     for s in &installed {
-        pairs.push(json!([
-            format!("/{}", skills::slug(&s.name)),
-            s.description
-        ]));
+        pairs.push((format!("/{}", skills::slug(&s.name)), s.description.clone()));
     }
-    let canon: serde_json::Map<String, Value> = ALIASES
+    let canon = ALIASES
         .iter()
-        .map(|(a, c)| ((*a).to_owned(), json!(c)))
+        .map(|(a, c)| ((*a).to_owned(), (*c).to_owned()))
         .collect();
-    json!({"pairs": pairs, "sub": {}, "canon": canon, "categories": ["session", "skills"],
-           "skill_count": installed.len(), "warning": null})
+    Catalog {
+        pairs,
+        sub: Default::default(),
+        canon,
+        categories: ["session", "skills"],
+        skill_count: installed.len(),
+        warning: None,
+    }
 }
 
-pub fn resolve(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let name = required(p, "name", RpcError::MALFORMED)?;
+pub fn resolve(gw: &Gateway, p: params::Command) -> Result<CommandInfo, RpcError> {
+    let name = required(p.name, "name", RpcError::MALFORMED)?;
     let wanted = format!("/{}", name.trim_start_matches('/'));
     let canonical = ALIASES
         .iter()
         .find(|(a, _)| *a == wanted)
         .map_or(wanted.as_str(), |(_, c)| c);
     if let Some((usage, what)) = BUILT_INS.iter().find(|(u, _)| command_name(u) == canonical) {
-        return Ok(
-            json!({"name": canonical, "usage": usage, "description": what, "category": "session"}),
-        );
+        return Ok(CommandInfo {
+            name: canonical.to_owned(),
+            usage: (*usage).to_owned(),
+            description: (*what).to_owned(),
+            category: "session",
+            skill: None,
+        });
     }
     let installed = gw.host.runtime().skills.discover();
     match installed
-        .iter()
+        .into_iter()
         .find(|s| format!("/{}", skills::slug(&s.name)) == canonical)
     {
-        Some(s) => Ok(
-            json!({"name": canonical, "usage": format!("{canonical} TEXT"), "description": s.description, "category": "skills", "skill": s.name}),
-        ),
+        Some(s) => Ok(CommandInfo {
+            name: canonical.to_owned(),
+            usage: format!("{canonical} TEXT"),
+            description: s.description,
+            category: "skills",
+            skill: Some(s.name),
+        }),
         None => Err(RpcError::new(
             RpcError::UNKNOWN_COMMAND,
             format!("unknown command: {wanted}"),
@@ -66,20 +79,26 @@ pub fn resolve(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
 
 /// Runs one slash line on a live session from the session's command table; the
 /// gateway runs what is not client-side. A model switch is announced as `session.info`.
-async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Value, RpcError> {
+async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Slash, RpcError> {
     let reply = live.conversation.submit(Op::Command(line.to_owned())).await;
     let reply = match reply.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
         Outcome::Reply(reply) => reply,
         other => return crate::turns::unreachable_outcome(other),
     };
     let answer = match reply {
-        Reply::Output(output) => json!({"type": "exec", "output": output}),
+        Reply::Output(output) => Slash::Exec {
+            output,
+            model: None,
+        },
         Reply::ModelSwitched(model) => {
             crate::sessions::announce(gw, live).await;
             let output = format!("Model switched to {model} for this session.");
-            json!({"type": "exec", "output": output, "model": model})
+            Slash::Exec {
+                output,
+                model: Some(model),
+            }
         }
-        Reply::Send(message) => json!({"type": "send", "message": message}),
+        Reply::Send(message) => Slash::Send { message },
         Reply::NotACommand => {
             return Err(RpcError::new(RpcError::MALFORMED, "not a slash command"));
         }
@@ -94,12 +113,12 @@ async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Value, R
 }
 
 /// `command.dispatch`: `{name, arg}` or the single-string `{command: "/model x"}`.
-pub async fn dispatch(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
-    let line = match (text(p, "command"), text(p, "name")) {
+pub async fn dispatch(gw: &Gateway, p: params::Command) -> Result<Slash, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
+    let line = match (p.command, p.name) {
         (Some(command), _) => command,
         (None, Some(name)) => {
-            let arg = text(p, "arg").unwrap_or_default();
+            let arg = p.arg.unwrap_or_default();
             format!("/{} {arg}", name.trim_start_matches('/'))
         }
         (None, None) => return Err(RpcError::new(RpcError::MALFORMED, "name is required")),
@@ -108,40 +127,54 @@ pub async fn dispatch(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
 }
 
 /// `slash.exec`: a full slash line.
-pub async fn slash(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
-    let line = required(p, "command", RpcError::MALFORMED)?;
+pub async fn slash(gw: &Gateway, p: params::Command) -> Result<Slash, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
+    let line = required(p.command, "command", RpcError::MALFORMED)?;
     run_line(gw, &live, &line).await
 }
 
-pub fn config_get(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
+pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcError> {
     let runtime = gw.host.runtime();
-    let key = text(p, "key").unwrap_or_else(|| "config".into());
+    let key = p.key.unwrap_or_else(|| "config".into());
+    let home = || runtime.home.root().display().to_string();
     match key.as_str() {
         "model" => {
             let session_model = gw
-                .live(p)
+                .live(p.session_id.as_deref())
                 .ok()
                 .and_then(|l| l.conversation.session().endpoint())
                 .map(|e| e.model);
-            Ok(json!({"value": session_model.unwrap_or_else(|| runtime.endpoint.model.clone())}))
+            Ok(ConfigValue::Value {
+                value: session_model.unwrap_or_else(|| runtime.endpoint.model.clone()),
+            })
         }
-        "provider" => Ok(json!({"value": runtime.provider})),
-        "home" => Ok(
-            json!({"home": runtime.home.root().display().to_string(), "display": runtime.home.root().display().to_string()}),
-        ),
+        "provider" => Ok(ConfigValue::Value {
+            value: runtime.provider.clone(),
+        }),
+        "home" => Ok(ConfigValue::Home {
+            home: home(),
+            display: home(),
+        }),
         "cwd" => {
-            let cwd = text(p, "cwd").or_else(|| {
+            let cwd = p.cwd.or_else(|| {
                 std::env::current_dir()
                     .ok()
                     .map(|d| d.display().to_string())
             });
-            Ok(json!({"cwd": cwd, "branch": null}))
+            Ok(ConfigValue::Cwd { cwd, branch: None })
         }
-        "config" | "full" => Ok(json!({"config": {
-            "model": {"default": runtime.endpoint.model, "provider": runtime.provider, "base_url": runtime.endpoint.shown_base_url()},
-            "agent": {"max_turns": runtime.max_iterations},
-        }})),
+        "config" | "full" => Ok(ConfigValue::Config {
+            config: ConfigShown {
+                model: ModelShown {
+                    default: runtime.endpoint.model.clone(),
+                    provider: runtime.provider.clone(),
+                    base_url: runtime.endpoint.shown_base_url(),
+                },
+                agent: AgentShown {
+                    max_turns: runtime.max_iterations,
+                },
+            },
+        }),
         other => Err(RpcError::new(
             RpcError::BAD_VALUE,
             format!("unknown config key: {other}"),
@@ -149,29 +182,21 @@ pub fn config_get(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
 }
 
-pub async fn config_set(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let key = required(p, "key", RpcError::BAD_VALUE)?;
-    let value = p
-        .get("value")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .unwrap_or_default();
-    match key.as_str() {
-        "model" if !value.is_empty() => {
-            let live = gw.live(p)?;
-            let set = live
-                .conversation
-                .submit(Op::SetModel(value.to_owned()))
-                .await;
+pub async fn config_set(gw: &Gateway, p: params::Config) -> Result<ConfigSet, RpcError> {
+    let key = required(p.key, "key", RpcError::BAD_VALUE)?;
+    match (key.as_str(), p.value) {
+        ("model", Some(value)) => {
+            let live = gw.live(p.session_id.as_deref())?;
+            let set = live.conversation.submit(Op::SetModel(value)).await;
             let model = match set.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
                 Outcome::ModelSet(model) => model,
                 other => return crate::turns::unreachable_outcome(other),
             };
             crate::sessions::announce(gw, &live).await;
-            Ok(json!({"key": key, "value": model}))
+            Ok(ConfigSet { key, value: model })
         }
-        "model" => Err(RpcError::new(RpcError::BAD_VALUE, "model needs a value")),
-        other => Err(RpcError::new(
+        ("model", None) => Err(RpcError::new(RpcError::BAD_VALUE, "model needs a value")),
+        (other, _) => Err(RpcError::new(
             RpcError::BAD_VALUE,
             format!("config key {other} cannot be set here"),
         )),

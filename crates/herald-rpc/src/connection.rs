@@ -6,7 +6,7 @@ use crate::frame;
 use crate::gateway::Gateway;
 use crate::methods;
 use crate::outbox::Outbox;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -24,7 +24,9 @@ pub fn ready() -> String {
     frame::event(
         "gateway.ready",
         None,
-        Some(json!({"skin": {"name": "default"}})),
+        Some(crate::events::Ready {
+            skin: crate::events::Skin { name: "default" },
+        }),
     )
 }
 

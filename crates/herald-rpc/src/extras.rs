@@ -3,8 +3,9 @@
 
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
-use crate::params::{Params, count, required, text};
-use serde_json::{Value, json};
+use crate::params::{self, required};
+use crate::results::{Attached, CliRun, Delegation, McpReloaded, SubagentFound, Updated};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -39,8 +40,8 @@ fn blocked(argv: &[String]) -> bool {
 }
 
 /// `cli.exec {argv, timeout?}`: runs `herald ARGV` on this home; `{blocked, code, output}`.
-pub async fn cli_exec(p: &Params) -> Result<Value, RpcError> {
-    let argv: Vec<String> = match p.get("argv") {
+pub async fn cli_exec(p: params::CliExec) -> Result<CliRun, RpcError> {
+    let argv: Vec<String> = match &p.argv {
         Some(Value::Array(a)) if !a.is_empty() => a
             .iter()
             .map(|v| v.as_str().map(str::to_owned))
@@ -54,13 +55,15 @@ pub async fn cli_exec(p: &Params) -> Result<Value, RpcError> {
         }
     };
     if blocked(&argv) {
-        return Ok(
-            json!({"blocked": true, "code": null, "output": "this command serves or prompts; run it in a terminal"}),
-        );
+        return Ok(CliRun {
+            blocked: true,
+            code: None,
+            output: "this command serves or prompts; run it in a terminal".into(),
+        });
     }
     let exe =
         std::env::current_exe().map_err(|e| RpcError::new(RpcError::CLI_FAILED, e.to_string()))?;
-    let limit = Duration::from_secs(count(p, "timeout").unwrap_or(30).clamp(1, 300) as u64);
+    let limit = Duration::from_secs(p.timeout.unwrap_or(30).clamp(1, 300) as u64);
     let run = tokio::process::Command::new(exe)
         .args(&argv)
         .stdin(std::process::Stdio::null())
@@ -85,14 +88,18 @@ pub async fn cli_exec(p: &Params) -> Result<Value, RpcError> {
             .unwrap_or(0);
         output.truncate(cut);
     }
-    Ok(json!({"blocked": false, "code": out.status.code(), "output": output}))
+    Ok(CliRun {
+        blocked: false,
+        code: out.status.code(),
+        output,
+    })
 }
 
 /// `image.attach {session_id, path}`: the image goes with the session's next prompt,
 /// as an image part (its path named in the text).
-pub fn image_attach(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
-    let raw = required(p, "path", 4015)?;
+pub fn image_attach(gw: &Gateway, p: params::Attach) -> Result<Attached, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
+    let raw = required(p.path, "path", 4015)?;
     let path = PathBuf::from(&raw);
     let is_image = herald_session::images::mime(&path).is_some();
     if !path.is_absolute() || !is_image {
@@ -110,26 +117,37 @@ pub fn image_attach(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
             format!("at most {MAX_ATTACHED} images go with one prompt"),
         ));
     }
-    let attached = live.conversation.attach(raw.clone());
+    let count = live.conversation.attach(raw.clone());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    Ok(json!({"attached": true, "path": raw, "name": name, "count": attached}))
+    Ok(Attached {
+        attached: true,
+        path: raw,
+        name,
+        count,
+    })
 }
 
 /// `delegation.status`: herald runs no subagents.
-pub fn delegation_status() -> Value {
-    json!({"active": 0, "subagents": [], "delegation": false})
+pub fn delegation_status() -> Delegation {
+    Delegation {
+        active: 0,
+        subagents: [],
+        delegation: false,
+    }
 }
 
 /// `subagent.interrupt {subagent_id}`: there is none to find.
-pub fn subagent_interrupt(p: &Params) -> Result<Value, RpcError> {
-    let id = text(p, "subagent_id")
-        .ok_or_else(|| RpcError::new(RpcError::MISSING, "subagent_id is required"))?;
-    Ok(json!({"found": false, "subagent_id": id}))
+pub fn subagent_interrupt(p: params::Subagent) -> Result<SubagentFound, RpcError> {
+    let subagent_id = required(p.subagent_id, "subagent_id", RpcError::MISSING)?;
+    Ok(SubagentFound {
+        found: false,
+        subagent_id,
+    })
 }
 
 /// `clipboard.paste`: a gateway has no clipboard of its user's.
-pub fn clipboard_paste(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    gw.live(p)?;
+pub fn clipboard_paste(gw: &Gateway, p: params::Target) -> Result<(), RpcError> {
+    gw.live(p.session_id.as_deref())?;
     Err(RpcError::new(
         5027,
         "no clipboard is available to the gateway; attach the file with image.attach",
@@ -138,15 +156,18 @@ pub fn clipboard_paste(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
 
 /// `reload.env`: `<home>/.env` read again; `{updated}` counts the variables it changed.
 /// Credentials looked up from now on (a `/model` switch) see the new values.
-pub fn reload_env(gw: &Gateway) -> Result<Value, RpcError> {
+pub fn reload_env(gw: &Gateway) -> Result<Updated, RpcError> {
     herald_config::reload_dotenv(&gw.host.runtime().home)
-        .map(|n| json!({"updated": n}))
+        .map(|updated| Updated { updated })
         .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))
 }
 
 /// `reload.mcp`: herald connects to no MCP servers, so there is nothing to reconnect.
-pub fn reload_mcp() -> Value {
-    json!({"status": "reloaded", "servers": 0})
+pub fn reload_mcp() -> McpReloaded {
+    McpReloaded {
+        status: "reloaded",
+        servers: 0,
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 
 use crate::errors::RpcError;
 use herald_jsonrpc::envelope::{self, ErrorObject, Incoming, Malformed};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// A request as received: its id (`None` for a notification), method and params.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,22 +52,36 @@ pub fn error(id: &Value, e: &RpcError) -> String {
     envelope::error(id, &object)
 }
 
+/// The params of an `event` notification.
+#[derive(Serialize)]
+struct EventParams<'a, P> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<P>,
+}
+
 /// An `event` notification; `session_id` and `payload` are left out when absent.
-pub fn event(kind: &str, session_id: Option<&str>, payload: Option<Value>) -> String {
-    let mut params = Map::new();
-    params.insert("type".into(), json!(kind));
-    if let Some(s) = session_id {
-        params.insert("session_id".into(), json!(s));
-    }
-    if let Some(p) = payload {
-        params.insert("payload".into(), p);
-    }
-    envelope::notification("event", Some(&Value::Object(params)))
+pub fn event<P: Serialize>(kind: &str, session_id: Option<&str>, payload: Option<P>) -> String {
+    let params = EventParams {
+        kind,
+        session_id,
+        payload,
+    };
+    envelope::notification("event", Some(params))
+}
+
+/// An `event` notification without a payload.
+pub fn bare_event(kind: &str, session_id: Option<&str>) -> String {
+    event(kind, session_id, None::<()>)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn frames_are_read_as_the_spec_says() {
@@ -91,7 +106,7 @@ mod tests {
                 .0,
             json!("x")
         );
-        let e = event("message.start", Some("ab"), None);
+        let e = bare_event("message.start", Some("ab"));
         assert_eq!(
             e,
             r#"{"jsonrpc":"2.0","method":"event","params":{"type":"message.start","session_id":"ab"}}"#

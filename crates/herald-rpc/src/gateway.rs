@@ -8,7 +8,6 @@ use crate::errors::RpcError;
 use crate::outbox::{Out, Outbox};
 use herald_session::conversation::lock;
 use herald_session::{Conversations, Host, Session};
-use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -77,17 +76,8 @@ impl Gateway {
     /// Refuses, as if it did not exist (4001, so ids cannot be probed), a call that
     /// names a live session of another connection: `session.activate` may take over
     /// one whose connection has closed; every other method may touch only its own.
-    pub fn check_owner(
-        &self,
-        method: &str,
-        p: &Map<String, Value>,
-        conn: u64,
-    ) -> Result<(), RpcError> {
-        let Some(live) = p
-            .get("session_id")
-            .and_then(Value::as_str)
-            .and_then(|id| self.live.get(id))
-        else {
+    pub fn check_owner(&self, method: &str, id: Option<&str>, conn: u64) -> Result<(), RpcError> {
+        let Some(live) = id.and_then(|id| self.live.get(id)) else {
             return Ok(());
         };
         let owner = live.wire.owner();
@@ -121,13 +111,10 @@ impl Gateway {
             .map_err(|e| RpcError::new(RpcError::LIVE_CAP, e.to_string()))
     }
 
-    /// The live session `params.session_id` names; 4001 otherwise.
-    pub fn live(&self, params: &Map<String, Value>) -> Result<Arc<Live>, RpcError> {
-        let id = params
-            .get("session_id")
-            .and_then(Value::as_str)
-            .ok_or_else(RpcError::no_session)?;
-        self.live.get(id).ok_or_else(RpcError::no_session)
+    /// The live session `id` names; 4001 otherwise.
+    pub fn live(&self, id: Option<&str>) -> Result<Arc<Live>, RpcError> {
+        id.and_then(|id| self.live.get(id))
+            .ok_or_else(RpcError::no_session)
     }
 
     /// Drops a live session (its turn interrupted); false when it was not live.
@@ -158,7 +145,10 @@ impl Gateway {
                 };
                 let Some(gw) = gw.upgrade() else { break };
                 if let Some(live) = gw.live.holding(&notice.session_id) {
-                    let payload = serde_json::json!({"kind": "process", "text": notice.describe()});
+                    let payload = crate::events::StatusUpdate {
+                        kind: "process",
+                        text: notice.describe(),
+                    };
                     let frame = crate::frame::event("status.update", Some(&live.id), Some(payload));
                     live.wire.emit(Out::Frame(frame)).await;
                 }

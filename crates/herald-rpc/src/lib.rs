@@ -9,6 +9,7 @@ mod answers;
 mod commands;
 pub mod connection;
 pub mod errors;
+pub mod events;
 mod extras;
 pub mod frame;
 pub mod gateway;
@@ -16,6 +17,7 @@ mod methods;
 pub mod outbox;
 pub mod params;
 mod prompts;
+pub mod results;
 mod sessions;
 mod spawn_trees;
 pub mod stdio;
@@ -26,9 +28,9 @@ pub use gateway::Gateway;
 
 /// Runs blocking work (files, `state.db`) on tokio's blocking pool, off the async
 /// workers; a panic there is a failed method, not a lost connection.
-pub(crate) async fn blocking(
-    f: impl FnOnce() -> Result<serde_json::Value, errors::RpcError> + Send + 'static,
-) -> Result<serde_json::Value, errors::RpcError> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, errors::RpcError> + Send + 'static,
+) -> Result<T, errors::RpcError> {
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| {
         Err(errors::RpcError::new(
             errors::RpcError::FAILED,

@@ -1,20 +1,43 @@
-//! The method catalogue (rpc-gateway.md §2–§5): each method's params, result and codes.
+//! The method catalogue (rpc-gateway.md §2–§5): each method's params (`params`), result
+//! (`results`) and codes.
 
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::outbox::Outbox;
-use crate::params::Params;
+use crate::params::{Params, read};
+use crate::results::{Killed, Resized};
 use crate::{answers, commands, extras, prompts, sessions, spawn_trees};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// A method that reads files or `state.db` (blocking work).
-type Blocking = fn(&Gateway, &Params) -> Result<Value, RpcError>;
+/// A method's answer as the JSON its frame carries.
+fn answer<T: Serialize>(result: Result<T, RpcError>) -> Result<Value, RpcError> {
+    let value = result?;
+    serde_json::to_value(value).map_err(|e| {
+        tracing::error!(error = %e, "a result did not encode");
+        RpcError::new(
+            RpcError::HANDLER,
+            "handler error: the result did not encode",
+        )
+    })
+}
 
-/// Runs a blocking method off the async workers.
-async fn off_workers(gw: &Arc<Gateway>, p: Params, f: Blocking) -> Result<Value, RpcError> {
-    let gw = gw.clone();
-    crate::blocking(move || f(&gw, &p)).await
+/// Runs a method that reads files or `state.db` off the async workers.
+async fn off_workers<P, T>(
+    gw: &Arc<Gateway>,
+    p: &Value,
+    f: fn(&Gateway, P) -> Result<T, RpcError>,
+) -> Result<Value, RpcError>
+where
+    P: DeserializeOwned + Default + Send + 'static,
+    T: Serialize + Send + 'static,
+{
+    let (gw, p) = (gw.clone(), read::<P>(p));
+    crate::blocking(move || f(&gw, p))
+        .await
+        .and_then(|t| answer(Ok(t)))
 }
 
 /// Runs one method for the client behind `outbox`.
@@ -24,70 +47,76 @@ pub async fn call(
     method: &str,
     p: Params,
 ) -> Result<Value, RpcError> {
-    gw.check_owner(method, &p, outbox.conn)?;
+    let p = Value::Object(p);
+    let target: crate::params::Target = read(&p);
+    gw.check_owner(method, target.session_id.as_deref(), outbox.conn)?;
     match method {
-        "session.create" => sessions::create(gw, outbox, &p).await,
-        "session.list" => sessions::list(gw, &p).await,
-        "session.most_recent" => sessions::most_recent(gw).await,
-        "session.resume" => sessions::resume(gw, outbox, &p).await,
-        "session.active_list" => Ok(sessions::active_list(gw, outbox)),
+        "session.create" => answer(sessions::create(gw, outbox, read(&p)).await),
+        "session.list" => answer(sessions::list(gw, read(&p)).await),
+        "session.most_recent" => answer(sessions::most_recent(gw).await),
+        "session.resume" => answer(sessions::resume(gw, outbox, read(&p)).await),
+        "session.active_list" => answer(Ok(sessions::active_list(gw, outbox))),
         "session.activate" => {
             let (gw, outbox) = (gw.clone(), outbox.clone());
-            crate::blocking(move || sessions::activate(&gw, &outbox, &p)).await
+            let activated = crate::blocking(move || sessions::activate(&gw, &outbox, target));
+            answer(activated.await)
         }
-        "session.close" => Ok(sessions::close(gw, &p)),
-        "session.delete" => sessions::delete(gw, &p).await,
-        "session.history" => off_workers(gw, p, sessions::history).await,
-        "session.title" => sessions::title(gw, &p).await,
-        "session.usage" => sessions::usage(gw, &p).await,
-        "session.status" => sessions::status(gw, &p),
-        "session.interrupt" => sessions::interrupt(gw, &p).await,
-        "session.steer" => sessions::steer(gw, &p).await,
-        "session.branch" => sessions::branch(gw, outbox, &p).await,
-        "session.compress" => sessions::compress(gw, &p).await,
-        "session.undo" => sessions::undo(gw, &p).await,
-        "prompt.submit" => prompts::submit(gw, &p).await,
-        "prompt.background" => prompts::background(gw, &p).await,
-        "approval.respond" => answers::approval(gw, &p).await,
-        "clarify.respond" => answers::clarify(gw, outbox, &p).await,
-        "sudo.respond" | "secret.respond" => answers::never_asked(method, &p),
-        "commands.catalog" => off_workers(gw, p, |gw, _| Ok(commands::catalog(gw))).await,
-        "command.resolve" => off_workers(gw, p, commands::resolve).await,
-        "command.dispatch" => commands::dispatch(gw, &p).await,
-        "slash.exec" => commands::slash(gw, &p).await,
-        "config.get" => commands::config_get(gw, &p),
-        "config.set" => commands::config_set(gw, &p).await,
-        "model.options" => Ok(gw
-            .host
-            .model_options(crate::params::flag(&p, "refresh"))
-            .await),
-        "cli.exec" => extras::cli_exec(&p).await,
-        "image.attach" => off_workers(gw, p, extras::image_attach).await,
-        "delegation.status" => Ok(extras::delegation_status()),
-        "subagent.interrupt" => extras::subagent_interrupt(&p),
-        "clipboard.paste" => off_workers(gw, p, extras::clipboard_paste).await,
-        "reload.env" => extras::reload_env(gw),
-        "reload.mcp" => Ok(extras::reload_mcp()),
+        "session.close" => answer(Ok(sessions::close(gw, target))),
+        "session.delete" => answer(sessions::delete(gw, read(&p)).await),
+        "session.history" => off_workers(gw, &p, sessions::history).await,
+        "session.title" => answer(sessions::title(gw, read(&p)).await),
+        "session.usage" => answer(sessions::usage(gw, target).await),
+        "session.status" => answer(sessions::status(gw, target)),
+        "session.interrupt" => answer(sessions::interrupt(gw, target).await),
+        "session.steer" => answer(sessions::steer(gw, read(&p)).await),
+        "session.branch" => answer(sessions::branch(gw, outbox, read(&p)).await),
+        "session.compress" => answer(sessions::compress(gw, read(&p)).await),
+        "session.undo" => answer(sessions::undo(gw, target).await),
+        "prompt.submit" => answer(prompts::submit(gw, read(&p)).await),
+        "prompt.background" => answer(prompts::background(gw, read(&p)).await),
+        "approval.respond" => answer(answers::approval(gw, read(&p)).await),
+        "clarify.respond" => answer(answers::clarify(gw, outbox, read(&p)).await),
+        "sudo.respond" | "secret.respond" => answer(answers::never_asked(method, read(&p))),
+        "commands.catalog" => {
+            let catalog = |gw: &Gateway, _: crate::params::Target| Ok(commands::catalog(gw));
+            off_workers(gw, &p, catalog).await
+        }
+        "command.resolve" => off_workers(gw, &p, commands::resolve).await,
+        "command.dispatch" => answer(commands::dispatch(gw, read(&p)).await),
+        "slash.exec" => answer(commands::slash(gw, read(&p)).await),
+        "config.get" => answer(commands::config_get(gw, read(&p))),
+        "config.set" => answer(commands::config_set(gw, read(&p)).await),
+        "model.options" => {
+            let models: crate::params::Models = read(&p);
+            Ok(gw.host.model_options(models.refresh).await)
+        }
+        "cli.exec" => answer(extras::cli_exec(read(&p)).await),
+        "image.attach" => off_workers(gw, &p, extras::image_attach).await,
+        "delegation.status" => answer(Ok(extras::delegation_status())),
+        "subagent.interrupt" => answer(extras::subagent_interrupt(read(&p))),
+        "clipboard.paste" => off_workers(gw, &p, extras::clipboard_paste).await,
+        "reload.env" => answer(extras::reload_env(gw)),
+        "reload.mcp" => answer(Ok(extras::reload_mcp())),
         "spawn_tree.save" => {
-            off_workers(gw, p, |gw, p| {
-                spawn_trees::save(gw.host.runtime().home.root(), p)
-            })
-            .await
+            let save = |gw: &Gateway, p| spawn_trees::save(gw.host.runtime().home.root(), p);
+            off_workers(gw, &p, save).await
         }
         "spawn_tree.list" => {
-            let list =
-                |gw: &Gateway, p: &Params| Ok(spawn_trees::list(gw.host.runtime().home.root(), p));
-            off_workers(gw, p, list).await
+            let list = |gw: &Gateway, p| Ok(spawn_trees::list(gw.host.runtime().home.root(), p));
+            off_workers(gw, &p, list).await
         }
         "spawn_tree.load" => {
-            off_workers(gw, p, |gw, p| {
-                spawn_trees::load(gw.host.runtime().home.root(), p)
-            })
-            .await
+            let load = |gw: &Gateway, p| spawn_trees::load(gw.host.runtime().home.root(), p);
+            off_workers(gw, &p, load).await
         }
-        "process.stop" => Ok(serde_json::json!({"killed": gw.host.runtime().jobs.stop_all()})),
+        "process.stop" => answer(Ok(Killed {
+            killed: gw.host.runtime().jobs.stop_all(),
+        })),
         "terminal.resize" => {
-            Ok(serde_json::json!({"cols": p.get("cols").cloned().unwrap_or(Value::Null)}))
+            let resize: crate::params::Resize = read(&p);
+            answer(Ok(Resized {
+                cols: resize.cols.unwrap_or(Value::Null),
+            }))
         }
         other => Err(RpcError::new(
             RpcError::UNKNOWN_METHOD,

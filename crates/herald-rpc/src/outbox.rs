@@ -5,7 +5,6 @@
 //! provider.
 
 use crate::frame;
-use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
@@ -35,7 +34,7 @@ impl Out {
                 kind,
                 session_id,
                 text,
-            } => frame::event(kind, Some(session_id), Some(json!({"text": text}))),
+            } => frame::event(kind, Some(session_id), Some(crate::events::Text { text })),
         }
     }
 

@@ -1,32 +1,30 @@
 //! `prompt.submit` (with history rewind, §3.2) and `prompt.background` (§3.3).
 
 use crate::errors::RpcError;
+use crate::events::BackgroundComplete;
 use crate::frame;
 use crate::gateway::Gateway;
 use crate::outbox::Out;
-use crate::params::{Params, flag, required, text};
+use crate::params::{self, required};
+use crate::results::{Submitted, Task};
 use crate::{sessions, turns};
 use herald_session::{Op, Outcome, RewindRequest, RunState};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
-const TRUNCATION: [&str; 4] = [
-    "truncate_before_user_ordinal",
-    "truncate_before_row_id",
-    "confirm_truncate",
-    "confirm_empty_truncate",
-];
-
 /// The rewind a submit asks for, if any; a malformed row id is 4004.
-fn rewind_of(p: &Params) -> Result<Option<RewindRequest>, RpcError> {
-    if !TRUNCATION
-        .iter()
-        .any(|k| p.get(*k).is_some_and(|v| !v.is_null()))
-    {
+fn rewind_of(p: &params::Prompt) -> Result<Option<RewindRequest>, RpcError> {
+    let asked = [
+        &p.truncate_before_row_id,
+        &p.truncate_before_user_ordinal,
+        &p.confirm_truncate,
+        &p.confirm_empty_truncate,
+    ];
+    if asked.iter().all(|v| v.is_none()) {
         return Ok(None);
     }
-    let row_id = match p.get("truncate_before_row_id") {
-        None | Some(Value::Null) => None,
+    let row_id = match &p.truncate_before_row_id {
+        None => None,
         Some(v) => Some(v.as_i64().ok_or_else(|| {
             RpcError::new(
                 RpcError::MALFORMED,
@@ -34,21 +32,25 @@ fn rewind_of(p: &Params) -> Result<Option<RewindRequest>, RpcError> {
             )
         })?),
     };
+    let yes = |v: &Option<Value>| matches!(v, Some(Value::Bool(true)));
     Ok(Some(RewindRequest {
         truncate_before_row_id: row_id,
-        truncate_before_user_ordinal: p
-            .get("truncate_before_user_ordinal")
-            .filter(|v| !v.is_null())
-            .cloned(),
-        confirm_truncate: flag(p, "confirm_truncate"),
-        confirm_empty_truncate: flag(p, "confirm_empty_truncate"),
+        truncate_before_user_ordinal: p.truncate_before_user_ordinal.clone(),
+        confirm_truncate: yes(&p.confirm_truncate),
+        confirm_empty_truncate: yes(&p.confirm_empty_truncate),
     }))
 }
 
-pub async fn submit(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
-    let text = required(p, "text", RpcError::BAD_VALUE)?;
-    let rewind = rewind_of(p)?;
+const STREAMING: Submitted = Submitted {
+    status: "streaming",
+    position: None,
+    survivor_user_row_ids: None,
+};
+
+pub async fn submit(gw: &Arc<Gateway>, p: params::Prompt) -> Result<Submitted, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
+    let text = required(p.text.clone(), "text", RpcError::BAD_VALUE)?;
+    let rewind = rewind_of(&p)?;
     if live.conversation.busy() {
         if rewind.is_some() {
             return Err(RpcError::new(RpcError::BUSY, "session busy"));
@@ -60,18 +62,22 @@ pub async fn submit(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
             // The turn ended meanwhile: this one runs now.
             Outcome::Started(run) => {
                 tokio::spawn(turns::relay(live.clone(), run));
-                return Ok(json!({"status": "streaming"}));
+                return Ok(STREAMING);
             }
             other => return turns::unreachable_outcome(other),
         };
         let _ = live.conversation.submit(Op::Interrupt).await;
-        return Ok(json!({"status": "queued", "position": position}));
+        return Ok(Submitted {
+            status: "queued",
+            position: Some(position),
+            survivor_user_row_ids: None,
+        });
     }
-    let mut result = json!({"status": "streaming"});
+    let mut result = STREAMING;
     if let Some(request) = rewind {
         let rewound = live.conversation.submit(Op::Rewind(request)).await;
         match rewound.map_err(|e| RpcError::op(e, RpcError::PERSIST_FAILED))? {
-            Outcome::Rewound(survivors) => result["survivor_user_row_ids"] = json!(survivors),
+            Outcome::Rewound(survivors) => result.survivor_user_row_ids = Some(survivors),
             other => return turns::unreachable_outcome(other),
         }
     }
@@ -79,12 +85,12 @@ pub async fn submit(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
     Ok(result)
 }
 
-pub async fn background(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError> {
-    let parent = gw.live(p)?;
-    let Some(text) = text(p, "text") else {
+pub async fn background(gw: &Arc<Gateway>, p: params::Prompt) -> Result<Task, RpcError> {
+    let parent = gw.live(p.session_id.as_deref())?;
+    let Some(text) = p.text else {
         return Err(RpcError::new(RpcError::TEXT_REQUIRED, "text is required"));
     };
-    let mut options = sessions::options(gw, &Params::new())?;
+    let mut options = sessions::options(gw, None)?;
     options.source = "tui-background".into();
     options.answers = herald_session::Answers::Nobody;
     let session = gw
@@ -111,9 +117,9 @@ pub async fn background(gw: &Arc<Gateway>, p: &Params) -> Result<Value, RpcError
                 end.error.unwrap_or_else(|| "the task failed".into())
             ),
         };
-        let payload = json!({"task_id": id, "text": text});
+        let payload = BackgroundComplete { task_id: id, text };
         let event = frame::event("background.complete", Some(&parent.id), Some(payload));
         parent.wire.emit(Out::Frame(event)).await;
     });
-    Ok(json!({"task_id": task_id}))
+    Ok(Task { task_id })
 }

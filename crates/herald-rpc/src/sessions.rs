@@ -1,23 +1,28 @@
 //! The session methods (rpc-gateway.md §2): live sessions over stored ones.
 
 use crate::errors::RpcError;
+use crate::events::{Info, Tools};
 use crate::gateway::{Gateway, Live};
 use crate::outbox::{Out, Outbox};
-use crate::params::{Params, count, required, text};
+use crate::params::{self, required};
+use crate::results::{
+    Activated, Branched, Closed, Compressed, Deleted, History, LiveEntry, MostRecent, Opened,
+    Output, Removed, Sessions, Shown, Status, Steer, Summary, Titled, Usage,
+};
 use crate::{frame, turns};
 use herald_protocol::Role;
 use herald_session::{Answers, Op, Outcome, Saved, Session, SessionOptions, Steered};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Where the gateway's sessions say they come from.
 pub const SOURCE: &str = "tui";
 
-/// A new session's options from `session.create`'s / `session.resume`'s params.
-pub fn options(gw: &Gateway, p: &Params) -> Result<SessionOptions, RpcError> {
+/// A new session's options, working in `cwd` when one is given.
+pub fn options(gw: &Gateway, cwd: Option<String>) -> Result<SessionOptions, RpcError> {
     let mut o = SessionOptions::new(SOURCE, gw.tool_names.clone(), Answers::ByRequest);
-    if let Some(cwd) = text(p, "cwd") {
+    if let Some(cwd) = cwd {
         let path = PathBuf::from(&cwd);
         if !path.is_dir() {
             return Err(RpcError::new(
@@ -31,145 +36,153 @@ pub fn options(gw: &Gateway, p: &Params) -> Result<SessionOptions, RpcError> {
 }
 
 /// One message as `session.history` shows it.
-fn shown(saved: &Saved) -> Option<Value> {
+fn shown(saved: &Saved) -> Option<Shown> {
     let m = &saved.message;
     let text = m.content.clone().unwrap_or_default();
     match m.role {
-        Role::Tool => Some(
-            json!({"role": "tool", "name": m.name, "context": turns::preview(&Value::String(text))}),
-        ),
+        Role::Tool => Some(Shown::Tool {
+            role: "tool",
+            name: m.name.clone(),
+            context: turns::preview(&Value::String(text)),
+        }),
         Role::Assistant if text.is_empty() && m.reasoning.is_none() => None,
-        role => {
-            let mut v = json!({"role": role.as_str(), "text": text});
-            if let Some(r) = &m.reasoning {
-                v["reasoning"] = json!(r);
-            }
-            if role == Role::User {
-                v["row_id"] = json!(saved.row_id);
-            }
-            Some(v)
-        }
+        role => Some(Shown::Text {
+            role: role.as_str(),
+            text,
+            reasoning: m.reasoning.clone(),
+            row_id: (role == Role::User).then_some(saved.row_id),
+        }),
     }
 }
 
-fn messages(session: &Session) -> Vec<Value> {
+fn messages(session: &Session) -> Vec<Shown> {
     session.history().iter().filter_map(shown).collect()
 }
 
 /// `session.info`'s payload (blocking: it lists the installed skills).
-fn info(gw: &Gateway, live: &Live) -> Value {
+fn info(gw: &Gateway, live: &Live) -> Info {
     info_of(gw.host.runtime(), live)
 }
 
-/// [`info`] computed off the async workers.
-async fn info_off_workers(gw: &Gateway, live: &Arc<Live>) -> Value {
+/// [`info`] computed off the async workers (`None` if that failed).
+async fn info_off_workers(gw: &Gateway, live: &Arc<Live>) -> Option<Info> {
     let (runtime, live) = (gw.host.runtime().clone(), live.clone());
     crate::blocking(move || Ok(info_of(&runtime, &live)))
         .await
-        .unwrap_or(Value::Null)
+        .ok()
 }
 
-fn info_of(runtime: &herald_session::Runtime, live: &Live) -> Value {
+fn info_of(runtime: &herald_session::Runtime, live: &Live) -> Info {
     let session = live.conversation.session();
-    let endpoint = session.endpoint();
-    let skills: serde_json::Map<String, Value> = runtime
+    let skills = runtime
         .skills
         .discover()
         .into_iter()
-        .map(|s| (s.name, json!(s.description)))
+        .map(|s| (s.name, Value::String(s.description)))
         .collect();
-    json!({
-        "model": endpoint.as_ref().map(|e| e.model.clone()),
-        "provider": runtime.provider,
-        "tools": {"hermes-cli": session.tool_names()},
-        "skills": skills,
-        "cwd": session.cwd().display().to_string(),
-        "branch": "",
-        "project": null,
-        "lazy": true,
-        "desktop_contract": 4,
-        "profile_name": "default",
-    })
+    Info {
+        model: session.endpoint().map(|e| e.model),
+        provider: runtime.provider.clone(),
+        tools: Tools {
+            hermes_cli: session.tool_names().to_vec(),
+        },
+        skills,
+        cwd: session.cwd().display().to_string(),
+        branch: "",
+        project: None,
+        lazy: true,
+        desktop_contract: 4,
+        profile_name: "default",
+    }
 }
 
 /// Sends `session.info` again (after a change such as the model).
 pub async fn announce(gw: &Gateway, live: &Arc<Live>) {
     let info = info_off_workers(gw, live).await;
-    let event = frame::event("session.info", Some(&live.id), Some(info));
+    let event = frame::event("session.info", Some(&live.id), info);
     live.wire.emit(Out::Frame(event)).await;
 }
 
 /// The payload of a session made live: ids, messages, info; `session.info` follows.
-async fn made_live(gw: &Gateway, live: &Arc<Live>) -> Value {
+async fn made_live(gw: &Gateway, live: &Arc<Live>) -> Opened {
     let session = live.conversation.session();
     let info = info_off_workers(gw, live).await;
-    let event = frame::event("session.info", Some(&live.id), Some(info.clone()));
+    let event = frame::event("session.info", Some(&live.id), info.as_ref());
     live.wire.emit(Out::Frame(event)).await;
     let messages = messages(&session);
-    json!({
-        "session_id": live.id, "stored_session_id": session.id(),
-        "message_count": messages.len(), "messages": messages, "info": info,
-    })
+    Opened {
+        session_id: live.id.clone(),
+        stored_session_id: session.id().to_owned(),
+        message_count: messages.len(),
+        messages,
+        info,
+    }
 }
 
-fn close_on_disconnect(p: &Params) -> bool {
-    p.get("close_on_disconnect")
-        .and_then(Value::as_bool)
-        .unwrap_or(true)
-}
-
-pub async fn create(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
+pub async fn create(gw: &Gateway, outbox: &Outbox, p: params::Create) -> Result<Opened, RpcError> {
     let session = gw
         .host
-        .open_session(options(gw, p)?)
+        .open_session(options(gw, p.cwd)?)
         .await
         .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
-    let live = gw.add_live(session, outbox.clone(), close_on_disconnect(p))?;
-    if let Some(model) = text(p, "model")
+    let live = gw.add_live(session, outbox.clone(), p.close_on_disconnect)?;
+    if let Some(model) = p.model
         && let Err(e) = live.conversation.submit(Op::SetModel(model)).await
     {
         gw.close(&live.id);
         return Err(RpcError::new(RpcError::BAD_VALUE, e.to_string()));
     }
-    if let Some(title) = text(p, "title") {
+    if let Some(title) = p.title {
         let _ = live.conversation.submit(Op::Title(title)).await;
     }
     Ok(made_live(gw, &live).await)
 }
 
-fn summary(s: &herald_session::SessionSummary) -> Value {
-    json!({"id": s.id, "title": s.title, "preview": s.preview, "started_at": s.started_at, "message_count": s.message_count, "source": s.source})
+fn summary(s: &herald_session::SessionSummary) -> Summary {
+    Summary {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        preview: s.preview.clone(),
+        started_at: s.started_at,
+        message_count: s.message_count,
+        source: s.source.clone(),
+    }
 }
 
-pub async fn list(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let limit = count(p, "limit").unwrap_or(20).min(1000);
+pub async fn list(gw: &Gateway, p: params::List) -> Result<Sessions<Summary>, RpcError> {
+    let limit = p.limit.unwrap_or(20).min(1000);
     let sessions = gw
         .host
         .list_sessions(limit)
         .await
         .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.to_string()))?;
-    Ok(json!({"sessions": sessions.iter().map(summary).collect::<Vec<_>>()}))
+    Ok(Sessions {
+        sessions: sessions.iter().map(summary).collect(),
+    })
 }
 
-pub async fn most_recent(gw: &Gateway) -> Result<Value, RpcError> {
+pub async fn most_recent(gw: &Gateway) -> Result<MostRecent, RpcError> {
     let found = gw
         .host
         .list_sessions(1)
         .await
         .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.to_string()))?;
-    Ok(match found.first() {
-        Some(s) => {
-            json!({"session_id": s.id, "title": s.title, "started_at": s.started_at, "source": s.source})
-        }
-        None => json!({"session_id": null}),
+    Ok(match found.into_iter().next() {
+        Some(s) => MostRecent::Found {
+            session_id: s.id,
+            title: s.title,
+            started_at: s.started_at,
+            source: s.source,
+        },
+        None => MostRecent::Nothing { session_id: () },
     })
 }
 
-pub async fn resume(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
-    let stored = required(p, "session_id", RpcError::ID_REQUIRED)?;
+pub async fn resume(gw: &Gateway, outbox: &Outbox, p: params::Resume) -> Result<Opened, RpcError> {
+    let stored = required(p.session_id, "session_id", RpcError::ID_REQUIRED)?;
     let session = gw
         .host
-        .resume_session(&stored, options(gw, p)?)
+        .resume_session(&stored, options(gw, p.cwd)?)
         .await
         .map_err(|e| match e {
             herald_session::SessionError::NotFound(_) => RpcError::new(
@@ -178,39 +191,50 @@ pub async fn resume(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, 
             ),
             other => RpcError::session(other, RpcError::FAILED),
         })?;
-    let live = gw.add_live(session, outbox.clone(), close_on_disconnect(p))?;
+    let live = gw.add_live(session, outbox.clone(), p.close_on_disconnect)?;
     Ok(made_live(gw, &live).await)
 }
 
-fn live_entry(l: &Live) -> Value {
+fn live_entry(l: &Live) -> LiveEntry {
     let session = l.conversation.session();
-    json!({"session_id": l.id, "session_key": session.id(), "status": if l.conversation.busy() { "running" } else { "idle" },
-           "running": l.conversation.busy(), "started_at": l.conversation.started_at, "message_count": session.history().len()})
+    let running = l.conversation.busy();
+    LiveEntry {
+        session_id: l.id.clone(),
+        session_key: session.id().to_owned(),
+        status: if running { "running" } else { "idle" },
+        running,
+        started_at: l.conversation.started_at,
+        message_count: session.history().len(),
+    }
 }
 
 /// The caller's own live sessions.
-pub fn active_list(gw: &Gateway, outbox: &Outbox) -> Value {
+pub fn active_list(gw: &Gateway, outbox: &Outbox) -> Sessions<LiveEntry> {
     let own = gw.sessions_of(outbox.conn);
-    let sessions: Vec<Value> = own.iter().map(|l| live_entry(l)).collect();
-    json!({"sessions": sessions})
+    Sessions {
+        sessions: own.iter().map(|l| live_entry(l)).collect(),
+    }
 }
 
-pub fn activate(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub fn activate(gw: &Gateway, outbox: &Outbox, p: params::Target) -> Result<Activated, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     live.wire.bind(outbox.clone());
-    let mut entry = live_entry(&live);
-    entry["messages"] = json!(messages(&live.conversation.session()));
-    entry["info"] = info(gw, &live);
-    Ok(entry)
+    Ok(Activated {
+        entry: live_entry(&live),
+        messages: messages(&live.conversation.session()),
+        info: info(gw, &live),
+    })
 }
 
-pub fn close(gw: &Gateway, p: &Params) -> Value {
-    let closed = text(p, "session_id").is_some_and(|id| gw.close(&id));
-    json!({"closed": closed})
+/// Closes the caller's live session; the id is matched exactly, as the owner check
+/// matched it.
+pub fn close(gw: &Gateway, p: params::Target) -> Closed {
+    let closed = p.session_id.is_some_and(|id| gw.close(&id));
+    Closed { closed }
 }
 
-pub async fn delete(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let stored = required(p, "session_id", RpcError::ID_REQUIRED)?;
+pub async fn delete(gw: &Gateway, p: params::Stored) -> Result<Deleted, RpcError> {
+    let stored = required(p.session_id, "session_id", RpcError::ID_REQUIRED)?;
     if gw.is_live_stored(&stored) {
         return Err(RpcError::new(
             RpcError::SESSION_ACTIVE,
@@ -218,7 +242,7 @@ pub async fn delete(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         ));
     }
     match gw.host.delete_session(&stored).await {
-        Ok(true) => Ok(json!({"deleted": stored})),
+        Ok(true) => Ok(Deleted { deleted: stored }),
         Ok(false) => Err(RpcError::new(
             RpcError::STORED_NOT_FOUND,
             format!("session not found: {stored}"),
@@ -227,32 +251,40 @@ pub async fn delete(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
     }
 }
 
-pub fn history(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let messages = messages(&gw.live(p)?.conversation.session());
-    Ok(json!({"count": messages.len(), "messages": messages}))
+pub fn history(gw: &Gateway, p: params::Target) -> Result<History, RpcError> {
+    let messages = messages(&gw.live(p.session_id.as_deref())?.conversation.session());
+    Ok(History {
+        count: messages.len(),
+        messages,
+    })
 }
 
-pub async fn title(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub async fn title(gw: &Gateway, p: params::Title) -> Result<Titled, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     let stored = live.conversation.session().id().to_owned();
-    let Some(new) = p.get("title") else {
+    let Some(new) = p.title else {
         let title = gw
             .host
             .session_title(&stored)
             .await
             .map_err(|e| RpcError::session(e, RpcError::TITLE_FAILED))?;
-        return Ok(json!({"title": title.unwrap_or_default(), "pending": false}));
+        return Ok(Titled {
+            title: title.unwrap_or_default(),
+            pending: false,
+        });
     };
-    let new = new.as_str().unwrap_or_default().to_owned();
     let done = live.conversation.submit(Op::Title(new)).await;
     match done.map_err(|e| RpcError::op(e, RpcError::TITLE_FAILED))? {
-        Outcome::Titled(title) => Ok(json!({"title": title, "pending": false})),
+        Outcome::Titled(title) => Ok(Titled {
+            title,
+            pending: false,
+        }),
         other => turns::unreachable_outcome(other),
     }
 }
 
-pub async fn usage(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub async fn usage(gw: &Gateway, p: params::Target) -> Result<Usage, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     let session = live.conversation.session();
     let u = gw
         .host
@@ -260,16 +292,20 @@ pub async fn usage(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
         .await
         .map_err(|e| RpcError::new(RpcError::TITLE_FAILED, e.to_string()))?
         .unwrap_or_default();
-    let model = session.endpoint().map(|e| e.model).or(u.model);
-    let total = u.input_tokens + u.output_tokens;
-    Ok(
-        json!({"model": model, "input": u.input_tokens, "output": u.output_tokens, "prompt": u.input_tokens,
-              "completion": u.output_tokens, "total": total, "calls": u.api_calls, "reasoning": 0}),
-    )
+    Ok(Usage {
+        model: session.endpoint().map(|e| e.model).or(u.model),
+        input: u.input_tokens,
+        output: u.output_tokens,
+        prompt: u.input_tokens,
+        completion: u.output_tokens,
+        total: u.input_tokens + u.output_tokens,
+        calls: u.api_calls,
+        reasoning: 0,
+    })
 }
 
-pub fn status(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub fn status(gw: &Gateway, p: params::Target) -> Result<Output, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     let session = live.conversation.session();
     let model = session.endpoint().map(|e| e.model).unwrap_or_default();
     let output = format!(
@@ -284,29 +320,36 @@ pub fn status(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
             "idle"
         },
     );
-    Ok(json!({"output": output}))
+    Ok(Output { output })
 }
 
-pub async fn interrupt(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub async fn interrupt(gw: &Gateway, p: params::Target) -> Result<Status, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     let done = live.conversation.submit(Op::Interrupt).await;
     done.map_err(|e| RpcError::op(e, RpcError::FAILED))?;
-    Ok(json!({"status": "interrupted"}))
+    Ok(Status {
+        status: "interrupted",
+    })
 }
 
-pub async fn steer(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
-    let text = required(p, "text", RpcError::BAD_VALUE)?;
+pub async fn steer(gw: &Gateway, p: params::Prompt) -> Result<Steer, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
+    let text = required(p.text, "text", RpcError::BAD_VALUE)?;
     let done = live.conversation.submit(Op::Steer(text.clone())).await;
-    match done.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
-        Outcome::Steered(Steered::Queued) => Ok(json!({"status": "queued", "text": text})),
-        Outcome::Steered(Steered::Rejected) => Ok(json!({"status": "rejected", "text": text})),
-        other => turns::unreachable_outcome(other),
-    }
+    let status = match done.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
+        Outcome::Steered(Steered::Queued) => "queued",
+        Outcome::Steered(Steered::Rejected) => "rejected",
+        other => return turns::unreachable_outcome(other),
+    };
+    Ok(Steer { status, text })
 }
 
-pub async fn branch(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub async fn branch(
+    gw: &Gateway,
+    outbox: &Outbox,
+    p: params::Branch,
+) -> Result<Branched, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     let parent = live.conversation.session();
     if parent.history().is_empty() {
         return Err(RpcError::new(
@@ -316,31 +359,37 @@ pub async fn branch(gw: &Gateway, outbox: &Outbox, p: &Params) -> Result<Value, 
     }
     let (session, title) = gw
         .host
-        .branch_session(parent.id(), text(p, "name"), options(gw, &Params::new())?)
+        .branch_session(parent.id(), p.name, options(gw, None)?)
         .await
         .map_err(|e| RpcError::new(RpcError::PERSIST_FAILED, e.to_string()))?;
     let branched = gw.add_live(session, outbox.clone(), true)?;
     let _ = made_live(gw, &branched).await;
-    Ok(json!({"session_id": branched.id, "title": title, "parent": parent.id()}))
+    Ok(Branched {
+        session_id: branched.id.clone(),
+        title,
+        parent: parent.id().to_owned(),
+    })
 }
 
-pub async fn undo(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
+pub async fn undo(gw: &Gateway, p: params::Target) -> Result<Removed, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
     let done = live.conversation.submit(Op::Undo).await;
     match done.map_err(|e| RpcError::op(e, RpcError::PERSIST_FAILED))? {
-        Outcome::Undone(removed) => Ok(json!({"removed": removed})),
+        Outcome::Undone(removed) => Ok(Removed { removed }),
         other => turns::unreachable_outcome(other),
     }
 }
 
-pub async fn compress(gw: &Gateway, p: &Params) -> Result<Value, RpcError> {
-    let live = gw.live(p)?;
-    let focus = text(p, "focus_topic");
-    let done = live.conversation.submit(Op::Compress(focus)).await;
+pub async fn compress(gw: &Gateway, p: params::Compress) -> Result<Compressed, RpcError> {
+    let live = gw.live(p.session_id.as_deref())?;
+    let done = live.conversation.submit(Op::Compress(p.focus_topic)).await;
     match done.map_err(|e| RpcError::op(e, RpcError::COMPRESS_FAILED))? {
-        Outcome::Compressed(done) => Ok(
-            json!({"status": "compressed", "removed": done.removed, "kept": done.kept, "summary": done.summary}),
-        ),
+        Outcome::Compressed(done) => Ok(Compressed {
+            status: "compressed",
+            removed: done.removed,
+            kept: done.kept,
+            summary: done.summary,
+        }),
         other => turns::unreachable_outcome(other),
     }
 }

@@ -3,13 +3,48 @@
 //! `.load` reads one back, refusing any path outside that folder (4030).
 
 use crate::errors::RpcError;
-use crate::params::{Params, count, flag, text};
-use serde_json::{Value, json};
+use crate::params;
+use crate::results::{TreeList, TreeSaved};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Trees read per folder by `list`, at most.
 const SCAN: usize = 1000;
 const DEFAULT_LIMIT: usize = 50;
+
+/// A saved tree, as `save` writes it.
+#[derive(Debug, Serialize)]
+struct Tree {
+    session_id: String,
+    started_at: Option<f64>,
+    finished_at: f64,
+    label: String,
+    subagents: Vec<Value>,
+}
+
+/// What `list` reads of a saved file (written by any version: every field may be
+/// missing or of another type).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct TreeFile {
+    session_id: Value,
+    started_at: Value,
+    finished_at: Value,
+    label: Value,
+    subagents: Value,
+}
+
+/// One saved tree as a list shows it.
+#[derive(Debug, Serialize)]
+pub struct TreeEntry {
+    path: String,
+    session_id: Value,
+    started_at: Value,
+    finished_at: Value,
+    label: Value,
+    count: usize,
+}
 
 fn root(home: &Path) -> PathBuf {
     home.join("spawn-trees")
@@ -34,23 +69,20 @@ fn failed(what: &str, e: impl std::fmt::Display) -> RpcError {
 }
 
 /// `spawn_tree.save {session_id?, subagents, label?, started_at?, finished_at?}`.
-pub fn save(home: &Path, p: &Params) -> Result<Value, RpcError> {
-    let subagents = match p.get("subagents") {
-        Some(Value::Array(a)) if !a.is_empty() => a.clone(),
+pub fn save(home: &Path, p: params::SpawnTree) -> Result<TreeSaved, RpcError> {
+    let subagents = match p.subagents {
+        Some(Value::Array(a)) if !a.is_empty() => a,
         _ => return Err(RpcError::new(RpcError::MISSING, "subagents list required")),
     };
-    let session_id = text(p, "session_id").unwrap_or_default();
-    let finished = p
-        .get("finished_at")
-        .and_then(Value::as_f64)
-        .unwrap_or_else(herald_session::now_secs);
-    let tree = json!({
-        "session_id": session_id,
-        "started_at": p.get("started_at").and_then(Value::as_f64),
-        "finished_at": finished,
-        "label": text(p, "label").unwrap_or_default(),
-        "subagents": subagents,
-    });
+    let session_id = p.session_id.unwrap_or_default();
+    let finished = p.finished_at.unwrap_or_else(herald_session::now_secs);
+    let tree = Tree {
+        session_id: session_id.clone(),
+        started_at: p.started_at,
+        finished_at: finished,
+        label: p.label.unwrap_or_default(),
+        subagents,
+    };
     let dir = session_dir(home, &session_id);
     std::fs::create_dir_all(&dir).map_err(|e| failed("save", e))?;
     let stamp = jiff::Timestamp::from_second(finished as i64)
@@ -58,28 +90,28 @@ pub fn save(home: &Path, p: &Params) -> Result<Value, RpcError> {
         .unwrap_or_else(|_| "undated".into());
     let unique = &uuid::Uuid::new_v4().simple().to_string()[..6];
     let path = dir.join(format!("{stamp}-{unique}.json"));
-    std::fs::write(&path, tree.to_string()).map_err(|e| failed("save", e))?;
-    Ok(json!({"path": path.display().to_string(), "session_id": session_id}))
+    let text = serde_json::to_string(&tree).map_err(|e| failed("save", e))?;
+    std::fs::write(&path, text).map_err(|e| failed("save", e))?;
+    Ok(TreeSaved {
+        path: path.display().to_string(),
+        session_id,
+    })
 }
 
 /// One saved tree as a list shows it; `None` for a file that is not one.
-fn entry(path: &Path) -> Option<Value> {
-    let tree: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    let count = tree
-        .get("subagents")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    Some(json!({
-        "path": path.display().to_string(),
-        "session_id": tree.get("session_id"),
-        "started_at": tree.get("started_at"),
-        "finished_at": tree.get("finished_at"),
-        "label": tree.get("label"),
-        "count": count,
-    }))
+fn entry(path: &Path) -> Option<TreeEntry> {
+    let tree: TreeFile = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    Some(TreeEntry {
+        path: path.display().to_string(),
+        count: tree.subagents.as_array().map_or(0, Vec::len),
+        session_id: tree.session_id,
+        started_at: tree.started_at,
+        finished_at: tree.finished_at,
+        label: tree.label,
+    })
 }
 
-fn trees_in(dir: &Path) -> Vec<Value> {
+fn trees_in(dir: &Path) -> Vec<TreeEntry> {
     let Ok(files) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -93,8 +125,8 @@ fn trees_in(dir: &Path) -> Vec<Value> {
 }
 
 /// `spawn_tree.list {session_id?, limit?, cross_session?}`: `{entries}`, newest first.
-pub fn list(home: &Path, p: &Params) -> Value {
-    let dirs: Vec<PathBuf> = match flag(p, "cross_session") {
+pub fn list(home: &Path, p: params::SpawnTree) -> TreeList<TreeEntry> {
+    let dirs: Vec<PathBuf> = match p.cross_session {
         true => std::fs::read_dir(root(home))
             .map(|d| {
                 d.flatten()
@@ -103,21 +135,20 @@ pub fn list(home: &Path, p: &Params) -> Value {
                     .collect()
             })
             .unwrap_or_default(),
-        false => vec![session_dir(
-            home,
-            &text(p, "session_id").unwrap_or_default(),
-        )],
+        false => vec![session_dir(home, &p.session_id.unwrap_or_default())],
     };
-    let mut entries: Vec<Value> = dirs.iter().flat_map(|d| trees_in(d)).collect();
-    let finished = |e: &Value| e["finished_at"].as_f64().unwrap_or(0.0);
+    let mut entries: Vec<TreeEntry> = dirs.iter().flat_map(|d| trees_in(d)).collect();
+    let finished = |e: &TreeEntry| e.finished_at.as_f64().unwrap_or(0.0);
     entries.sort_by(|a, b| finished(b).total_cmp(&finished(a)));
-    entries.truncate(count(p, "limit").unwrap_or(DEFAULT_LIMIT));
-    json!({"entries": entries})
+    entries.truncate(p.limit.unwrap_or(DEFAULT_LIMIT));
+    TreeList { entries }
 }
 
 /// `spawn_tree.load {path}`: the saved tree.
-pub fn load(home: &Path, p: &Params) -> Result<Value, RpcError> {
-    let raw = text(p, "path").ok_or_else(|| RpcError::new(RpcError::MISSING, "path required"))?;
+pub fn load(home: &Path, p: params::SpawnTree) -> Result<Value, RpcError> {
+    let raw = p
+        .path
+        .ok_or_else(|| RpcError::new(RpcError::MISSING, "path required"))?;
     let outside = || RpcError::new(RpcError::DISAGREE, "path outside the spawn-trees root");
     let root = root(home).canonicalize().map_err(|_| outside())?;
     let path = Path::new(&raw).canonicalize().map_err(|_| outside())?;

@@ -2,11 +2,16 @@
 //! the gateway's events (rpc-gateway.md §3.1, §6), queued prompts run after.
 
 use crate::errors::RpcError;
+use crate::events::{
+    ApprovalRequest, ClarifyRequest, Failed, Interim, MessageComplete, Text, ToolComplete,
+    ToolStart, TurnUsage,
+};
 use crate::frame;
 use crate::gateway::Live;
 use crate::outbox::Out;
 use herald_session::{Op, Outcome, RunEventKind, RunHandle, RunState, RunStatus, UserInput};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,7 +39,7 @@ pub fn unreachable_outcome<T>(outcome: Outcome) -> Result<T, RpcError> {
     ))
 }
 
-fn event(live: &Live, kind: &str, payload: Value) -> Out {
+fn event(live: &Live, kind: &str, payload: impl Serialize) -> Out {
     Out::Frame(frame::event(kind, Some(&live.id), Some(payload)))
 }
 
@@ -52,13 +57,18 @@ pub fn preview(arguments: &Value) -> String {
 }
 
 /// The token counters of a finished turn.
-pub fn usage(end: &RunStatus) -> Value {
-    let (i, o) = (end.input_tokens, end.output_tokens);
-    json!({"input": i, "output": o, "total": i + o, "calls": end.api_calls})
+pub fn usage(end: &RunStatus) -> TurnUsage {
+    let (input, output) = (end.input_tokens, end.output_tokens);
+    TurnUsage {
+        input,
+        output,
+        total: input + output,
+        calls: end.api_calls,
+    }
 }
 
 /// `message.complete`'s payload.
-fn complete(end: &RunStatus, streamed: &str, reasoning: &str) -> Value {
+fn complete(end: &RunStatus, streamed: &str, reasoning: &str) -> MessageComplete {
     let (status, text) = match end.state {
         RunState::Completed => ("complete", end.output.clone().unwrap_or_default()),
         RunState::Cancelled => ("interrupted", streamed.to_owned()),
@@ -73,14 +83,13 @@ fn complete(end: &RunStatus, streamed: &str, reasoning: &str) -> Value {
         ),
         _ => ("error", streamed.to_owned()),
     };
-    let mut payload = json!({"text": text, "usage": usage(end), "status": status});
-    if let Some(steer) = &end.pending_steer {
-        payload["pending_steer"] = json!(steer);
+    MessageComplete {
+        text,
+        usage: usage(end),
+        status,
+        pending_steer: end.pending_steer.clone(),
+        reasoning: (!reasoning.is_empty()).then(|| reasoning.to_owned()),
     }
-    if !reasoning.is_empty() {
-        payload["reasoning"] = json!(reasoning);
-    }
-    payload
 }
 
 /// The tools started and not yet complete: when, and with what arguments.
@@ -93,7 +102,12 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             name,
             arguments,
         } => {
-            let payload = json!({"tool_id": call_id, "name": name, "context": preview(&arguments), "args_text": arguments.to_string()});
+            let payload = ToolStart {
+                tool_id: call_id.clone(),
+                name,
+                context: preview(&arguments),
+                args_text: arguments.to_string(),
+            };
             started.insert(call_id, (Instant::now(), arguments));
             event(live, "tool.start", payload)
         }
@@ -108,7 +122,14 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
                 .unwrap_or((Instant::now(), Value::Null));
             let parsed = serde_json::from_str::<Value>(&result).unwrap_or(Value::String(result));
             let duration = (at.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-            let payload = json!({"tool_id": call_id, "name": name, "args": args, "result": parsed, "duration_s": duration, "error": is_error});
+            let payload = ToolComplete {
+                tool_id: call_id,
+                name,
+                args,
+                result: parsed,
+                duration_s: duration,
+                error: is_error,
+            };
             event(live, "tool.complete", payload)
         }
         RunEventKind::ApprovalRequested {
@@ -118,7 +139,15 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
         } => event(
             live,
             "approval.request",
-            json!({"request_id": request_id, "command": command, "description": reason, "pattern_keys": [], "allow_permanent": true, "smart_denied": false, "choices": CHOICES}),
+            ApprovalRequest {
+                request_id,
+                command,
+                description: reason,
+                pattern_keys: [],
+                allow_permanent: true,
+                smart_denied: false,
+                choices: CHOICES,
+            },
         ),
         RunEventKind::ClarifyRequested {
             request_id,
@@ -129,7 +158,11 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             event(
                 live,
                 "clarify.request",
-                json!({"request_id": request_id, "question": question, "choices": choices}),
+                ClarifyRequest {
+                    request_id,
+                    question,
+                    choices,
+                },
             )
         }
         _ => return None,
@@ -147,7 +180,7 @@ pub async fn relay(live: Arc<Live>, mut run: RunHandle) {
             Ok(started) => run = started,
             Err(e) => {
                 let e = RpcError::session(e, RpcError::FAILED);
-                let payload = json!({"message": e.message});
+                let payload = Failed { message: e.message };
                 live.wire.emit(event(&live, "error", payload)).await;
                 return;
             }
@@ -161,10 +194,9 @@ async fn relay_one(live: &Live, run: &RunHandle) {
         return;
     };
     live.wire
-        .emit(Out::Frame(frame::event(
+        .emit(Out::Frame(frame::bare_event(
             "message.start",
             Some(&live.id),
-            None,
         )))
         .await;
     let mut streamed = String::new();
@@ -193,12 +225,15 @@ async fn relay_one(live: &Live, run: &RunHandle) {
                 tool_calls,
             } if tool_calls > 0 && !text.trim().is_empty() => {
                 let already = streamed.contains(text.as_str());
-                let payload = json!({"text": text, "already_streamed": already});
+                let payload = Interim {
+                    text,
+                    already_streamed: already,
+                };
                 event(live, "message.interim", payload)
             }
             RunEventKind::Finished(end) => {
                 if !reasoning.is_empty() {
-                    let text = json!({"text": reasoning});
+                    let text = Text { text: &reasoning };
                     live.wire
                         .emit(event(live, "reasoning.available", text))
                         .await;

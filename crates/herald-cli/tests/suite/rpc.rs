@@ -894,6 +894,14 @@ async fn websocket_two_clients_two_sessions_at_once_and_a_disconnect_mid_turn() 
     ] {
         assert_eq!(b.code(method, params).await, 4001, "{method}");
     }
+    // The id is matched as sent by the owner check and by the close alike: padded, it
+    // names no session (it was trimmed before the close, past the check).
+    let padded = b
+        .call("session.close", json!({"session_id": format!(" {kept} ")}))
+        .await;
+    assert_eq!(padded["closed"], json!(false));
+    let listed = a.call("session.active_list", json!({})).await;
+    assert!(listed.to_string().contains(&kept), "still live: {listed}");
     let listed = b.call("session.active_list", json!({})).await;
     let ids: Vec<&str> = listed["sessions"]
         .as_array()
