@@ -8,6 +8,7 @@ pub mod answer;
 mod dir_watch;
 pub mod direct;
 pub mod findings;
+mod heavy_work;
 pub mod pipeline;
 mod process_tree;
 pub mod rate_limit;

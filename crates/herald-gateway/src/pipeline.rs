@@ -3,6 +3,7 @@
 
 use crate::answer::Answer;
 use crate::direct::{self, DirectSend, InFlight};
+use crate::heavy_work::HeavyWork;
 use crate::rate_limit::RateLimiter;
 use crate::reject_log::{Reason, RejectLog};
 use crate::routes::RouteRegistry;
@@ -70,6 +71,8 @@ pub struct Gateway {
     pub work_notify: Arc<tokio::sync::Notify>,
     /// The read connection `/health/detailed` uses, opened on first use.
     health_reader: Mutex<Option<herald_store::StoreReader>>,
+    /// Big bodies' verifying and parsing, off the async workers.
+    heavy: HeavyWork,
 }
 
 impl Gateway {
@@ -94,6 +97,7 @@ impl Gateway {
             v1_warned: Mutex::new(HashSet::new()),
             work_notify: Arc::new(tokio::sync::Notify::new()),
             health_reader: Mutex::new(None),
+            heavy: HeavyWork::default(),
         }
     }
 
@@ -198,7 +202,10 @@ impl Gateway {
         if route.secret.is_empty() {
             return Answer::missing_secret();
         }
-        match herald_webhook::verify(&route.secret, headers, &body, self.clock.as_ref()) {
+        let verified = self.heavy.run(body.len(), || {
+            herald_webhook::verify(&route.secret, headers, &body, self.clock.as_ref())
+        });
+        match verified.await {
             Ok(SignatureScheme::GenericV1) => self.warn_v1_once(route_name),
             Ok(_) => {}
             Err(e) => {
@@ -230,7 +237,10 @@ impl Gateway {
             && let Some(header_event) = event::header_event_type(headers)
             && !route.events.iter().any(|e| e.as_bytes() == header_event)
         {
-            if let Err(e) = event::validate_body(&body, content_type) {
+            let valid = self
+                .heavy
+                .run(body.len(), || event::validate_body(&body, content_type));
+            if let Err(e) = valid.await {
                 self.rejects.record(Reason::CannotParse, route_name, &e);
                 return Answer::cannot_parse();
             }
@@ -248,7 +258,11 @@ impl Gateway {
             mut payload,
             stored,
             raw,
-        } = match parse_payload(route, &body, content_type) {
+        } = match self
+            .heavy
+            .run(body.len(), || parse_payload(route, &body, content_type))
+            .await
+        {
             Ok(parsed) => parsed,
             Err(e) => {
                 self.rejects.record(Reason::CannotParse, route_name, &e);
