@@ -260,6 +260,12 @@ pub struct Host {
     reader: Arc<Mutex<Option<SessionReader>>>,
 }
 
+/// A new session's folder and tools.
+struct Placed {
+    cwd: PathBuf,
+    tools: Vec<Arc<dyn herald_agent::tool::Tool>>,
+}
+
 impl Host {
     pub fn new(runtime: Arc<Runtime>, store: SessionStore) -> Arc<Host> {
         Host::with_client(runtime, store, LlmClient::new(), DEFAULT_MAX_RUNS)
@@ -385,32 +391,48 @@ impl Host {
     }
 
     /// The system prompt of a new session: SOUL.md, the skills index and the folder's
-    /// AGENTS.md, read on the blocking pool.
-    async fn new_prompt(&self, opts: &SessionOptions) -> Result<String, SessionError> {
+    /// AGENTS.md, read on the blocking pool (built at once when all were read a moment
+    /// ago, as under load: a hop to the pool costs more than the build).
+    async fn new_prompt(
+        &self,
+        opts: &SessionOptions,
+        placed: &Placed,
+    ) -> Result<String, SessionError> {
         let rt = self.runtime.clone();
-        let cwd = self.cwd_of(opts);
-        let tools = rt.tools(&opts.tool_names);
-        let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+        let cwd = placed.cwd.clone();
+        let names: Vec<String> = placed.tools.iter().map(|t| t.name().to_owned()).collect();
         let preloaded = opts.preloaded_skills.clone();
+        let fresh = rt.prompt_files_fresh(&cwd);
         let make = move || {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             prompt::session_prompt(&rt, &cwd, &names, &preloaded)
         };
+        if fresh {
+            return Ok(make());
+        }
         tokio::task::spawn_blocking(make)
             .await
             .map_err(|_| SessionError::Store(herald_store::StoreError::WriterGone))
     }
 
+    /// Where a session opened with `opts` works and the tools it gets (worked out
+    /// once for its prompt and for the session).
+    fn place(&self, opts: &SessionOptions) -> Placed {
+        Placed {
+            cwd: self.cwd_of(opts),
+            tools: self.runtime.tools(&opts.tool_names),
+        }
+    }
+
     fn build_session(
         &self,
         opts: SessionOptions,
+        Placed { cwd, tools }: Placed,
         id: String,
         system_prompt: String,
         history: Vec<Saved>,
     ) -> Session {
         let rt = &self.runtime;
-        let cwd = self.cwd_of(&opts);
-        let tools = rt.tools(&opts.tool_names);
         let pending = Arc::new(Pending::default());
         let mut observers = opts.observers;
         if let (Some(rule), Answers::ByRequest) = (opts.edits, &opts.answers) {
@@ -459,8 +481,9 @@ impl Host {
     pub async fn open_session(&self, opts: SessionOptions) -> Result<Session, SessionError> {
         let given = opts.id.clone();
         let id = given.clone().unwrap_or_else(prompt::new_session_id);
-        let prompt = self.new_prompt(&opts).await?;
-        let session = self.build_session(opts, id, prompt, Vec::new());
+        let placed = self.place(&opts);
+        let prompt = self.new_prompt(&opts, &placed).await?;
+        let session = self.build_session(opts, placed, id, prompt, Vec::new());
         let header = NewSession {
             id: session.0.id.clone(),
             source: session.0.source.clone(),
@@ -494,11 +517,12 @@ impl Host {
         if opts.cwd.is_none() {
             opts.cwd = row.cwd.map(PathBuf::from).filter(|p| p.is_dir());
         }
+        let placed = self.place(&opts);
         let prompt = match row.system_prompt {
             Some(prompt) => prompt,
-            None => self.new_prompt(&opts).await?,
+            None => self.new_prompt(&opts, &placed).await?,
         };
-        Ok(self.build_session(opts, id.to_owned(), prompt, history))
+        Ok(self.build_session(opts, placed, id.to_owned(), prompt, history))
     }
 
     /// Branches a stored session into a new one (a copy of its live rows) and opens it;

@@ -40,9 +40,7 @@ pub fn session_prompt(
     for (name, body) in preloaded {
         parts.push(format!("# Skill: {name}\n{body}"));
     }
-    if let Ok(agents) = std::fs::read_to_string(cwd.join("AGENTS.md"))
-        && !agents.trim().is_empty()
-    {
+    if let Some(agents) = runtime.agents_file(cwd) {
         parts.push(format!("# Project instructions (AGENTS.md)\n{agents}"));
     }
     parts.join("\n\n")

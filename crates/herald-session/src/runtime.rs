@@ -243,6 +243,16 @@ impl Runtime {
         self.prompt_files.get(self.home.root(), &self.skills)
     }
 
+    /// `cwd`'s `AGENTS.md` as read at most a moment ago.
+    pub fn agents_file(&self, cwd: &std::path::Path) -> crate::prompt_files::AgentsFile {
+        self.prompt_files.agents(cwd)
+    }
+
+    /// Whether a prompt for a session in `cwd` can be built now without reading a file.
+    pub fn prompt_files_fresh(&self, cwd: &std::path::Path) -> bool {
+        self.prompt_files.fresh(cwd)
+    }
+
     /// The model settings this runtime chose from.
     pub fn model_settings(&self) -> &ModelSettings {
         &self.model_settings
