@@ -177,6 +177,11 @@ impl Observer for EditGate {
         "acp-edit-snapshot"
     }
 
+    /// It snapshots edited files only.
+    fn sees_api_requests(&self) -> bool {
+        false
+    }
+
     async fn pre_tool_call(&self, payload: &Value) -> Option<String> {
         let tool = payload.get("tool_name").and_then(Value::as_str)?;
         if is_edit(tool) {

@@ -352,9 +352,8 @@ const DEFAULT_CONTEXT: u64 = 256_000;
 /// What the next request would weigh, roughly: four characters a token over the
 /// system prompt and the history (as Hermes estimates it).
 fn estimated_tokens(session: &herald_session::Session) -> u64 {
-    let chars: usize = session.system_prompt().len()
-        + session
-            .history()
+    let history_chars = |history: &[herald_session::Saved]| {
+        history
             .iter()
             .map(|s| {
                 let m = &s.message;
@@ -365,7 +364,9 @@ fn estimated_tokens(session: &herald_session::Session) -> u64 {
                         .map(|c| c.function.arguments.len())
                         .sum::<usize>()
             })
-            .sum::<usize>();
+            .sum::<usize>()
+    };
+    let chars = session.system_prompt().len() + session.with_history(history_chars);
     u64::try_from(chars / 4).unwrap_or(u64::MAX)
 }
 

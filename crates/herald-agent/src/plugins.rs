@@ -12,6 +12,11 @@ use std::sync::Arc;
 #[async_trait::async_trait]
 pub trait Observer: Send + Sync {
     fn name(&self) -> &str;
+    /// Whether the API request hooks mean anything to this observer (a gate that
+    /// watches only tool calls says no, and the request is then not built for it).
+    fn sees_api_requests(&self) -> bool {
+        true
+    }
     async fn pre_api_request(&self, _payload: &Value) {}
     async fn post_api_request(&self, _payload: &Value) {}
     async fn api_request_error(&self, _payload: &Value) {}
@@ -77,6 +82,11 @@ impl Plugins {
         !self.observers.is_empty()
     }
 
+    /// Whether any observer sees the API requests.
+    pub fn api_requests_seen(&self) -> bool {
+        self.observers.iter().any(|o| o.sees_api_requests())
+    }
+
     /// Tells every observer, in registration order.
     pub async fn notify(&self, notice: Notice, payload: &Value) {
         for o in &self.observers {
@@ -105,5 +115,32 @@ impl Plugins {
             out.extend(answer);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Listener(bool);
+
+    #[async_trait::async_trait]
+    impl Observer for Listener {
+        fn name(&self) -> &str {
+            "listener"
+        }
+        fn sees_api_requests(&self) -> bool {
+            self.0
+        }
+    }
+
+    #[test]
+    fn only_observers_that_see_api_requests_make_the_request_built_for_them() {
+        let mut plugins = Plugins::default();
+        assert!(!plugins.api_requests_seen());
+        plugins.observers.push(Arc::new(Listener(false)));
+        assert!(plugins.has_observers() && !plugins.api_requests_seen());
+        plugins.observers.push(Arc::new(Listener(true)));
+        assert!(plugins.api_requests_seen());
     }
 }

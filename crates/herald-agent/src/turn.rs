@@ -761,7 +761,7 @@ impl Agent {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let observed = plugins.has_observers();
+            let observed = plugins.api_requests_seen();
             let (outcome, trace) = if plugins.llm_request.is_empty()
                 && plugins.llm_execution.is_empty()
                 && !observed
@@ -849,7 +849,7 @@ impl Agent {
         .await;
         let trace = Value::Array(pass.trace.clone());
         // Payloads are built only for observers that exist (the request is large).
-        if plugins.has_observers() {
+        if plugins.api_requests_seen() {
             let mut payload = fields.clone();
             payload.insert("request".into(), pass.effective.clone());
             payload.insert("middleware_trace".into(), trace.clone());

@@ -501,7 +501,7 @@ impl Chat {
             }
             Reply::Resume(id) => match self.host.resume_session(&id, self.options()).await {
                 Ok(session) => {
-                    let n = session.history().len();
+                    let n = session.with_history(<[_]>::len);
                     eprintln!("session_id: {} ({n} messages)", session.id());
                     conversation.set_session(session);
                 }

@@ -56,7 +56,7 @@ fn shown(saved: &Saved) -> Option<Shown> {
 }
 
 fn messages(session: &Session) -> Vec<Shown> {
-    session.history().iter().filter_map(shown).collect()
+    session.with_history(|h| h.iter().filter_map(shown).collect())
 }
 
 /// `session.info`'s payload (blocking: it lists the installed skills).
@@ -204,7 +204,7 @@ fn live_entry(l: &Live) -> LiveEntry {
         status: if running { "running" } else { "idle" },
         running,
         started_at: l.conversation.started_at,
-        message_count: session.history().len(),
+        message_count: session.with_history(<[_]>::len),
     }
 }
 
@@ -312,7 +312,7 @@ pub fn status(gw: &Gateway, p: params::Target) -> Result<Output, RpcError> {
         "Session {} (stored {})\nModel: {model}\nMessages: {}\nTools: {}\nState: {}",
         live.id,
         session.id(),
-        session.history().len(),
+        session.with_history(<[_]>::len),
         session.tool_names().len(),
         if live.conversation.busy() {
             "running a turn"
@@ -351,7 +351,7 @@ pub async fn branch(
 ) -> Result<Branched, RpcError> {
     let live = gw.live(p.session_id.as_deref())?;
     let parent = live.conversation.session();
-    if parent.history().is_empty() {
+    if parent.with_history(<[_]>::is_empty) {
         return Err(RpcError::new(
             RpcError::NOTHING_TO_BRANCH,
             "nothing to branch",

@@ -36,6 +36,11 @@ impl Observer for EditApprover {
         "edit-approval"
     }
 
+    /// It gates edits only.
+    fn sees_api_requests(&self) -> bool {
+        false
+    }
+
     async fn pre_tool_call(&self, payload: &Value) -> Option<String> {
         let tool = payload.get("tool_name").and_then(Value::as_str)?;
         let args = payload.get("args").cloned().unwrap_or(Value::Null);

@@ -165,6 +165,11 @@ impl Session {
         self.state().history.clone()
     }
 
+    /// Reads the history in place (no copy), under the session's lock: keep `f` short.
+    pub fn with_history<T>(&self, f: impl FnOnce(&[Saved]) -> T) -> T {
+        f(&self.state().history)
+    }
+
     pub fn endpoint(&self) -> Option<Endpoint> {
         Some(self.state().endpoint.clone())
     }

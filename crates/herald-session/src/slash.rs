@@ -50,7 +50,7 @@ impl Conversation {
             ChatCommand::Tools => Reply::Output(self.session().tool_names().join(", ")),
             ChatCommand::Context => Reply::Output(format!(
                 "{} messages in this session.",
-                self.session().history().len()
+                self.session().with_history(<[_]>::len)
             )),
             ChatCommand::Compact => Reply::Output(self.compact().await),
             ChatCommand::Steer(text) => Reply::Output(self.steer_line(&text)),
