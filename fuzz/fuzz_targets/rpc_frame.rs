@@ -1,7 +1,8 @@
 //! Arbitrary bytes, split anywhere, through `herald rpc`'s framing (the bounded line
-//! codec) and its frame parser and params readers: the frames are the same whatever
-//! the split, none is over the bound, every frame is a request or the JSON-RPC error
-//! to answer with (a code of the spec), and nothing panics.
+//! codec) and its frame parser and every method's params: the frames are the same
+//! whatever the split, none is over the bound, every frame is a request or the JSON-RPC
+//! error to answer with (a code of the spec), every params type reads from any request's
+//! params, and nothing panics.
 #![no_main]
 
 use bytes::BytesMut;
@@ -29,6 +30,34 @@ fn lines(data: &[u8], step: usize) -> Vec<Line> {
     out
 }
 
+/// Every method's params read from any object: the lenient rules leave no error.
+fn all_params_read(p: &serde_json::Value) {
+    fn reads<T: serde::de::DeserializeOwned>(p: &serde_json::Value, name: &str) {
+        if let Err(e) = params::try_read::<T>(p) {
+            panic!("{name} params did not read from {p}: {e}");
+        }
+    }
+    reads::<params::Target>(p, "target");
+    reads::<params::Create>(p, "create");
+    reads::<params::Resume>(p, "resume");
+    reads::<params::Stored>(p, "stored");
+    reads::<params::List>(p, "list");
+    reads::<params::Title>(p, "title");
+    reads::<params::Prompt>(p, "prompt");
+    reads::<params::Branch>(p, "branch");
+    reads::<params::Compress>(p, "compress");
+    reads::<params::Approval>(p, "approval");
+    reads::<params::Answer>(p, "answer");
+    reads::<params::Command>(p, "command");
+    reads::<params::Config>(p, "config");
+    reads::<params::Models>(p, "models");
+    reads::<params::CliExec>(p, "cli_exec");
+    reads::<params::Attach>(p, "attach");
+    reads::<params::Subagent>(p, "subagent");
+    reads::<params::SpawnTree>(p, "spawn_tree");
+    reads::<params::Resize>(p, "resize");
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&step, rest)) = data.split_first() else { return };
     let whole = lines(rest, rest.len().max(1));
@@ -46,10 +75,7 @@ fuzz_target!(|data: &[u8]| {
         match frame::parse(&bytes) {
             Ok(request) => {
                 assert!(!request.method.is_empty());
-                let _ = params::text(&request.params, "session_id");
-                let _ = params::flag(&request.params, "all");
-                let _ = params::count(&request.params, "limit");
-                let _ = params::required(&request.params, "text", 4002);
+                all_params_read(&serde_json::Value::Object(request.params));
             }
             Err(refused) => {
                 let (_, error) = *refused;

@@ -14,10 +14,15 @@ use serde_json::{Map, Value};
 /// Params as they arrive (a JSON object).
 pub type Params = Map<String, Value>;
 
+/// Reads the params object `p` into a method's params, or says why it could not
+/// (every field reads leniently, so only a bug in a params type fails).
+pub fn try_read<T: DeserializeOwned>(p: &Value) -> Result<T, serde_json::Error> {
+    T::deserialize(p)
+}
+
 /// Reads the params object `p` into a method's params.
 pub fn read<T: DeserializeOwned + Default>(p: &Value) -> T {
-    // Every field reads leniently, so this fails only on a bug in a params type.
-    T::deserialize(p).unwrap_or_else(|e| {
+    try_read(p).unwrap_or_else(|e| {
         tracing::error!(error = %e, "params did not read");
         T::default()
     })
