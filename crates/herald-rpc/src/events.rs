@@ -65,7 +65,9 @@ pub struct ApprovalRequest {
     pub request_id: String,
     pub command: String,
     pub description: String,
-    pub pattern_keys: [String; 0],
+    /// The danger's key (what an `always` answer allows from then on).
+    pub pattern_key: String,
+    pub pattern_keys: [String; 1],
     pub allow_permanent: bool,
     pub smart_denied: bool,
     pub choices: [&'static str; 4],

@@ -115,9 +115,11 @@ pub struct History {
     pub messages: Vec<Shown>,
 }
 
-/// `session.title`.
+/// `session.title`, got or set: with the stored session's id, as Hermes's reading
+/// names it (rpc-gateway.md §2).
 #[derive(Debug, Serialize)]
 pub struct Titled {
+    pub session_key: String,
     pub title: String,
     pub pending: bool,
 }

@@ -269,6 +269,7 @@ pub async fn title(gw: &Gateway, p: params::Title) -> Result<Titled, RpcError> {
             .await
             .map_err(|e| RpcError::session(e, RpcError::TITLE_FAILED))?;
         return Ok(Titled {
+            session_key: stored,
             title: title.unwrap_or_default(),
             pending: false,
         });
@@ -276,6 +277,7 @@ pub async fn title(gw: &Gateway, p: params::Title) -> Result<Titled, RpcError> {
     let done = live.conversation.submit(Op::Title(new)).await;
     match done.map_err(|e| RpcError::op(e, RpcError::TITLE_FAILED))? {
         Outcome::Titled(title) => Ok(Titled {
+            session_key: stored,
             title,
             pending: false,
         }),

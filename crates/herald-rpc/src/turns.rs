@@ -142,8 +142,9 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             ApprovalRequest {
                 request_id,
                 command,
-                description: reason,
-                pattern_keys: [],
+                description: reason.clone(),
+                pattern_key: reason.clone(),
+                pattern_keys: [reason],
                 allow_permanent: true,
                 smart_denied: false,
                 choices: CHOICES,

@@ -325,9 +325,15 @@ async fn stdio_protocol_errors_a_turn_and_the_session_methods() {
             json!({"session_id": sid, "title": "Greeting"}),
         )
         .await;
-    assert_eq!(t, json!({"title": "Greeting", "pending": false}));
+    assert_eq!(t["title"], "Greeting");
+    assert_eq!(t["pending"], json!(false));
+    let key = t["session_key"].clone();
     let t = c.call("session.title", json!({"session_id": sid})).await;
     assert_eq!(t["title"], "Greeting");
+    // Hermes's reading also names the stored session; the spec's `pending` is kept.
+    assert!(key.as_str().is_some_and(|k| !k.is_empty()), "{t}");
+    assert_eq!(t["session_key"], key);
+    assert_eq!(t["pending"], json!(false));
     let status = c.call("session.status", json!({"session_id": sid})).await;
     assert!(
         status["output"].as_str().unwrap().contains("fake-model"),
@@ -551,6 +557,11 @@ async fn approvals_clarify_interrupt_steer_and_model_switching() {
         request["choices"],
         json!(["once", "session", "always", "deny"])
     );
+    // The danger's key, alone and in the list, as Hermes's TUI reads them.
+    let key = request["pattern_key"].as_str().unwrap_or_default();
+    assert!(!key.is_empty(), "{request}");
+    assert_eq!(request["pattern_keys"], json!([key]));
+    assert_eq!(request["description"], json!(key));
     let r = c
         .call(
             "approval.respond",
