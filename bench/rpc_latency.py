@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -142,8 +143,10 @@ def main():
         subprocess.run(["cargo", "build", "--release", "-p", "herald-test-support", "--example", "fake_upstreams"],
                        cwd=ROOT, check=True)
     provider, base = start_provider()
+    homes = []
     try:
         home = tempfile.mkdtemp(prefix="herald-rpc-bench-")
+        homes.append(home)
         with open(os.path.join(home, "config.yaml"), "w") as f:
             f.write(f"model:\n  default: fake\n  base_url: {base}\n")
         env = dict(os.environ, HERALD_HOME=home, RUST_LOG="warn")
@@ -163,6 +166,7 @@ def main():
         report("herald acp session/prompt", turns_on_acp(Lines([args.herald_bin, "acp"], env), args.turns, home))
         if args.hermes_python:
             hhome = tempfile.mkdtemp(prefix="hermes-rpc-bench-")
+            homes.append(hhome)
             with open(os.path.join(hhome, "config.yaml"), "w") as f:
                 f.write(f"model:\n  default: fake\n  provider: custom\n  base_url: {base}\n")
             henv = dict(os.environ, HERMES_HOME=hhome, OPENAI_API_KEY="unused",
@@ -175,6 +179,8 @@ def main():
     finally:
         provider.terminate()
         provider.wait(timeout=10)
+        for h in homes:
+            shutil.rmtree(h, ignore_errors=True)
 
 
 if __name__ == "__main__":
