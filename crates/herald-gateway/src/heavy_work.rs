@@ -28,15 +28,19 @@ impl HeavyWork {
     /// single-threaded runtime, which cannot lend its thread), else after a turn at the
     /// gate, on a thread the worker hands its tasks away from.
     pub async fn run<T>(&self, size: usize, work: impl FnOnce() -> T) -> T {
-        let lendable =
-            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-        if size < HEAVY_BODY || !lendable {
+        // The size first: a small body (the webhook hot path) costs one comparison.
+        if size < HEAVY_BODY || !lendable() {
             return work();
         }
         // The gate is never closed; were it, the work would still run, ungated.
         let _turn = self.gate.acquire().await.ok();
         tokio::task::block_in_place(work)
     }
+}
+
+/// Whether this runtime can lend a worker's thread to blocking work.
+fn lendable() -> bool {
+    Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread)
 }
 
 #[cfg(test)]
