@@ -438,7 +438,9 @@ def _raised(exc, frame=None):
                      "traceback": traceback.format_exc()[-8000:], "downstream_ref": ref}}
 
 
-def _invoke(method, params):
+def _invoke(method, params, opened):
+    """Calls the callback; an execution frame is put in `opened` first, so that a
+    failure raised through it can still be matched to herald's downstream error."""
     cb = _callbacks.get(params.get("callback_id"))
     if cb is None:
         raise LookupError(f"no callback {params.get('callback_id')}")
@@ -448,27 +450,29 @@ def _invoke(method, params):
         key = "request" if kind == "llm_execution" else "args"
         frame = Frame(params.get("frame_id"), kind)
         _frames[frame.id] = frame
+        opened.append(frame)
         try:
             fields = _with_originals(fields, key)
             fields["next_call"] = _next_call_for(frame)
-            return frame, cb.call(fields)
+            return cb.call(fields)
         finally:
             _frames.pop(frame.id, None)
     if method == "middleware.request":
         key = "request" if params.get("kind") == "llm_request" else "args"
-        return None, cb.call(_with_originals(fields, key))
-    return None, cb.call(fields)
+        return cb.call(_with_originals(fields, key))
+    return cb.call(fields)
 
 
 def _handle(message):
     request_id, method = message.get("id"), message.get("method")
-    frame = None
+    opened = []
     try:
-        frame, value = _invoke(method, message.get("params") or {})
+        value = _invoke(method, message.get("params") or {}, opened)
         send({"jsonrpc": "2.0", "id": request_id, "result": {"value": plain(value)}})
     except BaseException as exc:  # every failure goes back to herald, fail-open there
         if isinstance(exc, NotJson):
             exc = ValueError(f"returned {exc}")
+        frame = opened[0] if opened else None
         send({"jsonrpc": "2.0", "id": request_id, "error": _raised(exc, frame)})
 
 

@@ -549,3 +549,19 @@ fn every_pre_llm_call_context_reaches_the_user_message() {
         "{sent}"
     );
 }
+
+#[test]
+fn a_middleware_that_lets_a_downstream_failure_through_is_not_blamed_for_it() {
+    let provider = FakeProvider::start(vec![Scripted::Status(
+        400,
+        r#"{"error": {"message": "the model refused this request"}}"#.into(),
+    )]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["let-through"]);
+    let (code, out, err) = chat(home.path(), "hi");
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("the model refused this request"), "{err}");
+    assert_eq!(log_count(&err, "DownstreamError"), 0, "{err}");
+    assert_eq!(log_count(&err, "let_through"), 0, "{err}");
+    assert_eq!(log_count(&err, "caught_and_reraised"), 0, "{err}");
+}
