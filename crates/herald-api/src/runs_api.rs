@@ -128,9 +128,16 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
         session.adopt_history(history);
     }
     session_pick::route_model(&api, &session, &model);
+    // The status names the model as requested (an alias stays an alias), or the
+    // advertised one, as Hermes does.
+    let named = if model.is_empty() {
+        api.model_id.clone()
+    } else {
+        model.clone()
+    };
     let run = api
         .host
-        .start_run_as(&session, input, run_id.clone())
+        .start_run_as(&session, input, run_id.clone(), Some(named))
         .map_err(session_pick::run_error)?;
     // The slot is held until the run ends.
     tokio::spawn(async move {

@@ -582,15 +582,18 @@ impl Host {
         session: &Session,
         input: impl Into<UserInput>,
     ) -> Result<RunHandle, SessionError> {
-        self.start_run_as(session, input, prompt::new_run_id())
+        self.start_run_as(session, input, prompt::new_run_id(), None)
     }
 
-    /// [`Host::start_run`] with a run id of the caller's (from [`prompt::new_run_id`]).
+    /// [`Host::start_run`] with a run id of the caller's (from [`prompt::new_run_id`]),
+    /// and the model its status names (`None`: the session's model), e.g. the alias a
+    /// request asked for.
     pub fn start_run_as(
         self: &Arc<Self>,
         session: &Session,
         input: impl Into<UserInput>,
         run_id: String,
+        model_named: Option<String>,
     ) -> Result<RunHandle, SessionError> {
         let (history, endpoint) = {
             let mut s = session.state();
@@ -607,7 +610,7 @@ impl Host {
         let (status, _) = watch::channel(RunStatus::queued(
             run_id.clone(),
             session.id().to_owned(),
-            endpoint.model.clone(),
+            model_named.unwrap_or_else(|| endpoint.model.clone()),
             now,
         ));
         let cell = Arc::new(RunCell::new(

@@ -377,6 +377,34 @@ async fn run_events(h: &Herald, run_id: &str) -> (Vec<Value>, String) {
 }
 
 #[tokio::test]
+async fn a_run_status_names_the_model_as_requested() {
+    let provider = FakeProvider::start(vec![Scripted::text("one"), Scripted::text("two")]);
+    let extra = "      model_routes:\n        fast: {model: small}\n";
+    let h = Herald::start(&api_config(&provider.base_url, extra));
+    for (asked, named, sent) in [
+        (Some("fast"), "fast", "small"),
+        (None, "hermes-agent", "fake-model"),
+    ] {
+        let mut body = json!({"input": "hi"});
+        if let Some(m) = asked {
+            body["model"] = json!(m);
+        }
+        let (s, b) = json_of(call(&h, "POST", "/v1/runs", Some(body), &[]).await).await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+        let run_id = b["run_id"].as_str().unwrap().to_owned();
+        let (events, text) = run_events(&h, &run_id).await;
+        assert!(
+            events.iter().any(|e| e["event"] == "run.completed"),
+            "{text}"
+        );
+        let (_, st) = get_json(&h, &format!("/v1/runs/{run_id}")).await;
+        assert_eq!(st["model"], named, "{st}");
+        let last = provider.requests().pop().unwrap();
+        assert_eq!(last.body["model"], sent);
+    }
+}
+
+#[tokio::test]
 async fn runs_with_approval_late_events_stop_and_steer() {
     let provider = FakeProvider::start(vec![
         Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
