@@ -17,11 +17,11 @@ mod wire;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
-    AuthenticateResponse, CancelNotification, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, PromptCapabilities, PromptRequest,
-    SessionCapabilities, SessionForkCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateResponse,
+    CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    PromptCapabilities, PromptRequest, SessionCapabilities, SessionForkCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use edits::EditGate;
@@ -107,7 +107,7 @@ impl AcpServer {
     /// `hermes-setup` or the resolved provider's name (any case) when a credential
     /// resolves; anything else is not an authentication.
     fn authenticates(&self, method: &str) -> bool {
-        let method = method.to_ascii_lowercase();
+        let method = method.trim().to_ascii_lowercase();
         self.provider
             .as_ref()
             .is_some_and(|p| method == SETUP_METHOD || method == p.to_ascii_lowercase())
@@ -192,13 +192,11 @@ pub async fn serve(
         .on_receive_request(
             {
                 let s = server.clone();
-                async move |request: AuthenticateRequest, responder, _cx| {
-                    let answer = match s.authenticates(&request.method_id.to_string()) {
-                        true => Ok(AuthenticateResponse::new()),
-                        false => Err(agent_client_protocol::Error::auth_required()
-                            .data("no provider credential resolves: run `herald acp --setup`")),
-                    };
-                    responder.respond_with_result(answer)
+                async move |request: wire::Authenticate, responder, _cx| {
+                    let authenticated = s.authenticates(&request.0.method_id.to_string());
+                    responder.respond(wire::AuthenticateAnswer(
+                        authenticated.then(AuthenticateResponse::new),
+                    ))
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -298,8 +296,8 @@ pub async fn serve(
         .on_receive_request(
             {
                 let s = server.clone();
-                async move |request: SetSessionConfigOptionRequest, responder, _cx| {
-                    responder.respond_with_result(s.set_config_option(&request))
+                async move |request: SetSessionConfigOptionRequest, responder, cx: Cx| {
+                    responder.respond_with_result(s.set_config_option(&request, &cx))
                 }
             },
             agent_client_protocol::on_receive_request!(),

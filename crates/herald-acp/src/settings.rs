@@ -33,14 +33,16 @@ impl AcpServer {
         let live = self.live(&request.session_id.to_string())?;
         let policy = EditPolicy::from_mode(&request.mode_id.to_string());
         live.wire.gate.set_policy(policy);
-        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(policy.mode_id()));
-        prompt::update(cx, &live.id, update);
+        tell_mode(cx, &live, policy);
         Ok(SetSessionModeResponse::new())
     }
 
+    /// Sets an option; a changed edit approval policy also sends `current_mode_update`
+    /// (a herald extension: Hermes sends none, and the IDE's mode picker went stale).
     pub(crate) fn set_config_option(
         &self,
         request: &SetSessionConfigOptionRequest,
+        cx: &ConnectionTo<Client>,
     ) -> AcpResult<SetSessionConfigOptionResponse> {
         let live = self.live(&request.session_id.to_string())?;
         let value = match &request.value {
@@ -52,7 +54,11 @@ impl AcpServer {
             EDIT_POLICY_OPTION => {
                 let policy = EditPolicy::from_value(&value)
                     .ok_or_else(|| invalid(format!("no edit approval policy {value:?}")))?;
+                let before = live.wire.gate.policy();
                 live.wire.gate.set_policy(policy);
+                if before != policy {
+                    tell_mode(cx, &live, policy);
+                }
             }
             MODEL_OPTION => self.switch_model(&live, &value).map_err(invalid)?,
             other => {
@@ -72,4 +78,10 @@ impl AcpServer {
             .map(drop)
             .map_err(|e| format!("cannot switch the model: {e}"))
     }
+}
+
+/// Tells the IDE the session's mode is now `policy`'s.
+fn tell_mode(cx: &ConnectionTo<Client>, live: &AcpSession, policy: EditPolicy) {
+    let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(policy.mode_id()));
+    prompt::update(cx, &live.id, update);
 }

@@ -1,10 +1,12 @@
 //! What the crate's v1 schema lacks and acp.md §2 gives: the `models` field beside
 //! `modes` in the answers to `session/new`, `load`, `resume` and `fork`, and
-//! `session/set_model` (a null result when the session is unknown).
+//! `session/set_model` (a null result when the session is unknown), and `authenticate`
+//! answered null, not with an error, when it does not authenticate (as Hermes does).
 
 use agent_client_protocol::v1::schema::{
-    ForkSessionRequest, ForkSessionResponse, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse,
+    AuthenticateRequest, AuthenticateResponse, ForkSessionRequest, ForkSessionResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    ResumeSessionRequest, ResumeSessionResponse,
 };
 use agent_client_protocol::{JsonRpcRequest, JsonRpcResponse};
 use serde::{Deserialize, Serialize};
@@ -106,3 +108,12 @@ pub struct SetModel {
 /// `{}` when switched; null when the session is unknown.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonRpcResponse)]
 pub struct SetModelAnswer(pub Option<serde_json::Map<String, serde_json::Value>>);
+
+/// `authenticate`, answered as Hermes does: `{}` when it authenticates, else null.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonRpcRequest)]
+#[request(method = "authenticate", response = AuthenticateAnswer)]
+pub struct Authenticate(pub AuthenticateRequest);
+
+/// `{}` when authenticated; null for a method id that is not one (no error).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonRpcResponse)]
+pub struct AuthenticateAnswer(pub Option<AuthenticateResponse>);

@@ -54,7 +54,7 @@ fn report(home: &Home, host: &Host) -> ExitCode {
 
 pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
     if args.setup {
-        return crate::setup_cmd::run(home);
+        return crate::setup_cmd::run_model_only(home);
     }
     if args.check {
         return check(home);

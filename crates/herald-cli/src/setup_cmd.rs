@@ -23,6 +23,8 @@ const TARGETS: &[(&str, &str, &str)] = &[
 struct Asker<R: BufRead, W: Write> {
     input: R,
     out: W,
+    /// The input ended before a question was answered.
+    ended: bool,
 }
 
 impl<R: BufRead, W: Write> Asker<R, W> {
@@ -37,6 +39,7 @@ impl<R: BufRead, W: Write> Asker<R, W> {
         let mut line = String::new();
         if self.input.read_line(&mut line)? == 0 {
             writeln!(self.out)?;
+            self.ended = true;
             return Ok(None);
         }
         Ok(Some(line.trim().to_owned()))
@@ -84,12 +87,44 @@ pub fn run_setup(home: &Home, args: SetupArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
-    let stdin = std::io::stdin();
-    let mut asker = Asker {
-        input: stdin.lock(),
+    wizard(home, &mut stdin_asker())
+}
+
+fn stdin_asker() -> Asker<std::io::StdinLock<'static>, std::io::Stdout> {
+    Asker {
+        input: std::io::stdin().lock(),
         out: std::io::stdout(),
+        ended: false,
+    }
+}
+
+/// `herald acp --setup`: the provider and the model only (acp.md §6). Nothing else in
+/// the home is touched, and input that ends before every question is answered changes
+/// nothing.
+pub fn run_model_only(home: &Home) -> anyhow::Result<ExitCode> {
+    let a = &mut stdin_asker();
+    writeln!(
+        a.out,
+        "herald acp --setup — sets the model ACP sessions use, in {}",
+        home.config_file().display()
+    )?;
+    let mut env_updates = Vec::new();
+    let model = ask_model(a, &mut env_updates)?;
+    let Some(model) = model.filter(|_| !a.ended) else {
+        writeln!(a.out, "Nothing changed.")?;
+        return Ok(ExitCode::SUCCESS);
     };
-    wizard(home, &mut asker)
+    home.create()
+        .with_context(|| format!("cannot create {}", home.root().display()))?;
+    herald_config::default_config::apply_model(&home.config_file(), &model)?;
+    update_env(&home.env_file(), &env_updates)?;
+    writeln!(
+        a.out,
+        "Wrote the model {} to {}; `herald acp --check` tries it.",
+        model.model,
+        home.config_file().display()
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn wizard<R: BufRead, W: Write>(home: &Home, a: &mut Asker<R, W>) -> anyhow::Result<ExitCode> {

@@ -160,6 +160,14 @@ pub fn apply_setup(path: &Path, choices: &SetupChoices) -> Result<(), ConfigErro
     write_doc(path, &doc)
 }
 
+/// Sets only the model (and its provider entry) in the config file, leaving every other
+/// key as it is; a missing file gets a config with the model alone (`herald acp --setup`).
+pub fn apply_model(path: &Path, choice: &ModelChoice) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    set_model(&mut doc, choice);
+    write_doc(path, &doc)
+}
+
 fn set_model(doc: &mut Value, choice: &ModelChoice) {
     match &choice.provider {
         ModelProvider::OpenRouter => {

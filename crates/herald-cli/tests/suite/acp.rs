@@ -571,6 +571,11 @@ async fn modes_gate_edits_the_model_switches_and_a_fork_keeps_the_history() {
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
                 .block_task()
                 .await?;
+            // authenticate: a method id that is not one is a null result, as in Hermes.
+            let nope = raw(&cx, "authenticate", json!({"methodId": "nope"})).await?;
+            assert!(nope.is_null(), "{nope}");
+            let setup = raw(&cx, "authenticate", json!({"methodId": " Hermes-Setup "})).await?;
+            assert_eq!(setup, json!({}));
             let opened = raw(&cx, "session/new", json!({"cwd": cwd, "mcpServers": []})).await?;
             assert_eq!(opened["modes"]["currentModeId"], "default", "{opened}");
             let modes: Vec<&str> = opened["modes"]["availableModes"]
@@ -616,6 +621,14 @@ async fn modes_gate_edits_the_model_switches_and_a_fork_keeps_the_history() {
                 .block_task()
                 .await?;
             assert_eq!(set.config_options.len(), 2);
+            // The same policy again changes no mode: no second update.
+            cx.send_request(SetSessionConfigOptionRequest::new(
+                session.clone(),
+                "edit_approval_policy",
+                "ask",
+            ))
+            .block_task()
+            .await?;
             cx.send_request(SetSessionConfigOptionRequest::new(
                 session.clone(),
                 "some_client_knob",
@@ -721,7 +734,19 @@ async fn modes_gate_edits_the_model_switches_and_a_fork_keeps_the_history() {
         [(Some("new\n".to_owned()), "newer\n".to_owned())],
         "the completion's diff: the snapshot before, the file after"
     );
-    assert!(seen.updates.iter().any(|u| matches!(u, SessionUpdate::CurrentModeUpdate(m) if m.current_mode_id.to_string() == "accept_edits")));
+    let modes: Vec<String> = seen
+        .updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::CurrentModeUpdate(m) => Some(m.current_mode_id.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        modes,
+        ["accept_edits", "default"],
+        "set_mode and a changed edit_approval_policy each tell the mode, once"
+    );
     assert!(
         seen.updates
             .iter()

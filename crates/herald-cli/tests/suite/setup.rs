@@ -6,8 +6,13 @@ use std::process::{Command, Stdio};
 
 /// Runs `herald gateway setup` with `answers` on stdin; (exit code, stdout).
 pub fn setup(home: &std::path::Path, answers: &str) -> (i32, String) {
+    answered(home, &["gateway", "setup"], answers)
+}
+
+/// Runs herald with `args` and `answers` on stdin; (exit code, stdout).
+fn answered(home: &std::path::Path, args: &[&str], answers: &str) -> (i32, String) {
     let mut child = Command::new(BIN)
-        .args(["gateway", "setup"])
+        .args(args)
         .env("HERALD_HOME", home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -96,4 +101,47 @@ fn end_of_input_takes_the_defaults() {
         "{config}"
     );
     assert!(!home.path().join(".env").exists());
+}
+
+#[test]
+fn acp_setup_sets_the_model_only_and_end_of_input_changes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.yaml");
+    // End of input at the first question: no file is made.
+    let (code, out) = answered(home.path(), &["acp", "--setup"], "");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Nothing changed."), "{out}");
+    assert!(!config.exists() && !home.path().join(".env").exists());
+    // End of input part way: nothing either.
+    let (_, out) = answered(home.path(), &["acp", "--setup"], "endpoint\n");
+    assert!(out.contains("Nothing changed."), "{out}");
+    assert!(!config.exists());
+    // Every answer: the model and provider, and no webhook platform.
+    let answers = "endpoint\nhttp://127.0.0.1:9/v1\nmy-model\nsk-local\n";
+    let (code, out) = answered(home.path(), &["acp", "--setup"], answers);
+    assert_eq!(code, 0, "{out}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains("my-model") && text.contains("http://127.0.0.1:9/v1"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("webhook") && !text.contains("platforms"),
+        "{text}"
+    );
+    let env = std::fs::read_to_string(home.path().join(".env")).unwrap();
+    assert!(env.contains("=sk-local"), "{env}");
+    // An existing config keeps everything but the model.
+    std::fs::write(&config, "agent:\n  max_turns: 7\nmodel:\n  default: old\n").unwrap();
+    let (_, out) = answered(
+        home.path(),
+        &["acp", "--setup"],
+        "openrouter\nnew/model\n\n",
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains("max_turns: 7") && text.contains("new/model"),
+        "{out}{text}"
+    );
+    assert!(!text.contains("old") && !text.contains("webhook"), "{text}");
 }
