@@ -146,6 +146,8 @@ pub struct Prompt {
     #[serde(deserialize_with = "text")]
     pub text: Option<String>,
     pub truncate_before_row_id: Option<Value>,
+    /// Newer upstream's message id; herald's messages have one id, the row id.
+    pub truncate_before_message_id: Option<Value>,
     pub truncate_before_user_ordinal: Option<Value>,
     pub confirm_truncate: Option<Value>,
     pub confirm_empty_truncate: Option<Value>,

@@ -16,6 +16,7 @@ use std::sync::Arc;
 fn rewind_of(p: &params::Prompt) -> Result<Option<RewindRequest>, RpcError> {
     let asked = [
         &p.truncate_before_row_id,
+        &p.truncate_before_message_id,
         &p.truncate_before_user_ordinal,
         &p.confirm_truncate,
         &p.confirm_empty_truncate,
@@ -33,12 +34,35 @@ fn rewind_of(p: &params::Prompt) -> Result<Option<RewindRequest>, RpcError> {
         })?),
     };
     let yes = |v: &Option<Value>| matches!(v, Some(Value::Bool(true)));
+    let confirmed = yes(&p.confirm_truncate);
+    let by_message = p.truncate_before_message_id.as_ref().map(message_row_id);
+    let row_id = match (row_id, by_message) {
+        (Some(a), Some(b)) if a != b && confirmed => {
+            return Err(RpcError::new(
+                RpcError::DISAGREE,
+                "truncate_before_row_id and truncate_before_message_id name different messages",
+            ));
+        }
+        (a, b) => a.or(b),
+    };
     Ok(Some(RewindRequest {
         truncate_before_row_id: row_id,
         truncate_before_user_ordinal: p.truncate_before_user_ordinal.clone(),
-        confirm_truncate: yes(&p.confirm_truncate),
+        confirm_truncate: confirmed,
         confirm_empty_truncate: yes(&p.confirm_empty_truncate),
     }))
+}
+
+/// The row id a message id names: herald's messages have no other id, so an integer
+/// (or its decimal text) is the row id, and anything else names no message (a row id
+/// that never exists, so the store answers 4018 after the confirmation check).
+fn message_row_id(v: &Value) -> i64 {
+    const NO_ROW: i64 = -1;
+    match v {
+        Value::Number(n) => n.as_i64().unwrap_or(NO_ROW),
+        Value::String(s) => s.trim().parse().unwrap_or(NO_ROW),
+        _ => NO_ROW,
+    }
 }
 
 const STREAMING: Submitted = Submitted {

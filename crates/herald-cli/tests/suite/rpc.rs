@@ -447,6 +447,16 @@ async fn rewind_checks_in_order_and_nothing_is_written_when_refused() {
             json!({"truncate_before_row_id": users[0], "confirm_truncate": true}),
             4028,
         ),
+        // The message id is the row id: the same rules.
+        (json!({"truncate_before_message_id": users[1]}), 4029),
+        (
+            json!({"truncate_before_message_id": "msg_nope", "confirm_truncate": true}),
+            4018,
+        ),
+        (
+            json!({"truncate_before_message_id": users[2], "truncate_before_row_id": users[1], "confirm_truncate": true}),
+            4030,
+        ),
     ];
     for (params, code) in refusals {
         assert_eq!(
@@ -462,7 +472,7 @@ async fn rewind_checks_in_order_and_nothing_is_written_when_refused() {
     );
     assert_eq!(provider.requests().len(), 3, "no turn ran");
     let r = c
-        .call("prompt.submit", submit(json!({"truncate_before_row_id": users[1], "truncate_before_user_ordinal": 1, "confirm_truncate": true})))
+        .call("prompt.submit", submit(json!({"truncate_before_message_id": users[1].to_string(), "truncate_before_user_ordinal": 1, "confirm_truncate": true})))
         .await;
     assert_eq!(r["status"], "streaming");
     assert_eq!(r["survivor_user_row_ids"], json!([users[0]]), "{r}");
