@@ -139,7 +139,7 @@ pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Capabilities> {
 pub async fn model_options(
     State(api): State<Arc<Api>>,
     axum::extract::RawQuery(query): axum::extract::RawQuery,
-) -> Json<Value> {
+) -> Json<herald_session::model_options::ModelInventory> {
     let refresh = query
         .unwrap_or_default()
         .split('&')

@@ -180,14 +180,20 @@ pub struct Capabilities {
     pub endpoints: Value,
 }
 
-/// `GET /api/model/options`: the providers and models a picker offers. The session
-/// host builds this one for every door (RPC `model.options` too), as JSON; this type
-/// documents it.
+/// `GET /api/model/options`: the providers and models a picker offers, in Hermes's
+/// `build_models_payload` shape. The session host builds it for every door (RPC
+/// `model.options` too); this type documents it.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct ModelOptions {
-    pub current: Value,
+    /// Each provider: `slug`, `name`, `is_current`, `is_user_defined`, `models` (ids),
+    /// `total_models`, `source`, `api_url` (user-defined ones), `authenticated`,
+    /// `capabilities`.
     pub providers: Vec<Value>,
+    /// The model in use.
+    pub model: String,
+    /// The provider in use (a row's `slug`).
+    pub provider: String,
 }
 
 /// One chat message; `content` is a string or an array of content parts. It documents

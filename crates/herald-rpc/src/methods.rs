@@ -88,7 +88,7 @@ pub async fn call(
         "config.set" => answer(commands::config_set(gw, read(&p)).await),
         "model.options" => {
             let models: crate::params::Models = read(&p);
-            Ok(gw.host.model_options(models.refresh).await)
+            answer(Ok(gw.host.model_options(models.refresh).await))
         }
         "cli.exec" => answer(extras::cli_exec(read(&p)).await),
         "image.attach" => off_workers(gw, &p, extras::image_attach).await,

@@ -301,7 +301,7 @@ impl Host {
 
     /// The model picker's inventory (providers and their models); `refresh` asks every
     /// saved provider again.
-    pub async fn model_options(&self, refresh: bool) -> serde_json::Value {
+    pub async fn model_options(&self, refresh: bool) -> crate::model_options::ModelInventory {
         self.models
             .build(&self.runtime, &self.client, refresh)
             .await

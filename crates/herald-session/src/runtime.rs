@@ -261,19 +261,51 @@ impl Runtime {
     /// Whether the model's provider has a credential: a key of its own, or a local
     /// server (loopback) that needs none.
     pub fn credential_resolves(&self) -> bool {
-        let key = self.endpoint.api_key.trim();
-        let keyed = !key.is_empty() && key != herald_llm::endpoint::NO_KEY;
-        let local = ["://127.0.0.1", "://localhost", "://[::1]"]
-            .iter()
-            .any(|h| self.endpoint.base_url.contains(h));
-        keyed || local
+        endpoint_has_credential(&self.endpoint)
     }
 
     /// The endpoint for a `/model SPEC` switch (also `provider:model`).
+    /// Hermes's picker sends `MODEL --provider SLUG` with `--tui-session` or `--global`;
+    /// both switch this session only (herald writes no config from a picker).
     pub fn switch_model(&self, spec: &str) -> Result<Endpoint, SelectError> {
-        model_select::select(&self.model_settings, Some(spec), None, &process_env)
-            .map(|s| s.endpoint)
+        let (model, provider) = model_flags(spec);
+        if model.is_empty() {
+            return Err(SelectError("no model named".into()));
+        }
+        model_select::select(
+            &self.model_settings,
+            Some(&model),
+            provider.as_deref(),
+            &process_env,
+        )
+        .map(|s| s.endpoint)
     }
+}
+
+/// A model switch's words: the model, and the provider of `--provider SLUG`
+/// (`--global`, `--tui-session` and other flags are dropped).
+fn model_flags(spec: &str) -> (String, Option<String>) {
+    let mut words = spec.split_whitespace();
+    let (mut model, mut provider) = (Vec::new(), None);
+    while let Some(w) = words.next() {
+        match w {
+            "--provider" => provider = words.next().map(str::to_owned),
+            flag if flag.starts_with("--") => {}
+            word => model.push(word),
+        }
+    }
+    (model.join(" "), provider)
+}
+
+/// Whether `endpoint` can be called: it has a key, or it is on this machine (a local
+/// server needs none).
+pub fn endpoint_has_credential(endpoint: &herald_llm::Endpoint) -> bool {
+    let key = endpoint.api_key.trim();
+    let keyed = !key.is_empty() && key != herald_llm::endpoint::NO_KEY;
+    let local = ["://127.0.0.1", "://localhost", "://[::1]"]
+        .iter()
+        .any(|h| endpoint.base_url.contains(h));
+    keyed || local
 }
 
 /// Starts the plugin host for the enabled Python plugins of `home` (none enabled:

@@ -886,28 +886,32 @@ async fn model_options_list_the_configured_providers_and_what_they_serve() {
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     let (s, b) = get_json(&h, "/api/model/options").await;
     assert_eq!(s, StatusCode::OK, "{b}");
-    assert_eq!(b["current"]["model"], "fake-model");
+    // Hermes's build_models_payload shape, as its TUI's picker reads it.
+    assert_eq!(b["model"], "fake-model");
+    assert_eq!(b["provider"], b["providers"][0]["slug"], "{b}");
     let first = &b["providers"][0];
-    assert_eq!(first["current"], true);
-    let models: Vec<&str> = first["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(models, ["fake-model", "fake-large"], "{b}");
+    assert_eq!(first["is_current"], true);
+    assert_eq!(first["authenticated"], true, "a local server needs no key");
+    assert_eq!(first["models"], json!(["fake-model", "fake-large"]), "{b}");
+    assert_eq!(first["total_models"], 2);
+    assert!(first["name"].is_string() && first["capabilities"].is_object());
     let away = b["providers"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["id"] == "custom:away")
+        .find(|p| p["slug"] == "custom:away")
         .unwrap();
     assert_eq!(
-        away["models"][0]["id"], "remote-model",
+        away["models"],
+        json!(["remote-model"]),
         "the saved model, not probed: {away}"
     );
+    assert_eq!(away["name"], "away");
+    assert_eq!(away["is_current"], false);
+    assert_eq!(away["is_user_defined"], true);
+    assert_eq!(away["source"], "user-config");
     assert_eq!(
-        away["base_url"], "http://127.0.0.1:9/v1",
+        away["api_url"], "http://127.0.0.1:9/v1",
         "no credentials shown"
     );
     assert!(!b.to_string().contains("hunter2"), "{b}");

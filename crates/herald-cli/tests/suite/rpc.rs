@@ -723,8 +723,23 @@ async fn approvals_clarify_interrupt_steer_and_model_switching() {
             .any(|p| p[0] == "/model"),
         "{catalog}"
     );
+    // The same builder as GET /api/model/options, and a pick as the TUI sends it.
     let options = c.call("model.options", json!({"session_id": sid})).await;
-    assert!(options.is_object(), "{options}");
+    assert_eq!(options["model"], "fake-model", "{options}");
+    let slug = options["providers"][0]["slug"].as_str().unwrap().to_owned();
+    assert_eq!(options["providers"][0]["is_current"], true, "{options}");
+    let picked = c
+        .call(
+            "config.set",
+            json!({"session_id": sid, "key": "model", "value": format!("fake-large --provider {slug} --tui-session")}),
+        )
+        .await;
+    assert_eq!(picked["value"], "fake-large", "{picked}");
+    c.call(
+        "config.set",
+        json!({"session_id": sid, "key": "model", "value": "fake-model"}),
+    )
+    .await;
     assert_eq!(c.code("config.get", json!({"key": "nonsense"})).await, 4002);
     // process.stop kills the background jobs the tools started.
     let started = c.turn(&sid, "start a job").await;
