@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
-    if !home.root().exists() {
-        offer_hermes_import(home);
+    if !home.root().exists() && offer_hermes_import(home) {
+        return Ok(ExitCode::FAILURE);
     }
     home.create()
         .with_context(|| format!("cannot create home {}", home.root().display()))?;
@@ -407,20 +407,28 @@ pub(crate) async fn shutdown_signal() {
     tracing::info!("shutting down: no new requests, finishing the ones in flight");
 }
 
-/// A Hermes user's first start: say that their Hermes home was not read, and how to bring
-/// it over.
-fn offer_hermes_import(home: &Home) {
+/// A Hermes user's first start: a default config written now would be kept by the later
+/// `herald setup --from-hermes` (it never overwrites), so the Hermes model, routes and API
+/// server would never come across. Nothing is written and nothing served: say what to run.
+/// True when a Hermes home was found (the start ends there).
+fn offer_hermes_import(home: &Home) -> bool {
     let hermes = crate::hermes_import::default_hermes_home();
-    if hermes.join("config.yaml").is_file() {
-        outln!(
-            "herald: found a Hermes home at {} (not read: herald uses {}).",
-            hermes.display(),
-            home.root().display()
-        );
-        outln!(
-            "herald: to bring its config, .env, subscriptions, scripts, skills and plugins over, stop and run: herald setup --from-hermes"
-        );
+    if !hermes.join("config.yaml").is_file() {
+        return false;
     }
+    outln!(
+        "herald: found a Hermes home at {} (not read: herald uses {}, which does not exist yet).",
+        hermes.display(),
+        home.root().display()
+    );
+    outln!("herald: nothing was written and nothing is served. Either:");
+    outln!(
+        "herald:   herald setup --from-hermes    bring its config, .env, subscriptions, scripts, skills and plugins over, then `herald gateway run`"
+    );
+    outln!(
+        "herald:   herald gateway setup          start without it (asks the port, secret, target and model), then `herald gateway run`"
+    );
+    true
 }
 
 fn print_first_start(config: &Config) -> anyhow::Result<()> {

@@ -282,7 +282,7 @@ fn setup_from_hermes_copies_the_hermes_home_and_leaves_it_untouched() {
 
     let parent = tempfile::tempdir().unwrap();
     let home = parent.path().join("herald-home");
-    // The first start on a fresh home says the Hermes home was found.
+    // The first start on a fresh home says the Hermes home was found, and stops.
     let mut child = Command::new(BIN)
         .args(["gateway", "run"])
         .env("HERALD_HOME", &home)
@@ -300,7 +300,10 @@ fn setup_from_hermes_copies_the_hermes_home_and_leaves_it_untouched() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(first.contains("found a Hermes home"), "{first}");
-    let _ = std::fs::remove_dir_all(&home);
+    assert!(
+        !home.exists(),
+        "the first start writes nothing beside a Hermes home"
+    );
 
     let out = Command::new(BIN)
         .args(["setup", "--from-hermes"])

@@ -145,3 +145,81 @@ fn acp_setup_sets_the_model_only_and_end_of_input_changes_nothing() {
     );
     assert!(!text.contains("old") && !text.contains("webhook"), "{text}");
 }
+
+/// A Hermes home a user moves in from: a model, a webhook route, the API server.
+fn fake_hermes_home() -> tempfile::TempDir {
+    let hermes = tempfile::tempdir().unwrap();
+    let config = format!(
+        "model:\n  default: hermes-model\n  base_url: http://127.0.0.1:9/v1\n{}        from-hermes:\n          deliver: log\n  api_server:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\n      key: k3y-0123456789abcdef-hermes\n",
+        config_with_routes("")
+    );
+    std::fs::write(hermes.path().join("config.yaml"), config).unwrap();
+    hermes
+}
+
+/// `herald gateway run` with `env`, its stdout lines up to the webhook's listening line
+/// (or its exit), and the process (still running when it listens).
+fn gateway_run(
+    home: &std::path::Path,
+    env: &[(&str, &std::path::Path)],
+) -> (Vec<String>, std::process::Child) {
+    use std::io::BufRead;
+    let mut cmd = Command::new(BIN);
+    cmd.args(["gateway", "run"])
+        .env("HERALD_HOME", home)
+        .env_remove("RUST_LOG")
+        .env_remove("WEBHOOK_ENABLED")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    for line in reader.lines() {
+        let line = line.unwrap();
+        let done = line.starts_with("herald: webhook listening on");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    (lines, child)
+}
+
+#[test]
+fn a_hermes_user_who_starts_first_then_migrates_gets_the_hermes_config() {
+    let hermes = fake_hermes_home();
+    let parent = tempfile::tempdir().unwrap();
+    let home = parent.path().join("herald-home");
+    // README's first command first: it says what to run, writes nothing, serves nothing.
+    let (lines, mut child) = gateway_run(&home, &[("HERMES_HOME", hermes.path())]);
+    let code = wait_timeout(&mut child, std::time::Duration::from_secs(10));
+    let _ = child.kill();
+    let text = lines.join("\n");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("found a Hermes home"), "{text}");
+    assert!(text.contains("herald setup --from-hermes"), "{text}");
+    assert!(!text.contains("listening"), "{text}");
+    assert!(!home.exists(), "nothing is written before the migration");
+    // Then the migration brings the Hermes config over.
+    let out = Command::new(BIN)
+        .args(["setup", "--from-hermes"])
+        .env("HERALD_HOME", &home)
+        .env("HERMES_HOME", hermes.path())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("copied  config.yaml"), "{report}");
+    // And the next start serves the Hermes route, model and API server.
+    let (lines, mut child) = gateway_run(&home, &[("HERMES_HOME", hermes.path())]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = lines.join("\n");
+    assert!(text.contains("(routes: 1)"), "{text}");
+    assert!(text.contains("OpenAI-compatible API listening"), "{text}");
+    assert!(!text.contains("wrote a default configuration"), "{text}");
+    let config = std::fs::read_to_string(home.join("config.yaml")).unwrap();
+    assert!(config.contains("hermes-model"), "{config}");
+}
