@@ -31,6 +31,10 @@ struct Report {
     copied: Vec<String>,
     kept: Vec<String>,
     skipped: Vec<String>,
+    /// herald's bundled skills installed beside the migrated ones.
+    bundled: Vec<String>,
+    /// Bundled skills not installed because a migrated skill has the name.
+    bundled_shadowed: Vec<String>,
 }
 
 /// Copies from `from` (default: [`default_hermes_home`]).
@@ -47,6 +51,8 @@ pub fn run(home: &Home, from: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     home.create()
         .with_context(|| format!("cannot create {}", home.root().display()))?;
     let mut report = Report::default();
+    // A home that had a skills folder got herald's skills then (or its user removed them).
+    let skills_are_new = !home.skills_dir().exists();
     for (name, private) in FILES {
         let source = from.join(name);
         if source.is_file() {
@@ -65,8 +71,48 @@ pub fn run(home: &Home, from: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             copy_tree(&source, &home.root().join(folder), folder, &mut report)?;
         }
     }
+    if skills_are_new {
+        install_bundled_skills(home, &mut report)?;
+    }
     print_report(&from, home, &report);
     Ok(ExitCode::SUCCESS)
+}
+
+/// herald's bundled skills (`webhook-subscriptions`, `github-code-review`), which a home
+/// gets on its first start only when it has no `skills/` folder: after the copy it has
+/// one, so they are installed here, beside the migrated skills and never over a migrated
+/// skill of the same name. They are written into a staging folder inside the home first,
+/// then moved in one by one.
+fn install_bundled_skills(home: &Home, report: &mut Report) -> anyhow::Result<()> {
+    let staging = Home::new(home.root().join(".herald-bundled-skills"));
+    let cleanup = |dir: &Path| match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    };
+    cleanup(staging.root())
+        .with_context(|| format!("cannot remove {}", staging.root().display()))?;
+    let names = herald_session::bundled_skills::install_if_new(&staging).with_context(|| {
+        format!(
+            "cannot write herald's skills into {}",
+            staging.root().display()
+        )
+    })?;
+    herald_config::home::create_private_dir(&home.skills_dir())
+        .with_context(|| format!("cannot create {}", home.skills_dir().display()))?;
+    for name in names {
+        let target = home.skills_dir().join(name);
+        if target.exists() {
+            report.bundled_shadowed.push(format!("skills/{name}"));
+            continue;
+        }
+        let source = staging.skills_dir().join(name);
+        std::fs::rename(&source, &target)
+            .with_context(|| format!("cannot move {} to {}", source.display(), target.display()))?;
+        report.bundled.push(format!("skills/{name}"));
+    }
+    cleanup(staging.root())
+        .with_context(|| format!("cannot remove {}", staging.root().display()))?;
+    Ok(())
 }
 
 fn copy_file(
@@ -129,6 +175,12 @@ fn print_report(from: &Path, home: &Home, report: &Report) {
     }
     if report.copied.is_empty() {
         outln!("  nothing new to copy");
+    }
+    for name in &report.bundled {
+        outln!("  added   {name} (a skill herald ships)");
+    }
+    for name in &report.bundled_shadowed {
+        outln!("  kept    {name} (the migrated one; herald's skill of that name is not installed)");
     }
     outln!("Check it with `herald config check`, then start with `herald gateway run`.");
 }

@@ -223,3 +223,48 @@ fn a_hermes_user_who_starts_first_then_migrates_gets_the_hermes_config() {
     let config = std::fs::read_to_string(home.join("config.yaml")).unwrap();
     assert!(config.contains("hermes-model"), "{config}");
 }
+
+#[test]
+fn the_migration_installs_herald_skills_beside_the_hermes_ones_never_over_them() {
+    let hermes = fake_hermes_home();
+    let skills = hermes.path().join("skills");
+    std::fs::create_dir_all(skills.join("github-code-review")).unwrap();
+    std::fs::create_dir_all(skills.join("mine")).unwrap();
+    std::fs::write(skills.join(".usage.json"), "{}").unwrap();
+    std::fs::write(skills.join("github-code-review/SKILL.md"), "# my own review").unwrap();
+    std::fs::write(skills.join("mine/SKILL.md"), "# mine").unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let home = parent.path().join("herald-home");
+    let out = Command::new(BIN)
+        .args(["setup", "--from-hermes"])
+        .env("HERALD_HOME", &home)
+        .env("HERMES_HOME", hermes.path())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let read = |p: &str| std::fs::read_to_string(home.join("skills").join(p)).unwrap();
+    assert!(
+        read("webhook-subscriptions/SKILL.md").contains("herald webhook subscribe"),
+        "herald's skill is installed beside the migrated ones"
+    );
+    assert_eq!(read("github-code-review/SKILL.md"), "# my own review");
+    assert_eq!(read("mine/SKILL.md"), "# mine");
+    assert_eq!(read(".usage.json"), "{}");
+    assert!(
+        report.contains("added   skills/webhook-subscriptions"),
+        "{report}"
+    );
+    assert!(
+        report.contains("kept    skills/github-code-review (the migrated one"),
+        "{report}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !left.iter().any(|n| n.contains("bundled")),
+        "no staging folder is left: {left:?}"
+    );
+}
