@@ -201,6 +201,9 @@ pub struct Config {
     /// Hermes settings in the file that herald does not implement (dotted keys, in file
     /// order), listed once at info level.
     pub hermes_only: Vec<String>,
+    /// Signs that a chat platform is meant to receive messages (Hermes's gateway does;
+    /// herald does not): reported as findings by the start and `herald config check`.
+    pub chat_platforms: Vec<crate::chat_platforms::ChatPlatformUse>,
 }
 
 /// Reads the environment (injected so tests need not touch the process's).
@@ -441,6 +444,7 @@ impl Config {
             }
         }
 
+        let chat_platforms = crate::chat_platforms::chat_platform_uses(&doc, gateway, env);
         let agent = crate::agent_settings::read_agent_settings(&mut r, &doc);
         let model = crate::model_settings::read_model_settings(&mut r, &doc);
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
@@ -460,6 +464,7 @@ impl Config {
             warnings: r.warnings,
             findings: r.findings,
             hermes_only,
+            chat_platforms,
         })
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod agent_settings;
 pub mod api_settings;
+pub mod chat_platforms;
 pub mod config;
 pub mod default_config;
 pub mod error;
@@ -29,6 +30,7 @@ pub mod yaml_errors;
 
 pub use agent_settings::AgentSettings;
 pub use api_settings::{ApiServerSettings, ModelRoute};
+pub use chat_platforms::ChatPlatformUse;
 pub use config::{
     Config, ConnectionSettings, PlatformToolsets, WebhookSettings, WorkerSettings, load_dotenv,
     process_env, reload_dotenv,

@@ -29,7 +29,40 @@ pub fn gather(config: &Config, targets: &TargetSet) -> Vec<String> {
         Err(e) => findings.push(format!("no subscription is served: {e}")),
     }
     findings.extend(undeliverable(&routes, targets));
+    findings.extend(chat_platforms(config, targets));
     findings
+}
+
+/// One finding per chat platform the configuration means to receive messages from
+/// (Hermes's gateway does; herald only sends), naming where each sign is.
+fn chat_platforms(config: &Config, targets: &TargetSet) -> Vec<String> {
+    let mut by_platform: Vec<(&str, Vec<&str>)> = Vec::new();
+    for sign in &config.chat_platforms {
+        match by_platform.iter_mut().find(|(p, _)| *p == sign.platform) {
+            Some((_, sources)) => sources.push(&sign.source),
+            None => by_platform.push((&sign.platform, vec![&sign.source])),
+        }
+    }
+    by_platform
+        .into_iter()
+        .map(|(platform, sources)| {
+            let sends = match targets.unavailable(platform) {
+                None => format!(
+                    "herald only sends to {platform} (`deliver: {platform}` on a route)"
+                ),
+                Some(why) if why.contains("not supported") => {
+                    format!("herald does not send to {platform} either")
+                }
+                Some(why) => format!(
+                    "herald only sends to {platform} (`deliver: {platform}`), once its target is enabled: it {why}"
+                ),
+            };
+            format!(
+                "{}: these receive {platform} messages in Hermes's gateway, but herald does not receive from {platform} (people writing to the bot get no answer from herald); {sends}. Keep Hermes's gateway running for chat (with its webhook platform off), or remove these settings to silence this",
+                sources.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Enabled routes whose target is not enabled or not known.

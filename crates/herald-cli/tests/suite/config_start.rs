@@ -397,3 +397,63 @@ fn yaml_syntax_errors_name_the_likely_cause_and_its_line() {
         );
     }
 }
+
+#[test]
+fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
+    let config = format!(
+        "{}        r: {{deliver: log}}\n  slack:\n    enabled: true\ntelegram:\n  require_mention: true\n",
+        config_with_routes("")
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), &config).unwrap();
+    std::fs::write(
+        home.path().join(".env"),
+        "TELEGRAM_BOT_TOKEN=123:abc\nTELEGRAM_ALLOWED_USERS=42\n",
+    )
+    .unwrap();
+    let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+    assert_eq!(code, 1, "{out}");
+    let finding = |platform: &str| {
+        out.lines()
+            .find(|l| {
+                l.starts_with("finding:") && l.contains(&format!("receive {platform} messages"))
+            })
+            .unwrap_or_else(|| panic!("no {platform} finding: {out}"))
+            .to_owned()
+    };
+    let telegram = finding("telegram");
+    assert!(
+        telegram.contains("`telegram:` at line 13 of config.yaml"),
+        "{telegram}"
+    );
+    assert!(telegram.contains("TELEGRAM_ALLOWED_USERS"), "{telegram}");
+    assert!(
+        telegram.contains("herald does not receive from telegram"),
+        "{telegram}"
+    );
+    assert!(
+        telegram.contains("herald only sends to telegram"),
+        "{telegram}"
+    );
+    let slack = finding("slack");
+    assert!(slack.contains("`platforms.slack.enabled: true`"), "{slack}");
+    // The start says the same, and serves anyway.
+    std::fs::create_dir_all(home.path().join("scripts")).unwrap();
+    let h = Herald::start_in(home, &[]);
+    let log = h.log_once_it_has("serves anyway");
+    assert!(
+        log.contains("herald does not receive from telegram"),
+        "{log}"
+    );
+    assert!(log.contains("herald does not receive from slack"), "{log}");
+    // A herald-only home (a token to send with, nothing that receives) has no such finding.
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::write(
+        plain.path().join("config.yaml"),
+        config_with_routes("        r: {deliver: telegram, deliver_extra: {chat_id: '1'}}\n"),
+    )
+    .unwrap();
+    std::fs::write(plain.path().join(".env"), "TELEGRAM_BOT_TOKEN=123:abc\n").unwrap();
+    let (code, out, _) = run_cli(plain.path(), &["config", "check"]);
+    assert_eq!(code, 0, "{out}");
+}
