@@ -44,21 +44,13 @@ pub fn run(home: &Home, command: PluginsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn status(p: &herald_plugins::Plugin) -> &'static str {
-    match (p.enabled, p.path.is_some()) {
-        (true, true) => "enabled",
-        (true, false) => "enabled (entry point)",
-        (false, _) => "not enabled",
-    }
-}
-
 fn list(home: &Home, plugins: &[herald_plugins::Plugin], json: bool) -> anyhow::Result<ExitCode> {
     if json {
         let rows: Vec<serde_json::Value> = plugins
             .iter()
             .map(|p| {
                 serde_json::json!({
-                    "name": p.name, "key": p.key, "status": status(p),
+                    "name": p.name, "key": p.key, "status": p.status(),
                     "version": p.manifest.version, "description": p.manifest.description,
                     "path": p.path, "problem": p.problem,
                 })
@@ -87,7 +79,7 @@ fn list(home: &Home, plugins: &[herald_plugins::Plugin], json: bool) -> anyhow::
             .clone()
             .or_else(|| p.manifest.description.clone())
             .unwrap_or_default();
-        outln!("{:<28} {:<10} {:<22} {about}", p.name, version, status(p));
+        outln!("{:<28} {:<10} {:<22} {about}", p.name, version, p.status());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -98,27 +90,27 @@ fn switch(
     name: &str,
     on: bool,
 ) -> anyhow::Result<ExitCode> {
-    let Some(p) = plugins
-        .iter()
-        .find(|p| p.path.is_some() && (p.key == name || p.name == name))
-    else {
-        eprintln!(
-            "herald: plugin '{name}' is not installed (no folder with plugin.yaml and __init__.py in {})",
-            herald_plugins::plugins_dir(home).display()
-        );
-        return Ok(ExitCode::FAILURE);
+    let (key, changed) = match herald_plugins::switch(home, plugins, name, on) {
+        Ok(switched) => switched,
+        Err(herald_plugins::SwitchError::NotInstalled { .. }) => {
+            eprintln!(
+                "herald: plugin '{name}' is not installed (no folder with plugin.yaml and __init__.py in {})",
+                herald_plugins::plugins_dir(home).display()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e))
+                .with_context(|| format!("cannot update {}", home.config_file().display()));
+        }
     };
-    let names = [p.key.as_str(), p.name.as_str()];
-    let changed =
-        herald_config::default_config::set_plugin_enabled(&home.config_file(), &p.key, &names, on)
-            .with_context(|| format!("cannot update {}", home.config_file().display()))?;
     let state = if on { "enabled" } else { "disabled" };
     match changed {
-        false => outln!("Plugin {} is already {state}.", p.key),
+        false => outln!("Plugin {key} is already {state}."),
         true => outln!(
             "Plugin {} {state}. It takes effect when herald next starts, or now with \
              `herald plugins reload` for a running gateway.",
-            p.key
+            key
         ),
     }
     Ok(ExitCode::SUCCESS)

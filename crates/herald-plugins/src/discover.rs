@@ -36,6 +36,15 @@ pub struct Plugin {
 }
 
 impl Plugin {
+    /// How `herald plugins list` and the TUI's plugin hub show it.
+    pub fn status(&self) -> &'static str {
+        match (self.enabled, self.path.is_some()) {
+            (true, true) => "enabled",
+            (true, false) => "enabled (entry point)",
+            (false, _) => "not enabled",
+        }
+    }
+
     /// How the plugin host is told about it (`initialize`'s `plugins`).
     pub fn to_host(&self) -> Value {
         json!({

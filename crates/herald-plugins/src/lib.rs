@@ -26,6 +26,40 @@ pub fn plugins_dir(home: &Home) -> std::path::PathBuf {
     home.root().join("plugins")
 }
 
+/// Why a plugin could not be switched on or off.
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchError {
+    #[error(
+        "plugin '{name}' is not installed (no folder with plugin.yaml and __init__.py in {dir})"
+    )]
+    NotInstalled { name: String, dir: String },
+    #[error(transparent)]
+    Config(#[from] herald_config::ConfigError),
+}
+
+/// Enables or disables the installed plugin `name` (its key or manifest name) in
+/// `config.yaml`: its key, and whether that changed anything.
+pub fn switch(
+    home: &Home,
+    plugins: &[Plugin],
+    name: &str,
+    on: bool,
+) -> Result<(String, bool), SwitchError> {
+    let Some(p) = plugins
+        .iter()
+        .find(|p| p.path.is_some() && (p.key == name || p.name == name))
+    else {
+        return Err(SwitchError::NotInstalled {
+            name: name.to_owned(),
+            dir: plugins_dir(home).display().to_string(),
+        });
+    };
+    let names = [p.key.as_str(), p.name.as_str()];
+    let changed =
+        herald_config::default_config::set_plugin_enabled(&home.config_file(), &p.key, &names, on)?;
+    Ok((p.key.clone(), changed))
+}
+
 /// The plugins of a home, enabled or not, as `plugins.enabled` / `disabled` say.
 pub fn list(home: &Home, settings: &AgentSettings) -> Vec<Plugin> {
     discover(

@@ -1,73 +1,86 @@
 //! Slash commands, config and models (rpc-gateway.md §5): the command table of
 //! `herald-session::commands`, `/model` switching a live session's model for good.
 
+use crate::catalog::{self, COMMANDS, TUI_EXTRA};
 use crate::errors::RpcError;
 use crate::gateway::{Gateway, Live};
 use crate::params::{self, required};
 use crate::results::{
-    AgentShown, Catalog, CommandInfo, ConfigSet, ConfigShown, ConfigValue, ModelShown, Slash,
+    AgentShown, Catalog, Category, CommandInfo, ConfigSet, ConfigShown, ConfigValue, ModelShown,
+    Slash,
 };
-use herald_session::commands::BUILT_INS;
 use herald_session::skills;
 use herald_session::{Op, Outcome, Reply};
+use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Aliases and the command they stand for.
-const ALIASES: [(&str, &str); 2] = [("/exit", "/quit"), ("/?", "/help")];
-
-fn command_name(usage: &str) -> &str {
-    usage.split_whitespace().next().unwrap_or(usage)
-}
 
 pub fn catalog(gw: &Gateway) -> Catalog {
     let installed = gw.host.runtime().skills.discover();
-    let mut pairs: Vec<(String, String)> = BUILT_INS
+    let mut categories: Vec<Category> = Vec::new();
+    let (mut sub, mut canon) = (BTreeMap::new(), BTreeMap::new());
+    for c in COMMANDS {
+        let name = format!("/{}", c.name);
+        let pair = (name.clone(), c.described());
+        match categories.iter_mut().find(|k| k.name == c.category) {
+            Some(k) => k.pairs.push(pair),
+            None => categories.push(Category {
+                name: c.category,
+                pairs: vec![pair],
+            }),
+        }
+        for alias in c.aliases.iter().chain([&c.name]) {
+            canon.insert(format!("/{alias}"), name.clone());
+        }
+        let subs = c.subcommands();
+        if !subs.is_empty() {
+            sub.insert(name, subs);
+        }
+    }
+    let tui: Vec<(String, String)> = TUI_EXTRA
         .iter()
-        .map(|(usage, what)| (command_name(usage).to_owned(), (*what).to_owned()))
+        .map(|(n, w)| ((*n).to_owned(), (*w).to_owned()))
         .collect();
+    categories.push(Category {
+        name: "TUI",
+        pairs: tui,
+    });
+    let mut pairs: Vec<(String, String)> =
+        categories.iter().flat_map(|k| k.pairs.clone()).collect();
     for s in &installed {
         pairs.push((format!("/{}", skills::slug(&s.name)), s.description.clone()));
     }
-    let canon = ALIASES
-        .iter()
-        .map(|(a, c)| ((*a).to_owned(), (*c).to_owned()))
-        .collect();
     Catalog {
         pairs,
-        sub: Default::default(),
+        sub,
         canon,
-        categories: ["session", "skills"],
+        categories,
         skill_count: installed.len(),
-        warning: None,
+        warning: String::new(),
     }
 }
 
 pub fn resolve(gw: &Gateway, p: params::Command) -> Result<CommandInfo, RpcError> {
     let name = required(p.name, "name", RpcError::MALFORMED)?;
     let wanted = format!("/{}", name.trim_start_matches('/'));
-    let canonical = ALIASES
-        .iter()
-        .find(|(a, _)| *a == wanted)
-        .map_or(wanted.as_str(), |(_, c)| c);
-    if let Some((usage, what)) = BUILT_INS.iter().find(|(u, _)| command_name(u) == canonical) {
+    if let Some(c) = catalog::canonical(&wanted) {
         return Ok(CommandInfo {
-            name: canonical.to_owned(),
-            usage: (*usage).to_owned(),
-            description: (*what).to_owned(),
-            category: "session",
+            name: format!("/{}", c.name),
+            usage: format!("/{} {}", c.name, c.args).trim_end().to_owned(),
+            description: c.what.to_owned(),
+            category: c.category,
             skill: None,
         });
     }
     let installed = gw.host.runtime().skills.discover();
     match installed
         .into_iter()
-        .find(|s| format!("/{}", skills::slug(&s.name)) == canonical)
+        .find(|s| format!("/{}", skills::slug(&s.name)) == wanted)
     {
         Some(s) => Ok(CommandInfo {
-            name: canonical.to_owned(),
-            usage: format!("{canonical} TEXT"),
+            name: wanted.clone(),
+            usage: format!("{wanted} TEXT"),
             description: s.description,
-            category: "skills",
+            category: "Skills",
             skill: Some(s.name),
         }),
         None => Err(RpcError::new(

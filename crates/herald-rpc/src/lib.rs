@@ -5,14 +5,18 @@
 //! branch are `herald-session`'s; this crate maps them onto the gateway's methods,
 //! events and error codes, and binds each live conversation to a client.
 
+mod absent;
 mod answers;
+mod catalog;
 mod commands;
+mod completion;
 pub mod connection;
 pub mod errors;
 pub mod events;
 mod extras;
 pub mod frame;
 pub mod gateway;
+mod hub;
 mod methods;
 pub mod outbox;
 pub mod params;

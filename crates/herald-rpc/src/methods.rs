@@ -82,6 +82,8 @@ pub async fn call(
             off_workers(gw, &p, catalog).await
         }
         "command.resolve" => off_workers(gw, &p, commands::resolve).await,
+        "complete.slash" => off_workers(gw, &p, crate::completion::slash).await,
+        "complete.path" => off_workers(gw, &p, crate::completion::path).await,
         "command.dispatch" => answer(commands::dispatch(gw, read(&p)).await),
         "slash.exec" => answer(commands::slash(gw, read(&p)).await),
         "config.get" => answer(commands::config_get(gw, read(&p))),
@@ -118,6 +120,30 @@ pub async fn call(
                 cols: resize.cols.unwrap_or(Value::Null),
             }))
         }
+        other => tui_hub(gw, other, &p).await,
+    }
+}
+
+/// The methods of Hermes's TUI beside turns and sessions: its hubs over herald's parts
+/// (`hub`), and the answers of features herald does not have (`absent`).
+async fn tui_hub(gw: &Arc<Gateway>, method: &str, p: &Value) -> Result<Value, RpcError> {
+    use crate::hub;
+    match method {
+        "setup.status" => Ok(hub::setup_status(gw)),
+        "session.save" => off_workers(gw, p, hub::session_save).await,
+        "paste.collapse" => off_workers(gw, p, hub::paste_collapse).await,
+        "input.detect_drop" => off_workers(gw, p, hub::detect_drop).await,
+        "shell.exec" => hub::shell_exec(gw, read(p)).await,
+        "skills.manage" => off_workers(gw, p, hub::skills_manage).await,
+        "skills.reload" => {
+            let reload = |gw: &Gateway, _: crate::params::Target| Ok(hub::skills_reload(gw));
+            off_workers(gw, p, reload).await
+        }
+        "plugins.manage" => off_workers(gw, p, hub::plugins_manage).await,
+        "rollback.list" => off_workers(gw, p, hub::rollback_list).await,
+        "rollback.diff" => off_workers(gw, p, hub::rollback_diff).await,
+        "rollback.restore" => off_workers(gw, p, hub::rollback_restore).await,
+        m if crate::absent::METHODS.contains(&m) => crate::absent::answer(m, read(p)),
         other => Err(RpcError::new(
             RpcError::UNKNOWN_METHOD,
             format!("unknown method: {other}"),

@@ -84,6 +84,57 @@ pub struct Target {
     pub session_id: Option<String>,
 }
 
+/// `complete.slash` (`text`) and `complete.path` (`word`, `cwd`), read as typed.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Complete {
+    #[serde(deserialize_with = "exact")]
+    pub session_id: Option<String>,
+    #[serde(deserialize_with = "exact")]
+    pub text: Option<String>,
+    #[serde(deserialize_with = "exact")]
+    pub word: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub cwd: Option<String>,
+}
+
+/// `paste.collapse` and `input.detect_drop` (the text as typed).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Paste {
+    #[serde(deserialize_with = "exact")]
+    pub session_id: Option<String>,
+    #[serde(deserialize_with = "exact")]
+    pub text: Option<String>,
+}
+
+/// `shell.exec`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Shell {
+    #[serde(deserialize_with = "text")]
+    pub command: Option<String>,
+}
+
+/// The hubs: `skills.manage`, `plugins.manage`, `rollback.*`, and the answers of the
+/// features herald lacks (`voice.toggle`, `browser.manage` ...).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Hub {
+    #[serde(deserialize_with = "exact")]
+    pub session_id: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub action: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub query: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub name: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub hash: Option<String>,
+    #[serde(deserialize_with = "flag")]
+    pub enable: bool,
+}
+
 /// `session.create`.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]

@@ -189,17 +189,25 @@ pub struct Task {
     pub task_id: String,
 }
 
-/// `commands.catalog`.
+/// `commands.catalog`, in Hermes's shape.
 #[derive(Debug, Serialize)]
 pub struct Catalog {
-    /// `[name, description]` pairs.
+    /// `[name, description]`: every command, the TUI's own, then the skills.
     pub pairs: Vec<(String, String)>,
-    pub sub: BTreeMap<String, String>,
-    /// Alias → the command it stands for.
+    /// A command's subcommands.
+    pub sub: BTreeMap<String, Vec<&'static str>>,
+    /// Every command and alias (lowercase) → the command it stands for.
     pub canon: BTreeMap<String, String>,
-    pub categories: [&'static str; 2],
+    pub categories: Vec<Category>,
     pub skill_count: usize,
-    pub warning: Option<String>,
+    pub warning: String,
+}
+
+/// One `/help` section.
+#[derive(Debug, Serialize)]
+pub struct Category {
+    pub name: &'static str,
+    pub pairs: Vec<(String, String)>,
 }
 
 /// `command.resolve`.

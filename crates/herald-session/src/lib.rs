@@ -53,10 +53,12 @@ pub use edit_approvals::{EditRule, is_edit};
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};
 pub use herald_agent::{
-    ApprovalRequest, Approver, Decision, Observer, skills, string_list, toolsets,
+    ApprovalRequest, Approver, Decision, Observer, approval, skills, string_list, toolsets,
 };
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;
+/// The home's Python plugins (listing, switching), for the doors' plugin hubs.
+pub use herald_plugins as python_plugins;
 pub use herald_protocol::{ImageUrl, UserInput};
 pub use herald_store::now_secs;
 pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, TitleRefused};

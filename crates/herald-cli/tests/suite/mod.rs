@@ -21,5 +21,6 @@ mod rpc;
 mod setup;
 mod shutdown;
 mod signatures;
+mod tui;
 mod support;
 mod webhook_cli;

@@ -371,7 +371,7 @@ async fn plugins_are_listed_enabled_disabled_and_reloaded_in_a_running_gateway()
 /// A Python with `hermes-agent==0.19.0` importable, and the PYTHONPATH it needs:
 /// `HERALD_TEST_HERMES_PYTHON`, else the virtualenv `scripts/test` makes
 /// (`target/hermes-venv`), else python3 with `target/hermes-site` on its path.
-fn hermes_python() -> (std::path::PathBuf, Option<String>) {
+pub(super) fn hermes_python() -> (std::path::PathBuf, Option<String>) {
     if let Ok(p) = std::env::var("HERALD_TEST_HERMES_PYTHON") {
         return (p.into(), None);
     }
