@@ -330,9 +330,8 @@ fn usage(end: &herald_session::RunStatus) -> Usage {
 /// After a turn: how full the context is, and the session's title and time.
 async fn after_turn(server: &AcpServer, live: &AcpSession, cx: &ConnectionTo<Client>) {
     let session = live.conversation.session();
-    let size = server.host.runtime().model_settings().context_length;
-    let used = estimated_tokens(&session);
-    let size = size.unwrap_or(DEFAULT_CONTEXT).max(used);
+    let used = session.context_tokens();
+    let size = server.host.runtime().context_window().max(used);
     update(
         cx,
         &live.id,
@@ -343,31 +342,6 @@ async fn after_turn(server: &AcpServer, live: &AcpSession, cx: &ConnectionTo<Cli
         .title(title)
         .updated_at(jiff::Timestamp::now().to_string());
     update(cx, &live.id, SessionUpdate::SessionInfoUpdate(info));
-}
-
-/// The context window assumed when `model.context_length` does not say (Hermes's
-/// fallback).
-const DEFAULT_CONTEXT: u64 = 256_000;
-
-/// What the next request would weigh, roughly: four characters a token over the
-/// system prompt and the history (as Hermes estimates it).
-fn estimated_tokens(session: &herald_session::Session) -> u64 {
-    let history_chars = |history: &[herald_session::Saved]| {
-        history
-            .iter()
-            .map(|s| {
-                let m = &s.message;
-                m.content.as_ref().map_or(0, String::len)
-                    + m.reasoning.as_ref().map_or(0, String::len)
-                    + m.tool_calls
-                        .iter()
-                        .map(|c| c.function.arguments.len())
-                        .sum::<usize>()
-            })
-            .sum::<usize>()
-    };
-    let chars = session.system_prompt().len() + session.with_history(history_chars);
-    u64::try_from(chars / 4).unwrap_or(u64::MAX)
 }
 
 /// Tells the IDE which slash commands this agent answers.

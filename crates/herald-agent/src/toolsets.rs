@@ -41,6 +41,15 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
 /// Toolsets never granted to webhook runs through a per-route list.
 const WEBHOOK_FORBIDDEN: &[&str] = &[];
 
+/// The toolset a tool is shown under (the first one that lists it by name, as
+/// Hermes's `get_toolset_for_tool` finds it), else `other`.
+pub fn toolset_of(tool: &str) -> &'static str {
+    TOOLSETS
+        .iter()
+        .find(|(_, tools, _)| tools.contains(&tool))
+        .map_or("other", |(name, _, _)| name)
+}
+
 /// The tools of the named toolsets; unknown names are returned separately.
 pub fn resolve(names: &[String]) -> (Vec<String>, Vec<String>) {
     let mut tools: Vec<String> = Vec::new();
@@ -101,6 +110,14 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| (*x).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_tool_is_shown_under_its_first_toolset() {
+        assert_eq!(toolset_of("web_extract"), "web");
+        assert_eq!(toolset_of("process"), "terminal");
+        assert_eq!(toolset_of("patch"), "file");
+        assert_eq!(toolset_of("mcp__x__y"), "other");
     }
 
     #[test]

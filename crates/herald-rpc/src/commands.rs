@@ -92,7 +92,7 @@ pub fn resolve(gw: &Gateway, p: params::Command) -> Result<CommandInfo, RpcError
 
 /// Runs one slash line on a live session from the session's command table; the
 /// gateway runs what is not client-side. A model switch is announced as `session.info`.
-async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Slash, RpcError> {
+async fn run_line(live: &Arc<Live>, line: &str) -> Result<Slash, RpcError> {
     let reply = live.conversation.submit(Op::Command(line.to_owned())).await;
     let reply = match reply.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
         Outcome::Reply(reply) => reply,
@@ -104,7 +104,7 @@ async fn run_line(gw: &Gateway, live: &Arc<Live>, line: &str) -> Result<Slash, R
             model: None,
         },
         Reply::ModelSwitched(model) => {
-            crate::sessions::announce(gw, live).await;
+            crate::info::announce(live).await;
             let output = format!("Model switched to {model} for this session.");
             Slash::Exec {
                 output,
@@ -136,14 +136,14 @@ pub async fn dispatch(gw: &Gateway, p: params::Command) -> Result<Slash, RpcErro
         }
         (None, None) => return Err(RpcError::new(RpcError::MALFORMED, "name is required")),
     };
-    run_line(gw, &live, line.trim()).await
+    run_line(&live, line.trim()).await
 }
 
 /// `slash.exec`: a full slash line.
 pub async fn slash(gw: &Gateway, p: params::Command) -> Result<Slash, RpcError> {
     let live = gw.live(p.session_id.as_deref())?;
     let line = required(p.command, "command", RpcError::MALFORMED)?;
-    run_line(gw, &live, &line).await
+    run_line(&live, &line).await
 }
 
 pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcError> {
@@ -205,7 +205,7 @@ pub async fn config_set(gw: &Gateway, p: params::Config) -> Result<ConfigSet, Rp
                 Outcome::ModelSet(model) => model,
                 other => return crate::turns::unreachable_outcome(other),
             };
-            crate::sessions::announce(gw, &live).await;
+            crate::info::announce(&live).await;
             Ok(ConfigSet { key, value: model })
         }
         ("model", None) => Err(RpcError::new(RpcError::BAD_VALUE, "model needs a value")),

@@ -2,7 +2,8 @@
 //! structs, in Hermes's field names.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// `gateway.ready`.
 #[derive(Debug, Serialize)]
@@ -15,27 +16,41 @@ pub struct Skin {
     pub name: &'static str,
 }
 
-/// `session.info`, also part of a session made live.
+/// `session.info`, also part of a session made live, in Hermes's fields (herald's
+/// values where herald has the feature; the off values where it has not).
 #[derive(Debug, Clone, Serialize)]
 pub struct Info {
-    pub model: Option<String>,
+    pub model: String,
     pub provider: String,
-    pub tools: Tools,
-    /// Installed skill → its description.
-    pub skills: Map<String, Value>,
+    pub reasoning_effort: &'static str,
+    pub service_tier: &'static str,
+    pub fast: bool,
+    pub yolo: bool,
+    /// `approvals.mode`: `manual`, `smart` or `off`.
+    pub approval_mode: String,
+    /// Toolset → its tools this session offers.
+    pub tools: BTreeMap<&'static str, Vec<String>>,
+    /// Category → installed skills.
+    pub skills: BTreeMap<String, Vec<String>>,
     pub cwd: String,
-    pub branch: &'static str,
+    /// The git branch of `cwd`, or "".
+    pub branch: String,
     pub project: Option<String>,
-    pub lazy: bool,
+    pub personality: &'static str,
+    pub running: bool,
+    pub title: String,
+    pub stored_session_id: String,
     pub desktop_contract: u32,
+    pub version: &'static str,
+    pub release_date: &'static str,
+    pub update_behind: Option<i64>,
+    pub update_command: &'static str,
+    pub usage: crate::results::Usage,
     pub profile_name: &'static str,
-}
-
-/// The session's tools, under the toolset Hermes's TUI shows them in.
-#[derive(Debug, Clone, Serialize)]
-pub struct Tools {
-    #[serde(rename = "hermes-cli")]
-    pub hermes_cli: Vec<String>,
+    pub mcp_servers: [(); 0],
+    pub system_prompt: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential_warning: Option<String>,
 }
 
 /// `tool.start`.

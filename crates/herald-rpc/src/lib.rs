@@ -17,6 +17,7 @@ mod extras;
 pub mod frame;
 pub mod gateway;
 mod hub;
+mod info;
 mod methods;
 pub mod outbox;
 pub mod params;

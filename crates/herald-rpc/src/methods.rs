@@ -56,11 +56,7 @@ pub async fn call(
         "session.most_recent" => answer(sessions::most_recent(gw).await),
         "session.resume" => answer(sessions::resume(gw, outbox, read(&p)).await),
         "session.active_list" => answer(Ok(sessions::active_list(gw, outbox))),
-        "session.activate" => {
-            let (gw, outbox) = (gw.clone(), outbox.clone());
-            let activated = crate::blocking(move || sessions::activate(&gw, &outbox, target));
-            answer(activated.await)
-        }
+        "session.activate" => answer(sessions::activate(gw, outbox, target).await),
         "session.close" => answer(Ok(sessions::close(gw, target))),
         "session.delete" => answer(sessions::delete(gw, read(&p)).await),
         "session.history" => off_workers(gw, &p, sessions::history).await,

@@ -125,9 +125,9 @@ pub struct Titled {
 }
 
 /// `session.usage`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Usage {
-    pub model: Option<String>,
+    pub model: String,
     pub input: i64,
     pub output: i64,
     pub prompt: i64,
@@ -135,6 +135,12 @@ pub struct Usage {
     pub total: i64,
     pub calls: i64,
     pub reasoning: i64,
+    /// What the next request would weigh (estimated), of `context_max`.
+    pub context_used: u64,
+    pub context_max: u64,
+    pub context_percent: u64,
+    pub compressions: u32,
+    pub active_subagents: u32,
 }
 
 /// `{output}`: `session.status`.

@@ -1,7 +1,6 @@
 //! The session methods (rpc-gateway.md §2): live sessions over stored ones.
 
 use crate::errors::RpcError;
-use crate::events::{Info, Tools};
 use crate::gateway::{Gateway, Live};
 use crate::outbox::{Out, Outbox};
 use crate::params::{self, required};
@@ -59,56 +58,13 @@ fn messages(session: &Session) -> Vec<Shown> {
     session.with_history(|h| h.iter().filter_map(shown).collect())
 }
 
-/// `session.info`'s payload (blocking: it lists the installed skills).
-fn info(gw: &Gateway, live: &Live) -> Info {
-    info_of(gw.host.runtime(), live)
-}
-
-/// [`info`] computed off the async workers (`None` if that failed).
-async fn info_off_workers(gw: &Gateway, live: &Arc<Live>) -> Option<Info> {
-    let (runtime, live) = (gw.host.runtime().clone(), live.clone());
-    crate::blocking(move || Ok(info_of(&runtime, &live)))
-        .await
-        .ok()
-}
-
-fn info_of(runtime: &herald_session::Runtime, live: &Live) -> Info {
-    let session = live.conversation.session();
-    let skills = runtime
-        .skills
-        .discover()
-        .into_iter()
-        .map(|s| (s.name, Value::String(s.description)))
-        .collect();
-    Info {
-        model: session.endpoint().map(|e| e.model),
-        provider: runtime.provider.clone(),
-        tools: Tools {
-            hermes_cli: session.tool_names().to_vec(),
-        },
-        skills,
-        cwd: session.cwd().display().to_string(),
-        branch: "",
-        project: None,
-        lazy: true,
-        desktop_contract: 4,
-        profile_name: "default",
-    }
-}
-
-/// Sends `session.info` again (after a change such as the model).
-pub async fn announce(gw: &Gateway, live: &Arc<Live>) {
-    let info = info_off_workers(gw, live).await;
-    let event = frame::event("session.info", Some(&live.id), info);
-    live.wire.emit(Out::Frame(event)).await;
-}
-
 /// The payload of a session made live: ids, messages, info; `session.info` follows.
-async fn made_live(gw: &Gateway, live: &Arc<Live>) -> Opened {
+async fn made_live(live: &Arc<Live>) -> Opened {
     let session = live.conversation.session();
-    let info = info_off_workers(gw, live).await;
-    let event = frame::event("session.info", Some(&live.id), info.as_ref());
+    let info = crate::info::info(live).await;
+    let event = frame::event("session.info", Some(&live.id), Some(&info));
     live.wire.emit(Out::Frame(event)).await;
+    let info = Some(info);
     let messages = messages(&session);
     Opened {
         session_id: live.id.clone(),
@@ -135,7 +91,7 @@ pub async fn create(gw: &Gateway, outbox: &Outbox, p: params::Create) -> Result<
     if let Some(title) = p.title {
         let _ = live.conversation.submit(Op::Title(title)).await;
     }
-    Ok(made_live(gw, &live).await)
+    Ok(made_live(&live).await)
 }
 
 fn summary(s: &herald_session::SessionSummary) -> Summary {
@@ -192,7 +148,7 @@ pub async fn resume(gw: &Gateway, outbox: &Outbox, p: params::Resume) -> Result<
             other => RpcError::session(other, RpcError::FAILED),
         })?;
     let live = gw.add_live(session, outbox.clone(), p.close_on_disconnect)?;
-    Ok(made_live(gw, &live).await)
+    Ok(made_live(&live).await)
 }
 
 fn live_entry(l: &Live) -> LiveEntry {
@@ -216,13 +172,17 @@ pub fn active_list(gw: &Gateway, outbox: &Outbox) -> Sessions<LiveEntry> {
     }
 }
 
-pub fn activate(gw: &Gateway, outbox: &Outbox, p: params::Target) -> Result<Activated, RpcError> {
+pub async fn activate(
+    gw: &Gateway,
+    outbox: &Outbox,
+    p: params::Target,
+) -> Result<Activated, RpcError> {
     let live = gw.live(p.session_id.as_deref())?;
     live.wire.bind(outbox.clone());
     Ok(Activated {
         entry: live_entry(&live),
         messages: messages(&live.conversation.session()),
-        info: info(gw, &live),
+        info: crate::info::info(&live).await,
     })
 }
 
@@ -287,23 +247,7 @@ pub async fn title(gw: &Gateway, p: params::Title) -> Result<Titled, RpcError> {
 
 pub async fn usage(gw: &Gateway, p: params::Target) -> Result<Usage, RpcError> {
     let live = gw.live(p.session_id.as_deref())?;
-    let session = live.conversation.session();
-    let u = gw
-        .host
-        .session_usage(session.id())
-        .await
-        .map_err(|e| RpcError::new(RpcError::TITLE_FAILED, e.to_string()))?
-        .unwrap_or_default();
-    Ok(Usage {
-        model: session.endpoint().map(|e| e.model).or(u.model),
-        input: u.input_tokens,
-        output: u.output_tokens,
-        prompt: u.input_tokens,
-        completion: u.output_tokens,
-        total: u.input_tokens + u.output_tokens,
-        calls: u.api_calls,
-        reasoning: 0,
-    })
+    Ok(crate::info::usage(&live).await)
 }
 
 pub fn status(gw: &Gateway, p: params::Target) -> Result<Output, RpcError> {
@@ -365,7 +309,7 @@ pub async fn branch(
         .await
         .map_err(|e| RpcError::new(RpcError::PERSIST_FAILED, e.to_string()))?;
     let branched = gw.add_live(session, outbox.clone(), true)?;
-    let _ = made_live(gw, &branched).await;
+    let _ = made_live(&branched).await;
     Ok(Branched {
         session_id: branched.id.clone(),
         title,

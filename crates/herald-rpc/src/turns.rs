@@ -243,6 +243,8 @@ async fn relay_one(live: &Live, run: &RunHandle) {
                 live.wire
                     .emit(event(live, "message.complete", payload))
                     .await;
+                // As Hermes does after every turn: running false, the usage after it.
+                crate::info::announce(live).await;
                 break;
             }
             other => match tool_event(live, other, &mut started) {

@@ -108,6 +108,8 @@ struct SessionState {
     endpoint: Endpoint,
     /// The run in progress, if any (one turn at a time).
     running: Option<String>,
+    /// Compressions done while it was live.
+    compressions: u32,
 }
 
 struct SessionInner {
@@ -168,6 +170,32 @@ impl Session {
     /// Reads the history in place (no copy), under the session's lock: keep `f` short.
     pub fn with_history<T>(&self, f: impl FnOnce(&[Saved]) -> T) -> T {
         f(&self.state().history)
+    }
+
+    /// How many times the conversation was compressed while it was live.
+    pub fn compressions(&self) -> u32 {
+        self.state().compressions
+    }
+
+    /// What the next request would weigh, roughly: four characters a token over the
+    /// system prompt and the history (as Hermes estimates it).
+    pub fn context_tokens(&self) -> u64 {
+        let history_chars = |history: &[Saved]| {
+            history
+                .iter()
+                .map(|s| {
+                    let m = &s.message;
+                    m.content.as_ref().map_or(0, String::len)
+                        + m.reasoning.as_ref().map_or(0, String::len)
+                        + m.tool_calls
+                            .iter()
+                            .map(|c| c.function.arguments.len())
+                            .sum::<usize>()
+                })
+                .sum::<usize>()
+        };
+        let chars = self.system_prompt().len() + self.with_history(history_chars);
+        u64::try_from(chars / 4).unwrap_or(u64::MAX)
     }
 
     pub fn endpoint(&self) -> Option<Endpoint> {
@@ -477,6 +505,7 @@ impl Host {
                 history,
                 endpoint: rt.endpoint.clone(),
                 running: None,
+                compressions: 0,
             }),
         }))
     }

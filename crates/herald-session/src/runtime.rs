@@ -258,6 +258,15 @@ impl Runtime {
         &self.model_settings
     }
 
+    /// The context window in tokens: `model.context_length`, else 256,000 (Hermes's
+    /// fallback).
+    pub fn context_window(&self) -> u64 {
+        const DEFAULT_CONTEXT: u64 = 256_000;
+        self.model_settings
+            .context_length
+            .unwrap_or(DEFAULT_CONTEXT)
+    }
+
     /// Whether the model's provider has a credential: a key of its own, or a local
     /// server (loopback) that needs none.
     pub fn credential_resolves(&self) -> bool {

@@ -21,6 +21,6 @@ mod rpc;
 mod setup;
 mod shutdown;
 mod signatures;
-mod tui;
 mod support;
+mod tui;
 mod webhook_cli;

@@ -123,7 +123,9 @@ impl Client {
             .expect("the stream ended")
     }
 
-    /// Events up to and including the first of type `kind`.
+    /// Events up to and including the first of type `kind`. After `message.complete`
+    /// the `session.info` that follows every turn (as in Hermes) is read too, checked
+    /// (`running: false`, the usage) and left out.
     pub async fn until(&mut self, kind: &str) -> Vec<Value> {
         let mut seen = Vec::new();
         loop {
@@ -131,9 +133,18 @@ impl Client {
             let done = e["type"] == kind;
             seen.push(e);
             if done {
-                return seen;
+                break;
             }
         }
+        if kind == "message.complete" {
+            let sid = seen.last().unwrap()["session_id"].clone();
+            let info = self.event().await;
+            assert_eq!(info["type"], "session.info", "after a turn: {info}");
+            assert_eq!(info["session_id"], sid, "{info}");
+            assert_eq!(info["payload"]["running"], false, "{info}");
+            assert!(info["payload"]["usage"]["context_max"].as_u64() > Some(0), "{info}");
+        }
+        seen
     }
 
     /// Creates a session; its live id.
@@ -1258,7 +1269,31 @@ async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
     )
     .await;
     let info = c.until("session.info").await;
-    assert_eq!(info.last().unwrap()["payload"]["model"], "fake-large");
+    let info = &info.last().unwrap()["payload"];
+    assert_eq!(info["model"], "fake-large");
+    // The fields Hermes's TUI reads, tools by toolset and skills by category.
+    for field in ["title", "running", "version", "yolo", "approval_mode", "system_prompt", "stored_session_id", "usage", "branch", "reasoning_effort"] {
+        assert!(info.get(field).is_some(), "{field}: {info}");
+    }
+    assert_eq!(info["approval_mode"], "manual", "{info}");
+    assert!(info["tools"]["terminal"].as_array().is_some_and(|t| t.contains(&json!("terminal"))), "{info}");
+    assert!(info["skills"].is_object() && info.get("lazy").is_none(), "{info}");
+    assert!(info["system_prompt"].as_str().is_some_and(|p| !p.is_empty()));
+    let usage = c.call("session.usage", json!({"session_id": sid})).await;
+    for field in ["context_used", "context_max", "context_percent", "compressions"] {
+        assert!(usage[field].is_u64(), "{field}: {usage}");
+    }
+    assert!(usage["context_used"].as_u64() > Some(0), "{usage}");
+    assert_eq!(usage["context_max"], 256_000, "{usage}");
+    assert_eq!(usage["compressions"], 0, "{usage}");
+    // A compression is counted.
+    provider.push(Scripted::text("Fine."));
+    provider.push(Scripted::text("They talked."));
+    c.turn(&sid, "and again").await;
+    let done = c.call("session.compress", json!({"session_id": sid})).await;
+    assert_eq!(done["status"], "compressed", "{done}");
+    let usage = c.call("session.usage", json!({"session_id": sid})).await;
+    assert_eq!(usage["compressions"], 1, "{usage}");
     let here = c.call("session.create", json!({"cwd": dir.path()})).await;
     assert_eq!(
         here["info"]["cwd"],

@@ -129,6 +129,7 @@ impl Host {
             .compact(session.id().to_owned(), row, kept)
             .await?;
         session.set_history(self.history_of(session).await?);
+        session.state().compressions += 1;
         Ok(Compressed {
             removed: cut,
             kept,
