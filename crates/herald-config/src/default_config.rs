@@ -160,6 +160,55 @@ pub fn apply_setup(path: &Path, choices: &SetupChoices) -> Result<(), ConfigErro
     write_doc(path, &doc)
 }
 
+/// What a prompt sent while a turn runs does (`display.busy_input_mode`, as Hermes
+/// reads it; anything else is `interrupt`, its default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BusyInputMode {
+    /// The turn is interrupted and the prompt runs next.
+    #[default]
+    Interrupt,
+    /// The prompt runs after the turn, which goes on.
+    Queue,
+    /// The prompt joins the running turn at its next tool result.
+    Steer,
+}
+
+impl BusyInputMode {
+    pub fn parse(text: &str) -> Option<BusyInputMode> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "interrupt" => Some(BusyInputMode::Interrupt),
+            "queue" => Some(BusyInputMode::Queue),
+            "steer" => Some(BusyInputMode::Steer),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BusyInputMode::Interrupt => "interrupt",
+            BusyInputMode::Queue => "queue",
+            BusyInputMode::Steer => "steer",
+        }
+    }
+}
+
+/// `display.busy_input_mode` of the config file as it is now (read at each use, as
+/// Hermes reads it, so an edit applies at once).
+pub fn busy_input_mode(path: &Path) -> BusyInputMode {
+    let doc = read_doc(path).unwrap_or_default();
+    doc["display"]["busy_input_mode"]
+        .as_str()
+        .and_then(BusyInputMode::parse)
+        .unwrap_or_default()
+}
+
+/// Writes `display.busy_input_mode` (the TUI's `/busy MODE`).
+pub fn set_busy_input_mode(path: &Path, mode: BusyInputMode) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    entry(&mut doc, "display")["busy_input_mode"] = json!(mode.as_str());
+    write_doc(path, &doc)
+}
+
 /// Sets only the model (and its provider entry) in the config file, leaving every other
 /// key as it is; a missing file gets a config with the model alone (`herald acp --setup`).
 pub fn apply_model(path: &Path, choice: &ModelChoice) -> Result<(), ConfigError> {

@@ -9,6 +9,7 @@ use crate::results::{
     AgentShown, Catalog, Category, CommandInfo, ConfigSet, ConfigShown, ConfigValue, ModelShown,
     Slash,
 };
+use herald_config::default_config::{BusyInputMode, busy_input_mode, set_busy_input_mode};
 use herald_session::skills;
 use herald_session::{Op, Outcome, Reply};
 use std::collections::BTreeMap;
@@ -164,6 +165,11 @@ pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcErr
         "provider" => Ok(ConfigValue::Value {
             value: runtime.provider.clone(),
         }),
+        "busy" => Ok(ConfigValue::Value {
+            value: busy_input_mode(&runtime.home.config_file())
+                .as_str()
+                .to_owned(),
+        }),
         "home" => Ok(ConfigValue::Home {
             home: home(),
             display: home(),
@@ -209,9 +215,29 @@ pub async fn config_set(gw: &Gateway, p: params::Config) -> Result<ConfigSet, Rp
             Ok(ConfigSet { key, value: model })
         }
         ("model", None) => Err(RpcError::new(RpcError::BAD_VALUE, "model needs a value")),
+        ("busy", value) => set_busy(gw, key, value),
         (other, _) => Err(RpcError::new(
             RpcError::BAD_VALUE,
             format!("config key {other} cannot be set here"),
         )),
     }
+}
+
+/// `config.set {key: "busy", value}`: `display.busy_input_mode` written (no value, or
+/// `status`: the mode as it is).
+fn set_busy(gw: &Gateway, key: String, value: Option<String>) -> Result<ConfigSet, RpcError> {
+    let config = gw.host.runtime().home.config_file();
+    let asked = value.filter(|v| v != "status");
+    let Some(asked) = asked else {
+        let value = busy_input_mode(&config).as_str().to_owned();
+        return Ok(ConfigSet { key, value });
+    };
+    let mode = BusyInputMode::parse(&asked)
+        .ok_or_else(|| RpcError::new(RpcError::BAD_VALUE, format!("unknown busy mode: {asked}")))?;
+    set_busy_input_mode(&config, mode)
+        .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))?;
+    Ok(ConfigSet {
+        key,
+        value: mode.as_str().to_owned(),
+    })
 }

@@ -4,11 +4,13 @@ use crate::errors::RpcError;
 use crate::events::BackgroundComplete;
 use crate::frame;
 use crate::gateway::Gateway;
+use crate::gateway::Live;
 use crate::outbox::Out;
 use crate::params::{self, required};
 use crate::results::{Submitted, Task};
 use crate::{sessions, turns};
-use herald_session::{Op, Outcome, RewindRequest, RunState};
+use herald_config::default_config::{BusyInputMode, busy_input_mode};
+use herald_session::{Op, Outcome, RewindRequest, RunState, Steered};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -79,23 +81,7 @@ pub async fn submit(gw: &Arc<Gateway>, p: params::Prompt) -> Result<Submitted, R
         if rewind.is_some() {
             return Err(RpcError::new(RpcError::BUSY, "session busy"));
         }
-        // Busy: queued behind the turn, which is interrupted (Hermes's default).
-        let queued = live.conversation.submit(Op::Queue(text.into())).await;
-        let position = match queued.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
-            Outcome::Queued(position) => position,
-            // The turn ended meanwhile: this one runs now.
-            Outcome::Started(run) => {
-                tokio::spawn(turns::relay(live.clone(), run));
-                return Ok(STREAMING);
-            }
-            other => return turns::unreachable_outcome(other),
-        };
-        let _ = live.conversation.submit(Op::Interrupt).await;
-        return Ok(Submitted {
-            status: "queued",
-            position: Some(position),
-            survivor_user_row_ids: None,
-        });
+        return busy_submit(gw, &live, text).await;
     }
     let mut result = STREAMING;
     if let Some(request) = rewind {
@@ -107,6 +93,41 @@ pub async fn submit(gw: &Arc<Gateway>, p: params::Prompt) -> Result<Submitted, R
     }
     turns::start(&live, text.into()).await?;
     Ok(result)
+}
+
+/// A prompt sent while a turn runs, as `display.busy_input_mode` says: `interrupt` (the
+/// default: queued, and the turn interrupted), `queue` (queued behind the turn) or
+/// `steer` (into the running turn at its next tool result; queued when it cannot be).
+async fn busy_submit(gw: &Gateway, live: &Arc<Live>, text: String) -> Result<Submitted, RpcError> {
+    let mode = busy_input_mode(&gw.host.runtime().home.config_file());
+    if mode == BusyInputMode::Steer {
+        let steered = live.conversation.submit(Op::Steer(text.clone())).await;
+        if let Ok(Outcome::Steered(Steered::Queued)) = steered {
+            return Ok(Submitted {
+                status: "steered",
+                position: None,
+                survivor_user_row_ids: None,
+            });
+        }
+    }
+    let queued = live.conversation.submit(Op::Queue(text.into())).await;
+    let position = match queued.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
+        Outcome::Queued(position) => position,
+        // The turn ended meanwhile: this one runs now.
+        Outcome::Started(run) => {
+            tokio::spawn(turns::relay(live.clone(), run));
+            return Ok(STREAMING);
+        }
+        other => return turns::unreachable_outcome(other),
+    };
+    if mode != BusyInputMode::Queue {
+        let _ = live.conversation.submit(Op::Interrupt).await;
+    }
+    Ok(Submitted {
+        status: "queued",
+        position: Some(position),
+        survivor_user_row_ids: None,
+    })
 }
 
 pub async fn background(gw: &Arc<Gateway>, p: params::Prompt) -> Result<Task, RpcError> {

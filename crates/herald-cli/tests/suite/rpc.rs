@@ -142,7 +142,10 @@ impl Client {
             assert_eq!(info["type"], "session.info", "after a turn: {info}");
             assert_eq!(info["session_id"], sid, "{info}");
             assert_eq!(info["payload"]["running"], false, "{info}");
-            assert!(info["payload"]["usage"]["context_max"].as_u64() > Some(0), "{info}");
+            assert!(
+                info["payload"]["usage"]["context_max"].as_u64() > Some(0),
+                "{info}"
+            );
         }
         seen
     }
@@ -1272,15 +1275,43 @@ async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
     let info = &info.last().unwrap()["payload"];
     assert_eq!(info["model"], "fake-large");
     // The fields Hermes's TUI reads, tools by toolset and skills by category.
-    for field in ["title", "running", "version", "yolo", "approval_mode", "system_prompt", "stored_session_id", "usage", "branch", "reasoning_effort"] {
+    for field in [
+        "title",
+        "running",
+        "version",
+        "yolo",
+        "approval_mode",
+        "system_prompt",
+        "stored_session_id",
+        "usage",
+        "branch",
+        "reasoning_effort",
+    ] {
         assert!(info.get(field).is_some(), "{field}: {info}");
     }
     assert_eq!(info["approval_mode"], "manual", "{info}");
-    assert!(info["tools"]["terminal"].as_array().is_some_and(|t| t.contains(&json!("terminal"))), "{info}");
-    assert!(info["skills"].is_object() && info.get("lazy").is_none(), "{info}");
-    assert!(info["system_prompt"].as_str().is_some_and(|p| !p.is_empty()));
+    assert!(
+        info["tools"]["terminal"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("terminal"))),
+        "{info}"
+    );
+    assert!(
+        info["skills"].is_object() && info.get("lazy").is_none(),
+        "{info}"
+    );
+    assert!(
+        info["system_prompt"]
+            .as_str()
+            .is_some_and(|p| !p.is_empty())
+    );
     let usage = c.call("session.usage", json!({"session_id": sid})).await;
-    for field in ["context_used", "context_max", "context_percent", "compressions"] {
+    for field in [
+        "context_used",
+        "context_max",
+        "context_percent",
+        "compressions",
+    ] {
         assert!(usage[field].is_u64(), "{field}: {usage}");
     }
     assert!(usage["context_used"].as_u64() > Some(0), "{usage}");
@@ -1463,4 +1494,102 @@ async fn a_websocket_client_that_stops_reading_pauses_the_provider_and_is_let_go
     })
     .await;
     assert!(drained.is_ok(), "herald kept a client that read nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_sent_during_a_turn_follows_display_busy_input_mode() {
+    let slow =
+        |text: &str| Scripted::Delayed(Duration::from_millis(1500), Box::new(Scripted::text(text)));
+    let provider = FakeProvider::start(vec![
+        // interrupt (the default): the first turn is cut short, the second runs.
+        slow("never seen"),
+        Scripted::text("Second."),
+        // queue: the first turn finishes, then the queued one runs.
+        slow("First."),
+        Scripted::text("Queued one."),
+        // steer: the text joins the running turn at its tool result.
+        Scripted::tool_calls(&[("s1", "terminal", r#"{"command": "sleep 1"}"#)]),
+        Scripted::text("Steered."),
+    ]);
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let submit = |text: &str| json!({"session_id": sid, "text": text});
+    let complete_texts = |events: &[Value]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "message.complete")
+            .map(|e| {
+                let p = &e["payload"];
+                (
+                    p["status"].as_str().unwrap_or_default().to_owned(),
+                    p["text"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        c.call("config.get", json!({"key": "busy"})).await["value"],
+        "interrupt"
+    );
+    let asked = |n: usize| {
+        let started = std::time::Instant::now();
+        while provider.requests().len() < n {
+            assert!(started.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    c.call("prompt.submit", submit("one")).await;
+    asked(1);
+    let r = c.call("prompt.submit", submit("two")).await;
+    assert_eq!(r["status"], "queued", "{r}");
+    let mut events = c.until("message.complete").await;
+    events.extend(c.until("message.complete").await);
+    let done = complete_texts(&events);
+    assert_eq!(done[0].0, "interrupted", "{done:?}");
+    assert_eq!(done[1], ("complete".into(), "Second.".into()));
+    // queue, set as the TUI's /busy sets it.
+    let set = c
+        .call("config.set", json!({"key": "busy", "value": "queue"}))
+        .await;
+    assert_eq!(set["value"], "queue");
+    let saved = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert!(saved.contains("busy_input_mode: queue"), "{saved}");
+    c.call("prompt.submit", submit("three")).await;
+    asked(3);
+    let r = c.call("prompt.submit", submit("four")).await;
+    assert_eq!(r["status"], "queued", "{r}");
+    let mut events = c.until("message.complete").await;
+    events.extend(c.until("message.complete").await);
+    let done = complete_texts(&events);
+    assert_eq!(
+        done,
+        [
+            ("complete".to_owned(), "First.".to_owned()),
+            ("complete".to_owned(), "Queued one.".to_owned())
+        ]
+    );
+    // steer, written by hand in config.yaml: read at the next busy prompt.
+    let text = saved.replace("busy_input_mode: queue", "busy_input_mode: steer");
+    std::fs::write(home.path().join("config.yaml"), text).unwrap();
+    c.call("prompt.submit", submit("five")).await;
+    asked(5);
+    let r = c.call("prompt.submit", submit("also this")).await;
+    assert_eq!(r["status"], "steered", "{r}");
+    let events = c.until("message.complete").await;
+    assert_eq!(
+        complete_texts(&events),
+        [("complete".to_owned(), "Steered.".to_owned())]
+    );
+    let last = provider.requests().pop().unwrap().body["messages"].to_string();
+    assert!(
+        last.contains("also this"),
+        "the steer reached the tool result: {last}"
+    );
+    assert_eq!(
+        c.code("config.set", json!({"key": "busy", "value": "sometimes"}))
+            .await,
+        4002
+    );
 }
