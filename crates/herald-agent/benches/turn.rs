@@ -44,6 +44,7 @@ fn bench(c: &mut Criterion) {
         plugins: herald_agent::Plugins::default(),
         session_id: String::new(),
         platform: "cli".into(),
+        sender_id: String::new(),
         provider: "custom".into(),
         clarifier: None,
     });

@@ -6,6 +6,7 @@ pub mod approval;
 pub mod event;
 pub mod guardrails;
 pub mod history_repair;
+mod hook_fields;
 pub mod middleware;
 pub mod plugins;
 pub mod shell_line;

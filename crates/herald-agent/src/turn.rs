@@ -4,6 +4,7 @@
 
 use crate::approval::Approvals;
 use crate::event::AgentEvent;
+use crate::hook_fields;
 use crate::middleware::{Kind, MiddlewareError, Terminal, run_execution_chain, run_request_chain};
 use crate::plugins::{Ask, Notice, Plugins};
 use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, cap_result, spec_of, wrap_untrusted};
@@ -45,6 +46,9 @@ pub struct AgentConfig {
     /// Session id (`""` when none) and platform, passed to middleware and observers.
     pub session_id: String,
     pub platform: String,
+    /// Who the turn is for, as hooks' `sender_id` (`""`; `webhook:<route>` for a
+    /// webhook run, as Hermes names it).
+    pub sender_id: String,
     /// Provider id for middleware (`custom`, `openrouter`, a `providers:` key).
     pub provider: String,
     /// Who answers `clarify`; `None` in unattended runs.
@@ -165,18 +169,24 @@ impl Agent {
     ) -> TurnResult {
         // A stop sent before the turn starts is honoured: the flag is cleared when a
         // turn ends, not when one begins.
+        let (task_id, turn_id) = self.new_turn_id();
+        let turn = TurnIds {
+            task_id: &task_id,
+            turn_id: &turn_id,
+        };
         let Opened {
             mut messages,
             turn_start,
             user,
-        } = self.open_turn(history, user_message.into(), events).await;
+        } = self
+            .open_turn(history, user_message.into(), &turn, events)
+            .await;
         let specs: Vec<_> = self
             .config
             .tools
             .iter()
             .map(|t| spec_of(t.as_ref()))
             .collect();
-        let (task_id, turn_id) = self.new_turn_id();
         let mut result = TurnResult::default();
         let mut state = LoopState {
             guard: self.config.guard(),
@@ -202,6 +212,8 @@ impl Agent {
                 api_request_id: format!("{turn_id}:api:{}", result.api_calls),
                 api_call_count: result.api_calls,
                 task_id: task_id.clone(),
+                turn_start,
+                user: user.clone(),
             };
             let call = match self
                 .call_unless_interrupted(&messages, tools, &ids, events)
@@ -311,7 +323,7 @@ impl Agent {
             }
             break;
         }
-        self.close_turn(result, messages, turn_start, user, events)
+        self.close_turn(result, messages, (turn_start, user), &turn, events)
             .await
     }
 
@@ -405,6 +417,7 @@ impl Agent {
         &self,
         history: &[ChatMessage],
         input: UserInput,
+        turn: &TurnIds<'_>,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Opened {
         let user = ChatMessage {
@@ -418,18 +431,27 @@ impl Agent {
         let turn_start = messages.len();
         events(AgentEvent::MessageAppended(user.clone()));
         let plugins = &self.config.plugins;
-        let hook_base = json!({
-            "session_id": self.config.session_id,
-            "platform": self.config.platform,
-            "model": self.config.endpoint.model,
-            "user_message": user.content,
-        });
-        if history.is_empty() {
-            plugins.notify(Notice::SessionStart, &hook_base).await;
+        let mut context = Vec::new();
+        if plugins.has_observers() {
+            let (session_id, model) = (&self.config.session_id, &self.config.endpoint.model);
+            let platform = &self.config.platform;
+            if history.is_empty() {
+                let start = json!({"session_id": session_id, "model": model, "platform": platform});
+                plugins.notify(Notice::SessionStart, &start).await;
+            }
+            messages.push(user.clone());
+            let conversation = hook_fields::conversation(&messages, turn_start, &user);
+            messages.pop();
+            let pre = json!({
+                "session_id": session_id, "task_id": turn.task_id, "turn_id": turn.turn_id,
+                "user_message": user.content, "conversation_history": conversation,
+                "is_first_turn": history.is_empty(), "model": model, "platform": platform,
+                "sender_id": self.config.sender_id,
+            });
+            // Context from pre_llm_call rides on the user message sent to the API only.
+            context = plugins.answers(Ask::PreLlmCall, &pre).await;
+            context.retain(|c| !c.trim().is_empty());
         }
-        // Context from pre_llm_call rides on the user message sent to the API only.
-        let mut context = plugins.answers(Ask::PreLlmCall, &hook_base).await;
-        context.retain(|c| !c.trim().is_empty());
         let mut sent = user.clone();
         if !context.is_empty() {
             let content = sent.content.get_or_insert_with(String::new);
@@ -444,9 +466,13 @@ impl Agent {
         }
     }
 
-    /// A task id and the turn id `<session>:<task>:<8 hex>`.
+    /// A task id (the session id, as every Hermes front door passes it; a fresh one
+    /// without a session) and the turn id `<session>:<task>:<8 hex>`.
     fn new_turn_id(&self) -> (String, String) {
-        let task_id = uuid::Uuid::new_v4().to_string();
+        let task_id = match self.config.session_id.is_empty() {
+            true => uuid::Uuid::new_v4().to_string(),
+            false => self.config.session_id.clone(),
+        };
         let short: String = uuid::Uuid::new_v4()
             .simple()
             .to_string()
@@ -495,8 +521,8 @@ impl Agent {
         &self,
         mut result: TurnResult,
         mut messages: Vec<ChatMessage>,
-        turn_start: usize,
-        user: ChatMessage,
+        (turn_start, user): (usize, ChatMessage),
+        turn: &TurnIds<'_>,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> TurnResult {
         if result.interrupted {
@@ -505,15 +531,8 @@ impl Agent {
         } else {
             result.pending_steer = self.handle.take_steer();
         }
-        let end = json!({
-            "session_id": self.config.session_id,
-            "platform": self.config.platform,
-            "completed": result.completed,
-            "interrupted": result.interrupted,
-            "response": result.final_response,
-        });
-        self.config.plugins.notify(Notice::PostLlmCall, &end).await;
-        self.config.plugins.notify(Notice::SessionEnd, &end).await;
+        self.end_hooks(&result, &messages, (turn_start, &user), turn)
+            .await;
         if result.completed {
             events(AgentEvent::TurnCompleted {
                 final_response: result.final_response.clone(),
@@ -528,10 +547,43 @@ impl Agent {
         result
     }
 
+    /// `post_llm_call` (a turn that answered and was not interrupted, as in Hermes) and
+    /// `on_session_end` (every turn), with Hermes's arguments.
+    async fn end_hooks(
+        &self,
+        result: &TurnResult,
+        messages: &[ChatMessage],
+        (turn_start, user): (usize, &ChatMessage),
+        turn: &TurnIds<'_>,
+    ) {
+        let plugins = &self.config.plugins;
+        if !plugins.has_observers() {
+            return;
+        }
+        let (session_id, model) = (&self.config.session_id, &self.config.endpoint.model);
+        let platform = &self.config.platform;
+        if !result.final_response.is_empty() && !result.interrupted {
+            let post = json!({
+                "session_id": session_id, "task_id": turn.task_id, "turn_id": turn.turn_id,
+                "user_message": user.content, "assistant_response": result.final_response,
+                "conversation_history": hook_fields::conversation(messages, turn_start, user),
+                "model": model, "platform": platform,
+            });
+            plugins.notify(Notice::PostLlmCall, &post).await;
+        }
+        let end = json!({
+            "session_id": session_id, "task_id": turn.task_id, "turn_id": turn.turn_id,
+            "completed": result.completed, "interrupted": result.interrupted,
+            "model": model, "platform": platform,
+        });
+        plugins.notify(Notice::SessionEnd, &end).await;
+    }
+
     /// The answer as `transform_llm_output` observers rewrite it (the first non-empty
     /// rewrite wins), or `None` when none does.
     async fn transformed(&self, response: &str) -> Option<String> {
-        let payload = json!({"session_id": self.config.session_id, "platform": self.config.platform, "response": response});
+        let payload = json!({"response_text": response, "session_id": self.config.session_id,
+                             "model": self.config.endpoint.model, "platform": self.config.platform});
         self.config
             .plugins
             .answers(Ask::TransformLlmOutput, &payload)
@@ -731,6 +783,25 @@ struct Ids {
     api_request_id: String,
     api_call_count: u32,
     task_id: String,
+    /// Where the user message is in the call's messages, and the user's own words.
+    turn_start: usize,
+    user: ChatMessage,
+}
+
+/// One attempt of a provider call, as the plugin path needs it.
+struct Call<'a> {
+    messages: &'a [ChatMessage],
+    tools: &'a [herald_protocol::ToolSpec],
+    ids: &'a Ids,
+    /// When the call began (before its first attempt), in epoch seconds.
+    started_at: f64,
+    attempt: u32,
+}
+
+/// A turn's task and turn ids, for the turn's hooks.
+struct TurnIds<'a> {
+    task_id: &'a str,
+    turn_id: &'a str,
 }
 
 impl Agent {
@@ -758,11 +829,13 @@ impl Agent {
         fields.insert("api_mode".into(), json!("chat_completions"));
         fields.insert("api_call_count".into(), json!(ids.api_call_count));
         let max_attempts = self.config.retry.max_attempts.max(1);
+        let started_at = hook_fields::epoch_now();
         let mut attempt = 0;
         loop {
             attempt += 1;
             let observed = plugins.api_requests_seen();
-            let (outcome, trace) = if plugins.llm_request.is_empty()
+            // The request as sent, for api_request_error (null when nothing saw it).
+            let (outcome, request) = if plugins.llm_request.is_empty()
                 && plugins.llm_execution.is_empty()
                 && !observed
             {
@@ -773,20 +846,23 @@ impl Agent {
                     .client
                     .stream_once(endpoint, messages, tools, &mut on_delta)
                     .await;
-                (called, Value::Array(Vec::new()))
+                (called, Value::Null)
             } else {
-                self.call_through_plugins(messages, tools, &fields, attempt, events)
-                    .await
+                let call = Call {
+                    messages,
+                    tools,
+                    ids,
+                    started_at,
+                    attempt,
+                };
+                self.call_through_plugins(&call, &fields, events).await
             };
             match outcome {
                 Ok(c) if !c.choices.is_empty() => {
                     if observed {
                         let mut payload = fields.clone();
-                        payload.insert("middleware_trace".into(), trace);
-                        payload.insert(
-                            "response".into(),
-                            serde_json::to_value(&c).unwrap_or(Value::Null),
-                        );
+                        hook_fields::timing(&mut payload, started_at);
+                        hook_fields::response_fields(&mut payload, &c, messages.len());
                         let payload = Value::Object(payload);
                         plugins.notify(Notice::PostApiRequest, &payload).await;
                     }
@@ -797,22 +873,17 @@ impl Agent {
                         LlmError::new(ErrorClass::InvalidResponse, None, "no choices")
                     });
                     let retryable = e.retryable() && attempt < max_attempts;
-                    let mut payload = fields.clone();
-                    payload.insert("middleware_trace".into(), trace);
-                    payload.insert("error".into(), json!(e.message));
-                    payload.insert("retry_count".into(), json!(attempt - 1));
-                    payload.insert("max_retries".into(), json!(max_attempts));
-                    payload.insert("retryable".into(), json!(retryable));
-                    let reason = if e.class == ErrorClass::Blocked {
-                        "blocked"
-                    } else if e.class == ErrorClass::InvalidResponse {
-                        "invalid_response"
-                    } else {
-                        "error"
-                    };
-                    payload.insert("reason".into(), json!(reason));
-                    let payload = Value::Object(payload);
-                    plugins.notify(Notice::ApiRequestError, &payload).await;
+                    if plugins.has_observers() {
+                        let mut payload = fields.clone();
+                        hook_fields::timing(&mut payload, started_at);
+                        hook_fields::error_fields(&mut payload, &e);
+                        payload.insert("retry_count".into(), json!(attempt - 1));
+                        payload.insert("max_retries".into(), json!(max_attempts));
+                        payload.insert("retryable".into(), json!(e.retryable()));
+                        payload.insert("request".into(), request);
+                        let payload = Value::Object(payload);
+                        plugins.notify(Notice::ApiRequestError, &payload).await;
+                    }
                     if !retryable {
                         return Err(e);
                     }
@@ -827,18 +898,16 @@ impl Agent {
     }
 
     /// One attempt through `llm_request`, `pre_api_request` and `llm_execution`; the
-    /// outcome and the middleware trace.
+    /// outcome and the request as sent (`{method, body}`).
     async fn call_through_plugins(
         &self,
-        messages: &[ChatMessage],
-        tools: &[herald_protocol::ToolSpec],
+        call: &Call<'_>,
         fields: &Map<String, Value>,
-        attempt: u32,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> (Result<ChatCompletion, LlmError>, Value) {
         let plugins = &self.config.plugins;
         let endpoint = &self.config.endpoint;
-        let body = LlmClient::request_body(endpoint, messages, tools);
+        let body = LlmClient::request_body(endpoint, call.messages, call.tools);
         let pass = run_request_chain(
             Kind::LlmRequest,
             &plugins.llm_request,
@@ -849,12 +918,9 @@ impl Agent {
         .await;
         let trace = Value::Array(pass.trace.clone());
         // Payloads are built only for observers that exist (the request is large).
+        let request = json!({"method": "POST", "body": pass.effective});
         if plugins.api_requests_seen() {
-            let mut payload = fields.clone();
-            payload.insert("request".into(), pass.effective.clone());
-            payload.insert("middleware_trace".into(), trace.clone());
-            payload.insert("attempt".into(), json!(attempt));
-            let payload = Value::Object(payload);
+            let payload = self.pre_api_fields(call, fields, &request, &trace);
             plugins.notify(Notice::PreApiRequest, &payload).await;
         }
         let outcome = if plugins.llm_execution.is_empty() {
@@ -866,7 +932,38 @@ impl Agent {
             self.execute_through_middleware(pass.effective.clone(), fields, &trace, events)
                 .await
         };
-        (outcome, trace)
+        (outcome, request)
+    }
+
+    /// `pre_api_request`'s arguments, as Hermes gives them.
+    fn pre_api_fields(
+        &self,
+        call: &Call<'_>,
+        fields: &Map<String, Value>,
+        request: &Value,
+        trace: &Value,
+    ) -> Value {
+        let messages = call.messages;
+        let approx = hook_fields::approx_tokens(messages);
+        let mut payload = fields.clone();
+        let (user_at, user) = (call.ids.turn_start, &call.ids.user);
+        let conversation = hook_fields::conversation(messages, user_at, user);
+        let more = [
+            ("user_message", json!(user.content)),
+            ("conversation_history", conversation),
+            ("request_messages", request["body"]["messages"].clone()),
+            ("message_count", json!(messages.len())),
+            ("tool_count", json!(self.config.tools.len())),
+            ("approx_input_tokens", json!(approx)),
+            ("request_char_count", json!(approx.saturating_mul(4))),
+            ("max_tokens", json!(self.config.endpoint.max_tokens)),
+            ("started_at", json!(call.started_at)),
+            ("middleware_trace", trace.clone()),
+            ("request", request.clone()),
+            ("attempt", json!(call.attempt)),
+        ];
+        payload.extend(more.into_iter().map(|(k, v)| (k.to_owned(), v)));
+        Value::Object(payload)
     }
 
     /// The provider call through the `llm_execution` chain (middleware.md A10.1): deltas
@@ -996,23 +1093,26 @@ async fn run_tool_pipeline(
         .await
         .into_iter()
         .next();
-    let post_payload = |status: &str, result: &str, error_type: Option<&str>| {
+    // Hermes's post_tool_call arguments: error_type and error_message always there.
+    let post_payload = |status: &str, result: &str, error: Option<(&str, String)>| {
         let mut p = observed.clone();
+        let (error_type, error_message) = error.unzip();
         p.insert("status".into(), json!(status));
         p.insert("result".into(), json!(result));
         p.insert(
             "duration_ms".into(),
             json!(started.elapsed().as_millis() as u64),
         );
-        if let Some(t) = error_type {
-            p.insert("error_type".into(), json!(t));
-        }
-        Value::Object(p)
+        p.insert("error_type".into(), json!(error_type));
+        p.insert("error_message".into(), json!(error_message));
+        p
     };
     if let Some(message) = block {
         let out = json!({ "error": message }).to_string();
-        let p = post_payload("blocked", &out, Some("plugin_block"));
-        plugins.notify(Notice::PostToolCall, &p).await;
+        let p = post_payload("blocked", &out, Some(("plugin_block", message)));
+        plugins
+            .notify(Notice::PostToolCall, &Value::Object(p))
+            .await;
         return (out, true);
     }
     let out = if plugins.tool_execution.is_empty() {
@@ -1041,12 +1141,12 @@ async fn run_tool_pipeline(
             other => other.to_string(),
         })
     };
-    let (out, status, error_type) = match out {
+    let (out, status, blocked) = match out {
         Ok(s) => (s, "ok", None),
         Err(MiddlewareError::Block { reason, .. }) => (
             json!({ "error": reason }).to_string(),
             "blocked",
-            Some("middleware_block"),
+            Some(("middleware_block", reason)),
         ),
         Err(MiddlewareError::Downstream(e) | MiddlewareError::Failed(e)) => {
             (json!({ "error": e }).to_string(), "error", None)
@@ -1057,23 +1157,24 @@ async fn run_tool_pipeline(
             None,
         ),
     };
-    let is_error = status != "ok"
-        || serde_json::from_str::<Value>(&out)
-            .ok()
-            .is_some_and(|v| v.get("error").is_some_and(|e| !e.is_null()));
-    let p = post_payload(
-        if is_error && status == "ok" {
-            "error"
-        } else {
-            status
-        },
-        &out,
-        error_type,
-    );
-    plugins.notify(Notice::PostToolCall, &p).await;
-    let mut transform = observed.clone();
-    transform.insert("result".into(), json!(out));
-    let transform = Value::Object(transform);
+    let failure = serde_json::from_str::<Value>(&out)
+        .ok()
+        .and_then(|v| v.get("error").filter(|e| !e.is_null()).cloned())
+        .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
+    let is_error = status != "ok" || failure.is_some();
+    let error = blocked.or_else(|| failure.map(|m| ("tool_error", m)));
+    let status = if is_error && status == "ok" {
+        "error"
+    } else {
+        status
+    };
+    let mut p = post_payload(status, &out, error);
+    plugins
+        .notify(Notice::PostToolCall, &Value::Object(p.clone()))
+        .await;
+    // transform_tool_result: the same arguments without the middleware trace.
+    p.remove("middleware_trace");
+    let transform = Value::Object(p);
     let out = plugins
         .answers(Ask::TransformToolResult, &transform)
         .await

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 PROTOCOL = "herald-plugin/1"
 HOST_VERSION = "0.1.0"
+TELEMETRY_SCHEMA_VERSION = "hermes.observer.v1"
 ENTRY_POINT_GROUP = "hermes_agent.plugins"
 KINDS = ("llm_request", "llm_execution", "tool_request", "tool_execution")
 
@@ -107,7 +108,7 @@ def _install_shim():
     package = types.ModuleType("hermes_cli")
     package.__path__ = []
     middleware = types.ModuleType("hermes_cli.middleware")
-    middleware.OBSERVER_SCHEMA_VERSION = "hermes.observer.v1"
+    middleware.OBSERVER_SCHEMA_VERSION = TELEMETRY_SCHEMA_VERSION
     middleware.MIDDLEWARE_SCHEMA_VERSION = "hermes.middleware.v1"
     middleware.TOOL_REQUEST_MIDDLEWARE = "tool_request"
     middleware.TOOL_EXECUTION_MIDDLEWARE = "tool_execution"
@@ -460,6 +461,8 @@ def _invoke(method, params, opened):
     if method == "middleware.request":
         key = "request" if params.get("kind") == "llm_request" else "args"
         return cb.call(_with_originals(fields, key))
+    # Every hook call carries it, as Hermes's invoke_hook adds it.
+    fields.setdefault("telemetry_schema_version", TELEMETRY_SCHEMA_VERSION)
     return cb.call(fields)
 
 

@@ -74,6 +74,9 @@ pub struct SessionOptions {
     /// The edits that run unasked; every other `write_file` and `patch` is put to the
     /// front door as an approval (with [`Answers::ByRequest`]; ACP's modes).
     pub edits: Option<Arc<dyn EditRule>>,
+    /// Who the session's turns are for, as plugin hooks' `sender_id` (`""` on the
+    /// local doors; `webhook:<route>` for a webhook run, as Hermes names it).
+    pub sender_id: String,
 }
 
 impl SessionOptions {
@@ -91,6 +94,7 @@ impl SessionOptions {
             keep_runs: true,
             observers: Vec::new(),
             edits: None,
+            sender_id: String::new(),
         }
     }
 }
@@ -124,6 +128,7 @@ struct SessionInner {
     pending: Arc<Pending>,
     keep_runs: bool,
     ephemeral_system: Option<String>,
+    sender_id: String,
     /// Told after the runtime's observers.
     observers: Vec<Arc<dyn Observer>>,
     state: Mutex<SessionState>,
@@ -500,6 +505,7 @@ impl Host {
             pending,
             keep_runs: opts.keep_runs,
             ephemeral_system: opts.ephemeral_system.filter(|e| !e.trim().is_empty()),
+            sender_id: opts.sender_id,
             observers,
             state: Mutex::new(SessionState {
                 history,
@@ -686,6 +692,7 @@ impl Host {
                 plugins: with_observers(&rt.current_plugins(), &s.observers),
                 session_id: s.id.clone(),
                 platform: rt.platform.name().into(),
+                sender_id: s.sender_id.clone(),
                 provider: rt.provider.clone(),
                 clarifier: s.clarifier.clone(),
             },

@@ -34,6 +34,7 @@ fn agent(
         plugins,
         session_id: "20260101_000000_abcdef".into(),
         platform: "cli".into(),
+        sender_id: String::new(),
         provider: "custom".into(),
         clarifier: None,
     })
@@ -77,6 +78,12 @@ impl Observer for Recorder {
             .lock()
             .unwrap()
             .push(("api_request_error".into(), p.clone()));
+    }
+    async fn post_api_request(&self, p: &Value) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(("post_api_request".into(), p.clone()));
     }
     async fn pre_tool_call(&self, p: &Value) -> Option<String> {
         self.seen
@@ -156,7 +163,44 @@ async fn llm_middleware_replaces_the_request_and_reruns_on_retry_with_the_same_i
         pre[0]["middleware_trace"],
         json!([{"source": "router", "reason": "cheaper model"}])
     );
-    assert_eq!(pre[0]["request"]["model"], "routed-model");
+    assert_eq!(pre[0]["request"]["method"], "POST");
+    assert_eq!(pre[0]["request"]["body"]["model"], "routed-model");
+    for field in [
+        "user_message",
+        "conversation_history",
+        "request_messages",
+        "message_count",
+        "tool_count",
+        "approx_input_tokens",
+        "request_char_count",
+        "max_tokens",
+        "started_at",
+    ] {
+        assert!(pre[0].get(field).is_some(), "{field}: {}", pre[0]);
+    }
+    let error = seen.iter().find(|(k, _)| k == "api_request_error").unwrap();
+    assert!(error.1["error"]["message"].is_string(), "{}", error.1);
+    for field in [
+        "status_code",
+        "api_duration",
+        "started_at",
+        "ended_at",
+        "reason",
+    ] {
+        assert!(error.1.get(field).is_some(), "{field}: {}", error.1);
+    }
+    let post = seen.iter().find(|(k, _)| k == "post_api_request").unwrap();
+    for field in [
+        "finish_reason",
+        "response_model",
+        "usage",
+        "assistant_message",
+        "assistant_content_chars",
+        "assistant_tool_call_count",
+        "api_duration",
+    ] {
+        assert!(post.1.get(field).is_some(), "{field}: {}", post.1);
+    }
     assert!(
         seen.iter()
             .any(|(k, v)| k == "api_request_error" && v["retryable"] == true)
@@ -296,6 +340,20 @@ async fn pre_tool_call_blocks_and_execution_middleware_short_circuits() {
 #[derive(Default)]
 struct Hooks {
     calls: Mutex<Vec<String>>,
+    /// (hook, its arguments) of the turn-level hooks.
+    payloads: Mutex<Vec<(String, Value)>>,
+}
+
+impl Hooks {
+    fn keep(&self, hook: &str, p: &Value) {
+        self.calls.lock().unwrap().push(hook.into());
+        self.payloads.lock().unwrap().push((hook.into(), p.clone()));
+    }
+
+    fn payload(&self, hook: &str) -> Value {
+        let all = self.payloads.lock().unwrap();
+        all.iter().find(|(h, _)| h == hook).unwrap().1.clone()
+    }
 }
 
 #[async_trait::async_trait]
@@ -303,24 +361,27 @@ impl Observer for Hooks {
     fn name(&self) -> &str {
         "hooks"
     }
-    async fn on_session_start(&self, _p: &Value) {
-        self.calls.lock().unwrap().push("on_session_start".into());
+    async fn on_session_start(&self, p: &Value) {
+        self.keep("on_session_start", p);
     }
-    async fn pre_llm_call(&self, _p: &Value) -> Option<String> {
-        self.calls.lock().unwrap().push("pre_llm_call".into());
+    async fn pre_llm_call(&self, p: &Value) -> Option<String> {
+        self.keep("pre_llm_call", p);
         Some("Context: the user prefers short answers.".into())
     }
     async fn transform_tool_result(&self, p: &Value) -> Option<String> {
         Some(format!("[redacted {}]", p["tool_name"].as_str().unwrap()))
     }
     async fn transform_llm_output(&self, p: &Value) -> Option<String> {
-        Some(format!("{} (checked)", p["response"].as_str().unwrap()))
+        Some(format!(
+            "{} (checked)",
+            p["response_text"].as_str().unwrap()
+        ))
     }
-    async fn post_llm_call(&self, _p: &Value) {
-        self.calls.lock().unwrap().push("post_llm_call".into());
+    async fn post_llm_call(&self, p: &Value) {
+        self.keep("post_llm_call", p);
     }
-    async fn on_session_end(&self, _p: &Value) {
-        self.calls.lock().unwrap().push("on_session_end".into());
+    async fn on_session_end(&self, p: &Value) {
+        self.keep("on_session_end", p);
     }
 }
 
@@ -383,6 +444,43 @@ async fn turn_level_hooks() {
             "post_llm_call",
             "on_session_end"
         ]
+    );
+    // The arguments Hermes 0.19.0 passes.
+    let pre = hooks.payload("pre_llm_call");
+    assert_eq!(pre["is_first_turn"], true);
+    assert_eq!(pre["user_message"], "hi");
+    assert_eq!(pre["sender_id"], "");
+    assert_eq!(
+        pre["conversation_history"],
+        json!([{"role": "user", "content": "hi"}])
+    );
+    let turn_id = pre["turn_id"].as_str().unwrap().to_owned();
+    assert!(
+        turn_id.starts_with(&format!("{}:", pre["session_id"].as_str().unwrap())),
+        "{turn_id}"
+    );
+    let post = hooks.payload("post_llm_call");
+    assert_eq!(post["assistant_response"], "fine (checked)");
+    assert_eq!(post["turn_id"], turn_id.as_str());
+    assert_eq!(post["task_id"], pre["task_id"]);
+    let history = post["conversation_history"].as_array().unwrap();
+    assert_eq!(history[0]["content"], "hi", "the user's own words");
+    assert!(history.iter().any(|m| m["role"] == "tool"), "{post}");
+    let end = hooks.payload("on_session_end");
+    assert_eq!(end["turn_id"], turn_id.as_str());
+    assert_eq!(
+        (end["completed"].clone(), end["interrupted"].clone()),
+        (json!(true), json!(false))
+    );
+    assert!(
+        end["model"].is_string() && end.get("response").is_none(),
+        "{end}"
+    );
+    let start = hooks.payload("on_session_start");
+    assert_eq!(
+        start.as_object().unwrap().len(),
+        3,
+        "session_id, model, platform: {start}"
     );
 }
 

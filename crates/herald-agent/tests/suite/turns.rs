@@ -31,6 +31,7 @@ fn agent_with(
         plugins: herald_agent::Plugins::default(),
         session_id: String::new(),
         platform: "cli".into(),
+        sender_id: String::new(),
         provider: "custom".into(),
         clarifier: None,
     })

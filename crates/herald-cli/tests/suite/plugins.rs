@@ -109,6 +109,23 @@ pub fn assert_demos_worked(home: &Path, provider: &FakeProvider, stderr: &str) {
     assert_eq!(post_tool[0]["args"]["workdir"], work.as_str());
     assert_eq!(fields_of("pre_tool_call")[0]["tool_name"], "terminal");
     assert!(!fields_of("on_session_end").is_empty(), "{seen:?}");
+    // Every hook gets the arguments Hermes 0.19.0 passes (docs/plugins.md lists them).
+    assert!(
+        seen.iter()
+            .all(|t| t["fields"]["telemetry_schema_version"] == "hermes.observer.v1"),
+        "{seen:?}"
+    );
+    let pre_llm = fields_of("pre_llm_call");
+    assert_eq!(pre_llm.len(), 1, "{seen:?}");
+    assert_eq!(pre_llm[0]["is_first_turn"], true);
+    assert_eq!(pre_llm[0]["conversation_history"][0]["role"], "user");
+    assert_eq!(pre_llm[0]["task_id"], pre_llm[0]["session_id"]);
+    let post_llm = fields_of("post_llm_call");
+    assert_eq!(post_llm[0]["assistant_response"], "It ran.");
+    assert_eq!(post_llm[0]["turn_id"], pre_llm[0]["turn_id"]);
+    let post = post_tool[0].as_object().unwrap();
+    assert!(post.contains_key("error_type") && post.contains_key("error_message"), "{post:?}");
+    assert!(fields_of("post_api_request")[0]["usage"].is_object(), "{seen:?}");
 }
 
 #[test]
@@ -159,6 +176,9 @@ async fn the_four_hermes_examples_work_in_a_webhook_run() {
     }
     assert_demos_worked(h.home(), &provider, &h.log());
     assert!(h.log().contains("llm_execution took"), "{}", h.log());
+    let pre_llm = traces(h.home());
+    let pre_llm = pre_llm.iter().find(|t| t["hook"] == "pre_llm_call").unwrap();
+    assert_eq!(pre_llm["fields"]["sender_id"], "webhook:r", "as Hermes's webhook adapter names it");
 }
 
 fn log_count(log: &str, text: &str) -> usize {

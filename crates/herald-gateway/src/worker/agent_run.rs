@@ -86,6 +86,8 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     options.cwd = Some(t.cwd.clone());
     // The inbox entry is the run's durable record.
     options.keep_runs = false;
+    // Plugin hooks' sender_id, as Hermes's webhook adapter names the sender.
+    options.sender_id = format!("webhook:{}", item.route);
     let session = match t.host.open_session(options).await {
         Ok(s) => s,
         Err(e) => return RunOutcome::Retry(format!("cannot open the run's session: {e}")),
