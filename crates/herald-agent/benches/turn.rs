@@ -45,6 +45,7 @@ fn bench(c: &mut Criterion) {
         session_id: String::new(),
         platform: "cli".into(),
         sender_id: String::new(),
+        prompter: None,
         provider: "custom".into(),
         clarifier: None,
     });

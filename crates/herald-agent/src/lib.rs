@@ -10,6 +10,7 @@ mod hook_fields;
 pub mod middleware;
 pub mod plugins;
 pub mod shell_line;
+pub mod skill_setup;
 pub mod skills;
 pub mod tool;
 pub mod toolsets;

@@ -112,6 +112,23 @@ impl SkillLibrary {
         Some(body)
     }
 
+    /// The body of skill `name` and the environment variables its front matter says it
+    /// needs (`crate::skill_setup`).
+    pub fn load_with_needs(
+        &self,
+        name: &str,
+    ) -> Option<(String, Vec<crate::skill_setup::RequiredEnv>)> {
+        let skill = self.discover().into_iter().find(|s| s.name == name)?;
+        let text = read_capped(&skill.path)?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let front = text
+            .strip_prefix("---")
+            .and_then(|rest| rest.find("\n---").map(|end| &rest[..end]))
+            .unwrap_or_default();
+        let (_, _, body) = parse_skill(text);
+        Some((body, crate::skill_setup::required_env(front)))
+    }
+
     /// The user message for an explicit skill invocation (a webhook route's `skills:`, a
     /// chat's `/<slug>`): the first listed skill that exists wraps `instruction` (agent
     /// spec §10.3). Returns the message, the skill used, and the names not found.

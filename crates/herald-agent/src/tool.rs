@@ -26,6 +26,36 @@ pub struct ToolContext {
     pub notify: Option<tokio::sync::mpsc::UnboundedSender<crate::AgentEvent>>,
     /// Who answers `clarify` (the front door); `None` in unattended runs.
     pub clarifier: Option<Arc<dyn Clarifier>>,
+    /// Who is asked for a sudo password or a skill's secret (Hermes's TUI gateway
+    /// alone registers one); `None` elsewhere.
+    pub prompter: Option<Arc<dyn Prompter>>,
+}
+
+/// A boxed future of a prompt's answer.
+pub type PromptFuture<'a> = Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
+
+/// A front door that asks its user for a sudo password or a secret, and keeps them.
+pub trait Prompter: Send + Sync {
+    /// The session's sudo password: the one given before, else asked (`None`: not
+    /// given, or the wait ran out).
+    fn sudo_password(&self) -> PromptFuture<'_>;
+    /// sudo refused the password: the next sudo asks again.
+    fn forget_sudo(&self);
+    /// Whether the variable has a value already (the environment or `.env`).
+    fn has_secret(&self, env_var: &str) -> bool;
+    /// Asks for a variable a skill needs and keeps the answer (in `.env`); `None`
+    /// when it was skipped or the wait ran out.
+    fn secret<'a>(&'a self, request: SecretRequest<'a>) -> PromptFuture<'a>;
+}
+
+/// A variable a skill needs, as its front matter names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretRequest<'a> {
+    pub env_var: &'a str,
+    pub prompt: &'a str,
+    pub skill_name: &'a str,
+    pub help: Option<&'a str>,
+    pub required_for: Option<&'a str>,
 }
 
 /// A front door that can put a question to the human.

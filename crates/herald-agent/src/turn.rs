@@ -53,6 +53,8 @@ pub struct AgentConfig {
     pub provider: String,
     /// Who answers `clarify`; `None` in unattended runs.
     pub clarifier: Option<Arc<dyn crate::tool::Clarifier>>,
+    /// Who is asked for a sudo password or a secret (the TUI gateway); `None` elsewhere.
+    pub prompter: Option<Arc<dyn crate::tool::Prompter>>,
 }
 
 impl AgentConfig {
@@ -660,6 +662,7 @@ impl Agent {
                 call_id: call.id.clone(),
                 notify: Some(notify_tx.clone()),
                 clarifier: self.config.clarifier.clone(),
+                prompter: self.config.prompter.clone(),
             };
             let plan = plan.clone();
             let plugins = self.config.plugins.clone();

@@ -276,6 +276,9 @@ fn event_fields(
         } => {
             json!({"request_id": request_id, "question": question, "choices": choices})
         }
+        // The API opens no session with prompts (Hermes registers no callback there).
+        RunEventKind::PromptRequested { request_id, .. }
+        | RunEventKind::PromptExpired { request_id, .. } => json!({"request_id": request_id}),
         RunEventKind::Steered => json!({"accepted": true}),
         RunEventKind::Finished(s) => {
             let mut f = match s.state {

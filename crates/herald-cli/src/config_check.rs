@@ -25,7 +25,8 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         platforms: &config.platforms,
         env: &process_env,
     });
-    let findings = herald_gateway::findings::gather(&config, &targets);
+    let mut findings: Vec<String> = start_refusals(home, &config);
+    findings.extend(herald_gateway::findings::gather(&config, &targets));
     for warning in &config.warnings {
         outln!("warning: {warning}");
     }
@@ -43,4 +44,30 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     Ok(ExitCode::FAILURE)
+}
+
+/// What `herald gateway run` would refuse to start on, each with its file, line and key:
+/// the configuration's own refusals, then the API server's model (the API does not start
+/// without one; the webhook's agent runs only wait).
+fn start_refusals(home: &Home, config: &Config) -> Vec<String> {
+    let mut refusals: Vec<String> = config
+        .start_refusals
+        .iter()
+        .map(|p| format!("herald gateway run would not start: {p}"))
+        .collect();
+    if config.api_server.enabled && refusals.is_empty() {
+        let runtime = herald_session::runtime::Runtime::build(
+            home,
+            config,
+            herald_session::Platform::Api,
+            herald_session::runtime::ModelChoice::default(),
+        );
+        if let Err(e) = runtime {
+            refusals.push(format!(
+                "herald gateway run would not start: {}: `model`: the API server needs a model: {e}",
+                home.config_file().display()
+            ));
+        }
+    }
+    refusals
 }

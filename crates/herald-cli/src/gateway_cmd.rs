@@ -48,13 +48,11 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
             config.hermes_only.join(", ")
         );
     }
-    if !config.webhook.enabled && !config.api_server.enabled {
-        eprintln!(
-            "herald: the webhook platform is not enabled: set `platforms.webhook.enabled: true` in {} \
-             (or WEBHOOK_ENABLED=true in {}); for the OpenAI-compatible API set `platforms.api_server.enabled: true`",
-            home.config_file().display(),
-            home.env_file().display()
-        );
+    if !config.start_refusals.is_empty() {
+        for refusal in &config.start_refusals {
+            eprintln!("herald: {refusal}");
+        }
+        eprintln!("herald: not serving; fix the configuration and start again");
         return Ok(ExitCode::FAILURE);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -215,7 +215,11 @@ fn connections(r: &mut Reader, extra: Option<&Extra>) -> ConnectionSettings {
     }
 }
 
-/// Why the API server must not start with these settings (the spec's startup guard).
+/// Example keys herald's own docs have shown: copied as written, they are known to all.
+const DOCUMENTED_KEYS: &[&str] = &["paste-a-random-key-of-16+-characters"];
+
+/// Why the API server must not start with these settings (the spec's startup guard): no
+/// key, a placeholder or an example key from the docs, or fewer than 16 characters.
 pub fn key_problem(key: Option<&str>) -> Option<&'static str> {
     const PLACEHOLDERS: &[&str] = &[
         "changeme",
@@ -229,13 +233,27 @@ pub fn key_problem(key: Option<&str>) -> Option<&'static str> {
         "<bearer secret>",
         "sk-xxxxxxxxxxxxxxxx",
     ];
+    /// Words of a key written for a reader to replace.
+    const PLACEHOLDER_WORDS: &[&str] = &[
+        "your-",
+        "your_",
+        "change",
+        "paste",
+        "random-key",
+        "placeholder",
+        "example",
+    ];
     let Some(key) = key.map(str::trim).filter(|k| !k.is_empty()) else {
         return Some("no API key is set: set platforms.api_server.extra.key (or API_SERVER_KEY)");
     };
     let lower = key.to_ascii_lowercase();
+    if DOCUMENTED_KEYS.contains(&lower.as_str()) {
+        return Some(
+            "the API key is an example from herald's docs: set a random key of 16 characters or more",
+        );
+    }
     if PLACEHOLDERS.contains(&lower.as_str())
-        || lower.contains("your-")
-        || lower.contains("change")
+        || PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w))
         || lower.starts_with('<')
     {
         return Some("the API key is a placeholder: set a random key of 16 characters or more");
@@ -307,6 +325,7 @@ mod tests {
         assert!(key_problem(Some("short")).is_some());
         assert!(key_problem(Some("changeme")).is_some());
         assert!(key_problem(Some("your-api-key-goes-here")).is_some());
-        assert_eq!(key_problem(Some("k3y-0123456789abcdef")), None);
+        assert!(key_problem(Some("paste-a-random-key-of-16+-characters")).is_some());
+        assert_eq!(key_problem(Some("9f86d081884c7d659a2feaa0c55ad015")), None);
     }
 }

@@ -204,6 +204,9 @@ pub struct Config {
     /// Signs that a chat platform is meant to receive messages (Hermes's gateway does;
     /// herald does not): reported as findings by the start and `herald config check`.
     pub chat_platforms: Vec<crate::chat_platforms::ChatPlatformUse>,
+    /// Why `herald gateway run` would refuse to start (neither front door enabled, an API
+    /// key it refuses), each with its file, line and key; `herald config check` lists them.
+    pub start_refusals: Vec<Problem>,
 }
 
 /// Reads the environment (injected so tests need not touch the process's).
@@ -218,6 +221,13 @@ static RELOADED: std::sync::RwLock<BTreeMap<String, String>> =
 pub fn process_env(name: &str) -> Option<String> {
     let reloaded = RELOADED.read().ok().and_then(|r| r.get(name).cloned());
     reloaded.or_else(|| std::env::var(name).ok())
+}
+
+/// Makes `process_env(key)` answer `value` from now on (a value just written to `.env`).
+pub fn remember_env(key: &str, value: &str) {
+    if let Ok(mut r) = RELOADED.write() {
+        r.insert(key.to_owned(), value.to_owned());
+    }
 }
 
 /// Loads `<home>/.env` into the process environment, overriding what is set there.
@@ -451,6 +461,15 @@ impl Config {
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
         }
+        let start_refusals = crate::start_guard::start_refusals(&crate::start_guard::Guarded {
+            config_file: &path,
+            env_file: home.env_file(),
+            doc: &doc,
+            gateway,
+            webhook_enabled: webhook.enabled,
+            api: &api_server,
+            env,
+        });
         Ok(Config {
             agent,
             home: home.clone(),
@@ -465,6 +484,7 @@ impl Config {
             findings: r.findings,
             hermes_only,
             chat_platforms,
+            start_refusals,
         })
     }
 }

@@ -9,6 +9,7 @@ pub mod api_settings;
 pub mod chat_platforms;
 pub mod config;
 pub mod default_config;
+pub mod env_file;
 pub mod error;
 pub mod hermes_keys;
 pub mod home;
@@ -18,6 +19,7 @@ pub mod platforms;
 pub mod pyyaml;
 pub mod reader;
 pub mod route;
+pub(crate) mod start_guard;
 pub mod subscriptions;
 pub mod subscriptions_file;
 

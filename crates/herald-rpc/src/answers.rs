@@ -50,15 +50,32 @@ pub async fn clarify(gw: &Gateway, outbox: &Outbox, p: params::Answer) -> Result
     Err(RpcError::new(RpcError::BUSY, "no pending clarify request"))
 }
 
-/// `sudo.respond` / `secret.respond`: herald's tools never ask for a password or a
-/// secret, so no request is pending; one that names its id has expired.
-pub fn never_asked(method: &str, p: params::Answer) -> Result<Status, RpcError> {
-    if p.request_id.is_some() {
-        return Ok(Status { status: "expired" });
+/// `sudo.respond {request_id, password}` / `secret.respond {request_id, value}`: the
+/// caller's live run asking under `request_id` gets the answer (`""` skips it). An id
+/// that waits no more has expired; no id at all is 4009, as Hermes answers.
+pub fn prompt(
+    gw: &Gateway,
+    outbox: &Outbox,
+    method: &str,
+    p: params::Answer,
+) -> Result<Status, RpcError> {
+    let sudo = method == "sudo.respond";
+    let key = if sudo { "password" } else { "value" };
+    let Some(request) = p.request_id else {
+        return Err(RpcError::new(
+            RpcError::BUSY,
+            format!("no pending {key} request"),
+        ));
+    };
+    let answer = if sudo { p.password } else { p.value }.unwrap_or_default();
+    let runs = gw
+        .sessions_of(outbox.conn)
+        .into_iter()
+        .filter_map(|l| l.conversation.run());
+    for run in runs {
+        if run.answer_prompt(&request, answer.clone()).is_ok() {
+            return Ok(Status { status: "ok" });
+        }
     }
-    let key = method.trim_end_matches(".respond");
-    Err(RpcError::new(
-        RpcError::BUSY,
-        format!("no pending {key} request"),
-    ))
+    Ok(Status { status: "expired" })
 }

@@ -149,3 +149,27 @@ pub struct BackgroundComplete {
     pub task_id: String,
     pub text: String,
 }
+
+/// `sudo.request`, `sudo.expire` and `secret.expire`: the request's id alone.
+#[derive(Debug, Serialize)]
+pub struct Expired {
+    pub request_id: String,
+}
+
+/// `secret.request`.
+#[derive(Debug, Serialize)]
+pub struct SecretAsk {
+    pub prompt: String,
+    pub env_var: String,
+    pub metadata: SecretMetadata,
+    pub request_id: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SecretMetadata {
+    pub skill_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required_for: Option<String>,
+}

@@ -247,6 +247,12 @@ pub struct Answer {
     /// As typed, spaces kept.
     #[serde(deserialize_with = "exact")]
     pub answer: Option<String>,
+    /// `sudo.respond`'s answer, as typed.
+    #[serde(deserialize_with = "exact")]
+    pub password: Option<String>,
+    /// `secret.respond`'s answer, as typed.
+    #[serde(deserialize_with = "exact")]
+    pub value: Option<String>,
 }
 
 /// `command.resolve`, `command.dispatch` and `slash.exec`.

@@ -21,6 +21,8 @@ pub const SOURCE: &str = "tui";
 /// A new session's options, working in `cwd` when one is given.
 pub fn options(gw: &Gateway, cwd: Option<String>) -> Result<SessionOptions, RpcError> {
     let mut o = SessionOptions::new(SOURCE, gw.tool_names.clone(), Answers::ByRequest);
+    // sudo passwords and skill secrets are asked here, as Hermes's TUI gateway asks.
+    o.prompts = true;
     if let Some(cwd) = cwd {
         let path = PathBuf::from(&cwd);
         if !path.is_dir() {

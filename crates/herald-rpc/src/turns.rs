@@ -3,13 +3,15 @@
 
 use crate::errors::RpcError;
 use crate::events::{
-    ApprovalRequest, ClarifyRequest, Failed, Interim, MessageComplete, Text, ToolComplete,
-    ToolStart, TurnUsage,
+    ApprovalRequest, ClarifyRequest, Expired, Failed, Interim, MessageComplete, SecretAsk,
+    SecretMetadata, Text, ToolComplete, ToolStart, TurnUsage,
 };
 use crate::frame;
 use crate::gateway::Live;
 use crate::outbox::Out;
-use herald_session::{Op, Outcome, RunEventKind, RunHandle, RunState, RunStatus, UserInput};
+use herald_session::{
+    Op, Outcome, PromptAsk, RunEventKind, RunHandle, RunState, RunStatus, UserInput,
+};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -166,6 +168,15 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
                 },
             )
         }
+        RunEventKind::PromptRequested { request_id, ask } => prompt_event(live, request_id, ask),
+        RunEventKind::PromptExpired { request_id, kind } => {
+            let name = if kind == "sudo" {
+                "sudo.expire"
+            } else {
+                "secret.expire"
+            };
+            event(live, name, Expired { request_id })
+        }
         _ => return None,
     })
 }
@@ -253,5 +264,33 @@ async fn relay_one(live: &Live, run: &RunHandle) {
             },
         };
         live.wire.emit(out).await;
+    }
+}
+
+/// `sudo.request {request_id}` or `secret.request {prompt, env_var, metadata,
+/// request_id}`, as Hermes's TUI gateway sends them.
+fn prompt_event(live: &Live, request_id: String, ask: PromptAsk) -> Out {
+    match ask {
+        PromptAsk::Sudo => event(live, "sudo.request", Expired { request_id }),
+        PromptAsk::Secret {
+            env_var,
+            prompt,
+            skill_name,
+            help,
+            required_for,
+        } => {
+            let metadata = SecretMetadata {
+                skill_name,
+                help,
+                required_for,
+            };
+            let payload = SecretAsk {
+                prompt,
+                env_var,
+                metadata,
+                request_id,
+            };
+            event(live, "secret.request", payload)
+        }
     }
 }

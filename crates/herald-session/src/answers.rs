@@ -3,8 +3,8 @@
 //! here until [`crate::RunHandle`] answers that id, in any order. A request whose
 //! waiting ends (answered, timed out, run stopped) leaves the table.
 
-use crate::runs::{RunCell, RunError, RunEventKind, RunState};
-use herald_agent::tool::{Clarifier, ClarifyRequest};
+use crate::runs::{PromptAsk, RunCell, RunError, RunEventKind, RunState};
+use herald_agent::tool::{Clarifier, ClarifyRequest, PromptFuture, Prompter, SecretRequest};
 use herald_agent::{ApprovalRequest, Approver, Decision};
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +27,7 @@ pub(crate) enum Step {
 pub(crate) struct Pending {
     pub approvals: Waiting<Decision>,
     clarifies: Waiting<Option<String>>,
+    prompts: Waiting<String>,
     /// The run the session is running now, and its task's queue (where request events
     /// go, after whatever the agent emitted before).
     current: Mutex<(Weak<RunCell>, Option<mpsc::UnboundedSender<Step>>)>,
@@ -49,7 +50,7 @@ impl Pending {
         self.current.lock().ok()?.0.upgrade()
     }
 
-    fn tell(&self, kind: RunEventKind) {
+    pub(crate) fn tell(&self, kind: RunEventKind) {
         if let Ok(c) = self.current.lock()
             && let Some(queue) = &c.1
         {
@@ -64,7 +65,7 @@ impl Pending {
                 .map(|w| w.iter().any(|(i, _)| i == id))
                 .unwrap_or(false)
         }
-        has(&self.approvals, id) || has(&self.clarifies, id)
+        has(&self.approvals, id) || has(&self.clarifies, id) || has(&self.prompts, id)
     }
 
     pub fn any_approval(&self) -> bool {
@@ -108,8 +109,17 @@ impl Pending {
         Ok(())
     }
 
+    pub fn answer_prompt(&self, id: &str, answer: String) -> Result<(), RunError> {
+        let tx = remove(&self.prompts, id).ok_or_else(|| RunError::UnknownRequest(id.into()))?;
+        let _ = tx.send(answer);
+        Ok(())
+    }
+
     /// Drops every waiting request: approvals are denied, questions go unanswered.
     pub fn cancel_all(&self) {
+        if let Ok(mut p) = self.prompts.lock() {
+            p.clear();
+        }
         if let Ok(mut a) = self.approvals.lock() {
             a.clear();
         }
@@ -131,6 +141,7 @@ impl Drop for Leave<'_> {
     fn drop(&mut self) {
         drop(remove(&self.pending.approvals, &self.id));
         drop(remove(&self.pending.clarifies, &self.id));
+        drop(remove(&self.pending.prompts, &self.id));
         if !self.pending.any_approval()
             && let Some(cell) = self.pending.current()
             && cell.state() == RunState::WaitingForApproval
@@ -212,5 +223,119 @@ impl Clarifier for RequestClarifier {
                 .await
                 .flatten()
         })
+    }
+}
+
+/// How long a prompt waits for its answer, as Hermes's TUI gateway waits.
+fn prompt_timeout(ask: &PromptAsk) -> std::time::Duration {
+    match ask {
+        PromptAsk::Sudo => std::time::Duration::from_secs(120),
+        PromptAsk::Secret { .. } => std::time::Duration::from_secs(300),
+    }
+}
+
+/// sudo passwords and skill secrets asked through the run handle (the TUI gateway's
+/// `sudo.request` / `secret.request`). The sudo password is kept for the session; a
+/// secret is kept in the home's `.env`.
+pub(crate) struct RequestPrompter {
+    pub pending: Arc<Pending>,
+    pub env_file: std::path::PathBuf,
+    pub sudo: Mutex<Option<String>>,
+}
+
+impl RequestPrompter {
+    /// Asks, waiting at most the prompt's time; `None` when nobody answered in time.
+    async fn ask(&self, ask: PromptAsk) -> Option<String> {
+        let request_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+        let limit = prompt_timeout(&ask);
+        let kind = ask.kind();
+        let make = |request_id| RunEventKind::PromptRequested { request_id, ask };
+        let waited = self.pending.wait(&self.pending.prompts, &request_id, make);
+        match tokio::time::timeout(limit, waited).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                self.pending
+                    .tell(RunEventKind::PromptExpired { request_id, kind });
+                None
+            }
+        }
+    }
+}
+
+impl Prompter for RequestPrompter {
+    fn sudo_password(&self) -> PromptFuture<'_> {
+        Box::pin(async move {
+            let kept = self.sudo.lock().ok().and_then(|s| s.clone());
+            if kept.is_some() {
+                return kept;
+            }
+            let given = self.ask(PromptAsk::Sudo).await.filter(|p| !p.is_empty())?;
+            if let Ok(mut s) = self.sudo.lock() {
+                *s = Some(given.clone());
+            }
+            Some(given)
+        })
+    }
+
+    fn forget_sudo(&self) {
+        if let Ok(mut s) = self.sudo.lock() {
+            *s = None;
+        }
+    }
+
+    fn has_secret(&self, env_var: &str) -> bool {
+        herald_config::process_env(env_var).is_some_and(|v| !v.is_empty())
+    }
+
+    fn secret<'a>(&'a self, request: SecretRequest<'a>) -> PromptFuture<'a> {
+        Box::pin(async move {
+            let ask = PromptAsk::Secret {
+                env_var: request.env_var.to_owned(),
+                prompt: request.prompt.to_owned(),
+                skill_name: request.skill_name.to_owned(),
+                help: request.help.map(str::to_owned),
+                required_for: request.required_for.map(str::to_owned),
+            };
+            let value = self.ask(ask).await.filter(|v| !v.is_empty())?;
+            match herald_config::env_file::set_value(&self.env_file, request.env_var, &value) {
+                Ok(()) => Some(value),
+                Err(e) => {
+                    // The value itself is never logged.
+                    tracing::warn!(
+                        variable = request.env_var,
+                        "cannot keep the secret in .env: {e}"
+                    );
+                    None
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_nobody_answers_gives_up_at_hermess_time_and_leaves_the_table() {
+        let prompter = RequestPrompter {
+            pending: Arc::new(Pending::default()),
+            env_file: std::env::temp_dir().join("never-written.env"),
+            sudo: Mutex::new(None),
+        };
+        let started = tokio::time::Instant::now();
+        assert_eq!(prompter.sudo_password().await, None);
+        assert_eq!(started.elapsed(), std::time::Duration::from_secs(120));
+        assert!(prompter.pending.prompts.lock().unwrap().is_empty());
+        let request = SecretRequest {
+            env_var: "K",
+            prompt: "p",
+            skill_name: "s",
+            help: None,
+            required_for: None,
+        };
+        let started = tokio::time::Instant::now();
+        assert_eq!(prompter.secret(request).await, None);
+        assert_eq!(started.elapsed(), std::time::Duration::from_secs(300));
     }
 }

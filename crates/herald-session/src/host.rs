@@ -77,6 +77,9 @@ pub struct SessionOptions {
     /// Who the session's turns are for, as plugin hooks' `sender_id` (`""` on the
     /// local doors; `webhook:<route>` for a webhook run, as Hermes names it).
     pub sender_id: String,
+    /// A sudo password or a skill's secret is asked for through the run handle (with
+    /// [`Answers::ByRequest`]); Hermes's TUI gateway alone does this.
+    pub prompts: bool,
 }
 
 impl SessionOptions {
@@ -95,6 +98,7 @@ impl SessionOptions {
             observers: Vec::new(),
             edits: None,
             sender_id: String::new(),
+            prompts: false,
         }
     }
 }
@@ -129,6 +133,7 @@ struct SessionInner {
     keep_runs: bool,
     ephemeral_system: Option<String>,
     sender_id: String,
+    prompter: Option<Arc<dyn herald_agent::tool::Prompter>>,
     /// Told after the runtime's observers.
     observers: Vec<Arc<dyn Observer>>,
     state: Mutex<SessionState>,
@@ -480,6 +485,7 @@ impl Host {
                 within: rt.approvals.answer_within(),
             }));
         }
+        let by_request = matches!(opts.answers, Answers::ByRequest);
         let (attendance, clarifier) = match opts.answers {
             Answers::Local {
                 approver,
@@ -493,6 +499,13 @@ impl Host {
         };
         let mut policy = rt.approvals.clone();
         policy.yolo |= opts.yolo;
+        let prompter = (opts.prompts && by_request).then(|| {
+            Arc::new(crate::answers::RequestPrompter {
+                pending: pending.clone(),
+                env_file: rt.home.env_file(),
+                sudo: Mutex::new(None),
+            }) as Arc<dyn herald_agent::tool::Prompter>
+        });
         Session(Arc::new(SessionInner {
             id,
             source: opts.source,
@@ -506,6 +519,7 @@ impl Host {
             keep_runs: opts.keep_runs,
             ephemeral_system: opts.ephemeral_system.filter(|e| !e.trim().is_empty()),
             sender_id: opts.sender_id,
+            prompter,
             observers,
             state: Mutex::new(SessionState {
                 history,
@@ -693,6 +707,7 @@ impl Host {
                 session_id: s.id.clone(),
                 platform: rt.platform.name().into(),
                 sender_id: s.sender_id.clone(),
+                prompter: s.prompter.clone(),
                 provider: rt.provider.clone(),
                 clarifier: s.clarifier.clone(),
             },
@@ -831,7 +846,9 @@ impl Drive {
         let (id, approval) = match &kind {
             RunEventKind::ApprovalRequested { request_id, .. }
             | RunEventKind::EditApprovalRequested { request_id, .. } => (request_id, true),
-            RunEventKind::ClarifyRequested { request_id, .. } => (request_id, false),
+            RunEventKind::ClarifyRequested { request_id, .. }
+            | RunEventKind::PromptRequested { request_id, .. } => (request_id, false),
+            RunEventKind::PromptExpired { .. } => return self.cell.emit(kind),
             _ => return,
         };
         if !self.cell.pending.is_waiting(id) {

@@ -66,7 +66,9 @@ pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, Session
 pub use model_select::SelectError;
 pub use ops::{Op, OpError, Outcome};
 pub use plugin_reload::{reload_on_sighup, reload_python_plugins};
-pub use runs::{RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState, RunStatus};
+pub use runs::{
+    PromptAsk, RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState, RunStatus,
+};
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
 pub use sessions::SessionError;
 pub use slash::Reply;

@@ -224,6 +224,17 @@ pub enum RunEventKind {
         question: String,
         choices: Vec<String>,
     },
+    /// A tool asks the user for a sudo password or a secret: answer with
+    /// [`RunHandle::answer_prompt`] (only sessions opened with prompts ask).
+    PromptRequested {
+        request_id: String,
+        ask: PromptAsk,
+    },
+    /// Nobody answered the prompt in time (`sudo`: 120 s, `secret`: 300 s).
+    PromptExpired {
+        request_id: String,
+        kind: &'static str,
+    },
     /// Text was queued for the next tool boundary.
     Steered,
     /// Execution middleware changed an API call's answer after its text had streamed:
@@ -231,6 +242,31 @@ pub enum RunEventKind {
     MessageCorrected(String),
     /// The last event of every run.
     Finished(RunStatus),
+}
+
+/// What a tool asks the user for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptAsk {
+    /// The sudo password of this machine's user.
+    Sudo,
+    /// A variable a skill needs, kept in `.env` once given.
+    Secret {
+        env_var: String,
+        prompt: String,
+        skill_name: String,
+        help: Option<String>,
+        required_for: Option<String>,
+    },
+}
+
+impl PromptAsk {
+    /// `sudo` or `secret`, as the requests are named.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PromptAsk::Sudo => "sudo",
+            PromptAsk::Secret { .. } => "secret",
+        }
+    }
 }
 
 impl RunEventKind {
@@ -247,6 +283,14 @@ impl RunEventKind {
             RunEventKind::EditApprovalRequested { .. } => "approval.edit_request",
             RunEventKind::ApprovalResponded { .. } => "approval.responded",
             RunEventKind::ClarifyRequested { .. } => "clarify.request",
+            RunEventKind::PromptRequested { ask, .. } => match ask {
+                PromptAsk::Sudo => "sudo.request",
+                PromptAsk::Secret { .. } => "secret.request",
+            },
+            RunEventKind::PromptExpired { kind, .. } => match *kind {
+                "sudo" => "sudo.expire",
+                _ => "secret.expire",
+            },
             RunEventKind::Steered => "run.steered",
             RunEventKind::MessageCorrected(_) => "message.corrected",
             RunEventKind::Finished(s) => match s.state {
@@ -556,6 +600,14 @@ impl RunHandle {
             return Err(RunError::NotActive);
         }
         self.cell.pending.clarify(request_id, answer)
+    }
+
+    /// Answers the sudo or secret prompt `request_id` (`""` skips it).
+    pub fn answer_prompt(&self, request_id: &str, answer: String) -> Result<(), RunError> {
+        if self.cell.state().is_finished() {
+            return Err(RunError::NotActive);
+        }
+        self.cell.pending.answer_prompt(request_id, answer)
     }
 }
 

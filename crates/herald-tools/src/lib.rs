@@ -10,6 +10,7 @@ pub mod clarify;
 pub mod files;
 pub mod process;
 pub mod skills;
+pub mod sudo;
 pub mod terminal;
 pub mod url_safety;
 pub mod vision;

@@ -1,6 +1,8 @@
 //! The skills tools: `skills_list` and `skill_view` over a [`SkillLibrary`].
 
+use herald_agent::skill_setup::RequiredEnv;
 use herald_agent::skills::SkillLibrary;
+use herald_agent::tool::SecretRequest;
 use herald_agent::tool::{Tool, ToolContext, ToolFuture};
 use serde_json::{Value, json};
 
@@ -51,15 +53,75 @@ impl Tool for SkillView {
     fn parallel_safe(&self) -> bool {
         true
     }
-    fn run<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let Some(name) = args["name"].as_str() else {
                 return json!({"error": "`name` is required"}).to_string();
             };
-            match self.library.load(name) {
-                Some(body) => json!({"name": name, "content": body}).to_string(),
+            match self.library.load_with_needs(name) {
+                Some((body, needs)) => viewed(name, body, &needs, ctx).await.to_string(),
                 None => json!({"error": format!("no skill named `{name}`; use skills_list to see what is installed")}).to_string(),
             }
         })
     }
+}
+
+/// A loaded skill as `skill_view` answers it: its body, and whether the variables it
+/// needs are set. A missing one is asked for through the front door's prompter (the
+/// TUI's `secret.request`), which keeps the answer in `.env`; what stays missing is
+/// named, with what to do, as Hermes reports it.
+async fn viewed(name: &str, body: String, needs: &[RequiredEnv], ctx: &ToolContext) -> Value {
+    let is_set = |var: &str| {
+        std::env::var(var).is_ok_and(|v| !v.is_empty())
+            || ctx.prompter.as_ref().is_some_and(|p| p.has_secret(var))
+    };
+    let mut missing = Vec::new();
+    let mut skipped = false;
+    for need in needs.iter().filter(|n| !n.optional && !is_set(&n.name)) {
+        let given = match &ctx.prompter {
+            Some(p) => {
+                let request = SecretRequest {
+                    env_var: &need.name,
+                    prompt: &need.prompt,
+                    skill_name: name,
+                    help: need.help.as_deref(),
+                    required_for: need.required_for.as_deref(),
+                };
+                p.secret(request).await.is_some()
+            }
+            None => false,
+        };
+        if !given {
+            skipped |= ctx.prompter.is_some();
+            missing.push(need.name.clone());
+        }
+    }
+    let required: Vec<Value> = needs
+        .iter()
+        .map(|n| json!({"name": n.name, "prompt": n.prompt, "help": n.help, "required_for": n.required_for, "optional": n.optional}))
+        .collect();
+    let mut out = json!({
+        "success": true, "name": name, "content": body,
+        "required_environment_variables": required,
+        "missing_required_environment_variables": missing,
+        "setup_needed": !missing.is_empty(),
+        "setup_skipped": skipped,
+        "readiness_status": if missing.is_empty() { "available" } else { "setup_needed" },
+    });
+    if !missing.is_empty() {
+        let vars: Vec<String> = missing.iter().map(|m| format!("${m}")).collect();
+        let help = needs
+            .iter()
+            .find_map(|n| n.help.clone())
+            .unwrap_or_default();
+        out["setup_note"] = json!(
+            format!(
+                "Setup needed before using this skill: missing env {}. {help}",
+                vars.join(", ")
+            )
+            .trim_end()
+            .to_owned()
+        );
+    }
+    out
 }

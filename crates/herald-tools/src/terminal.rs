@@ -2,6 +2,7 @@
 //! limit that kills the whole process group, and output capped head + tail.
 
 use crate::error_result;
+use crate::sudo::Password;
 use herald_agent::approval::Verdict;
 use herald_agent::tool::{MAX_RESULT_CHARS, Tool, ToolContext, ToolFuture, cap_result};
 use serde_json::{Value, json};
@@ -78,6 +79,26 @@ impl Tool for Terminal {
     }
 }
 
+/// After a command with sudo: a refused password given by the user is forgotten (the
+/// next sudo asks again); a password nobody gave earns the tip.
+fn sudo_outcome(output: &mut String, password: &Password, ctx: &ToolContext) {
+    let lower = output.to_lowercase();
+    match password {
+        Password::Given(_) if crate::sudo::refused(output) => {
+            if let Some(p) = &ctx.prompter {
+                p.forget_sudo();
+            }
+            output.push_str("\n\nsudo refused the password; the next sudo command asks again.");
+        }
+        Password::None
+            if lower.contains("password is required") || lower.contains("terminal is required") =>
+        {
+            output.push_str(crate::sudo::TIP);
+        }
+        _ => {}
+    }
+}
+
 /// `bash -c command` in its own process group, output piped, killed when dropped.
 pub fn spawn_bash(command: &str, cwd: &std::path::Path) -> std::io::Result<tokio::process::Child> {
     herald_process::command("bash")
@@ -87,13 +108,54 @@ pub fn spawn_bash(command: &str, cwd: &std::path::Path) -> std::io::Result<tokio
         .spawn()
 }
 
+/// `command` as it runs, and what its standard input gets: each real `sudo` reads the
+/// password (see [`crate::sudo`]).
+async fn with_sudo(command: &str, ctx: &ToolContext) -> (String, Option<String>, Password) {
+    let (rewritten, count) = crate::sudo::rewrite(command);
+    if count == 0 {
+        return (command.to_owned(), None, Password::None);
+    }
+    let found = crate::sudo::password(ctx).await;
+    let input = match &found {
+        Password::None => return (command.to_owned(), None, found),
+        Password::Configured(p) | Password::Given(p) => format!("{p}\n").repeat(count),
+    };
+    (rewritten, Some(input), found)
+}
+
+/// Starts `command`, writing `input` (if any) to its standard input and closing it.
+fn start(
+    command: &str,
+    cwd: &std::path::Path,
+    input: Option<String>,
+) -> std::io::Result<tokio::process::Child> {
+    let Some(input) = input else {
+        return spawn_bash(command, cwd);
+    };
+    let mut child = herald_process::command("bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = stdin.write_all(input.as_bytes()).await;
+        });
+    }
+    Ok(child)
+}
+
 async fn run_command(
     command: &str,
     cwd: &std::path::Path,
     timeout: Duration,
     ctx: &ToolContext,
 ) -> String {
-    let mut child = match spawn_bash(command, cwd) {
+    let (command, input, password) = with_sudo(command, ctx).await;
+    let sudo_used = input.is_some() || crate::sudo::rewrite(&command).1 > 0;
+    let mut child = match start(&command, cwd, input) {
         Ok(c) => c,
         Err(e) => return error_result(format!("cannot start bash: {e}")),
     };
@@ -142,6 +204,9 @@ async fn run_command(
             output.push('\n');
         }
         output.push_str(&stderr);
+    }
+    if sudo_used {
+        sudo_outcome(&mut output, &password, ctx);
     }
     let output = cap_result(output, MAX_RESULT_CHARS);
     match status {

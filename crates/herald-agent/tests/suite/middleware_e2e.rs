@@ -35,6 +35,7 @@ fn agent(
         session_id: "20260101_000000_abcdef".into(),
         platform: "cli".into(),
         sender_id: String::new(),
+        prompter: None,
         provider: "custom".into(),
         clarifier: None,
     })

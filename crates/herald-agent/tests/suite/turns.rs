@@ -32,6 +32,7 @@ fn agent_with(
         session_id: String::new(),
         platform: "cli".into(),
         sender_id: String::new(),
+        prompter: None,
         provider: "custom".into(),
         clarifier: None,
     })

@@ -457,3 +457,95 @@ fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
     let (code, out, _) = run_cli(plain.path(), &["config", "check"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// `herald gateway run` on `home`: (exit code, stderr), expected to stop.
+fn start_home_expect_failure(home: &std::path::Path) -> (i32, String) {
+    let mut child = Command::new(BIN)
+        .args(["gateway", "run"])
+        .env("HERALD_HOME", home)
+        .env_remove("WEBHOOK_ENABLED")
+        .env_remove("API_SERVER_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let code = wait_timeout(&mut child, std::time::Duration::from_secs(10));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    (
+        code.unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn config_check_reports_every_refusal_the_start_makes_with_file_line_and_key() {
+    let api = |key: &str| {
+        format!(
+            "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\nplatforms:\n  api_server:\n    enabled: true\n    extra:\n      port: 0\n{key}"
+        )
+    };
+    let docs_key = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/api.md"),
+    )
+    .unwrap();
+    assert!(
+        docs_key.contains("openssl rand -hex 32"),
+        "the docs generate a key"
+    );
+    // (config.yaml, .env, the place named, why)
+    let cases = [
+        (
+            api("      key: short-key-123\n"),
+            "",
+            "config.yaml:9:12: `platforms.api_server.extra.key`",
+            "shorter than 16",
+        ),
+        (
+            api("      key: \"paste-a-random-key-of-16+-characters\"\n"),
+            "",
+            "config.yaml:9:12: `platforms.api_server.extra.key`",
+            "an example from herald's docs",
+        ),
+        (
+            api(""),
+            "WEBHOOK_PORT=1\nAPI_SERVER_KEY=changeme-later-0123\n",
+            ".env:2:1: `API_SERVER_KEY`",
+            "placeholder",
+        ),
+        (
+            api("").replace("enabled: true", "enabled: false"),
+            "",
+            "`platforms.webhook.enabled`",
+            "neither the webhook platform nor the API server is enabled",
+        ),
+    ];
+    for (config, env, place, why) in cases {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.yaml"), &config).unwrap();
+        if !env.is_empty() {
+            std::fs::write(home.path().join(".env"), env).unwrap();
+        }
+        let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+        assert_eq!(code, 1, "{config}\n{out}");
+        let finding = out
+            .lines()
+            .find(|l| l.starts_with("finding: herald gateway run would not start:"))
+            .unwrap_or_else(|| panic!("{config}\n{out}"));
+        assert!(finding.contains(place), "{finding}");
+        assert!(finding.contains(why), "{finding}");
+        let (code, err) = start_home_expect_failure(home.path());
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(place), "the start names the setting: {err}");
+        assert!(err.contains(why), "{err}");
+    }
+    // A key the start takes passes the check too.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        api("      key: 9f86d081884c7d659a2feaa0c55ad015\n"),
+    )
+    .unwrap();
+    let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -124,8 +124,14 @@ pub fn assert_demos_worked(home: &Path, provider: &FakeProvider, stderr: &str) {
     assert_eq!(post_llm[0]["assistant_response"], "It ran.");
     assert_eq!(post_llm[0]["turn_id"], pre_llm[0]["turn_id"]);
     let post = post_tool[0].as_object().unwrap();
-    assert!(post.contains_key("error_type") && post.contains_key("error_message"), "{post:?}");
-    assert!(fields_of("post_api_request")[0]["usage"].is_object(), "{seen:?}");
+    assert!(
+        post.contains_key("error_type") && post.contains_key("error_message"),
+        "{post:?}"
+    );
+    assert!(
+        fields_of("post_api_request")[0]["usage"].is_object(),
+        "{seen:?}"
+    );
 }
 
 #[test]
@@ -177,8 +183,14 @@ async fn the_four_hermes_examples_work_in_a_webhook_run() {
     assert_demos_worked(h.home(), &provider, &h.log());
     assert!(h.log().contains("llm_execution took"), "{}", h.log());
     let pre_llm = traces(h.home());
-    let pre_llm = pre_llm.iter().find(|t| t["hook"] == "pre_llm_call").unwrap();
-    assert_eq!(pre_llm["fields"]["sender_id"], "webhook:r", "as Hermes's webhook adapter names it");
+    let pre_llm = pre_llm
+        .iter()
+        .find(|t| t["hook"] == "pre_llm_call")
+        .unwrap();
+    assert_eq!(
+        pre_llm["fields"]["sender_id"], "webhook:r",
+        "as Hermes's webhook adapter names it"
+    );
 }
 
 fn log_count(log: &str, text: &str) -> usize {

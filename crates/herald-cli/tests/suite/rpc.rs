@@ -193,9 +193,15 @@ pub struct Piped {
 
 impl Piped {
     pub fn start(home: &std::path::Path) -> Piped {
+        Piped::start_with(home, &[])
+    }
+
+    /// [`Piped::start`] with more environment.
+    pub fn start_with(home: &std::path::Path, env: &[(&str, &str)]) -> Piped {
         let mut child = tokio::process::Command::new(BIN)
             .arg("rpc")
             .env("HERALD_HOME", home)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1591,5 +1597,120 @@ async fn a_prompt_sent_during_a_turn_follows_display_busy_input_mode() {
         c.code("config.set", json!({"key": "busy", "value": "sometimes"}))
             .await,
         4002
+    );
+}
+
+/// A stand-in for sudo on this machine (tests run as root, where sudo never asks): `-n`
+/// fails as when a password is needed; `-S -p ''` reads one line and runs the command
+/// only for the password `hunter2`.
+const FAKE_SUDO: &str = "#!/bin/sh\nif [ \"$1\" = -n ]; then exit 1; fi\nif [ \"$1\" = -S ]; then shift 3; read -r pw; if [ \"$pw\" = hunter2 ]; then exec \"$@\"; fi; echo 'Sorry, try again.' >&2; exit 1; fi\necho 'sudo: a terminal is required to read the password' >&2; exit 1\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sudo_and_a_skills_secret_are_asked_through_the_tui_prompts() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("s1", "terminal", r#"{"command": "sudo echo elevated"}"#)]),
+        Scripted::text("Ran it."),
+        Scripted::tool_calls(&[("s2", "terminal", r#"{"command": "sudo echo again"}"#)]),
+        Scripted::text("Again."),
+        Scripted::tool_calls(&[("k1", "skill_view", r#"{"name": "weather"}"#)]),
+        Scripted::text("Loaded."),
+    ]);
+    let home = rpc_home(&provider.base_url, "approvals:\n  mode: \"off\"\n");
+    let bin = home.path().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("sudo"), FAKE_SUDO).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("sudo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let skill = home.path().join("skills/weather");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: weather\ndescription: forecasts\nrequired_environment_variables:\n  - name: WEATHER_KEY\n    prompt: Weather API key\n    help: https://weather.example/keys\n---\nUse $WEATHER_KEY.\n",
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut rpc = Piped::start_with(home.path(), &[("PATH", &path)]);
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    c.call(
+        "prompt.submit",
+        json!({"session_id": sid, "text": "use sudo"}),
+    )
+    .await;
+    let asked = c.until("sudo.request").await;
+    let request = asked.last().unwrap()["payload"].clone();
+    let id = request["request_id"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 8, "{request}");
+    assert_eq!(
+        request.as_object().unwrap().len(),
+        1,
+        "only the id: {request}"
+    );
+    let r = c
+        .call(
+            "sudo.respond",
+            json!({"request_id": id, "password": "hunter2"}),
+        )
+        .await;
+    assert_eq!(r["status"], "ok");
+    c.until("message.complete").await;
+    let sent = provider.requests()[1].body["messages"].to_string();
+    assert!(
+        sent.contains("elevated") && !sent.contains("hunter2"),
+        "{sent}"
+    );
+    // Answered once: the session keeps it, and the next sudo asks nothing.
+    let events = c.turn(&sid, "again").await;
+    assert!(
+        events.iter().all(|e| e["type"] != "sudo.request"),
+        "{events:?}"
+    );
+    assert!(
+        provider.requests()[3].body["messages"]
+            .to_string()
+            .contains("again")
+    );
+    // A skill whose variable is missing asks for it; the answer goes to .env (0600).
+    c.call(
+        "prompt.submit",
+        json!({"session_id": sid, "text": "weather"}),
+    )
+    .await;
+    let asked = c.until("secret.request").await;
+    let request = asked.last().unwrap()["payload"].clone();
+    assert_eq!(request["env_var"], "WEATHER_KEY", "{request}");
+    assert_eq!(request["prompt"], "Weather API key");
+    assert_eq!(request["metadata"]["skill_name"], "weather");
+    assert_eq!(request["metadata"]["help"], "https://weather.example/keys");
+    let id = request["request_id"].as_str().unwrap().to_owned();
+    let r = c
+        .call(
+            "secret.respond",
+            json!({"request_id": id, "value": "abc 123"}),
+        )
+        .await;
+    assert_eq!(r["status"], "ok");
+    c.until("message.complete").await;
+    let env = std::fs::read_to_string(home.path().join(".env")).unwrap();
+    assert!(env.contains("WEATHER_KEY=\"abc 123\""), "{env}");
+    let mode = std::fs::metadata(home.path().join(".env"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let result = provider.requests()[5].body["messages"].to_string();
+    assert!(
+        result.contains("available") && !result.contains("abc 123"),
+        "{result}"
+    );
+    // Answering again: it waits no more.
+    let late = c
+        .call("secret.respond", json!({"request_id": id, "value": "x"}))
+        .await;
+    assert_eq!(late["status"], "expired");
+    let log = std::fs::read_to_string(home.path().join("rpc.log")).unwrap();
+    assert!(
+        !log.contains("hunter2") && !log.contains("abc 123"),
+        "{log}"
     );
 }

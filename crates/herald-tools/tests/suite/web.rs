@@ -25,6 +25,7 @@ fn ctx() -> ToolContext {
         call_id: "c".into(),
         notify: None,
         clarifier: None,
+        prompter: None,
     }
 }
 
