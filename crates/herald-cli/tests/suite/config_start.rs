@@ -498,13 +498,13 @@ fn config_check_reports_every_refusal_the_start_makes_with_file_line_and_key() {
         (
             api("      key: short-key-123\n"),
             "",
-            "config.yaml:9:12: `platforms.api_server.extra.key`",
+            "config.yaml:9:7: `platforms.api_server.extra.key`",
             "shorter than 16",
         ),
         (
             api("      key: \"paste-a-random-key-of-16+-characters\"\n"),
             "",
-            "config.yaml:9:12: `platforms.api_server.extra.key`",
+            "config.yaml:9:7: `platforms.api_server.extra.key`",
             "an example from herald's docs",
         ),
         (
