@@ -281,16 +281,16 @@ async fn prepare_webhook(config: &Config) -> anyhow::Result<Option<WebhookFront>
     tracing::info!(targets = ?targets.names(), "delivery targets ready");
     let findings = herald_gateway::findings::gather(config, &targets);
     let gateway = Arc::new(Gateway::new(config, store, targets, Arc::new(SystemClock)));
-    let listeners = match bind(
-        config.webhook.host.as_deref(),
-        config.webhook.port,
-        "platforms.webhook.extra.port",
-    )
-    .await
-    {
+    let from_env = herald_config::config::webhook_port_from_env(&process_env).is_some();
+    let setting = match from_env {
+        true => "WEBHOOK_PORT",
+        false => "platforms.webhook.extra.port",
+    };
+    let listeners = match bind(config.webhook.host.as_deref(), config.webhook.port, setting).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("herald: {e}");
+            explain_busy_port(&config.home, config.webhook.port, from_env);
             return Ok(None);
         }
     };
@@ -310,6 +310,36 @@ async fn prepare_webhook(config: &Config) -> anyhow::Result<Option<WebhookFront>
         listeners,
         urls,
     }))
+}
+
+/// Where the webhook port that could not be bound came from, and the herald gateway
+/// already serving this home when `gateway.json` names a live one.
+fn explain_busy_port(home: &Home, port: u16, from_env: bool) {
+    if from_env {
+        eprintln!(
+            "herald: port {port} comes from WEBHOOK_PORT ({}, or the environment; with WEBHOOK_ENABLED=true it wins over platforms.webhook.extra.port)",
+            home.env_file().display()
+        );
+    } else {
+        eprintln!(
+            "herald: port {port} comes from platforms.webhook.extra.port in {} (8644 when it is not set)",
+            home.config_file().display()
+        );
+    }
+    if let Some(running) = crate::gateway_status::running_gateway(home) {
+        let urls: Vec<&str> = running
+            .webhook
+            .iter()
+            .chain(&running.api)
+            .map(String::as_str)
+            .collect();
+        eprintln!(
+            "herald: a herald gateway already runs on this home: pid {}, since {}, listening on {} (`herald gateway status`)",
+            running.pid,
+            running.started_at,
+            urls.join(", ")
+        );
+    }
 }
 
 fn urls_of(listeners: &[tokio::net::TcpListener]) -> Vec<String> {

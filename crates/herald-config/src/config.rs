@@ -400,6 +400,19 @@ impl Config {
         );
         let mut webhook = read_webhook_settings(&mut r, &sources);
         apply_env(&mut webhook, env);
+        if !env_enables_webhook(env) {
+            for var in ["WEBHOOK_PORT", "WEBHOOK_SECRET"] {
+                if env(var).is_some_and(|v| !v.trim().is_empty()) {
+                    r.warnings.push(Problem {
+                        place: crate::start_guard::env_place(&home.env_file(), var),
+                        message: format!(
+                            "ignored: {var} applies only with WEBHOOK_ENABLED=true (as in Hermes); set WEBHOOK_ENABLED=true beside it, or use `platforms.webhook.extra.{}` in config.yaml",
+                            if var == "WEBHOOK_PORT" { "port" } else { "secret" }
+                        ),
+                    });
+                }
+            }
+        }
 
         let multiplex_node = doc
             .get("multiplex_profiles")
@@ -638,16 +651,30 @@ fn read_webhook_settings(r: &mut Reader, sources: &PlatformSources<'_>) -> Webho
     }
 }
 
-/// `WEBHOOK_ENABLED`, and only then `WEBHOOK_PORT` and `WEBHOOK_SECRET` (spec §1.4).
-fn apply_env(w: &mut WebhookSettings, env: EnvLookup<'_>) {
-    if !env("WEBHOOK_ENABLED")
+/// `WEBHOOK_ENABLED=true` in the environment (only then are `WEBHOOK_PORT` and
+/// `WEBHOOK_SECRET` read).
+fn env_enables_webhook(env: EnvLookup<'_>) -> bool {
+    env("WEBHOOK_ENABLED")
         .and_then(|v| parse_bool_text(&v))
         .unwrap_or(false)
-    {
+}
+
+/// The webhook port the environment sets (`WEBHOOK_PORT` with `WEBHOOK_ENABLED=true`),
+/// which wins over `platforms.webhook.extra.port`; `None` when the port is the file's.
+pub fn webhook_port_from_env(env: EnvLookup<'_>) -> Option<u16> {
+    env_enables_webhook(env)
+        .then(|| env("WEBHOOK_PORT"))
+        .flatten()
+        .and_then(|p| p.trim().parse::<u16>().ok())
+}
+
+/// `WEBHOOK_ENABLED`, and only then `WEBHOOK_PORT` and `WEBHOOK_SECRET` (spec §1.4).
+fn apply_env(w: &mut WebhookSettings, env: EnvLookup<'_>) {
+    if !env_enables_webhook(env) {
         return;
     }
     w.enabled = true;
-    if let Some(port) = env("WEBHOOK_PORT").and_then(|p| p.trim().parse::<u16>().ok()) {
+    if let Some(port) = webhook_port_from_env(env) {
         w.port = port;
     }
     if let Some(secret) = env("WEBHOOK_SECRET").filter(|s| !s.is_empty()) {

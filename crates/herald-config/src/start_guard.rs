@@ -92,23 +92,7 @@ fn key_place(g: &Guarded<'_>) -> Place {
         }
     }
     if (g.env)("API_SERVER_KEY").is_some_and(|v| !v.trim().is_empty()) {
-        let line = std::fs::read_to_string(&g.env_file).ok().and_then(|text| {
-            text.lines().position(|l| {
-                let l = l.trim_start();
-                let l = l.strip_prefix("export ").unwrap_or(l).trim_start();
-                l.strip_prefix("API_SERVER_KEY")
-                    .is_some_and(|rest| rest.trim_start().starts_with('='))
-            })
-        });
-        return Place {
-            file: match line {
-                Some(_) => g.env_file.clone(),
-                None => PathBuf::from("(the environment)"),
-            },
-            line: line.map_or(0, |i| i as u64 + 1),
-            column: u64::from(line.is_some()),
-            key: "API_SERVER_KEY".to_owned(),
-        };
+        return env_place(&g.env_file, "API_SERVER_KEY");
     }
     let block = platform_blocks(g)
         .into_iter()
@@ -118,4 +102,26 @@ fn key_place(g: &Guarded<'_>) -> Place {
         block,
         "platforms.api_server.extra.key".to_owned(),
     )
+}
+
+/// Where the variable `var` is set: its line in `.env` when it is there, else the process
+/// environment.
+pub(crate) fn env_place(env_file: &Path, var: &str) -> Place {
+    let line = std::fs::read_to_string(env_file).ok().and_then(|text| {
+        text.lines().position(|l| {
+            let l = l.trim_start();
+            let l = l.strip_prefix("export ").unwrap_or(l).trim_start();
+            l.strip_prefix(var)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+    });
+    Place {
+        file: match line {
+            Some(_) => env_file.to_path_buf(),
+            None => PathBuf::from("(the environment)"),
+        },
+        line: line.map_or(0, |i| i as u64 + 1),
+        column: u64::from(line.is_some()),
+        key: var.to_owned(),
+    }
 }

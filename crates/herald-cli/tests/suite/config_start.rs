@@ -549,3 +549,76 @@ fn config_check_reports_every_refusal_the_start_makes_with_file_line_and_key() {
     let (code, out, _) = run_cli(home.path(), &["config", "check"]);
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn webhook_port_from_the_environment_warns_when_ignored_and_a_busy_port_names_its_source() {
+    // WEBHOOK_PORT without WEBHOOK_ENABLED=true is ignored, as in Hermes, but said.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        config_with_routes("        r: {deliver: log}\n"),
+    )
+    .unwrap();
+    std::fs::write(home.path().join(".env"), "WEBHOOK_PORT=1\n").unwrap();
+    let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            ".env:1:1: `WEBHOOK_PORT`: ignored: WEBHOOK_PORT applies only with WEBHOOK_ENABLED=true"
+        ),
+        "{out}"
+    );
+    std::fs::create_dir_all(home.path().join("scripts")).unwrap();
+    let h = Herald::start_in(home, &[]);
+    assert!(h.log().contains("ignored: WEBHOOK_PORT"), "{}", h.log());
+    // A second gateway on the same home and port: where the port came from, and the
+    // herald already serving this home.
+    let port = h.addr().rsplit(':').next().unwrap().to_owned();
+    let config = std::fs::read_to_string(h.home().join("config.yaml"))
+        .unwrap()
+        .replace("port: 0", &format!("port: {port}"));
+    std::fs::write(h.home().join("config.yaml"), config).unwrap();
+    let second = |env: &[(&str, &str)]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["gateway", "run"])
+            .env("HERALD_HOME", h.home())
+            .env_remove("WEBHOOK_ENABLED")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let code = wait_timeout(&mut child, std::time::Duration::from_secs(10));
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        (code, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let running = format!(
+        "a herald gateway already runs on this home: pid {}",
+        h.child.id()
+    );
+    let (code, err) = second(&[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "port {port} comes from platforms.webhook.extra.port"
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&running), "{err}");
+    // .env wins over the process environment: the port from the environment is set there.
+    std::fs::write(
+        h.home().join(".env"),
+        format!("WEBHOOK_ENABLED=true\nWEBHOOK_PORT={port}\n"),
+    )
+    .unwrap();
+    let (code, err) = second(&[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("set `WEBHOOK_PORT`"), "{err}");
+    assert!(
+        err.contains(&format!("port {port} comes from WEBHOOK_PORT")),
+        "{err}"
+    );
+    assert!(err.contains(&running), "{err}");
+}
