@@ -50,6 +50,42 @@ pub fn toolset_of(tool: &str) -> &'static str {
         .map_or("other", |(name, _, _)| name)
 }
 
+/// Whether `name` is a toolset herald defines.
+pub fn is_toolset(name: &str) -> bool {
+    TOOLSETS.iter().any(|(n, _, _)| *n == name)
+}
+
+/// `list` with `name` turned on or off, as Hermes's `/tools enable|disable` changes a
+/// platform's list: off drops it, and a composite holding it (`hermes-cli`) is replaced
+/// by its other parts.
+pub fn switched(list: &[String], name: &str, on: bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in list {
+        let parts = TOOLSETS.iter().find(|(n, _, _)| n == item).map(|t| t.2);
+        match parts {
+            Some(includes) if !on && includes.contains(&name) => {
+                out.extend(
+                    includes
+                        .iter()
+                        .filter(|i| **i != name)
+                        .map(|i| (*i).to_owned()),
+                );
+            }
+            _ if !on && item == name => {}
+            _ => out.push(item.clone()),
+        }
+    }
+    if on {
+        let (before, _) = resolve(&out);
+        let (after, _) = resolve(&[out.clone(), vec![name.to_owned()]].concat());
+        if before != after {
+            out.push(name.to_owned());
+        }
+    }
+    out.dedup();
+    out
+}
+
 /// The tools of the named toolsets; unknown names are returned separately.
 pub fn resolve(names: &[String]) -> (Vec<String>, Vec<String>) {
     let mut tools: Vec<String> = Vec::new();
@@ -110,6 +146,16 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| (*x).to_owned()).collect()
+    }
+
+    #[test]
+    fn toolsets_switch_as_tools_enable_and_disable_do() {
+        let cli = s(&["hermes-cli"]);
+        let off = switched(&cli, "web", false);
+        assert_eq!(off, s(&["terminal", "file", "vision", "skills", "clarify"]));
+        assert_eq!(switched(&off, "web", true).last().unwrap(), "web");
+        assert_eq!(switched(&cli, "web", true), cli, "already in it");
+        assert!(is_toolset("file") && !is_toolset("nope"));
     }
 
     #[test]

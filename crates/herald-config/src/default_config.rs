@@ -202,6 +202,17 @@ pub fn busy_input_mode(path: &Path) -> BusyInputMode {
         .unwrap_or_default()
 }
 
+/// Writes `platform_toolsets.<platform>` (the TUI's `/tools enable|disable`).
+pub fn set_platform_toolsets(
+    path: &Path,
+    platform: &str,
+    toolsets: &[String],
+) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    entry(&mut doc, "platform_toolsets")[platform] = json!(toolsets);
+    write_doc(path, &doc)
+}
+
 /// Writes `display.busy_input_mode` (the TUI's `/busy MODE`).
 pub fn set_busy_input_mode(path: &Path, mode: BusyInputMode) -> Result<(), ConfigError> {
     let mut doc = read_doc(path)?;

@@ -96,6 +96,40 @@ pub fn set_value(path: &Path, key: &str, value: &str) -> Result<(), ConfigError>
     Ok(())
 }
 
+/// Drops `key`'s lines from the `.env` at `path`; whether there was one.
+pub fn remove_value(path: &Path, key: &str) -> Result<bool, ConfigError> {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let defines = |l: &str| {
+        let l = l.trim_start();
+        let l = l.strip_prefix("export ").unwrap_or(l).trim_start();
+        l.strip_prefix(key)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    };
+    let kept: Vec<&str> = existing.lines().filter(|l| !defines(l)).collect();
+    if kept.len() == existing.lines().count() {
+        return Ok(false);
+    }
+    let mut text = kept.join("\n");
+    text.push('\n');
+    crate::default_config::write_private_replace(path, text.as_bytes()).map_err(|source| {
+        ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    crate::config::remember_env(key, "");
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +149,8 @@ mod tests {
         assert!(set_value(&env, "LD_PRELOAD", "x").is_err());
         assert!(set_value(&env, "not a name", "x").is_err());
         assert_eq!(crate::process_env("OTHER").as_deref(), Some("plain"));
+        assert!(remove_value(&env, "OTHER").unwrap());
+        assert!(!remove_value(&env, "OTHER").unwrap());
+        assert!(!std::fs::read_to_string(&env).unwrap().contains("OTHER"));
     }
 }

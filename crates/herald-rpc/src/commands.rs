@@ -162,6 +162,14 @@ pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcErr
                 value: session_model.unwrap_or_else(|| runtime.endpoint.model.clone()),
             })
         }
+        "mtime" => {
+            let changed = std::fs::metadata(runtime.home.config_file()).and_then(|m| m.modified());
+            let mtime = changed
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0.0, |d| d.as_secs_f64());
+            Ok(ConfigValue::Mtime { mtime })
+        }
         "provider" => Ok(ConfigValue::Value {
             value: runtime.provider.clone(),
         }),

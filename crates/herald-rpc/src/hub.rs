@@ -6,7 +6,7 @@
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::params::{self, required};
-use herald_session::{approval, python_plugins};
+use herald_session::{approval, python_plugins, toolsets};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -304,6 +304,100 @@ pub fn plugins_manage(gw: &Gateway, p: params::Hub) -> Result<Value, RpcError> {
             format!("unknown plugins action: {other}"),
         )),
     }
+}
+
+/// `tools.configure {action: enable | disable, names}`: `platform_toolsets.cli` in
+/// config.yaml changed as Hermes changes it; sessions opened from then on get it (a
+/// live session keeps its tools: `reset` false).
+pub fn tools_configure(gw: &Gateway, p: params::Configure) -> Result<Value, RpcError> {
+    let action = p.action.as_deref().unwrap_or_default().to_ascii_lowercase();
+    if action != "enable" && action != "disable" {
+        return Err(RpcError::new(
+            4017,
+            format!("unknown tools action: {action}"),
+        ));
+    }
+    let names: Vec<String> = p
+        .names
+        .iter()
+        .filter_map(|n| n.as_str())
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Err(RpcError::new(4018, "names required"));
+    }
+    let home = &gw.host.runtime().home;
+    let config = herald_config::Config::load(home, &herald_config::process_env)
+        .map_err(|e| RpcError::new(5035, e.to_string()))?;
+    let mut enabled = config
+        .platform_toolsets
+        .cli
+        .unwrap_or_else(|| vec!["hermes-cli".to_owned()]);
+    let (known, unknown): (Vec<String>, Vec<String>) =
+        names.into_iter().partition(|n| toolsets::is_toolset(n));
+    for name in &known {
+        enabled = toolsets::switched(&enabled, name, action == "enable");
+    }
+    herald_config::default_config::set_platform_toolsets(&home.config_file(), "cli", &enabled)
+        .map_err(|e| RpcError::new(5035, e.to_string()))?;
+    Ok(
+        json!({"changed": known, "enabled_toolsets": enabled, "info": null,
+              "missing_servers": [], "reset": false, "unknown": unknown}),
+    )
+}
+
+/// The `.env` variable of the picker's provider `slug`: 4001 without one, 4002 for a
+/// provider herald does not know, 4004 when its key has no variable.
+fn key_env_of(gw: &Gateway, slug: Option<String>) -> Result<(String, String), RpcError> {
+    let slug = slug.ok_or_else(|| RpcError::new(4001, "slug is required"))?;
+    let settings = gw.host.runtime().model_settings();
+    let known = ["openrouter", "or"].contains(&slug.as_str())
+        || settings.providers.contains_key(&slug)
+        || slug
+            .strip_prefix("custom:")
+            .is_some_and(|n| settings.custom_provider(n).is_some());
+    if !known {
+        return Err(RpcError::new(4002, format!("unknown provider: {slug}")));
+    }
+    let var = herald_session::model_select::key_env(settings, &slug).ok_or_else(|| {
+        RpcError::new(
+            4004,
+            format!("provider {slug} takes no key from .env: set its api_key in config.yaml"),
+        )
+    })?;
+    Ok((slug, var))
+}
+
+/// `model.save_key {slug, api_key}`: the key written to `.env` (0600) for that
+/// provider's variable, used from then on.
+pub fn model_save_key(gw: &Gateway, p: params::Configure) -> Result<Value, RpcError> {
+    let (slug, var) = key_env_of(gw, p.slug)?;
+    let key = p
+        .api_key
+        .ok_or_else(|| RpcError::new(4001, "slug and api_key are required"))?;
+    let env = gw.host.runtime().home.env_file();
+    herald_config::env_file::set_value(&env, &var, &key)
+        .map_err(|e| RpcError::new(5035, e.to_string()))?;
+    Ok(
+        json!({"provider": {"slug": slug, "name": slug, "is_current": false, "models": [],
+                           "total_models": 0, "authenticated": true}}),
+    )
+}
+
+/// `model.disconnect {slug}`: the provider's key taken out of `.env`.
+pub fn model_disconnect(gw: &Gateway, p: params::Configure) -> Result<Value, RpcError> {
+    let (slug, var) = key_env_of(gw, p.slug)?;
+    let env = gw.host.runtime().home.env_file();
+    let removed = herald_config::env_file::remove_value(&env, &var)
+        .map_err(|e| RpcError::new(5035, e.to_string()))?;
+    if !removed {
+        return Err(RpcError::new(
+            4005,
+            format!("no credentials found for {slug}"),
+        ));
+    }
+    Ok(json!({"slug": slug, "name": slug, "disconnected": true}))
 }
 
 /// `rollback.list`: herald keeps no filesystem checkpoints.

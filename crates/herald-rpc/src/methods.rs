@@ -136,6 +136,9 @@ async fn tui_hub(gw: &Arc<Gateway>, method: &str, p: &Value) -> Result<Value, Rp
             off_workers(gw, p, reload).await
         }
         "plugins.manage" => off_workers(gw, p, hub::plugins_manage).await,
+        "tools.configure" => off_workers(gw, p, hub::tools_configure).await,
+        "model.save_key" => off_workers(gw, p, hub::model_save_key).await,
+        "model.disconnect" => off_workers(gw, p, hub::model_disconnect).await,
         "rollback.list" => off_workers(gw, p, hub::rollback_list).await,
         "rollback.diff" => off_workers(gw, p, hub::rollback_diff).await,
         "rollback.restore" => off_workers(gw, p, hub::rollback_restore).await,

@@ -108,6 +108,19 @@ pub struct Paste {
     pub text: Option<String>,
 }
 
+/// `tools.configure` and the model picker's `model.save_key` / `model.disconnect`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Configure {
+    #[serde(deserialize_with = "text")]
+    pub action: Option<String>,
+    pub names: Vec<Value>,
+    #[serde(deserialize_with = "text")]
+    pub slug: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub api_key: Option<String>,
+}
+
 /// `shell.exec`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

@@ -259,6 +259,11 @@ pub enum ConfigValue {
     Config {
         config: ConfigShown,
     },
+    /// When config.yaml last changed (epoch seconds; 0 without the file): the TUI polls
+    /// it and reloads on a change.
+    Mtime {
+        mtime: f64,
+    },
 }
 
 /// `config.get config`: what a client shows of the configuration.

@@ -226,6 +226,18 @@ fn source_of<'a>(
     }
 }
 
+/// The environment variable that holds provider `slug`'s key (what the TUI's
+/// `model.save_key` writes), if it has one.
+pub fn key_env(settings: &ModelSettings, slug: &str) -> Option<String> {
+    match slug {
+        "openrouter" | "or" => Some("OPENROUTER_API_KEY".to_owned()),
+        s if s.starts_with("custom:") => settings
+            .custom_provider(&s["custom:".len()..])
+            .and_then(|e| e.key_env.clone()),
+        s => settings.providers.get(s).and_then(|e| e.key_env.clone()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

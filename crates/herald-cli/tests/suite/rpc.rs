@@ -1714,3 +1714,212 @@ async fn sudo_and_a_skills_secret_are_asked_through_the_tui_prompts() {
         "{log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tui_hub_methods_answer_in_hermess_shapes() {
+    let provider = FakeProvider::start(vec![Scripted::text("Hi.")]);
+    let home = rpc_home(
+        &provider.base_url,
+        "providers:\n  spare:\n    base_url: http://127.0.0.1:9/v1\n    key_env: SPARE_KEY\n",
+    );
+    super::plugins::install_plugins(home.path(), &["context-demo"]);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir(work.path().join("src")).unwrap();
+    std::fs::write(work.path().join("notes.txt"), "n").unwrap();
+    let shot = work.path().join("shot.png");
+    std::fs::write(&shot, b"\x89PNG\r\n\x1a\n").unwrap();
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let r = c.call("session.create", json!({"cwd": work.path()})).await;
+    let sid = r["session_id"].as_str().unwrap().to_owned();
+    c.until("session.info").await;
+    c.turn(&sid, "hello").await;
+    assert_eq!(
+        c.call("setup.status", json!({})).await,
+        json!({"provider_configured": true})
+    );
+    // session.save: the transcript as JSON under the home, only its owner's.
+    let saved = c.call("session.save", json!({"session_id": sid})).await;
+    let file = std::path::PathBuf::from(saved["file"].as_str().unwrap());
+    assert!(
+        file.starts_with(home.path().join("sessions/saved")),
+        "{saved}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(doc["messages"][0]["content"], "hello", "{doc}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // Completion.
+    let slash = c.call("complete.slash", json!({"text": "/he"})).await;
+    assert_eq!(
+        slash["items"][0],
+        json!({"text": "help", "display": "/help", "meta": "Show available commands"})
+    );
+    assert_eq!(slash["replace_from"], 1);
+    let sub = c.call("complete.slash", json!({"text": "/busy st"})).await;
+    assert_eq!(sub["replace_from"], 6, "{sub}");
+    let path = c
+        .call("complete.path", json!({"word": "s", "session_id": sid}))
+        .await;
+    let texts: Vec<&str> = path["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["shot.png", "src/"], "{path}");
+    // A dropped image is attached; pastes are kept.
+    let dropped = c
+        .call(
+            "input.detect_drop",
+            json!({"session_id": sid, "text": format!("{} what is it", shot.display())}),
+        )
+        .await;
+    assert_eq!(
+        (dropped["matched"].clone(), dropped["is_image"].clone()),
+        (json!(true), json!(true)),
+        "{dropped}"
+    );
+    assert_eq!(dropped["text"], "what is it");
+    let plain = c
+        .call(
+            "input.detect_drop",
+            json!({"session_id": sid, "text": "just words"}),
+        )
+        .await;
+    assert_eq!(plain, json!({"matched": false}));
+    let paste = c.call("paste.collapse", json!({"text": "a\nb\nc"})).await;
+    assert_eq!(paste["lines"], 3);
+    assert!(
+        paste["placeholder"]
+            .as_str()
+            .unwrap()
+            .starts_with("[Pasted text #"),
+        "{paste}"
+    );
+    assert_eq!(c.code("paste.collapse", json!({"text": ""})).await, 4004);
+    // shell.exec: the TUI's !command; dangerous ones go to the agent.
+    let shell = c.call("shell.exec", json!({"command": "echo hi"})).await;
+    assert_eq!(
+        (shell["stdout"].clone(), shell["code"].clone()),
+        (json!("hi\n"), json!(0))
+    );
+    assert_eq!(
+        c.code("shell.exec", json!({"command": "rm -rf /"})).await,
+        4005
+    );
+    // Skills and plugins hubs.
+    let skills = c.call("skills.manage", json!({"action": "list"})).await;
+    assert!(
+        skills["skills"]
+            .to_string()
+            .contains("webhook-subscriptions"),
+        "{skills}"
+    );
+    let found = c
+        .call(
+            "skills.manage",
+            json!({"action": "search", "query": "review"}),
+        )
+        .await;
+    assert!(
+        found["results"].to_string().contains("github-code-review"),
+        "{found}"
+    );
+    assert_eq!(
+        c.code("skills.manage", json!({"action": "install", "query": "x"}))
+            .await,
+        5024
+    );
+    let reload = c.call("skills.reload", json!({})).await;
+    assert!(
+        reload["output"]
+            .as_str()
+            .unwrap()
+            .ends_with("skill(s) available"),
+        "{reload}"
+    );
+    let plugins = c.call("plugins.manage", json!({"action": "list"})).await;
+    assert_eq!(plugins["plugins"][0]["name"], "context-demo", "{plugins}");
+    assert_eq!(plugins["plugins"][0]["status"], "enabled");
+    let off = c
+        .call(
+            "plugins.manage",
+            json!({"action": "toggle", "name": "context-demo", "enable": false}),
+        )
+        .await;
+    assert_eq!(
+        (off["ok"].clone(), off["plugin"]["status"].clone()),
+        (json!(true), json!("not enabled")),
+        "{off}"
+    );
+    // Checkpoints: none kept.
+    assert_eq!(
+        c.call("rollback.list", json!({"session_id": sid})).await,
+        json!({"enabled": false, "checkpoints": []})
+    );
+    assert_eq!(
+        c.code("rollback.diff", json!({"session_id": sid})).await,
+        4014
+    );
+    let restore = c
+        .call(
+            "rollback.restore",
+            json!({"session_id": sid, "hash": "abc"}),
+        )
+        .await;
+    assert_eq!(restore["success"], false);
+    // /tools disable web: platform_toolsets.cli in config.yaml.
+    let tools = c
+        .call(
+            "tools.configure",
+            json!({"action": "disable", "names": ["web", "nope"]}),
+        )
+        .await;
+    assert_eq!(tools["unknown"], json!(["nope"]), "{tools}");
+    assert!(
+        !tools["enabled_toolsets"].to_string().contains("\"web\""),
+        "{tools}"
+    );
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert!(config.contains("platform_toolsets"), "{config}");
+    // The picker's key entry: written to .env, and taken out again.
+    let saved = c
+        .call(
+            "model.save_key",
+            json!({"slug": "spare", "api_key": "sk-spare-1"}),
+        )
+        .await;
+    assert_eq!(saved["provider"]["authenticated"], true, "{saved}");
+    let env = std::fs::read_to_string(home.path().join(".env")).unwrap();
+    assert!(env.contains("SPARE_KEY=sk-spare-1"), "{env}");
+    assert_eq!(
+        c.code("model.save_key", json!({"slug": "nope", "api_key": "k"}))
+            .await,
+        4002
+    );
+    let gone = c.call("model.disconnect", json!({"slug": "spare"})).await;
+    assert_eq!(gone["disconnected"], true);
+    assert_eq!(
+        c.code("model.disconnect", json!({"slug": "spare"})).await,
+        4005
+    );
+    // Features herald does not have answer as Hermes does when they are off.
+    assert_eq!(
+        c.call("pet.cells", json!({})).await,
+        json!({"enabled": false})
+    );
+    assert_eq!(c.call("billing.state", json!({})).await["logged_in"], false);
+    assert_eq!(
+        c.call("browser.manage", json!({"action": "status"})).await["connected"],
+        false
+    );
+    assert_eq!(
+        c.call("voice.toggle", json!({"action": "status"})).await["enabled"],
+        false
+    );
+    assert_eq!(c.call("learning.frames", json!({})).await["count"], 0);
+}
