@@ -70,6 +70,15 @@ pub fn rewrite(command: &str) -> (String, usize) {
     (out, count)
 }
 
+/// Whether the command feeds sudo a password of its own (`sudo -S`, `--stdin`): with no
+/// `SUDO_PASSWORD` set, that is a model guessing passwords, which Hermes refuses.
+pub fn guesses_password(command: &str) -> bool {
+    static STDIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(^|[;&|(\s])sudo\s+(-[A-Za-z]*S\b|--stdin\b)").expect("a valid pattern")
+    });
+    std::env::var_os("SUDO_PASSWORD").is_none() && STDIN.is_match(command)
+}
+
 /// What sudo prints when it refused the password given.
 pub fn refused(output: &str) -> bool {
     let lower = output.to_lowercase();

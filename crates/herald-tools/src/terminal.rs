@@ -43,6 +43,11 @@ impl Tool for Terminal {
             let Some(command) = args["command"].as_str().filter(|c| !c.trim().is_empty()) else {
                 return error_result("`command` is required");
             };
+            if crate::sudo::guesses_password(command) {
+                let why = "blocked: the command feeds sudo a password itself (sudo -S); set SUDO_PASSWORD in herald's .env for sudo";
+                return json!({"output": "", "exit_code": null, "error": why, "status": "blocked"})
+                    .to_string();
+            }
             let on_ask = |reason: &str| {
                 ctx.notify(herald_agent::AgentEvent::ApprovalRequested {
                     call_id: ctx.call_id.clone(),
