@@ -73,10 +73,11 @@ pub fn rewrite(command: &str) -> (String, usize) {
 /// Whether the command feeds sudo a password of its own (`sudo -S`, `--stdin`): with no
 /// `SUDO_PASSWORD` set, that is a model guessing passwords, which Hermes refuses.
 pub fn guesses_password(command: &str) -> bool {
-    static STDIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(^|[;&|(\s])sudo\s+(-[A-Za-z]*S\b|--stdin\b)").expect("a valid pattern")
+    static STDIN: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(^|[;&|(\s])sudo\s+(-[A-Za-z]*S\b|--stdin\b)").ok()
     });
-    std::env::var_os("SUDO_PASSWORD").is_none() && STDIN.is_match(command)
+    let feeds = STDIN.as_ref().is_some_and(|re| re.is_match(command));
+    std::env::var_os("SUDO_PASSWORD").is_none() && feeds
 }
 
 /// What sudo prints when it refused the password given.
