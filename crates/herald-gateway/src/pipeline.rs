@@ -73,6 +73,8 @@ pub struct Gateway {
     health_reader: Mutex<Option<herald_store::StoreReader>>,
     /// Big bodies' verifying and parsing, off the async workers.
     heavy: HeavyWork,
+    /// `.env` as it was at start (the targets were built from it then).
+    pub(crate) env_watch: crate::direct::EnvWatch,
 }
 
 impl Gateway {
@@ -98,6 +100,7 @@ impl Gateway {
             work_notify: Arc::new(tokio::sync::Notify::new()),
             health_reader: Mutex::new(None),
             heavy: HeavyWork::default(),
+            env_watch: crate::direct::EnvWatch::new(config.home.env_file()),
         }
     }
 
@@ -333,7 +336,14 @@ impl Gateway {
                 message: OutgoingMessage::new(prompt, deliver_extra),
                 now_ms: self.clock.now_ms(),
             };
-            return direct::deliver(&self.store, &self.targets, &self.in_flight, send).await;
+            return direct::deliver(
+                &self.store,
+                &self.targets,
+                &self.env_watch,
+                &self.in_flight,
+                send,
+            )
+            .await;
         }
         let item = NewInboxItem {
             route: route_name.to_owned(),

@@ -622,3 +622,32 @@ fn webhook_port_from_the_environment_warns_when_ignored_and_a_busy_port_names_it
     );
     assert!(err.contains(&running), "{err}");
 }
+
+#[tokio::test]
+async fn a_target_missing_after_env_changed_says_to_restart_the_gateway() {
+    let h = Herald::start(&config_with_routes(
+        "        tg:\n          deliver: telegram\n          deliver_only: true\n          prompt: hi\n          deliver_extra: {chat_id: '1'}\n",
+    ));
+    let errors = |h: &Herald| {
+        let (code, out, err) = h.cli(&["deliveries", "list", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let (s, _) = h.github("tg", "push", "{}", Some("d-1")).await;
+    assert_eq!(s, StatusCode::BAD_GATEWAY);
+    let before = errors(&h);
+    assert!(
+        before.contains("not configured: set TELEGRAM_BOT_TOKEN"),
+        "{before}"
+    );
+    assert!(!before.contains("restart the gateway"), "{before}");
+    std::fs::write(h.home().join(".env"), "TELEGRAM_BOT_TOKEN=123:abc\n").unwrap();
+    let (s, _) = h.github("tg", "push", "{}", Some("d-2")).await;
+    assert_eq!(s, StatusCode::BAD_GATEWAY);
+    let after = errors(&h);
+    assert!(
+        after.contains("changed after this gateway started")
+            && after.contains("restart the gateway to use it"),
+        "{after}"
+    );
+}
