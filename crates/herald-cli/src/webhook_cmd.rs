@@ -216,9 +216,9 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             if subs.is_empty() {
                 outln!("No dynamic webhook subscriptions.");
                 outln!("  Create one with: herald webhook subscribe <name> --prompt '...'");
-                return Ok(ExitCode::SUCCESS);
+            } else {
+                outln!("{} webhook subscription(s):", subs.len());
             }
-            outln!("{} webhook subscription(s):", subs.len());
             for entry in &subs {
                 let name = &entry.name;
                 outln!();
@@ -227,18 +227,30 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                     outln!("    {d}");
                 }
                 outln!("    URL:     {}/webhooks/{name}", base_url(&config));
-                let events = match entry.events.is_empty() {
-                    true => "(all)".to_owned(),
-                    false => entry.events.join(", "),
-                };
-                outln!("    Events:  {events}");
-                let direct = if entry.deliver_only {
-                    " (direct — no agent)"
-                } else {
-                    ""
-                };
-                outln!("    Deliver: {}{direct}", entry.deliver);
+                print_route_lines(&entry.events, &entry.deliver, entry.deliver_only);
                 if let Some(s) = &entry.script {
+                    outln!("    Script:  {s}");
+                }
+            }
+            if !config.routes.is_empty() {
+                outln!();
+                outln!(
+                    "{} route(s) in {}:",
+                    config.routes.len(),
+                    home.config_file().display()
+                );
+            }
+            for route in &config.routes {
+                let name = &route.name;
+                outln!();
+                let off = if route.enabled { "" } else { " (disabled)" };
+                outln!("  ◆ {name}{off}");
+                if let Some(d) = &route.description {
+                    outln!("    {d}");
+                }
+                outln!("    URL:     {}/webhooks/{name}", base_url(&config));
+                print_route_lines(&route.events, &route.deliver, route.deliver_only);
+                if let Some(s) = &route.script {
                     outln!("    Script:  {s}");
                 }
             }
@@ -266,7 +278,14 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
         } => {
             let name = name.trim().to_lowercase();
             let Some(route) = find_route(&config, &name)? else {
-                outln!("No subscription named '{name}'.");
+                outln!("No subscription or config.yaml route named '{name}'.");
+                let names = route_names(&config)?;
+                match names.is_empty() {
+                    true => outln!(
+                        "  There are no routes yet: herald webhook subscribe NAME --deliver log"
+                    ),
+                    false => outln!("  Routes: {}", names.join(", ")),
+                }
                 return Ok(ExitCode::FAILURE);
             };
             let body = payload.unwrap_or_else(|| {
@@ -292,6 +311,32 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             )
         }
     }
+}
+
+/// The Events and Deliver lines of `webhook list`.
+fn print_route_lines(events: &[String], deliver: &str, deliver_only: bool) {
+    let events = match events.is_empty() {
+        true => "(all)".to_owned(),
+        false => events.join(", "),
+    };
+    outln!("    Events:  {events}");
+    let direct = if deliver_only {
+        " (direct — no agent)"
+    } else {
+        ""
+    };
+    outln!("    Deliver: {deliver}{direct}");
+}
+
+/// Every route `webhook test` can send to: the subscriptions, then config.yaml's.
+fn route_names(config: &Config) -> anyhow::Result<Vec<String>> {
+    let subs = config.subscriptions().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(subs
+        .routes
+        .iter()
+        .chain(&config.routes)
+        .map(|r| r.name.clone())
+        .collect())
 }
 
 /// The route named `name`: a subscription, else a route of `config.yaml`.

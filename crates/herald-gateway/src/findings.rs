@@ -65,14 +65,31 @@ fn chat_platforms(config: &Config, targets: &TargetSet) -> Vec<String> {
         .collect()
 }
 
+/// Every `deliver:` value herald has a target for (for the did-you-mean).
+const DELIVER_NAMES: &[&str] = &[
+    "telegram",
+    "discord",
+    "slack",
+    "mattermost",
+    "matrix",
+    "email",
+    "github_comment",
+    "log",
+];
+
 /// Enabled routes whose target is not enabled or not known.
 fn undeliverable(routes: &[Route], targets: &TargetSet) -> Vec<String> {
     routes
         .iter()
         .filter(|r| r.enabled)
         .filter_map(|r| {
-            let why = targets.unavailable(&r.deliver)?;
+            let mut why = targets.unavailable(&r.deliver)?;
             let (name, target) = (&r.name, r.deliver.trim());
+            if why.contains("not supported")
+                && let Some(close) = herald_config::reader::suggest(target, DELIVER_NAMES)
+            {
+                why = format!("{why} (did you mean `deliver: {close}`?)");
+            }
             Some(if r.deliver_only {
                 format!(
                     "route `{name}` delivers to {target}, which {why}: every request will answer 502"

@@ -225,7 +225,19 @@ async fn webhook_test_sends_the_routes_event_and_explains_the_answer() {
     // Neither a subscription nor a route.
     let (code, out, _) = h.cli(&["webhook", "test", "nope"]);
     assert_eq!(code, 1);
-    assert!(out.contains("No subscription named 'nope'."), "{out}");
+    assert!(
+        out.contains("No subscription or config.yaml route named 'nope'."),
+        "{out}"
+    );
+    assert!(
+        out.contains("  Routes: ") && out.contains("github-pr") && out.contains("filtered"),
+        "the valid names are listed: {out}"
+    );
+    // `webhook list` shows config.yaml's routes too.
+    let (code, out, _) = h.cli(&["webhook", "list"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("route(s) in "), "{out}");
+    assert!(out.contains("◆ github-pr") && out.contains("◆ tg"), "{out}");
 }
 
 #[test]
@@ -417,4 +429,32 @@ fn the_docs_a_new_user_reads_say_what_the_issue_asks() {
     ] {
         assert!(ops.contains(needle), "docs/operations.md lacks {needle:?}");
     }
+}
+
+#[test]
+fn the_readme_tour_route_pastes_under_the_generated_routes() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, text) = super::setup::setup(home.path(), "");
+    assert_eq!(code, 0, "{text}");
+    let readme = repo_file("README.md");
+    let tour = readme
+        .split("```yaml\n")
+        .find(|block| block.contains("github-issues:"))
+        .and_then(|block| block.split("```").next())
+        .unwrap();
+    let config_path = home.path().join("config.yaml");
+    let mut config = std::fs::read_to_string(&config_path).unwrap();
+    assert!(
+        config.trim_end().ends_with("deliver: log"),
+        "the example route ends the file"
+    );
+    config.push_str(tour);
+    std::fs::write(&config_path, config).unwrap();
+    let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+    assert_eq!(code, 0, "{out}");
+    let (_, out, _) = run_cli(home.path(), &["webhook", "list"]);
+    assert!(
+        out.contains("◆ github-issues") && out.contains("◆ example"),
+        "{out}"
+    );
 }

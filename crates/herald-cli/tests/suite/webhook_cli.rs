@@ -94,10 +94,10 @@ async fn subscribe_post_list_test_remove_without_restart() {
             && out.contains("Events:  push, issues"),
         "{out}"
     );
-    assert!(
-        !out.contains("static-route"),
-        "static routes are not listed"
-    );
+    // config.yaml's routes are listed after the subscriptions, in their own section.
+    let (subs, statics) = out.split_once("route(s) in ").unwrap_or((&out, ""));
+    assert!(!subs.contains("static-route"), "{out}");
+    assert!(statics.contains("◆ static-route"), "{out}");
 
     // `test` signs and posts the route's first event; the gateway accepts it.
     let (code, out, _) = h.cli(&["webhook", "test", "my-hook"]);
@@ -142,7 +142,13 @@ async fn subscribe_post_list_test_remove_without_restart() {
         "{out}"
     );
     let (code, out, _) = h.cli(&["webhook", "test", "nope"]);
-    assert_eq!((code, out.trim()), (1, "No subscription named 'nope'."));
+    assert_eq!(
+        (code, out.trim()),
+        (
+            1,
+            "No subscription or config.yaml route named 'nope'.\n  Routes: static-route"
+        )
+    );
 }
 
 #[test]
@@ -227,4 +233,22 @@ fn webhook_platform_not_enabled() {
     let (code, out, _) = run_cli(home.path(), &["webhook", "list"]);
     assert_eq!(code, 1);
     assert!(out.contains("Webhook platform is not enabled"), "{out}");
+}
+
+#[test]
+fn a_misspelt_deliver_target_gets_a_did_you_mean() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        config_with_routes("        r:\n          deliver: discrod\n          deliver_only: true\n          prompt: hi\n"),
+    )
+    .unwrap();
+    let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "discrod, which is not supported by herald (did you mean `deliver: discord`?)"
+        ),
+        "{out}"
+    );
 }
