@@ -164,7 +164,11 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 }
                 outln!("{}", serde_json::to_string_pretty(&value)?);
             } else {
-                print_item(&item);
+                let waiting = match item.state.as_str() {
+                    "queued" => waiting_for_a_model(home, &item),
+                    _ => None,
+                };
+                print_item(&item, waiting.as_deref(), &deliveries);
                 print_history(&item, &attempts, &deliveries);
             }
             Ok(ExitCode::SUCCESS)
@@ -337,16 +341,44 @@ pub fn print_rows(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-fn print_item(i: &InboxItem) {
+/// Why a queued agent event cannot run yet when no model can be chosen for its home (or
+/// its profile's): the gateway's workers wait for one.
+fn waiting_for_a_model(home: &Home, item: &InboxItem) -> Option<String> {
+    let home = match &item.profile {
+        Some(p) if p != "default" => Home::new(home.profiles_dir().join(p)),
+        _ => home.clone(),
+    };
+    herald_config::load_dotenv(&home).ok()?;
+    let config = herald_config::Config::load(&home, &herald_config::process_env).ok()?;
+    let built = herald_session::Runtime::build(
+        &home,
+        &config,
+        herald_session::Platform::Webhook,
+        herald_session::ModelChoice::default(),
+    );
+    match built.err()? {
+        e @ herald_session::RuntimeError::Model(_) => Some(format!("waiting for a model: {e}")),
+        e => Some(format!("waiting: agent runs are off: {e}")),
+    }
+}
+
+fn print_item(i: &InboxItem, waiting: Option<&str>, deliveries: &[herald_store::Delivery]) {
     outln!("id:            {}", i.id);
-    outln!("state:         {}", i.state);
+    match waiting {
+        Some(why) => outln!("state:         {} ({why})", i.state),
+        None => outln!("state:         {}", i.state),
+    }
     outln!("route:         {}", i.route);
     outln!("event:         {}", i.event_type);
     outln!("delivery id:   {}", i.delivery_id);
     outln!("received:      {}", time(i.received_at_ms));
     outln!("updated:       {}", time(i.updated_at_ms));
     outln!("run attempts:  {}", i.attempts);
-    outln!("deliveries:    {} attempt(s)", i.delivery_attempts);
+    // A delivered or failed answer's own record (below, under `delivery:`) has the
+    // count; the entry's counter is shown while an answer is still being retried.
+    if deliveries.is_empty() && i.delivery_attempts > 0 {
+        outln!("deliveries:    {} attempt(s)", i.delivery_attempts);
+    }
     if let Some(p) = &i.profile {
         outln!("profile:       {p}");
     }

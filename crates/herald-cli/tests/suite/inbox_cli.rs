@@ -67,3 +67,46 @@ fn empty_home_lists_nothing() {
     let (code, out, _) = run_cli(home.path(), &["inbox", "list"]);
     assert_eq!((code, out.trim()), (0, "No inbox entries."));
 }
+
+#[tokio::test]
+async fn show_says_a_queued_event_waits_for_a_model_and_a_delivered_one_has_no_zero_count() {
+    // No model: the event waits, and `show` says for what.
+    let h = Herald::start(&config_with_routes("        a: {prompt: 'hi'}\n"));
+    let (s, _) = h.github("a", "push", "{}", Some("w-1")).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let id = h.inbox()[0]["id"].as_i64().unwrap().to_string();
+    let (code, out, _) = h.cli(&["inbox", "show", &id]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("state:         queued (waiting for a model: "),
+        "{out}"
+    );
+    assert!(!out.contains("deliveries:    0"), "{out}");
+    drop(h);
+    // With a model the answer is delivered: its record has the count, no `0 attempt(s)`.
+    let provider = herald_test_support::FakeProvider::start(vec![]);
+    provider.set_fallback(herald_test_support::Scripted::text("done"));
+    let h = Herald::start(&super::agent_runs::agent_config(
+        &provider.base_url,
+        "",
+        "        a: {prompt: 'hi', deliver: log}\n",
+    ));
+    let (s, _) = h.github("a", "push", "{}", Some("d-1")).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let start = std::time::Instant::now();
+    let id = loop {
+        let inbox = h.inbox();
+        if inbox[0]["state"] == "delivered" {
+            break inbox[0]["id"].as_i64().unwrap().to_string();
+        }
+        assert!(start.elapsed().as_secs() < 20, "{inbox:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (_, out, _) = h.cli(&["inbox", "show", &id]);
+    assert!(out.contains("state:         delivered\n"), "{out}");
+    assert!(!out.contains("deliveries:    0 attempt(s)"), "{out}");
+    assert!(
+        out.contains("delivery: delivered to log after 1 attempt(s)"),
+        "{out}"
+    );
+}
