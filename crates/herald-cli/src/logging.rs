@@ -8,8 +8,12 @@ pub enum LogFormat {
     Json,
 }
 
-pub fn init(verbose: u8, format: LogFormat) {
+/// `conversation`: a terminal conversation (`herald chat`), where the log shares the
+/// screen with the answers: without `-v` only warnings and errors are shown (no INFO lines
+/// about the plugin host or the store).
+pub fn init(verbose: u8, format: LogFormat, conversation: bool) {
     let default = match verbose {
+        0 if conversation => "warn",
         0 => "info",
         1 => "debug",
         _ => "trace",

@@ -197,7 +197,8 @@ fn main() -> ExitCode {
         // SAFETY: no other thread exists yet, so nothing reads the environment meanwhile.
         unsafe { std::env::set_var("HERALD_HOME", home) };
     }
-    logging::init(cli.verbose, cli.log_format);
+    let conversation = matches!(cli.command, Some(Command::Chat(_)));
+    logging::init(cli.verbose, cli.log_format, conversation);
     let home = cli.home.map(Home::new).unwrap_or_else(Home::from_env);
     let Some(command) = cli.command else {
         outln!("{OVERVIEW}\n\nAll commands and options: herald --help");

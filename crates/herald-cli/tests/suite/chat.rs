@@ -930,3 +930,17 @@ async fn the_slash_commands_answer_the_same_in_chat_over_rpc_and_over_acp() {
     assert_eq!(over_rpc[1], "Queued for the next turn. (1 queued)");
     assert!(provider.requests().is_empty(), "no model call");
 }
+
+#[test]
+fn chat_opens_without_info_lines_about_the_plugin_host() {
+    let provider = FakeProvider::start(vec![Scripted::text("hello back")]);
+    let home = home_for(&provider);
+    super::plugins::install_plugins(home.path(), &["trace-recorder"]);
+    let (code, out, err) = chat(home.path(), &[], Some("hello\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("hello back"), "{out}");
+    assert!(!err.contains(" INFO "), "{err}");
+    // -v still shows them.
+    let (_, _, err) = chat(home.path(), &["-v", "-q", "again"], None);
+    assert!(err.contains("plugin host runs"), "{err}");
+}
