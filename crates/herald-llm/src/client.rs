@@ -248,10 +248,26 @@ impl LlmClient {
         for (k, v) in &endpoint.extra_headers {
             req = req.header(k, v);
         }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| transport_error(&e, endpoint))?;
+        let again = req.try_clone();
+        let resp = match req.send().await {
+            Ok(resp) => resp,
+            Err(e) => {
+                let error = transport_error(&e, endpoint);
+                let Some(again) = again.filter(|_| refused_locally(&error, endpoint)) else {
+                    return Err(error);
+                };
+                // A local server that refuses the connection is not running: one quick
+                // retry (it may be starting), then an error no caller retries.
+                tokio::time::sleep(LOCAL_REFUSED_WAIT).await;
+                again.send().await.map_err(|e| {
+                    let error = transport_error(&e, endpoint);
+                    match refused_locally(&error, endpoint) {
+                        true => error.not_listening(),
+                        false => error,
+                    }
+                })?
+            }
+        };
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let bytes = resp.bytes().await.unwrap_or_default();
@@ -376,6 +392,16 @@ impl LlmClient {
             }
         }
     }
+}
+
+/// The wait before the one retry of a connection a local server refused.
+const LOCAL_REFUSED_WAIT: Duration = Duration::from_millis(250);
+
+/// A connection refused by a server on this machine or the local network.
+fn refused_locally(e: &LlmError, endpoint: &Endpoint) -> bool {
+    e.class == ErrorClass::Network
+        && e.message.contains("connection refused")
+        && crate::endpoint::is_local(&endpoint.base_url)
 }
 
 fn assembler_finished(a: &Assembler) -> bool {
@@ -570,6 +596,36 @@ mod extra_body_tests {
         assert_eq!(
             merge_extra_body(json!({"model": "m"})),
             json!({"model": "m"})
+        );
+    }
+}
+
+#[cfg(test)]
+mod refused_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_refused_local_connection_fails_after_one_quick_retry() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or(9);
+        let endpoint = Endpoint::new(format!("http://127.0.0.1:{port}/v1"), "k", "m");
+        let started = std::time::Instant::now();
+        let result = LlmClient::new()
+            .chat(&endpoint, &[], &[], &RetryConfig::default(), &mut |_| {})
+            .await;
+        let Err(e) = result else {
+            panic!("nothing listens on port {port}");
+        };
+        assert!(e.message.contains("connection refused"), "{e}");
+        assert!(e.message.contains("nothing listens there"), "{e}");
+        assert!(!e.retryable(), "no caller retries it");
+        // The default back-off would wait 5 s and more before its second attempt.
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
         );
     }
 }

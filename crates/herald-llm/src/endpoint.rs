@@ -92,7 +92,7 @@ pub fn host_of(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
-fn is_local(url: &str) -> bool {
+pub(crate) fn is_local(url: &str) -> bool {
     host_of(url).is_some_and(|h| {
         h == "localhost"
             || h == "::1"

@@ -36,6 +36,8 @@ impl ErrorClass {
     }
 }
 
+use herald_retry::NOT_LISTENING;
+
 /// A failed provider call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -54,7 +56,17 @@ impl LlmError {
         }
     }
     pub fn retryable(&self) -> bool {
-        self.class.retryable()
+        self.class.retryable() && !self.message.ends_with(NOT_LISTENING)
+    }
+
+    /// This connection error, from a local server that refused it twice: nothing listens
+    /// there, so no call retries it (see [`LlmError::retryable`]); the webhook worker
+    /// still schedules its event again ([`herald_retry::NOT_LISTENING`]).
+    pub fn not_listening(mut self) -> Self {
+        if !self.message.ends_with(NOT_LISTENING) {
+            self.message.push_str(NOT_LISTENING);
+        }
+        self
     }
 }
 

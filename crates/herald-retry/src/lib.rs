@@ -6,6 +6,12 @@
 
 use std::time::Duration;
 
+/// The end of a provider error whose local server refused the connection twice (nothing
+/// listens there): a call gives up at once instead of backing off for seconds, while the
+/// webhook worker, whose window is minutes, still tries the event again later.
+pub const NOT_LISTENING: &str =
+    " (nothing listens there: start the local server, or correct the base URL)";
+
 /// A first wait doubling up to `cap`, plus up to `jitter` (a fraction) of it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {

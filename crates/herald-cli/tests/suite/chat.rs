@@ -944,3 +944,29 @@ fn chat_opens_without_info_lines_about_the_plugin_host() {
     let (_, _, err) = chat(home.path(), &["-v", "-q", "again"], None);
     assert!(err.contains("plugin host runs"), "{err}");
 }
+
+#[test]
+fn a_local_provider_that_refuses_fails_fast() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!("model:\n  default: m\n  base_url: http://127.0.0.1:{port}/v1\n"),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let (code, _, err) = run_cli(home.path(), &["chat", "-q", "hi"]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("connection refused"), "{err}");
+    assert!(err.contains("nothing listens there"), "{err}");
+    // The default back-off (5 s, then 10 s) took about 16 s before giving up.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}: {err}",
+        started.elapsed()
+    );
+}

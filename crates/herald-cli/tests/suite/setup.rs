@@ -231,7 +231,11 @@ fn the_migration_installs_herald_skills_beside_the_hermes_ones_never_over_them()
     std::fs::create_dir_all(skills.join("github-code-review")).unwrap();
     std::fs::create_dir_all(skills.join("mine")).unwrap();
     std::fs::write(skills.join(".usage.json"), "{}").unwrap();
-    std::fs::write(skills.join("github-code-review/SKILL.md"), "# my own review").unwrap();
+    std::fs::write(
+        skills.join("github-code-review/SKILL.md"),
+        "# my own review",
+    )
+    .unwrap();
     std::fs::write(skills.join("mine/SKILL.md"), "# mine").unwrap();
     let parent = tempfile::tempdir().unwrap();
     let home = parent.path().join("herald-home");

@@ -115,7 +115,9 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
             let error = end
                 .error
                 .unwrap_or_else(|| "the run ended without an answer".into());
-            if end.retryable {
+            // A local provider that is not listening fails its call at once, but may be
+            // up by the next attempt of the event's retry window.
+            if end.retryable || error.contains(herald_retry::NOT_LISTENING.trim_start()) {
                 RunOutcome::Retry(error)
             } else {
                 RunOutcome::Dead(error)
