@@ -75,7 +75,7 @@ enum Entry {
 }
 
 /// Whether `name` is a variable name (`[A-Za-z_][A-Za-z0-9_]*`).
-fn valid(name: &str) -> bool {
+pub fn is_var_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -125,7 +125,7 @@ pub fn required_env(front: &str) -> Vec<RequiredEnv> {
                 optional,
             },
         };
-        if valid(&need.name) && !out.iter().any(|o| o.name == need.name) {
+        if is_var_name(&need.name) && !out.iter().any(|o| o.name == need.name) {
             out.push(need);
         }
     }

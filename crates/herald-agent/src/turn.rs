@@ -1160,9 +1160,18 @@ async fn run_tool_pipeline(
             None,
         ),
     };
+    // A truthy `error` marks a failed result, as Hermes reads it.
+    let truthy = |e: &Value| match e {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::String(t) => !t.is_empty(),
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    };
     let failure = serde_json::from_str::<Value>(&out)
         .ok()
-        .and_then(|v| v.get("error").filter(|e| !e.is_null()).cloned())
+        .and_then(|v| v.get("error").filter(|e| truthy(e)).cloned())
         .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
     let is_error = status != "ok" || failure.is_some();
     let error = blocked.or_else(|| failure.map(|m| ("tool_error", m)));

@@ -45,15 +45,32 @@ pub fn writable(key: &str) -> bool {
     named && !REFUSED.contains(&key) && !key.starts_with("DYLD_")
 }
 
-/// `value` as a `.env` line writes it.
+/// `value` as a `.env` line writes it, read back unchanged by dotenvy (herald) and
+/// python-dotenv (Hermes): bare when plain; in single quotes (literal) when it holds
+/// `\` or `$`; else double-quoted.
 fn quoted(value: &str) -> String {
     let plain = !value
         .chars()
-        .any(|c| c.is_whitespace() || "#\"'".contains(c));
+        .any(|c| c.is_whitespace() || "#\"'\\$`".contains(c));
     if value.is_empty() || plain {
         return value.to_owned();
     }
-    format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    if !value.contains('\'') {
+        return format!("'{value}'");
+    }
+    let escaped = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('$', "\\$");
+    format!("\"{escaped}\"")
+}
+
+/// Whether `line` sets `key` (`KEY=` or `export KEY=`).
+fn defines(line: &str, key: &str) -> bool {
+    let l = line.trim_start();
+    let l = l.strip_prefix("export ").unwrap_or(l).trim_start();
+    l.strip_prefix(key)
+        .is_some_and(|r| r.trim_start().starts_with('='))
 }
 
 /// Sets `key` in the `.env` at `path` (made when missing). The value loses line breaks.
@@ -79,13 +96,7 @@ pub fn set_value(path: &Path, key: &str, value: &str) -> Result<(), ConfigError>
     };
     let line = format!("{key}={}", quoted(&value));
     let mut lines: Vec<String> = existing.lines().map(str::to_owned).collect();
-    let defines = |l: &String| {
-        let l = l.trim_start();
-        let l = l.strip_prefix("export ").unwrap_or(l).trim_start();
-        l.strip_prefix(key)
-            .is_some_and(|r| r.trim_start().starts_with('='))
-    };
-    match lines.iter_mut().find(|l| defines(l)) {
+    match lines.iter_mut().find(|l| defines(l, key)) {
         Some(l) => *l = line,
         None => lines.push(line),
     }
@@ -108,13 +119,7 @@ pub fn remove_value(path: &Path, key: &str) -> Result<bool, ConfigError> {
             });
         }
     };
-    let defines = |l: &str| {
-        let l = l.trim_start();
-        let l = l.strip_prefix("export ").unwrap_or(l).trim_start();
-        l.strip_prefix(key)
-            .is_some_and(|r| r.trim_start().starts_with('='))
-    };
-    let kept: Vec<&str> = existing.lines().filter(|l| !defines(l)).collect();
+    let kept: Vec<&str> = existing.lines().filter(|l| !defines(l, key)).collect();
     if kept.len() == existing.lines().count() {
         return Ok(false);
     }
@@ -142,11 +147,23 @@ mod tests {
         set_value(&env, "TOKEN", "new value #1").unwrap();
         set_value(&env, "OTHER", "plain\n").unwrap();
         let text = std::fs::read_to_string(&env).unwrap();
-        assert_eq!(text, "A=1\nTOKEN=\"new value #1\"\nB=2\nOTHER=plain\n");
+        assert_eq!(text, "A=1\nTOKEN='new value #1'\nB=2\nOTHER=plain\n");
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&env).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert!(set_value(&env, "LD_PRELOAD", "x").is_err());
+        // What dotenvy reads back is what was written, whatever the characters.
+        let tricky = ["abc\\def", "pa$$word", "it's \"q\" $X \\n", "`cmd`", "a b"];
+        for (i, value) in tricky.iter().enumerate() {
+            set_value(&env, &format!("T{i}"), value).unwrap();
+        }
+        let read: std::collections::HashMap<String, String> = dotenvy::from_path_iter(&env)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (i, value) in tricky.iter().enumerate() {
+            assert_eq!(read[&format!("T{i}")], *value, "{value}");
+        }
         assert!(set_value(&env, "not a name", "x").is_err());
         assert_eq!(crate::process_env("OTHER").as_deref(), Some("plain"));
         assert!(remove_value(&env, "OTHER").unwrap());

@@ -235,7 +235,9 @@ pub async fn config_set(gw: &Gateway, p: params::Config) -> Result<ConfigSet, Rp
 /// `status`: the mode as it is).
 fn set_busy(gw: &Gateway, key: String, value: Option<String>) -> Result<ConfigSet, RpcError> {
     let config = gw.host.runtime().home.config_file();
-    let asked = value.filter(|v| v != "status");
+    let asked = value
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|v| v != "status");
     let Some(asked) = asked else {
         let value = busy_input_mode(&config).as_str().to_owned();
         return Ok(ConfigSet { key, value });

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// At most this many items, as Hermes gives.
 const MAX_ITEMS: usize = 30;
+/// Matching entries of one folder looked at, at most (then sorted, then cut to 30).
+const MAX_SCANNED: usize = 4096;
 
 /// One completion.
 #[derive(Debug, Serialize, PartialEq)]
@@ -55,7 +57,8 @@ pub fn slash(gw: &Gateway, p: params::Complete) -> Result<Completions, RpcError>
         .into_iter()
         .map(|s| (skills::slug(&s.name), s.description))
         .collect();
-    let replace_from = text.rfind(' ').map_or(1, |i| i + 1);
+    // A character index, as Hermes gives it (the text may hold non-ASCII letters).
+    let replace_from = text.rfind(' ').map_or(1, |i| text[..i].chars().count() + 1);
     let items = match text.split_once(' ') {
         None => top_level(&text, &skills),
         Some((base, rest)) => subcommands(base, rest),
@@ -214,18 +217,28 @@ fn listing(root: &Path, part: &str, tag: &str, kind: Kind) -> Vec<Item> {
     let Ok(entries) = std::fs::read_dir(&folder) else {
         return Vec::new();
     };
+    let wanted = prefix.to_lowercase();
+    // Names are matched before anything is looked up (a folder may be huge); only
+    // symlinks cost a stat to learn whether they lead to a folder.
     let mut names: Vec<(String, bool)> = entries
         .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .to_lowercase()
+                .starts_with(&wanted)
+        })
+        .take(MAX_SCANNED)
         .map(|e| {
-            let dir = e.path().is_dir();
+            let dir = e
+                .file_type()
+                .is_ok_and(|t| t.is_dir() || (t.is_symlink() && e.path().is_dir()));
             (e.file_name().to_string_lossy().into_owned(), dir)
         })
         .collect();
     names.sort();
-    let wanted = prefix.to_lowercase();
     names
         .into_iter()
-        .filter(|(n, _)| n.to_lowercase().starts_with(&wanted))
         .filter(|(n, _)| tag.is_empty() || !n.starts_with('.') || wanted.starts_with('.'))
         .filter(|(_, dir)| match kind {
             Kind::Any => true,

@@ -289,6 +289,10 @@ impl Prompter for RequestPrompter {
 
     fn secret<'a>(&'a self, request: SecretRequest<'a>) -> PromptFuture<'a> {
         Box::pin(async move {
+            // A variable that may not be written (PATH, LD_PRELOAD ...) is never asked.
+            if !herald_config::env_file::writable(request.env_var) {
+                return None;
+            }
             let ask = PromptAsk::Secret {
                 env_var: request.env_var.to_owned(),
                 prompt: request.prompt.to_owned(),

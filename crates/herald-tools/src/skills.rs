@@ -71,9 +71,9 @@ impl Tool for SkillView {
 /// TUI's `secret.request`), which keeps the answer in `.env`; what stays missing is
 /// named, with what to do, as Hermes reports it.
 async fn viewed(name: &str, body: String, needs: &[RequiredEnv], ctx: &ToolContext) -> Value {
-    let is_set = |var: &str| {
-        std::env::var(var).is_ok_and(|v| !v.is_empty())
-            || ctx.prompter.as_ref().is_some_and(|p| p.has_secret(var))
+    let is_set = |var: &str| match &ctx.prompter {
+        Some(p) => p.has_secret(var),
+        None => std::env::var(var).is_ok_and(|v| !v.is_empty()),
     };
     let mut missing = Vec::new();
     let mut skipped = false;

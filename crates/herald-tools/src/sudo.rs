@@ -9,72 +9,82 @@ use herald_agent::ToolContext;
 use std::time::Duration;
 
 /// The command with each real `sudo` reading its password from standard input, and how
-/// many there are (0: the command unchanged).
+/// many there are (0: the command unchanged). Words are read as the shell reads them:
+/// quotes and `\` escapes belong to the word, so a quoted `sudo` or `;` is not one.
 pub fn rewrite(command: &str) -> (String, usize) {
-    let mut out = String::with_capacity(command.len() + 16);
-    let mut count = 0;
-    let (mut quote, mut at_start) = (None::<char>, true);
-    let mut chars = command.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if let Some(q) = quote {
-            out.push(c);
-            if c == q {
-                quote = None;
-            } else if c == '\\' && q == '"' {
-                out.extend(chars.next().map(|(_, c)| c));
-            }
-            continue;
-        }
+    let chars: Vec<char> = command.chars().collect();
+    let (mut out, mut count, mut at_start, mut i) = (String::new(), 0, true, 0);
+    while i < chars.len() {
+        let c = chars[i];
         match c {
-            '\'' | '"' => {
-                quote = Some(c);
-                at_start = false;
-                out.push(c);
-            }
-            '#' if at_start || out.ends_with(char::is_whitespace) => {
+            '#' if i == 0 || chars[i - 1].is_whitespace() => {
                 // A comment, to the end of the line.
-                let line = command[i..].split('\n').next().unwrap_or_default();
-                out.push_str(line);
-                for _ in 1..line.chars().count() {
-                    chars.next();
+                while i < chars.len() && chars[i] != '\n' {
+                    out.push(chars[i]);
+                    i += 1;
                 }
             }
-            ';' | '|' | '&' | '(' | '\n' => {
+            ';' | '|' | '&' | '(' | '\n' | '`' => {
                 at_start = true;
                 out.push(c);
+                i += 1;
             }
             ')' => {
                 at_start = false;
                 out.push(c);
+                i += 1;
             }
-            c if c.is_whitespace() => out.push(c),
+            c if c.is_whitespace() => {
+                out.push(c);
+                i += 1;
+            }
             _ => {
-                let word_end = command[i..]
-                    .find(|ch: char| ch.is_whitespace() || ";|&()".contains(ch))
-                    .map_or(command.len(), |n| i + n);
-                let word = &command[i..word_end];
-                let assignment = word.contains('=') && !word.starts_with('=');
+                let end = word_end(&chars, i);
+                let word: String = chars[i..end].iter().collect();
                 if at_start && word == "sudo" {
                     out.push_str("sudo -S -p ''");
                     count += 1;
                 } else {
-                    out.push_str(word);
+                    out.push_str(&word);
                 }
-                at_start = at_start && assignment;
-                for _ in 1..word.chars().count() {
-                    chars.next();
-                }
+                at_start = at_start && is_assignment(&word);
+                i = end;
             }
         }
     }
     (out, count)
 }
 
+/// Where the shell word starting at `start` ends: at an unquoted blank or operator.
+fn word_end(chars: &[char], start: usize) -> usize {
+    let (mut i, mut quote) = (start, None::<char>);
+    while i < chars.len() {
+        let ch = chars[i];
+        match quote {
+            Some(q) if ch == q => quote = None,
+            Some('"') if ch == '\\' => i += 1,
+            Some(_) => {}
+            None if ch == '\'' || ch == '"' => quote = Some(ch),
+            None if ch == '\\' => i += 1,
+            None if ch.is_whitespace() || ";|&()`".contains(ch) => break,
+            None => {}
+        }
+        i += 1;
+    }
+    i.min(chars.len())
+}
+
+/// `NAME=value` before a command (it stays in command position).
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| herald_agent::skill_setup::is_var_name(name))
+}
+
 /// Whether the command feeds sudo a password of its own (`sudo -S`, `--stdin`): with no
 /// `SUDO_PASSWORD` set, that is a model guessing passwords, which Hermes refuses.
 pub fn guesses_password(command: &str) -> bool {
     static STDIN: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(^|[;&|(\s])sudo\s+(-[A-Za-z]*S\b|--stdin\b)").ok()
+        regex::Regex::new(r"(?i)(^|[;&|(`\s])sudo\s+(-[a-z]*s\b|--stdin\b)").ok()
     });
     let feeds = STDIN.as_ref().is_some_and(|re| re.is_match(command));
     std::env::var_os("SUDO_PASSWORD").is_none() && feeds
@@ -155,6 +165,16 @@ mod tests {
         assert_eq!(rewrite("ls # sudo rm\nsudo id").1, 1);
         assert_eq!(rewrite("visudo").1, 0);
         assert_eq!(rewrite("(sudo id)"), ("(sudo -S -p '' id)".into(), 1));
+        // Quotes and escapes inside a word hide what they hold.
+        for hidden in [
+            "echo x\"; sudo rm\"",
+            "a'b; sudo c'",
+            "echo \\; sudo x",
+            "./a=b sudo x",
+        ] {
+            assert_eq!(rewrite(hidden), (hidden.to_owned(), 0), "{hidden}");
+        }
+        assert_eq!(rewrite("x=`sudo id`").1, 1);
         assert!(refused(
             "Sorry, try again.\nsudo: 3 incorrect password attempts"
         ));

@@ -87,6 +87,12 @@ impl Tool for Terminal {
 /// After a command with sudo: a refused password given by the user is forgotten (the
 /// next sudo asks again); a password nobody gave earns the tip.
 fn sudo_outcome(output: &mut String, password: &Password, ctx: &ToolContext) {
+    // A program that read the password line (`head -1; sudo x`) must not show it.
+    if let Password::Configured(p) | Password::Given(p) = password
+        && !p.is_empty()
+    {
+        *output = output.replace(p.as_str(), "***");
+    }
     let lower = output.to_lowercase();
     match password {
         Password::Given(_) if crate::sudo::refused(output) => {
@@ -113,19 +119,20 @@ pub fn spawn_bash(command: &str, cwd: &std::path::Path) -> std::io::Result<tokio
         .spawn()
 }
 
-/// `command` as it runs, and what its standard input gets: each real `sudo` reads the
-/// password (see [`crate::sudo`]).
-async fn with_sudo(command: &str, ctx: &ToolContext) -> (String, Option<String>, Password) {
+/// `command` as it runs, what its standard input gets (each real `sudo` reads the
+/// password: see [`crate::sudo`]), where the password came from, and whether the
+/// command has a real sudo at all.
+async fn with_sudo(command: &str, ctx: &ToolContext) -> (String, Option<String>, Password, bool) {
     let (rewritten, count) = crate::sudo::rewrite(command);
     if count == 0 {
-        return (command.to_owned(), None, Password::None);
+        return (command.to_owned(), None, Password::None, false);
     }
     let found = crate::sudo::password(ctx).await;
     let input = match &found {
-        Password::None => return (command.to_owned(), None, found),
+        Password::None => return (command.to_owned(), None, found, true),
         Password::Configured(p) | Password::Given(p) => format!("{p}\n").repeat(count),
     };
-    (rewritten, Some(input), found)
+    (rewritten, Some(input), found, true)
 }
 
 /// Starts `command`, writing `input` (if any) to its standard input and closing it.
@@ -158,8 +165,11 @@ async fn run_command(
     timeout: Duration,
     ctx: &ToolContext,
 ) -> String {
-    let (command, input, password) = with_sudo(command, ctx).await;
-    let sudo_used = input.is_some() || crate::sudo::rewrite(&command).1 > 0;
+    let (command, input, password, sudo_used) = with_sudo(command, ctx).await;
+    if ctx.is_interrupted() {
+        // The turn was interrupted while sudo's password was asked for.
+        return json!({"output": "", "exit_code": null, "error": "cancelled: the turn was interrupted", "status": "cancelled"}).to_string();
+    }
     let mut child = match start(&command, cwd, input) {
         Ok(c) => c,
         Err(e) => return error_result(format!("cannot start bash: {e}")),

@@ -1692,7 +1692,7 @@ async fn sudo_and_a_skills_secret_are_asked_through_the_tui_prompts() {
     assert_eq!(r["status"], "ok");
     c.until("message.complete").await;
     let env = std::fs::read_to_string(home.path().join(".env")).unwrap();
-    assert!(env.contains("WEATHER_KEY=\"abc 123\""), "{env}");
+    assert!(env.contains("WEATHER_KEY='abc 123'"), "{env}");
     let mode = std::fs::metadata(home.path().join(".env"))
         .unwrap()
         .permissions()
