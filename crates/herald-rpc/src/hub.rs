@@ -9,7 +9,6 @@ use crate::params::{self, required};
 use herald_session::{approval, python_plugins, toolsets};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -219,21 +218,7 @@ pub fn skills_manage(gw: &Gateway, p: params::Hub) -> Result<Value, RpcError> {
         s.name.to_lowercase().contains(&q) || s.description.to_lowercase().contains(&q)
     };
     match action {
-        "list" => {
-            let mut by_category: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for s in &installed {
-                let category = if s.category.is_empty() {
-                    "general"
-                } else {
-                    &s.category
-                };
-                by_category
-                    .entry(category.to_owned())
-                    .or_default()
-                    .push(s.name.clone());
-            }
-            Ok(json!({"skills": by_category}))
-        }
+        "list" => Ok(json!({"skills": crate::info::skills_by_category(&gw.host)})),
         "search" => {
             let q = p.query.unwrap_or_default();
             let results: Vec<Value> = installed

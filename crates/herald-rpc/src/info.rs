@@ -100,7 +100,7 @@ fn credential_warning(host: &Host) -> Option<String> {
 }
 
 /// The installed skills by category (`general` for the ones at the top).
-fn skills_by_category(host: &Host) -> BTreeMap<String, Vec<String>> {
+pub fn skills_by_category(host: &Host) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in host.runtime().skills.discover() {
         let category = match s.category.is_empty() {

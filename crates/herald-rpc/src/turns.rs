@@ -98,6 +98,8 @@ fn complete(end: &RunStatus, streamed: &str, reasoning: &str) -> MessageComplete
 type Started = HashMap<String, (Instant, Value)>;
 
 fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<Out> {
+    // The event's name as the run names it (`sudo.expire`, `secret.expire` ...).
+    let name = kind.name();
     Some(match kind {
         RunEventKind::ToolStarted {
             call_id,
@@ -168,15 +170,10 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
                 },
             )
         }
-        RunEventKind::PromptRequested { request_id, ask } => prompt_event(live, request_id, ask),
-        RunEventKind::PromptExpired { request_id, kind } => {
-            let name = if kind == "sudo" {
-                "sudo.expire"
-            } else {
-                "secret.expire"
-            };
-            event(live, name, Expired { request_id })
+        RunEventKind::PromptRequested { request_id, ask } => {
+            prompt_event(live, name, request_id, ask)
         }
+        RunEventKind::PromptExpired { request_id, .. } => event(live, name, Expired { request_id }),
         _ => return None,
     })
 }
@@ -269,9 +266,9 @@ async fn relay_one(live: &Live, run: &RunHandle) {
 
 /// `sudo.request {request_id}` or `secret.request {prompt, env_var, metadata,
 /// request_id}`, as Hermes's TUI gateway sends them.
-fn prompt_event(live: &Live, request_id: String, ask: PromptAsk) -> Out {
+fn prompt_event(live: &Live, name: &str, request_id: String, ask: PromptAsk) -> Out {
     match ask {
-        PromptAsk::Sudo => event(live, "sudo.request", Expired { request_id }),
+        PromptAsk::Sudo => event(live, name, Expired { request_id }),
         PromptAsk::Secret {
             env_var,
             prompt,
@@ -290,7 +287,7 @@ fn prompt_event(live: &Live, request_id: String, ask: PromptAsk) -> Out {
                 metadata,
                 request_id,
             };
-            event(live, "secret.request", payload)
+            event(live, name, payload)
         }
     }
 }
