@@ -282,7 +282,10 @@ impl LlmClient {
             return Err(LlmError::new(
                 classify(status, &message),
                 Some(status),
-                format!("provider answered HTTP {status}: {message}"),
+                format!(
+                    "provider answered HTTP {status}: {message}{}",
+                    key_hint(status, endpoint)
+                ),
             ));
         }
         if is_json(&resp) {
@@ -502,6 +505,20 @@ async fn read_plain_completion(
         choices: plain.choices,
         usage: plain.usage,
     })
+}
+
+/// For a refused key (401, 403): the setting that supplied it, or that none was sent.
+fn key_hint(status: u16, endpoint: &Endpoint) -> String {
+    if !matches!(status, 401 | 403) {
+        return String::new();
+    }
+    match endpoint.api_key_from.as_deref() {
+        Some(from) => format!(" (the API key comes from `{from}`)"),
+        None if endpoint.api_key == crate::endpoint::NO_KEY => {
+            " (no API key is configured for this endpoint)".to_owned()
+        }
+        None => String::new(),
+    }
 }
 
 /// A transport failure, saying where (host and port, and which setting chose that URL)

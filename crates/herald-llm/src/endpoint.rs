@@ -22,6 +22,9 @@ pub struct Endpoint {
     /// The setting that chose `base_url` (`model.base_url`, `CUSTOM_BASE_URL`, ...), named
     /// in connection errors.
     pub base_url_from: Option<String>,
+    /// The setting that supplied `api_key` (`model.api_key`, `OPENROUTER_API_KEY`, ...),
+    /// named when the provider refuses it.
+    pub api_key_from: Option<String>,
 }
 
 impl Endpoint {
@@ -44,6 +47,7 @@ impl Endpoint {
             stale_timeout: Duration::from_secs(if local { 900 } else { 180 }),
             connect_timeout: Duration::from_secs(30),
             base_url_from: None,
+            api_key_from: None,
         }
     }
 }
@@ -110,30 +114,49 @@ fn host_is(host: &str, domain: &str) -> bool {
 /// The key sent when none is configured (local servers take anything).
 pub const NO_KEY: &str = "no-key-required";
 
+/// An API key and the setting that supplied it (`None` for [`NO_KEY`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKey {
+    pub value: String,
+    pub from: Option<String>,
+}
+
 /// The API key for `base_url` (agent spec §4.1): a key is only sent to its own vendor's
 /// host; a custom endpoint with no key gets `no-key-required`.
 pub fn resolve_api_key(
     base_url: &str,
-    explicit: Option<&str>,
+    explicit: Option<ApiKey>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> String {
-    if let Some(k) = explicit.filter(|k| !k.is_empty()) {
-        return k.to_owned();
+) -> ApiKey {
+    if let Some(k) = explicit.filter(|k| !k.value.is_empty()) {
+        return k;
     }
-    let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let none = || ApiKey {
+        value: NO_KEY.to_owned(),
+        from: None,
+    };
     let Some(host) = host_of(base_url) else {
-        return NO_KEY.to_owned();
+        return none();
     };
-    let vendor_key = if host_is(&host, "ollama.com") {
-        env("OLLAMA_API_KEY")
+    let var = if host_is(&host, "ollama.com") {
+        "OLLAMA_API_KEY".to_owned()
     } else if host_is(&host, "openai.com") || host_is(&host, "openai.azure.com") {
-        env("OPENAI_API_KEY")
+        "OPENAI_API_KEY".to_owned()
     } else if host_is(&host, "openrouter.ai") {
-        env("OPENROUTER_API_KEY")
+        "OPENROUTER_API_KEY".to_owned()
     } else {
-        derived_vendor(&host).and_then(|v| env(&format!("{}_API_KEY", v.to_ascii_uppercase())))
+        match derived_vendor(&host) {
+            Some(v) => format!("{}_API_KEY", v.to_ascii_uppercase()),
+            None => return none(),
+        }
     };
-    vendor_key.unwrap_or_else(|| NO_KEY.to_owned())
+    match env(&var).filter(|v| !v.trim().is_empty()) {
+        Some(value) => ApiKey {
+            value,
+            from: Some(var),
+        },
+        None => none(),
+    }
 }
 
 /// `api.deepseek.com` → `deepseek`; IPs, `localhost` and odd hosts derive nothing.
@@ -213,37 +236,49 @@ mod tests {
 
     #[test]
     fn keys_only_go_to_their_own_host() {
+        let mine = ApiKey {
+            value: "mine".into(),
+            from: Some("model.api_key".into()),
+        };
         assert_eq!(
-            resolve_api_key("https://openrouter.ai/api/v1", None, &env),
+            resolve_api_key("https://openrouter.ai/api/v1", None, &env).value,
             "sk-or"
         );
         assert_eq!(
-            resolve_api_key("https://api.openai.com/v1", None, &env),
+            resolve_api_key("https://api.openai.com/v1", None, &env).value,
             "sk-openai"
         );
         assert_eq!(
-            resolve_api_key("https://api.deepseek.com/v1", None, &env),
+            resolve_api_key("https://api.deepseek.com/v1", None, &env).value,
             "sk-ds"
         );
         assert_eq!(
-            resolve_api_key("http://127.0.0.1:8080/v1", None, &env),
+            resolve_api_key("http://127.0.0.1:8080/v1", None, &env).value,
             "no-key-required"
         );
         assert_eq!(
-            resolve_api_key("http://localhost:11434/v1", None, &env),
+            resolve_api_key("http://localhost:11434/v1", None, &env).value,
             "no-key-required"
         );
         assert_eq!(
-            resolve_api_key("https://openai.com.evil.example/v1", None, &env),
+            resolve_api_key("https://openai.com.evil.example/v1", None, &env).value,
             "no-key-required"
         );
         assert_eq!(
-            resolve_api_key("https://evil.example/openrouter.ai", None, &env),
+            resolve_api_key("https://evil.example/openrouter.ai", None, &env).value,
             "no-key-required"
         );
         assert_eq!(
-            resolve_api_key("http://x:y@10.0.0.1:1/v1", Some("mine"), &env),
-            "mine"
+            resolve_api_key("http://x:y@10.0.0.1:1/v1", Some(mine.clone()), &env),
+            mine
+        );
+        assert_eq!(
+            resolve_api_key("https://api.deepseek.com/v1", None, &env).from,
+            Some("DEEPSEEK_API_KEY".to_owned())
+        );
+        assert_eq!(
+            resolve_api_key("http://127.0.0.1:8080/v1", None, &env).from,
+            None
         );
     }
 

@@ -3,7 +3,7 @@
 //! environment (`CUSTOM_BASE_URL`, `OPENROUTER_BASE_URL`; `OPENAI_BASE_URL` is ignored).
 
 use herald_config::{ModelSettings, ProviderSettings};
-use herald_llm::{Endpoint, check_wire_format, resolve_api_key};
+use herald_llm::{ApiKey, Endpoint, check_wire_format, resolve_api_key};
 use std::time::Duration;
 
 const OPENROUTER_BASE: &str = "https://openrouter.ai/api/v1";
@@ -55,7 +55,7 @@ pub struct Selected {
 /// (for its headers, body and timeouts).
 struct Source<'a> {
     base_url: (String, String),
-    explicit_key: Option<String>,
+    explicit_key: Option<ApiKey>,
     default_model: Option<String>,
     api_mode: Option<String>,
     entry: Option<&'a ProviderSettings>,
@@ -99,9 +99,10 @@ pub fn select(
             )
         })?;
     let (base_url, base_url_from) = source.base_url;
-    let api_key = resolve_api_key(&base_url, source.explicit_key.as_deref(), env);
-    let mut endpoint = Endpoint::new(base_url, api_key, model);
+    let api_key = resolve_api_key(&base_url, source.explicit_key, env);
+    let mut endpoint = Endpoint::new(base_url, api_key.value, model);
     endpoint.base_url_from = Some(base_url_from);
+    endpoint.api_key_from = api_key.from;
     let is_custom = provider == "auto"
         || CUSTOM_ALIASES.contains(&provider.as_str())
         || provider.starts_with("custom:");
@@ -138,6 +139,11 @@ fn source_of<'a>(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Source<'a>, SelectError> {
     let env_key = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let key = |value: String, from: &str| ApiKey {
+        value,
+        from: Some(from.to_owned()),
+    };
+    let key_from_env = |name: &str| env_key(name).map(|v| key(v, name));
     let openrouter = || Source {
         base_url: match env_key("OPENROUTER_BASE_URL") {
             Some(url) => (url, "OPENROUTER_BASE_URL".to_owned()),
@@ -160,7 +166,7 @@ fn source_of<'a>(
             .or_else(|| env_key("CUSTOM_BASE_URL").map(|b| (b, "CUSTOM_BASE_URL".to_owned())))?;
         Some(Source {
             base_url,
-            explicit_key: settings.api_key.clone(),
+            explicit_key: settings.api_key.clone().map(|k| key(k, "model.api_key")),
             default_model: None,
             api_mode: settings.api_mode.clone(),
             entry: None,
@@ -185,7 +191,8 @@ fn source_of<'a>(
                 explicit_key: entry
                     .api_key
                     .clone()
-                    .or_else(|| entry.key_env.as_deref().and_then(env_key)),
+                    .map(|k| key(k, &format!("custom_providers[{name}].api_key")))
+                    .or_else(|| entry.key_env.as_deref().and_then(key_from_env)),
                 default_model: entry.default_model.clone(),
                 api_mode: entry.api_mode.clone(),
                 entry: Some(entry),
@@ -216,8 +223,8 @@ fn source_of<'a>(
                 explicit_key: entry
                     .key_env
                     .as_deref()
-                    .and_then(env_key)
-                    .or_else(|| entry.api_key.clone()),
+                    .and_then(key_from_env)
+                    .or_else(|| entry.api_key.clone().map(|k| key(k, &format!("providers.{p}.api_key")))),
                 default_model: entry.default_model.clone(),
                 api_mode: entry.api_mode.clone(),
                 entry: Some(entry),

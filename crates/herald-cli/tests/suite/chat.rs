@@ -970,3 +970,61 @@ fn a_local_provider_that_refuses_fails_fast() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_refused_key_names_the_setting_that_supplied_it() {
+    let refuse = || {
+        FakeProvider::start(vec![Scripted::Status(
+            401,
+            r#"{"error": {"message": "invalid key"}}"#.into(),
+        )])
+    };
+    // The key written in config.yaml.
+    let provider = refuse();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model:\n  default: m\n  base_url: {}\n  api_key: sk-written-in-config-123\n",
+            provider.base_url
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("HTTP 401: invalid key"), "{err}");
+    assert!(
+        err.contains("the API key comes from `model.api_key`"),
+        "{err}"
+    );
+    assert!(!err.contains("sk-written-in-config-123"), "{err}");
+    // A provider entry's key_env, set in .env.
+    let provider = refuse();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model:\n  default: m\n  provider: team\nproviders:\n  team:\n    base_url: {}\n    key_env: TEAM_LLM_KEY\n",
+            provider.base_url
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".env"),
+        "TEAM_LLM_KEY=sk-from-dotenv-456\n",
+    )
+    .unwrap();
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the API key comes from `TEAM_LLM_KEY`"),
+        "{err}"
+    );
+    // No key at all.
+    let provider = refuse();
+    let home = home_for(&provider);
+    let (_, _, err) = chat(home.path(), &["-Q", "-q", "hi"], None);
+    assert!(
+        err.contains("no API key is configured for this endpoint"),
+        "{err}"
+    );
+}
