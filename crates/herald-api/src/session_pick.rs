@@ -173,7 +173,7 @@ pub fn route_model(api: &Api, session: &Session, model: &str) {
         _ => return,
     };
     let mut endpoint = runtime.switch_model(&spec).unwrap_or_else(|_| {
-        let mut e = runtime.endpoint.clone();
+        let mut e = runtime.endpoint();
         e.model = route.model.clone().unwrap_or(e.model);
         e
     });

@@ -40,13 +40,14 @@ fn report(home: &Home, host: &Host) -> ExitCode {
     let Some(provider) = resolved_provider(host) else {
         eprintln!(
             "herald ACP check failed: no credential for provider {} (model {}): set its API key or run `herald acp --setup`",
-            runtime.provider, runtime.endpoint.model
+            runtime.provider,
+            runtime.endpoint().model
         );
         return ExitCode::FAILURE;
     };
     outln!(
         "herald ACP check OK: model {} on provider {provider}, sessions in {}",
-        runtime.endpoint.model,
+        runtime.endpoint().model,
         home.state_db_file().display()
     );
     ExitCode::SUCCESS

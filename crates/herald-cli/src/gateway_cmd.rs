@@ -281,6 +281,7 @@ async fn prepare_webhook(config: &Config) -> anyhow::Result<Option<WebhookFront>
     tracing::info!(targets = ?targets.names(), "delivery targets ready");
     let findings = herald_gateway::findings::gather(config, &targets);
     let gateway = Arc::new(Gateway::new(config, store, targets, Arc::new(SystemClock)));
+    herald_gateway::live_targets::reload_on_sighup(gateway.targets.clone(), config.home.clone());
     let from_env = herald_config::config::webhook_port_from_env(&process_env).is_some();
     let setting = match from_env {
         true => "WEBHOOK_PORT",

@@ -67,6 +67,27 @@ fn is_alive(pid: u32) -> bool {
     sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// `herald gateway reload`: sends the gateway on this home SIGHUP, on which it reads
+/// `.env` again, rebuilds its delivery targets and reloads its Python plugins.
+pub fn reload(home: &Home) -> anyhow::Result<ExitCode> {
+    let Some(gateway) = running_gateway(home) else {
+        outln!("No gateway runs on this home; .env, targets and plugins are read when it starts.");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let pid = i32::try_from(gateway.pid).context("a pid out of range")?;
+    // SAFETY: sends SIGHUP to the process gateway.json names (alive a moment ago).
+    let sent = unsafe { libc::kill(pid, libc::SIGHUP) };
+    if sent != 0 {
+        let e = std::io::Error::last_os_error();
+        eprintln!("herald: cannot signal the gateway (pid {pid}): {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    outln!(
+        "Asked the gateway (pid {pid}) to reload .env, its delivery targets and its plugins; its log says what it loaded."
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     outln!("Home: {}", home.root().display());
     let running = running_gateway(home);

@@ -120,6 +120,9 @@ enum GatewayCommand {
     /// Is a gateway running on this home: its pid, ports and inbox counts by state
     /// (exit 0 when running, 3 when not).
     Status,
+    /// Make the running gateway read .env again, rebuild its delivery targets and
+    /// reload its Python plugins (it gets SIGHUP), without a restart.
+    Reload,
 }
 
 /// mimalloc v3's `mi_option_t` indexes of the options herald sets.
@@ -217,6 +220,9 @@ fn main() -> ExitCode {
         Command::Gateway {
             command: GatewayCommand::Status,
         } => gateway_status::run(&home),
+        Command::Gateway {
+            command: GatewayCommand::Reload,
+        } => gateway_status::reload(&home),
         Command::Config {
             command: ConfigCommand::Check,
         } => config_check::run(&home),

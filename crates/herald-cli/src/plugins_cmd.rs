@@ -27,8 +27,8 @@ pub enum PluginsCommand {
         #[arg(allow_hyphen_values = true)]
         name: String,
     },
-    /// Make a running gateway load its plugins again (it gets SIGHUP; `herald rpc` and
-    /// `herald acp` reload on SIGHUP too).
+    /// Make a running gateway load its plugins again (the same SIGHUP as `herald gateway
+    /// reload`; `herald rpc` and `herald acp` reload on SIGHUP too).
     Reload,
 }
 
@@ -40,7 +40,7 @@ pub fn run(home: &Home, command: PluginsCommand) -> anyhow::Result<ExitCode> {
         PluginsCommand::List { json } => list(home, &plugins, json),
         PluginsCommand::Enable { name } => switch(home, &plugins, &name, true),
         PluginsCommand::Disable { name } => switch(home, &plugins, &name, false),
-        PluginsCommand::Reload => reload(home),
+        PluginsCommand::Reload => crate::gateway_status::reload(home),
     }
 }
 
@@ -113,22 +113,5 @@ fn switch(
             key
         ),
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn reload(home: &Home) -> anyhow::Result<ExitCode> {
-    let Some(gateway) = crate::gateway_status::running_gateway(home) else {
-        outln!("No gateway runs on this home; plugins load when herald starts.");
-        return Ok(ExitCode::SUCCESS);
-    };
-    let pid = i32::try_from(gateway.pid).context("a pid out of range")?;
-    // SAFETY: sends SIGHUP to the process gateway.json names (alive a moment ago).
-    let sent = unsafe { libc::kill(pid, libc::SIGHUP) };
-    if sent != 0 {
-        let e = std::io::Error::last_os_error();
-        eprintln!("herald: cannot signal the gateway (pid {pid}): {e}");
-        return Ok(ExitCode::FAILURE);
-    }
-    outln!("Asked the gateway (pid {pid}) to reload its plugins; its log says what loaded.");
     Ok(ExitCode::SUCCESS)
 }

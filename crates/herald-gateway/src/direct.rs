@@ -3,7 +3,8 @@
 //! requests with the same delivery id send once (the others get its outcome).
 
 use crate::answer::Answer;
-use herald_deliver::{OutgoingMessage, RetryPolicy, TargetSet, send_with_retries};
+use crate::live_targets::LiveTargets;
+use herald_deliver::{OutgoingMessage, RetryPolicy, send_with_retries};
 use herald_store::{NewDelivery, Store};
 use herald_webhook::quoted::cut;
 use std::collections::HashMap;
@@ -89,15 +90,14 @@ impl InFlight {
 /// gets that send's outcome (a success as `duplicate`, since its key is now recorded).
 pub async fn deliver(
     store: &Store,
-    targets: &TargetSet,
-    env: &EnvWatch,
+    targets: &LiveTargets,
     in_flight: &InFlight,
     send: DirectSend<'_>,
 ) -> Answer {
     loop {
         match in_flight.role(send.route, send.delivery_id) {
             Role::Send(guard) => {
-                let answer = deliver_locked(store, targets, env, &send).await;
+                let answer = deliver_locked(store, targets, &send).await;
                 guard.publish(&answer);
                 return answer;
             }
@@ -122,12 +122,7 @@ pub async fn deliver(
     }
 }
 
-async fn deliver_locked(
-    store: &Store,
-    targets: &TargetSet,
-    env: &EnvWatch,
-    send: &DirectSend<'_>,
-) -> Answer {
+async fn deliver_locked(store: &Store, targets: &LiveTargets, send: &DirectSend<'_>) -> Answer {
     let (route, id) = (send.route, send.delivery_id);
     match store.seen(route, id, send.now_ms).await {
         Ok(true) => {
@@ -147,7 +142,7 @@ async fn deliver_locked(
                 send_with_retries(target.as_ref(), &send.message, &RetryPolicy::direct()).await;
             (attempted.result.map_err(|e| e.message), attempted.attempts)
         }
-        Err(why) => (Err(env.explain(why)), 0),
+        Err(why) => (Err(why), 0),
     };
     let latency_ms = started.elapsed().as_millis() as u64;
     let delivered = result.is_ok();
@@ -185,34 +180,4 @@ async fn deliver_locked(
             Answer::delivery_failed(id)
         }
     }
-}
-
-/// `.env` as the gateway read it at start: the delivery targets are built from it once,
-/// so a target that is missing after `.env` changed says to restart.
-pub struct EnvWatch {
-    file: std::path::PathBuf,
-    at_start: Option<std::time::SystemTime>,
-}
-
-impl EnvWatch {
-    pub(crate) fn new(file: std::path::PathBuf) -> EnvWatch {
-        let at_start = modified(&file);
-        EnvWatch { file, at_start }
-    }
-
-    /// `why` a target is missing, with the restart it needs when `.env` changed since the
-    /// start (a reload by SIGHUP or `herald plugins reload` reloads plugins only).
-    pub(crate) fn explain(&self, why: String) -> String {
-        if modified(&self.file) == self.at_start {
-            return why;
-        }
-        format!(
-            "{why}; {} changed after this gateway started and delivery targets are read only at start: restart the gateway to use it",
-            self.file.display()
-        )
-    }
-}
-
-fn modified(file: &std::path::Path) -> Option<std::time::SystemTime> {
-    std::fs::metadata(file).and_then(|m| m.modified()).ok()
 }

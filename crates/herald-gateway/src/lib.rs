@@ -9,6 +9,7 @@ mod dir_watch;
 pub mod direct;
 pub mod findings;
 mod heavy_work;
+pub mod live_targets;
 pub mod pipeline;
 mod process_tree;
 pub mod rate_limit;
@@ -19,6 +20,7 @@ pub mod server;
 pub mod worker;
 
 pub use answer::Answer;
+pub use live_targets::LiveTargets;
 pub use pipeline::Gateway;
 pub use server::router;
 pub use worker::{Backoff, ProfileTemplates, RunTemplate, Workers};

@@ -4,6 +4,7 @@
 use crate::answer::Answer;
 use crate::direct::{self, DirectSend, InFlight};
 use crate::heavy_work::HeavyWork;
+use crate::live_targets::LiveTargets;
 use crate::rate_limit::RateLimiter;
 use crate::reject_log::{Reason, RejectLog};
 use crate::routes::RouteRegistry;
@@ -50,7 +51,7 @@ const KEPT_HEADERS: &[&str] = &[
 /// Everything a request needs, shared by all requests.
 pub struct Gateway {
     pub registry: RouteRegistry,
-    pub targets: TargetSet,
+    pub targets: Arc<LiveTargets>,
     in_flight: InFlight,
     pub store: Store,
     pub clock: Arc<dyn Clock>,
@@ -73,14 +74,12 @@ pub struct Gateway {
     health_reader: Mutex<Option<herald_store::StoreReader>>,
     /// Big bodies' verifying and parsing, off the async workers.
     heavy: HeavyWork,
-    /// `.env` as it was at start (the targets were built from it then).
-    pub(crate) env_watch: crate::direct::EnvWatch,
 }
 
 impl Gateway {
     pub fn new(config: &Config, store: Store, targets: TargetSet, clock: Arc<dyn Clock>) -> Self {
         Gateway {
-            targets,
+            targets: Arc::new(LiveTargets::new(targets, config.home.env_file())),
             in_flight: InFlight::default(),
             registry: RouteRegistry::new(config),
             store,
@@ -100,7 +99,6 @@ impl Gateway {
             work_notify: Arc::new(tokio::sync::Notify::new()),
             health_reader: Mutex::new(None),
             heavy: HeavyWork::default(),
-            env_watch: crate::direct::EnvWatch::new(config.home.env_file()),
         }
     }
 
@@ -336,14 +334,7 @@ impl Gateway {
                 message: OutgoingMessage::new(prompt, deliver_extra),
                 now_ms: self.clock.now_ms(),
             };
-            return direct::deliver(
-                &self.store,
-                &self.targets,
-                &self.env_watch,
-                &self.in_flight,
-                send,
-            )
-            .await;
+            return direct::deliver(&self.store, &self.targets, &self.in_flight, send).await;
         }
         let item = NewInboxItem {
             route: route_name.to_owned(),

@@ -52,6 +52,33 @@ impl Endpoint {
     }
 }
 
+/// An endpoint that may be chosen again while it is shared (a key rotated in a
+/// reloaded `.env`): readers take a copy, so a call in flight keeps the one it began with.
+#[derive(Debug, Clone)]
+pub struct SharedEndpoint(std::sync::Arc<std::sync::RwLock<Endpoint>>);
+
+impl SharedEndpoint {
+    pub fn new(endpoint: Endpoint) -> SharedEndpoint {
+        SharedEndpoint(std::sync::Arc::new(std::sync::RwLock::new(endpoint)))
+    }
+
+    /// The endpoint as it is now.
+    pub fn get(&self) -> Endpoint {
+        match self.0.read() {
+            Ok(e) => e.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Uses `endpoint` from the next [`SharedEndpoint::get`] on.
+    pub fn set(&self, endpoint: Endpoint) {
+        match self.0.write() {
+            Ok(mut e) => *e = endpoint,
+            Err(poisoned) => *poisoned.into_inner() = endpoint,
+        }
+    }
+}
+
 /// A URL as it may be shown (to a client, in a log): without the `user:password@`
 /// written into it.
 pub fn without_credentials(url: &str) -> String {

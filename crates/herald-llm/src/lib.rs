@@ -16,5 +16,7 @@ pub mod sse;
 
 pub use assemble::{Assembler, DeltaEvent};
 pub use client::{CallOutcome, LlmClient, RetryConfig};
-pub use endpoint::{ApiKey, Endpoint, check_wire_format, resolve_api_key, without_credentials};
+pub use endpoint::{
+    ApiKey, Endpoint, SharedEndpoint, check_wire_format, resolve_api_key, without_credentials,
+};
 pub use error::{ErrorClass, LlmError};

@@ -159,7 +159,7 @@ pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcErr
                 .and_then(|l| l.conversation.session().endpoint())
                 .map(|e| e.model);
             Ok(ConfigValue::Value {
-                value: session_model.unwrap_or_else(|| runtime.endpoint.model.clone()),
+                value: session_model.unwrap_or_else(|| runtime.endpoint().model),
             })
         }
         "mtime" => {
@@ -193,9 +193,9 @@ pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcErr
         "config" | "full" => Ok(ConfigValue::Config {
             config: ConfigShown {
                 model: ModelShown {
-                    default: runtime.endpoint.model.clone(),
+                    default: runtime.endpoint().model,
                     provider: runtime.provider.clone(),
-                    base_url: runtime.endpoint.shown_base_url(),
+                    base_url: runtime.endpoint().shown_base_url(),
                 },
                 agent: AgentShown {
                     max_turns: runtime.max_iterations,

@@ -155,9 +155,10 @@ pub fn clipboard_paste(gw: &Gateway, p: params::Target) -> Result<(), RpcError> 
 }
 
 /// `reload.env`: `<home>/.env` read again; `{updated}` counts the variables it changed.
-/// Credentials looked up from now on (a `/model` switch) see the new values.
+/// Credentials looked up from now on (a `/model` switch, a session opened by `/new`)
+/// see the new values; an open session keeps its own, as in Hermes.
 pub fn reload_env(gw: &Gateway) -> Result<Updated, RpcError> {
-    herald_config::reload_dotenv(&gw.host.runtime().home)
+    herald_session::reload_env(std::slice::from_ref(gw.host.runtime()))
         .map(|updated| Updated { updated })
         .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))
 }

@@ -146,7 +146,7 @@ pub async fn start_together(built: Vec<Built>) -> Vec<Arc<Host>> {
         runtime.use_python_plugins(python.clone());
     }
     if built.iter().any(|b| b.sighup) {
-        crate::plugin_reload::reload_on_sighup(runtimes);
+        crate::reload::reload_on_sighup(runtimes);
     }
     for b in &built {
         recover_quietly(&b.host).await;

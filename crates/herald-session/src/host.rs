@@ -523,7 +523,7 @@ impl Host {
             observers,
             state: Mutex::new(SessionState {
                 history,
-                endpoint: rt.endpoint.clone(),
+                endpoint: rt.endpoint(),
                 running: None,
                 compressions: 0,
             }),
@@ -541,7 +541,7 @@ impl Host {
         let header = NewSession {
             id: session.0.id.clone(),
             source: session.0.source.clone(),
-            model: self.runtime.endpoint.model.clone(),
+            model: self.runtime.endpoint().model,
             system_prompt: session.0.system_prompt.clone(),
             cwd: session.0.cwd.display().to_string(),
         };

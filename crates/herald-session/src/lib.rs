@@ -36,9 +36,9 @@ pub mod images;
 pub mod model_options;
 pub mod model_select;
 pub mod ops;
-pub mod plugin_reload;
 pub mod prompt;
 pub mod prompt_files;
+pub mod reload;
 pub mod runs;
 pub mod runtime;
 pub mod sessions;
@@ -65,7 +65,7 @@ pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, T
 pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use ops::{Op, OpError, Outcome};
-pub use plugin_reload::{reload_on_sighup, reload_python_plugins};
+pub use reload::{reload_env, reload_on_sighup, reload_python_plugins};
 pub use runs::{
     PromptAsk, RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState, RunStatus,
 };

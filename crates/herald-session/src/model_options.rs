@@ -55,7 +55,7 @@ fn own_model(rt: &Runtime, id: &str) -> Option<String> {
 /// then each other saved provider's own model as `provider:model` (what `/model` and
 /// `-m` take).
 pub fn configured_models(rt: &Runtime) -> Vec<String> {
-    let mut out = vec![rt.endpoint.model.clone()];
+    let mut out = vec![rt.endpoint().model];
     for id in provider_ids(rt).into_iter().skip(1) {
         if let Some(m) = own_model(rt, &id).filter(|m| !m.is_empty()) {
             out.push(format!("{id}:{m}"));
@@ -126,7 +126,7 @@ impl ModelOptions {
         }
         ModelInventory {
             providers,
-            model: rt.endpoint.model.clone(),
+            model: rt.endpoint().model,
             provider: rt.provider.clone(),
         }
     }
@@ -142,7 +142,7 @@ impl ModelOptions {
         refresh: bool,
     ) -> ProviderRow {
         let endpoint = if current {
-            Some(rt.endpoint.clone())
+            Some(rt.endpoint())
         } else {
             model_select::select(rt.model_settings(), None, Some(&id), &process_env)
                 .ok()
@@ -162,7 +162,7 @@ impl ModelOptions {
         };
         let mut models = models.unwrap_or_default();
         let named = match current {
-            true => Some(rt.endpoint.model.clone()),
+            true => Some(rt.endpoint().model),
             false => own_model(rt, &id),
         };
         if let Some(m) = named.filter(|m| !models.contains(m) && !m.is_empty()) {

@@ -9,7 +9,7 @@ use crate::prompt_files::{PromptFileCache, PromptFiles};
 use herald_agent::skills::SkillLibrary;
 use herald_agent::{Plugins, Tool, ToolRegistry, toolsets};
 use herald_config::{AgentSettings, Config, Home, ModelSettings, process_env};
-use herald_llm::{Endpoint, RetryConfig};
+use herald_llm::{Endpoint, RetryConfig, SharedEndpoint};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -96,7 +96,10 @@ pub struct Runtime {
     pub settings: AgentSettings,
     /// The model settings, for switching models later (`/model`).
     model_settings: ModelSettings,
-    pub endpoint: Endpoint,
+    /// The `-m` and `--provider` this runtime was built with, to choose again on reload.
+    choice: (Option<String>, Option<String>),
+    /// Chosen at start and again when `.env` is reloaded ([`Runtime::reselect_endpoint`]).
+    endpoint: SharedEndpoint,
     /// The provider as chosen (`openrouter`, `custom`, a `providers:` key, `auto`).
     pub provider: String,
     pub registry: ToolRegistry,
@@ -139,20 +142,19 @@ impl Runtime {
         }
         let selected =
             model_select::select(&config.model, choice.model, choice.provider, &process_env)?;
+        let endpoint = SharedEndpoint::new(selected.endpoint);
         let skills = skill_library(home, &settings, platform);
         let jobs = herald_tools::process::Jobs::default();
-        let registry = tool_registry(
-            jobs.clone(),
-            &settings,
-            &selected.endpoint,
-            &skills,
-            platform,
-        );
+        let registry = tool_registry(jobs.clone(), &settings, &endpoint, &skills, platform);
         Ok(Runtime {
             home: home.clone(),
             platform,
             model_settings: config.model.clone(),
-            endpoint: selected.endpoint,
+            choice: (
+                choice.model.map(str::to_owned),
+                choice.provider.map(str::to_owned),
+            ),
+            endpoint,
             provider: selected.provider,
             registry,
             jobs,
@@ -267,10 +269,37 @@ impl Runtime {
             .unwrap_or(DEFAULT_CONTEXT)
     }
 
+    /// The endpoint sessions opened now start with.
+    pub fn endpoint(&self) -> Endpoint {
+        self.endpoint.get()
+    }
+
+    /// Chooses the endpoint again from the model settings read at start and the
+    /// environment as it is now (after `.env` was reloaded), so a rotated key is used
+    /// by the sessions opened from now on. A choice that lands on another provider is
+    /// not taken: that needs a restart.
+    pub fn reselect_endpoint(&self) -> Result<(), SelectError> {
+        let (model, provider) = &self.choice;
+        let selected = model_select::select(
+            &self.model_settings,
+            model.as_deref(),
+            provider.as_deref(),
+            &process_env,
+        )?;
+        if selected.provider != self.provider {
+            return Err(SelectError(format!(
+                "the provider would now be `{}`, not `{}`: restart to switch providers",
+                selected.provider, self.provider
+            )));
+        }
+        self.endpoint.set(selected.endpoint);
+        Ok(())
+    }
+
     /// Whether the model's provider has a credential: a key of its own, or a local
     /// server (loopback) that needs none.
     pub fn credential_resolves(&self) -> bool {
-        endpoint_has_credential(&self.endpoint)
+        endpoint_has_credential(&self.endpoint())
     }
 
     /// The endpoint for a `/model SPEC` switch (also `provider:model`).
@@ -383,7 +412,7 @@ fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> S
 fn tool_registry(
     jobs: herald_tools::process::Jobs,
     settings: &AgentSettings,
-    endpoint: &Endpoint,
+    endpoint: &SharedEndpoint,
     skills: &SkillLibrary,
     platform: Platform,
 ) -> ToolRegistry {
@@ -440,7 +469,7 @@ mod tests {
             let r = runtime(yaml, platform).unwrap();
             assert_eq!(r.provider, "my-vllm");
             assert_eq!(
-                r.endpoint.base_url_from.as_deref(),
+                r.endpoint().base_url_from.as_deref(),
                 Some("providers.my-vllm.base_url")
             );
         }

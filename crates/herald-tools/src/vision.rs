@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use herald_agent::tool::{Tool, ToolContext, ToolFuture};
-use herald_llm::{Endpoint, LlmClient};
+use herald_llm::{LlmClient, SharedEndpoint};
 use serde_json::{Value, json};
 
 /// Largest local image sent.
@@ -11,7 +11,7 @@ pub const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
 
 pub struct VisionAnalyze {
     pub client: LlmClient,
-    pub endpoint: Endpoint,
+    pub endpoint: SharedEndpoint,
     /// Local file paths allowed (never for webhook-started runs).
     pub allow_local_files: bool,
 }
@@ -91,8 +91,9 @@ impl Tool for VisionAnalyze {
                 Ok(u) => u,
                 Err(e) => return json!({ "error": e }).to_string(),
             };
+            let endpoint = self.endpoint.get();
             let body = json!({
-                "model": self.endpoint.model,
+                "model": endpoint.model,
                 "messages": [{"role": "user", "content": [
                     {"type": "text", "text": question},
                     {"type": "image_url", "image_url": {"url": url}}
@@ -100,11 +101,7 @@ impl Tool for VisionAnalyze {
                 "stream": true,
                 "stream_options": {"include_usage": true}
             });
-            match self
-                .client
-                .stream_body(&self.endpoint, &body, &mut |_| {})
-                .await
-            {
+            match self.client.stream_body(&endpoint, &body, &mut |_| {}).await {
                 Ok(c) => {
                     let text = c
                         .choices

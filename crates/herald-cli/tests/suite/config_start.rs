@@ -4,6 +4,7 @@
 use super::support::*;
 use reqwest::StatusCode;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 #[tokio::test]
 async fn first_start_writes_a_default_config_and_serves() {
@@ -624,7 +625,8 @@ fn webhook_port_from_the_environment_warns_when_ignored_and_a_busy_port_names_it
 }
 
 #[tokio::test]
-async fn a_target_missing_after_env_changed_says_to_restart_the_gateway() {
+async fn a_token_added_to_env_is_used_after_a_reload() {
+    let fake = super::fakes::Fake::start(super::fakes::telegram_ok());
     let h = Herald::start(&config_with_routes(
         "        tg:\n          deliver: telegram\n          deliver_only: true\n          prompt: hi\n          deliver_extra: {chat_id: '1'}\n",
     ));
@@ -640,14 +642,79 @@ async fn a_target_missing_after_env_changed_says_to_restart_the_gateway() {
         before.contains("not configured: set TELEGRAM_BOT_TOKEN"),
         "{before}"
     );
-    assert!(!before.contains("restart the gateway"), "{before}");
-    std::fs::write(h.home().join(".env"), "TELEGRAM_BOT_TOKEN=123:abc\n").unwrap();
+    assert!(!before.contains("reads it again"), "{before}");
+    std::fs::write(
+        h.home().join(".env"),
+        format!(
+            "TELEGRAM_BOT_TOKEN=123:abc\nTELEGRAM_BASE_URL={}/bot\n",
+            fake.base
+        ),
+    )
+    .unwrap();
+    // Not read yet: the answer says how to use it.
     let (s, _) = h.github("tg", "push", "{}", Some("d-2")).await;
     assert_eq!(s, StatusCode::BAD_GATEWAY);
     let after = errors(&h);
     assert!(
-        after.contains("changed after this gateway started")
-            && after.contains("restart the gateway to use it"),
+        after.contains("changed after the delivery targets were read")
+            && after.contains("`herald gateway reload` (SIGHUP) reads it again"),
         "{after}"
     );
+    let (code, out, err) = h.cli(&["gateway", "reload"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Asked the gateway"), "{out}");
+    let log = h.log_once_it_has("delivery targets reloaded");
+    assert!(log.contains("delivery targets reloaded"), "{log}");
+    let (s, b) = h.github("tg", "push", "{}", Some("d-3")).await;
+    assert_eq!(
+        (s, b["status"].as_str()),
+        (StatusCode::OK, Some("delivered")),
+        "{b}"
+    );
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].path, "/bot123:abc/sendMessage");
+}
+
+#[tokio::test]
+async fn a_provider_key_rotated_in_env_is_used_by_the_next_run_after_a_reload() {
+    let provider = herald_test_support::FakeProvider::start(vec![
+        herald_test_support::Scripted::text("first"),
+        herald_test_support::Scripted::text("second"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model:\n  default: fake-model\n  provider: team\nproviders:\n  team:\n    base_url: {}\n    key_env: TEAM_LLM_KEY\n{}",
+            provider.base_url,
+            config_with_routes("        pr:\n          prompt: 'go'\n          deliver: log\n")
+        ),
+    )
+    .unwrap();
+    std::fs::write(home.path().join(".env"), "TEAM_LLM_KEY=sk-old-key-1\n").unwrap();
+    let h = Herald::start_in(home, &[]);
+    let bearer = |n: usize| {
+        let reqs = provider.requests();
+        (reqs.len() > n).then(|| {
+            reqs[n].headers["authorization"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+    };
+    let (s, _) = h.github("pr", "push", "{}", Some("k-1")).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let first = wait_for(Duration::from_secs(20), "the first run", || bearer(0)).await;
+    assert_eq!(first, "Bearer sk-old-key-1");
+    std::fs::write(h.home().join(".env"), "TEAM_LLM_KEY=sk-new-key-2\n").unwrap();
+    let (code, _, err) = h.cli(&["gateway", "reload"]);
+    assert_eq!(code, 0, "{err}");
+    let log = h.log_once_it_has(".env reloaded");
+    assert!(log.contains(".env reloaded"), "{log}");
+    let (s, _) = h.github("pr", "push", "{}", Some("k-2")).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let second = wait_for(Duration::from_secs(20), "the second run", || bearer(1)).await;
+    assert_eq!(second, "Bearer sk-new-key-2");
+    assert!(!h.log().contains("sk-new-key-2"), "a key in the log");
 }

@@ -77,7 +77,6 @@ async fn deliver(shared: &Shared, item: &InboxItem, started: i64) {
     let target = match shared.gateway.targets.get(&item.deliver) {
         Ok(t) => t,
         Err(why) => {
-            let why = shared.gateway.env_watch.explain(why);
             tracing::warn!(inbox_id = item.id, route = %item.route, target = %item.deliver, error = %why, "answer cannot be delivered; entry is dead");
             let rec = delivery_record(item, "failed", Some(why.clone()));
             let dead = store.mark_dead(item.id, Stage::Delivery, started, why, Some(rec));

@@ -106,7 +106,7 @@ impl Host {
         ];
         let endpoint = session
             .endpoint()
-            .unwrap_or_else(|| self.runtime.endpoint.clone());
+            .unwrap_or_else(|| self.runtime.endpoint());
         let answer = self
             .client
             .stream_once(&endpoint, &ask, &[], &mut |_| {})

@@ -145,7 +145,11 @@ async fn vision_sends_the_image_as_a_content_part() {
     ctx.cwd = dir.path().to_path_buf();
     let tool = herald_tools::VisionAnalyze {
         client: herald_llm::LlmClient::new(),
-        endpoint: herald_llm::Endpoint::new(&provider.base_url, "k", "vision-model"),
+        endpoint: herald_llm::SharedEndpoint::new(herald_llm::Endpoint::new(
+            &provider.base_url,
+            "k",
+            "vision-model",
+        )),
         allow_local_files: true,
     };
     let out: Value = serde_json::from_str(
