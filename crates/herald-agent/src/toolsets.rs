@@ -121,17 +121,23 @@ fn expand(name: &str, tools: &mut Vec<String>, seen: &mut Vec<String>) {
     }
 }
 
-/// The tools of a webhook-started run: the route's list replaces the platform list,
-/// which replaces the `hermes-webhook` default; unknown and forbidden names are dropped.
+/// The toolsets of a webhook-started run: the route's list replaces the platform list,
+/// which replaces the `hermes-webhook` default.
+pub fn webhook_toolsets(route: Option<&[String]>, platform: Option<&[String]>) -> Vec<String> {
+    match (route, platform) {
+        (Some(r), _) if !r.is_empty() => r.to_vec(),
+        (_, Some(p)) if !p.is_empty() => p.to_vec(),
+        _ => vec!["hermes-webhook".to_owned()],
+    }
+}
+
+/// The tools of a webhook-started run ([`webhook_toolsets`]); unknown and forbidden
+/// names are dropped.
 pub fn webhook_tools(
     route: Option<&[String]>,
     platform: Option<&[String]>,
 ) -> (Vec<String>, Vec<String>) {
-    let chosen: Vec<String> = match (route, platform) {
-        (Some(r), _) if !r.is_empty() => r.to_vec(),
-        (_, Some(p)) if !p.is_empty() => p.to_vec(),
-        _ => vec!["hermes-webhook".to_owned()],
-    };
+    let chosen = webhook_toolsets(route, platform);
     let (allowed, forbidden): (Vec<String>, Vec<String>) = chosen
         .into_iter()
         .partition(|n| !WEBHOOK_FORBIDDEN.contains(&n.as_str()));

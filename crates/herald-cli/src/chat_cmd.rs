@@ -209,7 +209,14 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| Platform::Cli.default_toolsets(&built.config));
     let (tool_names, unknown) = toolsets::resolve(&requested);
-    for u in &unknown {
+    let mcp_server = |u: &str| {
+        let servers = &built.config.mcp.servers;
+        servers
+            .iter()
+            .any(|s| herald_session::mcp::naming::names_server(u, &s.name))
+            || u == "no_mcp"
+    };
+    for u in unknown.iter().filter(|u| !mcp_server(u)) {
         eprintln!("herald: warning: unknown toolset `{u}` ignored");
     }
     let Some(preloaded) = preload_skills(home, built.host.runtime(), &args.skills) else {
@@ -223,6 +230,7 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         let chat = Chat {
             host: built.start().await,
             tool_names,
+            toolsets: args.toolsets.clone(),
             preloaded,
             cwd: std::env::current_dir().ok(),
             max_turns: args.max_turns,
@@ -267,6 +275,8 @@ fn preload_skills(
 struct Chat {
     host: Arc<Host>,
     tool_names: Vec<String>,
+    /// The `-t` toolsets, when given (they also choose the MCP servers).
+    toolsets: Option<Vec<String>>,
     preloaded: Vec<(String, String)>,
     cwd: Option<PathBuf>,
     max_turns: Option<u32>,
@@ -296,6 +306,9 @@ impl Chat {
         options.cwd = self.host.runtime().cwd.clone().or_else(|| self.cwd.clone());
         options.max_iterations = self.max_turns;
         options.yolo = self.yolo;
+        if let (Some(asked), Some(pool)) = (&self.toolsets, self.host.runtime().mcp()) {
+            options.mcp = Some(herald_session::McpGrant::interactive(asked, &pool));
+        }
         options
     }
 

@@ -38,6 +38,8 @@ const AGENT_SECTIONS: &[&str] = &[
     "skills",
     "plugins",
     "max_live_sessions",
+    "mcp_servers",
+    "mcp_discovery_timeout",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -193,6 +195,8 @@ pub struct Config {
     pub platforms: std::collections::BTreeMap<String, crate::platforms::PlatformSettings>,
     /// The agent's settings (limits, terminal, approvals, web, skills), typed.
     pub agent: crate::agent_settings::AgentSettings,
+    /// `mcp_servers:` and `mcp_discovery_timeout`.
+    pub mcp: crate::mcp_settings::McpSettings,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
     /// Mistakes herald serves through that change what routes do, in plain words (see
@@ -470,6 +474,7 @@ impl Config {
         let chat_platforms = crate::chat_platforms::chat_platform_uses(&doc, gateway, env);
         let agent = crate::agent_settings::read_agent_settings(&mut r, &doc);
         let model = crate::model_settings::read_model_settings(&mut r, &doc);
+        let mcp = crate::mcp_settings::read_mcp_settings(&mut r, &doc, env);
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
@@ -485,6 +490,7 @@ impl Config {
         });
         Ok(Config {
             agent,
+            mcp,
             home: home.clone(),
             webhook,
             routes,

@@ -13,6 +13,7 @@ pub mod env_file;
 pub mod error;
 pub mod hermes_keys;
 pub mod home;
+pub mod mcp_settings;
 pub mod model_settings;
 pub mod node;
 pub mod platforms;
@@ -39,6 +40,7 @@ pub use config::{
 };
 pub use error::{ConfigError, Problem};
 pub use home::Home;
+pub use mcp_settings::{McpServerSettings, McpSettings, McpTransport, SamplingSettings};
 pub use model_settings::{ModelSettings, ProviderSettings};
 pub use platforms::PlatformSettings;
 pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host};

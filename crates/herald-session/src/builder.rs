@@ -3,7 +3,7 @@
 //! ([`HostBuilder::build`], no async runtime needed), then the Python plugins with their
 //! SIGHUP reload and the recovery of runs whose process is gone ([`Built::start`]).
 //! Hosts of one process on one home (the gateway's webhook runs and its API) start
-//! together and share one plugin host ([`start_together`]).
+//! together and share one plugin host and one set of MCP servers ([`start_together`]).
 
 use crate::host::{DEFAULT_MAX_RUNS, Host};
 use crate::runtime::{ModelChoice, Platform, Runtime};
@@ -141,9 +141,14 @@ pub async fn start_together(built: Vec<Built>) -> Vec<Arc<Host>> {
     };
     let python =
         crate::runtime::start_python_plugins(&first.config.home, &first.config.agent).await;
+    let mcp = match first.config.mcp.servers.is_empty() {
+        true => None,
+        false => Some(herald_mcp::McpPool::start(&first.config.mcp, None)),
+    };
     let runtimes: Vec<_> = built.iter().map(|b| b.host.runtime().clone()).collect();
     for runtime in &runtimes {
         runtime.use_python_plugins(python.clone());
+        runtime.use_mcp(mcp.clone());
     }
     if built.iter().any(|b| b.sighup) {
         crate::reload::reload_on_sighup(runtimes);

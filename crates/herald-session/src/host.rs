@@ -80,6 +80,9 @@ pub struct SessionOptions {
     /// A sudo password or a skill's secret is asked for through the run handle (with
     /// [`Answers::ByRequest`]); Hermes's TUI gateway alone does this.
     pub prompts: bool,
+    /// Which MCP servers' tools it gets (`None`: the platform's rule,
+    /// [`Runtime::mcp_grant`]).
+    pub mcp: Option<herald_mcp::McpGrant>,
 }
 
 impl SessionOptions {
@@ -99,6 +102,7 @@ impl SessionOptions {
             edits: None,
             sender_id: String::new(),
             prompts: false,
+            mcp: None,
         }
     }
 }
@@ -134,6 +138,10 @@ struct SessionInner {
     ephemeral_system: Option<String>,
     sender_id: String,
     prompter: Option<Arc<dyn herald_agent::tool::Prompter>>,
+    /// The MCP servers whose tools each of its turns is offered (as they are then).
+    mcp: herald_mcp::McpGrant,
+    /// The runtime's MCP tools for this session now.
+    runtime: Arc<Runtime>,
     /// Told after the runtime's observers.
     observers: Vec<Arc<dyn Observer>>,
     state: Mutex<SessionState>,
@@ -167,9 +175,22 @@ impl Session {
         &self.0.system_prompt
     }
 
-    /// The names of the tools offered.
+    /// The names of the tools offered now (MCP tools as their servers stand).
     pub fn tool_names(&self) -> Vec<String> {
-        self.0.tools.iter().map(|t| t.name().to_owned()).collect()
+        self.tools_now()
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect()
+    }
+
+    /// The tools a turn started now is offered: the session's own, then the MCP
+    /// tools its grant allows from the servers connected now.
+    pub fn tools_now(&self) -> Vec<Arc<dyn Tool>> {
+        let s = &self.0;
+        let own: Vec<String> = s.tools.iter().map(|t| t.name().to_owned()).collect();
+        let mut tools = s.tools.clone();
+        tools.extend(s.runtime.mcp_tools(&s.mcp, &own));
+        tools
     }
 
     /// The conversation so far, with row ids.
@@ -458,6 +479,16 @@ impl Host {
             .map_err(|_| SessionError::Store(herald_store::StoreError::WriterGone))
     }
 
+    /// A session that may get MCP tools waits, the first time, up to
+    /// `mcp_discovery_timeout` for the servers to come up (Hermes's first-turn wait);
+    /// a slower server's tools join a later turn.
+    async fn discover_mcp(&self, opts: &SessionOptions) {
+        let grant = self.runtime.mcp_grant(opts.mcp.as_ref());
+        if let (Some(pool), false) = (self.runtime.mcp(), grant == herald_mcp::McpGrant::Nothing) {
+            pool.wait_for_discovery().await;
+        }
+    }
+
     /// Where a session opened with `opts` works and the tools it gets (worked out
     /// once for its prompt and for the session).
     fn place(&self, opts: &SessionOptions) -> Placed {
@@ -520,6 +551,8 @@ impl Host {
             ephemeral_system: opts.ephemeral_system.filter(|e| !e.trim().is_empty()),
             sender_id: opts.sender_id,
             prompter,
+            mcp: rt.mcp_grant(opts.mcp.as_ref()),
+            runtime: rt.clone(),
             observers,
             state: Mutex::new(SessionState {
                 history,
@@ -535,6 +568,7 @@ impl Host {
     pub async fn open_session(&self, opts: SessionOptions) -> Result<Session, SessionError> {
         let given = opts.id.clone();
         let id = given.clone().unwrap_or_else(prompt::new_session_id);
+        self.discover_mcp(&opts).await;
         let placed = self.place(&opts);
         let prompt = self.new_prompt(&opts, &placed).await?;
         let session = self.build_session(opts, placed, id, prompt, Vec::new());
@@ -571,6 +605,7 @@ impl Host {
         if opts.cwd.is_none() {
             opts.cwd = row.cwd.map(PathBuf::from).filter(|p| p.is_dir());
         }
+        self.discover_mcp(&opts).await;
         let placed = self.place(&opts);
         let prompt = match row.system_prompt {
             Some(prompt) => prompt,
@@ -695,7 +730,7 @@ impl Host {
             AgentConfig {
                 endpoint,
                 retry: rt.retry.clone(),
-                tools: s.tools.clone(),
+                tools: session.tools_now(),
                 max_iterations: s.max_iterations,
                 cwd: s.cwd.clone(),
                 approvals: s.approvals.clone(),

@@ -57,6 +57,7 @@ pub use herald_agent::{
 };
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;
+pub use herald_mcp::{self as mcp, McpGrant, McpPool};
 /// The home's Python plugins (listing, switching), for the doors' plugin hubs.
 pub use herald_plugins as python_plugins;
 pub use herald_protocol::{ImageUrl, UserInput};

@@ -118,6 +118,10 @@ pub struct Runtime {
     pub plugins: Plugins,
     /// The Python plugins' host, when any is enabled ([`Runtime::with_python`]).
     python: std::sync::RwLock<Option<Arc<herald_plugins::PythonPlugins>>>,
+    /// The home's MCP servers, once started ([`Runtime::use_mcp`]).
+    mcp: std::sync::RwLock<Option<Arc<herald_mcp::McpPool>>>,
+    /// The platform's toolsets, read for which MCP servers its sessions get.
+    toolsets: Vec<String>,
     /// `SOUL.md` and the skills index, shared by sessions opened together.
     prompt_files: PromptFileCache,
 }
@@ -171,6 +175,8 @@ impl Runtime {
                 .unwrap_or(DEFAULT_MAX_LIVE_SESSIONS),
             plugins: Plugins::default(),
             python: std::sync::RwLock::new(None),
+            mcp: std::sync::RwLock::new(None),
+            toolsets: platform.default_toolsets(config),
             prompt_files: PromptFileCache::default(),
             settings,
         })
@@ -194,6 +200,31 @@ impl Runtime {
     pub fn use_python_plugins(&self, python: Option<Arc<herald_plugins::PythonPlugins>>) {
         if let Ok(mut p) = self.python.write() {
             *p = python;
+        }
+    }
+
+    /// Uses `pool`'s MCP servers from now on.
+    pub fn use_mcp(&self, pool: Option<Arc<herald_mcp::McpPool>>) {
+        if let Ok(mut m) = self.mcp.write() {
+            *m = pool;
+        }
+    }
+
+    /// The MCP servers, if started.
+    pub fn mcp(&self) -> Option<Arc<herald_mcp::McpPool>> {
+        self.mcp.read().ok().and_then(|m| m.clone())
+    }
+
+    /// Which MCP servers a session gets: `asked` when the door chose, else the
+    /// platform's rule (webhook runs: none; the other doors: as their toolsets say,
+    /// every enabled server unless they name some or say `no_mcp`).
+    pub fn mcp_grant(&self, asked: Option<&herald_mcp::McpGrant>) -> herald_mcp::McpGrant {
+        if let Some(g) = asked {
+            return g.clone();
+        }
+        match (self.platform, self.mcp()) {
+            (Platform::Webhook, _) | (_, None) => herald_mcp::McpGrant::Nothing,
+            (_, Some(pool)) => herald_mcp::McpGrant::interactive(&self.toolsets, &pool),
         }
     }
 
@@ -229,6 +260,14 @@ impl Runtime {
             .cloned()
             .collect();
         self.registry.select(&allowed)
+    }
+
+    /// The MCP tools `grant` gives now, beside the session's own tools `taken`.
+    pub fn mcp_tools(&self, grant: &herald_mcp::McpGrant, taken: &[String]) -> Vec<Arc<dyn Tool>> {
+        match self.mcp() {
+            Some(pool) => pool.tools(grant, taken, &self.settings.disabled_toolsets),
+            None => Vec::new(),
+        }
     }
 
     /// The persona: `<home>/SOUL.md` when it has text, else `default`.

@@ -14,6 +14,7 @@ mod hostile;
 mod images;
 mod inbox_cli;
 mod ingress;
+mod mcp;
 mod platforms;
 mod plugins;
 mod recovery;

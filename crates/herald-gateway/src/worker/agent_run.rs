@@ -65,8 +65,14 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     let runtime = t.host.runtime();
     let session_id = format!("webhook:{}:{}", item.route, item.delivery_id);
     let route_toolsets = item.toolsets.as_ref().map(string_list);
-    let (tool_names, dropped) =
+    let chosen =
+        toolsets::webhook_toolsets(route_toolsets.as_deref(), t.platform_toolsets.as_deref());
+    let (tool_names, mut dropped) =
         toolsets::webhook_tools(route_toolsets.as_deref(), t.platform_toolsets.as_deref());
+    // An entry naming an MCP server grants that server's tools.
+    if let Some(pool) = runtime.mcp() {
+        dropped.retain(|d| !pool.names(d));
+    }
     if !dropped.is_empty() {
         tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets not allowed on webhook runs were dropped");
     }
@@ -82,6 +88,7 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
         tracing::warn!(route = %item.route, skill = %m, "route skill not installed; skipped");
     }
     let mut options = SessionOptions::new("webhook", tool_names, Answers::Nobody);
+    options.mcp = Some(herald_session::McpGrant::webhook(&chosen));
     options.id = Some(session_id.clone());
     options.cwd = Some(t.cwd.clone());
     // The inbox entry is the run's durable record.

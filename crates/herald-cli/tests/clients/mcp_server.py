@@ -1,0 +1,85 @@
+"""An MCP server built with the official Python SDK (mcp 2.x `MCPServer`), which
+herald's MCP client tests connect to.
+
+    mcp_server.py stdio          serve on stdin/stdout
+    mcp_server.py http PORT      serve Streamable HTTP on 127.0.0.1:PORT/mcp
+
+Environment: MCP_TEST_PID_FILE (write the pid there), MCP_TEST_START_DELAY (seconds to
+wait before serving: a slow or hanging server).
+"""
+
+import asyncio
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("herald-test")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Wait, then answer."""
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@server.tool()
+def die() -> str:
+    """End the server process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+def env(name: str) -> str:
+    """The value of an environment variable of the server, or <unset>."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def fail() -> str:
+    """Fail with a message that holds a credential."""
+    raise ValueError("broken with token=abc123secret")
+
+
+@server.resource("note://hello")
+def hello() -> str:
+    """A note."""
+    return "hello from a resource"
+
+
+@server.prompt()
+def greet(who: str) -> str:
+    """A greeting prompt."""
+    return f"Say hello to {who}"
+
+
+def main() -> None:
+    pid_file = os.environ.get("MCP_TEST_PID_FILE")
+    if pid_file:
+        with open(pid_file, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    delay = float(os.environ.get("MCP_TEST_START_DELAY", "0"))
+    if delay:
+        time.sleep(delay)
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()

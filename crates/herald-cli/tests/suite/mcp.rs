@@ -1,0 +1,297 @@
+//! MCP servers built with the official Python SDK (`tests/clients/mcp_server.py`), over
+//! stdio and Streamable HTTP, used by the real binary: their tools reach the provider,
+//! calls come back to it, failures become error results, and no server process outlives
+//! herald.
+
+use super::support::*;
+use herald_test_support::{FakeProvider, Scripted};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The Python that has the `mcp` SDK (the test virtualenv's, first on PATH).
+pub fn python() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import mcp, sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the tests' python3 has no `mcp` package: run scripts/test, which installs it\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+pub fn server_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/mcp_server.py")
+}
+
+/// A stdio server entry named `name`, with more `env` entries (`, K: V`) and `extra`
+/// keys (indented for its block). Its pid goes to `$MCP_TEST_PID_FILE`, passed through
+/// `${...}` in its `env` (the only way: the server does not get herald's environment).
+pub fn stdio_server(name: &str, env: &str, extra: &str) -> String {
+    format!(
+        "  {name}:\n    command: {}\n    args: [{}, stdio]\n    env: {{MCP_TEST_PID_FILE: '${{MCP_TEST_PID_FILE}}'{env}}}\n{extra}",
+        python(),
+        server_script().display()
+    )
+}
+
+fn config(provider: &FakeProvider, servers: &str) -> String {
+    format!(
+        "model:\n  default: fake-model\n  base_url: {}\nagent:\n  api_max_retries: 1\nmcp_discovery_timeout: 20\nmcp_servers:\n{servers}",
+        provider.base_url
+    )
+}
+
+fn home_with(config: &str) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), config).unwrap();
+    home
+}
+
+fn chat(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .arg("chat")
+        .args(args)
+        .env("HERALD_HOME", home)
+        .env("HERALD_RETRY_BASE_MS", "10")
+        .env("MCP_TEST_PID_FILE", home.join("pids"))
+        .env("HERALD_SECRET_PROBE", "kept-from-the-server")
+        .env_remove("RUST_LOG")
+        .current_dir(home)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The names of the tools the request offered.
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn tool_result(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Whether every pid in the home's pid file is gone (checked for up to 5 s).
+fn servers_gone(home: &Path) -> bool {
+    let pids = std::fs::read_to_string(home.join("pids")).unwrap_or_default();
+    let start = Instant::now();
+    loop {
+        let alive: Vec<&str> = pids
+            .lines()
+            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .map(|s| !s.contains(") Z "))
+                    .unwrap_or(false)
+            })
+            .collect();
+        if alive.is_empty() {
+            return !pids.is_empty();
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_stdio_servers_tool_is_listed_called_and_answered() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "mcp__calc__add", r#"{"a": 2, "b": 40}"#)]),
+        Scripted::tool_calls(&[("c2", "mcp__calc__env", r#"{"name": "HERALD_SECRET_PROBE"}"#)]),
+        Scripted::tool_calls(&[("c3", "mcp__calc__fail", "{}")]),
+        Scripted::tool_calls(&[(
+            "c4",
+            "mcp__calc__read_resource",
+            r#"{"uri": "note://hello"}"#,
+        )]),
+        Scripted::text("forty-two"),
+    ]);
+    let home = home_with(&config(&provider, &stdio_server("calc", "", "")));
+    let (code, out, err) = chat(home.path(), &["-Q", "-q", "add 2 and 40"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("forty-two"), "{out}{err}");
+    let reqs = provider.requests();
+    assert_eq!(reqs.len(), 5, "{err}");
+    let tools = offered(&reqs[0].body);
+    for name in [
+        "mcp__calc__add",
+        "mcp__calc__echo",
+        "mcp__calc__list_resources",
+        "mcp__calc__read_resource",
+        "mcp__calc__list_prompts",
+        "mcp__calc__get_prompt",
+    ] {
+        assert!(tools.iter().any(|t| t == name), "{name} not in {tools:?}");
+    }
+    // Built-ins are still there.
+    assert!(tools.iter().any(|t| t == "terminal"), "{tools:?}");
+    let add = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "mcp__calc__add")
+        .unwrap();
+    assert_eq!(add["function"]["description"], "Add two integers.");
+    let params = &add["function"]["parameters"];
+    assert_eq!(params["type"], "object");
+    assert_eq!(params["properties"]["a"]["type"], "integer");
+    assert_eq!(params["required"], serde_json::json!(["a", "b"]));
+    // The result comes back wrapped as untrusted, in Hermes's shape.
+    let first = tool_result(&reqs[1].body);
+    assert!(
+        first.contains(r#"{"result":"42","structuredContent":{"result":42}}"#),
+        "{first}"
+    );
+    assert!(
+        first.contains("mcp__calc__add"),
+        "wrapped as untrusted: {first}"
+    );
+    // The server does not see herald's environment.
+    let env = tool_result(&reqs[2].body);
+    assert!(env.contains("<unset>"), "{env}");
+    assert!(!env.contains("kept-from-the-server"), "{env}");
+    // A failing tool is an error result with the credential stripped.
+    let failed = tool_result(&reqs[3].body);
+    assert!(failed.contains(r#"{"error":"#), "{failed}");
+    assert!(!failed.contains("abc123secret"), "{failed}");
+    let read = tool_result(&reqs[4].body);
+    assert!(read.contains("hello from a resource"), "{read}");
+    assert!(
+        servers_gone(home.path()),
+        "a server process outlived herald chat"
+    );
+}
+
+#[test]
+fn include_exclude_and_disabled_servers_choose_the_tools() {
+    let provider = FakeProvider::start(vec![Scripted::text("ok")]);
+    let servers = [
+        stdio_server(
+            "only",
+            "",
+            "    tools: {include: [echo], resources: false, prompts: false}\n",
+        ),
+        stdio_server("most", "", "    tools:\n      exclude: [die, sleep]\n"),
+        stdio_server("off", "", "    enabled: false\n"),
+    ]
+    .concat();
+    let home = home_with(&config(&provider, &servers));
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "hi"]);
+    assert_eq!(code, 0, "{err}");
+    let tools = offered(&provider.requests()[0].body);
+    let of = |s: &str| {
+        let mut t: Vec<String> = tools
+            .iter()
+            .filter(|t| t.starts_with(&format!("mcp__{s}__")))
+            .cloned()
+            .collect();
+        t.sort();
+        t
+    };
+    assert_eq!(of("only"), vec!["mcp__only__echo"]);
+    let most = of("most");
+    assert!(most.contains(&"mcp__most__add".to_owned()), "{most:?}");
+    assert!(
+        !most
+            .iter()
+            .any(|t| t.ends_with("__die") || t.ends_with("__sleep")),
+        "{most:?}"
+    );
+    assert!(of("off").is_empty(), "{tools:?}");
+    // `-t` naming one server gives that server only; no_mcp gives none.
+    let provider2 = FakeProvider::start(vec![Scripted::text("ok"), Scripted::text("ok")]);
+    std::fs::write(
+        home.path().join("config.yaml"),
+        config(&provider2, &servers),
+    )
+    .unwrap();
+    let (code, _, err) = chat(home.path(), &["-Q", "-t", "terminal,mcp-only", "-q", "hi"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("unknown toolset"), "{err}");
+    let tools = offered(&provider2.requests()[0].body);
+    assert!(tools.contains(&"mcp__only__echo".to_owned()), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__most__")),
+        "{tools:?}"
+    );
+    let (code, _, err) = chat(home.path(), &["-Q", "-t", "terminal,no_mcp", "-q", "hi"]);
+    assert_eq!(code, 0, "{err}");
+    let tools = offered(&provider2.requests()[1].body);
+    assert!(!tools.iter().any(|t| t.starts_with("mcp__")), "{tools:?}");
+}
+
+#[test]
+fn a_server_that_fails_hangs_or_dies_never_stops_the_turn() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "mcp__good__die", "{}")]),
+        Scripted::text("carried on"),
+    ]);
+    let servers = [
+        "  gone:\n    command: /nonexistent/mcp-server\n".to_owned(),
+        stdio_server(
+            "hangs",
+            ", MCP_TEST_START_DELAY: '30'",
+            "    connect_timeout: 2\n",
+        ),
+        stdio_server("good", "", ""),
+    ]
+    .concat();
+    let home = home_with(&config(&provider, &servers));
+    let started = Instant::now();
+    let (code, out, err) = chat(home.path(), &["-Q", "-q", "go"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("carried on"), "{out}{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.contains("gone") && err.contains("missing executable"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hangs") && err.contains("connect_timeout"),
+        "{err}"
+    );
+    let reqs = provider.requests();
+    let tools = offered(&reqs[0].body);
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.starts_with("mcp__gone__") || t.starts_with("mcp__hangs__")),
+        "{tools:?}"
+    );
+    let died = tool_result(&reqs[1].body);
+    assert!(died.contains("error"), "{died}");
+    assert!(
+        servers_gone(home.path()),
+        "a server process outlived herald chat"
+    );
+}
