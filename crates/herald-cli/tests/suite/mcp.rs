@@ -295,3 +295,84 @@ fn a_server_that_fails_hangs_or_dies_never_stops_the_turn() {
         "a server process outlived herald chat"
     );
 }
+
+/// The test server over Streamable HTTP on a free port, killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(python())
+            .arg(server_script())
+            .args(["http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the MCP HTTP server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn webhook_runs_get_an_http_servers_tools_only_by_grant() {
+    let server = HttpServer::start();
+    let provider = FakeProvider::start(vec![
+        Scripted::text("plain done"),
+        Scripted::tool_calls(&[("c1", "mcp__web__add", r#"{"a": 40, "b": 2}"#)]),
+        Scripted::text("granted done"),
+    ]);
+    let routes = "        plain:\n          prompt: 'go'\n          deliver: log\n        granted:\n          prompt: 'go'\n          deliver: log\n          toolsets: [web, mcp-web]\n";
+    let config = format!(
+        "{}mcp_servers:\n  web:\n    url: {}\n    headers: {{X-Test: yes}}\n",
+        super::agent_runs::agent_config(&provider.base_url, "", routes),
+        server.url
+    );
+    let h = Herald::start(&config);
+    let (s, _) = h.github("plain", "push", "{}", Some("p-1")).await;
+    assert_eq!(s, reqwest::StatusCode::ACCEPTED);
+    wait_for(Duration::from_secs(30), "the plain run", || {
+        (!provider.requests().is_empty()).then_some(())
+    })
+    .await;
+    let (s, _) = h.github("granted", "push", "{}", Some("g-1")).await;
+    assert_eq!(s, reqwest::StatusCode::ACCEPTED);
+    wait_for(Duration::from_secs(30), "the granted run", || {
+        (provider.requests().len() >= 3).then_some(())
+    })
+    .await;
+    let reqs = provider.requests();
+    let plain = offered(&reqs[0].body);
+    assert!(!plain.iter().any(|t| t.starts_with("mcp__")), "{plain:?}");
+    let granted = offered(&reqs[1].body);
+    assert!(granted.contains(&"mcp__web__add".to_owned()), "{granted:?}");
+    assert!(!granted.contains(&"terminal".to_owned()), "{granted:?}");
+    let result = tool_result(&reqs[2].body);
+    assert!(result.contains(r#""result":"42""#), "{result}");
+    let log = h.log();
+    assert!(!log.contains("toolsets not allowed"), "{log}");
+}
