@@ -106,6 +106,11 @@ pub trait Tool: Send + Sync {
     fn parallel_safe(&self) -> bool {
         false
     }
+    /// The toolset it is shown under when it is not one of herald's own (an MCP
+    /// server's `mcp-<server>`); `None`: [`crate::toolsets::toolset_of`] its name.
+    fn toolset(&self) -> Option<String> {
+        None
+    }
     /// Whether its prerequisites are met (e.g. a search backend is configured).
     fn available(&self) -> bool {
         true

@@ -202,6 +202,25 @@ pub fn busy_input_mode(path: &Path) -> BusyInputMode {
         .unwrap_or_default()
 }
 
+/// `approvals.mcp_reload_confirm` as it is now: whether `/reload-mcp` asks first
+/// (Hermes's default: yes).
+pub fn mcp_reload_confirm(path: &Path) -> bool {
+    let doc = read_doc(path).unwrap_or_default();
+    let v = &doc["approvals"]["mcp_reload_confirm"];
+    match v {
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::String(s) => crate::reader::parse_bool_text(s).unwrap_or(true),
+        _ => true,
+    }
+}
+
+/// Writes `approvals.mcp_reload_confirm: false` (the answer "always").
+pub fn stop_mcp_reload_confirm(path: &Path) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    entry(&mut doc, "approvals")["mcp_reload_confirm"] = json!(false);
+    write_doc(path, &doc)
+}
+
 /// Writes `platform_toolsets.<platform>` (the TUI's `/tools enable|disable`).
 pub fn set_platform_toolsets(
     path: &Path,

@@ -60,6 +60,9 @@ impl Tool for McpTool {
     fn parallel_safe(&self) -> bool {
         self.server.settings.parallel
     }
+    fn toolset(&self) -> Option<String> {
+        Some(crate::naming::toolset_name(self.server.name()))
+    }
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             match self
@@ -219,6 +222,9 @@ impl Tool for UtilityTool {
     }
     fn untrusted_output(&self) -> bool {
         true
+    }
+    fn toolset(&self) -> Option<String> {
+        Some(crate::naming::toolset_name(self.server.name()))
     }
     fn run<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {

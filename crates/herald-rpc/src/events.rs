@@ -29,7 +29,7 @@ pub struct Info {
     /// `approvals.mode`: `manual`, `smart` or `off`.
     pub approval_mode: String,
     /// Toolset → its tools this session offers.
-    pub tools: BTreeMap<&'static str, Vec<String>>,
+    pub tools: BTreeMap<String, Vec<String>>,
     /// Category → installed skills.
     pub skills: BTreeMap<String, Vec<String>>,
     pub cwd: String,

@@ -163,12 +163,31 @@ pub fn reload_env(gw: &Gateway) -> Result<Updated, RpcError> {
         .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))
 }
 
-/// `reload.mcp`: herald connects to no MCP servers, so there is nothing to reconnect.
-pub fn reload_mcp() -> McpReloaded {
-    McpReloaded {
-        status: "reloaded",
-        servers: 0,
+/// Hermes's question before a reload (`approvals.mcp_reload_confirm`).
+const MCP_RELOAD_QUESTION: &str = "⚠️  /reload-mcp invalidates the prompt cache (next message re-sends full input tokens). Reply `/reload-mcp now` to proceed, or `/reload-mcp always` to proceed and silence this prompt permanently.";
+
+/// `reload.mcp`: without `confirm`, and unless `approvals.mcp_reload_confirm` is
+/// false, Hermes's question; with it, `mcp_servers` read again (changed servers are
+/// connected again, for every session of this gateway) and, with `always`, the question
+/// turned off. Blocking file reads: run off the async workers.
+pub fn reload_mcp(gw: &Gateway, p: params::McpReload) -> Result<McpReloaded, RpcError> {
+    let config = gw.host.runtime().home.config_file();
+    if !p.confirm && herald_config::default_config::mcp_reload_confirm(&config) {
+        return Ok(McpReloaded {
+            status: "confirm_required",
+            message: Some(MCP_RELOAD_QUESTION),
+        });
     }
+    herald_session::reload_mcp(std::slice::from_ref(gw.host.runtime()))
+        .map_err(|e| RpcError::new(5015, e.to_string()))?;
+    if p.always {
+        herald_config::default_config::stop_mcp_reload_confirm(&config)
+            .map_err(|e| RpcError::new(5015, e.to_string()))?;
+    }
+    Ok(McpReloaded {
+        status: "reloaded",
+        message: None,
+    })
 }
 
 #[cfg(test)]

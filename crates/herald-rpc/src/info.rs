@@ -7,7 +7,7 @@ use crate::frame;
 use crate::gateway::Live;
 use crate::outbox::Out;
 use crate::results::Usage;
-use herald_session::{Host, toolsets};
+use herald_session::Host;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -50,13 +50,7 @@ pub async fn info(live: &Live) -> Info {
     let on_disk = move || Ok((skills_by_category(&h), git_branch(&cwd)));
     let (skills, branch) = crate::blocking(on_disk).await.unwrap_or_default();
     let runtime = host.runtime();
-    let mut tools: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
-    for name in session.tool_names() {
-        tools
-            .entry(toolsets::toolset_of(&name))
-            .or_default()
-            .push(name);
-    }
+    let tools = session.tools_by_toolset();
     let mode = runtime.settings.approvals_mode.clone();
     Info {
         model: usage.model.clone(),

@@ -94,7 +94,17 @@ pub async fn call(
         "subagent.interrupt" => answer(extras::subagent_interrupt(read(&p))),
         "clipboard.paste" => off_workers(gw, &p, extras::clipboard_paste).await,
         "reload.env" => answer(extras::reload_env(gw)),
-        "reload.mcp" => answer(Ok(extras::reload_mcp())),
+        "reload.mcp" => {
+            let reload: crate::params::McpReload = read(&p);
+            let session = reload.session_id.clone();
+            let answer = off_workers(gw, &p, extras::reload_mcp).await;
+            // The session's tool list changed: its info follows, as in Hermes.
+            let reloaded = answer.as_ref().is_ok_and(|v| v["status"] == "reloaded");
+            if let (true, Ok(live)) = (reloaded, gw.live(session.as_deref())) {
+                crate::info::announce(&live).await;
+            }
+            answer
+        }
         "spawn_tree.save" => {
             let save = |gw: &Gateway, p| spawn_trees::save(gw.host.runtime().home.root(), p);
             off_workers(gw, &p, save).await

@@ -84,6 +84,17 @@ pub struct Target {
     pub session_id: Option<String>,
 }
 
+/// `reload.mcp`: `confirm` (do it now) and `always` (with `confirm`: never ask again).
+#[derive(Debug, Default, Deserialize)]
+pub struct McpReload {
+    #[serde(default, deserialize_with = "exact")]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub confirm: bool,
+    #[serde(default)]
+    pub always: bool,
+}
+
 /// `complete.slash` (`text`) and `complete.path` (`word`, `cwd`), read as typed.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

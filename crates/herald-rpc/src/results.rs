@@ -330,11 +330,12 @@ pub struct Updated {
     pub updated: usize,
 }
 
-/// `reload.mcp`.
+/// `reload.mcp`: `reloaded`, or `confirm_required` with the question.
 #[derive(Debug, Serialize)]
 pub struct McpReloaded {
     pub status: &'static str,
-    pub servers: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'static str>,
 }
 
 /// `process.stop`.

@@ -183,6 +183,19 @@ impl Session {
             .collect()
     }
 
+    /// The names of the tools offered now, by toolset (MCP tools under
+    /// `mcp-<server>`).
+    pub fn tools_by_toolset(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for tool in self.tools_now() {
+            let set = tool
+                .toolset()
+                .unwrap_or_else(|| herald_agent::toolsets::toolset_of(tool.name()).to_owned());
+            out.entry(set).or_default().push(tool.name().to_owned());
+        }
+        out
+    }
+
     /// The tools a turn started now is offered: the session's own, then the MCP
     /// tools its grant allows from the servers connected now.
     pub fn tools_now(&self) -> Vec<Arc<dyn Tool>> {

@@ -66,7 +66,7 @@ pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, T
 pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use ops::{Op, OpError, Outcome};
-pub use reload::{reload_env, reload_on_sighup, reload_python_plugins};
+pub use reload::{reload_env, reload_mcp, reload_on_sighup, reload_python_plugins};
 pub use runs::{
     PromptAsk, RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState, RunStatus,
 };

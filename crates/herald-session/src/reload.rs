@@ -2,6 +2,8 @@
 //! `herald plugins reload` send; RPC `reload.env`):
 //! - `.env` is read again and each runtime's endpoint chosen again, so a rotated key is
 //!   used by the sessions opened from then on (open ones keep theirs, as in Hermes);
+//! - `mcp_servers`: changed servers are connected again, the others keep theirs
+//!   (SIGHUP, RPC `reload.mcp`);
 //! - the Python plugins: the configuration is read again, a new plugin host started for
 //!   what it enables, every runtime switched to it at once, and the old host stopped
 //!   once calls in flight have had 10 s to finish. The new host's failure reporting
@@ -30,6 +32,26 @@ pub fn reload_env(runtimes: &[Arc<Runtime>]) -> Result<usize, ConfigError> {
                 "the model's endpoint is kept: {e}"
             );
         }
+    }
+    Ok(changed)
+}
+
+/// Reads config.yaml's `mcp_servers` again: changed, added and removed servers are
+/// started and stopped; unchanged ones keep their connection. How many changed.
+/// Blocking file reads: call it off the async workers.
+pub fn reload_mcp(runtimes: &[Arc<Runtime>]) -> Result<usize, ConfigError> {
+    let Some(first) = runtimes.first() else {
+        return Ok(0);
+    };
+    let config = Config::load(&first.home, &process_env)?;
+    let pool = match first.mcp() {
+        Some(pool) => pool,
+        None if config.mcp.servers.is_empty() => return Ok(0),
+        None => herald_mcp::McpPool::start(&config.mcp, None),
+    };
+    let changed = pool.reload(&config.mcp);
+    for rt in runtimes {
+        rt.use_mcp(Some(pool.clone()));
     }
     Ok(changed)
 }
@@ -81,6 +103,12 @@ pub fn reload_on_sighup(runtimes: Vec<Arc<Runtime>>) {
                     Err(e) => tracing::warn!(error = %e, ".env not reloaded"),
                 }
                 reload_python_plugins(&runtimes).await;
+                let mcp_of = runtimes.clone();
+                match tokio::task::spawn_blocking(move || reload_mcp(&mcp_of)).await {
+                    Ok(Ok(changed)) => tracing::info!(changed, "MCP servers reloaded"),
+                    Ok(Err(e)) => tracing::warn!("MCP servers not reloaded: {e}"),
+                    Err(e) => tracing::warn!(error = %e, "MCP servers not reloaded"),
+                }
             }
         });
     }

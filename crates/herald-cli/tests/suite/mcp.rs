@@ -376,3 +376,89 @@ async fn webhook_runs_get_an_http_servers_tools_only_by_grant() {
     let log = h.log();
     assert!(!log.contains("toolsets not allowed"), "{log}");
 }
+
+#[tokio::test]
+async fn reload_mcp_over_rpc_connects_a_server_added_to_config_yaml() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "mcp__second__echo", r#"{"text": "hi there"}"#)]),
+        Scripted::text("done"),
+    ]);
+    let first = stdio_server("first", "", "");
+    let home = home_with(&config(&provider, &first));
+    let mut rpc = super::rpc::Piped::start_with(
+        home.path(),
+        &[(
+            "MCP_TEST_PID_FILE",
+            &home.path().join("pids").display().to_string(),
+        )],
+    );
+    let c = &mut rpc.client;
+    let created = c.call("session.create", serde_json::json!({})).await;
+    let sid = created["session_id"].as_str().unwrap().to_owned();
+    let info = c.until("session.info").await;
+    let tools = &info.last().unwrap()["payload"]["tools"];
+    assert!(tools["mcp-first"].is_array(), "{tools}");
+    assert!(tools.get("mcp-second").is_none(), "{tools}");
+    std::fs::write(
+        home.path().join("config.yaml"),
+        config(&provider, &[first, stdio_server("second", "", "")].concat()),
+    )
+    .unwrap();
+    // Asked first, as Hermes asks; nothing is reloaded.
+    let asked = c
+        .call("reload.mcp", serde_json::json!({"session_id": sid}))
+        .await;
+    assert_eq!(asked["status"], "confirm_required", "{asked}");
+    assert!(
+        asked["message"]
+            .as_str()
+            .unwrap()
+            .contains("/reload-mcp now")
+    );
+    let done = c
+        .call(
+            "reload.mcp",
+            serde_json::json!({"session_id": sid, "confirm": true, "always": true}),
+        )
+        .await;
+    assert_eq!(done, serde_json::json!({"status": "reloaded"}));
+    c.until("session.info").await;
+    // The new server connects in the background; its tools show once it is up.
+    let start = Instant::now();
+    loop {
+        let listed = c
+            .call(
+                "slash.exec",
+                serde_json::json!({"session_id": sid, "command": "/tools"}),
+            )
+            .await;
+        if listed.to_string().contains("mcp__second__echo") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{listed}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let events = c.turn(&sid, "echo").await;
+    assert!(
+        events.iter().any(|e| e["type"] == "tool.complete"),
+        "{events:?}"
+    );
+    let reqs = provider.requests();
+    assert!(
+        tool_result(&reqs[1].body).contains("hi there"),
+        "{:?}",
+        reqs[1].body
+    );
+    let text = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert!(text.contains("mcp_reload_confirm: false"), "{text}");
+    // Now it reloads without asking; the first server kept its process.
+    let again = c.call("reload.mcp", serde_json::json!({})).await;
+    assert_eq!(again["status"], "reloaded");
+    let pids = std::fs::read_to_string(home.path().join("pids")).unwrap();
+    assert_eq!(pids.lines().count(), 2, "{pids}");
+    drop(rpc);
+    assert!(
+        servers_gone(home.path()),
+        "a server process outlived herald rpc"
+    );
+}

@@ -1379,11 +1379,18 @@ async fn reloads_spawn_trees_interim_text_and_process_notices() {
     assert_eq!(status["payload"]["kind"], "process");
     let line = status["payload"]["text"].as_str().unwrap();
     assert!(line.contains("exited with code 0"), "{line}");
-    // reload.env counts what changed; reload.mcp has nothing to reconnect.
+    // reload.env counts what changed; reload.mcp asks first (approvals.mcp_reload_confirm).
     std::fs::write(home.path().join(".env"), "HERALD_RELOAD_PROBE=one\n").unwrap();
     assert_eq!(c.call("reload.env", json!({})).await["updated"], 1);
     assert_eq!(c.call("reload.env", json!({})).await["updated"], 0);
-    assert_eq!(c.call("reload.mcp", json!({})).await["status"], "reloaded");
+    assert_eq!(
+        c.call("reload.mcp", json!({})).await["status"],
+        "confirm_required"
+    );
+    assert_eq!(
+        c.call("reload.mcp", json!({"confirm": true})).await["status"],
+        "reloaded"
+    );
     // Spawn trees: saved under the home, listed, loaded; nothing outside is read.
     assert_eq!(
         c.code("spawn_tree.save", json!({"session_id": sid})).await,
