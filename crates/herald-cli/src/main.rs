@@ -13,6 +13,7 @@ mod gateway_status;
 mod hermes_import;
 mod inbox_cmd;
 mod logging;
+mod mcp_cmd;
 mod plugins_cmd;
 mod rpc_cmd;
 mod setup_cmd;
@@ -100,6 +101,11 @@ enum Command {
     Plugins {
         #[command(subcommand)]
         command: plugins_cmd::PluginsCommand,
+    },
+    /// List, test, add and remove MCP servers (config.yaml's mcp_servers).
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_cmd::McpCommand,
     },
 }
 
@@ -234,6 +240,7 @@ fn main() -> ExitCode {
         Command::Acp(args) => acp_cmd::run(&home, args),
         Command::Deliveries { command } => deliveries_cmd::run(&home, command),
         Command::Plugins { command } => plugins_cmd::run(&home, command),
+        Command::Mcp { command } => mcp_cmd::run(&home, command),
     };
     match result {
         Ok(code) => code,

@@ -221,6 +221,32 @@ pub fn stop_mcp_reload_confirm(path: &Path) -> Result<(), ConfigError> {
     write_doc(path, &doc)
 }
 
+/// Writes `mcp_servers.<name>` (`herald mcp add`), replacing an entry of that name.
+pub fn set_mcp_server(path: &Path, name: &str, server: Value) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    entry(&mut doc, "mcp_servers")[name] = server;
+    write_doc(path, &doc)
+}
+
+/// Removes `mcp_servers.<name>`, and `mcp_servers` when it is left empty (`herald mcp
+/// remove`). Whether there was such a server.
+pub fn remove_mcp_server(path: &Path, name: &str) -> Result<bool, ConfigError> {
+    let mut doc = read_doc(path)?;
+    let Some(servers) = doc.get_mut("mcp_servers").and_then(Value::as_object_mut) else {
+        return Ok(false);
+    };
+    if servers.remove(name).is_none() {
+        return Ok(false);
+    }
+    if servers.is_empty()
+        && let Some(top) = doc.as_object_mut()
+    {
+        top.remove("mcp_servers");
+    }
+    write_doc(path, &doc)?;
+    Ok(true)
+}
+
 /// Writes `platform_toolsets.<platform>` (the TUI's `/tools enable|disable`).
 pub fn set_platform_toolsets(
     path: &Path,

@@ -112,6 +112,8 @@ async fn http(
             .map_err(|_| format!("the value of header {k} is not valid"))?;
         map.insert(name, value);
     }
+    // reqwest is built without a default TLS provider: herald uses ring everywhere.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map);
     let transport = StreamableHttpClientTransport::from_config(config);
     let service = handler

@@ -308,6 +308,26 @@ impl Drop for Server {
     }
 }
 
+/// Connects to `settings`'s server once, lists its tools and closes (`herald mcp
+/// test`, `add`, `list`): the tools, or why not.
+pub async fn probe(settings: &McpServerSettings) -> Result<Vec<ListedTool>, String> {
+    let handler = Handler {
+        changed: Arc::new(tokio::sync::Notify::new()),
+        sampler: None,
+    };
+    let conn = connect(settings, handler).await?;
+    let server = Server {
+        settings: settings.clone(),
+        state: RwLock::new(State::default()),
+        tried: tokio::sync::watch::channel(false).0,
+        stop: CancellationToken::new(),
+        reconnect: tokio::sync::Notify::new(),
+    };
+    let listed = server.list(&conn).await;
+    drop(conn);
+    listed
+}
+
 /// Resolves once `flag` is set (checked every 100 ms).
 async fn until(flag: &std::sync::atomic::AtomicBool) {
     while !flag.load(std::sync::atomic::Ordering::SeqCst) {

@@ -462,3 +462,123 @@ async fn reload_mcp_over_rpc_connects_a_server_added_to_config_yaml() {
         "a server process outlived herald rpc"
     );
 }
+
+fn cli_with_stdin(home: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("HERALD_HOME", home)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn herald_mcp_adds_tests_lists_and_removes_servers() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let script = server_script().display().to_string();
+    let py = python();
+    let (code, out, err) = run_cli(
+        h,
+        &[
+            "mcp",
+            "add",
+            "calc",
+            "--command",
+            &py,
+            "--env",
+            "A=1",
+            "--args",
+            &script,
+            "stdio",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("✓ Connected") && out.contains("Tools discovered: 6"),
+        "{out}"
+    );
+    assert!(
+        out.contains("add") && out.contains("Add two integers."),
+        "{out}"
+    );
+    let (code, out, err) = run_cli(h, &["mcp", "add", "broken", "--command", "/nonexistent/x"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("✗ Connection failed") && out.contains("missing executable"),
+        "{out}"
+    );
+    assert!(out.contains("enabled: false"), "{out}");
+    let (code, _, err) = run_cli(h, &["mcp", "add", "calc", "--command", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("configured already"), "{err}");
+    let text = std::fs::read_to_string(h.join("config.yaml")).unwrap();
+    assert!(
+        text.contains("mcp_servers:") && text.contains("command: /nonexistent/x"),
+        "{text}"
+    );
+    // A URL server with a token from standard input, kept in .env.
+    let server = HttpServer::start();
+    let (code, out, err) = cli_with_stdin(
+        h,
+        &[
+            "mcp",
+            "add",
+            "web-api",
+            "--url",
+            &server.url,
+            "--auth",
+            "header",
+        ],
+        "Bearer tok-123\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("✓ Connected"), "{out}{err}");
+    let env = std::fs::read_to_string(h.join(".env")).unwrap();
+    assert!(env.contains("MCP_WEB_API_API_KEY=tok-123"), "{env}");
+    let text = std::fs::read_to_string(h.join("config.yaml")).unwrap();
+    assert!(text.contains("Bearer ${MCP_WEB_API_API_KEY}"), "{text}");
+    assert!(!text.contains("tok-123"), "{text}");
+    let (code, out, _) = run_cli(h, &["mcp", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("calc") && out.contains("✓ 6 tools"), "{out}");
+    assert!(
+        out.contains("broken") && out.contains("✗ disabled"),
+        "{out}"
+    );
+    let (code, out, _) = run_cli(h, &["mcp", "list", "--json"]);
+    assert_eq!(code, 0);
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert_eq!(rows[0]["status"], "connected");
+    assert_eq!(rows[0]["tool_count"], 6);
+    let (code, out, _) = run_cli(h, &["mcp", "test", "calc"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = run_cli(h, &["mcp", "test", "nope"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("configured: calc, broken, web-api"), "{err}");
+    for name in ["calc", "broken", "web-api"] {
+        let (code, out, err) = run_cli(h, &["mcp", "remove", name]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let text = std::fs::read_to_string(h.join("config.yaml")).unwrap();
+    assert!(!text.contains("mcp_servers"), "{text}");
+    let (code, _, _) = run_cli(h, &["mcp", "remove", "calc"]);
+    assert_eq!(code, 1);
+}
