@@ -5,6 +5,7 @@
 
 mod edits;
 mod listing;
+mod mcp_servers;
 mod modes;
 mod permission;
 mod prompt;
@@ -89,6 +90,7 @@ impl AcpServer {
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true))
+            .mcp_capabilities(mcp_servers::capabilities())
             .session_capabilities(
                 SessionCapabilities::new()
                     .fork(SessionForkCapabilities::new())
@@ -114,8 +116,14 @@ impl AcpServer {
     }
 
     /// How an ACP session in `cwd` is opened: asked by request, with its edit gate.
-    fn options(&self, cwd: &std::path::Path, gate: &Arc<EditGate>) -> SessionOptions {
+    fn options(
+        &self,
+        cwd: &std::path::Path,
+        gate: &Arc<EditGate>,
+        servers: &[agent_client_protocol::v1::schema::McpServer],
+    ) -> SessionOptions {
         let mut o = SessionOptions::new(SOURCE, self.tool_names.clone(), Answers::ByRequest);
+        o.own_mcp = mcp_servers::settings_of(servers);
         o.cwd = Some(cwd.to_path_buf()).filter(|c| c.is_dir());
         o.observers = vec![gate.clone() as Arc<dyn Observer>];
         o.edits = Some(gate.clone() as Arc<dyn herald_session::EditRule>);
@@ -222,7 +230,9 @@ pub async fn serve(
                 let s = server.clone();
                 async move |request: wire::LoadSession, responder, cx: Cx| {
                     let r = &request.0;
-                    let answer = s.load(&r.session_id.to_string(), &r.cwd, &cx).await;
+                    let answer = s
+                        .load(&r.session_id.to_string(), &r.cwd, &r.mcp_servers, &cx)
+                        .await;
                     let answer = answer.map(|live| {
                         live.map(|live| {
                             prompt::replay(&live, &cx);
@@ -239,7 +249,9 @@ pub async fn serve(
                 let s = server.clone();
                 async move |request: wire::ResumeSession, responder, cx: Cx| {
                     let r = &request.0;
-                    let answer = s.resume(&r.session_id.to_string(), &r.cwd, &cx).await;
+                    let answer = s
+                        .resume(&r.session_id.to_string(), &r.cwd, &r.mcp_servers, &cx)
+                        .await;
                     let answer = answer.map(|live| {
                         prompt::replay(&live, &cx);
                         wire::ResumeSessionAnswer(Some(s.resumed(&live)))

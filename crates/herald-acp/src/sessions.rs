@@ -7,7 +7,7 @@ use crate::{AcpServer, AcpSession, internal, modes};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ForkSessionRequest, ForkSessionResponse, LoadSessionResponse, NewSessionRequest,
+    ForkSessionRequest, ForkSessionResponse, LoadSessionResponse, McpServer, NewSessionRequest,
     NewSessionResponse, ResumeSessionResponse, SessionConfigOption, SessionModeState,
 };
 use herald_session::SessionError;
@@ -16,22 +16,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 type AcpResult<T> = Result<T, agent_client_protocol::Error>;
-
-/// Says once per process that a client's MCP servers are not connected (herald has no
-/// MCP client); later sessions that bring some are logged at debug.
-fn unused_mcp_servers(count: usize) {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if count == 0 {
-        return;
-    }
-    match WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        false => tracing::warn!(
-            count,
-            "the client's MCP servers are not used: herald has no MCP client"
-        ),
-        true => tracing::debug!(count, "the client's MCP servers are not used"),
-    }
-}
 
 /// What every opening answer carries about a session.
 pub struct Described {
@@ -59,11 +43,10 @@ impl AcpServer {
         cx: &ConnectionTo<Client>,
     ) -> AcpResult<WithModels<NewSessionResponse>> {
         self.room()?;
-        unused_mcp_servers(request.mcp_servers.len());
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         let session = self
             .host
-            .open_session(self.options(&request.cwd, &gate))
+            .open_session(self.options(&request.cwd, &gate, &request.mcp_servers))
             .await
             .map_err(internal)?;
         let live = self.add(session, gate)?;
@@ -83,6 +66,7 @@ impl AcpServer {
         &self,
         id: &str,
         cwd: &Path,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> AcpResult<Option<Arc<AcpSession>>> {
         if let Some(live) = self.session(id) {
@@ -90,7 +74,11 @@ impl AcpServer {
         }
         self.room()?;
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
-        match self.host.resume_session(id, self.options(cwd, &gate)).await {
+        match self
+            .host
+            .resume_session(id, self.options(cwd, &gate, servers))
+            .await
+        {
             Ok(session) => self.add(session, gate).map(Some),
             Err(SessionError::NotFound(_)) => Ok(None),
             Err(e) => Err(internal(e)),
@@ -102,13 +90,14 @@ impl AcpServer {
         &self,
         id: &str,
         cwd: &Path,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> AcpResult<Arc<AcpSession>> {
-        if let Some(live) = self.load(id, cwd, cx).await? {
+        if let Some(live) = self.load(id, cwd, servers, cx).await? {
             return Ok(live);
         }
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
-        let mut options = self.options(cwd, &gate);
+        let mut options = self.options(cwd, &gate, servers);
         options.id = Some(id.to_owned());
         let session = self.host.open_session(options).await.map_err(internal)?;
         self.add(session, gate)
@@ -127,7 +116,7 @@ impl AcpServer {
         if let Some(live) = self.session(&parent) {
             gate.set_policy(live.wire.gate.policy());
         }
-        let options = self.options(&request.cwd, &gate);
+        let options = self.options(&request.cwd, &gate, &request.mcp_servers);
         match self.host.branch_session(&parent, None, options).await {
             Ok((session, _title)) => self.add(session, gate).map(Some),
             Err(SessionError::NotFound(_)) => Ok(None),

@@ -65,11 +65,10 @@ async fn reset(server: &AcpServer, live: &AcpSession) -> String {
         return "A turn is running; reset when it ends.".to_owned();
     }
     let old = live.conversation.session();
-    match server
-        .host
-        .open_session(server.options(old.cwd(), &live.wire.gate))
-        .await
-    {
+    let mut options = server.options(old.cwd(), &live.wire.gate, &[]);
+    // The client's MCP servers stay with the conversation.
+    options.own_mcp = old.own_mcp_servers();
+    match server.host.open_session(options).await {
         Ok(fresh) => {
             if let Some(endpoint) = old.endpoint() {
                 fresh.set_endpoint(endpoint);

@@ -55,6 +55,27 @@ pub struct McpServerSettings {
     pub sampling: SamplingSettings,
 }
 
+impl McpServerSettings {
+    /// A server with Hermes's defaults (an ACP client's server, which brings only its
+    /// name and how to reach it).
+    pub fn new(name: impl Into<String>, transport: McpTransport) -> McpServerSettings {
+        McpServerSettings {
+            name: name.into(),
+            transport,
+            timeout: DEFAULT_CALL_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            enabled: true,
+            include: None,
+            exclude: Vec::new(),
+            resources: true,
+            prompts: true,
+            parallel: false,
+            keepalive: DEFAULT_KEEPALIVE,
+            sampling: SamplingSettings::default(),
+        }
+    }
+}
+
 /// How herald speaks to a server.
 #[derive(Debug, Clone, PartialEq)]
 pub enum McpTransport {

@@ -96,6 +96,19 @@ impl McpPool {
         }
     }
 
+    /// The settings of every server it was given.
+    pub fn settings(&self) -> Vec<McpServerSettings> {
+        match self.configured.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The names of the servers it runs.
+    pub fn server_names(&self) -> Vec<String> {
+        self.live().iter().map(|s| s.name().to_owned()).collect()
+    }
+
     /// Whether a toolsets entry names one of the configured servers.
     pub fn names(&self, entry: &str) -> bool {
         match self.configured.read() {

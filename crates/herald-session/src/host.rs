@@ -83,6 +83,9 @@ pub struct SessionOptions {
     /// Which MCP servers' tools it gets (`None`: the platform's rule,
     /// [`Runtime::mcp_grant`]).
     pub mcp: Option<herald_mcp::McpGrant>,
+    /// MCP servers of this session alone (an ACP client's `mcpServers`), started with
+    /// it and stopped with it; one named like a config server wins for this session.
+    pub own_mcp: Vec<herald_config::McpServerSettings>,
 }
 
 impl SessionOptions {
@@ -103,6 +106,7 @@ impl SessionOptions {
             sender_id: String::new(),
             prompts: false,
             mcp: None,
+            own_mcp: Vec::new(),
         }
     }
 }
@@ -140,6 +144,8 @@ struct SessionInner {
     prompter: Option<Arc<dyn herald_agent::tool::Prompter>>,
     /// The MCP servers whose tools each of its turns is offered (as they are then).
     mcp: herald_mcp::McpGrant,
+    /// Its own MCP servers (stopped when the session is dropped).
+    own_mcp: Option<Arc<herald_mcp::McpPool>>,
     /// The runtime's MCP tools for this session now.
     runtime: Arc<Runtime>,
     /// Told after the runtime's observers.
@@ -183,6 +189,15 @@ impl Session {
             .collect()
     }
 
+    /// The settings of its own MCP servers (to open a fresh session with them).
+    pub fn own_mcp_servers(&self) -> Vec<herald_config::McpServerSettings> {
+        self.0
+            .own_mcp
+            .as_ref()
+            .map(|p| p.settings())
+            .unwrap_or_default()
+    }
+
     /// The names of the tools offered now, by toolset (MCP tools under
     /// `mcp-<server>`).
     pub fn tools_by_toolset(&self) -> std::collections::BTreeMap<String, Vec<String>> {
@@ -200,9 +215,15 @@ impl Session {
     /// tools its grant allows from the servers connected now.
     pub fn tools_now(&self) -> Vec<Arc<dyn Tool>> {
         let s = &self.0;
-        let own: Vec<String> = s.tools.iter().map(|t| t.name().to_owned()).collect();
         let mut tools = s.tools.clone();
-        tools.extend(s.runtime.mcp_tools(&s.mcp, &own));
+        let mut shadowed = Vec::new();
+        if let Some(own) = &s.own_mcp {
+            let taken: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+            tools.extend(own.tools(&herald_mcp::McpGrant::All, &taken, &[]));
+            shadowed = own.server_names();
+        }
+        let taken: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+        tools.extend(s.runtime.mcp_tools(&s.mcp, &taken, &shadowed));
         tools
     }
 
@@ -341,6 +362,7 @@ pub struct Host {
 struct Placed {
     cwd: PathBuf,
     tools: Vec<Arc<dyn herald_agent::tool::Tool>>,
+    own_mcp: Option<Arc<herald_mcp::McpPool>>,
 }
 
 impl Host {
@@ -494,27 +516,48 @@ impl Host {
 
     /// A session that may get MCP tools waits, the first time, up to
     /// `mcp_discovery_timeout` for the servers to come up (Hermes's first-turn wait);
-    /// a slower server's tools join a later turn.
-    async fn discover_mcp(&self, opts: &SessionOptions) {
+    /// a slower server's tools join a later turn. The session's own servers are
+    /// started (and waited for) here.
+    async fn discover_mcp(&self, opts: &SessionOptions) -> Option<Arc<herald_mcp::McpPool>> {
         let grant = self.runtime.mcp_grant(opts.mcp.as_ref());
         if let (Some(pool), false) = (self.runtime.mcp(), grant == herald_mcp::McpGrant::Nothing) {
+            for own in &opts.own_mcp {
+                if pool.names(&own.name) {
+                    tracing::warn!(server = %own.name, "the session's own MCP server of this name is used instead of config.yaml's");
+                }
+            }
             pool.wait_for_discovery().await;
         }
+        if opts.own_mcp.is_empty() {
+            return None;
+        }
+        let settings = herald_config::McpSettings {
+            servers: opts.own_mcp.clone(),
+            discovery_timeout: self.runtime.mcp_discovery_timeout(),
+        };
+        let own = herald_mcp::McpPool::start(&settings, None);
+        own.wait_for_discovery().await;
+        Some(own)
     }
 
     /// Where a session opened with `opts` works and the tools it gets (worked out
     /// once for its prompt and for the session).
-    fn place(&self, opts: &SessionOptions) -> Placed {
+    fn place(&self, opts: &SessionOptions, own_mcp: Option<Arc<herald_mcp::McpPool>>) -> Placed {
         Placed {
             cwd: self.cwd_of(opts),
             tools: self.runtime.tools(&opts.tool_names),
+            own_mcp,
         }
     }
 
     fn build_session(
         &self,
         opts: SessionOptions,
-        Placed { cwd, tools }: Placed,
+        Placed {
+            cwd,
+            tools,
+            own_mcp,
+        }: Placed,
         id: String,
         system_prompt: String,
         history: Vec<Saved>,
@@ -565,6 +608,7 @@ impl Host {
             sender_id: opts.sender_id,
             prompter,
             mcp: rt.mcp_grant(opts.mcp.as_ref()),
+            own_mcp,
             runtime: rt.clone(),
             observers,
             state: Mutex::new(SessionState {
@@ -581,8 +625,8 @@ impl Host {
     pub async fn open_session(&self, opts: SessionOptions) -> Result<Session, SessionError> {
         let given = opts.id.clone();
         let id = given.clone().unwrap_or_else(prompt::new_session_id);
-        self.discover_mcp(&opts).await;
-        let placed = self.place(&opts);
+        let own_mcp = self.discover_mcp(&opts).await;
+        let placed = self.place(&opts, own_mcp);
         let prompt = self.new_prompt(&opts, &placed).await?;
         let session = self.build_session(opts, placed, id, prompt, Vec::new());
         let header = NewSession {
@@ -618,8 +662,8 @@ impl Host {
         if opts.cwd.is_none() {
             opts.cwd = row.cwd.map(PathBuf::from).filter(|p| p.is_dir());
         }
-        self.discover_mcp(&opts).await;
-        let placed = self.place(&opts);
+        let own_mcp = self.discover_mcp(&opts).await;
+        let placed = self.place(&opts, own_mcp);
         let prompt = match row.system_prompt {
             Some(prompt) => prompt,
             None => self.new_prompt(&opts, &placed).await?,

@@ -122,6 +122,7 @@ pub struct Runtime {
     mcp: std::sync::RwLock<Option<Arc<herald_mcp::McpPool>>>,
     /// The platform's toolsets, read for which MCP servers its sessions get.
     toolsets: Vec<String>,
+    mcp_discovery: std::time::Duration,
     /// `SOUL.md` and the skills index, shared by sessions opened together.
     prompt_files: PromptFileCache,
 }
@@ -177,6 +178,7 @@ impl Runtime {
             python: std::sync::RwLock::new(None),
             mcp: std::sync::RwLock::new(None),
             toolsets: platform.default_toolsets(config),
+            mcp_discovery: config.mcp.discovery_timeout,
             prompt_files: PromptFileCache::default(),
             settings,
         })
@@ -262,12 +264,25 @@ impl Runtime {
         self.registry.select(&allowed)
     }
 
-    /// The MCP tools `grant` gives now, beside the session's own tools `taken`.
-    pub fn mcp_tools(&self, grant: &herald_mcp::McpGrant, taken: &[String]) -> Vec<Arc<dyn Tool>> {
-        match self.mcp() {
-            Some(pool) => pool.tools(grant, taken, &self.settings.disabled_toolsets),
-            None => Vec::new(),
-        }
+    /// The MCP tools `grant` gives now, beside the session's own tools `taken`, less
+    /// the servers `shadowed` (a session's own servers of those names win).
+    pub fn mcp_tools(
+        &self,
+        grant: &herald_mcp::McpGrant,
+        taken: &[String],
+        shadowed: &[String],
+    ) -> Vec<Arc<dyn Tool>> {
+        let Some(pool) = self.mcp() else {
+            return Vec::new();
+        };
+        let mut disabled = self.settings.disabled_toolsets.clone();
+        disabled.extend(shadowed.iter().cloned());
+        pool.tools(grant, taken, &disabled)
+    }
+
+    /// `mcp_discovery_timeout`, as read at start.
+    pub fn mcp_discovery_timeout(&self) -> std::time::Duration {
+        self.mcp_discovery
     }
 
     /// The persona: `<home>/SOUL.md` when it has text, else `default`.

@@ -582,3 +582,86 @@ fn herald_mcp_adds_tests_lists_and_removes_servers() {
     let (code, _, _) = run_cli(h, &["mcp", "remove", "calc"]);
     assert_eq!(code, 1);
 }
+
+#[tokio::test]
+async fn an_acp_clients_servers_belong_to_its_session() {
+    let web = HttpServer::start();
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "mcp__web__add", r#"{"a": 1, "b": 2}"#)]),
+        Scripted::text("three"),
+        Scripted::text("plain"),
+    ]);
+    // config.yaml's `calc` offers echo only; the session's `calc` offers everything.
+    let home = home_with(&config(
+        &provider,
+        &stdio_server("calc", "", "    tools: {include: [echo]}\n"),
+    ));
+    let pid_file = home.path().join("pids").display().to_string();
+    let mut acp = super::acp::RawAcp::start(home.path()).await;
+    acp.send(1, "initialize", serde_json::json!({"protocolVersion": 1}))
+        .await;
+    let init = acp.answer(1).await;
+    assert_eq!(
+        init["agentCapabilities"]["mcpCapabilities"],
+        serde_json::json!({"http": true, "sse": false}),
+        "{init}"
+    );
+    let servers = serde_json::json!([
+        {"name": "calc", "command": python(), "args": [server_script(), "stdio"],
+         "env": [{"name": "MCP_TEST_PID_FILE", "value": pid_file}]},
+        {"type": "http", "name": "web", "url": web.url, "headers": [{"name": "X-Test", "value": "1"}]}
+    ]);
+    acp.send(
+        2,
+        "session/new",
+        serde_json::json!({"cwd": home.path(), "mcpServers": servers}),
+    )
+    .await;
+    let sid = acp.answer(2).await["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    acp.prompt(3, &sid, "add").await;
+    let done = acp.answer(3).await;
+    assert_eq!(done["stopReason"], "end_turn", "{done}");
+    let reqs = provider.requests();
+    let tools = offered(&reqs[0].body);
+    assert!(tools.contains(&"mcp__web__add".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"mcp__calc__add".to_owned()),
+        "the session's calc wins: {tools:?}"
+    );
+    assert_eq!(
+        tools.iter().filter(|t| *t == "mcp__calc__echo").count(),
+        1,
+        "{tools:?}"
+    );
+    assert!(tool_result(&reqs[1].body).contains(r#""result":"3""#));
+    // Another session without servers gets config.yaml's only.
+    acp.send(
+        4,
+        "session/new",
+        serde_json::json!({"cwd": home.path(), "mcpServers": []}),
+    )
+    .await;
+    let other = acp.answer(4).await["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    acp.prompt(5, &other, "hi").await;
+    acp.answer(5).await;
+    let tools = offered(&provider.requests()[2].body);
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__web__")),
+        "{tools:?}"
+    );
+    assert!(!tools.contains(&"mcp__calc__add".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"mcp__calc__echo".to_owned()), "{tools:?}");
+    // The IDE goes away: herald ends, and the servers with it.
+    acp.close_stdin();
+    let _ = tokio::time::timeout(Duration::from_secs(10), acp.child.wait()).await;
+    assert!(
+        servers_gone(home.path()),
+        "a server process outlived herald acp"
+    );
+}
