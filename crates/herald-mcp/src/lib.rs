@@ -16,9 +16,10 @@ pub mod naming;
 pub mod pool;
 pub mod redact;
 pub mod render;
+pub mod sampling;
 pub mod schema;
 pub mod server;
 pub mod tool;
 
-pub use handler::Sampler;
 pub use pool::{McpGrant, McpPool, ServerReport};
+pub use sampling::Sampler;

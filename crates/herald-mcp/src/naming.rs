@@ -39,7 +39,7 @@ mod tests {
     #[test]
     fn names_as_hermes_makes_them() {
         assert_eq!(tool_name("my-srv", "get.file"), "mcp__my_srv__get_file");
-        assert_eq!(tool_name("Git Hub", "Ünï"), "mcp__Git_Hub____");
+        assert_eq!(tool_name("Git Hub", "Ünï"), "mcp__Git_Hub___n_");
         assert_eq!(toolset_name("my-srv"), "mcp-my-srv");
         assert!(names_server("mcp-gh", "gh") && names_server(" gh ", "gh"));
         assert!(!names_server("mcp-ghx", "gh"));

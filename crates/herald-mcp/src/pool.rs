@@ -1,8 +1,8 @@
 //! Every MCP server of one home (config.yaml's `mcp_servers`, and a session's own from
 //! ACP), and which of their tools a session is offered.
 
-use crate::handler::Sampler;
 use crate::naming::names_server;
+use crate::sampling::Sampler;
 use crate::server::{Server, Status};
 use crate::tool::{McpTool, Utility, UtilityTool};
 use herald_agent::Tool;

@@ -4,7 +4,8 @@
 //! a failure. Each distinct failure is logged once, by name.
 
 use crate::connection::{Connection, connect};
-use crate::handler::{Handler, Sampler};
+use crate::handler::Handler;
+use crate::sampling::{Policy, Sampler};
 use herald_config::McpServerSettings;
 use rmcp::model::{CallToolRequestParams, ClientRequest, PingRequest};
 use serde_json::{Map, Value};
@@ -83,8 +84,16 @@ impl Server {
             stop: CancellationToken::new(),
             reconnect: tokio::sync::Notify::new(),
         });
-        let sampler = sampler.filter(|_| server.settings.sampling.enabled);
-        tokio::spawn(server.clone().run(sampler));
+        let sampling = sampler
+            .filter(|_| server.settings.sampling.enabled)
+            .map(|s| {
+                Arc::new(Policy::new(
+                    server.name(),
+                    server.settings.sampling.clone(),
+                    s,
+                ))
+            });
+        tokio::spawn(server.clone().run(sampling));
         server
     }
 
@@ -137,13 +146,13 @@ impl Server {
         }
     }
 
-    async fn run(self: Arc<Server>, sampler: Option<Arc<dyn Sampler>>) {
+    async fn run(self: Arc<Server>, sampling: Option<Arc<Policy>>) {
         let mut failures = 0u32;
         while !self.stop.is_cancelled() {
             let changed = Arc::new(tokio::sync::Notify::new());
             let handler = Handler {
                 changed: changed.clone(),
-                sampler: sampler.clone(),
+                sampling: sampling.clone(),
             };
             let attempt = tokio::select! {
                 _ = self.stop.cancelled() => return,
@@ -313,7 +322,7 @@ impl Drop for Server {
 pub async fn probe(settings: &McpServerSettings) -> Result<Vec<ListedTool>, String> {
     let handler = Handler {
         changed: Arc::new(tokio::sync::Notify::new()),
-        sampler: None,
+        sampling: None,
     };
     let conn = connect(settings, handler).await?;
     let server = Server {

@@ -141,10 +141,11 @@ pub async fn start_together(built: Vec<Built>) -> Vec<Arc<Host>> {
     };
     let python =
         crate::runtime::start_python_plugins(&first.config.home, &first.config.agent).await;
-    let mcp = match first.config.mcp.servers.is_empty() {
-        true => None,
-        false => Some(herald_mcp::McpPool::start(&first.config.mcp, None)),
-    };
+    // Started even with no server, so that a reload can add some.
+    let mcp = Some(herald_mcp::McpPool::start(
+        &first.config.mcp,
+        Some(first.host.sampler()),
+    ));
     let runtimes: Vec<_> = built.iter().map(|b| b.host.runtime().clone()).collect();
     for runtime in &runtimes {
         runtime.use_python_plugins(python.clone());

@@ -366,6 +366,19 @@ struct Placed {
 }
 
 impl Host {
+    /// The provider client this host's runs use.
+    pub fn client(&self) -> &LlmClient {
+        &self.client
+    }
+
+    /// What answers an MCP server's sampling requests: this host's model.
+    pub fn sampler(&self) -> Arc<dyn herald_mcp::Sampler> {
+        Arc::new(crate::mcp_sampling::HostSampler {
+            client: self.client.clone(),
+            runtime: self.runtime.clone(),
+        })
+    }
+
     pub fn new(runtime: Arc<Runtime>, store: SessionStore) -> Arc<Host> {
         Host::with_client(runtime, store, LlmClient::new(), DEFAULT_MAX_RUNS)
     }
@@ -535,7 +548,7 @@ impl Host {
             servers: opts.own_mcp.clone(),
             discovery_timeout: self.runtime.mcp_discovery_timeout(),
         };
-        let own = herald_mcp::McpPool::start(&settings, None);
+        let own = herald_mcp::McpPool::start(&settings, Some(self.sampler()));
         own.wait_for_discovery().await;
         Some(own)
     }

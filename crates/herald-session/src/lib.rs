@@ -33,6 +33,7 @@ pub mod conversation;
 pub mod edit_approvals;
 pub mod host;
 pub mod images;
+pub mod mcp_sampling;
 pub mod model_options;
 pub mod model_select;
 pub mod ops;

@@ -47,7 +47,7 @@ pub fn reload_mcp(runtimes: &[Arc<Runtime>]) -> Result<usize, ConfigError> {
     let pool = match first.mcp() {
         Some(pool) => pool,
         None if config.mcp.servers.is_empty() => return Ok(0),
-        None => herald_mcp::McpPool::start(&config.mcp, None),
+        None => return Ok(0),
     };
     let changed = pool.reload(&config.mcp);
     for rt in runtimes {

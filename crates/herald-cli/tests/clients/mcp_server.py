@@ -13,7 +13,12 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+import warnings
+
+from mcp import types
+from mcp.server.mcpserver import Context, MCPServer
+
+warnings.simplefilter("ignore")
 
 server = MCPServer("herald-test")
 
@@ -53,6 +58,18 @@ def env(name: str) -> str:
 def fail() -> str:
     """Fail with a message that holds a credential."""
     raise ValueError("broken with token=abc123secret")
+
+
+@server.tool()
+async def ask(question: str, ctx: Context) -> str:
+    """Ask the client's model (MCP sampling) and return its answer."""
+    result = await ctx.request_context.session.create_message(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
+        max_tokens=9999,
+        system_prompt="Answer briefly.",
+        model_preferences=types.ModelPreferences(hints=[types.ModelHint(name="fake-model")]),
+    )
+    return f"{result.model}: {result.content.text}"
 
 
 @server.resource("note://hello")

@@ -511,7 +511,7 @@ fn herald_mcp_adds_tests_lists_and_removes_servers() {
     );
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains("✓ Connected") && out.contains("Tools discovered: 6"),
+        out.contains("✓ Connected") && out.contains("Tools discovered: 7"),
         "{out}"
     );
     assert!(
@@ -557,7 +557,7 @@ fn herald_mcp_adds_tests_lists_and_removes_servers() {
     assert!(!text.contains("tok-123"), "{text}");
     let (code, out, _) = run_cli(h, &["mcp", "list"]);
     assert_eq!(code, 0);
-    assert!(out.contains("calc") && out.contains("✓ 6 tools"), "{out}");
+    assert!(out.contains("calc") && out.contains("✓ 7 tools"), "{out}");
     assert!(
         out.contains("broken") && out.contains("✗ disabled"),
         "{out}"
@@ -567,7 +567,7 @@ fn herald_mcp_adds_tests_lists_and_removes_servers() {
     let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(rows.len(), 3, "{out}");
     assert_eq!(rows[0]["status"], "connected");
-    assert_eq!(rows[0]["tool_count"], 6);
+    assert_eq!(rows[0]["tool_count"], 7);
     let (code, out, _) = run_cli(h, &["mcp", "test", "calc"]);
     assert_eq!(code, 0, "{out}");
     let (code, _, err) = run_cli(h, &["mcp", "test", "nope"]);
@@ -664,4 +664,42 @@ async fn an_acp_clients_servers_belong_to_its_session() {
         servers_gone(home.path()),
         "a server process outlived herald acp"
     );
+}
+
+#[test]
+fn a_servers_sampling_request_goes_through_herald_s_provider() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "mcp__calc__ask", r#"{"question": "two plus two?"}"#)]),
+        Scripted::text("four"),
+        Scripted::text("the server says four"),
+        Scripted::tool_calls(&[("c2", "mcp__off__ask", r#"{"question": "again?"}"#)]),
+        Scripted::text("refused"),
+    ]);
+    let servers = [
+        stdio_server("calc", "", "    sampling: {max_tokens_cap: 64}\n"),
+        stdio_server("off", "", "    sampling: {enabled: false}\n"),
+    ]
+    .concat();
+    let home = home_with(&config(&provider, &servers));
+    let (code, out, err) = chat(home.path(), &["-Q", "-q", "ask"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let reqs = provider.requests();
+    // The server's request: its system prompt and question, the cap, no tools.
+    let sampled = &reqs[1].body;
+    assert_eq!(
+        sampled["messages"][0]["content"], "Answer briefly.",
+        "{sampled}"
+    );
+    assert!(
+        sampled["messages"].to_string().contains("two plus two?"),
+        "{sampled}"
+    );
+    assert_eq!(sampled["max_tokens"], 64, "{sampled}");
+    assert!(sampled.get("tools").is_none(), "{sampled}");
+    let answered = tool_result(&reqs[2].body);
+    assert!(answered.contains("four"), "{answered}");
+    let (code, _, err) = chat(home.path(), &["-Q", "-q", "again"]);
+    assert_eq!(code, 0, "{err}");
+    let refused = tool_result(&provider.requests()[4].body);
+    assert!(refused.contains("error"), "{refused}");
 }
