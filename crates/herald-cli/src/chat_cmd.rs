@@ -209,16 +209,6 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| Platform::Cli.default_toolsets(&built.config));
     let (tool_names, unknown) = toolsets::resolve(&requested);
-    let mcp_server = |u: &str| {
-        let servers = &built.config.mcp.servers;
-        servers
-            .iter()
-            .any(|s| herald_session::mcp::naming::names_server(u, &s.name))
-            || u == "no_mcp"
-    };
-    for u in unknown.iter().filter(|u| !mcp_server(u)) {
-        eprintln!("herald: warning: unknown toolset `{u}` ignored");
-    }
     let Some(preloaded) = preload_skills(home, built.host.runtime(), &args.skills) else {
         return Ok(ExitCode::FAILURE);
     };
@@ -227,8 +217,14 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
+        let host = built.start().await;
+        // MCP servers and plugin toolsets are known once the host started.
+        let outside = |u: &str| host.runtime().names_outside_toolset(u);
+        for u in unknown.iter().filter(|u| !outside(u)) {
+            eprintln!("herald: warning: unknown toolset `{u}` ignored");
+        }
         let chat = Chat {
-            host: built.start().await,
+            host,
             tool_names,
             toolsets: args.toolsets.clone(),
             preloaded,

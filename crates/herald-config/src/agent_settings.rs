@@ -48,6 +48,9 @@ pub struct AgentSettings {
     pub plugins_enabled: Vec<String>,
     /// `plugins.disabled`: never run, even when enabled.
     pub plugins_disabled: Vec<String>,
+    /// The plugins with `plugins.entries.<id>.allow_tool_override: true`: they may
+    /// replace a built-in tool (Hermes's trust gate).
+    pub plugins_tool_override: Vec<String>,
     /// `plugins.python`: the interpreter of the Python plugin host (`python3`).
     pub plugins_python: Option<String>,
     /// `plugins.host.callback_timeout` in seconds (30): one plugin callback's own time.
@@ -110,6 +113,7 @@ pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
         plugins_enabled: list(r, "plugins", "enabled"),
         plugins_disabled: list(r, "plugins", "disabled"),
         plugins_python: text(r, "plugins", "python").filter(|p| !p.is_empty()),
+        plugins_tool_override: tool_override(doc),
         max_live_sessions: doc
             .get("max_live_sessions")
             .filter(|n| !n.is_null())
@@ -127,6 +131,26 @@ pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
                     .flatten()
             }),
     }
+}
+
+/// The ids under `plugins.entries` whose `allow_tool_override` is true.
+fn tool_override(doc: &Node) -> Vec<String> {
+    let Some(entries) = doc.get("plugins").and_then(|p| p.get("entries")) else {
+        return Vec::new();
+    };
+    entries
+        .entries()
+        .iter()
+        .filter(|(_, e)| {
+            e.get("allow_tool_override")
+                .is_some_and(|v| match &v.value {
+                    NodeValue::Bool(b) => *b,
+                    NodeValue::Str(s) => crate::reader::parse_bool_text(s) == Some(true),
+                    _ => false,
+                })
+        })
+        .map(|(id, _)| id.clone())
+        .collect()
 }
 
 /// A number of seconds under `plugins.host`.

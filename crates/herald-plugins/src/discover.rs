@@ -46,7 +46,9 @@ impl Plugin {
     }
 
     /// How the plugin host is told about it (`initialize`'s `plugins`).
-    pub fn to_host(&self) -> Value {
+    /// The host's description of this plugin; `may_override`: the operator lets it
+    /// replace built-in tools.
+    pub fn to_host(&self, may_override: bool) -> Value {
         json!({
             "key": self.key,
             "name": self.name,
@@ -58,7 +60,7 @@ impl Plugin {
                 "version": self.manifest.version,
                 "kind": self.manifest.kind.clone().unwrap_or_else(|| "standalone".into()),
             },
-            "settings": {},
+            "settings": {"allow_tool_override": may_override},
         })
     }
 }
@@ -170,7 +172,7 @@ mod tests {
                 ("ep", "ep", true),
             ]
         );
-        assert_eq!(found[3].to_host()["entry_point"], "ep");
-        assert_eq!(found[0].to_host()["manifest"]["version"], "0.1.0");
+        assert_eq!(found[3].to_host(false)["entry_point"], "ep");
+        assert_eq!(found[0].to_host(false)["manifest"]["version"], "0.1.0");
     }
 }

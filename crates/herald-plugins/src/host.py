@@ -80,6 +80,10 @@ class MiddlewareBlocked(Exception):
         self.metadata = metadata or {}
 
 
+class PluginToolOverrideError(Exception):
+    """A plugin asked to replace a built-in tool without the operator's leave."""
+
+
 class FrameExpired(BaseException):
     """herald already gave up on this middleware call."""
 
@@ -275,6 +279,23 @@ class PluginContext:
     def register_hook(self, hook_name, callback):
         self._pending.append(("hook", hook_name, callback))
 
+    def register_tool(self, name, toolset, schema, handler, check_fn=None, requires_env=None,
+                      is_async=False, description="", emoji="", override=False):
+        """As Hermes's ctx.register_tool: replacing a built-in needs `override` and the
+        operator's `plugins.entries.<id>.allow_tool_override: true`."""
+        if override and not self._settings.get("allow_tool_override"):
+            raise PluginToolOverrideError(
+                f"Plugin {self.plugin_id!r} cannot override built-in tool {name!r}. Set "
+                f"plugins.entries.{self.plugin_id}.allow_tool_override: true in config.yaml "
+                f"to allow this plugin to replace built-in tools.")
+        if not callable(handler):
+            raise TypeError(f"the handler of tool {name!r} is not callable")
+        tool = {"name": str(name), "toolset": str(toolset), "schema": plain(schema or {}),
+                "description": str(description or ""), "emoji": str(emoji or ""),
+                "requires_env": [str(v) for v in (requires_env or [])],
+                "override": bool(override), "is_async": bool(is_async)}
+        self._pending.append(("tool", tool, (handler, check_fn)))
+
     def get_config(self, key=None, default=None):
         if key is None:
             return dict(self._settings)
@@ -296,6 +317,16 @@ class PluginContext:
             if what == "unsupported":
                 registrations.append({"seq": seq, "type": "unsupported", "api": name,
                                       "detail": "ignored"})
+                continue
+            if what == "tool":
+                handler, check_fn = fn
+                cb = _register(handler, self.plugin_id)
+                entry = dict(name, seq=seq, type="tool", callback_id=cb.id,
+                             callback=cb.describe(), check_callback_id=None)
+                if check_fn is not None:
+                    check = _register(check_fn, self.plugin_id)
+                    entry["check_callback_id"] = check.id
+                registrations.append(entry)
                 continue
             cb = _register(fn, self.plugin_id)
             entry = {"seq": seq, "type": what, "callback_id": cb.id, "callback": cb.describe()}
@@ -458,6 +489,15 @@ def _invoke(method, params, opened):
             return cb.call(fields)
         finally:
             _frames.pop(frame.id, None)
+    if method == "tool.invoke":
+        context = params.get("context") or {}
+        result = cb.fn(params.get("args") or {}, task_id=context.get("task_id"),
+                       session_id=context.get("session_id"))
+        if inspect.isawaitable(result):
+            result = asyncio.run_coroutine_threadsafe(_awaited(result), _loop()).result()
+        return result if isinstance(result, str) else json.dumps(plain(result))
+    if method == "tool.check":
+        return bool(cb.fn())
     if method == "middleware.request":
         key = "request" if params.get("kind") == "llm_request" else "args"
         return cb.call(_with_originals(fields, key))

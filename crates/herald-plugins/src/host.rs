@@ -302,6 +302,11 @@ impl Link {
         }
     }
 
+    /// Whether a host process runs now (not dead nor being restarted).
+    pub fn is_up(&self) -> bool {
+        self.process().is_ok()
+    }
+
     fn process(&self) -> Result<Arc<Process>, CallError> {
         self.current
             .read()

@@ -7,6 +7,7 @@
 pub mod discover;
 pub mod host;
 pub mod remote;
+pub mod tools;
 
 pub use discover::{Plugin, discover};
 use herald_agent::Plugins;
@@ -81,6 +82,8 @@ pub struct Loaded {
 pub struct PythonPlugins {
     link: Arc<Link>,
     chain: Arc<RwLock<Plugins>>,
+    /// The tools the plugins registered (`ctx.register_tool`), as now.
+    tools: Arc<RwLock<Vec<Arc<tools::PluginTool>>>>,
     reporter: Arc<FailureReporter>,
 }
 
@@ -94,7 +97,10 @@ impl PythonPlugins {
         let enabled: Vec<Value> = list(home, settings)
             .iter()
             .filter(|p| p.enabled)
-            .map(Plugin::to_host)
+            .map(|p| {
+                let gate = &settings.plugins_tool_override;
+                p.to_host(gate.iter().any(|id| *id == p.key || *id == p.name))
+            })
             .collect();
         if enabled.is_empty() {
             return Ok(None);
@@ -120,16 +126,32 @@ impl PythonPlugins {
         let reporter = Arc::new(FailureReporter::default());
         let first = build_chain(&link, &link.initialized(), &reporter, block_when_down);
         let chain = Arc::new(RwLock::new(first));
-        let (c, l, r) = (chain.clone(), Arc::downgrade(&link), reporter.clone());
+        let registered = build_tools(&link, &link.initialized());
+        for t in &registered {
+            t.recheck().await;
+        }
+        let tools = Arc::new(RwLock::new(registered));
+        let (c, l, r, t) = (
+            chain.clone(),
+            Arc::downgrade(&link),
+            reporter.clone(),
+            tools.clone(),
+        );
         link.on_restart(Box::new(move |answer: &Value| {
-            if let (Some(link), Ok(mut current)) = (l.upgrade(), c.write()) {
+            let Some(link) = l.upgrade() else { return };
+            if let Ok(mut current) = c.write() {
                 *current = build_chain(&link, answer, &r, block_when_down);
             }
+            if let Ok(mut current) = t.write() {
+                *current = build_tools(&link, answer);
+            }
         }));
+        recheck_tools(Arc::downgrade(&tools));
         report_loading(&link.initialized());
         Ok(Some(PythonPlugins {
             link,
             chain,
+            tools,
             reporter,
         }))
     }
@@ -137,6 +159,11 @@ impl PythonPlugins {
     /// The middleware and observers the plugins registered, as now.
     pub fn plugins(&self) -> Plugins {
         self.chain.read().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// The tools the plugins registered, as now (each says whether it is available).
+    pub fn tools(&self) -> Vec<Arc<tools::PluginTool>> {
+        self.tools.read().map(|t| t.clone()).unwrap_or_default()
     }
 
     /// How each plugin loaded.
@@ -202,6 +229,47 @@ fn report_loading(answer: &Value) {
             }
         }
     }
+}
+
+/// The tools of an `initialize` answer, in registration order (a later tool of a name
+/// already registered is refused, with a warning).
+fn build_tools(link: &Arc<Link>, answer: &Value) -> Vec<Arc<tools::PluginTool>> {
+    let mut out: Vec<Arc<tools::PluginTool>> = Vec::new();
+    let all = answer["plugins"].as_array().cloned().unwrap_or_default();
+    for p in &all {
+        for r in p["registrations"].as_array().into_iter().flatten() {
+            if r["type"] != "tool" {
+                continue;
+            }
+            let Some(tool) = tools::PluginTool::from_registration(link, r) else {
+                continue;
+            };
+            if out.iter().any(|t| t.name == tool.name) {
+                tracing::warn!(plugin = %p["key"], tool = %tool.name, "a second plugin tool of this name is refused");
+                continue;
+            }
+            out.push(Arc::new(tool));
+        }
+    }
+    out
+}
+
+/// Runs the tools' check functions every 30 s (Hermes caches them about as long), for
+/// as long as the plugins run.
+fn recheck_tools(tools: std::sync::Weak<RwLock<Vec<Arc<tools::PluginTool>>>>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            let Some(current) = tools.upgrade() else {
+                return;
+            };
+            let list = current.read().map(|t| t.clone()).unwrap_or_default();
+            drop(current);
+            for t in list {
+                t.recheck().await;
+            }
+        }
+    });
 }
 
 fn callback(r: &Value) -> Option<Callback> {

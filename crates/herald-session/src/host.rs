@@ -111,6 +111,19 @@ impl SessionOptions {
     }
 }
 
+/// Says once per tool name that a plugin tool clashing with a built-in is not offered.
+fn refused_plugin_tool(name: &str) {
+    static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut warned = crate::conversation::lock(&WARNED);
+    if !warned.iter().any(|w| w == name) {
+        warned.push(name.to_owned());
+        tracing::warn!(
+            tool = name,
+            "a plugin tool named like a built-in is refused: it replaces the built-in only with override=True and plugins.entries.<plugin>.allow_tool_override: true"
+        );
+    }
+}
+
 /// A message of a session with its row in `state.db` (`None` when it could not be
 /// kept).
 #[derive(Debug, Clone, PartialEq)]
@@ -216,6 +229,13 @@ impl Session {
     pub fn tools_now(&self) -> Vec<Arc<dyn Tool>> {
         let s = &self.0;
         let mut tools = s.tools.clone();
+        for p in s.runtime.plugin_tools(&s.mcp) {
+            match tools.iter().position(|t| t.name() == p.name) {
+                Some(i) if p.replaces => tools[i] = p,
+                Some(_) => refused_plugin_tool(&p.name),
+                None => tools.push(p),
+            }
+        }
         let mut shadowed = Vec::new();
         if let Some(own) = &s.own_mcp {
             let taken: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();

@@ -280,6 +280,43 @@ impl Runtime {
         pool.tools(grant, taken, &disabled)
     }
 
+    /// The Python plugins' tools `grant` gives now: available ones (host up, check
+    /// passed, variables set) whose toolset is granted and not disabled. Webhook runs
+    /// get a plugin toolset only when their toolsets name it.
+    pub fn plugin_tools(
+        &self,
+        grant: &herald_mcp::McpGrant,
+    ) -> Vec<Arc<herald_plugins::tools::PluginTool>> {
+        let Some(python) = self.python_plugins() else {
+            return Vec::new();
+        };
+        let disabled = &self.settings.disabled_toolsets;
+        python
+            .tools()
+            .into_iter()
+            .filter(|t| Tool::available(t.as_ref()))
+            .filter(|t| !disabled.iter().any(|d| *d == t.toolset))
+            .filter(|t| match grant {
+                herald_mcp::McpGrant::Nothing => false,
+                herald_mcp::McpGrant::All => true,
+                herald_mcp::McpGrant::Named(entries) => {
+                    entries.iter().any(|e| e.trim() == t.toolset)
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a toolsets entry names tools from outside: an MCP server, `no_mcp`, or a
+    /// Python plugin's toolset (not an unknown toolset, then).
+    pub fn names_outside_toolset(&self, entry: &str) -> bool {
+        let entry = entry.trim();
+        entry == "no_mcp"
+            || self.mcp().is_some_and(|p| p.names(entry))
+            || self
+                .python_plugins()
+                .is_some_and(|p| p.tools().iter().any(|t| t.toolset == entry))
+    }
+
     /// `mcp_discovery_timeout`, as read at start.
     pub fn mcp_discovery_timeout(&self) -> std::time::Duration {
         self.mcp_discovery

@@ -597,3 +597,134 @@ fn a_middleware_that_lets_a_downstream_failure_through_is_not_blamed_for_it() {
     assert_eq!(log_count(&err, "let_through"), 0, "{err}");
     assert_eq!(log_count(&err, "caught_and_reraised"), 0, "{err}");
 }
+
+#[test]
+fn a_plugins_registered_tools_are_offered_and_called_on_chat() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "count_words", r#"{"text": "one two three"}"#)]),
+        Scripted::tool_calls(&[("c2", "shout", r#"{"text": "hey"}"#)]),
+        Scripted::tool_calls(&[("c3", "boom", r#"{"text": "x"}"#)]),
+        Scripted::text("done"),
+    ]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["tool-demo"]);
+    let (code, out, err) = chat(home.path(), "count");
+    assert_eq!(code, 0, "{out}{err}");
+    let reqs = provider.requests();
+    let names: Vec<String> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    for offered in ["count_words", "shout", "boom", "terminal"] {
+        assert!(names.contains(&offered.to_owned()), "{offered}: {names:?}");
+    }
+    for left_out in ["needs_env", "hidden"] {
+        assert!(
+            !names.contains(&left_out.to_owned()),
+            "{left_out}: {names:?}"
+        );
+    }
+    assert_eq!(names.iter().filter(|n| *n == "read_file").count(), 1);
+    let read_file = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "read_file")
+        .unwrap();
+    assert_ne!(
+        read_file["function"]["description"], "Clashes.",
+        "the built-in stays"
+    );
+    let result = |i: usize| {
+        reqs[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(result(1).contains(r#""words": 3"#), "{}", result(1));
+    assert!(result(2).contains("HEY"), "{}", result(2));
+    assert!(
+        result(3).contains("error") && result(3).contains("the tool broke"),
+        "{}",
+        result(3)
+    );
+    assert!(err.contains("refused"), "the clash is warned about: {err}");
+}
+
+#[test]
+fn overriding_a_built_in_tool_needs_the_operators_leave() {
+    let provider = FakeProvider::start(vec![Scripted::text("ok"), Scripted::text("ok")]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["tool-override"]);
+    let (code, _, err) = chat(home.path(), "hi");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("allow_tool_override"),
+        "the plugin fails to load: {err}"
+    );
+    let description = |i: usize| {
+        provider.requests()[i].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["function"]["name"] == "read_file")
+            .unwrap()["function"]["description"]
+            .clone()
+    };
+    assert_ne!(description(0), "Replaced.");
+    let config = home.path().join("config.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("  entries:\n    tool-override:\n      allow_tool_override: true\n");
+    std::fs::write(&config, text).unwrap();
+    let (code, _, err) = chat(home.path(), "hi");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(description(1), "Replaced.", "{err}");
+}
+
+#[tokio::test]
+async fn a_plugin_tool_is_called_over_rpc_and_the_api_too() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "count_words", r#"{"text": "a b"}"#)]),
+        Scripted::text("two over rpc"),
+        Scripted::tool_calls(&[("c2", "count_words", r#"{"text": "a b c d"}"#)]),
+        Scripted::text("four over the api"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        super::api::api_config(&provider.base_url, ""),
+    )
+    .unwrap();
+    install_plugins(home.path(), &["tool-demo"]);
+    let mut rpc = super::rpc::Piped::start(home.path());
+    let sid = rpc.client.session().await;
+    let events = rpc.client.turn(&sid, "count").await;
+    assert!(
+        events.iter().any(|e| e["type"] == "tool.complete"),
+        "{events:?}"
+    );
+    drop(rpc);
+    let tool_text = |i: usize| provider.requests()[i].body["messages"].to_string();
+    assert!(tool_text(1).contains(r#"\"words\": 2"#), "{}", tool_text(1));
+    let h = super::support::Herald::start_in(home, &[]);
+    let (status, body) = super::api::post_json(
+        &h,
+        "/v1/chat/completions",
+        serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "count"}]}),
+    )
+    .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "four over the api"
+    );
+    assert!(tool_text(3).contains(r#"\"words\": 4"#), "{}", tool_text(3));
+}

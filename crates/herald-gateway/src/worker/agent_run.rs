@@ -69,10 +69,8 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
         toolsets::webhook_toolsets(route_toolsets.as_deref(), t.platform_toolsets.as_deref());
     let (tool_names, mut dropped) =
         toolsets::webhook_tools(route_toolsets.as_deref(), t.platform_toolsets.as_deref());
-    // An entry naming an MCP server grants that server's tools.
-    if let Some(pool) = runtime.mcp() {
-        dropped.retain(|d| !pool.names(d));
-    }
+    // An entry naming an MCP server or a plugin's toolset grants those tools.
+    dropped.retain(|d| !runtime.names_outside_toolset(d));
     if !dropped.is_empty() {
         tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets not allowed on webhook runs were dropped");
     }
