@@ -72,7 +72,39 @@ pub struct SkillLibrary {
     pub external_dirs: Vec<PathBuf>,
     /// Names (or slugs) of hidden skills.
     pub disabled: Vec<String>,
+    /// Skills Python plugins registered (`ctx.register_skill`), as
+    /// `<plugin>:<name>`: loaded by that name only, never listed in the index.
+    pub plugin_skills: PluginSkills,
 }
+
+/// The plugins' skills: (qualified name, path of its SKILL.md), shared by every copy
+/// of a library and replaced when the plugins reload.
+#[derive(Debug, Clone, Default)]
+pub struct PluginSkills(std::sync::Arc<std::sync::RwLock<Vec<(String, PathBuf)>>>);
+
+impl PluginSkills {
+    pub fn set(&self, skills: Vec<(String, PathBuf)>) {
+        if let Ok(mut s) = self.0.write() {
+            *s = skills;
+        }
+    }
+
+    fn path_of(&self, name: &str) -> Option<PathBuf> {
+        let skills = self.0.read().ok()?;
+        skills
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p.clone())
+    }
+}
+
+/// Every copy shares the same registry: equal as settings.
+impl PartialEq for PluginSkills {
+    fn eq(&self, _: &PluginSkills) -> bool {
+        true
+    }
+}
+impl Eq for PluginSkills {}
 
 impl SkillLibrary {
     /// The skills under `root` alone.
@@ -105,10 +137,20 @@ impl SkillLibrary {
             .any(|d| d == name || slug(d) == slugged)
     }
 
+    /// The file of the named skill: a plugin's `<plugin>:<name>`, else a visible one.
+    fn path_of(&self, name: &str) -> Option<PathBuf> {
+        if name.contains(':') {
+            return self.plugin_skills.path_of(name);
+        }
+        self.discover()
+            .into_iter()
+            .find(|s| s.name == name)
+            .map(|s| s.path)
+    }
+
     /// The body of the named skill.
     pub fn load(&self, name: &str) -> Option<String> {
-        let skill = self.discover().into_iter().find(|s| s.name == name)?;
-        let (_, _, body) = parse_skill(&read_capped(&skill.path)?);
+        let (_, _, body) = parse_skill(&read_capped(&self.path_of(name)?)?);
         Some(body)
     }
 
@@ -118,8 +160,7 @@ impl SkillLibrary {
         &self,
         name: &str,
     ) -> Option<(String, Vec<crate::skill_setup::RequiredEnv>)> {
-        let skill = self.discover().into_iter().find(|s| s.name == name)?;
-        let text = read_capped(&skill.path)?;
+        let text = read_capped(&self.path_of(name)?)?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let front = text
             .strip_prefix("---")

@@ -16,6 +16,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import traceback
@@ -279,6 +280,19 @@ class PluginContext:
     def register_hook(self, hook_name, callback):
         self._pending.append(("hook", hook_name, callback))
 
+    def register_skill(self, name, path, description=""):
+        """As Hermes's ctx.register_skill: loadable as `<plugin>:<name>`."""
+        if ":" in str(name):
+            raise ValueError(f"Skill name '{name}' must not contain ':' (the namespace is "
+                             f"derived from the plugin name automatically).")
+        if not name or not re.fullmatch(r"[a-zA-Z0-9_-]+", str(name)):
+            raise ValueError(f"Invalid skill name '{name}'. Must match [a-zA-Z0-9_-]+.")
+        if not os.path.exists(str(path)):
+            raise FileNotFoundError(f"SKILL.md not found at {path}")
+        plugin = getattr(self.manifest, "name", None) or self.plugin_id
+        self._pending.append(("skill", {"name": f"{plugin}:{name}", "path": os.path.abspath(str(path)),
+                                        "description": str(description or "")}, None))
+
     def register_tool(self, name, toolset, schema, handler, check_fn=None, requires_env=None,
                       is_async=False, description="", emoji="", override=False):
         """As Hermes's ctx.register_tool: replacing a built-in needs `override` and the
@@ -317,6 +331,9 @@ class PluginContext:
             if what == "unsupported":
                 registrations.append({"seq": seq, "type": "unsupported", "api": name,
                                       "detail": "ignored"})
+                continue
+            if what == "skill":
+                registrations.append(dict(name, seq=seq, type="skill"))
                 continue
             if what == "tool":
                 handler, check_fn = fn

@@ -166,6 +166,20 @@ impl PythonPlugins {
         self.tools.read().map(|t| t.clone()).unwrap_or_default()
     }
 
+    /// The skills the plugins registered: (`<plugin>:<name>`, its SKILL.md).
+    pub fn skills(&self) -> Vec<(String, std::path::PathBuf)> {
+        let answer = self.link.initialized();
+        let all = answer["plugins"].as_array().cloned().unwrap_or_default();
+        all.iter()
+            .flat_map(|p| p["registrations"].as_array().cloned().unwrap_or_default())
+            .filter(|r| r["type"] == "skill")
+            .filter_map(|r| {
+                let name = r["name"].as_str()?.to_owned();
+                Some((name, std::path::PathBuf::from(r["path"].as_str()?)))
+            })
+            .collect()
+    }
+
     /// How each plugin loaded.
     pub fn loaded(&self) -> Vec<Loaded> {
         loaded(&self.link.initialized())

@@ -200,6 +200,8 @@ impl Runtime {
 
     /// Uses `python`'s plugins from now on (`None`: no Python plugins).
     pub fn use_python_plugins(&self, python: Option<Arc<herald_plugins::PythonPlugins>>) {
+        let skills = python.as_ref().map(|p| p.skills()).unwrap_or_default();
+        self.skills.plugin_skills.set(skills);
         if let Ok(mut p) = self.python.write() {
             *p = python;
         }
@@ -497,6 +499,7 @@ fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> S
             .map(|d| herald_webhook::filter::resolve_home_path(d, home.root()))
             .collect(),
         disabled,
+        plugin_skills: Default::default(),
     }
 }
 

@@ -24,8 +24,11 @@ fn copy_plugins(home: &Path, names: &[&str]) {
     for name in names {
         let to = home.join("plugins").join(name);
         std::fs::create_dir_all(&to).unwrap();
-        for file in ["plugin.yaml", "__init__.py"] {
-            std::fs::copy(source.join(name).join(file), to.join(file)).unwrap();
+        for file in std::fs::read_dir(source.join(name)).unwrap() {
+            let file = file.unwrap();
+            if file.file_type().unwrap().is_file() {
+                std::fs::copy(file.path(), to.join(file.file_name())).unwrap();
+            }
         }
     }
 }
@@ -604,6 +607,7 @@ fn a_plugins_registered_tools_are_offered_and_called_on_chat() {
         Scripted::tool_calls(&[("c1", "count_words", r#"{"text": "one two three"}"#)]),
         Scripted::tool_calls(&[("c2", "shout", r#"{"text": "hey"}"#)]),
         Scripted::tool_calls(&[("c3", "boom", r#"{"text": "x"}"#)]),
+        Scripted::tool_calls(&[("c4", "skill_view", r#"{"name": "tool-demo:greeting"}"#)]),
         Scripted::text("done"),
     ]);
     let home = rpc_home(&provider.base_url, "");
@@ -656,6 +660,14 @@ fn a_plugins_registered_tools_are_offered_and_called_on_chat() {
         "{}",
         result(3)
     );
+    assert!(
+        result(4).contains("Greet the user by name."),
+        "{}",
+        result(4)
+    );
+    // A plugin's skill is loaded by name only, never listed in the index.
+    let system = reqs[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(!system.contains("tool-demo:greeting"), "{system}");
     assert!(err.contains("refused"), "the clash is warned about: {err}");
 }
 

@@ -39,3 +39,6 @@ def register(ctx):
     ctx.register_tool("hidden", "demo_tools", schema("hidden", "Its check says no."), count_words,
                       check_fn=lambda: False)
     ctx.register_tool("read_file", "demo_tools", schema("read_file", "Clashes."), fake_read_file)
+    import os
+    ctx.register_skill("greeting", os.path.join(os.path.dirname(__file__), "SKILL.md"),
+                       description="How to greet.")
