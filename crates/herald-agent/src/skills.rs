@@ -388,6 +388,7 @@ mod tests {
             root: local.path().to_path_buf(),
             external_dirs: vec![shared.path().to_path_buf()],
             disabled: vec!["old-tool".into()],
+            plugin_skills: PluginSkills::default(),
         };
         let names: Vec<String> = library.discover().into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["deploy", "review"]);
