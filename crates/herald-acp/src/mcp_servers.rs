@@ -40,7 +40,6 @@ fn setting(server: &McpServer) -> Option<McpServerSettings> {
                     .iter()
                     .map(|e| (e.name.clone(), e.value.clone()))
                     .collect(),
-                sse: false,
             },
         ),
         McpServer::Sse(s) => {

@@ -66,8 +66,8 @@ async fn reset(server: &AcpServer, live: &AcpSession) -> String {
     }
     let old = live.conversation.session();
     let mut options = server.options(old.cwd(), &live.wire.gate, &[]);
-    // The client's MCP servers stay with the conversation.
-    options.own_mcp = old.own_mcp_servers();
+    // The client's MCP servers stay with the conversation, running.
+    options.own_mcp_pool = old.own_mcp_pool();
     match server.host.open_session(options).await {
         Ok(fresh) => {
             if let Some(endpoint) = old.endpoint() {

@@ -18,9 +18,10 @@ pub fn init(verbose: u8, format: LogFormat, conversation: bool) {
         1 => "debug",
         _ => "trace",
     };
-    // Library noise stays at warn unless asked for explicitly.
+    // Library noise stays at warn unless asked for explicitly; the MCP SDK's own
+    // warnings (a refused request from a server, per request) at error.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("warn,herald={default},herald_gateway={default},herald_store={default},herald_webhook={default},herald_config={default},herald_plugins={default}")));
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,herald={default},herald_gateway={default},herald_store={default},herald_webhook={default},herald_config={default},herald_plugins={default},herald_mcp={default},rmcp=error")));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -8,10 +8,7 @@ use herald_config::{Config, Home, McpServerSettings, McpTransport, process_env};
 use herald_session::mcp::server::{ListedTool, probe};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
-
-/// How long `test`, `add` and `list` wait for a server at most (Hermes's probe: 30 s).
-const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+use std::time::Instant;
 
 #[derive(Subcommand, Debug)]
 pub enum McpCommand {
@@ -101,13 +98,6 @@ fn named<'a>(config: &'a Config, name: &str) -> anyhow::Result<&'a McpServerSett
         })
 }
 
-/// The server with the probe's time limit.
-fn for_probe(s: &McpServerSettings) -> McpServerSettings {
-    let mut s = s.clone();
-    s.connect_timeout = s.connect_timeout.min(PROBE_TIMEOUT);
-    s
-}
-
 fn transport_text(s: &McpServerSettings) -> String {
     match &s.transport {
         McpTransport::Http { url, .. } => url.clone(),
@@ -141,15 +131,17 @@ async fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
         outln!("Add one: herald mcp add NAME --command PROGRAM --args ... | --url URL");
         return Ok(ExitCode::SUCCESS);
     }
-    let probes = servers.iter().map(|s| async move {
-        match s.enabled {
-            true => Some(probe(&for_probe(s)).await),
-            false => None,
+    // Every enabled server at once, each within its connect_timeout.
+    let mut probes = tokio::task::JoinSet::new();
+    for (i, s) in servers.iter().enumerate().filter(|(_, s)| s.enabled) {
+        let s = s.clone();
+        probes.spawn(async move { (i, probe(&s).await) });
+    }
+    let mut results: Vec<Option<Result<Vec<ListedTool>, String>>> = vec![None; servers.len()];
+    while let Some(done) = probes.join_next().await {
+        if let Ok((i, r)) = done {
+            results[i] = Some(r);
         }
-    });
-    let mut results = Vec::new();
-    for p in probes {
-        results.push(p.await);
     }
     if json_out {
         let rows: Vec<Value> = servers
@@ -212,7 +204,7 @@ async fn report_probe(s: &McpServerSettings) -> bool {
         McpTransport::Stdio { command, .. } => outln!("  Transport: stdio → {command}"),
     }
     let started = Instant::now();
-    match probe(&for_probe(s)).await {
+    match probe(s).await {
         Ok(tools) => {
             outln!("  ✓ Connected ({} ms)", started.elapsed().as_millis());
             outln!("  ✓ Tools discovered: {}", tools.len());
@@ -325,6 +317,8 @@ async fn add(home: &Home, config: &Config, args: AddArgs) -> anyhow::Result<Exit
         return Ok(ExitCode::FAILURE);
     }
     let mut entry = entry_of(home, &args)?;
+    // Saved disabled until it connected, so a running gateway never starts it untested.
+    entry.insert("enabled".into(), json!(false));
     // Test it as it will be read: write, read back, probe.
     let path = home.config_file();
     let write = |entry: &Map<String, Value>| {

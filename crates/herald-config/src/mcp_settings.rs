@@ -85,11 +85,10 @@ pub enum McpTransport {
         args: Vec<String>,
         env: Vec<(String, String)>,
     },
-    /// `url` and `headers`: Streamable HTTP, or the older HTTP+SSE with `transport: sse`.
+    /// `url` and `headers`: Streamable HTTP.
     Http {
         url: String,
         headers: Vec<(String, String)>,
-        sse: bool,
     },
 }
 
@@ -212,6 +211,11 @@ impl ServerReader<'_, '_> {
             .copied()
             .collect();
         self.r.check_keys(node, self.key, &known);
+        for key in ["auth", "oauth", "ssl_verify", "client_cert", "client_key"] {
+            if let Some(n) = node.get(key).filter(|n| !n.is_null()) {
+                self.warn(n, key, "not supported by herald: the server is used without it (OAuth and custom TLS are not implemented)".into());
+            }
+        }
         let transport = self.transport(node)?;
         let tools = node.get("tools").filter(|n| !n.is_null());
         Some(McpServerSettings {
@@ -239,9 +243,16 @@ impl ServerReader<'_, '_> {
 
     fn transport(&mut self, node: &Node) -> Option<McpTransport> {
         if let Some(url) = self.text(node, "url") {
-            let sse = self
+            if self
                 .text(node, "transport")
-                .is_some_and(|t| t.eq_ignore_ascii_case("sse"));
+                .is_some_and(|t| t.eq_ignore_ascii_case("sse"))
+            {
+                self.skip(
+                    node,
+                    "transport: sse (the older HTTP+SSE protocol) is not supported; use the server's Streamable HTTP URL".into(),
+                );
+                return None;
+            }
             let lower = url.to_ascii_lowercase();
             if !(lower.starts_with("http://") || lower.starts_with("https://")) {
                 self.skip(
@@ -253,7 +264,6 @@ impl ServerReader<'_, '_> {
             return Some(McpTransport::Http {
                 url,
                 headers: self.pairs(node, "headers"),
-                sse,
             });
         }
         let Some(command) = self.text(node, "command") else {
@@ -475,7 +485,7 @@ mod tests {
             &env,
         );
         assert_eq!(s.discovery_timeout, Duration::from_secs(3));
-        assert_eq!(s.servers.len(), 3, "{warnings:?}");
+        assert_eq!(s.servers.len(), 2, "{warnings:?}");
         let gh = &s.servers[0];
         assert_eq!(
             gh.transport,
@@ -499,12 +509,14 @@ mod tests {
         assert_eq!(remote.sampling.allowed_models, vec!["a".to_owned()]);
         assert!(matches!(
             &remote.transport,
-            McpTransport::Http { headers, sse: false, .. } if headers[0].1 == "Bearer ghp_x"
+            McpTransport::Http { headers, .. } if headers[0].1 == "Bearer ghp_x"
         ));
-        assert!(matches!(
-            &s.servers[2].transport,
-            McpTransport::Http { sse: true, .. }
-        ));
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("mcp_servers.old") && w.contains("sse")),
+            "{warnings:?}"
+        );
         assert!(
             warnings
                 .iter()

@@ -10,7 +10,6 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncBufReadExt;
 
 /// The SDK's running client.
 pub type Service = RunningService<RoleClient, Handler>;
@@ -40,10 +39,7 @@ pub async fn connect(s: &McpServerSettings, handler: Handler) -> Result<Connecti
             McpTransport::Stdio { command, args, env } => {
                 stdio(command, args, env, handler, tail.clone()).await
             }
-            McpTransport::Http { sse: true, .. } => Err(
-                "transport: sse (the older HTTP+SSE protocol) is not supported: use the server's Streamable HTTP URL".to_owned(),
-            ),
-            McpTransport::Http { url, headers, .. } => http(url, headers, handler).await,
+            McpTransport::Http { url, headers } => http(url, headers, handler).await,
         }
     };
     match tokio::time::timeout(s.connect_timeout, attempt).await {
@@ -69,20 +65,24 @@ async fn stdio(
     let mut cmd = herald_process::command(command);
     cmd.args(args).env_clear().envs(crate::env::server_env(env));
     #[cfg(target_os = "linux")]
-    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of the child being started.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
+    {
+        let parent = std::process::id();
+        // SAFETY: prctl and getppid only set and read the child's own state; _exit
+        // ends it at once when herald is gone already.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
     }
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("missing executable '{command}'"),
-            _ => format!("cannot start '{command}': {e}"),
-        })?;
+    let (transport, stderr) = spawn(cmd).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("missing executable '{command}'"),
+        _ => format!("cannot start '{command}': {e}"),
+    })?;
     let pid = transport.id();
     if let Some(pid) = pid {
         crate::children::track(pid);
@@ -94,7 +94,7 @@ async fn stdio(
     let service = handler
         .serve(transport)
         .await
-        .map_err(|e| format!("the handshake failed: {e}"))?;
+        .map_err(|e| crate::redact::redacted(&format!("the handshake failed: {e}")))?;
     guard.disarm();
     Ok(Connection { service, pid })
 }
@@ -123,6 +123,51 @@ async fn http(
     Ok(Connection { service, pid: None })
 }
 
+type Spawned = std::io::Result<(TokioChildProcess, Option<tokio::process::ChildStderr>)>;
+
+/// A child to start on the spawner thread.
+struct SpawnJob {
+    cmd: tokio::process::Command,
+    reply: tokio::sync::oneshot::Sender<Spawned>,
+}
+
+static SPAWNER: std::sync::OnceLock<std::sync::mpsc::Sender<SpawnJob>> = std::sync::OnceLock::new();
+
+/// Starts `cmd` from one thread that lives as long as herald: `PR_SET_PDEATHSIG` fires
+/// when the thread that forked a child ends, and the async workers' threads come and
+/// go. Inline when that thread cannot be had.
+async fn spawn(cmd: tokio::process::Command) -> Spawned {
+    let spawner = SPAWNER.get_or_init(|| {
+        let handle = tokio::runtime::Handle::current();
+        let (tx, rx) = std::sync::mpsc::channel::<SpawnJob>();
+        let started = std::thread::Builder::new()
+            .name("herald-mcp-spawn".into())
+            .spawn(move || {
+                let _runtime = handle.enter();
+                for job in rx {
+                    let _ = job.reply.send(spawn_here(job.cmd));
+                }
+            });
+        if let Err(e) = started {
+            tracing::warn!("no MCP spawner thread ({e}): servers start from the async workers");
+        }
+        tx
+    });
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    match spawner.send(SpawnJob { cmd, reply }) {
+        Ok(()) => answer
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the MCP spawner thread ended"))),
+        Err(std::sync::mpsc::SendError(job)) => spawn_here(job.cmd),
+    }
+}
+
+fn spawn_here(cmd: tokio::process::Command) -> Spawned {
+    TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
 /// Kills a started child when the handshake does not complete.
 struct KillOnError(Option<u32>);
 
@@ -140,18 +185,36 @@ impl Drop for KillOnError {
     }
 }
 
-/// Keeps the last lines of a server's stderr (each cut to 300 characters).
-async fn keep_tail(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line: String = line.chars().take(300).collect();
-        tracing::debug!(target: "herald_mcp::stderr", "{line}");
-        if let Ok(mut t) = tail.lock() {
-            if t.len() == STDERR_LINES {
-                t.pop_front();
+/// Keeps the last lines of a server's stderr (each cut to 300 bytes, decoded
+/// lossily), reading to the end so the server never writes into a closed pipe.
+async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = [0u8; 4096];
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        for &b in &chunk[..n] {
+            if b == b'\n' {
+                keep_line(&line, &tail);
+                line.clear();
+            } else if line.len() < 300 {
+                line.push(b);
             }
-            t.push_back(line);
         }
+    }
+}
+
+fn keep_line(line: &[u8], tail: &Mutex<VecDeque<String>>) {
+    let text = String::from_utf8_lossy(line).trim_end().to_owned();
+    tracing::debug!(target: "herald_mcp::stderr", "{text}");
+    if let Ok(mut t) = tail.lock() {
+        if t.len() == STDERR_LINES {
+            t.pop_front();
+        }
+        t.push_back(text);
     }
 }
 
@@ -162,6 +225,6 @@ fn with_stderr(error: String, tail: &Mutex<VecDeque<String>>) -> String {
         .and_then(|t| t.iter().rev().find(|l| !l.trim().is_empty()).cloned());
     match last {
         Some(line) => crate::redact::redacted(&format!("{error} (stderr: {})", line.trim())),
-        None => error,
+        None => crate::redact::redacted(&error),
     }
 }

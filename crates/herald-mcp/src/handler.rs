@@ -22,7 +22,10 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         if self.sampling.is_some() {
-            capabilities.sampling = Some(Default::default());
+            // With tools: a server may then send tools and get tool-use answers.
+            let mut sampling = rmcp::model::SamplingCapability::default();
+            sampling.tools = Some(Default::default());
+            capabilities.sampling = Some(sampling);
         }
         ClientConfig::new(
             capabilities,

@@ -26,10 +26,16 @@ pub fn toolset_name(server: &str) -> String {
 }
 
 /// Whether a toolsets list entry names `server` (`mcp-<server>` or the bare name, as
-/// Hermes accepts both).
+/// Hermes accepts both). A bare name that is one of herald's toolsets (`web`,
+/// `terminal`, `hermes-webhook`, `all` …) names that toolset, never a server of that
+/// name: built-ins win, as in Hermes.
 pub fn names_server(entry: &str, server: &str) -> bool {
     let entry = entry.trim();
-    entry == server || entry.strip_prefix("mcp-") == Some(server)
+    if entry.strip_prefix("mcp-") == Some(server) {
+        return true;
+    }
+    let builtin = herald_agent::toolsets::is_toolset(entry) || matches!(entry, "all" | "*");
+    entry == server && !builtin
 }
 
 #[cfg(test)]
@@ -43,5 +49,6 @@ mod tests {
         assert_eq!(toolset_name("my-srv"), "mcp-my-srv");
         assert!(names_server("mcp-gh", "gh") && names_server(" gh ", "gh"));
         assert!(!names_server("mcp-ghx", "gh"));
+        assert!(!names_server("web", "web") && names_server("mcp-web", "web"));
     }
 }

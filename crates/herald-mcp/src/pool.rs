@@ -68,6 +68,8 @@ pub struct McpPool {
     discovery_timeout: Duration,
     sampler: Option<Arc<dyn Sampler>>,
     discovered: tokio::sync::OnceCell<()>,
+    /// One reload at a time (SIGHUP and RPC may ask together).
+    reloading: std::sync::Mutex<()>,
 }
 
 impl McpPool {
@@ -86,20 +88,13 @@ impl McpPool {
             discovery_timeout: settings.discovery_timeout,
             sampler,
             discovered: tokio::sync::OnceCell::new(),
+            reloading: std::sync::Mutex::new(()),
         })
     }
 
     fn live(&self) -> Vec<Arc<Server>> {
         match self.servers.read() {
             Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// The settings of every server it was given.
-    pub fn settings(&self) -> Vec<McpServerSettings> {
-        match self.configured.read() {
-            Ok(c) => c.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
@@ -217,12 +212,21 @@ impl McpPool {
     /// removed, enabled or disabled) are stopped and started again; the others keep
     /// their connection. How many were restarted, started or stopped.
     pub fn reload(&self, settings: &McpSettings) -> usize {
+        let _one = self
+            .reloading
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let old = self.live();
         let mut changed = 0;
         let mut next: Vec<Arc<Server>> = Vec::new();
         for s in settings.servers.iter().filter(|s| s.enabled) {
             match old.iter().find(|o| o.settings == *s) {
-                Some(same) => next.push(same.clone()),
+                Some(same) => {
+                    // An unchanged server that is down (say, its program was just
+                    // installed) is tried again now.
+                    same.nudge();
+                    next.push(same.clone());
+                }
                 None => {
                     changed += 1;
                     next.push(Server::start(s.clone(), self.sampler.clone()));

@@ -126,7 +126,7 @@ fn collapse_nullable(map: &mut Map<String, Value>) {
 }
 
 fn prune_required(map: &mut Map<String, Value>) {
-    let names: Vec<String> = map
+    let names: std::collections::HashSet<String> = map
         .get("properties")
         .and_then(Value::as_object)
         .map(|p| p.keys().cloned().collect())
@@ -136,7 +136,7 @@ fn prune_required(map: &mut Map<String, Value>) {
         .and_then(Value::as_array)
         .map(|r| {
             r.iter()
-                .filter(|n| n.as_str().is_some_and(|n| names.iter().any(|k| k == n)))
+                .filter(|n| n.as_str().is_some_and(|n| names.contains(n)))
                 .cloned()
                 .collect()
         })

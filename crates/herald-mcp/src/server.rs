@@ -69,6 +69,23 @@ pub struct Server {
     reconnect: tokio::sync::Notify,
 }
 
+/// Failures in a row before a server is parked.
+const MAX_RETRIES: u32 = 5;
+/// How often a parked server is tried.
+const PARKED_RETRY: Duration = Duration::from_secs(300);
+/// A connection that lasted this long counts as healthy (the failure count restarts).
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+/// At most this many pages of `tools/list` (as Hermes).
+const MAX_PAGES: usize = 50;
+/// At most this many tools of one server.
+const MAX_TOOLS: usize = 256;
+/// A tool description is cut to this many characters.
+const MAX_DESCRIPTION: usize = 4096;
+/// A tool whose input schema is larger than this (as JSON) is left out.
+const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// Providers refuse longer tool names (OpenAI's limit).
+const MAX_NAME: usize = 64;
+
 /// Back-off between attempts: 1, 2, 4 … 60 s.
 fn backoff(attempt: u32) -> Duration {
     Duration::from_secs(1u64 << attempt.min(6)).min(Duration::from_secs(60))
@@ -154,24 +171,37 @@ impl Server {
                 changed: changed.clone(),
                 sampling: sampling.clone(),
             };
+            self.write(|s| {
+                if s.connection.is_none() && s.status.is_some() {
+                    s.status = Some(Status::Connecting);
+                }
+            });
             let attempt = tokio::select! {
                 _ = self.stop.cancelled() => return,
                 a = connect(&self.settings, handler) => a,
             };
-            match attempt {
-                Ok(conn) => {
-                    failures = 0;
-                    self.serve(Arc::new(conn), changed).await;
-                }
+            let healthy = match attempt {
+                Ok(conn) => self.serve(Arc::new(conn), changed).await,
                 Err(why) => {
                     self.failed(why);
-                    failures = failures.saturating_add(1);
-                    tokio::select! {
-                        _ = self.stop.cancelled() => return,
-                        _ = tokio::time::sleep(backoff(failures - 1)) => {}
-                        _ = self.reconnect.notified() => {}
-                    }
+                    false
                 }
+            };
+            failures = match healthy {
+                true => 0,
+                false => failures.saturating_add(1),
+            };
+            // After five failures in a row the server is parked: tried every 5 minutes,
+            // or at once when a call or a reload asks.
+            let wait = match failures {
+                0 => Duration::from_secs(1),
+                n if n > MAX_RETRIES => PARKED_RETRY,
+                n => backoff(n - 1),
+            };
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.reconnect.notified() => {}
             }
         }
     }
@@ -193,12 +223,16 @@ impl Server {
         }
     }
 
-    /// Lists the tools of a new connection, then keeps it until it fails or stops.
-    async fn serve(&self, conn: Arc<Connection>, changed: Arc<tokio::sync::Notify>) {
+    /// Lists the tools of a new connection, then keeps it until it fails or stops;
+    /// whether it was healthy (lasted [`HEALTHY_AFTER`]).
+    async fn serve(&self, conn: Arc<Connection>, changed: Arc<tokio::sync::Notify>) -> bool {
         let offers = offers_of(&conn);
         let listed = match self.list(&conn).await {
             Ok(t) => t,
-            Err(why) => return self.failed(why),
+            Err(why) => {
+                self.failed(why);
+                return false;
+            }
         };
         let count = listed.len();
         self.write(|s| {
@@ -206,23 +240,32 @@ impl Server {
             s.offers = offers;
             s.connection = Some(conn.clone());
             s.status = Some(Status::Connected);
-            s.logged = None;
         });
         self.tried.send_replace(true);
         tracing::info!(server = self.name(), tools = count, "MCP server connected");
+        let started = std::time::Instant::now();
         let mut keepalive = tokio::time::interval(self.settings.keepalive);
         keepalive.tick().await;
         let mut watch = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
-                _ = self.stop.cancelled() => return,
+                _ = self.stop.cancelled() => return true,
                 _ = self.reconnect.notified() => break,
-                _ = changed.notified() => self.refresh(&conn).await,
+                _ = changed.notified() => {
+                    // A burst of notifications is one refresh.
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    self.refresh(&conn).await
+                }
                 _ = keepalive.tick() => if !ping(&conn).await { break },
                 _ = watch.tick() => if conn.service.is_closed() { break },
             }
         }
+        let healthy = started.elapsed() >= HEALTHY_AFTER;
+        if healthy {
+            self.write(|s| s.logged = None);
+        }
         self.failed("the connection closed".to_owned());
+        healthy
     }
 
     async fn refresh(&self, conn: &Connection) {
@@ -233,7 +276,17 @@ impl Server {
                 let after = names(&tools);
                 self.write(|s| s.tools = tools);
                 if before != after {
-                    tracing::warn!(server = self.name(), before = ?before, after = ?after, "MCP server changed its tools; the next turn offers the new list");
+                    let added: Vec<&String> = after
+                        .iter()
+                        .filter(|n| !before.contains(n))
+                        .take(20)
+                        .collect();
+                    let removed: Vec<&String> = before
+                        .iter()
+                        .filter(|n| !after.contains(n))
+                        .take(20)
+                        .collect();
+                    tracing::warn!(server = self.name(), tools = after.len(), added = ?added, removed = ?removed, "MCP server changed its tools; the next turn offers the new list");
                 }
             }
             Err(why) => tracing::warn!(server = self.name(), "MCP tools not listed again: {why}"),
@@ -241,23 +294,37 @@ impl Server {
     }
 
     async fn list(&self, conn: &Connection) -> Result<Vec<ListedTool>, String> {
-        let listed =
-            tokio::time::timeout(self.settings.connect_timeout, conn.service.list_all_tools())
-                .await
-                .map_err(|_| "tools/list was not answered in time".to_owned())?
-                .map_err(|e| crate::redact::redacted(&format!("tools/list failed: {e}")))?;
-        let kept = listed
-            .into_iter()
-            .filter_map(|t| serde_json::to_value(&t).ok())
-            .filter_map(|t| listed_tool(&t))
-            .filter(|t| self.keeps(&t.name))
-            .collect();
+        let pages = tokio::time::timeout(self.settings.connect_timeout, list_pages(conn))
+            .await
+            .map_err(|_| "tools/list was not answered in time".to_owned())??;
+        let mut kept = Vec::new();
+        let mut left_out = Vec::new();
+        for t in pages {
+            let Some(tool) = listed_tool(&t) else {
+                continue;
+            };
+            if !self.keeps(&tool.name) {
+                continue;
+            }
+            let too_big =
+                serde_json::to_string(&tool.schema).map_or(true, |s| s.len() > MAX_SCHEMA_BYTES);
+            let too_long = crate::naming::tool_name(self.name(), &tool.name).len() > MAX_NAME;
+            if too_big || too_long || kept.len() >= MAX_TOOLS {
+                left_out.push(tool.name);
+                continue;
+            }
+            kept.push(tool);
+        }
+        if !left_out.is_empty() {
+            let shown: Vec<&String> = left_out.iter().take(20).collect();
+            tracing::warn!(server = self.name(), count = left_out.len(), tools = ?shown, "MCP tools left out: a name over {MAX_NAME} characters as mcp__<server>__<tool>, a schema over 64 KiB, or past {MAX_TOOLS} tools");
+        }
         Ok(kept)
     }
 
     /// `tools.include` (which wins) and `tools.exclude`, by the server's tool names.
     fn keeps(&self, tool: &str) -> bool {
-        match &self.settings.include {
+        match self.settings.include.as_ref().filter(|i| !i.is_empty()) {
             Some(include) => include.iter().any(|n| n == tool),
             None => !self.settings.exclude.iter().any(|n| n == tool),
         }
@@ -287,34 +354,75 @@ impl Server {
             Ok(Ok(result)) => serde_json::to_value(&result).map_err(|e| e.to_string()),
             Ok(Err(e)) => {
                 if conn.service.is_closed() {
-                    self.reconnect.notify_one();
-                    return Err(format!(
+                    self.reconnect_if(&conn);
+                    return Err(crate::redact::redacted(&format!(
                         "MCP server '{}' closed the connection during the call: {e}",
                         self.name()
-                    ));
+                    )));
                 }
                 Err(crate::redact::redacted(&format!("MCP call failed: {e}")))
             }
         }
     }
 
+    /// Asks for a new connection when `conn` is still the one in use (a call that
+    /// found an older one closed never drops its healthy successor).
+    fn reconnect_if(&self, conn: &Arc<Connection>) {
+        let current = self.read(|s| s.connection.clone());
+        if current.is_some_and(|c| Arc::ptr_eq(&c, conn)) {
+            self.reconnect.notify_one();
+        }
+    }
+
+    /// Asks a server that is not connected to try again now (a reload).
+    pub fn nudge(&self) {
+        if self.read(|s| s.connection.is_none()) {
+            self.reconnect.notify_one();
+        }
+    }
+
     /// The live connection; a server still connecting gets up to 5 s.
     pub(crate) async fn connection(&self) -> Result<Arc<Connection>, String> {
-        if let Some(c) = self.read(|s| s.connection.clone()) {
-            return Ok(c);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(c) = self.read(|s| s.connection.clone()) {
+                return Ok(c);
+            }
+            let connecting = matches!(self.status(), Status::Connecting);
+            if !connecting || std::time::Instant::now() >= deadline {
+                return Err(format!("MCP server '{}' is not connected", self.name()));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        if self.status() == Status::Connecting {
-            self.first_attempt(Duration::from_secs(5)).await;
-        }
-        self.read(|s| s.connection.clone())
-            .ok_or_else(|| format!("MCP server '{}' is not connected", self.name()))
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.cancel();
+/// Every page of `tools/list` (at most [`MAX_PAGES`]), as JSON.
+async fn list_pages(conn: &Connection) -> Result<Vec<Value>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = conn
+            .service
+            .list_tools(params)
+            .await
+            .map_err(|e| crate::redact::redacted(&format!("tools/list failed: {e}")))?;
+        let page = serde_json::to_value(&page).map_err(|e| e.to_string())?;
+        if let Some(items) = page["tools"].as_array() {
+            tools.extend(items.iter().cloned());
+        }
+        match page["nextCursor"].as_str().filter(|c| !c.is_empty()) {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return Ok(tools),
+        }
     }
+    tracing::warn!(
+        "an MCP server's tools/list has more than {MAX_PAGES} pages: the rest is left out"
+    );
+    Ok(tools)
 }
 
 /// Connects to `settings`'s server once, lists its tools and closes (`herald mcp
@@ -338,7 +446,7 @@ pub async fn probe(settings: &McpServerSettings) -> Result<Vec<ListedTool>, Stri
 }
 
 /// Resolves once `flag` is set (checked every 100 ms).
-async fn until(flag: &std::sync::atomic::AtomicBool) {
+pub(crate) async fn until(flag: &std::sync::atomic::AtomicBool) {
     while !flag.load(std::sync::atomic::Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -373,7 +481,7 @@ fn listed_tool(t: &Value) -> Option<ListedTool> {
         description: t
             .get("description")
             .and_then(Value::as_str)
-            .map(str::to_owned)
+            .map(|d| d.chars().take(MAX_DESCRIPTION).collect())
             .unwrap_or_default(),
         schema: crate::schema::normalized(t.get("inputSchema").unwrap_or(&Value::Null)),
         name,

@@ -226,9 +226,15 @@ impl Tool for UtilityTool {
     fn toolset(&self) -> Option<String> {
         Some(crate::naming::toolset_name(self.server.name()))
     }
-    fn run<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            match self.answer(args).await {
+            let answer = tokio::select! {
+                a = self.answer(args) => a,
+                _ = crate::server::until(&ctx.interrupted) => {
+                    Err("MCP call interrupted: the user stopped the turn".into())
+                }
+            };
+            match answer {
                 Ok(v) => v.to_string(),
                 Err(why) => error(why),
             }

@@ -86,6 +86,9 @@ pub struct SessionOptions {
     /// MCP servers of this session alone (an ACP client's `mcpServers`), started with
     /// it and stopped with it; one named like a config server wins for this session.
     pub own_mcp: Vec<herald_config::McpServerSettings>,
+    /// Own servers already running, handed over from the session this one replaces
+    /// (ACP's `/new`): used instead of starting `own_mcp`.
+    pub own_mcp_pool: Option<Arc<herald_mcp::McpPool>>,
 }
 
 impl SessionOptions {
@@ -107,6 +110,7 @@ impl SessionOptions {
             prompts: false,
             mcp: None,
             own_mcp: Vec::new(),
+            own_mcp_pool: None,
         }
     }
 }
@@ -202,13 +206,9 @@ impl Session {
             .collect()
     }
 
-    /// The settings of its own MCP servers (to open a fresh session with them).
-    pub fn own_mcp_servers(&self) -> Vec<herald_config::McpServerSettings> {
-        self.0
-            .own_mcp
-            .as_ref()
-            .map(|p| p.settings())
-            .unwrap_or_default()
+    /// Its own MCP servers, running (to hand over to a fresh session).
+    pub fn own_mcp_pool(&self) -> Option<Arc<herald_mcp::McpPool>> {
+        self.0.own_mcp.clone()
     }
 
     /// The names of the tools offered now, by toolset (MCP tools under
@@ -395,7 +395,7 @@ impl Host {
     pub fn sampler(&self) -> Arc<dyn herald_mcp::Sampler> {
         Arc::new(crate::mcp_sampling::HostSampler {
             client: self.client.clone(),
-            runtime: self.runtime.clone(),
+            runtime: Arc::downgrade(&self.runtime),
         })
     }
 
@@ -560,6 +560,9 @@ impl Host {
                 }
             }
             pool.wait_for_discovery().await;
+        }
+        if let Some(running) = &opts.own_mcp_pool {
+            return Some(running.clone());
         }
         if opts.own_mcp.is_empty() {
             return None;

@@ -8,12 +8,13 @@ use herald_mcp::Sampler;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::Weak;
 
-/// Answers sampling requests with one runtime's model.
+/// Answers sampling requests with one runtime's model (held weakly: the runtime holds
+/// the servers, which hold this).
 pub struct HostSampler {
     pub client: LlmClient,
-    pub runtime: Arc<Runtime>,
+    pub runtime: Weak<Runtime>,
 }
 
 impl Sampler for HostSampler {
@@ -22,7 +23,8 @@ impl Sampler for HostSampler {
         mut body: Value,
     ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + '_>> {
         Box::pin(async move {
-            let mut endpoint = self.runtime.endpoint();
+            let runtime = self.runtime.upgrade().ok_or("herald is stopping")?;
+            let mut endpoint = runtime.endpoint();
             if let Some(model) = body["model"].as_str().filter(|m| !m.is_empty()) {
                 endpoint.model = model.to_owned();
             }

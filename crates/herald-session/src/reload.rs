@@ -43,10 +43,12 @@ pub fn reload_mcp(runtimes: &[Arc<Runtime>]) -> Result<usize, ConfigError> {
     let Some(first) = runtimes.first() else {
         return Ok(0);
     };
+    // As Hermes reads it for each reload: a rotated MCP_<NAME>_API_KEY takes effect.
+    herald_config::reload_dotenv(&first.home)?;
     let config = Config::load(&first.home, &process_env)?;
     let pool = match first.mcp() {
         Some(pool) => pool,
-        None if config.mcp.servers.is_empty() => return Ok(0),
+        // Only hosts started by the builder have a pool; others run no MCP server.
         None => return Ok(0),
     };
     let changed = pool.reload(&config.mcp);

@@ -776,10 +776,16 @@ pub(super) struct RawAcp {
 
 impl RawAcp {
     pub async fn start(home: &Path) -> RawAcp {
+        RawAcp::start_with(home, &[]).await
+    }
+
+    /// [`RawAcp::start`] with more environment.
+    pub async fn start_with(home: &Path, env: &[(&str, &str)]) -> RawAcp {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(BIN)
             .arg("acp")
             .env("HERALD_HOME", home)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

@@ -597,7 +597,8 @@ async fn an_acp_clients_servers_belong_to_its_session() {
         &stdio_server("calc", "", "    tools: {include: [echo]}\n"),
     ));
     let pid_file = home.path().join("pids").display().to_string();
-    let mut acp = super::acp::RawAcp::start(home.path()).await;
+    let mut acp =
+        super::acp::RawAcp::start_with(home.path(), &[("MCP_TEST_PID_FILE", &pid_file)]).await;
     acp.send(1, "initialize", serde_json::json!({"protocolVersion": 1}))
         .await;
     let init = acp.answer(1).await;
