@@ -160,6 +160,8 @@ async fn follow(
     };
     let mut streamed = false;
     let mut calls: HashMap<String, Started> = HashMap::new();
+    // The subagents' steps so far, by the `delegate_task` call that started them.
+    let mut progress: HashMap<String, Vec<String>> = HashMap::new();
     while let Some(e) = events.recv().await {
         match e.kind {
             RunEventKind::MessageDelta(t) => {
@@ -219,6 +221,16 @@ async fn follow(
                     let _ = run.approve(Some(&request_id), decision, false);
                 }
             }
+            RunEventKind::Subagent(e) => {
+                if let Some(call) = calls.get(&e.call_id)
+                    && let Some(line) = subagent_line(&e)
+                {
+                    let log = progress.entry(e.call_id.clone()).or_default();
+                    log.push(line);
+                    let update_call = subagent_update(&call.minted, log);
+                    update(cx, &id, SessionUpdate::ToolCallUpdate(update_call));
+                }
+            }
             RunEventKind::ClarifyRequested { request_id, .. } => {
                 // ACP has no question-and-answer request: the model hears nobody answered.
                 let _ = run.clarify(&request_id, String::new());
@@ -240,6 +252,35 @@ async fn follow(
         }
     }
     PromptResponse::new(StopReason::EndTurn)
+}
+
+/// One line of a subagent's progress under its `delegate_task` call (its start, each
+/// tool it calls, its end).
+fn subagent_line(e: &herald_session::SubagentEvent) -> Option<String> {
+    use herald_session::SubagentKind;
+    let who = format!("[{}]", e.task_index + 1);
+    match e.kind {
+        SubagentKind::Start => Some(format!("{who} started: {}", e.goal)),
+        SubagentKind::Tool => Some(format!(
+            "{who} {} {}",
+            e.tool_name.as_deref().unwrap_or("tool"),
+            e.text.as_deref().unwrap_or("")
+        )),
+        SubagentKind::Complete => Some(format!(
+            "{who} {}",
+            e.status.as_deref().unwrap_or("finished")
+        )),
+        SubagentKind::Thinking | SubagentKind::Progress => None,
+    }
+}
+
+/// The `delegate_task` call in progress, showing its subagents' last steps.
+fn subagent_update(minted: &str, log: &[String]) -> ToolCallUpdate {
+    let shown = log[log.len().saturating_sub(20)..].join("\n");
+    let fields = ToolCallUpdateFields::new()
+        .status(ToolCallStatus::InProgress)
+        .content(vec![tools::text(shown)]);
+    ToolCallUpdate::new(minted.to_owned(), fields)
 }
 
 /// A tool call as it started: the id shown, and for an edit the path shown and the

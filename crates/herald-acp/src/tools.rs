@@ -43,6 +43,10 @@ pub fn title(tool: &str, args: &Value) -> String {
         "search_files" => format!("Search {}", line(arg(args, "pattern"))),
         "web_search" => format!("Search the web: {}", line(arg(args, "query"))),
         "web_extract" => "Read web pages".to_owned(),
+        "delegate_task" => match args.get("tasks").and_then(Value::as_array) {
+            Some(tasks) if !tasks.is_empty() => format!("delegate batch ({} tasks)", tasks.len()),
+            _ => format!("delegate: {}", line(arg(args, "goal"))),
+        },
         other => other.to_owned(),
     }
 }

@@ -45,4 +45,65 @@ pub enum AgentEvent {
     TurnFailed {
         error: String,
     },
+    /// A child agent of `delegate_task` started, worked or finished.
+    Subagent(Box<SubagentEvent>),
+}
+
+/// What a child agent did, with the fields Hermes's TUI draws its spawn tree from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SubagentEvent {
+    pub kind: SubagentKind,
+    /// The id of the `delegate_task` call that started it.
+    pub call_id: String,
+    pub subagent_id: String,
+    /// The subagent that delegated (`None`: the session's own agent).
+    pub parent_id: Option<String>,
+    pub child_session_id: String,
+    /// 1 for a child of the session's agent, 2 for a grandchild...
+    pub depth: u32,
+    pub goal: String,
+    /// Its place in the call's batch (from 0) and the batch's size.
+    pub task_index: usize,
+    pub task_count: usize,
+    pub model: String,
+    pub toolsets: Vec<String>,
+    pub tool_count: usize,
+    /// The tool it called (`Tool`).
+    pub tool_name: Option<String>,
+    /// The text shown: the tool's preview, the reasoning, the goal at the start.
+    pub text: Option<String>,
+    /// Its end: `completed`, `failed`, `interrupted`, `timeout` (`Complete`).
+    pub status: Option<String>,
+    pub summary: Option<String>,
+    pub duration_seconds: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub api_calls: Option<u32>,
+}
+
+/// Which step of a child agent a [`SubagentEvent`] tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubagentKind {
+    #[default]
+    Start,
+    /// It reasons (the text so far).
+    Thinking,
+    /// It calls a tool.
+    Tool,
+    /// Other progress (steered).
+    Progress,
+    Complete,
+}
+
+impl SubagentKind {
+    /// The event's name on the gateway's wire (`subagent.start` ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SubagentKind::Start => "subagent.start",
+            SubagentKind::Thinking => "subagent.thinking",
+            SubagentKind::Tool => "subagent.tool",
+            SubagentKind::Progress => "subagent.progress",
+            SubagentKind::Complete => "subagent.complete",
+        }
+    }
 }

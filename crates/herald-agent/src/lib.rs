@@ -17,7 +17,7 @@ pub mod toolsets;
 pub mod turn;
 
 pub use approval::{ApprovalRequest, Approvals, Approver, DEFAULT_TIMEOUT, Decision, Verdict};
-pub use event::AgentEvent;
+pub use event::{AgentEvent, SubagentEvent, SubagentKind};
 pub use plugins::{Ask, Notice, Observer, Plugins};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};
 pub use turn::{Agent, AgentConfig, AgentHandle, TurnResult};

@@ -42,6 +42,10 @@ pub trait Observer: Send + Sync {
     }
     async fn post_llm_call(&self, _payload: &Value) {}
     async fn on_session_end(&self, _payload: &Value) {}
+    /// A child agent of `delegate_task` was built and is about to run.
+    async fn subagent_start(&self, _payload: &Value) {}
+    /// A child agent of `delegate_task` ended (told once per child, after the batch).
+    async fn subagent_stop(&self, _payload: &Value) {}
 }
 
 /// The observer hooks that only listen.
@@ -54,6 +58,8 @@ pub enum Notice {
     SessionStart,
     PostLlmCall,
     SessionEnd,
+    SubagentStart,
+    SubagentStop,
 }
 
 /// The observer hooks that may answer with text.
@@ -98,6 +104,8 @@ impl Plugins {
                 Notice::SessionStart => o.on_session_start(payload).await,
                 Notice::PostLlmCall => o.post_llm_call(payload).await,
                 Notice::SessionEnd => o.on_session_end(payload).await,
+                Notice::SubagentStart => o.subagent_start(payload).await,
+                Notice::SubagentStop => o.subagent_stop(payload).await,
             }
         }
     }

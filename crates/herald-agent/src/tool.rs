@@ -22,6 +22,8 @@ pub struct ToolContext {
     pub approvals: Arc<Approvals>,
     pub interrupted: Arc<AtomicBool>,
     pub call_id: String,
+    /// The turn the call belongs to, as plugin hooks name it (`turn_id`).
+    pub turn_id: String,
     /// Events a tool raises while it runs (approval and clarify requests).
     pub notify: Option<tokio::sync::mpsc::UnboundedSender<crate::AgentEvent>>,
     /// Who answers `clarify` (the front door); `None` in unattended runs.
@@ -79,6 +81,14 @@ pub struct ClarifyRequest<'a> {
 impl ToolContext {
     pub fn is_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the turn is interrupted (checked every 100 ms), to race a wait
+    /// that would not end on its own (an approval nobody answers).
+    pub async fn until_interrupted(&self) {
+        while !self.is_interrupted() {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 
     /// Raises an event to the front door.

@@ -14,22 +14,31 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
         &[],
     ),
     ("skills", &["skills_list", "skill_view"], &[]),
+    ("delegation", &["delegate_task"], &[]),
     ("debugging", &["terminal", "process"], &["web", "file"]),
     ("safe", &[], &["web", "vision"]),
     (
         "hermes-cli",
         &[],
-        &["web", "terminal", "file", "vision", "skills", "clarify"],
+        &[
+            "web",
+            "terminal",
+            "file",
+            "vision",
+            "skills",
+            "clarify",
+            "delegation",
+        ],
     ),
     (
         "hermes-acp",
         &[],
-        &["web", "terminal", "file", "vision", "skills"],
+        &["web", "terminal", "file", "vision", "skills", "delegation"],
     ),
     (
         "hermes-api-server",
         &[],
-        &["web", "terminal", "file", "vision", "skills"],
+        &["web", "terminal", "file", "vision", "skills", "delegation"],
     ),
     (
         "hermes-webhook",
@@ -158,7 +167,17 @@ mod tests {
     fn toolsets_switch_as_tools_enable_and_disable_do() {
         let cli = s(&["hermes-cli"]);
         let off = switched(&cli, "web", false);
-        assert_eq!(off, s(&["terminal", "file", "vision", "skills", "clarify"]));
+        assert_eq!(
+            off,
+            s(&[
+                "terminal",
+                "file",
+                "vision",
+                "skills",
+                "clarify",
+                "delegation"
+            ])
+        );
         assert_eq!(switched(&off, "web", true).last().unwrap(), "web");
         assert_eq!(switched(&cli, "web", true), cli, "already in it");
         assert!(is_toolset("file") && !is_toolset("nope"));

@@ -250,6 +250,9 @@ impl Agent {
             result.usage.prompt_tokens += completion.usage.prompt_tokens;
             result.usage.completion_tokens += completion.usage.completion_tokens;
             result.usage.total_tokens += completion.usage.total_tokens;
+            if let Some(cost) = completion.usage.cost {
+                *result.usage.cost.get_or_insert(0.0) += cost;
+            }
             let Some(choice) = completion.choices.into_iter().next() else {
                 result.failed = true;
                 result.error = Some("the provider returned no choices".into());
@@ -660,6 +663,7 @@ impl Agent {
                 approvals: self.config.approvals.clone(),
                 interrupted: self.handle.interrupted.clone(),
                 call_id: call.id.clone(),
+                turn_id: ids.turn_id.clone(),
                 notify: Some(notify_tx.clone()),
                 clarifier: self.config.clarifier.clone(),
                 prompter: self.config.prompter.clone(),

@@ -12,9 +12,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_session::runs::RunEvents;
-use herald_session::{RunEventKind, RunHandle, RunState, RunStatus};
+use herald_session::{RunEventKind, RunHandle, RunState, RunStatus, SubagentEvent, SubagentKind};
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -228,6 +228,37 @@ fn streamed(run: RunHandle, ids: Ids, permit: Option<OwnedSemaphorePermit>) -> R
     response
 }
 
+/// A subagent's tool calls as `hermes.tool.progress` (each one `running`, then
+/// `completed` when its next call starts or it ends); `open` holds each subagent's
+/// call shown running. False when the reader went away.
+async fn subagent_progress(
+    e: &SubagentEvent,
+    open: &mut HashMap<String, (String, String)>,
+    frames: &sse::Frames,
+) -> bool {
+    if !matches!(e.kind, SubagentKind::Tool | SubagentKind::Complete) {
+        return true;
+    }
+    if let Some((id, tool)) = open.remove(&e.subagent_id) {
+        let done = json!({"tool": tool, "toolCallId": id, "status": "completed"});
+        if !frames.event("hermes.tool.progress", &done).await {
+            return false;
+        }
+    }
+    let Some(tool) = e
+        .tool_name
+        .as_deref()
+        .filter(|_| e.kind == SubagentKind::Tool)
+    else {
+        return true;
+    };
+    let id = format!("{}:{}:{}", e.call_id, e.subagent_id, e.tool_count);
+    let label: String = e.text.as_deref().unwrap_or("").chars().take(80).collect();
+    let running = json!({"tool": tool, "emoji": "🔀", "label": format!("[{}] {label}", e.subagent_id), "toolCallId": id, "status": "running"});
+    open.insert(e.subagent_id.clone(), (id, tool.to_owned()));
+    frames.event("hermes.tool.progress", &running).await
+}
+
 /// Passes the run's events on as chunks; false when the reader went away first.
 async fn relay(mut events: RunEvents, ids: &Ids, frames: &sse::Frames) -> bool {
     let role = ids.chunk(json!({"role": "assistant"}), None);
@@ -235,6 +266,7 @@ async fn relay(mut events: RunEvents, ids: &Ids, frames: &sse::Frames) -> bool {
         return false;
     }
     let mut running: HashSet<String> = HashSet::new();
+    let mut children: HashMap<String, (String, String)> = HashMap::new();
     while let Some(event) = events.recv().await {
         let sent = match event.kind {
             RunEventKind::MessageDelta(text) => {
@@ -260,6 +292,7 @@ async fn relay(mut events: RunEvents, ids: &Ids, frames: &sse::Frames) -> bool {
                 let progress = json!({"tool": name, "toolCallId": call_id, "status": "completed"});
                 frames.event("hermes.tool.progress", &progress).await
             }
+            RunEventKind::Subagent(e) => subagent_progress(&e, &mut children, frames).await,
             RunEventKind::Finished(end) => return finish(ids, &end, frames).await,
             _ => true,
         };

@@ -13,7 +13,10 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_protocol::{ChatMessage, UserInput};
-use herald_session::{Answers, Decision, RunError, RunEventKind, RunHandle, RunState, RunStatus};
+use herald_session::{
+    Answers, Decision, RunError, RunEventKind, RunHandle, RunState, RunStatus, SubagentEvent,
+    SubagentKind,
+};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -229,6 +232,9 @@ fn event_fields(
     kind: RunEventKind,
     started: &mut HashMap<String, Instant>,
 ) -> Option<(&'static str, Map<String, Value>)> {
+    if let RunEventKind::Subagent(e) = &kind {
+        return subagent_progress(e);
+    }
     let name = kind.name();
     let fields = match kind {
         RunEventKind::MessageDelta(delta) => json!({"delta": delta}),
@@ -298,12 +304,38 @@ fn event_fields(
         RunEventKind::MessageComplete { .. }
         | RunEventKind::EditApprovalRequested { .. }
         | RunEventKind::MessageSaved { .. }
-        | RunEventKind::MessageCorrected(_) => return None,
+        | RunEventKind::MessageCorrected(_)
+        | RunEventKind::Subagent(_) => return None,
     };
     match fields {
         Value::Object(m) => Some((name, m)),
         _ => None,
     }
+}
+
+/// A subagent's start, tool calls and end, as `tool.progress` of the `delegate_task`
+/// call that started it (its reasoning and progress lines are left out).
+fn subagent_progress(e: &SubagentEvent) -> Option<(&'static str, Map<String, Value>)> {
+    let step = match e.kind {
+        SubagentKind::Start => "started",
+        SubagentKind::Tool => "tool",
+        SubagentKind::Complete => "completed",
+        SubagentKind::Thinking | SubagentKind::Progress => return None,
+    };
+    let mut fields = Map::new();
+    fields.insert(
+        "tool".into(),
+        json!(e.tool_name.as_deref().unwrap_or("delegate_task")),
+    );
+    fields.insert("tool_call_id".into(), json!(e.call_id));
+    fields.insert("subagent_id".into(), json!(e.subagent_id));
+    fields.insert("task_index".into(), json!(e.task_index));
+    fields.insert("step".into(), json!(step));
+    fields.insert("preview".into(), json!(e.text));
+    if let Some(status) = &e.status {
+        fields.insert("status".into(), json!(status));
+    }
+    Some(("tool.progress", fields))
 }
 
 #[utoipa::path(post, path = "/v1/runs/{run_id}/approval", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = ApprovalRequest, responses((status = 200, description = "Resolved", body = ApprovalAnswer), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "approval_not_active or approval_not_pending", body = ErrorEnvelope)))]

@@ -407,9 +407,31 @@ impl Chat {
                 eprintln!("  {} {name}", if is_error { "✗" } else { "✓" });
                 self.status.show(model.to_owned());
             }
+            RunEventKind::Subagent(e) => self.show_subagent(&e),
             _ => {}
         }
         false
+    }
+
+    /// A subagent's start, tool calls and end, indented under `delegate_task`.
+    fn show_subagent(&self, e: &herald_session::SubagentEvent) {
+        use herald_session::SubagentKind;
+        let who = format!("  🔀 [{}]", e.task_index + 1);
+        let line = match e.kind {
+            SubagentKind::Start => format!("{who} {}", e.goal),
+            SubagentKind::Tool => {
+                let preview: String = e.text.as_deref().unwrap_or("").chars().take(100).collect();
+                format!(
+                    "{who} ⚙ {} {preview}",
+                    e.tool_name.as_deref().unwrap_or("tool")
+                )
+            }
+            SubagentKind::Complete => format!("{who} {}", e.status.as_deref().unwrap_or("done")),
+            SubagentKind::Thinking | SubagentKind::Progress => return,
+        };
+        self.status.hide();
+        eprintln!("{line}");
+        self.status.show("delegate_task".to_owned());
     }
 
     /// Prints how the turn ended; its exit code.

@@ -40,6 +40,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "max_live_sessions",
     "mcp_servers",
     "mcp_discovery_timeout",
+    "delegation",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -197,6 +198,8 @@ pub struct Config {
     pub agent: crate::agent_settings::AgentSettings,
     /// `mcp_servers:` and `mcp_discovery_timeout`.
     pub mcp: crate::mcp_settings::McpSettings,
+    /// `delegation:`, how `delegate_task` starts children.
+    pub delegation: crate::delegation_settings::DelegationSettings,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
     /// Mistakes herald serves through that change what routes do, in plain words (see
@@ -475,6 +478,7 @@ impl Config {
         let agent = crate::agent_settings::read_agent_settings(&mut r, &doc);
         let model = crate::model_settings::read_model_settings(&mut r, &doc);
         let mcp = crate::mcp_settings::read_mcp_settings(&mut r, &doc, env);
+        let delegation = crate::delegation_settings::read_delegation_settings(&mut r, &doc);
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
@@ -491,6 +495,7 @@ impl Config {
         Ok(Config {
             agent,
             mcp,
+            delegation,
             home: home.clone(),
             webhook,
             routes,

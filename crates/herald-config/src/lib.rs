@@ -9,6 +9,7 @@ pub mod api_settings;
 pub mod chat_platforms;
 pub mod config;
 pub mod default_config;
+pub mod delegation_settings;
 pub mod env_file;
 pub mod error;
 pub mod hermes_keys;
@@ -38,6 +39,7 @@ pub use config::{
     Config, ConnectionSettings, PlatformToolsets, WebhookSettings, WorkerSettings, load_dotenv,
     process_env, reload_dotenv,
 };
+pub use delegation_settings::DelegationSettings;
 pub use error::{ConfigError, Problem};
 pub use home::Home;
 pub use mcp_settings::{McpServerSettings, McpSettings, McpTransport, SamplingSettings};

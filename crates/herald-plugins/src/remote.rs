@@ -398,4 +398,10 @@ impl Observer for RemoteHooks {
     async fn on_session_end(&self, payload: &Value) {
         self.notify("on_session_end", payload).await
     }
+    async fn subagent_start(&self, payload: &Value) {
+        self.notify("subagent_start", payload).await
+    }
+    async fn subagent_stop(&self, payload: &Value) {
+        self.notify("subagent_stop", payload).await
+    }
 }

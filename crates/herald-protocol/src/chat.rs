@@ -272,8 +272,8 @@ pub struct FunctionSpec {
     pub parameters: Value,
 }
 
-/// Token counts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Token counts, and the call's price when the provider reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     #[serde(default)]
     pub prompt_tokens: u64,
@@ -281,6 +281,21 @@ pub struct Usage {
     pub completion_tokens: u64,
     #[serde(default)]
     pub total_tokens: u64,
+    /// USD, as OpenRouter and other routers report it (`usage.cost`); any other
+    /// value there is left out.
+    #[serde(
+        default,
+        deserialize_with = "usd",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cost: Option<f64>,
+}
+
+/// A reported price: a finite, non-negative number, else nothing.
+fn usd<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = Option::<Value>::deserialize(d)?;
+    Ok(v.and_then(|v| v.as_f64())
+        .filter(|c| c.is_finite() && *c >= 0.0))
 }
 
 /// One streamed chunk (`data: {...}` of the SSE stream).

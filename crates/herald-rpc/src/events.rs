@@ -173,3 +173,70 @@ pub struct SecretMetadata {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub required_for: Option<String>,
 }
+
+/// `subagent.start`, `.thinking`, `.tool`, `.progress` and `.complete`: the fields
+/// Hermes's TUI draws its spawn tree from (the optional ones left out when unset).
+#[derive(Debug, Serialize)]
+pub struct Subagent {
+    pub goal: String,
+    pub task_count: usize,
+    pub task_index: usize,
+    pub subagent_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    pub child_session_id: String,
+    pub depth: u32,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    pub tool_count: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub toolsets: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_preview: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_calls: Option<u32>,
+}
+
+impl From<herald_session::SubagentEvent> for Subagent {
+    fn from(e: herald_session::SubagentEvent) -> Subagent {
+        let tool_preview = match e.kind {
+            herald_session::SubagentKind::Tool => e.text.clone(),
+            _ => None,
+        };
+        Subagent {
+            goal: e.goal,
+            task_count: e.task_count,
+            task_index: e.task_index,
+            subagent_id: e.subagent_id,
+            parent_id: e.parent_id,
+            child_session_id: e.child_session_id,
+            depth: e.depth,
+            model: e.model,
+            tool_count: e.tool_count,
+            toolsets: e.toolsets,
+            tool_name: e.tool_name,
+            text: e.text,
+            tool_preview,
+            status: e.status,
+            summary: e.summary,
+            duration_seconds: e.duration_seconds,
+            input_tokens: e.input_tokens,
+            output_tokens: e.output_tokens,
+            api_calls: e.api_calls,
+        }
+    }
+}

@@ -1,10 +1,10 @@
 //! The rest of the catalogue (rpc-gateway.md §5): `cli.exec`, image attachments, and
-//! the answers of features herald does not have (subagents, a clipboard).
+//! the answers of features herald does not have (a clipboard).
 
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::params::{self, required};
-use crate::results::{Attached, CliRun, Delegation, McpReloaded, SubagentFound, Updated};
+use crate::results::{Attached, CliRun, McpReloaded, Updated};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -124,24 +124,6 @@ pub fn image_attach(gw: &Gateway, p: params::Attach) -> Result<Attached, RpcErro
         path: raw,
         name,
         count,
-    })
-}
-
-/// `delegation.status`: herald runs no subagents.
-pub fn delegation_status() -> Delegation {
-    Delegation {
-        active: 0,
-        subagents: [],
-        delegation: false,
-    }
-}
-
-/// `subagent.interrupt {subagent_id}`: there is none to find.
-pub fn subagent_interrupt(p: params::Subagent) -> Result<SubagentFound, RpcError> {
-    let subagent_id = required(p.subagent_id, "subagent_id", RpcError::MISSING)?;
-    Ok(SubagentFound {
-        found: false,
-        subagent_id,
     })
 }
 

@@ -36,7 +36,8 @@ pub async fn usage(live: &Live) -> Usage {
         context_max: max,
         context_percent: (used.saturating_mul(100) / max).min(100),
         compressions: session.compressions(),
-        active_subagents: 0,
+        active_subagents: u32::try_from(host.active_subagents(session.id())).unwrap_or(u32::MAX),
+        cost_usd: Some(session.cost_usd()).filter(|c| *c > 0.0),
     }
 }
 

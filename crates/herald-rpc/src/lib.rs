@@ -11,6 +11,7 @@ mod catalog;
 mod commands;
 mod completion;
 pub mod connection;
+mod delegation;
 pub mod errors;
 pub mod events;
 mod extras;

@@ -6,7 +6,7 @@ use crate::gateway::Gateway;
 use crate::outbox::Outbox;
 use crate::params::{Params, read};
 use crate::results::{Killed, Resized};
-use crate::{answers, commands, extras, prompts, sessions, spawn_trees};
+use crate::{answers, commands, delegation, extras, prompts, sessions, spawn_trees};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -90,8 +90,10 @@ pub async fn call(
         }
         "cli.exec" => answer(extras::cli_exec(read(&p)).await),
         "image.attach" => off_workers(gw, &p, extras::image_attach).await,
-        "delegation.status" => answer(Ok(extras::delegation_status())),
-        "subagent.interrupt" => answer(extras::subagent_interrupt(read(&p))),
+        "delegation.status" => answer(Ok(delegation::status(gw))),
+        "delegation.pause" => answer(Ok(delegation::pause(gw, read(&p)))),
+        "subagent.interrupt" => answer(delegation::interrupt(gw, read(&p))),
+        "subagent.steer" => answer(delegation::steer(gw, read(&p))),
         "clipboard.paste" => off_workers(gw, &p, extras::clipboard_paste).await,
         "reload.env" => answer(extras::reload_env(gw)),
         "reload.mcp" => {

@@ -335,12 +335,21 @@ pub struct Attach {
     pub path: Option<String>,
 }
 
-/// `subagent.interrupt`.
+/// `subagent.interrupt` and `subagent.steer`.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
 pub struct Subagent {
     #[serde(deserialize_with = "text")]
     pub subagent_id: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub text: Option<String>,
+}
+
+/// `delegation.pause`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct Pause {
+    pub paused: Option<bool>,
 }
 
 /// `spawn_tree.save`, `.list` and `.load`.

@@ -141,6 +141,10 @@ pub struct Usage {
     pub context_percent: u64,
     pub compressions: u32,
     pub active_subagents: u32,
+    /// USD the provider reported for this live session's turns, its subagents'
+    /// included (left out when none was reported).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// `{output}`: `session.status`.
@@ -309,12 +313,63 @@ pub struct Attached {
     pub count: usize,
 }
 
-/// `delegation.status`: herald runs no subagents.
+/// `delegation.status`.
 #[derive(Debug, Serialize)]
 pub struct Delegation {
-    pub active: usize,
-    pub subagents: [Value; 0],
-    pub delegation: bool,
+    pub active: Vec<SubagentView>,
+    pub paused: bool,
+    pub max_spawn_depth: u32,
+    pub max_concurrent_children: usize,
+}
+
+/// One running subagent in `delegation.status`.
+#[derive(Debug, Serialize)]
+pub struct SubagentView {
+    pub subagent_id: String,
+    pub parent_id: Option<String>,
+    pub session_id: String,
+    pub child_session_id: String,
+    pub depth: u32,
+    pub goal: String,
+    pub model: String,
+    pub started_at: f64,
+    pub status: &'static str,
+    pub tool_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_tool: Option<String>,
+}
+
+impl From<herald_session::SubagentInfo> for SubagentView {
+    fn from(s: herald_session::SubagentInfo) -> SubagentView {
+        SubagentView {
+            subagent_id: s.subagent_id,
+            parent_id: s.parent_id,
+            session_id: s.session_id,
+            child_session_id: s.child_session_id,
+            depth: s.depth,
+            goal: s.goal,
+            model: s.model,
+            started_at: s.started_at,
+            status: "running",
+            tool_count: s.tool_count,
+            last_tool: s.last_tool,
+        }
+    }
+}
+
+/// `delegation.pause`.
+#[derive(Debug, Serialize)]
+pub struct Paused {
+    pub paused: bool,
+}
+
+/// `subagent.steer`.
+#[derive(Debug, Serialize)]
+pub struct SubagentSteer {
+    pub status: &'static str,
+    pub text: String,
+    pub subagent_id: String,
+    pub found: bool,
 }
 
 /// `subagent.interrupt`.

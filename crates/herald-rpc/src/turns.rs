@@ -174,6 +174,7 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             prompt_event(live, name, request_id, ask)
         }
         RunEventKind::PromptExpired { request_id, .. } => event(live, name, Expired { request_id }),
+        RunEventKind::Subagent(e) => event(live, name, crate::events::Subagent::from(*e)),
         _ => return None,
     })
 }

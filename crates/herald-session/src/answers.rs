@@ -168,9 +168,14 @@ impl Pending {
         id: &str,
         ask: impl FnOnce(String) -> RunEventKind,
     ) -> Option<T> {
-        let id = request_id(id);
+        let mut id = request_id(id);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut w) = table.lock() {
+            // Two askers with one id (subagents whose providers number their calls
+            // alike) get two requests.
+            if w.iter().any(|(i, _)| *i == id) {
+                id = format!("{id}-{}", &uuid::Uuid::new_v4().simple().to_string()[..6]);
+            }
             w.push((id.clone(), tx));
         }
         let _leave = Leave {

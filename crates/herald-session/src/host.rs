@@ -89,6 +89,8 @@ pub struct SessionOptions {
     /// Own servers already running, handed over from the session this one replaces
     /// (ACP's `/new`): used instead of starting `own_mcp`.
     pub own_mcp_pool: Option<Arc<herald_mcp::McpPool>>,
+    /// What a child agent of `delegate_task` takes from its parent.
+    pub(crate) child: Option<crate::delegation::ChildParts>,
 }
 
 impl SessionOptions {
@@ -111,6 +113,7 @@ impl SessionOptions {
             mcp: None,
             own_mcp: Vec::new(),
             own_mcp_pool: None,
+            child: None,
         }
     }
 }
@@ -143,21 +146,31 @@ struct SessionState {
     running: Option<String>,
     /// Compressions done while it was live.
     compressions: u32,
+    /// USD its turns cost, as the provider reported it, with its subagents' (while
+    /// it is live).
+    cost_usd: f64,
 }
 
-struct SessionInner {
+pub(crate) struct SessionInner {
     id: String,
     source: String,
     system_prompt: String,
     tools: Vec<Arc<dyn Tool>>,
+    /// Its tools are exactly `tools` (a child agent's, narrowed from its parent's):
+    /// no MCP or plugin tools are added.
+    fixed_tools: bool,
     cwd: PathBuf,
     max_iterations: u32,
-    approvals: Arc<Approvals>,
+    pub(crate) approvals: Arc<Approvals>,
+    /// Where it stands in a delegation tree, and whether it may delegate.
+    pub(crate) delegation: crate::delegation::Standing,
+    /// The host it belongs to (for `delegate_task`).
+    host: std::sync::Weak<Host>,
     clarifier: Option<Arc<dyn Clarifier>>,
     pending: Arc<Pending>,
     keep_runs: bool,
     ephemeral_system: Option<String>,
-    sender_id: String,
+    pub(crate) sender_id: String,
     prompter: Option<Arc<dyn herald_agent::tool::Prompter>>,
     /// The MCP servers whose tools each of its turns is offered (as they are then).
     mcp: herald_mcp::McpGrant,
@@ -166,13 +179,13 @@ struct SessionInner {
     /// The runtime's MCP tools for this session now.
     runtime: Arc<Runtime>,
     /// Told after the runtime's observers.
-    observers: Vec<Arc<dyn Observer>>,
+    pub(crate) observers: Vec<Arc<dyn Observer>>,
     state: Mutex<SessionState>,
 }
 
 /// A live session: cheap to clone; one turn runs at a time.
 #[derive(Clone)]
-pub struct Session(Arc<SessionInner>);
+pub struct Session(pub(crate) Arc<SessionInner>);
 
 impl Session {
     /// The session's state; a poisoned lock is taken back, not emptied (no invariant
@@ -229,6 +242,15 @@ impl Session {
     pub fn tools_now(&self) -> Vec<Arc<dyn Tool>> {
         let s = &self.0;
         let mut tools = s.tools.clone();
+        if s.delegation.may_delegate {
+            tools.push(crate::delegation::DelegateTool::offered(
+                s.host.clone(),
+                &self.0,
+            ));
+        }
+        if s.fixed_tools {
+            return tools;
+        }
         for p in s.runtime.plugin_tools(&s.mcp) {
             match tools.iter().position(|t| t.name() == p.name) {
                 Some(i) if p.replaces => tools[i] = p,
@@ -290,6 +312,20 @@ impl Session {
     /// Switches this session's model (kept for its later turns).
     pub fn set_endpoint(&self, endpoint: Endpoint) {
         self.state().endpoint = endpoint;
+    }
+
+    /// What its turns cost in USD while it was live (what the provider reported),
+    /// its subagents' included.
+    pub fn cost_usd(&self) -> f64 {
+        self.state().cost_usd
+    }
+
+    /// Adds what a turn or its subagents cost (Hermes rolls a child's cost up into its
+    /// parent's; tokens stay each agent's own).
+    pub(crate) fn add_cost(&self, usd: f64) {
+        if usd.is_finite() && usd > 0.0 {
+            self.state().cost_usd += usd;
+        }
     }
 
     /// The id of the run in progress.
@@ -367,6 +403,9 @@ impl RewindRequest {
 
 /// The host of one profile's sessions and runs.
 pub struct Host {
+    /// Itself, for what it hands out that must not keep it alive (a session's
+    /// `delegate_task`).
+    me: std::sync::Weak<Host>,
     runtime: Arc<Runtime>,
     store: SessionStore,
     client: LlmClient,
@@ -376,6 +415,8 @@ pub struct Host {
     models: crate::model_options::ModelOptions,
     /// One read connection for the host's lookups, opened on first use.
     reader: Arc<Mutex<Option<SessionReader>>>,
+    /// The subagents running now, and whether new ones may start.
+    pub(crate) delegations: crate::delegation::Delegations,
 }
 
 /// A new session's folder and tools.
@@ -411,7 +452,8 @@ impl Host {
         client: LlmClient,
         max_runs: usize,
     ) -> Arc<Host> {
-        Arc::new(Host {
+        Arc::new_cyclic(|me| Host {
+            me: me.clone(),
             runtime,
             store,
             client,
@@ -419,6 +461,7 @@ impl Host {
             live: crate::stopping::LiveRuns::default(),
             models: crate::model_options::ModelOptions::default(),
             reader: Arc::new(Mutex::new(None)),
+            delegations: crate::delegation::Delegations::default(),
         })
     }
 
@@ -622,6 +665,16 @@ impl Host {
         };
         let mut policy = rt.approvals.clone();
         policy.yolo |= opts.yolo;
+        let child = opts.child;
+        let approvals = match child.as_ref().map(|c| c.approvals.clone()) {
+            Some(parents) => parents,
+            None => Arc::new(policy.approvals(attendance)),
+        };
+        let delegation = crate::delegation::Standing::of(child.as_ref(), &opts.tool_names, rt);
+        let tools: Vec<Arc<dyn Tool>> = match &child {
+            Some(c) => c.tools.clone(),
+            None => tools,
+        };
         let prompter = (opts.prompts && by_request).then(|| {
             Arc::new(crate::answers::RequestPrompter {
                 pending: pending.clone(),
@@ -634,9 +687,12 @@ impl Host {
             source: opts.source,
             system_prompt,
             tools,
+            fixed_tools: child.is_some(),
             cwd,
             max_iterations: opts.max_iterations.unwrap_or(rt.max_iterations).max(1),
-            approvals: Arc::new(policy.approvals(attendance)),
+            approvals,
+            delegation,
+            host: self.me.clone(),
             clarifier,
             pending,
             keep_runs: opts.keep_runs,
@@ -649,9 +705,10 @@ impl Host {
             observers,
             state: Mutex::new(SessionState {
                 history,
-                endpoint: rt.endpoint(),
+                endpoint: child.map(|c| c.endpoint).unwrap_or_else(|| rt.endpoint()),
                 running: None,
                 compressions: 0,
+                cost_usd: 0.0,
             }),
         }))
     }
@@ -1027,6 +1084,7 @@ impl Drive {
                 result,
                 is_error,
             },
+            AgentEvent::Subagent(e) => RunEventKind::Subagent(e),
             // The end comes from the turn's result; requests from the answer table.
             AgentEvent::TurnCompleted { .. }
             | AgentEvent::TurnFailed { .. }
@@ -1084,6 +1142,7 @@ impl Drive {
         if let Err(e) = self.host.store.finish_turn(session, usage, run).await {
             tracing::warn!(run = %last.run_id, error = %e, "the turn's usage and status were not kept");
         }
+        self.session.add_cost(result.usage.cost.unwrap_or(0.0));
         self.session.state().running = None;
         self.cell.status.send_replace(last.clone());
         self.cell.emit(RunEventKind::Finished(last));

@@ -30,6 +30,7 @@ pub mod builder;
 pub mod bundled_skills;
 pub mod commands;
 pub mod conversation;
+pub mod delegation;
 pub mod edit_approvals;
 pub mod host;
 pub mod images;
@@ -49,12 +50,14 @@ pub mod stopping;
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder, start_together};
 pub use conversation::{CapReached, Conversation, Conversations, Live, Steered, SwitchRefused};
+pub use delegation::{DelegationStatus, SubagentError, SubagentInfo};
 pub use edit_approvals::{EditRule, is_edit};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};
 pub use herald_agent::{
-    ApprovalRequest, Approver, Decision, Observer, approval, skills, string_list, toolsets,
+    ApprovalRequest, Approver, Decision, Observer, SubagentEvent, SubagentKind, approval, skills,
+    string_list, toolsets,
 };
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;

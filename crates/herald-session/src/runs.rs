@@ -240,6 +240,8 @@ pub enum RunEventKind {
     /// Execution middleware changed an API call's answer after its text had streamed:
     /// the text the answer has instead (the streamed deltas carried the provider's).
     MessageCorrected(String),
+    /// A child agent of `delegate_task` started, worked or finished.
+    Subagent(Box<herald_agent::SubagentEvent>),
     /// The last event of every run.
     Finished(RunStatus),
 }
@@ -293,6 +295,7 @@ impl RunEventKind {
             },
             RunEventKind::Steered => "run.steered",
             RunEventKind::MessageCorrected(_) => "message.corrected",
+            RunEventKind::Subagent(e) => e.kind.name(),
             RunEventKind::Finished(s) => match s.state {
                 RunState::Completed => "run.completed",
                 RunState::Cancelled => "run.cancelled",

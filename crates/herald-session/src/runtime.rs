@@ -123,6 +123,8 @@ pub struct Runtime {
     /// The platform's toolsets, read for which MCP servers its sessions get.
     toolsets: Vec<String>,
     mcp_discovery: std::time::Duration,
+    /// `delegation:`, how `delegate_task` starts children.
+    pub delegation: herald_config::DelegationSettings,
     /// `SOUL.md` and the skills index, shared by sessions opened together.
     prompt_files: PromptFileCache,
 }
@@ -179,6 +181,7 @@ impl Runtime {
             mcp: std::sync::RwLock::new(None),
             toolsets: platform.default_toolsets(config),
             mcp_discovery: config.mcp.discovery_timeout,
+            delegation: config.delegation.clone(),
             prompt_files: PromptFileCache::default(),
             settings,
         })

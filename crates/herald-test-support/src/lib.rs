@@ -116,9 +116,15 @@ pub struct Request {
     pub body: Value,
 }
 
+/// Answers kept for the requests whose system message holds the text.
+type Keyed = (String, VecDeque<Scripted>);
+
 #[derive(Clone, Default)]
 struct State {
     script: Arc<Mutex<VecDeque<Scripted>>>,
+    /// Answers for requests whose system message holds the text (several agents
+    /// talking to one provider at once: a parent and its subagents).
+    keyed: Arc<Mutex<Vec<Keyed>>>,
     fallback: Arc<Mutex<Option<Scripted>>>,
     requests: Arc<Mutex<Vec<Request>>>,
 }
@@ -168,6 +174,16 @@ impl FakeProvider {
         self.state.script.lock().unwrap().push_back(s);
     }
 
+    /// Queues an answer for the next request whose system message contains `needle`
+    /// (checked before the plain script, in the order the needles were first given).
+    pub fn push_when(&self, needle: &str, s: Scripted) {
+        let mut keyed = self.state.keyed.lock().unwrap();
+        match keyed.iter_mut().find(|(n, _)| n == needle) {
+            Some((_, queue)) => queue.push_back(s),
+            None => keyed.push((needle.to_owned(), VecDeque::from([s]))),
+        }
+    }
+
     /// The answer given when the script is used up.
     pub fn set_fallback(&self, s: Scripted) {
         *self.state.fallback.lock().unwrap() = Some(s);
@@ -183,15 +199,21 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    st.requests.lock().unwrap().push(Request {
-        headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-    });
-    let next = st
-        .script
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let system = body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    st.requests.lock().unwrap().push(Request { headers, body });
+    let keyed = st
+        .keyed
         .lock()
         .unwrap()
-        .pop_front()
+        .iter_mut()
+        .find(|(needle, queue)| system.contains(needle.as_str()) && !queue.is_empty())
+        .and_then(|(_, queue)| queue.pop_front());
+    let next = keyed
+        .or_else(|| st.script.lock().unwrap().pop_front())
         .or_else(|| st.fallback.lock().unwrap().clone());
     answer(next).await
 }

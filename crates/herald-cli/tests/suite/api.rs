@@ -364,7 +364,7 @@ async fn chat_completion_errors_have_the_documented_codes() {
 }
 
 /// The events of a run as JSON objects, until the stream closes.
-async fn run_events(h: &Herald, run_id: &str) -> (Vec<Value>, String) {
+pub(super) async fn run_events(h: &Herald, run_id: &str) -> (Vec<Value>, String) {
     let r = call(h, "GET", &format!("/v1/runs/{run_id}/events"), None, &[]).await;
     assert_eq!(r.status(), StatusCode::OK);
     let text = r.text().await.unwrap();

@@ -6,6 +6,7 @@ mod chat;
 mod config_start;
 mod corrections;
 mod crash;
+mod delegation;
 mod direct_delivery;
 mod fakes;
 mod filters_scripts;

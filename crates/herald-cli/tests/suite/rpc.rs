@@ -1337,7 +1337,10 @@ async fn the_rest_of_the_catalogue_cli_exec_attachments_reasoning_and_info() {
         dir.path().display().to_string(),
         "{here}"
     );
-    assert_eq!(c.call("delegation.status", json!({})).await["active"], 0);
+    assert_eq!(
+        c.call("delegation.status", json!({})).await["active"],
+        json!([])
+    );
     assert_eq!(c.code("subagent.interrupt", json!({})).await, 4000);
     assert_eq!(
         c.code("clipboard.paste", json!({"session_id": sid})).await,

@@ -23,6 +23,7 @@ fn ctx() -> ToolContext {
         approvals: Arc::new(Approvals::unattended()),
         interrupted: Arc::new(AtomicBool::new(false)),
         call_id: "c".into(),
+        turn_id: "t".into(),
         notify: None,
         clarifier: None,
         prompter: None,

@@ -14,5 +14,6 @@ def _record(hook):
 
 def register(ctx):
     for hook in ("pre_api_request", "post_api_request", "pre_tool_call", "post_tool_call",
-                 "on_session_start", "on_session_end", "post_llm_call", "pre_llm_call"):
+                 "on_session_start", "on_session_end", "post_llm_call", "pre_llm_call",
+                 "subagent_start", "subagent_stop"):
         ctx.register_hook(hook, _record(hook))

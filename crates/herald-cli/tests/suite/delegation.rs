@@ -1,0 +1,547 @@
+//! Subagents: `delegate_task` over the JSON-RPC gateway, with the fake provider
+//! answering the parent and each child by its system prompt, and the trace-recorder
+//! plugin seeing the subagent hooks.
+
+use super::plugins::{install_plugins, traces};
+use super::rpc::{Client, Piped, rpc_home};
+use herald_test_support::{FakeProvider, Scripted};
+use serde_json::{Value, json};
+
+/// A text answer whose usage reports what the call cost.
+fn priced(text: &str, usd: f64) -> Scripted {
+    Scripted::Events(vec![
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "cost": usd}}),
+    ])
+}
+
+/// The requests of the agent whose system prompt holds `needle`.
+fn requests_of(provider: &FakeProvider, needle: &str) -> Vec<Value> {
+    provider
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .filter(|b| {
+            b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .contains(needle)
+        })
+        .collect()
+}
+
+/// The requests of the session's own agent (no subagent's).
+fn parent_requests(provider: &FakeProvider) -> Vec<Value> {
+    provider
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .filter(|b| {
+            !b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .contains("YOUR TASK:")
+        })
+        .collect()
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Reads events until both subagents have called their tool; all events read.
+async fn until_both_work(c: &mut Client) -> Vec<Value> {
+    let mut seen = Vec::new();
+    while seen
+        .iter()
+        .filter(|e: &&Value| e["type"] == "subagent.tool")
+        .count()
+        < 2
+    {
+        seen.push(c.event().await);
+    }
+    seen
+}
+
+/// The subagent id of the child whose goal starts with `prefix`.
+fn id_of(events: &[Value], prefix: &str) -> String {
+    events
+        .iter()
+        .find(|e| {
+            e["type"] == "subagent.start"
+                && e["payload"]["goal"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with(prefix)
+        })
+        .and_then(|e| e["payload"]["subagent_id"].as_str())
+        .unwrap_or_else(|| panic!("no subagent.start for {prefix}: {events:?}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_delegation_with_two_children_one_interrupted_one_steered() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "d1",
+            "delegate_task",
+            r#"{"tasks": [{"goal": "alpha: wait for the build"}, {"goal": "beta: list the files", "context": "the project is here"}]}"#,
+        )]),
+        priced("Both came back.", 0.125),
+        Scripted::tool_calls(&[("d2", "delegate_task", r#"{"goal": "gamma: anything"}"#)]),
+        Scripted::text("Paused, then."),
+    ]);
+    provider.push_when(
+        "YOUR TASK:\nalpha",
+        Scripted::tool_calls(&[("a1", "terminal", r#"{"command": "sleep 30"}"#)]),
+    );
+    provider.push_when(
+        "YOUR TASK:\nbeta",
+        Scripted::tool_calls(&[("b1", "terminal", r#"{"command": "sleep 4; echo listed"}"#)]),
+    );
+    provider.push_when("YOUR TASK:\nbeta", priced("beta done: zebra noted", 0.25));
+    let dir = tempfile::tempdir().unwrap();
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
+    );
+    install_plugins(home.path(), &["trace-recorder"]);
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    c.call(
+        "prompt.submit",
+        json!({"session_id": sid, "text": "split the work"}),
+    )
+    .await;
+    let early = until_both_work(c).await;
+    let (alpha, beta) = (id_of(&early, "alpha"), id_of(&early, "beta"));
+    assert!(
+        alpha.starts_with("sa-0-") && beta.starts_with("sa-1-"),
+        "{alpha} {beta}"
+    );
+    let start = early
+        .iter()
+        .find(|e| e["type"] == "subagent.start")
+        .unwrap();
+    assert_eq!(
+        start["session_id"],
+        json!(sid),
+        "on the parent's session: {start}"
+    );
+    let p = &start["payload"];
+    assert_eq!(p["task_count"], 2, "{p}");
+    assert_eq!(p["depth"], 0, "{p}");
+    assert_eq!(p["model"], "fake-model", "{p}");
+    assert!(p.get("parent_id").is_none(), "a first-level child: {p}");
+    assert!(
+        p["child_session_id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{p}"
+    );
+    let tool = early.iter().find(|e| e["type"] == "subagent.tool").unwrap();
+    assert_eq!(tool["payload"]["tool_name"], "terminal", "{tool}");
+    assert!(
+        tool["payload"]["tool_preview"]
+            .as_str()
+            .unwrap_or("")
+            .contains("sleep"),
+        "{tool}"
+    );
+    assert_eq!(tool["payload"]["tool_count"], 1, "{tool}");
+
+    let status = c.call("delegation.status", json!({})).await;
+    assert_eq!(status["paused"], false, "{status}");
+    assert_eq!(status["max_spawn_depth"], 1, "{status}");
+    assert_eq!(status["max_concurrent_children"], 3, "{status}");
+    let active = status["active"].as_array().unwrap();
+    assert_eq!(active.len(), 2, "{status}");
+    for a in active {
+        assert_eq!(a["status"], "running", "{a}");
+        assert_eq!(a["depth"], 0, "{a}");
+        assert_eq!(a["parent_id"], Value::Null, "{a}");
+        assert_eq!(a["tool_count"], 1, "{a}");
+        assert_eq!(a["last_tool"], "terminal", "{a}");
+    }
+    let usage = c.call("session.usage", json!({"session_id": sid})).await;
+    assert_eq!(usage["active_subagents"], 2, "{usage}");
+
+    // Steered, by session.steer's rules; then the other interrupted.
+    let steered = c
+        .call(
+            "subagent.steer",
+            json!({"subagent_id": beta, "text": "mention the zebra"}),
+        )
+        .await;
+    assert_eq!(steered["status"], "queued", "{steered}");
+    assert_eq!(
+        c.code("subagent.steer", json!({"subagent_id": beta, "text": " "}))
+            .await,
+        4002
+    );
+    assert_eq!(c.code("subagent.steer", json!({"text": "x"})).await, 4000);
+    let nobody = c
+        .call(
+            "subagent.steer",
+            json!({"subagent_id": "sa-9-none", "text": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (nobody["status"].clone(), nobody["found"].clone()),
+        (json!("rejected"), json!(false))
+    );
+    let found = c
+        .call("subagent.interrupt", json!({"subagent_id": alpha}))
+        .await;
+    assert_eq!(found, json!({"found": true, "subagent_id": alpha}));
+    let missing = c
+        .call("subagent.interrupt", json!({"subagent_id": "sa-9-none"}))
+        .await;
+    assert_eq!(missing["found"], false);
+
+    let rest = c.until("message.complete").await;
+    assert_eq!(rest.last().unwrap()["payload"]["text"], "Both came back.");
+    let complete = |id: &str| {
+        rest.iter()
+            .find(|e| e["type"] == "subagent.complete" && e["payload"]["subagent_id"] == id)
+            .unwrap_or_else(|| panic!("no subagent.complete for {id}: {rest:?}"))["payload"]
+            .clone()
+    };
+    assert_eq!(complete(&alpha)["status"], "interrupted");
+    let b = complete(&beta);
+    assert_eq!(b["status"], "completed", "{b}");
+    assert_eq!(b["summary"], "beta done: zebra noted", "{b}");
+    assert_eq!(b["api_calls"], 2, "{b}");
+    assert!(b["duration_seconds"].as_f64().unwrap() >= 3.5, "{b}");
+
+    // The parent got both entries as the tool's result.
+    let parent = parent_requests(&provider);
+    let last = parent.last().unwrap();
+    let result = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    let result: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    let entries = result["results"].as_array().unwrap();
+    assert_eq!(entries[0]["status"], "interrupted", "{result}");
+    assert_eq!(entries[0]["exit_reason"], "interrupted", "{result}");
+    assert_eq!(entries[1]["status"], "completed", "{result}");
+    assert_eq!(entries[1]["summary"], "beta done: zebra noted", "{result}");
+    assert_eq!(
+        entries[1]["tokens"],
+        json!({"input": 3, "output": 2}),
+        "{result}"
+    );
+    assert_eq!(entries[1]["tool_trace"][0]["tool"], "terminal", "{result}");
+    assert_eq!(entries[1]["tool_trace"][0]["status"], "ok", "{result}");
+    assert!(
+        result["total_duration_seconds"].as_f64().is_some(),
+        "{result}"
+    );
+
+    // Each child had its own context: the goal as its message, the context in its
+    // prompt, the parent's tools less the blocked ones; the steer reached beta.
+    let beta_calls = requests_of(&provider, "YOUR TASK:\nbeta");
+    assert_eq!(beta_calls.len(), 2);
+    let first = &beta_calls[0];
+    assert_eq!(first["messages"][1]["content"], "beta: list the files");
+    assert!(
+        first["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("the project is here")
+    );
+    let names = tool_names(first);
+    assert!(names.contains(&"terminal".to_owned()), "{names:?}");
+    for blocked in ["delegate_task", "clarify"] {
+        assert!(
+            !names.contains(&blocked.to_owned()),
+            "{blocked} offered: {names:?}"
+        );
+    }
+    assert!(
+        beta_calls[1].to_string().contains("mention the zebra"),
+        "the steer reached the child's next call"
+    );
+    assert!(tool_names(&parent[0]).contains(&"delegate_task".to_owned()));
+
+    // The children's cost is added to the parent's; tokens stay the parent's own.
+    let usage = c.call("session.usage", json!({"session_id": sid})).await;
+    assert_eq!(usage["cost_usd"], 0.375, "{usage}");
+    assert_eq!(
+        (usage["input"].clone(), usage["output"].clone()),
+        (json!(3), json!(2)),
+        "the parent's own tokens: {usage}"
+    );
+    assert_eq!(usage["active_subagents"], 0, "{usage}");
+    assert_eq!(
+        c.call("delegation.status", json!({})).await["active"],
+        json!([])
+    );
+
+    // Paused: a new delegation is refused and the model is told why.
+    let paused = c.call("delegation.pause", json!({"paused": true})).await;
+    assert_eq!(paused, json!({"paused": true}));
+    assert_eq!(c.call("delegation.status", json!({})).await["paused"], true);
+    c.turn(&sid, "once more").await;
+    let last = parent_requests(&provider).pop().unwrap();
+    assert!(last.to_string().contains("Delegation is paused"), "{last}");
+    assert!(requests_of(&provider, "YOUR TASK:\ngamma").is_empty());
+    assert_eq!(
+        c.call("delegation.pause", json!({})).await,
+        json!({"paused": true})
+    );
+    assert_eq!(
+        c.call("delegation.pause", json!({"paused": false})).await,
+        json!({"paused": false})
+    );
+
+    // The plugin hooks, with Hermes's arguments.
+    drop(rpc);
+    let hooks = traces(home.path());
+    let starts: Vec<&Value> = hooks
+        .iter()
+        .filter(|h| h["hook"] == "subagent_start")
+        .collect();
+    let stops: Vec<&Value> = hooks
+        .iter()
+        .filter(|h| h["hook"] == "subagent_stop")
+        .collect();
+    assert_eq!((starts.len(), stops.len()), (2, 2), "{hooks:?}");
+    let s = &starts[0]["fields"];
+    for key in [
+        "parent_session_id",
+        "parent_turn_id",
+        "parent_subagent_id",
+        "child_session_id",
+        "child_subagent_id",
+        "child_role",
+        "child_goal",
+    ] {
+        assert!(s.get(key).is_some(), "subagent_start lacks {key}: {s}");
+    }
+    assert_eq!(s["child_role"], "leaf");
+    let statuses: Vec<&str> = stops
+        .iter()
+        .map(|h| h["fields"]["child_status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["interrupted", "completed"], "{stops:?}");
+    assert!(stops[1]["fields"]["duration_ms"].as_u64().unwrap() >= 3500);
+    assert_eq!(
+        stops[1]["fields"]["child_summary"],
+        "beta done: zebra noted"
+    );
+    let child_sessions: Vec<&Value> = starts
+        .iter()
+        .map(|h| &h["fields"]["child_session_id"])
+        .collect();
+    assert!(
+        child_sessions.contains(&&p["child_session_id"]),
+        "{starts:?}"
+    );
+    assert_eq!(s["parent_subagent_id"], Value::Null);
+    assert_eq!(
+        stops[0]["fields"]["parent_session_id"],
+        s["parent_session_id"]
+    );
+}
+
+#[tokio::test]
+async fn a_childs_dangerous_command_goes_to_the_parents_approver() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "d1",
+            "delegate_task",
+            r#"{"goal": "tidy: remove doomed.txt"}"#,
+        )]),
+        Scripted::text("Tidied."),
+    ]);
+    provider.push_when(
+        "YOUR TASK:\ntidy",
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
+    );
+    provider.push_when("YOUR TASK:\ntidy", Scripted::text("removed it"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("doomed.txt"), "x").unwrap();
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
+    );
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    c.call(
+        "prompt.submit",
+        json!({"session_id": sid, "text": "tidy up"}),
+    )
+    .await;
+    let asked = c.until("approval.request").await;
+    let request = asked.last().unwrap();
+    assert_eq!(
+        request["session_id"],
+        json!(sid),
+        "asked on the parent's session"
+    );
+    assert!(
+        request["payload"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("rm -f")
+    );
+    assert!(dir.path().join("doomed.txt").exists());
+    c.call(
+        "approval.respond",
+        json!({"session_id": sid, "choice": "once"}),
+    )
+    .await;
+    let rest = c.until("message.complete").await;
+    assert_eq!(rest.last().unwrap()["payload"]["text"], "Tidied.");
+    assert!(!dir.path().join("doomed.txt").exists());
+}
+
+#[tokio::test]
+async fn subagent_auto_approve_runs_a_childs_command_without_asking() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "d1",
+            "delegate_task",
+            r#"{"goal": "tidy: remove doomed.txt"}"#,
+        )]),
+        Scripted::text("Tidied."),
+    ]);
+    provider.push_when(
+        "YOUR TASK:\ntidy",
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
+    );
+    provider.push_when("YOUR TASK:\ntidy", Scripted::text("removed it"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("doomed.txt"), "x").unwrap();
+    let home = rpc_home(
+        &provider.base_url,
+        &format!(
+            "terminal:\n  cwd: {}\ndelegation:\n  subagent_auto_approve: true\n  max_iterations: 4\n",
+            dir.path().display()
+        ),
+    );
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let events = c.turn(&sid, "tidy up").await;
+    assert!(
+        !events.iter().any(|e| e["type"] == "approval.request"),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap()["payload"]["text"], "Tidied.");
+    assert!(!dir.path().join("doomed.txt").exists());
+}
+
+/// A provider for one delegation: the parent delegates `omega`, the child runs one
+/// command and answers, the parent answers.
+fn one_child_provider() -> FakeProvider {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("d1", "delegate_task", r#"{"goal": "omega: look around"}"#)]),
+        Scripted::text("Done."),
+    ]);
+    provider.push_when(
+        "YOUR TASK:\nomega",
+        Scripted::tool_calls(&[("o1", "terminal", r#"{"command": "echo looked"}"#)]),
+    );
+    provider.push_when("YOUR TASK:\nomega", Scripted::text("omega looked"));
+    provider
+}
+
+#[tokio::test]
+async fn the_api_shows_a_childs_work_as_tool_progress() {
+    use super::api::{KEY, api_config, post_json, run_events};
+    use super::support::Herald;
+    // The runs API: tool.progress events of the delegate_task call.
+    let provider = one_child_provider();
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let (status, run) = post_json(&h, "/v1/runs", json!({"input": "look"})).await;
+    assert_eq!(status, 202, "{run}");
+    let (events, text) = run_events(&h, run["run_id"].as_str().unwrap()).await;
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "tool.progress")
+        .collect();
+    let steps: Vec<&str> = progress
+        .iter()
+        .map(|e| e["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["started", "tool", "completed"], "{text}");
+    assert_eq!(progress[1]["tool"], "terminal", "{text}");
+    assert_eq!(progress[1]["tool_call_id"], "d1", "{text}");
+    assert!(
+        progress[1]["subagent_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("sa-0-")
+    );
+    assert_eq!(progress[2]["status"], "completed", "{text}");
+    let end = events
+        .iter()
+        .find(|e| e["event"] == "run.completed")
+        .unwrap();
+    assert_eq!(end["output"], "Done.", "{text}");
+
+    // A streamed chat completion: the child's call as hermes.tool.progress.
+    for s in [
+        Scripted::tool_calls(&[("d2", "delegate_task", r#"{"goal": "omega: look around"}"#)]),
+        Scripted::text("Done."),
+    ] {
+        provider.push(s);
+    }
+    provider.push_when(
+        "YOUR TASK:\nomega",
+        Scripted::tool_calls(&[("o2", "terminal", r#"{"command": "echo looked"}"#)]),
+    );
+    provider.push_when("YOUR TASK:\nomega", Scripted::text("omega looked"));
+    let body = json!({"model": "hermes-agent", "stream": true, "messages": [{"role": "user", "content": "look"}]});
+    let text = super::support::http_client(std::time::Duration::from_secs(30))
+        .post(h.url("/v1/chat/completions"))
+        .header("Authorization", format!("Bearer {KEY}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let child_frames: Vec<Value> = text
+        .split("\n\n")
+        .filter(|f| f.starts_with("event: hermes.tool.progress"))
+        .filter_map(|f| f.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .filter(|v| {
+            v["toolCallId"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("d2:sa-0-")
+        })
+        .collect();
+    assert_eq!(child_frames.len(), 2, "{text}");
+    assert_eq!(child_frames[0]["status"], "running", "{text}");
+    assert_eq!(child_frames[0]["tool"], "terminal", "{text}");
+    assert!(
+        child_frames[0]["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("[sa-0-"),
+        "{text}"
+    );
+    assert_eq!(child_frames[1]["status"], "completed", "{text}");
+    assert!(text.contains("Done."), "{text}");
+}
