@@ -545,3 +545,170 @@ async fn the_api_shows_a_childs_work_as_tool_progress() {
     assert_eq!(child_frames[1]["status"], "completed", "{text}");
     assert!(text.contains("Done."), "{text}");
 }
+
+#[tokio::test]
+async fn a_child_waiting_for_approval_stops_when_interrupted() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "d1",
+            "delegate_task",
+            r#"{"goal": "tidy: remove doomed.txt"}"#,
+        )]),
+        Scripted::text("Stopped."),
+    ]);
+    provider.push_when(
+        "YOUR TASK:\ntidy",
+        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("doomed.txt"), "x").unwrap();
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
+    );
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    c.call(
+        "prompt.submit",
+        json!({"session_id": sid, "text": "tidy up"}),
+    )
+    .await;
+    let asked = c.until("approval.request").await;
+    let child = id_of(&asked, "tidy");
+    let at = std::time::Instant::now();
+    let found = c
+        .call("subagent.interrupt", json!({"subagent_id": child}))
+        .await;
+    assert_eq!(found["found"], true);
+    let rest = c.until("message.complete").await;
+    assert!(
+        at.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        at.elapsed()
+    );
+    let done = rest
+        .iter()
+        .find(|e| e["type"] == "subagent.complete")
+        .unwrap();
+    assert_eq!(done["payload"]["status"], "interrupted", "{done}");
+    assert_eq!(rest.last().unwrap()["payload"]["text"], "Stopped.");
+    assert!(
+        dir.path().join("doomed.txt").exists(),
+        "never approved, never run"
+    );
+    let late = c
+        .answer(
+            "approval.respond",
+            json!({"session_id": sid, "choice": "once"}),
+        )
+        .await;
+    assert_eq!(
+        late["result"],
+        json!({"resolved": 0}),
+        "nothing waits any more: {late}"
+    );
+}
+
+#[tokio::test]
+async fn an_orchestrator_delegates_one_level_deeper_and_no_further() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "d1",
+            "delegate_task",
+            r#"{"goal": "boss: get it done", "role": "orchestrator"}"#,
+        )]),
+        Scripted::text("All done."),
+    ]);
+    provider.push_when(
+        "YOUR TASK:\nboss",
+        Scripted::tool_calls(&[(
+            "d2",
+            "delegate_task",
+            r#"{"goal": "worker: do it", "role": "orchestrator"}"#,
+        )]),
+    );
+    provider.push_when(
+        "YOUR TASK:\nboss",
+        Scripted::text("boss: the worker did it"),
+    );
+    provider.push_when("YOUR TASK:\nworker", Scripted::text("worker did it"));
+    let home = rpc_home(&provider.base_url, "delegation:\n  max_spawn_depth: 2\n");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let events = c.turn(&sid, "go").await;
+    assert_eq!(events.last().unwrap()["payload"]["text"], "All done.");
+    let boss = id_of(&events, "boss");
+    let worker = events
+        .iter()
+        .find(|e| e["type"] == "subagent.start" && e["payload"]["goal"] == "worker: do it")
+        .unwrap_or_else(|| panic!("the grandchild's start reached the door: {events:?}"));
+    assert_eq!(worker["payload"]["parent_id"], json!(boss), "{worker}");
+    assert_eq!(worker["payload"]["depth"], 1, "{worker}");
+    assert_eq!(worker["session_id"], json!(sid), "{worker}");
+    let boss_tools = tool_names(&requests_of(&provider, "YOUR TASK:\nboss")[0]);
+    assert!(
+        boss_tools.contains(&"delegate_task".to_owned()),
+        "{boss_tools:?}"
+    );
+    let worker_calls = requests_of(&provider, "YOUR TASK:\nworker");
+    let worker_tools = tool_names(&worker_calls[0]);
+    assert!(
+        !worker_tools.contains(&"delegate_task".to_owned()),
+        "at the depth cap a child is a leaf, whatever its role: {worker_tools:?}"
+    );
+    let parent = parent_requests(&provider);
+    assert!(
+        parent
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("boss: the worker did it"),
+        "the orchestrator's answer came back"
+    );
+}
+
+#[tokio::test]
+async fn acp_shows_a_childs_work_under_the_delegate_task_call() {
+    use super::acp::RawAcp;
+    let provider = one_child_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let home = rpc_home(&provider.base_url, "");
+    let mut acp = RawAcp::start(home.path()).await;
+    let session = acp.open_session(dir.path()).await;
+    acp.prompt(3, &session, "look").await;
+    let end = acp.answer(3).await;
+    assert_eq!(end["stopReason"], "end_turn", "{end}");
+    let updates: Vec<&Value> = acp
+        .others
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| &m["params"]["update"])
+        .collect();
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["title"] == "delegate: omega: look around")
+        .unwrap_or_else(|| panic!("{updates:?}"));
+    let id = &call["toolCallId"];
+    let progress: Vec<String> = updates
+        .iter()
+        .filter(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == *id
+                && u["status"] == "in_progress"
+        })
+        .map(|u| {
+            u["content"][0]["content"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    let last = progress
+        .last()
+        .unwrap_or_else(|| panic!("no progress: {updates:?}"));
+    assert!(last.contains("[1] started: omega: look around"), "{last}");
+    assert!(last.contains("[1] terminal echo looked"), "{last}");
+    assert!(last.contains("[1] completed"), "{last}");
+}
