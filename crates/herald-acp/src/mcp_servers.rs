@@ -1,18 +1,17 @@
 //! The `mcpServers` an ACP client sends with `session/new`, `load`, `resume` and
-//! `fork`: stdio and Streamable HTTP servers (what `mcpCapabilities` advertises) become
+//! `fork`: stdio, Streamable HTTP and SSE servers (what `mcpCapabilities` advertises) become
 //! the session's own servers, started and stopped with it. herald keeps them per
 //! session, where Hermes registers them process-wide.
 
 use agent_client_protocol::v1::schema::{McpCapabilities, McpServer};
 use herald_config::{McpServerSettings, McpTransport};
 
-/// What herald serves of the client's servers: stdio (every agent must) and HTTP.
+/// What herald serves of the client's servers: stdio (every agent must), HTTP and SSE.
 pub fn capabilities() -> McpCapabilities {
-    McpCapabilities::new().http(true).sse(false)
+    McpCapabilities::new().http(true).sse(true)
 }
 
-/// The client's servers as settings; an SSE server (not advertised) is left out with
-/// a warning.
+/// The client's servers as settings.
 pub fn settings_of(servers: &[McpServer]) -> Vec<McpServerSettings> {
     servers.iter().filter_map(setting).collect()
 }
@@ -42,10 +41,17 @@ fn setting(server: &McpServer) -> Option<McpServerSettings> {
                     .collect(),
             },
         ),
-        McpServer::Sse(s) => {
-            tracing::warn!(server = %s.name, "the client's SSE MCP server is not used: herald advertises stdio and http only");
-            return None;
-        }
+        McpServer::Sse(s) => (
+            s.name.clone(),
+            McpTransport::Sse {
+                url: s.url.clone(),
+                headers: s
+                    .headers
+                    .iter()
+                    .map(|e| (e.name.clone(), e.value.clone()))
+                    .collect(),
+            },
+        ),
         _ => return None,
     };
     let name = name.trim().to_owned();

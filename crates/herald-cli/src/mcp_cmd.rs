@@ -100,7 +100,7 @@ fn named<'a>(config: &'a Config, name: &str) -> anyhow::Result<&'a McpServerSett
 
 fn transport_text(s: &McpServerSettings) -> String {
     match &s.transport {
-        McpTransport::Http { url, .. } => url.clone(),
+        McpTransport::Http { url, .. } | McpTransport::Sse { url, .. } => url.clone(),
         McpTransport::Stdio { command, args, .. } => {
             let mut parts = vec![command.clone()];
             parts.extend(args.iter().take(2).cloned());
@@ -201,6 +201,7 @@ async fn test(config: &Config, name: &str) -> anyhow::Result<ExitCode> {
 async fn report_probe(s: &McpServerSettings) -> bool {
     match &s.transport {
         McpTransport::Http { url, .. } => outln!("  Transport: HTTP → {url}"),
+        McpTransport::Sse { url, .. } => outln!("  Transport: SSE → {url}"),
         McpTransport::Stdio { command, .. } => outln!("  Transport: stdio → {command}"),
     }
     let started = Instant::now();

@@ -53,6 +53,12 @@ pub struct McpServerSettings {
     pub keepalive: Duration,
     /// `sampling:`, the server's requests for a model answer.
     pub sampling: SamplingSettings,
+    /// `idle_timeout_seconds` (also under `lifecycle:`): a stdio server with no call
+    /// this long is stopped, and started again by the next call (`None`: never).
+    pub idle_timeout: Option<Duration>,
+    /// `max_lifetime_seconds` (also under `lifecycle:`): a stdio server this old is
+    /// stopped between calls and started again by the next one.
+    pub max_lifetime: Option<Duration>,
 }
 
 impl McpServerSettings {
@@ -72,6 +78,8 @@ impl McpServerSettings {
             parallel: false,
             keepalive: DEFAULT_KEEPALIVE,
             sampling: SamplingSettings::default(),
+            idle_timeout: None,
+            max_lifetime: None,
         }
     }
 }
@@ -87,6 +95,11 @@ pub enum McpTransport {
     },
     /// `url` and `headers`: Streamable HTTP.
     Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    /// `url`, `headers` and `transport: sse`: the older HTTP+SSE protocol.
+    Sse {
         url: String,
         headers: Vec<(String, String)>,
     },
@@ -238,21 +251,30 @@ impl ServerReader<'_, '_> {
                 .unwrap_or(DEFAULT_KEEPALIVE)
                 .max(MIN_KEEPALIVE),
             sampling: self.sampling(node),
+            idle_timeout: self.lifecycle(node, "idle_timeout_seconds"),
+            max_lifetime: self.lifecycle(node, "max_lifetime_seconds"),
         })
+    }
+
+    /// A recycle limit, at the server's level or under `lifecycle:`; 0 is none, as
+    /// Hermes reads it.
+    fn lifecycle(&mut self, node: &Node, key: &str) -> Option<Duration> {
+        let at = match node.get(key).filter(|n| !n.is_null()) {
+            Some(_) => node,
+            None => node.get("lifecycle").filter(|l| l.get(key).is_some())?,
+        };
+        let n = at.get(key)?;
+        if seconds_of(n).is_some_and(|d| d.is_zero()) {
+            return None;
+        }
+        self.secs(at, key)
     }
 
     fn transport(&mut self, node: &Node) -> Option<McpTransport> {
         if let Some(url) = self.text(node, "url") {
-            if self
+            let sse = self
                 .text(node, "transport")
-                .is_some_and(|t| t.eq_ignore_ascii_case("sse"))
-            {
-                self.skip(
-                    node,
-                    "transport: sse (the older HTTP+SSE protocol) is not supported; use the server's Streamable HTTP URL".into(),
-                );
-                return None;
-            }
+                .is_some_and(|t| t.eq_ignore_ascii_case("sse"));
             let lower = url.to_ascii_lowercase();
             if !(lower.starts_with("http://") || lower.starts_with("https://")) {
                 self.skip(
@@ -261,9 +283,10 @@ impl ServerReader<'_, '_> {
                 );
                 return None;
             }
-            return Some(McpTransport::Http {
-                url,
-                headers: self.pairs(node, "headers"),
+            let headers = self.pairs(node, "headers");
+            return Some(match sse {
+                true => McpTransport::Sse { url, headers },
+                false => McpTransport::Http { url, headers },
             });
         }
         let Some(command) = self.text(node, "command") else {
@@ -481,11 +504,11 @@ mod tests {
     fn servers_read_as_hermes_reads_them() {
         let env = |k: &str| (k == "GH_TOKEN").then(|| "ghp_x".to_owned());
         let (s, warnings) = read(
-            "mcp_discovery_timeout: 3\nmcp_servers:\n  github:\n    command: npx\n    args: [-y, server-github]\n    env: {GITHUB_TOKEN: '${GH_TOKEN}', MISSING: '${env:NOPE}'}\n    tools: {include: create_issue}\n  remote:\n    url: https://mcp.example/mcp\n    headers: {Authorization: 'Bearer ${GH_TOKEN}'}\n    timeout: 20\n    enabled: 'no'\n    sampling: {max_rpm: 2, allowed_models: [a]}\n  old:\n    url: http://127.0.0.1:9/sse\n    transport: SSE\n  broken: {args: [x]}\n",
+            "mcp_discovery_timeout: 3\nmcp_servers:\n  github:\n    command: npx\n    args: [-y, server-github]\n    env: {GITHUB_TOKEN: '${GH_TOKEN}', MISSING: '${env:NOPE}'}\n    tools: {include: create_issue}\n    idle_timeout_seconds: 1.5\n    lifecycle: {max_lifetime_seconds: 60}\n  remote:\n    url: https://mcp.example/mcp\n    headers: {Authorization: 'Bearer ${GH_TOKEN}'}\n    timeout: 20\n    enabled: 'no'\n    sampling: {max_rpm: 2, allowed_models: [a]}\n    idle_timeout_seconds: 0\n  old:\n    url: http://127.0.0.1:9/sse\n    transport: SSE\n  broken: {args: [x]}\n",
             &env,
         );
         assert_eq!(s.discovery_timeout, Duration::from_secs(3));
-        assert_eq!(s.servers.len(), 2, "{warnings:?}");
+        assert_eq!(s.servers.len(), 3, "{warnings:?}");
         let gh = &s.servers[0];
         assert_eq!(
             gh.transport,
@@ -511,11 +534,16 @@ mod tests {
             &remote.transport,
             McpTransport::Http { headers, .. } if headers[0].1 == "Bearer ghp_x"
         ));
-        assert!(
-            warnings
-                .iter()
-                .any(|w| w.contains("mcp_servers.old") && w.contains("sse")),
-            "{warnings:?}"
+        assert_eq!(gh.idle_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(gh.max_lifetime, Some(Duration::from_secs(60)));
+        assert_eq!(remote.idle_timeout, None);
+        let old = s.servers.iter().find(|s| s.name == "old").unwrap();
+        assert_eq!(
+            old.transport,
+            McpTransport::Sse {
+                url: "http://127.0.0.1:9/sse".into(),
+                headers: vec![]
+            }
         );
         assert!(
             warnings

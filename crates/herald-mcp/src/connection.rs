@@ -40,6 +40,7 @@ pub async fn connect(s: &McpServerSettings, handler: Handler) -> Result<Connecti
                 stdio(command, args, env, handler, tail.clone()).await
             }
             McpTransport::Http { url, headers } => http(url, headers, handler).await,
+            McpTransport::Sse { url, headers } => sse(url, headers, handler).await,
         }
     };
     match tokio::time::timeout(s.connect_timeout, attempt).await {
@@ -99,11 +100,10 @@ async fn stdio(
     Ok(Connection { service, pid })
 }
 
-async fn http(
-    url: &str,
+/// The configured headers, checked.
+fn header_map(
     headers: &[(String, String)],
-    handler: Handler,
-) -> Result<Connection, String> {
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
     let mut map = HashMap::new();
     for (k, v) in headers {
         let name = http::HeaderName::from_bytes(k.as_bytes())
@@ -114,8 +114,31 @@ async fn http(
     }
     // reqwest is built without a default TLS provider: herald uses ring everywhere.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    Ok(map)
+}
+
+async fn http(
+    url: &str,
+    headers: &[(String, String)],
+    handler: Handler,
+) -> Result<Connection, String> {
+    let map = header_map(headers)?;
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map);
     let transport = StreamableHttpClientTransport::from_config(config);
+    let service = handler
+        .serve(transport)
+        .await
+        .map_err(|e| crate::redact::redacted(&format!("the handshake failed: {e}")))?;
+    Ok(Connection { service, pid: None })
+}
+
+async fn sse(
+    url: &str,
+    headers: &[(String, String)],
+    handler: Handler,
+) -> Result<Connection, String> {
+    let map: http::HeaderMap = header_map(headers)?.into_iter().collect();
+    let transport = crate::sse::open(url, map).await?;
     let service = handler
         .serve(transport)
         .await

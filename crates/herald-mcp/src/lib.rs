@@ -1,7 +1,7 @@
 //! herald's MCP client. The servers of `mcp_servers:` (and those an ACP client passes
 //! for one session) are connected in the background over the official Rust SDK
 //! (`rmcp`): stdio children in their own process group with a filtered environment, or
-//! Streamable HTTP. Their tools become agent tools named as Hermes names them
+//! Streamable HTTP, or the older HTTP+SSE (`transport: sse`). Their tools become agent tools named as Hermes names them
 //! (`mcp__<server>__<tool>`, toolset `mcp-<server>`), with schemas normalised for strict
 //! providers, results in Hermes's shapes wrapped as untrusted output, and credentials
 //! stripped from error text. A slow or failing server never stalls a turn: the first
@@ -19,6 +19,7 @@ pub mod render;
 pub mod sampling;
 pub mod schema;
 pub mod server;
+mod sse;
 pub mod tool;
 
 pub use pool::{McpGrant, McpPool, ServerReport};

@@ -3,6 +3,7 @@ herald's MCP client tests connect to.
 
     mcp_server.py stdio          serve on stdin/stdout
     mcp_server.py http PORT      serve Streamable HTTP on 127.0.0.1:PORT/mcp
+    mcp_server.py sse PORT       serve the older HTTP+SSE on 127.0.0.1:PORT/sse
 
 Environment: MCP_TEST_PID_FILE (write the pid there), MCP_TEST_START_DELAY (seconds to
 wait before serving: a slow or hanging server).
@@ -94,6 +95,8 @@ def main() -> None:
         time.sleep(delay)
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) > 2 and sys.argv[1] == "sse":
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()
 

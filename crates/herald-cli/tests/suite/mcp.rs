@@ -304,6 +304,15 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> HttpServer {
+        HttpServer::start_as("http", "mcp")
+    }
+
+    /// The older HTTP+SSE server (`transport: sse`).
+    fn start_sse() -> HttpServer {
+        HttpServer::start_as("sse", "sse")
+    }
+
+    fn start_as(mode: &str, path: &str) -> HttpServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -311,7 +320,7 @@ impl HttpServer {
             .port();
         let child = Command::new(python())
             .arg(server_script())
-            .args(["http", &port.to_string()])
+            .args([mode, &port.to_string()])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -326,7 +335,7 @@ impl HttpServer {
         }
         HttpServer {
             child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
+            url: format!("http://127.0.0.1:{port}/{path}"),
         }
     }
 }
@@ -336,6 +345,38 @@ impl Drop for HttpServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn an_sse_servers_tool_is_listed_called_and_answered() {
+    let server = HttpServer::start_sse();
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "mcp__old__add", r#"{"a": 2, "b": 40}"#)]),
+        Scripted::tool_calls(&[("c2", "mcp__old__sleep", r#"{"seconds": 0.2}"#)]),
+        Scripted::text("forty-two"),
+    ]);
+    let servers = format!(
+        "  old:\n    url: {}\n    transport: sse\n    headers: {{X-Test: '1'}}\n",
+        server.url
+    );
+    let home = home_with(&config(&provider, &servers));
+    let (code, out, err) = chat(home.path(), &["-Q", "-q", "add 2 and 40"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("forty-two"), "{out}{err}");
+    let reqs = provider.requests();
+    assert_eq!(reqs.len(), 3, "{err}");
+    let tools = offered(&reqs[0].body);
+    assert!(tools.contains(&"mcp__old__add".to_owned()), "{tools:?}");
+    assert!(
+        tool_result(&reqs[1].body).contains(r#""result":"42""#),
+        "{}",
+        tool_result(&reqs[1].body)
+    );
+    assert!(
+        tool_result(&reqs[2].body).contains("slept"),
+        "{}",
+        tool_result(&reqs[2].body)
+    );
 }
 
 #[tokio::test]
@@ -586,6 +627,7 @@ fn herald_mcp_adds_tests_lists_and_removes_servers() {
 #[tokio::test]
 async fn an_acp_clients_servers_belong_to_its_session() {
     let web = HttpServer::start();
+    let legacy = HttpServer::start_sse();
     let provider = FakeProvider::start(vec![
         Scripted::tool_calls(&[("c1", "mcp__web__add", r#"{"a": 1, "b": 2}"#)]),
         Scripted::text("three"),
@@ -604,13 +646,14 @@ async fn an_acp_clients_servers_belong_to_its_session() {
     let init = acp.answer(1).await;
     assert_eq!(
         init["agentCapabilities"]["mcpCapabilities"],
-        serde_json::json!({"http": true, "sse": false}),
+        serde_json::json!({"http": true, "sse": true}),
         "{init}"
     );
     let servers = serde_json::json!([
         {"name": "calc", "command": python(), "args": [server_script(), "stdio"],
          "env": [{"name": "MCP_TEST_PID_FILE", "value": pid_file}]},
-        {"type": "http", "name": "web", "url": web.url, "headers": [{"name": "X-Test", "value": "1"}]}
+        {"type": "http", "name": "web", "url": web.url, "headers": [{"name": "X-Test", "value": "1"}]},
+        {"type": "sse", "name": "legacy", "url": legacy.url, "headers": []}
     ]);
     acp.send(
         2,
@@ -628,6 +671,10 @@ async fn an_acp_clients_servers_belong_to_its_session() {
     let reqs = provider.requests();
     let tools = offered(&reqs[0].body);
     assert!(tools.contains(&"mcp__web__add".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"mcp__legacy__echo".to_owned()),
+        "over SSE: {tools:?}"
+    );
     assert!(
         tools.contains(&"mcp__calc__add".to_owned()),
         "the session's calc wins: {tools:?}"
