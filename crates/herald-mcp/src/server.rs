@@ -20,6 +20,9 @@ pub enum Status {
     Connected,
     /// The last attempt failed (why); another follows after the back-off.
     Failed(String),
+    /// A stdio server stopped by its recycle limit (`idle_timeout_seconds`,
+    /// `max_lifetime_seconds`): its tools stay offered and the next call starts it.
+    Dormant,
 }
 
 impl Status {
@@ -28,6 +31,7 @@ impl Status {
             Status::Connecting => "connecting",
             Status::Connected => "connected",
             Status::Failed(_) => "failed",
+            Status::Dormant => "dormant",
         }
     }
 }
@@ -54,6 +58,8 @@ struct State {
     tools: Vec<ListedTool>,
     offers: Offers,
     connection: Option<Arc<Connection>>,
+    /// Recycled: no connection, its tools still offered.
+    dormant: bool,
     /// The last error logged, so a retry that fails the same way stays quiet.
     logged: Option<String>,
 }
@@ -67,6 +73,21 @@ pub struct Server {
     stop: CancellationToken,
     /// Asks the task to connect again now (a call found the transport closed).
     reconnect: tokio::sync::Notify,
+    /// When the last call started, and how many run now (the recycle limits).
+    last_call: std::sync::Mutex<std::time::Instant>,
+    in_flight: std::sync::atomic::AtomicUsize,
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// It failed (or closed) after lasting [`HEALTHY_AFTER`], or not.
+    Failed {
+        healthy: bool,
+    },
+    /// A recycle limit stopped it.
+    Recycled,
+    Stopped,
 }
 
 /// Failures in a row before a server is parked.
@@ -94,13 +115,7 @@ fn backoff(attempt: u32) -> Duration {
 impl Server {
     /// Starts `settings`'s server in the background.
     pub fn start(settings: McpServerSettings, sampler: Option<Arc<dyn Sampler>>) -> Arc<Server> {
-        let server = Arc::new(Server {
-            settings,
-            state: RwLock::new(State::default()),
-            tried: tokio::sync::watch::channel(false).0,
-            stop: CancellationToken::new(),
-            reconnect: tokio::sync::Notify::new(),
-        });
+        let server = Arc::new(Server::new(settings));
         let sampling = sampler
             .filter(|_| server.settings.sampling.enabled)
             .map(|s| {
@@ -114,24 +129,40 @@ impl Server {
         server
     }
 
+    fn new(settings: McpServerSettings) -> Server {
+        Server {
+            settings,
+            state: RwLock::new(State::default()),
+            tried: tokio::sync::watch::channel(false).0,
+            stop: CancellationToken::new(),
+            reconnect: tokio::sync::Notify::new(),
+            last_call: std::sync::Mutex::new(std::time::Instant::now()),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
     pub fn name(&self) -> &str {
         &self.settings.name
     }
 
     pub fn status(&self) -> Status {
-        self.read(|s| s.status.clone().unwrap_or(Status::Connecting))
+        self.read(|s| match s.dormant {
+            true => Status::Dormant,
+            false => s.status.clone().unwrap_or(Status::Connecting),
+        })
     }
 
-    /// The tools offered now (empty unless connected), after `tools.include/exclude`.
+    /// The tools offered now (empty unless connected or dormant), after
+    /// `tools.include/exclude`.
     pub fn tools(&self) -> Vec<ListedTool> {
-        self.read(|s| match s.connection.is_some() {
+        self.read(|s| match s.connection.is_some() || s.dormant {
             true => s.tools.clone(),
             false => Vec::new(),
         })
     }
 
     pub fn offers(&self) -> Offers {
-        self.read(|s| match s.connection.is_some() {
+        self.read(|s| match s.connection.is_some() || s.dormant {
             true => s.offers,
             false => Offers::default(),
         })
@@ -180,17 +211,26 @@ impl Server {
                 _ = self.stop.cancelled() => return,
                 a = connect(&self.settings, handler) => a,
             };
-            let healthy = match attempt {
+            let ended = match attempt {
                 Ok(conn) => self.serve(Arc::new(conn), changed).await,
                 Err(why) => {
                     self.failed(why);
-                    false
+                    Ended::Failed { healthy: false }
                 }
             };
-            failures = match healthy {
-                true => 0,
-                false => failures.saturating_add(1),
-            };
+            match ended {
+                Ended::Stopped => return,
+                // Dormant until a call (or a reload) wants it.
+                Ended::Recycled => {
+                    failures = 0;
+                    tokio::select! {
+                        _ = self.stop.cancelled() => return,
+                        _ = self.reconnect.notified() => continue,
+                    }
+                }
+                Ended::Failed { healthy: true } => failures = 0,
+                Ended::Failed { healthy: false } => failures = failures.saturating_add(1),
+            }
             // After five failures in a row the server is parked: tried every 5 minutes,
             // or at once when a call or a reload asks.
             let wait = match failures {
@@ -210,6 +250,7 @@ impl Server {
         let first = self.write(|s| {
             s.status = Some(Status::Failed(why.clone()));
             s.connection = None;
+            s.dormant = false;
             let first = s.logged.as_deref() != Some(why.as_str());
             s.logged = Some(why.clone());
             first
@@ -223,15 +264,15 @@ impl Server {
         }
     }
 
-    /// Lists the tools of a new connection, then keeps it until it fails or stops;
-    /// whether it was healthy (lasted [`HEALTHY_AFTER`]).
-    async fn serve(&self, conn: Arc<Connection>, changed: Arc<tokio::sync::Notify>) -> bool {
+    /// Lists the tools of a new connection, then keeps it until it fails, stops or is
+    /// recycled.
+    async fn serve(&self, conn: Arc<Connection>, changed: Arc<tokio::sync::Notify>) -> Ended {
         let offers = offers_of(&conn);
         let listed = match self.list(&conn).await {
             Ok(t) => t,
             Err(why) => {
                 self.failed(why);
-                return false;
+                return Ended::Failed { healthy: false };
             }
         };
         let count = listed.len();
@@ -240,7 +281,9 @@ impl Server {
             s.offers = offers;
             s.connection = Some(conn.clone());
             s.status = Some(Status::Connected);
+            s.dormant = false;
         });
+        self.touch();
         self.tried.send_replace(true);
         tracing::info!(server = self.name(), tools = count, "MCP server connected");
         let started = std::time::Instant::now();
@@ -249,7 +292,7 @@ impl Server {
         let mut watch = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
-                _ = self.stop.cancelled() => return true,
+                _ = self.stop.cancelled() => return Ended::Stopped,
                 _ = self.reconnect.notified() => break,
                 _ = changed.notified() => {
                     // A burst of notifications is one refresh.
@@ -257,7 +300,15 @@ impl Server {
                     self.refresh(&conn).await
                 }
                 _ = keepalive.tick() => if !ping(&conn).await { break },
-                _ = watch.tick() => if conn.service.is_closed() { break },
+                _ = watch.tick() => {
+                    if conn.service.is_closed() {
+                        break;
+                    }
+                    if let Some(why) = self.recycle_reason(started) {
+                        self.recycle(why);
+                        return Ended::Recycled;
+                    }
+                }
             }
         }
         let healthy = started.elapsed() >= HEALTHY_AFTER;
@@ -265,7 +316,59 @@ impl Server {
             self.write(|s| s.logged = None);
         }
         self.failed("the connection closed".to_owned());
-        healthy
+        Ended::Failed { healthy }
+    }
+
+    /// Which recycle limit a stdio server between calls has reached, if any.
+    fn recycle_reason(&self, started: std::time::Instant) -> Option<&'static str> {
+        let stdio = matches!(
+            self.settings.transport,
+            herald_config::McpTransport::Stdio { .. }
+        );
+        let busy = self.in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0;
+        if !stdio || busy {
+            return None;
+        }
+        if self
+            .settings
+            .max_lifetime
+            .is_some_and(|m| started.elapsed() >= m)
+        {
+            return Some("max_lifetime_seconds");
+        }
+        let idle = self
+            .last_call
+            .lock()
+            .map(|t| t.elapsed())
+            .unwrap_or_default();
+        self.settings
+            .idle_timeout
+            .is_some_and(|i| idle >= i)
+            .then_some("idle_timeout_seconds")
+    }
+
+    /// Stops the process and keeps the tools on offer: the next call starts it again.
+    fn recycle(&self, why: &str) {
+        self.write(|s| {
+            s.connection = None;
+            s.dormant = true;
+        });
+        tracing::info!(
+            server = self.name(),
+            "MCP server stopped after its {why}; the next call starts it again"
+        );
+    }
+
+    /// Marks a call in flight until the guard is dropped.
+    pub(crate) fn busy(&self) -> Busy<'_> {
+        Busy::new(self)
+    }
+
+    /// Marks a call starting now (the idle limit counts from it).
+    fn touch(&self) {
+        if let Ok(mut t) = self.last_call.lock() {
+            *t = std::time::Instant::now();
+        }
     }
 
     async fn refresh(&self, conn: &Connection) {
@@ -338,6 +441,7 @@ impl Server {
         args: Map<String, Value>,
         interrupted: &std::sync::atomic::AtomicBool,
     ) -> Result<Value, String> {
+        let _busy = self.busy();
         let conn = self.connection().await?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let call = conn.service.call_tool(params);
@@ -374,26 +478,57 @@ impl Server {
         }
     }
 
-    /// Asks a server that is not connected to try again now (a reload).
+    /// Asks a server that is not connected to try again now (a reload, a call to a
+    /// dormant server).
     pub fn nudge(&self) {
         if self.read(|s| s.connection.is_none()) {
             self.reconnect.notify_one();
         }
     }
 
-    /// The live connection; a server still connecting gets up to 5 s.
+    /// The live connection; a server still connecting gets up to 5 s, a dormant one is
+    /// started and gets its `connect_timeout`.
     pub(crate) async fn connection(&self) -> Result<Arc<Connection>, String> {
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut wait = Duration::from_secs(5);
+        if self.read(|s| s.dormant) {
+            wait = self.settings.connect_timeout.max(wait);
+            self.write(|s| s.status = Some(Status::Connecting));
+            self.reconnect.notify_one();
+        }
+        let deadline = std::time::Instant::now() + wait;
         loop {
             if let Some(c) = self.read(|s| s.connection.clone()) {
                 return Ok(c);
             }
-            let connecting = matches!(self.status(), Status::Connecting);
+            let connecting = matches!(self.status(), Status::Connecting | Status::Dormant);
             if !connecting || std::time::Instant::now() >= deadline {
                 return Err(format!("MCP server '{}' is not connected", self.name()));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+/// A call in flight (a server is never recycled under one); its start resets the
+/// idle clock.
+pub(crate) struct Busy<'a>(&'a Server);
+
+impl<'a> Busy<'a> {
+    fn new(server: &'a Server) -> Busy<'a> {
+        server.touch();
+        server
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Busy(server)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -433,13 +568,7 @@ pub async fn probe(settings: &McpServerSettings) -> Result<Vec<ListedTool>, Stri
         sampling: None,
     };
     let conn = connect(settings, handler).await?;
-    let server = Server {
-        settings: settings.clone(),
-        state: RwLock::new(State::default()),
-        tried: tokio::sync::watch::channel(false).0,
-        stop: CancellationToken::new(),
-        reconnect: tokio::sync::Notify::new(),
-    };
+    let server = Server::new(settings.clone());
     let listed = server.list(&conn).await;
     drop(conn);
     listed

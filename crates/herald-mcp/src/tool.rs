@@ -123,6 +123,7 @@ impl UtilityTool {
     }
 
     async fn answer(&self, args: Value) -> Result<Value, String> {
+        let _busy = self.server.busy();
         let conn = self.server.connection().await?;
         let svc = &conn.service;
         let limit = self.server.settings.timeout;

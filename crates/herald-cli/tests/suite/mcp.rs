@@ -751,3 +751,66 @@ fn a_servers_sampling_request_goes_through_herald_s_provider() {
     let refused = tool_result(&provider.requests()[4].body);
     assert!(refused.contains("error"), "{refused}");
 }
+
+/// The pids the test server wrote, and which of them run now.
+fn pids_alive(home: &Path) -> (Vec<String>, Vec<String>) {
+    let pids: Vec<String> = std::fs::read_to_string(home.join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let alive = pids
+        .iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z "))
+        })
+        .cloned()
+        .collect();
+    (pids, alive)
+}
+
+#[tokio::test]
+async fn an_idle_stdio_server_is_recycled_and_started_again_by_the_next_call() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "mcp__calc__add", r#"{"a": 1, "b": 2}"#)]),
+        Scripted::text("three"),
+        Scripted::tool_calls(&[("c2", "mcp__calc__add", r#"{"a": 2, "b": 2}"#)]),
+        Scripted::text("four"),
+    ]);
+    let calc = stdio_server("calc", "", "    lifecycle: {idle_timeout_seconds: 1}\n");
+    let home = home_with(&config(&provider, &calc));
+    let pid_file = home.path().join("pids").display().to_string();
+    let mut rpc = super::rpc::Piped::start_with(home.path(), &[("MCP_TEST_PID_FILE", &pid_file)]);
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let first = c.turn(&sid, "add").await;
+    assert_eq!(first.last().unwrap()["payload"]["text"], "three");
+    assert!(tool_result(&provider.requests()[1].body).contains(r#""result":"3""#));
+    // A second without calls: the process is gone, its tools stay offered.
+    let start = Instant::now();
+    loop {
+        let (pids, alive) = pids_alive(home.path());
+        if pids.len() == 1 && alive.is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "not recycled: {pids:?} {alive:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let second = c.turn(&sid, "add again").await;
+    assert_eq!(second.last().unwrap()["payload"]["text"], "four");
+    let reqs = provider.requests();
+    assert!(
+        offered(&reqs[2].body).contains(&"mcp__calc__add".to_owned()),
+        "dormant, still offered"
+    );
+    assert!(
+        tool_result(&reqs[3].body).contains(r#""result":"4""#),
+        "{}",
+        tool_result(&reqs[3].body)
+    );
+    let (pids, _) = pids_alive(home.path());
+    assert_eq!(pids.len(), 2, "started again for the call: {pids:?}");
+}
