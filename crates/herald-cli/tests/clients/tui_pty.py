@@ -1,7 +1,11 @@
 """Drives Hermes 0.19.0's own Ink TUI (its bundled entry.js, under node) in a
 pseudo-terminal against `herald rpc`, and checks what the screen shows.
 
-Usage: tui_pty.py HERALD_BIN HERALD_HOME ENTRY_JS WORKDIR
+Usage: tui_pty.py HERALD_BIN HERALD_HOME ENTRY_JS WORKDIR [delegation]
+
+With `delegation`, the prompt starts a delegate_task whose child works a few seconds:
+the TUI must draw the child (its goal, its tool, its end) from herald's subagent.*
+events, and /agents must list it from delegation.status while it runs.
 
 The TUI starts its gateway as `$HERMES_PYTHON -m tui_gateway.entry`; HERMES_PYTHON is a
 wrapper that runs `herald rpc` on stdio instead. The screen is rendered with pyte (a
@@ -96,7 +100,10 @@ def main():
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
     s = Screen(fd)
     try:
-        run(s)
+        if len(sys.argv) > 5 and sys.argv[5] == "delegation":
+            run_delegation(s)
+        else:
+            run(s)
     finally:
         try:
             os.kill(pid, 9)
@@ -147,6 +154,41 @@ def run(s):
             fail(f"the screen showed {bad!r}", s)
     if os.environ.get("TUI_PTY_DUMP"):
         print("\n".join(s.seen))
+    print("tui ok")
+
+
+def run_delegation(s):
+    s.pump(8)
+    s.type("split the work")
+    s.type("\r")
+    if not s.wait_for("scout", 30):
+        fail("the subagent never showed", s)
+    s.pump(1.5)
+    s.type("/agents\r", pause=0.1)
+    s.pump(3)
+    s.type("\x1b", pause=0.3)
+    if not s.wait_for("Scouted.", 40):
+        fail("the parent's answer never showed", s)
+    s.pump(2)
+    everything = "\n".join(s.seen)
+    if os.environ.get("TUI_PTY_DUMP"):
+        print(everything)
+    for bad in ["unknown method", "error:"]:
+        if bad in everything:
+            fail(f"the screen showed {bad!r}", s)
+    # The /agents overlay's spawn tree: the child by its goal with its tool, the caps
+    # from delegation.status, and the child's end.
+    for needle, why in [
+        ("Spawn tree", "no spawn tree in /agents"),
+        ("caps d1/3", "the caps of delegation.status are not shown"),
+        ("fake-model", "the child's model is not shown"),
+    ]:
+        if needle not in everything:
+            fail(why, s)
+    if not any("scout: map the folder" in l and "Terminal" in l for l in s.seen):
+        fail("the running child and its tool are not drawn", s)
+    if not any("\u2713 scout: map the folder" in l for l in s.seen):
+        fail("the child's end is not drawn", s)
     print("tui ok")
 
 

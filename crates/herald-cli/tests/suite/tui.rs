@@ -1,6 +1,7 @@
 //! Hermes 0.19.0's own Ink TUI (the bundle its wheel ships, run by node) in a
 //! pseudo-terminal against `herald rpc`: a prompt, Tab completion, `/help` and `/model`,
-//! with no "unknown method" or "error:" anywhere on the screen.
+//! with no "unknown method" or "error:" anywhere on the screen; and a delegation, whose
+//! child the TUI draws in its `/agents` spawn tree from herald's `subagent.*` events.
 
 use super::plugins::hermes_python;
 use super::rpc::rpc_home;
@@ -46,6 +47,44 @@ fn the_hermes_tui_prompts_completes_and_lists_commands_against_herald_rpc() {
             &home.path().display().to_string(),
             &tui_bundle().display().to_string(),
             &work.path().display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}");
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("tui ok"), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn the_hermes_tui_draws_a_delegations_subagent_from_herald_rpc() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[(
+            "d1",
+            "delegate_task",
+            r#"{"goal": "scout: map the folder"}"#,
+        )]),
+        Scripted::text("Scouted."),
+    ]);
+    provider.push_when(
+        "YOUR TASK:\nscout",
+        Scripted::tool_calls(&[("s1", "terminal", r#"{"command": "sleep 5; ls"}"#)]),
+    );
+    provider.push_when("YOUR TASK:\nscout", Scripted::text("scout mapped it"));
+    let home = rpc_home(&provider.base_url, "");
+    let work = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/tui_pty.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args([
+            BIN,
+            &home.path().display().to_string(),
+            &tui_bundle().display().to_string(),
+            &work.path().display().to_string(),
+            "delegation",
         ])
         .output()
         .unwrap();
