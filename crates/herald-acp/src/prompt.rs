@@ -226,6 +226,9 @@ async fn follow(
                     && let Some(line) = subagent_line(&e)
                 {
                     let log = progress.entry(e.call_id.clone()).or_default();
+                    if log.len() >= 20 {
+                        log.remove(0);
+                    }
                     log.push(line);
                     let update_call = subagent_update(&call.minted, log);
                     update(cx, &id, SessionUpdate::ToolCallUpdate(update_call));

@@ -725,9 +725,12 @@ impl Host {
         let header = NewSession {
             id: session.0.id.clone(),
             source: session.0.source.clone(),
-            model: self.runtime.endpoint().model,
+            model: session
+                .endpoint()
+                .map_or_else(|| self.runtime.endpoint().model, |e| e.model),
             system_prompt: session.0.system_prompt.clone(),
             cwd: session.0.cwd.display().to_string(),
+            parent_session_id: session.0.delegation.parent_session.clone(),
         };
         match given {
             Some(_) => self.store.ensure_session(header)?,

@@ -142,6 +142,8 @@ pub struct NewSession {
     pub model: String,
     pub system_prompt: String,
     pub cwd: String,
+    /// The session it was started from (a subagent's parent).
+    pub parent_session_id: Option<String>,
 }
 
 /// A finished run to keep: its session (created unless it exists) and its messages.
@@ -240,9 +242,9 @@ fn insert_session(conn: &Connection, s: &NewSession, or_ignore: bool) -> rusqlit
         "INSERT"
     };
     conn.prepare_cached(&format!(
-        "{verb} INTO sessions (id, source, model, system_prompt, started_at, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        "{verb} INTO sessions (id, source, model, system_prompt, started_at, cwd, parent_session_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
     ))?
-    .execute(params![s.id, s.source, s.model, s.system_prompt, now_secs(), s.cwd])?;
+    .execute(params![s.id, s.source, s.model, s.system_prompt, now_secs(), s.cwd, s.parent_session_id])?;
     Ok(())
 }
 
@@ -744,6 +746,7 @@ mod tests {
                 model: "m".into(),
                 system_prompt: "SYS".into(),
                 cwd: "/".into(),
+                parent_session_id: None,
             })
             .await
             .unwrap();

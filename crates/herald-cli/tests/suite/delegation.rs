@@ -292,6 +292,13 @@ async fn a_delegation_with_two_children_one_interrupted_one_steered() {
         json!([])
     );
 
+    // The children's sessions are kept under their parent, not listed beside it.
+    let listed = c.call("session.list", json!({})).await.to_string();
+    assert!(
+        !listed.contains(p["child_session_id"].as_str().unwrap()),
+        "{listed}"
+    );
+
     // Paused: a new delegation is refused and the model is told why.
     let paused = c.call("delegation.pause", json!({"paused": true})).await;
     assert_eq!(paused, json!({"paused": true}));

@@ -308,6 +308,7 @@ async fn open(
         depth,
         subagent_id: subagent_id.to_owned(),
         orchestrator,
+        parent_session: parent.id().to_owned(),
     });
     host.open_session(opts).await.map_err(|e| e.to_string())
 }

@@ -123,6 +123,8 @@ pub(crate) struct Standing {
     pub subagent_id: Option<String>,
     /// Whether it is offered `delegate_task`.
     pub may_delegate: bool,
+    /// The session that delegated to it (kept as its parent in `state.db`).
+    pub parent_session: Option<String>,
 }
 
 impl Standing {
@@ -134,6 +136,7 @@ impl Standing {
                 depth: c.depth,
                 subagent_id: Some(c.subagent_id.clone()),
                 may_delegate: c.orchestrator,
+                parent_session: Some(c.parent_session.clone()),
             };
         }
         let (disabled, _) = herald_agent::toolsets::resolve(&rt.settings.disabled_toolsets);
@@ -142,6 +145,7 @@ impl Standing {
             depth: 0,
             subagent_id: None,
             may_delegate: named && !disabled.iter().any(|d| d == TOOL_NAME),
+            parent_session: None,
         }
     }
 }
@@ -157,6 +161,7 @@ pub(crate) struct ChildParts {
     pub subagent_id: String,
     /// `role: orchestrator` was granted: it may delegate in turn.
     pub orchestrator: bool,
+    pub parent_session: String,
 }
 
 impl Host {

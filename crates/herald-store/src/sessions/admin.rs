@@ -49,14 +49,16 @@ pub const MAX_TITLE: usize = 100;
 const PREVIEW: usize = 60;
 
 impl SessionReader {
-    /// The most recently started sessions, newest first.
+    /// The most recently started sessions, newest first (subagents' left out: they are
+    /// found through their parent).
     pub fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT s.id, s.title, s.started_at, s.message_count, s.source,
                     (SELECT content FROM messages m WHERE m.session_id = s.id AND m.active = 1 AND m.role = 'user' ORDER BY m.id LIMIT 1),
                     s.cwd,
                     COALESCE((SELECT MAX(timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at)
-             FROM sessions s WHERE s.archived = 0 ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1",
+             FROM sessions s WHERE s.archived = 0 AND s.source != 'subagent'
+             ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt.query_map([limit], |r| {
@@ -274,6 +276,14 @@ mod tests {
             };
             store.create_session(session).await.unwrap();
         }
+        // A subagent's session is found through its parent, not listed.
+        let child = NewSession {
+            id: "b-child".into(),
+            source: "subagent".into(),
+            parent_session_id: Some("b".into()),
+            ..Default::default()
+        };
+        store.create_session(child).await.unwrap();
         for (role, text) in [
             ("user", "first   question\nhere"),
             ("assistant", "x"),
