@@ -17,7 +17,8 @@ pub type Service = RunningService<RoleClient, Handler>;
 /// Lines of a server's stderr kept for its error message.
 const STDERR_LINES: usize = 8;
 
-/// A live connection; dropping it kills a stdio server's process group.
+/// A live connection; dropping it stops a stdio server's process group (SIGTERM, then
+/// SIGKILL after a grace).
 pub struct Connection {
     pub service: Service,
     pid: Option<u32>,
@@ -26,7 +27,7 @@ pub struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(pid) = self.pid {
-            crate::children::kill(pid);
+            crate::children::stop(pid);
         }
     }
 }

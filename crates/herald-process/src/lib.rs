@@ -27,6 +27,27 @@ pub fn kill_group(pid: Option<u32>) {
     }
 }
 
+/// Asks the process group led by `pid` to end (SIGTERM).
+pub fn terminate_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe {
+            libc::kill(-pid, libc::SIGTERM);
+        }
+    }
+}
+
+/// Whether `pid` has ended (gone, or a zombie nobody reaped yet).
+pub fn has_exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
 /// Sends SIGKILL to `pid` (negative: a whole process group).
 pub fn kill(pid: i32) {
     // SAFETY: kill(2) has no memory-safety preconditions.

@@ -6,11 +6,13 @@ herald's MCP client tests connect to.
     mcp_server.py sse PORT       serve the older HTTP+SSE on 127.0.0.1:PORT/sse
 
 Environment: MCP_TEST_PID_FILE (write the pid there), MCP_TEST_START_DELAY (seconds to
-wait before serving: a slow or hanging server).
+wait before serving: a slow or hanging server), MCP_TEST_TERM_FILE (on SIGTERM, append
+the pid there and exit: a server that is asked to stop).
 """
 
 import asyncio
 import os
+import signal
 import sys
 import time
 
@@ -85,7 +87,15 @@ def greet(who: str) -> str:
     return f"Say hello to {who}"
 
 
+def on_term(_sig, _frame) -> None:
+    with open(os.environ["MCP_TEST_TERM_FILE"], "a") as f:
+        f.write(f"{os.getpid()}\n")
+    os._exit(0)
+
+
 def main() -> None:
+    if os.environ.get("MCP_TEST_TERM_FILE"):
+        signal.signal(signal.SIGTERM, on_term)
     pid_file = os.environ.get("MCP_TEST_PID_FILE")
     if pid_file:
         with open(pid_file, "a") as f:

@@ -132,7 +132,13 @@ fn a_stdio_servers_tool_is_listed_called_and_answered() {
         )]),
         Scripted::text("forty-two"),
     ]);
-    let home = home_with(&config(&provider, &stdio_server("calc", "", "")));
+    let dir = tempfile::tempdir().unwrap();
+    let term_file = dir.path().join("terms");
+    let asked_to_stop = format!(", MCP_TEST_TERM_FILE: '{}'", term_file.display());
+    let home = home_with(&config(
+        &provider,
+        &stdio_server("calc", &asked_to_stop, ""),
+    ));
     let (code, out, err) = chat(home.path(), &["-Q", "-q", "add 2 and 40"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("forty-two"), "{out}{err}");
@@ -185,6 +191,14 @@ fn a_stdio_servers_tool_is_listed_called_and_answered() {
     assert!(
         servers_gone(home.path()),
         "a server process outlived herald chat"
+    );
+    // It was asked to stop (SIGTERM) before it was killed.
+    let pids = std::fs::read_to_string(home.path().join("pids")).unwrap();
+    let terms = std::fs::read_to_string(&term_file).unwrap_or_default();
+    assert_eq!(
+        terms.trim(),
+        pids.trim(),
+        "asked to stop: {terms:?} of {pids:?}"
     );
 }
 
