@@ -4,7 +4,9 @@
 //! any provider text leaves the client, the endpoint's own secrets (its key, the
 //! password in its URL, its extra header values) and anything shaped like a credential
 //! (an `Authorization` value, a bearer token, a known key prefix, an `x-api-key` value,
-//! a URL's `user:password@`, a JWT) become `[REDACTED]`.
+//! a URL's `user:password@`, a JWT, and Hermes's `token=`, `key=`, `password=`,
+//! `secret=` and JSON `"token": "…"` forms) become `[REDACTED]`. The shapes alone
+//! ([`shapes_redacted`]) also clean what MCP servers say before the model reads it.
 
 use crate::endpoint::Endpoint;
 use regex::Regex;
@@ -24,18 +26,27 @@ static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             r"(?i)((?:proxy-)?authorization[\x22']?\s*[:=]\s*[\x22']?)(?:[a-z][\w.+-]*\s+)?[^\s\x22',}]+",
             "${1}[REDACTED]",
         ),
-        (r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}", "$1 [REDACTED]"),
+        (r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+", "$1 [REDACTED]"),
+        (r"(?i)\b(basic)\s+[A-Za-z0-9+/=]{8,}", "$1 [REDACTED]"),
         (
             r"(?i)((?:x-api-key|x-goog-api-key|api-key|apikey|api_key|x-auth-token|x-access-token)[\x22']?\s*[:=]\s*[\x22']?)[^\s\x22',}]+",
             "${1}[REDACTED]",
         ),
         (
-            r"\b(?:sk-|sk_live_|sk_test_|sk-ant-|ghp_|gho_|ghs_|github_pat_|xox[baprs]-|hf_|gsk_|pplx-|xai-|r8_|AIza)[A-Za-z0-9_-]{10,}",
+            r"\b(?:sk-|sk_live_|sk_test_|sk-ant-|ghp_|gho_|ghs_|github_pat_|xox[baprs]-|hf_|gsk_|pplx-|xai-|r8_|AIza)[A-Za-z0-9_-]{6,}",
             "[REDACTED]",
         ),
         (r"\bAKIA[A-Z0-9]{16}\b", "[REDACTED]"),
         (r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]+):[^\s/@]+@", "$1:[REDACTED]@"),
         (r"\beyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_=-]{4,}){0,2}", "[REDACTED]"),
+        (
+            r#"(?i)\b(token|key|api_key|access_token|password|passwd|secret)=[^\s&,;"']+"#,
+            "$1=[REDACTED]",
+        ),
+        (
+            r#"(?i)"(token|api_key|apikey|password|secret|access_token|refresh_token)"\s*:\s*"[^"]*""#,
+            "\"$1\": \"[REDACTED]\"",
+        ),
     ]
     .into_iter()
     .filter_map(|(re, with)| Regex::new(re).ok().map(|r| (r, with)))
@@ -66,6 +77,12 @@ pub fn redacted(text: &str, endpoint: &Endpoint) -> String {
             out = out.replace(secret, REDACTED);
         }
     }
+    shapes_redacted(&out)
+}
+
+/// `text` with every credential-shaped value replaced (no endpoint's own secrets).
+pub fn shapes_redacted(text: &str) -> String {
+    let mut out = text.to_owned();
     for (shape, with) in SHAPES.iter() {
         if shape.is_match(&out) {
             out = shape.replace_all(&out, *with).into_owned();
@@ -108,6 +125,25 @@ mod tests {
             out.starts_with("bad request; you sent Authorization: [REDACTED]"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn hermes_forms_are_replaced_too() {
+        let t = shapes_redacted(
+            "failed: Bearer abc.def token=xyz ghp_1234567890ab sk-live-9abcdefghij {\"password\": \"p\"} apikey=1 Basic dXNlcjpwYXNz",
+        );
+        for secret in [
+            "abc.def",
+            "xyz",
+            "ghp_1234567890ab",
+            "sk-live-9abcdefghij",
+            "\"p\"",
+            "apikey=1",
+            "dXNlcjpwYXNz",
+        ] {
+            assert!(!t.contains(secret), "{secret} in {t}");
+        }
+        assert!(t.starts_with("failed: Bearer [REDACTED]"), "{t}");
     }
 
     #[test]

@@ -96,7 +96,7 @@ async fn stdio(
     let service = handler
         .serve(transport)
         .await
-        .map_err(|e| crate::redact::redacted(&format!("the handshake failed: {e}")))?;
+        .map_err(|e| herald_llm::redact::shapes_redacted(&format!("the handshake failed: {e}")))?;
     guard.disarm();
     Ok(Connection { service, pid })
 }
@@ -129,7 +129,7 @@ async fn http(
     let service = handler
         .serve(transport)
         .await
-        .map_err(|e| crate::redact::redacted(&format!("the handshake failed: {e}")))?;
+        .map_err(|e| herald_llm::redact::shapes_redacted(&format!("the handshake failed: {e}")))?;
     Ok(Connection { service, pid: None })
 }
 
@@ -143,7 +143,7 @@ async fn sse(
     let service = handler
         .serve(transport)
         .await
-        .map_err(|e| crate::redact::redacted(&format!("the handshake failed: {e}")))?;
+        .map_err(|e| herald_llm::redact::shapes_redacted(&format!("the handshake failed: {e}")))?;
     Ok(Connection { service, pid: None })
 }
 
@@ -248,7 +248,9 @@ fn with_stderr(error: String, tail: &Mutex<VecDeque<String>>) -> String {
         .ok()
         .and_then(|t| t.iter().rev().find(|l| !l.trim().is_empty()).cloned());
     match last {
-        Some(line) => crate::redact::redacted(&format!("{error} (stderr: {})", line.trim())),
-        None => crate::redact::redacted(&error),
+        Some(line) => {
+            herald_llm::redact::shapes_redacted(&format!("{error} (stderr: {})", line.trim()))
+        }
+        None => herald_llm::redact::shapes_redacted(&error),
     }
 }

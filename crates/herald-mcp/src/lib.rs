@@ -14,7 +14,6 @@ mod env;
 pub mod handler;
 pub mod naming;
 pub mod pool;
-pub mod redact;
 pub mod render;
 pub mod sampling;
 pub mod schema;

@@ -4,7 +4,7 @@
 //! an image or audio part is named by its type and size (herald keeps no media cache); a
 //! resource link names the utility tool that reads it.
 
-use crate::redact::redacted;
+use herald_llm::redact::shapes_redacted as redacted;
 use serde_json::{Value, json};
 
 /// The model's text for a result (the `CallToolResult` as JSON).
@@ -85,7 +85,7 @@ mod tests {
             r#"{"result":"t","structuredContent":{"n":1}}"#
         );
         let r = json!({"isError": true, "content": [{"type": "text", "text": "bad token=abc"}]});
-        assert_eq!(result_text("s", &r), r#"{"error":"bad [REDACTED]"}"#);
+        assert_eq!(result_text("s", &r), r#"{"error":"bad token=[REDACTED]"}"#);
         let r = json!({"isError": true, "content": []});
         assert_eq!(
             result_text("s", &r),

@@ -3,8 +3,8 @@
 //! answer's `max_tokens` capped, the call bounded by `timeout`, and at most
 //! `max_tool_rounds` tool-use answers in a row. No one is asked first (as in Hermes).
 
-use crate::redact::redacted;
 use herald_config::SamplingSettings;
+use herald_llm::redact::shapes_redacted as redacted;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::future::Future;

@@ -459,12 +459,14 @@ impl Server {
             Ok(Err(e)) => {
                 if conn.service.is_closed() {
                     self.reconnect_if(&conn);
-                    return Err(crate::redact::redacted(&format!(
+                    return Err(herald_llm::redact::shapes_redacted(&format!(
                         "MCP server '{}' closed the connection during the call: {e}",
                         self.name()
                     )));
                 }
-                Err(crate::redact::redacted(&format!("MCP call failed: {e}")))
+                Err(herald_llm::redact::shapes_redacted(&format!(
+                    "MCP call failed: {e}"
+                )))
             }
         }
     }
@@ -540,11 +542,10 @@ async fn list_pages(conn: &Connection) -> Result<Vec<Value>, String> {
         let params = cursor
             .take()
             .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
-        let page = conn
-            .service
-            .list_tools(params)
-            .await
-            .map_err(|e| crate::redact::redacted(&format!("tools/list failed: {e}")))?;
+        let page =
+            conn.service.list_tools(params).await.map_err(|e| {
+                herald_llm::redact::shapes_redacted(&format!("tools/list failed: {e}"))
+            })?;
         let page = serde_json::to_value(&page).map_err(|e| e.to_string())?;
         if let Some(items) = page["tools"].as_array() {
             tools.extend(items.iter().cloned());

@@ -49,7 +49,9 @@ pub async fn open(url: &str, headers: HeaderMap) -> Result<SseTransport, String>
         .header(ACCEPT, "text/event-stream")
         .send()
         .await
-        .map_err(|e| crate::redact::redacted(&format!("the event stream did not open: {e}")))?;
+        .map_err(|e| {
+            herald_llm::redact::shapes_redacted(&format!("the event stream did not open: {e}"))
+        })?;
     if !response.status().is_success() {
         return Err(format!(
             "the event stream answered HTTP {}",
@@ -142,7 +144,7 @@ impl rmcp::transport::Transport<RoleClient> for SseTransport {
             let response = request
                 .send()
                 .await
-                .map_err(|e| SseError::Post(crate::redact::redacted(&e.to_string())))?;
+                .map_err(|e| SseError::Post(herald_llm::redact::shapes_redacted(&e.to_string())))?;
             match response.status().is_success() {
                 true => Ok(()),
                 false => Err(SseError::Post(format!(

@@ -127,8 +127,9 @@ impl UtilityTool {
         let conn = self.server.connection().await?;
         let svc = &conn.service;
         let limit = self.server.settings.timeout;
-        let fail =
-            |e: rmcp::ServiceError| crate::redact::redacted(&format!("MCP call failed: {e}"));
+        let fail = |e: rmcp::ServiceError| {
+            herald_llm::redact::shapes_redacted(&format!("MCP call failed: {e}"))
+        };
         let timed = |what: &str| format!("MCP {what} timed out after {} s", limit.as_secs_f64());
         match self.kind {
             Utility::ListResources => {
