@@ -315,21 +315,38 @@ impl ServerReader<'_, '_> {
         }
         s.enabled = self.flag(n, "enabled", true);
         s.model = self.text(n, "model");
-        let count = |n: &Node, k: &str| n.get(k).and_then(seconds_of).map(|d| d.as_secs());
-        if let Some(v) = count(n, "max_tokens_cap").filter(|v| *v >= 1) {
+        if let Some(v) = self.count(n, "max_tokens_cap").filter(|v| *v >= 1) {
             s.max_tokens_cap = v;
         }
         if let Some(v) = self.secs(n, "timeout").filter(|d| d.as_secs_f64() >= 1.0) {
             s.timeout = v;
         }
-        if let Some(v) = count(n, "max_rpm").filter(|v| *v >= 1) {
+        if let Some(v) = self.count(n, "max_rpm").filter(|v| *v >= 1) {
             s.max_rpm = u32::try_from(v).unwrap_or(u32::MAX);
         }
-        if let Some(v) = count(n, "max_tool_rounds") {
+        if let Some(v) = self.count(n, "max_tool_rounds") {
             s.max_tool_rounds = u32::try_from(v).unwrap_or(u32::MAX);
         }
         s.allowed_models = self.list(n, "allowed_models").unwrap_or_default();
         s
+    }
+
+    /// A whole number at `key`; anything else is warned about and left out.
+    fn count(&mut self, node: &Node, key: &str) -> Option<u64> {
+        let n = node.get(key).filter(|n| !n.is_null())?;
+        let read = match &n.value {
+            NodeValue::Int(i) => u64::try_from(*i).ok(),
+            NodeValue::Str(t) => t.trim().parse::<u64>().ok(),
+            _ => None,
+        };
+        if read.is_none() {
+            self.warn(
+                n,
+                key,
+                "expected a whole number of at least 0: the default is used".into(),
+            );
+        }
+        read
     }
 
     /// Text at `key`, with `${VAR}` replaced.
@@ -504,7 +521,7 @@ mod tests {
     fn servers_read_as_hermes_reads_them() {
         let env = |k: &str| (k == "GH_TOKEN").then(|| "ghp_x".to_owned());
         let (s, warnings) = read(
-            "mcp_discovery_timeout: 3\nmcp_servers:\n  github:\n    command: npx\n    args: [-y, server-github]\n    env: {GITHUB_TOKEN: '${GH_TOKEN}', MISSING: '${env:NOPE}'}\n    tools: {include: create_issue}\n    idle_timeout_seconds: 1.5\n    lifecycle: {max_lifetime_seconds: 60}\n  remote:\n    url: https://mcp.example/mcp\n    headers: {Authorization: 'Bearer ${GH_TOKEN}'}\n    timeout: 20\n    enabled: 'no'\n    sampling: {max_rpm: 2, allowed_models: [a]}\n    idle_timeout_seconds: 0\n  old:\n    url: http://127.0.0.1:9/sse\n    transport: SSE\n  broken: {args: [x]}\n",
+            "mcp_discovery_timeout: 3\nmcp_servers:\n  github:\n    command: npx\n    args: [-y, server-github]\n    env: {GITHUB_TOKEN: '${GH_TOKEN}', MISSING: '${env:NOPE}'}\n    tools: {include: create_issue}\n    idle_timeout_seconds: 1.5\n    lifecycle: {max_lifetime_seconds: 60}\n  remote:\n    url: https://mcp.example/mcp\n    headers: {Authorization: 'Bearer ${GH_TOKEN}'}\n    timeout: 20\n    enabled: 'no'\n    sampling: {max_rpm: 2, allowed_models: [a], max_tool_rounds: lots}\n    idle_timeout_seconds: 0\n  old:\n    url: http://127.0.0.1:9/sse\n    transport: SSE\n  broken: {args: [x]}\n",
             &env,
         );
         assert_eq!(s.discovery_timeout, Duration::from_secs(3));
@@ -537,6 +554,13 @@ mod tests {
         assert_eq!(gh.idle_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(gh.max_lifetime, Some(Duration::from_secs(60)));
         assert_eq!(remote.idle_timeout, None);
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("sampling.max_tool_rounds") || w.contains("max_tool_rounds")),
+            "{warnings:?}"
+        );
+        assert_eq!(remote.sampling.max_tool_rounds, 5);
         let old = s.servers.iter().find(|s| s.name == "old").unwrap();
         assert_eq!(
             old.transport,
