@@ -143,6 +143,8 @@ impl McpPool {
             let mut add = |tool: Arc<dyn Tool>| {
                 if seen.insert(tool.name().to_owned()) {
                     out.push(tool);
+                } else {
+                    left_out(tool.name(), server.name());
                 }
             };
             for listed in server.tools() {
@@ -276,4 +278,22 @@ async fn futures_join<F: std::future::Future<Output = ()>>(futures: impl Iterato
     for f in futures {
         f.await;
     }
+}
+
+/// Says once per tool name that an MCP tool was left out: its name (after `[^A-Za-z0-9_]`
+/// became `_`) is a built-in's, or an earlier server's or tool's.
+fn left_out(name: &str, server: &str) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut warned) = WARNED.lock() else {
+        return;
+    };
+    if warned.len() >= 1000 || warned.iter().any(|w| w == name) {
+        return;
+    }
+    warned.push(name.to_owned());
+    tracing::warn!(
+        tool = name,
+        server,
+        "an MCP tool is left out: another tool has its name (a built-in is never replaced; two names that differ only in characters outside [A-Za-z0-9_] clash)"
+    );
 }
