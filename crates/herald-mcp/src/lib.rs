@@ -19,6 +19,7 @@ pub mod sampling;
 pub mod schema;
 pub mod server;
 mod sse;
+mod suspicious;
 pub mod tool;
 
 pub use pool::{McpGrant, McpPool, ServerReport};

@@ -400,6 +400,12 @@ impl Server {
         let pages = tokio::time::timeout(self.settings.connect_timeout, list_pages(conn))
             .await
             .map_err(|_| "tools/list was not answered in time".to_owned())??;
+        let known: Vec<(String, String)> = self.read(|s| {
+            s.tools
+                .iter()
+                .map(|t| (t.name.clone(), t.description.clone()))
+                .collect()
+        });
         let mut kept = Vec::new();
         let mut left_out = Vec::new();
         for t in pages {
@@ -415,6 +421,12 @@ impl Server {
             if too_big || too_long || kept.len() >= MAX_TOOLS {
                 left_out.push(tool.name);
                 continue;
+            }
+            let seen = known
+                .iter()
+                .any(|(n, d)| *n == tool.name && *d == tool.description);
+            if !seen {
+                crate::suspicious::report(self.name(), &tool.name, &tool.description);
             }
             kept.push(tool);
         }
