@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 /// How long a server whose connection was dropped gets to end before it is killed.
 const GRACE: Duration = Duration::from_secs(2);
 /// How long herald's exit waits for its servers to end before killing them.
-const EXIT_GRACE: Duration = Duration::from_secs(1);
+const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 static GROUPS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 static HOOK: Once = Once::new();

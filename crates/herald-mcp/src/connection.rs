@@ -65,6 +65,10 @@ async fn stdio(
     tail: Arc<Mutex<VecDeque<String>>>,
 ) -> Result<Connection, String> {
     let mut cmd = herald_process::command(command);
+    // Not killed when the SDK drops its handle: `children` asks the group to stop
+    // first and kills it after a grace (and at exit, and with herald through
+    // PR_SET_PDEATHSIG).
+    cmd.kill_on_drop(false);
     cmd.args(args).env_clear().envs(crate::env::server_env(env));
     #[cfg(target_os = "linux")]
     {

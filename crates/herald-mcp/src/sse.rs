@@ -60,11 +60,15 @@ pub async fn open(url: &str, headers: HeaderMap) -> Result<SseTransport, String>
     }
     let (messages, incoming) = mpsc::channel(BACKLOG);
     let (found, endpoint) = oneshot::channel();
-    let reader = tokio::spawn(read_events(response, base, found, messages));
+    // Stopped with this attempt if it is given up (its connect_timeout) or fails.
+    let reader = Reader(Some(tokio::spawn(read_events(
+        response, base, found, messages,
+    ))));
     let endpoint = match endpoint.await {
         Ok(found) => found?,
         Err(_) => return Err("the event stream ended before its endpoint event".into()),
     };
+    let reader = reader.keep();
     Ok(SseTransport {
         client,
         endpoint,
@@ -72,6 +76,26 @@ pub async fn open(url: &str, headers: HeaderMap) -> Result<SseTransport, String>
         incoming,
         reader,
     })
+}
+
+/// The reader's task, stopped when dropped unless kept.
+struct Reader(Option<tokio::task::JoinHandle<()>>);
+
+impl Reader {
+    fn keep(mut self) -> tokio::task::JoinHandle<()> {
+        match self.0.take() {
+            Some(task) => task,
+            None => tokio::spawn(async {}),
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// Reads the stream: the endpoint goes to `found` (once), messages to `messages`.
@@ -89,7 +113,13 @@ async fn read_events(
             _ => return,
         };
         let Some(events) = parser.feed(&chunk) else {
-            tracing::warn!("an MCP server's SSE event is over 16 MiB: the connection is closed");
+            let why = "an SSE event of the server is over 16 MiB: the connection is closed";
+            match found.take() {
+                Some(tx) => {
+                    let _ = tx.send(Err(why.to_owned()));
+                }
+                None => tracing::warn!("{why}"),
+            }
             return;
         };
         for (name, data) in events {

@@ -19,12 +19,25 @@ pub fn status(gw: &Gateway) -> Delegation {
 }
 
 /// `delegation.pause {paused?}` (true when left out): new subagents wait, running
-/// ones go on.
-pub fn pause(gw: &Gateway, p: params::Pause) -> Paused {
-    Paused {
-        paused: gw.host.pause_delegation(p.paused.unwrap_or(true)),
-    }
+/// ones go on. Anything but a boolean is `4002`.
+pub fn pause(gw: &Gateway, p: params::Pause) -> Result<Paused, RpcError> {
+    let paused = match p.paused {
+        None => true,
+        Some(serde_json::Value::Bool(b)) => b,
+        Some(_) => {
+            return Err(RpcError::new(
+                RpcError::BAD_VALUE,
+                "paused must be true or false",
+            ));
+        }
+    };
+    Ok(Paused {
+        paused: gw.host.pause_delegation(paused),
+    })
 }
+
+/// The longest steer text a subagent takes (a steer rides on its next tool result).
+const MAX_STEER_CHARS: usize = 16_384;
 
 /// `subagent.interrupt {subagent_id}`.
 pub fn interrupt(gw: &Gateway, p: params::Subagent) -> Result<SubagentFound, RpcError> {
@@ -41,6 +54,12 @@ pub fn interrupt(gw: &Gateway, p: params::Subagent) -> Result<SubagentFound, Rpc
 pub fn steer(gw: &Gateway, p: params::Subagent) -> Result<SubagentSteer, RpcError> {
     let subagent_id = required(p.subagent_id, "subagent_id", RpcError::MISSING)?;
     let text = required(p.text, "text", RpcError::BAD_VALUE)?;
+    if text.chars().count() > MAX_STEER_CHARS {
+        return Err(RpcError::new(
+            RpcError::BAD_VALUE,
+            format!("text is over {MAX_STEER_CHARS} characters"),
+        ));
+    }
     let (status, found) = match gw.host.steer_subagent(&subagent_id, &text) {
         Ok(()) => ("queued", true),
         Err(SubagentError::NotFound(_)) => ("rejected", false),

@@ -91,7 +91,7 @@ pub async fn call(
         "cli.exec" => answer(extras::cli_exec(read(&p)).await),
         "image.attach" => off_workers(gw, &p, extras::image_attach).await,
         "delegation.status" => answer(Ok(delegation::status(gw))),
-        "delegation.pause" => answer(Ok(delegation::pause(gw, read(&p)))),
+        "delegation.pause" => answer(delegation::pause(gw, read(&p))),
         "subagent.interrupt" => answer(delegation::interrupt(gw, read(&p))),
         "subagent.steer" => answer(delegation::steer(gw, read(&p))),
         "clipboard.paste" => off_workers(gw, &p, extras::clipboard_paste).await,

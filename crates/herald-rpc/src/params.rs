@@ -345,11 +345,11 @@ pub struct Subagent {
     pub text: Option<String>,
 }
 
-/// `delegation.pause`.
+/// `delegation.pause` (`paused` checked by the method: only a boolean is one).
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
 pub struct Pause {
-    pub paused: Option<bool>,
+    pub paused: Option<Value>,
 }
 
 /// `spawn_tree.save`, `.list` and `.load`.

@@ -6,8 +6,8 @@ herald's MCP client tests connect to.
     mcp_server.py sse PORT       serve the older HTTP+SSE on 127.0.0.1:PORT/sse
 
 Environment: MCP_TEST_PID_FILE (write the pid there), MCP_TEST_START_DELAY (seconds to
-wait before serving: a slow or hanging server), MCP_TEST_TERM_FILE (on SIGTERM, append
-the pid there and exit: a server that is asked to stop).
+wait before serving: a slow or hanging server), MCP_TEST_TERM_FILE (append the pid there
+when the server ends on SIGTERM or on its closed stdin, that is not killed).
 """
 
 import asyncio
@@ -87,9 +87,14 @@ def greet(who: str) -> str:
     return f"Say hello to {who}"
 
 
+def ended() -> None:
+    if os.environ.get("MCP_TEST_TERM_FILE"):
+        with open(os.environ["MCP_TEST_TERM_FILE"], "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
 def on_term(_sig, _frame) -> None:
-    with open(os.environ["MCP_TEST_TERM_FILE"], "a") as f:
-        f.write(f"{os.getpid()}\n")
+    ended()
     os._exit(0)
 
 
@@ -109,6 +114,7 @@ def main() -> None:
         server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()
+        ended()
 
 
 if __name__ == "__main__":

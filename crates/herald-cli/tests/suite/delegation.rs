@@ -311,9 +311,26 @@ async fn a_delegation_with_two_children_one_interrupted_one_steered() {
         c.call("delegation.pause", json!({})).await,
         json!({"paused": true})
     );
+    for not_a_bool in [json!("false"), json!(0), json!({})] {
+        assert_eq!(
+            c.code("delegation.pause", json!({"paused": not_a_bool}))
+                .await,
+            4002
+        );
+    }
+    assert_eq!(c.call("delegation.status", json!({})).await["paused"], true);
     assert_eq!(
         c.call("delegation.pause", json!({"paused": false})).await,
         json!({"paused": false})
+    );
+    let long = "x".repeat(20_000);
+    assert_eq!(
+        c.code(
+            "subagent.steer",
+            json!({"subagent_id": "sa-0-x", "text": long})
+        )
+        .await,
+        4002
     );
 
     // The plugin hooks, with Hermes's arguments.

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The characters of a goal shown in events and `delegation.status`.
+const SHOWN_GOAL: usize = 500;
+
 /// One task of a call.
 pub(crate) struct Task {
     pub goal: String,
@@ -34,10 +37,16 @@ impl Task {
         if goal.is_empty() {
             return Err(format!("Task {i} is missing a 'goal'."));
         }
-        let role = t.get("role").and_then(Value::as_str).or(role);
+        let text = |key: &str| match t.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(format!("Task {i}: '{key}' must be a string.")),
+        };
+        let context = text("context")?;
+        let role = text("role")?.or(role);
         Ok(Task {
             goal: goal.to_owned(),
-            context: t.get("context").and_then(Value::as_str).map(str::to_owned),
+            context: context.map(str::to_owned),
             orchestrator: role.map(str::trim) == Some("orchestrator"),
         })
     }
@@ -133,7 +142,8 @@ pub(crate) async fn run(
         parent_id: parent.0.delegation.subagent_id.clone(),
         child_session_id: child.id().to_owned(),
         depth: depth - 1,
-        goal: task.goal.clone(),
+        // What the front doors show of it (the child has the whole goal).
+        goal: task.goal.chars().take(SHOWN_GOAL).collect(),
         index,
         count,
         model: child.endpoint().map(|e| e.model).unwrap_or_default(),
@@ -151,7 +161,7 @@ pub(crate) async fn run(
             session_id: root_session(host, parent),
             child_session_id: me.child_session_id.clone(),
             depth: me.depth,
-            goal: task.goal.clone(),
+            goal: me.goal.clone(),
             model: me.model.clone(),
             started_at: crate::host::now_secs(),
             tool_count: 0,
@@ -166,7 +176,7 @@ pub(crate) async fn run(
         run: &run,
     };
     let mut start = me.event(SubagentKind::Start, 0);
-    start.text = Some(task.goal.clone());
+    start.text = Some(me.goal.clone());
     tell(ctx, start);
     let relayed = relay(run.clone(), active.clone(), me.clone(), ctx.clone());
     let ((end, timed_out), ()) = tokio::join!(watch(&run, ctx, d.child_timeout), relayed);

@@ -105,7 +105,11 @@ fn plan(host: &Host, parent: &Session, args: &Value) -> Result<Vec<Task>, String
             d.max_spawn_depth
         ));
     }
-    let role = args.get("role").and_then(Value::as_str);
+    let role = match args.get("role") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(r)) => Some(r.as_str()),
+        Some(_) => return Err("'role' must be \"leaf\" or \"orchestrator\".".into()),
+    };
     let tasks = match args.get("tasks") {
         Some(Value::String(text)) => Some(serde_json::from_str::<Value>(text).map_err(|e| {
             format!(
