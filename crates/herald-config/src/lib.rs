@@ -42,7 +42,9 @@ pub use config::{
 pub use delegation_settings::DelegationSettings;
 pub use error::{ConfigError, Problem};
 pub use home::Home;
-pub use mcp_settings::{McpServerSettings, McpSettings, McpTransport, SamplingSettings};
+pub use mcp_settings::{
+    McpServerSettings, McpSettings, McpTls, McpTransport, SamplingSettings, TlsVerify,
+};
 pub use model_settings::{ModelSettings, ProviderSettings};
 pub use platforms::PlatformSettings;
 pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host};

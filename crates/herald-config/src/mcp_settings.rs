@@ -59,6 +59,29 @@ pub struct McpServerSettings {
     /// `max_lifetime_seconds` (also under `lifecycle:`): a stdio server this old is
     /// stopped between calls and started again by the next one.
     pub max_lifetime: Option<Duration>,
+    /// `ssl_verify`, `client_cert` and `client_key` of an HTTP or SSE server.
+    pub tls: McpTls,
+}
+
+/// How herald checks an HTTP or SSE server's certificate, and the one it shows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct McpTls {
+    pub verify: TlsVerify,
+    /// A PEM file with the client certificate (and its key, unless `client_key`).
+    pub client_cert: Option<std::path::PathBuf>,
+    pub client_key: Option<std::path::PathBuf>,
+}
+
+/// `ssl_verify`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum TlsVerify {
+    /// `true` (the default): the system's roots.
+    #[default]
+    System,
+    /// `false`: any certificate (as httpx's `verify=False`).
+    Off,
+    /// A path: only the CAs of that PEM bundle.
+    Ca(std::path::PathBuf),
 }
 
 impl McpServerSettings {
@@ -80,6 +103,7 @@ impl McpServerSettings {
             sampling: SamplingSettings::default(),
             idle_timeout: None,
             max_lifetime: None,
+            tls: McpTls::default(),
         }
     }
 }
@@ -153,9 +177,6 @@ const HERMES_ONLY_SERVER_KEYS: &[&str] = &[
     "max_lifetime_seconds",
     "lifecycle",
     "skip_preflight",
-    "ssl_verify",
-    "client_cert",
-    "client_key",
     "auth",
     "oauth",
     "elicitation",
@@ -224,9 +245,9 @@ impl ServerReader<'_, '_> {
             .copied()
             .collect();
         self.r.check_keys(node, self.key, &known);
-        for key in ["auth", "oauth", "ssl_verify", "client_cert", "client_key"] {
+        for key in ["auth", "oauth"] {
             if let Some(n) = node.get(key).filter(|n| !n.is_null()) {
-                self.warn(n, key, "not supported by herald: the server is used without it (OAuth and custom TLS are not implemented)".into());
+                self.warn(n, key, "not supported by herald: the server is used without it (OAuth is not implemented)".into());
             }
         }
         let transport = self.transport(node)?;
@@ -253,7 +274,55 @@ impl ServerReader<'_, '_> {
             sampling: self.sampling(node),
             idle_timeout: self.lifecycle(node, "idle_timeout_seconds"),
             max_lifetime: self.lifecycle(node, "max_lifetime_seconds"),
+            tls: self.tls(node),
         })
+    }
+
+    /// `ssl_verify` (true, false or a CA bundle's path) and the client certificate
+    /// (`client_cert` as a path or `[cert, key]`, `client_key`), as Hermes reads them.
+    fn tls(&mut self, node: &Node) -> McpTls {
+        let mut tls = McpTls::default();
+        if let Some(n) = node.get("ssl_verify").filter(|n| !n.is_null()) {
+            tls.verify = match &n.value {
+                NodeValue::Bool(true) => TlsVerify::System,
+                NodeValue::Bool(false) => TlsVerify::Off,
+                NodeValue::Str(s) => match parse_bool_text(s) {
+                    Some(true) => TlsVerify::System,
+                    Some(false) => TlsVerify::Off,
+                    None => TlsVerify::Ca(expand_home(&interpolate(s, self.env)).into()),
+                },
+                _ => {
+                    self.warn(
+                        n,
+                        "ssl_verify",
+                        "expected true, false or a CA bundle's path: certificates are checked"
+                            .into(),
+                    );
+                    TlsVerify::System
+                }
+            };
+        }
+        let cert = self.list(node, "client_cert").unwrap_or_default();
+        let key = self.text(node, "client_key");
+        match (cert.as_slice(), key) {
+            ([], _) => {}
+            ([cert], key) => {
+                tls.client_cert = Some(expand_home(cert).into());
+                tls.client_key = key.map(|k| expand_home(&k).into());
+            }
+            ([cert, key, ..], extra) => {
+                if let Some(n) = extra.and(node.get("client_key")) {
+                    self.warn(
+                        n,
+                        "client_key",
+                        "client_cert is a [cert, key] list already: client_key is not used".into(),
+                    );
+                }
+                tls.client_cert = Some(expand_home(cert).into());
+                tls.client_key = Some(expand_home(key).into());
+            }
+        }
+        tls
     }
 
     /// A recycle limit, at the server's level or under `lifecycle:`; 0 is none, as
@@ -521,7 +590,7 @@ mod tests {
     fn servers_read_as_hermes_reads_them() {
         let env = |k: &str| (k == "GH_TOKEN").then(|| "ghp_x".to_owned());
         let (s, warnings) = read(
-            "mcp_discovery_timeout: 3\nmcp_servers:\n  github:\n    command: npx\n    args: [-y, server-github]\n    env: {GITHUB_TOKEN: '${GH_TOKEN}', MISSING: '${env:NOPE}'}\n    tools: {include: create_issue}\n    idle_timeout_seconds: 1.5\n    lifecycle: {max_lifetime_seconds: 60}\n  remote:\n    url: https://mcp.example/mcp\n    headers: {Authorization: 'Bearer ${GH_TOKEN}'}\n    timeout: 20\n    enabled: 'no'\n    sampling: {max_rpm: 2, allowed_models: [a], max_tool_rounds: lots}\n    idle_timeout_seconds: 0\n  old:\n    url: http://127.0.0.1:9/sse\n    transport: SSE\n  broken: {args: [x]}\n",
+            "mcp_discovery_timeout: 3\nmcp_servers:\n  github:\n    command: npx\n    args: [-y, server-github]\n    env: {GITHUB_TOKEN: '${GH_TOKEN}', MISSING: '${env:NOPE}'}\n    tools: {include: create_issue}\n    idle_timeout_seconds: 1.5\n    lifecycle: {max_lifetime_seconds: 60}\n  remote:\n    url: https://mcp.example/mcp\n    headers: {Authorization: 'Bearer ${GH_TOKEN}'}\n    timeout: 20\n    enabled: 'no'\n    sampling: {max_rpm: 2, allowed_models: [a], max_tool_rounds: lots}\n    idle_timeout_seconds: 0\n    ssl_verify: /etc/ca.pem\n    client_cert: [/etc/c.pem, /etc/k.pem]\n  old:\n    url: http://127.0.0.1:9/sse\n    transport: SSE\n    ssl_verify: 'false'\n  broken: {args: [x]}\n",
             &env,
         );
         assert_eq!(s.discovery_timeout, Duration::from_secs(3));
@@ -561,7 +630,12 @@ mod tests {
             "{warnings:?}"
         );
         assert_eq!(remote.sampling.max_tool_rounds, 5);
+        assert_eq!(remote.tls.verify, TlsVerify::Ca("/etc/ca.pem".into()));
+        assert_eq!(remote.tls.client_cert, Some("/etc/c.pem".into()));
+        assert_eq!(remote.tls.client_key, Some("/etc/k.pem".into()));
+        assert_eq!(gh.tls, McpTls::default());
         let old = s.servers.iter().find(|s| s.name == "old").unwrap();
+        assert_eq!(old.tls.verify, TlsVerify::Off);
         assert_eq!(
             old.transport,
             McpTransport::Sse {

@@ -40,8 +40,8 @@ pub async fn connect(s: &McpServerSettings, handler: Handler) -> Result<Connecti
             McpTransport::Stdio { command, args, env } => {
                 stdio(command, args, env, handler, tail.clone()).await
             }
-            McpTransport::Http { url, headers } => http(url, headers, handler).await,
-            McpTransport::Sse { url, headers } => sse(url, headers, handler).await,
+            McpTransport::Http { url, headers } => http(url, headers, &s.tls, handler).await,
+            McpTransport::Sse { url, headers } => sse(url, headers, &s.tls, handler).await,
         }
     };
     match tokio::time::timeout(s.connect_timeout, attempt).await {
@@ -117,19 +117,19 @@ fn header_map(
             .map_err(|_| format!("the value of header {k} is not valid"))?;
         map.insert(name, value);
     }
-    // reqwest is built without a default TLS provider: herald uses ring everywhere.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     Ok(map)
 }
 
 async fn http(
     url: &str,
     headers: &[(String, String)],
+    tls: &herald_config::McpTls,
     handler: Handler,
 ) -> Result<Connection, String> {
     let map = header_map(headers)?;
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map);
-    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = crate::tls::client(tls, true)?;
+    let transport = StreamableHttpClientTransport::with_client(client, config);
     let service = handler
         .serve(transport)
         .await
@@ -140,10 +140,12 @@ async fn http(
 async fn sse(
     url: &str,
     headers: &[(String, String)],
+    tls: &herald_config::McpTls,
     handler: Handler,
 ) -> Result<Connection, String> {
     let map: http::HeaderMap = header_map(headers)?.into_iter().collect();
-    let transport = crate::sse::open(url, map).await?;
+    let client = crate::tls::client(tls, false)?;
+    let transport = crate::sse::open(url, map, client).await?;
     let service = handler
         .serve(transport)
         .await

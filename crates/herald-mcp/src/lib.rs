@@ -20,6 +20,7 @@ pub mod schema;
 pub mod server;
 mod sse;
 mod suspicious;
+mod tls;
 pub mod tool;
 
 pub use pool::{McpGrant, McpPool, ServerReport};

@@ -36,13 +36,14 @@ pub struct SseTransport {
     reader: tokio::task::JoinHandle<()>,
 }
 
-/// Opens the event stream at `url` and waits for its `endpoint` event.
-pub async fn open(url: &str, headers: HeaderMap) -> Result<SseTransport, String> {
+/// Opens the event stream at `url` with `client` (which follows no redirect) and
+/// waits for its `endpoint` event.
+pub async fn open(
+    url: &str,
+    headers: HeaderMap,
+    client: reqwest::Client,
+) -> Result<SseTransport, String> {
     let base = reqwest::Url::parse(url).map_err(|e| format!("url {url:?}: {e}"))?;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())?;
     let response = client
         .get(base.clone())
         .headers(headers.clone())

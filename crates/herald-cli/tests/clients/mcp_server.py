@@ -4,6 +4,9 @@ herald's MCP client tests connect to.
     mcp_server.py stdio          serve on stdin/stdout
     mcp_server.py http PORT      serve Streamable HTTP on 127.0.0.1:PORT/mcp
     mcp_server.py sse PORT       serve the older HTTP+SSE on 127.0.0.1:PORT/sse
+    mcp_server.py https PORT CERT KEY CLIENT_CA
+                                 Streamable HTTP over TLS at https://127.0.0.1:PORT/mcp,
+                                 asking for a client certificate signed by CLIENT_CA
 
 Environment: MCP_TEST_PID_FILE (write the pid there), MCP_TEST_START_DELAY (seconds to
 wait before serving: a slow or hanging server), MCP_TEST_TERM_FILE (append the pid there
@@ -112,6 +115,22 @@ def main() -> None:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     elif len(sys.argv) > 2 and sys.argv[1] == "sse":
         server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) > 5 and sys.argv[1] == "https":
+        import ssl
+
+        import uvicorn
+
+        app = server.streamable_http_app(host="127.0.0.1")
+        uvicorn.run(
+            app,
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            ssl_certfile=sys.argv[3],
+            ssl_keyfile=sys.argv[4],
+            ssl_ca_certs=sys.argv[5],
+            ssl_cert_reqs=ssl.CERT_REQUIRED,
+            log_level="warning",
+        )
     else:
         server.run()
         ended()

@@ -829,3 +829,187 @@ async fn an_idle_stdio_server_is_recycled_and_started_again_by_the_next_call() {
     let (pids, _) = pids_alive(home.path());
     assert_eq!(pids.len(), 2, "started again for the call: {pids:?}");
 }
+
+/// A throwaway CA and, signed by it, a certificate for 127.0.0.1 (`server`) and one
+/// for a client (`client`), made with openssl in `dir`.
+fn make_certs(dir: &Path) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (Debian's openssl package)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    run(&[
+        &["req", "-x509"],
+        &ec[..],
+        &[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=herald test CA",
+        ],
+    ]
+    .concat());
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    for who in ["server", "client"] {
+        let (key, csr, pem, ext) = (
+            format!("{who}.key"),
+            format!("{who}.csr"),
+            format!("{who}.pem"),
+            format!("{who}.ext"),
+        );
+        run(&[
+            &["req"],
+            &ec[..],
+            &[
+                "-keyout",
+                &key,
+                "-out",
+                &csr,
+                "-subj",
+                &format!("/CN={who}"),
+            ],
+        ]
+        .concat());
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ]);
+    }
+}
+
+#[test]
+fn an_https_server_is_reached_with_its_ca_and_a_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_certs(d);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let p = |f: &str| d.join(f).display().to_string();
+    let mut server = Command::new(python())
+        .arg(server_script())
+        .args([
+            "https",
+            &port.to_string(),
+            &p("server.pem"),
+            &p("server.key"),
+            &p("ca.pem"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the TLS server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let provider = FakeProvider::start(vec![]);
+    let entry = |name: &str, extra: &str| {
+        format!("  {name}:\n    url: {url}\n    connect_timeout: 10\n{extra}")
+    };
+    let servers = [
+        entry(
+            "good",
+            &format!(
+                "    ssl_verify: {}\n    client_cert: [{}, {}]\n",
+                p("ca.pem"),
+                p("client.pem"),
+                p("client.key")
+            ),
+        ),
+        entry(
+            "combined",
+            &format!(
+                "    ssl_verify: {}\n    client_cert: {}\n",
+                p("ca.pem"),
+                p("client-all.pem")
+            ),
+        ),
+        entry(
+            "untrusted",
+            &format!(
+                "    client_cert: [{}, {}]\n",
+                p("client.pem"),
+                p("client.key")
+            ),
+        ),
+        entry("anonymous", &format!("    ssl_verify: {}\n", p("ca.pem"))),
+        entry(
+            "unchecked",
+            &format!(
+                "    ssl_verify: false\n    client_cert: [{}, {}]\n",
+                p("client.pem"),
+                p("client.key")
+            ),
+        ),
+    ]
+    .concat();
+    let all = [
+        std::fs::read(d.join("client.pem")).unwrap(),
+        std::fs::read(d.join("client.key")).unwrap(),
+    ]
+    .concat();
+    std::fs::write(d.join("client-all.pem"), all).unwrap();
+    let home = home_with(&config(&provider, &servers));
+    let test = |name: &str| cli_with_stdin(home.path(), &["mcp", "test", name], "");
+    for ok in ["good", "combined", "unchecked"] {
+        let (code, out, err) = test(ok);
+        assert_eq!(code, 0, "{ok}: {out}{err}");
+        assert!(out.contains("add"), "{ok}: {out}");
+    }
+    for refused in ["untrusted", "anonymous"] {
+        let (code, out, err) = test(refused);
+        assert_ne!(code, 0, "{refused} connected: {out}{err}");
+        assert!(out.contains("Connection failed"), "{refused}: {out}{err}");
+    }
+    let (_, out, err) = test("untrusted");
+    assert!(
+        format!("{out}{err}").contains("UnknownIssuer"),
+        "not our CA: {out}{err}"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}
