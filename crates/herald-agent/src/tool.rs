@@ -1,6 +1,6 @@
 //! Tools: the trait herald-agent owns, and the registry the turn loop dispatches from.
 
-use crate::approval::Approvals;
+use crate::approval::{Approvals, Verdict};
 use herald_protocol::{FunctionSpec, ToolSpec};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -84,10 +84,21 @@ impl ToolContext {
     }
 
     /// Resolves once the turn is interrupted (checked every 100 ms), to race a wait
-    /// that would not end on its own (an approval nobody answers).
+    /// that would not end on its own.
     pub async fn until_interrupted(&self) {
         while !self.is_interrupted() {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The approval pipeline for `command`, asked as this call's request; a wait for a
+    /// human ends when the turn is interrupted (a subagent stopped while it waits).
+    pub async fn approve(&self, command: &str, on_ask: impl FnOnce(&str)) -> Verdict {
+        tokio::select! {
+            v = self.approvals.check_with(&self.call_id, command, on_ask) => v,
+            () = self.until_interrupted() => Verdict::Blocked(
+                "cancelled: the turn was interrupted while the command waited for approval".into(),
+            ),
         }
     }
 

@@ -55,13 +55,7 @@ impl Tool for Terminal {
                     reason: reason.to_owned(),
                 })
             };
-            let verdict = tokio::select! {
-                v = ctx.approvals.check_with(&ctx.call_id, command, on_ask) => v,
-                () = ctx.until_interrupted() => Verdict::Blocked(
-                    "cancelled: the turn was interrupted while the command waited for approval".into(),
-                ),
-            };
-            if let Verdict::Blocked(why) = verdict {
+            if let Verdict::Blocked(why) = ctx.approve(command, on_ask).await {
                 return json!({"output": "", "exit_code": null, "error": why, "status": "blocked"})
                     .to_string();
             }
