@@ -20,7 +20,8 @@ fn client() -> reqwest::Client {
     http_client(Duration::from_secs(30))
 }
 
-async fn call(
+/// Sends `method path` with the key, `body` as JSON and `headers`.
+pub(super) async fn call(
     h: &Herald,
     method: &str,
     path: &str,

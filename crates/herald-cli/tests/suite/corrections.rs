@@ -76,13 +76,8 @@ async fn the_api_answers_with_the_middlewares_text_whole_and_at_the_end_of_a_str
     assert_eq!(whole["choices"][0]["message"]["content"], NEW, "{whole}");
 
     let body = json!({"messages": messages, "stream": true});
-    let text = super::support::http_client(std::time::Duration::from_secs(30))
-        .post(h.url("/v1/chat/completions"))
-        .header("Authorization", format!("Bearer {}", super::api::KEY))
-        .json(&body)
-        .send()
+    let text = super::api::call(&h, "POST", "/v1/chat/completions", Some(body), &[])
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();

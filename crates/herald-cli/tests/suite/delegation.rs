@@ -383,27 +383,50 @@ async fn a_delegation_with_two_children_one_interrupted_one_steered() {
     );
 }
 
-#[tokio::test]
-async fn a_childs_dangerous_command_goes_to_the_parents_approver() {
+/// A delegation whose child wants to run `rm -f doomed.txt` in `dir` (which holds it).
+struct Tidy {
+    provider: FakeProvider,
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+/// The parent delegates `tidy: remove doomed.txt` and ends with `parent_says`; the
+/// child asks for the command, then says `child_says` (if any); `extra` goes into
+/// config.yaml.
+fn tidy(parent_says: &str, child_says: Option<&str>, extra: &str) -> Tidy {
     let provider = FakeProvider::start(vec![
         Scripted::tool_calls(&[(
             "d1",
             "delegate_task",
             r#"{"goal": "tidy: remove doomed.txt"}"#,
         )]),
-        Scripted::text("Tidied."),
+        Scripted::text(parent_says),
     ]);
     provider.push_when(
         "YOUR TASK:\ntidy",
         Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
     );
-    provider.push_when("YOUR TASK:\ntidy", Scripted::text("removed it"));
+    if let Some(text) = child_says {
+        provider.push_when("YOUR TASK:\ntidy", Scripted::text(text));
+    }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("doomed.txt"), "x").unwrap();
-    let home = rpc_home(
-        &provider.base_url,
-        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
-    );
+    let config = format!("terminal:\n  cwd: {}\n{extra}", dir.path().display());
+    let home = rpc_home(&provider.base_url, &config);
+    Tidy {
+        provider,
+        dir,
+        home,
+    }
+}
+
+#[tokio::test]
+async fn a_childs_dangerous_command_goes_to_the_parents_approver() {
+    let Tidy {
+        provider: _provider,
+        dir,
+        home,
+    } = tidy("Tidied.", Some("removed it"), "");
     let mut rpc = Piped::start(home.path());
     let c = &mut rpc.client;
     let sid = c.session().await;
@@ -438,28 +461,12 @@ async fn a_childs_dangerous_command_goes_to_the_parents_approver() {
 
 #[tokio::test]
 async fn subagent_auto_approve_runs_a_childs_command_without_asking() {
-    let provider = FakeProvider::start(vec![
-        Scripted::tool_calls(&[(
-            "d1",
-            "delegate_task",
-            r#"{"goal": "tidy: remove doomed.txt"}"#,
-        )]),
-        Scripted::text("Tidied."),
-    ]);
-    provider.push_when(
-        "YOUR TASK:\ntidy",
-        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
-    );
-    provider.push_when("YOUR TASK:\ntidy", Scripted::text("removed it"));
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("doomed.txt"), "x").unwrap();
-    let home = rpc_home(
-        &provider.base_url,
-        &format!(
-            "terminal:\n  cwd: {}\ndelegation:\n  subagent_auto_approve: true\n  max_iterations: 4\n",
-            dir.path().display()
-        ),
-    );
+    let extra = "delegation:\n  subagent_auto_approve: true\n  max_iterations: 4\n";
+    let Tidy {
+        provider: _provider,
+        dir,
+        home,
+    } = tidy("Tidied.", Some("removed it"), extra);
     let mut rpc = Piped::start(home.path());
     let c = &mut rpc.client;
     let sid = c.session().await;
@@ -475,21 +482,30 @@ async fn subagent_auto_approve_runs_a_childs_command_without_asking() {
 /// A provider for one delegation: the parent delegates `omega`, the child runs one
 /// command and answers, the parent answers.
 fn one_child_provider() -> FakeProvider {
-    let provider = FakeProvider::start(vec![
-        Scripted::tool_calls(&[("d1", "delegate_task", r#"{"goal": "omega: look around"}"#)]),
-        Scripted::text("Done."),
-    ]);
+    let provider = FakeProvider::start(vec![]);
+    script_one_child(&provider, "d1");
+    provider
+}
+
+/// Queues one delegation on `provider`: the parent's call `call_id`, the child's
+/// command and answer, the parent's `Done.`.
+fn script_one_child(provider: &FakeProvider, call_id: &str) {
+    provider.push(Scripted::tool_calls(&[(
+        call_id,
+        "delegate_task",
+        r#"{"goal": "omega: look around"}"#,
+    )]));
+    provider.push(Scripted::text("Done."));
     provider.push_when(
         "YOUR TASK:\nomega",
         Scripted::tool_calls(&[("o1", "terminal", r#"{"command": "echo looked"}"#)]),
     );
     provider.push_when("YOUR TASK:\nomega", Scripted::text("omega looked"));
-    provider
 }
 
 #[tokio::test]
 async fn the_api_shows_a_childs_work_as_tool_progress() {
-    use super::api::{KEY, api_config, post_json, run_events};
+    use super::api::{api_config, call, post_json, run_events};
     use super::support::Herald;
     // The runs API: tool.progress events of the delegate_task call.
     let provider = one_child_provider();
@@ -522,25 +538,10 @@ async fn the_api_shows_a_childs_work_as_tool_progress() {
     assert_eq!(end["output"], "Done.", "{text}");
 
     // A streamed chat completion: the child's call as hermes.tool.progress.
-    for s in [
-        Scripted::tool_calls(&[("d2", "delegate_task", r#"{"goal": "omega: look around"}"#)]),
-        Scripted::text("Done."),
-    ] {
-        provider.push(s);
-    }
-    provider.push_when(
-        "YOUR TASK:\nomega",
-        Scripted::tool_calls(&[("o2", "terminal", r#"{"command": "echo looked"}"#)]),
-    );
-    provider.push_when("YOUR TASK:\nomega", Scripted::text("omega looked"));
+    script_one_child(&provider, "d2");
     let body = json!({"model": "hermes-agent", "stream": true, "messages": [{"role": "user", "content": "look"}]});
-    let text = super::support::http_client(std::time::Duration::from_secs(30))
-        .post(h.url("/v1/chat/completions"))
-        .header("Authorization", format!("Bearer {KEY}"))
-        .json(&body)
-        .send()
+    let text = call(&h, "POST", "/v1/chat/completions", Some(body), &[])
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -572,24 +573,11 @@ async fn the_api_shows_a_childs_work_as_tool_progress() {
 
 #[tokio::test]
 async fn a_child_waiting_for_approval_stops_when_interrupted() {
-    let provider = FakeProvider::start(vec![
-        Scripted::tool_calls(&[(
-            "d1",
-            "delegate_task",
-            r#"{"goal": "tidy: remove doomed.txt"}"#,
-        )]),
-        Scripted::text("Stopped."),
-    ]);
-    provider.push_when(
-        "YOUR TASK:\ntidy",
-        Scripted::tool_calls(&[("t1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
-    );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("doomed.txt"), "x").unwrap();
-    let home = rpc_home(
-        &provider.base_url,
-        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
-    );
+    let Tidy {
+        provider: _provider,
+        dir,
+        home,
+    } = tidy("Stopped.", None, "");
     let mut rpc = Piped::start(home.path());
     let c = &mut rpc.client;
     let sid = c.session().await;

@@ -28,26 +28,25 @@ fn tui_bundle() -> PathBuf {
     entry
 }
 
-#[test]
-fn the_hermes_tui_prompts_completes_and_lists_commands_against_herald_rpc() {
+/// Runs the pty script against `herald rpc` on `home` (`mode`: its second scenario);
+/// the test fails with the screen unless the script says `tui ok`.
+fn run_tui(home: &Path, mode: Option<&str>) {
     let node = Command::new("node").arg("--version").output();
     assert!(
         node.is_ok_and(|o| o.status.success()),
         "this test needs node (scripts/test installs Debian's nodejs)"
     );
-    let provider = FakeProvider::start(vec![]);
-    provider.set_fallback(Scripted::text("Teal."));
-    let home = rpc_home(&provider.base_url, "");
     let work = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/tui_pty.py");
     let out = Command::new("python3")
         .arg(script)
         .args([
             BIN,
-            &home.path().display().to_string(),
+            &home.display().to_string(),
             &tui_bundle().display().to_string(),
             &work.path().display().to_string(),
         ])
+        .args(mode)
         .output()
         .unwrap();
     let (stdout, stderr) = (
@@ -57,6 +56,14 @@ fn the_hermes_tui_prompts_completes_and_lists_commands_against_herald_rpc() {
     println!("{stdout}");
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("tui ok"), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn the_hermes_tui_prompts_completes_and_lists_commands_against_herald_rpc() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::text("Teal."));
+    let home = rpc_home(&provider.base_url, "");
+    run_tui(home.path(), None);
 }
 
 #[test]
@@ -75,24 +82,5 @@ fn the_hermes_tui_draws_a_delegations_subagent_from_herald_rpc() {
     );
     provider.push_when("YOUR TASK:\nscout", Scripted::text("scout mapped it"));
     let home = rpc_home(&provider.base_url, "");
-    let work = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/tui_pty.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args([
-            BIN,
-            &home.path().display().to_string(),
-            &tui_bundle().display().to_string(),
-            &work.path().display().to_string(),
-            "delegation",
-        ])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    println!("{stdout}");
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("tui ok"), "{stdout}\n{stderr}");
+    run_tui(home.path(), Some("delegation"));
 }
