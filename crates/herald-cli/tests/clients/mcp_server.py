@@ -90,7 +90,14 @@ def greet(who: str) -> str:
     return f"Say hello to {who}"
 
 
+_ENDED = []
+
+
 def ended() -> None:
+    """Records the end once (a SIGTERM may come while the closed stdin ends it)."""
+    if _ENDED:
+        return
+    _ENDED.append(True)
     if os.environ.get("MCP_TEST_TERM_FILE"):
         with open(os.environ["MCP_TEST_TERM_FILE"], "a") as f:
             f.write(f"{os.getpid()}\n")

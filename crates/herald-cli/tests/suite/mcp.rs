@@ -328,14 +328,23 @@ impl HttpServer {
     }
 
     fn start_as(mode: &str, path: &str) -> HttpServer {
+        HttpServer::start_with(&[mode], "http", path)
+    }
+
+    /// The test server run with `args` and its port after them, reached at
+    /// `scheme://127.0.0.1:PORT/path` once it listens.
+    fn start_with(args: &[&str], scheme: &str, path: &str) -> HttpServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
+        let port_text = port.to_string();
+        let mut all = vec![args[0], port_text.as_str()];
+        all.extend(&args[1..]);
         let child = Command::new(python())
             .arg(server_script())
-            .args([mode, &port.to_string()])
+            .args(&all)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -344,13 +353,14 @@ impl HttpServer {
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
-                "the MCP HTTP server did not start"
+                "the MCP server ({}) did not start",
+                args[0]
             );
             std::thread::sleep(Duration::from_millis(50));
         }
         HttpServer {
             child,
-            url: format!("http://127.0.0.1:{port}/{path}"),
+            url: format!("{scheme}://127.0.0.1:{port}/{path}"),
         }
     }
 }
@@ -918,34 +928,10 @@ fn an_https_server_is_reached_with_its_ca_and_a_client_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     make_certs(d);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let p = |f: &str| d.join(f).display().to_string();
-    let mut server = Command::new(python())
-        .arg(server_script())
-        .args([
-            "https",
-            &port.to_string(),
-            &p("server.pem"),
-            &p("server.key"),
-            &p("ca.pem"),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the TLS server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let url = format!("https://127.0.0.1:{port}/mcp");
+    let (cert, key, ca) = (p("server.pem"), p("server.key"), p("ca.pem"));
+    let server = HttpServer::start_with(&["https", &cert, &key, &ca], "https", "mcp");
+    let url = server.url.clone();
     let provider = FakeProvider::start(vec![]);
     let entry = |name: &str, extra: &str| {
         format!("  {name}:\n    url: {url}\n    connect_timeout: 10\n{extra}")
@@ -1010,6 +996,56 @@ fn an_https_server_is_reached_with_its_ca_and_a_client_certificate() {
         format!("{out}{err}").contains("UnknownIssuer"),
         "not our CA: {out}{err}"
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
+}
+
+/// An SSE endpoint that answers every GET with `events` and then holds the stream open.
+fn hostile_sse(events: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(events.as_bytes());
+                std::thread::sleep(Duration::from_secs(30));
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}/sse")
+}
+
+#[test]
+fn a_hostile_sse_server_is_refused_within_its_connect_timeout() {
+    let silent = hostile_sse(": ping\n\n");
+    let elsewhere = hostile_sse("event: endpoint\ndata: http://127.0.0.2:9/messages\n\n");
+    let provider = FakeProvider::start(vec![]);
+    let entry = |name: &str, url: &str| {
+        format!("  {name}:\n    url: {url}\n    transport: sse\n    connect_timeout: 2\n")
+    };
+    let servers = [entry("silent", &silent), entry("elsewhere", &elsewhere)].concat();
+    let home = home_with(&config(&provider, &servers));
+    let start = Instant::now();
+    let (code, out, err) = cli_with_stdin(home.path(), &["mcp", "test", "silent"], "");
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("connect_timeout"),
+        "no endpoint event: {out}{err}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    let (code, out, err) = cli_with_stdin(home.path(), &["mcp", "test", "elsewhere"], "");
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("not on the event stream's origin"),
+        "{out}{err}"
+    );
 }
