@@ -1,9 +1,9 @@
 //! `herald deliveries list`: every direct delivery with its outcome.
 
-use anyhow::Context;
+use crate::inbox_store::{self, Access};
 use clap::Subcommand;
 use herald_config::Home;
-use herald_store::{DeliveryQuery, StoreReader};
+use herald_store::DeliveryQuery;
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
@@ -32,18 +32,15 @@ pub fn run(home: &Home, command: DeliveriesCommand) -> anyhow::Result<ExitCode> 
         limit,
         json,
     } = command;
-    let path = home.database_file();
-    let items = if path.exists() {
-        let reader = StoreReader::open(&path)
-            .with_context(|| format!("cannot open the store at {}", path.display()))?;
-        reader.deliveries(&DeliveryQuery {
-            route,
-            status,
-            limit: Some(limit),
-            ..DeliveryQuery::default()
-        })?
-    } else {
-        Vec::new()
+    let query = DeliveryQuery {
+        route,
+        status,
+        limit: Some(limit),
+        ..DeliveryQuery::default()
+    };
+    let items = match inbox_store::open(home, Access::Read)? {
+        Some(store) => inbox_store::runtime()?.block_on(store.deliveries(query))?,
+        None => Vec::new(),
     };
     if json {
         outln!("{}", serde_json::to_string_pretty(&items)?);

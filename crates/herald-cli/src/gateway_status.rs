@@ -2,9 +2,9 @@
 //! how many inbox entries are in each state. A running gateway keeps
 //! `<home>/gateway.json` (its pid and listen addresses) for as long as it serves.
 
+use crate::inbox_store::{self, Access};
 use anyhow::Context;
 use herald_config::Home;
-use herald_store::StoreReader;
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 
@@ -116,14 +116,11 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 fn print_inbox_counts(home: &Home) -> anyhow::Result<()> {
-    let path = home.database_file();
-    if !path.exists() {
+    let Some(store) = inbox_store::open(home, Access::Read)? else {
         outln!("Inbox: empty (no store yet)");
         return Ok(());
-    }
-    let reader = StoreReader::open(&path)
-        .with_context(|| format!("cannot open the store at {}", path.display()))?;
-    let counts = reader.counts()?;
+    };
+    let counts = inbox_store::runtime()?.block_on(store.counts())?;
     if counts.is_empty() {
         outln!("Inbox: empty");
         return Ok(());

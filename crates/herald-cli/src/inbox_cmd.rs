@@ -1,10 +1,10 @@
 //! `herald inbox list|show|replay|purge`: what is in the durable inbox, what happened
 //! to each event, and putting finished entries back or away.
 
-use anyhow::Context;
+use crate::inbox_store::{self, Access};
 use clap::Subcommand;
 use herald_config::Home;
-use herald_store::{DeliveryQuery, InboxItem, InboxQuery, ReplayOutcome, Store, StoreReader};
+use herald_store::{DeliveryQuery, InboxItem, InboxQuery, ReplayOutcome};
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
@@ -96,26 +96,8 @@ fn parse_since(text: &str) -> Result<i64, String> {
         })
 }
 
-fn open_writer(home: &Home) -> anyhow::Result<Option<Store>> {
-    let path = home.database_file();
-    if !path.exists() {
-        return Ok(None);
-    }
-    Ok(Some(Store::open(&path).with_context(|| {
-        format!("cannot open the inbox at {}", path.display())
-    })?))
-}
-
 pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
-    let path = home.database_file();
-    let reader = if path.exists() {
-        Some(
-            StoreReader::open(&path)
-                .with_context(|| format!("cannot open the inbox at {}", path.display()))?,
-        )
-    } else {
-        None
-    };
+    let rt = inbox_store::runtime()?;
     match command {
         InboxCommand::List {
             state,
@@ -124,13 +106,14 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             limit,
             json,
         } => {
-            let items = match &reader {
-                Some(r) => r.list(&InboxQuery {
-                    state,
-                    route,
-                    since_ms: since,
-                    limit: Some(limit),
-                })?,
+            let query = InboxQuery {
+                state,
+                route,
+                since_ms: since,
+                limit: Some(limit),
+            };
+            let items = match inbox_store::open(home, Access::Read)? {
+                Some(store) => rt.block_on(store.list(query))?,
                 None => Vec::new(),
             };
             if json {
@@ -143,19 +126,21 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Show { id, json } => {
-            let (Some(reader), Some(item)) = (
-                reader.as_ref(),
-                reader.as_ref().map(|r| r.get(id)).transpose()?.flatten(),
-            ) else {
+            let store = inbox_store::open(home, Access::Read)?;
+            let found = match &store {
+                Some(store) => rt.block_on(store.get(id))?,
+                None => None,
+            };
+            let (Some(store), Some(item)) = (store, found) else {
                 eprintln!("herald: no inbox entry with id {id} (see `herald inbox list`)");
                 return Ok(ExitCode::FAILURE);
             };
-            let attempts = reader.attempts(id)?;
-            let deliveries = reader.deliveries(&DeliveryQuery {
+            let attempts = rt.block_on(store.attempts(id))?;
+            let deliveries = rt.block_on(store.deliveries(DeliveryQuery {
                 route: Some(item.route.clone()),
                 delivery_id: Some(item.delivery_id.clone()),
                 ..DeliveryQuery::default()
-            })?;
+            }))?;
             if json {
                 let mut value = serde_json::to_value(&item)?;
                 if let Some(obj) = value.as_object_mut() {
@@ -174,9 +159,8 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Replay { id, json } => {
-            drop(reader);
-            let outcome = match open_writer(home)? {
-                Some(store) => runtime()?.block_on(store.replay(id))?,
+            let outcome = match inbox_store::open(home, Access::Write)? {
+                Some(store) => rt.block_on(store.replay(id))?,
                 None => ReplayOutcome::NotFound,
             };
             match outcome {
@@ -205,7 +189,6 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             older_than,
             json,
         } => {
-            drop(reader);
             if state != "dead" && state != "delivered" {
                 eprintln!(
                     "herald: --state must be dead or delivered (entries still being worked are never purged)"
@@ -213,8 +196,8 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
             let before = herald_store::now_ms() - older_than;
-            let removed = match open_writer(home)? {
-                Some(store) => runtime()?.block_on(store.purge(state.clone(), before))?,
+            let removed = match inbox_store::open(home, Access::Write)? {
+                Some(store) => rt.block_on(store.purge(state.clone(), before))?,
                 None => 0,
             };
             if json {
@@ -228,13 +211,6 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
 }
 
 fn print_history(

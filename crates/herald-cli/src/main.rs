@@ -12,6 +12,7 @@ mod gateway_cmd;
 mod gateway_status;
 mod hermes_import;
 mod inbox_cmd;
+mod inbox_store;
 mod logging;
 mod mcp_cmd;
 mod plugins_cmd;

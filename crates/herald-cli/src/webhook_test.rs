@@ -1,8 +1,9 @@
 //! The request `herald webhook test` sends, and what it says about the answer: why an
 //! `ignored` answer was ignored, and why a 502 failed (from herald's delivery record).
 
+use crate::inbox_store::{self, Access};
 use herald_config::{Home, Route};
-use herald_store::{DeliveryQuery, StoreReader};
+use herald_store::DeliveryQuery;
 use herald_webhook::verify::sign;
 use serde_json::Value;
 use std::process::ExitCode;
@@ -97,14 +98,16 @@ fn why_ignored(route: &Route, answer: &Value) -> String {
 
 /// The error herald recorded for this request's delivery.
 fn delivery_error(home: &Home, route: &str, delivery_id: &str) -> Option<String> {
-    let reader = StoreReader::open(&home.database_file()).ok()?;
-    let found = reader
-        .deliveries(&DeliveryQuery {
-            route: Some(route.to_owned()),
-            delivery_id: Some(delivery_id.to_owned()),
-            limit: Some(1),
-            ..DeliveryQuery::default()
-        })
+    let store = inbox_store::open(home, Access::Read).ok()??;
+    let query = DeliveryQuery {
+        route: Some(route.to_owned()),
+        delivery_id: Some(delivery_id.to_owned()),
+        limit: Some(1),
+        ..DeliveryQuery::default()
+    };
+    let found = inbox_store::runtime()
+        .ok()?
+        .block_on(store.deliveries(query))
         .ok()?;
     found.into_iter().next().and_then(|d| d.error)
 }

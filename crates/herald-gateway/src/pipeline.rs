@@ -70,8 +70,6 @@ pub struct Gateway {
     v1_warned: Mutex<HashSet<String>>,
     /// Wakes the inbox workers when an event is queued.
     pub work_notify: Arc<tokio::sync::Notify>,
-    /// The read connection `/health/detailed` uses, opened on first use.
-    health_reader: Mutex<Option<herald_store::StoreReader>>,
     /// Big bodies' verifying and parsing, off the async workers.
     heavy: HeavyWork,
 }
@@ -97,7 +95,6 @@ impl Gateway {
             lists: FileListCache::default(),
             v1_warned: Mutex::new(HashSet::new()),
             work_notify: Arc::new(tokio::sync::Notify::new()),
-            health_reader: Mutex::new(None),
             heavy: HeavyWork::default(),
         }
     }
@@ -122,26 +119,9 @@ impl Gateway {
                 .is_ok_and(|m| m.is_dir())
     }
 
-    /// The inbox's entries per state, on a kept read connection (blocking: call it
-    /// off the async threads). A failed read drops the connection for the next call.
-    pub fn inbox_counts(&self) -> Result<Vec<(String, i64)>, herald_store::StoreError> {
-        let mut reader = self
-            .health_reader
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let counts = match reader.as_ref() {
-            Some(r) => r.counts(),
-            None => {
-                let r = self.store.reader()?;
-                let counts = r.counts();
-                *reader = Some(r);
-                counts
-            }
-        };
-        if counts.is_err() {
-            *reader = None;
-        }
-        counts
+    /// The inbox's entries per state.
+    pub async fn inbox_counts(&self) -> Result<Vec<(String, i64)>, herald_store::StoreError> {
+        self.store.counts().await
     }
 
     /// Runs the pipeline for one request.

@@ -28,14 +28,12 @@ async fn health() -> Answer {
 
 /// The inbox's counts per state (the same as `herald inbox list` shows).
 async fn health_detailed(State(gw): State<Arc<Gateway>>) -> Answer {
-    let counts = tokio::task::spawn_blocking(move || gw.inbox_counts()).await;
-    match counts {
-        Ok(Ok(counts)) => Answer::health_detailed(&counts),
-        Ok(Err(e)) => {
+    match gw.inbox_counts().await {
+        Ok(counts) => Answer::health_detailed(&counts),
+        Err(e) => {
             tracing::error!(error = %e, "health: cannot read the inbox");
             Answer::health_degraded()
         }
-        Err(_) => Answer::health_degraded(),
     }
 }
 

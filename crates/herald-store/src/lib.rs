@@ -12,6 +12,9 @@
 //! Callers see neither SQL nor SQLite types: what is stored goes in and comes out as
 //! the types of this crate.
 
+mod backend;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod dedup_keys;
 pub mod deliveries;
 pub mod inbox;
@@ -21,18 +24,21 @@ pub mod queue;
 mod round_stats;
 mod schema;
 pub mod sessions;
+mod sqlite_inbox;
 mod syncer;
 mod writer;
 
+pub use backend::InboxBackend;
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem, StoredPayload};
 pub use queue::{ClaimRequest, ReplayOutcome, Stage};
 pub use sessions::{SessionReader, SessionStore};
+pub use sqlite_inbox::SqliteInbox;
 pub use writer::{DEDUP_WINDOW_MS, Durability, MAX_BATCH};
 
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use tokio::sync::oneshot;
 
 /// A store failure.
@@ -47,6 +53,11 @@ pub enum StoreError {
     Commit(String),
     #[error("the store writer has stopped")]
     WriterGone,
+    #[error("the store is open for reading only")]
+    ReadOnly,
+    /// The database cannot be reached (a connection or pool failure).
+    #[error("store unreachable: {0}")]
+    Unreachable(String),
     #[error(
         "store {path} has schema version {found}, newer than this herald ({supported}); upgrade herald"
     )]
@@ -79,11 +90,41 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The writing side of the store; cheap to clone.
+/// The inbox store every caller holds, whichever backend keeps it; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    tx: mpsc::Sender<writer::Command>,
-    path: PathBuf,
+    backend: Arc<dyn InboxBackend>,
+}
+
+impl Store {
+    /// The SQLite inbox at `path`: opened (created if needed), migrated, its writer
+    /// started.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Ok(Store::on(Arc::new(SqliteInbox::open(path)?)))
+    }
+
+    /// An existing SQLite inbox, for reading only (writes fail with
+    /// [`StoreError::ReadOnly`]).
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        Ok(Store::on(Arc::new(SqliteInbox::open_read_only(path)?)))
+    }
+
+    /// The store kept by `backend`.
+    pub fn on(backend: Arc<dyn InboxBackend>) -> Store {
+        Store { backend }
+    }
+
+    /// The backend, for what only the store's own tests reach.
+    pub fn backend(&self) -> &Arc<dyn InboxBackend> {
+        &self.backend
+    }
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn InboxBackend;
+    fn deref(&self) -> &Self::Target {
+        &*self.backend
+    }
 }
 
 fn open_connection(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
@@ -93,205 +134,6 @@ fn open_connection(path: &Path, flags: OpenFlags) -> Result<Connection, StoreErr
     })?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     Ok(conn)
-}
-
-impl Store {
-    /// Opens (creating if needed) the database, migrates it and starts the writer thread.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let mut conn = open_for_writing(path)?;
-        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if found > schema::latest_version() {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-                supported: schema::latest_version(),
-            });
-        }
-        schema::migrate(&mut conn)?;
-        let keys = dedup_keys::DedupKeys::load(&conn, now_ms())?;
-        let tx = start_writer(path, conn, Some(keys))?;
-        Ok(Store {
-            tx,
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// Stores an accepted event and its dedup key in one transaction; resolves once the
-    /// transaction is durable.
-    pub async fn enqueue(&self, mut item: NewInboxItem) -> Result<EnqueueOutcome, StoreError> {
-        let payload = payload::encode(std::mem::take(&mut item.payload));
-        let (reply, wait) = oneshot::channel();
-        self.tx
-            .send(writer::Command::Enqueue(
-                Box::new(writer::Enqueue { item, payload }),
-                reply,
-            ))
-            .map_err(|_| StoreError::WriterGone)?;
-        wait.await.map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Whether the route saw this delivery id within the dedup window.
-    pub async fn seen(
-        &self,
-        route: &str,
-        delivery_id: &str,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        let (reply, wait) = oneshot::channel();
-        self.tx
-            .send(writer::Command::Seen {
-                route: route.to_owned(),
-                delivery_id: delivery_id.to_owned(),
-                now_ms,
-                reply,
-            })
-            .map_err(|_| StoreError::WriterGone)?;
-        wait.await.map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Records a delivery; with `mark_seen` its dedup key too, in the same transaction.
-    pub async fn record_delivery(
-        &self,
-        delivery: NewDelivery,
-        mark_seen: bool,
-    ) -> Result<i64, StoreError> {
-        let (reply, wait) = oneshot::channel();
-        self.tx
-            .send(writer::Command::RecordDelivery {
-                delivery: Box::new(delivery),
-                mark_seen,
-                reply,
-            })
-            .map_err(|_| StoreError::WriterGone)?;
-        wait.await.map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Runs `f` in the writer's next transaction (under its own savepoint) and resolves
-    /// once that transaction is committed: fsynced when `durability` is `Full`.
-    async fn write<T: Send + 'static>(
-        &self,
-        durability: Durability,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        write_on(&self.tx, durability, f).await
-    }
-
-    /// Claims ready entries for this process's workers.
-    pub async fn claim(&self, req: ClaimRequest) -> Result<Vec<InboxItem>, StoreError> {
-        self.write(Durability::Process, move |c| queue::claim(c, &req))
-            .await
-    }
-
-    /// Stores a run's answer (before any delivery is tried).
-    pub async fn store_answer(
-        &self,
-        id: i64,
-        answer: String,
-        started_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.write(Durability::Process, move |c| {
-            queue::store_answer(c, id, &answer, started_ms, now_ms())
-        })
-        .await
-    }
-
-    /// Records a transient failure; the entry is tried again at `next_ms`.
-    pub async fn retry_later(
-        &self,
-        id: i64,
-        stage: Stage,
-        started_ms: i64,
-        next_ms: i64,
-        error: String,
-    ) -> Result<(), StoreError> {
-        self.write(Durability::Process, move |c| {
-            queue::retry_later(c, id, stage, started_ms, now_ms(), next_ms, &error)
-        })
-        .await
-    }
-
-    /// Marks an entry dead with the reason (and its failed delivery record).
-    pub async fn mark_dead(
-        &self,
-        id: i64,
-        stage: Stage,
-        started_ms: i64,
-        error: String,
-        delivery: Option<NewDelivery>,
-    ) -> Result<(), StoreError> {
-        self.write(Durability::Process, move |c| {
-            queue::mark_dead(
-                c,
-                id,
-                stage,
-                started_ms,
-                now_ms(),
-                &error,
-                delivery.as_ref(),
-            )
-        })
-        .await
-    }
-
-    /// Marks an entry delivered, with its delivery record.
-    pub async fn mark_delivered(
-        &self,
-        id: i64,
-        started_ms: i64,
-        delivery: NewDelivery,
-    ) -> Result<(), StoreError> {
-        self.write(Durability::Process, move |c| {
-            queue::mark_delivered(c, id, started_ms, now_ms(), &delivery)
-        })
-        .await
-    }
-
-    /// Gives a claimed entry back to the queue unchanged (shutdown).
-    pub async fn release(
-        &self,
-        id: i64,
-        stage: Stage,
-        started_ms: i64,
-        why: String,
-    ) -> Result<(), StoreError> {
-        self.write(Durability::Process, move |c| {
-            queue::release(c, id, stage, started_ms, now_ms(), &why)
-        })
-        .await
-    }
-
-    /// Entries left `running` by a crash wait again; returns how many.
-    pub async fn recover(&self) -> Result<usize, StoreError> {
-        self.write(Durability::Process, |c| queue::recover(c, now_ms()))
-            .await
-    }
-
-    /// Extends the leases of the given entries.
-    pub async fn renew_leases(&self, ids: Vec<i64>, until_ms: i64) -> Result<(), StoreError> {
-        self.write(Durability::Process, move |c| {
-            queue::renew(c, &ids, until_ms)
-        })
-        .await
-    }
-
-    /// Queues a dead or delivered entry again.
-    pub async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError> {
-        self.write(Durability::Full, move |c| queue::replay(c, id, now_ms()))
-            .await
-    }
-
-    /// Deletes entries in `state` last changed before `before_ms`; returns how many.
-    pub async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError> {
-        self.write(Durability::Full, move |c| {
-            queue::purge(c, &state, before_ms, now_ms())
-        })
-        .await
-    }
-
-    /// A read connection to the same database.
-    pub fn reader(&self) -> Result<StoreReader, StoreError> {
-        StoreReader::open(&self.path)
-    }
 }
 
 /// Opens a database file for its one writer: created owner-only, WAL, migrated by
@@ -371,39 +213,6 @@ fn write_detached(
         Box::new(move |conn| f(conn).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
     tx.send(writer::Command::Write(f, durability, reply))
         .map_err(|_| StoreError::WriterGone)
-}
-
-/// A read-only view of the store (used by the CLI and health endpoints).
-pub struct StoreReader {
-    conn: Connection,
-}
-
-impl StoreReader {
-    /// Opens an existing database read-only.
-    pub fn open(path: &Path) -> Result<StoreReader, StoreError> {
-        let conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        Ok(StoreReader { conn })
-    }
-
-    pub fn list(&self, query: &InboxQuery) -> Result<Vec<InboxItem>, StoreError> {
-        Ok(inbox::list(&self.conn, query)?)
-    }
-
-    pub fn get(&self, id: i64) -> Result<Option<InboxItem>, StoreError> {
-        Ok(inbox::get(&self.conn, id)?)
-    }
-
-    pub fn deliveries(&self, query: &DeliveryQuery) -> Result<Vec<Delivery>, StoreError> {
-        Ok(deliveries::list(&self.conn, query)?)
-    }
-
-    pub fn attempts(&self, id: i64) -> Result<Vec<Attempt>, StoreError> {
-        Ok(inbox::attempts(&self.conn, id)?)
-    }
-
-    pub fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        Ok(inbox::counts(&self.conn)?)
-    }
 }
 
 #[cfg(test)]

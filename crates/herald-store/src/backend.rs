@@ -1,0 +1,101 @@
+//! The inbox's one interface: what the gateway, the workers, the CLI and the health
+//! endpoints ask of it, whichever database keeps it. SQLite in the home
+//! ([`crate::SqliteInbox`]) is the embedded default; herald-scale implements the same
+//! interface on PostgreSQL for several instances sharing one database.
+
+use crate::StoreError;
+use crate::deliveries::{Delivery, DeliveryQuery, NewDelivery};
+use crate::inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
+use crate::queue::{ClaimRequest, ReplayOutcome, Stage};
+use async_trait::async_trait;
+use std::sync::Arc;
+
+/// One inbox store. Every write resolves only once it is committed (durably where
+/// the method says so); reads see every write that resolved before them.
+#[async_trait]
+pub trait InboxBackend: Send + Sync {
+    /// Stores an accepted event with its dedup key (route, delivery id) in one
+    /// transaction; resolves once it is durable. A key seen within the dedup window is
+    /// a duplicate and stores nothing.
+    async fn enqueue(&self, item: NewInboxItem) -> Result<EnqueueOutcome, StoreError>;
+    /// Whether the route saw this delivery id within the dedup window at `now_ms`.
+    async fn seen(&self, route: &str, delivery_id: &str, now_ms: i64) -> Result<bool, StoreError>;
+    /// Records a delivery; with `mark_seen` its dedup key too, in the same transaction.
+    async fn record_delivery(
+        &self,
+        delivery: NewDelivery,
+        mark_seen: bool,
+    ) -> Result<i64, StoreError>;
+    /// Claims ready entries (oldest first) for this instance's workers under a lease,
+    /// with entries whose lease ran out.
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<InboxItem>, StoreError>;
+    /// Stores a run's answer; the entry stays claimed for its delivery.
+    async fn store_answer(
+        &self,
+        id: i64,
+        answer: String,
+        started_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// A transient failure: the entry waits until `next_ms`.
+    async fn retry_later(
+        &self,
+        id: i64,
+        stage: Stage,
+        started_ms: i64,
+        next_ms: i64,
+        error: String,
+    ) -> Result<(), StoreError>;
+    /// A permanent failure (or retries ran out): `dead`, with its failed delivery.
+    async fn mark_dead(
+        &self,
+        id: i64,
+        stage: Stage,
+        started_ms: i64,
+        error: String,
+        delivery: Option<NewDelivery>,
+    ) -> Result<(), StoreError>;
+    /// The target accepted the answer.
+    async fn mark_delivered(
+        &self,
+        id: i64,
+        started_ms: i64,
+        delivery: NewDelivery,
+    ) -> Result<(), StoreError>;
+    /// Gives a claimed entry back unchanged (shutdown).
+    async fn release(
+        &self,
+        id: i64,
+        stage: Stage,
+        started_ms: i64,
+        why: String,
+    ) -> Result<(), StoreError>;
+    /// At start: the entries this instance held when it stopped wait again at once;
+    /// returns how many.
+    async fn recover(&self) -> Result<usize, StoreError>;
+    /// Extends the leases of entries this instance works on.
+    async fn renew_leases(&self, ids: Vec<i64>, until_ms: i64) -> Result<(), StoreError>;
+    /// Queues a dead or delivered entry again.
+    async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError>;
+    /// Deletes entries in `state` last changed before `before_ms`; returns how many.
+    async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError>;
+
+    /// Entries, newest first.
+    async fn list(&self, query: InboxQuery) -> Result<Vec<InboxItem>, StoreError>;
+    async fn get(&self, id: i64) -> Result<Option<InboxItem>, StoreError>;
+    /// Deliveries, newest first.
+    async fn deliveries(&self, query: DeliveryQuery) -> Result<Vec<Delivery>, StoreError>;
+    /// An entry's attempts, oldest first.
+    async fn attempts(&self, id: i64) -> Result<Vec<Attempt>, StoreError>;
+    /// How many entries are in each state, by state name.
+    async fn counts(&self) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Asks to have `wake` notified whenever another instance queues work (a store
+    /// that only this process writes has nothing to add: its callers wake their
+    /// workers themselves).
+    fn wake_on_remote_work(&self, wake: Arc<tokio::sync::Notify>) {
+        let _ = wake;
+    }
+    /// Where the store is, for messages (a file path, or a database URL without its
+    /// password).
+    fn location(&self) -> String;
+}
