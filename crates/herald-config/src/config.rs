@@ -41,6 +41,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "mcp_servers",
     "mcp_discovery_timeout",
     "delegation",
+    "store",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -200,6 +201,8 @@ pub struct Config {
     pub mcp: crate::mcp_settings::McpSettings,
     /// `delegation:`, how `delegate_task` starts children.
     pub delegation: crate::delegation_settings::DelegationSettings,
+    /// `store:`, where the inbox, sessions and runs are kept.
+    pub store: crate::store_settings::StoreSettings,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
     /// Mistakes herald serves through that change what routes do, in plain words (see
@@ -479,6 +482,7 @@ impl Config {
         let model = crate::model_settings::read_model_settings(&mut r, &doc);
         let mcp = crate::mcp_settings::read_mcp_settings(&mut r, &doc, env);
         let delegation = crate::delegation_settings::read_delegation_settings(&mut r, &doc);
+        let store = crate::store_settings::read_store_settings(&mut r, &doc, env);
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
@@ -496,6 +500,7 @@ impl Config {
             agent,
             mcp,
             delegation,
+            store,
             home: home.clone(),
             webhook,
             routes,

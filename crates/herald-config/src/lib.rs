@@ -22,6 +22,7 @@ pub mod pyyaml;
 pub mod reader;
 pub mod route;
 pub(crate) mod start_guard;
+pub mod store_settings;
 pub mod subscriptions;
 pub mod subscriptions_file;
 
@@ -48,6 +49,7 @@ pub use mcp_settings::{
 pub use model_settings::{ModelSettings, ProviderSettings};
 pub use platforms::PlatformSettings;
 pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host};
+pub use store_settings::{PostgresSettings, SslMode, StoreSettings};
 pub use subscriptions::{Subscriptions, SubscriptionsError, load_subscriptions};
 pub use subscriptions_file::{
     DeliverChat, Listed, NewSubscription, SubscriptionsFile, SubscriptionsFileError,

@@ -525,6 +525,7 @@ async fn an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_ex
     // over (the lost attempt is on record) and `b`'s late outcome changes nothing.
     drop(b);
     assert!(a.claim(claim_req(10, 10, &[])).await.unwrap().is_empty());
+    a.renew_leases(back, now_ms() + 120_000).await.unwrap();
     let mut later = claim_req(10, 10, &[]);
     later.now_ms += 61_000;
     let taken = a.claim(later).await.unwrap();

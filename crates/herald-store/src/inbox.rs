@@ -91,7 +91,8 @@ pub struct StoredPayload {
 }
 
 impl StoredPayload {
-    fn new(text: String) -> StoredPayload {
+    /// A payload as stored (JSON or not, as a JSON reader takes it).
+    pub fn new(text: String) -> StoredPayload {
         // Checked without building anything; as deep as a JSON reader takes by default
         // (serde_json's recursion limit), or it is shown as a string, as a tree was.
         let is_json = nesting_depth(text.as_bytes()) <= MAX_NESTING
@@ -131,7 +132,8 @@ impl Serialize for StoredPayload {
     }
 }
 
-fn json(text: String) -> serde_json::Value {
+/// A stored JSON column's value (text that is not JSON stays a string).
+pub fn json(text: String) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
 }
 

@@ -19,7 +19,7 @@ mod dedup_keys;
 pub mod deliveries;
 pub mod inbox;
 pub mod instance;
-mod payload;
+pub mod payload;
 pub mod queue;
 mod round_stats;
 mod schema;

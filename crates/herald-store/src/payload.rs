@@ -16,13 +16,27 @@ const MAX_RATIO: usize = 255;
 
 /// The column value for a payload, compressed when that saves at least an eighth.
 pub(crate) fn encode(text: String) -> Value {
+    match pack(&text) {
+        Some(packed) => Value::Blob(packed),
+        None => Value::Text(text),
+    }
+}
+
+/// The payload compressed, when that makes it clearly smaller (else it is kept as
+/// received). Every backend keeps payloads this way.
+pub fn pack(text: &str) -> Option<Vec<u8>> {
     if text.len() >= MIN_COMPRESS {
         let packed = lz4_flex::block::compress_prepend_size(text.as_bytes());
         if packed.len() <= text.len() - text.len() / 8 {
-            return Value::Blob(packed);
+            return Some(packed);
         }
     }
-    Value::Text(text)
+    None
+}
+
+/// A payload [`pack`] compressed, back as text (a damaged one is described).
+pub fn unpack_text(blob: &[u8]) -> String {
+    unpack(blob).unwrap_or_else(|why| format!("<unreadable payload: {why}>"))
 }
 
 /// The payload text of a stored column value. A blob that does not decompress to
@@ -30,7 +44,7 @@ pub(crate) fn encode(text: String) -> Value {
 pub(crate) fn decode(value: ValueRef<'_>) -> String {
     match value {
         ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-        ValueRef::Blob(b) => unpack(b).unwrap_or_else(|why| format!("<unreadable payload: {why}>")),
+        ValueRef::Blob(b) => unpack_text(b),
         ValueRef::Null => String::new(),
         ValueRef::Integer(i) => i.to_string(),
         ValueRef::Real(r) => r.to_string(),

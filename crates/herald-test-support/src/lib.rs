@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+pub mod postgres;
+
 /// Binds 127.0.0.1:0 and runs `serve(listener)` on a thread with its own runtime
 /// (usable from sync and async tests); returns the address once it is listening.
 pub fn listen_in_thread<F, Fut>(serve: F) -> (std::net::SocketAddr, std::thread::JoinHandle<()>)

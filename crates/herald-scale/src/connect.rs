@@ -1,0 +1,172 @@
+//! From `store:` settings to a pool of connections: the URL as tokio-postgres reads
+//! it (less the TLS keys herald reads itself), the password from the environment when
+//! the URL has none, `synchronous_commit` on for every session, and TLS over rustls.
+
+use crate::ScaleError;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use herald_config::{PostgresSettings, SslMode};
+use std::str::FromStr;
+use std::sync::Arc;
+use tokio_postgres::config::SslMode as PgSslMode;
+
+/// Longest CA bundle read.
+const MAX_PEM: u64 = 4 << 20;
+
+/// The connection settings and the TLS connector of `settings`.
+pub(crate) struct Target {
+    pub config: tokio_postgres::Config,
+    pub tls: tokio_postgres_rustls::MakeRustlsConnect,
+    pub shown: String,
+}
+
+impl Target {
+    pub(crate) fn of(settings: &PostgresSettings) -> Result<Target, ScaleError> {
+        let shown = settings.display_url();
+        let url = without_params(&settings.url, &["sslmode", "sslrootcert"]);
+        let mut config = tokio_postgres::Config::from_str(&url)
+            .map_err(|e| ScaleError::Config(format!("store.url `{shown}`: {e}")))?;
+        if config.get_password().is_none()
+            && let Some(pw) = &settings.password
+        {
+            config.password(pw.as_bytes());
+        }
+        if config.get_user().is_none() {
+            config.user("herald");
+        }
+        config.connect_timeout(settings.connect_timeout);
+        config.application_name("herald");
+        config.options("-c synchronous_commit=on");
+        config.ssl_mode(match settings.sslmode {
+            SslMode::Disable => PgSslMode::Disable,
+            SslMode::Prefer => PgSslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => PgSslMode::Require,
+        });
+        let tls = tls_connector(settings)?;
+        Ok(Target { config, tls, shown })
+    }
+
+    /// One connection outside the pool, its driver running on a task of its own.
+    pub(crate) async fn connect_one(&self) -> Result<tokio_postgres::Client, ScaleError> {
+        let (client, conn) = self
+            .config
+            .connect(self.tls.clone())
+            .await
+            .map_err(|e| ScaleError::connect(&self.shown, &e))?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "store connection ended");
+            }
+        });
+        Ok(client)
+    }
+
+    pub(crate) fn pool(&self, size: usize) -> Result<Pool, ScaleError> {
+        let manager = Manager::from_config(
+            self.config.clone(),
+            self.tls.clone(),
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        Pool::builder(manager)
+            .max_size(size)
+            .wait_timeout(Some(std::time::Duration::from_secs(30)))
+            .create_timeout(self.config.get_connect_timeout().copied())
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| ScaleError::Config(format!("store pool: {e}")))
+    }
+}
+
+/// The URL with the named `?key=value` parameters left out.
+fn without_params(url: &str, keys: &[&str]) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            !keys.contains(&key)
+        })
+        .collect();
+    if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    }
+}
+
+/// rustls with the CA bundle of `sslrootcert`, else the public web's roots. Every
+/// TLS connection verifies the server's certificate and name: `require` and
+/// `verify-ca` are as strict as `verify-full` (stricter than libpq, which lets
+/// `require` skip verification).
+fn tls_connector(
+    settings: &PostgresSettings,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, ScaleError> {
+    let mut roots = rustls::RootCertStore::empty();
+    match &settings.sslrootcert {
+        Some(path) => {
+            use rustls::pki_types::CertificateDer;
+            use rustls::pki_types::pem::PemObject;
+            let too_big = std::fs::metadata(path).is_ok_and(|m| m.len() > MAX_PEM);
+            let pem = if too_big {
+                Err("over 4 MiB".to_owned())
+            } else {
+                std::fs::read(path).map_err(|e| e.to_string())
+            }
+            .map_err(|e| {
+                ScaleError::Config(format!("store.sslrootcert {}: {e}", path.display()))
+            })?;
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| {
+                    ScaleError::Config(format!("store.sslrootcert {}: {e}", path.display()))
+                })?;
+                roots.add(cert).map_err(|e| {
+                    ScaleError::Config(format!("store.sslrootcert {}: {e}", path.display()))
+                })?;
+            }
+            if roots.is_empty() {
+                return Err(ScaleError::Config(format!(
+                    "store.sslrootcert {}: no certificate in it",
+                    path.display()
+                )));
+            }
+        }
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ScaleError::Config(format!("store TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn herald_s_own_parameters_are_taken_out_of_the_url() {
+        assert_eq!(
+            without_params(
+                "postgres://h/d?sslmode=require&application_name=x",
+                &["sslmode"]
+            ),
+            "postgres://h/d?application_name=x"
+        );
+        assert_eq!(
+            without_params(
+                "postgres://h/d?sslmode=require&sslrootcert=/c",
+                &["sslmode", "sslrootcert"]
+            ),
+            "postgres://h/d"
+        );
+        assert_eq!(
+            without_params("postgres://h/d", &["sslmode"]),
+            "postgres://h/d"
+        );
+    }
+}
