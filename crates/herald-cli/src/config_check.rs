@@ -27,6 +27,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     });
     let mut findings: Vec<String> = start_refusals(home, &config);
     findings.extend(herald_gateway::findings::gather(&config, &targets));
+    findings.extend(store_finding(&config)?);
     for warning in &config.warnings {
         outln!("warning: {warning}");
     }
@@ -44,6 +45,16 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     Ok(ExitCode::FAILURE)
+}
+
+/// A PostgreSQL store that cannot be used as configured (a bad URL, wrong
+/// credentials, a missing database, nobody listening), tried with one connection.
+fn store_finding(config: &Config) -> anyhow::Result<Option<String>> {
+    let herald_config::StoreBackend::Postgres(pg) = &config.store.backend else {
+        return Ok(None);
+    };
+    let checked = crate::inbox_store::runtime()?.block_on(herald_scale::check(pg));
+    Ok(checked.err().map(|e| format!("store.url: {e}")))
 }
 
 /// What `herald gateway run` would refuse to start on, each with its file, line and key:

@@ -8,7 +8,7 @@ use herald_deliver::{TargetSet, TargetSettings};
 use herald_gateway::{Gateway, ProfileTemplates, RunTemplate, Workers, router};
 use herald_http::{ConnectionLimits, bind, serve};
 use herald_session::{Built, Host, HostBuilder, LlmClient, Platform, start_together};
-use herald_store::{SessionStore, Store};
+use herald_store::SessionStore;
 use herald_webhook::SystemClock;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -200,6 +200,7 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
                     fronts.client.clone(),
                 )),
                 &config.webhook.workers,
+                config.store.lease,
             )
             .await?,
         ),
@@ -273,7 +274,7 @@ struct WebhookFront {
 
 /// Opens the inbox and binds the webhook listener (`None` after saying why not).
 async fn prepare_webhook(config: &Config) -> anyhow::Result<Option<WebhookFront>> {
-    let store = Store::open(&config.home.database_file())?;
+    let store = crate::inbox_store::open_for_gateway(config).await?;
     let targets = TargetSet::build(&TargetSettings {
         platforms: &config.platforms,
         env: &process_env,

@@ -1,9 +1,11 @@
-//! The inbox the CLI commands read and change, as the home's configuration keeps it,
-//! and the small runtime they await it on.
+//! The inbox as the home's configuration keeps it (SQLite in the home, or the
+//! PostgreSQL database of `store:`), for the gateway and for the CLI commands that
+//! read and change it, and the small runtime those commands await it on.
 
 use anyhow::Context;
-use herald_config::Home;
+use herald_config::{Config, Home, PostgresSettings, StoreBackend, load_dotenv, process_env};
 use herald_store::Store;
+use std::sync::Arc;
 
 /// What a command does with the inbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,8 +16,44 @@ pub enum Access {
     Write,
 }
 
-/// The home's inbox, or `None` when it has none yet (nothing was ever accepted).
+/// The instance name the CLI's own changes are made as (it claims nothing).
+const CLI_INSTANCE: &str = "herald-cli";
+
+/// The home's inbox for a CLI command, or `None` when a SQLite home has none yet
+/// (nothing was ever accepted).
 pub fn open(home: &Home, access: Access) -> anyhow::Result<Option<Store>> {
+    match backend_of(home)? {
+        StoreBackend::Sqlite => open_sqlite(home, access),
+        StoreBackend::Postgres(pg) => runtime()?
+            .block_on(open_postgres(&pg, CLI_INSTANCE))
+            .map(Some),
+    }
+}
+
+/// The gateway's inbox, as `config` keeps it; on PostgreSQL it claims as this home's
+/// instance.
+pub async fn open_for_gateway(config: &Config) -> anyhow::Result<Store> {
+    match &config.store.backend {
+        StoreBackend::Sqlite => {
+            let path = config.home.database_file();
+            Store::open(&path)
+                .with_context(|| format!("cannot open the inbox at {}", path.display()))
+        }
+        StoreBackend::Postgres(pg) => {
+            let instance = instance_of(&config.home)?;
+            let store = open_postgres(pg, &instance).await?;
+            tracing::info!(store = %pg.display_url(), instance, "inbox on PostgreSQL");
+            Ok(store)
+        }
+    }
+}
+
+async fn open_postgres(pg: &PostgresSettings, instance: &str) -> anyhow::Result<Store> {
+    let inbox = herald_scale::open_inbox(pg, instance).await?;
+    Ok(Store::on(Arc::new(inbox)))
+}
+
+fn open_sqlite(home: &Home, access: Access) -> anyhow::Result<Option<Store>> {
     let path = home.database_file();
     if !path.exists() {
         return Ok(None);
@@ -27,6 +65,39 @@ pub fn open(home: &Home, access: Access) -> anyhow::Result<Option<Store>> {
     Ok(Some(store.with_context(|| {
         format!("cannot open the inbox at {}", path.display())
     })?))
+}
+
+/// Where the home keeps its store: `store:` of its config.yaml, or
+/// `HERALD_STORE_URL` (from `.env` too).
+fn backend_of(home: &Home) -> anyhow::Result<StoreBackend> {
+    load_dotenv(home)?;
+    let config = Config::load(home, &process_env)
+        .with_context(|| "cannot read the configuration to find the store")?;
+    Ok(config.store.backend)
+}
+
+/// This home's instance name on a shared store: made once and kept in the home
+/// (`instance_id`), so that a restart on the same home takes back its own leases.
+pub fn instance_of(home: &Home) -> anyhow::Result<String> {
+    let path = home.root().join("instance_id");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let name = text.trim();
+        if !name.is_empty() && name.len() <= 200 {
+            return Ok(name.to_owned());
+        }
+    }
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "herald".to_owned());
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let name = format!("{host}-{}", &id[..12]);
+    std::fs::create_dir_all(home.root())
+        .with_context(|| format!("cannot create {}", home.root().display()))?;
+    std::fs::write(&path, format!("{name}\n"))
+        .with_context(|| format!("cannot keep the instance name in {}", path.display()))?;
+    Ok(name)
 }
 
 /// A one-thread runtime for a command's store calls.

@@ -7,9 +7,27 @@ use crate::reader::Reader;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `store:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreSettings {
+    pub backend: StoreBackend,
+    /// `store.lease_seconds`: how long a claim holds an inbox entry before another
+    /// instance may take it over (30; renewed every third of it while the work runs).
+    pub lease: Duration,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings {
+            backend: StoreBackend::Sqlite,
+            lease: Duration::from_secs(30),
+        }
+    }
+}
+
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub enum StoreSettings {
+pub enum StoreBackend {
     /// `herald.db` and `state.db` in the home (the default).
     #[default]
     Sqlite,
@@ -95,6 +113,7 @@ pub fn hide_password(url: &str) -> String {
 
 const KEYS: &[&str] = &[
     "url",
+    "lease_seconds",
     "pool_size",
     "connect_timeout_seconds",
     "sslmode",
@@ -112,6 +131,24 @@ pub fn read_store_settings(
         r.check_keys(b, "store", KEYS);
     }
     let at = |key: &str| block.and_then(|b| b.get(key)).filter(|n| !n.is_null());
+    let mut lease = StoreSettings::default().lease;
+    if let Some(n) = at("lease_seconds")
+        && let Some(v) = r.int(n, "store.lease_seconds", 3, 3600)
+    {
+        lease = Duration::from_secs(u64::try_from(v).unwrap_or(30));
+    }
+    StoreSettings {
+        backend: read_backend(r, block, env),
+        lease,
+    }
+}
+
+fn read_backend(
+    r: &mut Reader,
+    block: Option<&Node>,
+    env: crate::config::EnvLookup<'_>,
+) -> StoreBackend {
+    let at = |key: &str| block.and_then(|b| b.get(key)).filter(|n| !n.is_null());
     let from_env = env("HERALD_STORE_URL").filter(|u| !u.trim().is_empty());
     let url = match (from_env, at("url")) {
         (Some(url), _) => Some(url.trim().to_owned()),
@@ -122,11 +159,11 @@ pub fn read_store_settings(
         (None, None) => None,
     };
     let Some(url) = url.filter(|u| !u.is_empty()) else {
-        return StoreSettings::Sqlite;
+        return StoreBackend::Sqlite;
     };
     if let Err(why) = check_url(&url) {
         r.error(at("url"), "store.url", why);
-        return StoreSettings::Sqlite;
+        return StoreBackend::Sqlite;
     }
     let mut out = PostgresSettings {
         password: env("HERALD_STORE_PASSWORD").filter(|p| !p.is_empty()),
@@ -165,7 +202,7 @@ pub fn read_store_settings(
     {
         out.sslrootcert = Some(PathBuf::from(path.trim()));
     }
-    StoreSettings::Postgres(out)
+    StoreBackend::Postgres(out)
 }
 
 fn bad_sslmode(mode: &str) -> String {
@@ -207,7 +244,7 @@ fn url_param(url: &str, key: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn read(yaml: &str, env: &[(&str, &str)]) -> (StoreSettings, Vec<String>) {
+    fn read(yaml: &str, env: &[(&str, &str)]) -> (StoreBackend, Vec<String>) {
         let doc = Node::parse_yaml(yaml).expect("yaml");
         let mut r = Reader::new(std::path::Path::new("config.yaml"));
         let lookup = |k: &str| {
@@ -215,7 +252,7 @@ mod tests {
                 .find(|(name, _)| *name == k)
                 .map(|(_, v)| (*v).to_owned())
         };
-        let s = read_store_settings(&mut r, &doc, &lookup);
+        let s = read_store_settings(&mut r, &doc, &lookup).backend;
         let problems = r
             .errors
             .iter()
@@ -227,8 +264,8 @@ mod tests {
 
     #[test]
     fn without_a_url_the_store_is_sqlite() {
-        assert_eq!(read("model: x\n", &[]).0, StoreSettings::Sqlite);
-        assert_eq!(read("store: {}\n", &[]).0, StoreSettings::Sqlite);
+        assert_eq!(read("model: x\n", &[]).0, StoreBackend::Sqlite);
+        assert_eq!(read("store: {}\n", &[]).0, StoreBackend::Sqlite);
     }
 
     #[test]
@@ -238,7 +275,7 @@ mod tests {
             &[("HERALD_STORE_PASSWORD", "pw")],
         );
         assert!(problems.is_empty(), "{problems:?}");
-        let StoreSettings::Postgres(p) = s else {
+        let StoreBackend::Postgres(p) = s else {
             panic!("not postgres")
         };
         assert_eq!(p.pool_size, 4);
@@ -249,7 +286,7 @@ mod tests {
             "store:\n  url: postgres://a/b\n",
             &[("HERALD_STORE_URL", "postgresql://u:secret@h/other")],
         );
-        let StoreSettings::Postgres(p) = s else {
+        let StoreBackend::Postgres(p) = s else {
             panic!("not postgres")
         };
         assert_eq!(p.url, "postgresql://u:secret@h/other");

@@ -76,6 +76,9 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(config: &Config, store: Store, targets: TargetSet, clock: Arc<dyn Clock>) -> Self {
+        // Work queued by other instances sharing the store wakes this one's workers too.
+        let work_notify = Arc::new(tokio::sync::Notify::new());
+        store.wake_on_remote_work(work_notify.clone());
         Gateway {
             targets: Arc::new(LiveTargets::new(targets, config.home.env_file())),
             in_flight: InFlight::default(),
@@ -94,7 +97,7 @@ impl Gateway {
             rejects: RejectLog::default(),
             lists: FileListCache::default(),
             v1_warned: Mutex::new(HashSet::new()),
-            work_notify: Arc::new(tokio::sync::Notify::new()),
+            work_notify,
             heavy: HeavyWork::default(),
         }
     }

@@ -20,6 +20,7 @@ mod platforms;
 mod plugins;
 mod recovery;
 mod rpc;
+mod scale;
 mod setup;
 mod shutdown;
 mod signatures;

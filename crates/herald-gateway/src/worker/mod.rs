@@ -24,9 +24,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-/// How long a claim holds an entry before another worker may take it; renewed while
-/// the entry is worked on.
-const LEASE: Duration = Duration::from_secs(300);
 /// How often the queue is looked at when nothing woke the dispatcher (retry timers,
 /// replays from the CLI).
 const POLL: Duration = Duration::from_millis(250);
@@ -44,6 +41,10 @@ struct Shared {
     backoff: Backoff,
     /// Runs going now, by inbox id (interrupted after the grace period).
     handles: Mutex<HashMap<i64, RunHandle>>,
+    /// How long a claim holds an entry before another worker (of another instance, on
+    /// a shared store) may take it over; renewed every third of it while the entry is
+    /// worked on, so only a lost instance's leases run out (`store.lease_seconds`).
+    lease: Duration,
 }
 
 /// The running worker pool.
@@ -59,6 +60,7 @@ impl Workers {
         template: RunTemplate,
         profiles: Option<ProfileTemplates>,
         settings: &WorkerSettings,
+        lease: Duration,
     ) -> Result<Workers, herald_store::StoreError> {
         let recovered = gateway.store.recover().await?;
         if recovered > 0 {
@@ -80,6 +82,7 @@ impl Workers {
             settings: settings.clone(),
             backoff: Backoff::from_settings(settings),
             handles: Mutex::new(HashMap::new()),
+            lease,
         });
         let (stop, stopped) = watch::channel(false);
         let done = tokio::spawn(dispatch(shared, stopped));
@@ -101,7 +104,8 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     let mut running: HashMap<i64, (String, Stage)> = HashMap::new();
     // task id -> inbox id, to know which entry a panicked task was working on.
     let mut task_entries: HashMap<tokio::task::Id, i64> = HashMap::new();
-    let mut renew = tokio::time::interval(LEASE / 3);
+    let lease = shared.lease;
+    let mut renew = tokio::time::interval(lease / 3);
     renew.tick().await;
     loop {
         let free = shared.settings.max_runs.saturating_sub(running.len());
@@ -113,7 +117,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
             }
             let req = ClaimRequest {
                 now_ms: now_ms(),
-                lease_ms: LEASE.as_millis() as i64,
+                lease_ms: lease.as_millis() as i64,
                 max: free,
                 running_per_route: per_route,
                 per_route_limit: shared.settings.max_runs_per_route,
@@ -144,7 +148,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
             _ = stopped.changed() => break,
             _ = renew.tick() => {
                 let ids: Vec<i64> = running.keys().copied().collect();
-                let until = now_ms() + LEASE.as_millis() as i64;
+                let until = now_ms() + lease.as_millis() as i64;
                 if let Err(e) = shared.gateway.store.renew_leases(ids, until).await {
                     tracing::warn!(error = %e, "cannot renew inbox leases");
                 }

@@ -1,0 +1,401 @@
+//! Several herald instances on one PostgreSQL database (a throwaway cluster the test
+//! starts): one inbox shared by every instance, dedup across them, every inbox command
+//! from either, and kill -9 of either under load losing and doubling nothing.
+
+use super::agent_runs::agent_config;
+use super::fakes::*;
+use super::support::*;
+use herald_test_support::postgres::PgCluster;
+use herald_test_support::{FakeProvider, Scripted};
+use reqwest::StatusCode;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+const TOKEN: &str = "123:tg-token";
+
+fn cluster() -> &'static PgCluster {
+    static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| match PgCluster::start() {
+        Ok(c) => c,
+        Err(why) => panic!("these tests need PostgreSQL: {why}"),
+    })
+}
+
+/// A new database's URL.
+fn database(name: &str) -> String {
+    let c = cluster();
+    c.create_db(name).unwrap();
+    c.url(name)
+}
+
+const ROUTE: &str = "        r:\n          prompt: 'event {n}'\n          deliver: telegram\n          deliver_extra:\n            chat_id: '-100555'\n";
+
+/// A gateway on `url`'s store, delivering to `telegram`.
+fn instance(provider: &FakeProvider, telegram: &Fake, url: &str, lease: u32) -> Herald {
+    let config = agent_config(&provider.base_url, "", ROUTE);
+    let config = format!("store:\n  url: {url}\n  lease_seconds: {lease}\n{config}");
+    let tg = format!("{}/bot", telegram.base);
+    Herald::start_with(
+        &config,
+        &[
+            ("TELEGRAM_BOT_TOKEN", TOKEN),
+            ("TELEGRAM_BASE_URL", &tg),
+            ("HERALD_RETRY_BASE_MS", "10"),
+        ],
+    )
+}
+
+/// The instance on `home` again (after a kill).
+fn restart(home: tempfile::TempDir, telegram: &Fake) -> Herald {
+    let tg = format!("{}/bot", telegram.base);
+    Herald::start_in(
+        home,
+        &[
+            ("TELEGRAM_BOT_TOKEN", TOKEN),
+            ("TELEGRAM_BASE_URL", &tg),
+            ("HERALD_RETRY_BASE_MS", "10"),
+        ],
+    )
+}
+
+fn sends(telegram: &Fake) -> usize {
+    telegram
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/sendMessage"))
+        .count()
+}
+
+fn provider() -> FakeProvider {
+    let p = FakeProvider::start(vec![]);
+    p.set_fallback(Scripted::text("looked at it"));
+    p
+}
+
+async fn event(h: &Herald, n: usize, delivery: &str) -> (StatusCode, Value) {
+    h.github("r", "push", &format!("{{\"n\": {n}}}"), Some(delivery))
+        .await
+}
+
+fn counts(h: &Herald) -> Value {
+    let (code, out, err) = h.cli(&["inbox", "list", "--json", "--limit", "100000"]);
+    assert_eq!(code, 0, "{err}");
+    let items: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let mut by_state: HashMap<String, usize> = HashMap::new();
+    for i in &items {
+        *by_state
+            .entry(i["state"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    serde_json::to_value(by_state).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_inbox_and_every_command_works_from_either() {
+    let url = database("two_instances");
+    let (provider, telegram) = (provider(), Fake::start(telegram_ok()));
+    let a = instance(&provider, &telegram, &url, 30);
+    let b = instance(&provider, &telegram, &url, 30);
+    // The same delivery id to both at once: accepted once.
+    for round in 0..5 {
+        let id = format!("same-{round}");
+        let (x, y) = tokio::join!(event(&a, round, &id), event(&b, round, &id));
+        let mut statuses = vec![(x.0, x.1["status"].clone()), (y.0, y.1["status"].clone())];
+        statuses.sort_by_key(|(s, _)| s.as_u16());
+        assert_eq!(
+            statuses,
+            vec![
+                (StatusCode::OK, Value::from("duplicate")),
+                (StatusCode::ACCEPTED, Value::from("accepted"))
+            ],
+            "round {round}"
+        );
+    }
+    for n in 5..25usize {
+        let h = if n.is_multiple_of(2) { &a } else { &b };
+        assert_eq!(event(h, n, &format!("d-{n}")).await.0, StatusCode::ACCEPTED);
+    }
+    wait_for(Duration::from_secs(60), "every event delivered", || {
+        (counts(&a)["delivered"] == 25).then_some(())
+    })
+    .await;
+    assert_eq!(sends(&telegram), 25, "each event delivered once");
+    // Every inbox command answers the same from either instance.
+    assert_eq!(counts(&a), counts(&b));
+    let (_, health_a) = a.get("/health/detailed").await;
+    let (_, health_b) = b.get("/health/detailed").await;
+    let inbox_of = |body: &str| serde_json::from_str::<Value>(body).unwrap()["inbox"].clone();
+    assert_eq!(inbox_of(&health_a), inbox_of(&health_b));
+    assert_eq!(inbox_of(&health_a)["delivered"], 25, "{health_a}");
+    let (_, status_a, _) = a.cli(&["gateway", "status"]);
+    let (_, status_b, _) = b.cli(&["gateway", "status"]);
+    let inbox_line = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("Inbox:"))
+            .map(str::to_owned)
+    };
+    assert_eq!(inbox_line(&status_a), inbox_line(&status_b));
+    assert_eq!(
+        inbox_line(&status_a).as_deref(),
+        Some("Inbox: delivered 25")
+    );
+    let (code, deliveries_a, _) = a.cli(&["deliveries", "list", "--json"]);
+    assert_eq!(code, 0);
+    let (_, deliveries_b, _) = b.cli(&["deliveries", "list", "--json"]);
+    assert_eq!(deliveries_a, deliveries_b);
+    // An event one instance accepted is shown and replayed through the other.
+    let items: Vec<Value> = serde_json::from_str(&a.cli(&["inbox", "list", "--json"]).1).unwrap();
+    let first = items.iter().find(|i| i["delivery_id"] == "same-0").unwrap();
+    let id = first["id"].to_string();
+    let (code, shown, err) = b.cli(&["inbox", "show", &id, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["deliveries"][0]["status"], "delivered", "{shown}");
+    let (code, _, err) = b.cli(&["inbox", "replay", &id]);
+    assert_eq!(code, 0, "{err}");
+    wait_for(Duration::from_secs(30), "the replay delivered", || {
+        (sends(&telegram) == 26).then_some(())
+    })
+    .await;
+    let (code, out, err) = a.cli(&[
+        "inbox",
+        "purge",
+        "--state",
+        "delivered",
+        "--older-than",
+        "0s",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"removed\""), "{out}");
+    // Purged, the keys still hold: a redelivery to either is a duplicate.
+    assert_eq!(event(&b, 7, "d-7").await.1["status"], "duplicate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_check_tells_a_bad_password_and_a_missing_database() {
+    let c = cluster();
+    let wrong = c
+        .url("postgres")
+        .replace(herald_test_support::postgres::PASSWORD, "not-it");
+    let missing = c.url("no_such_database");
+    for (url, expected) in [(wrong, "password"), (missing, "create it")] {
+        let home = tempfile::tempdir().unwrap();
+        let config = format!(
+            "store:\n  url: {url}\n{}",
+            config_with_routes("        r: {prompt: x}\n")
+        );
+        std::fs::write(home.path().join("config.yaml"), config).unwrap();
+        let (code, out, _) = run_cli(home.path(), &["config", "check"]);
+        assert_eq!(code, 1, "{out}");
+        let finding = out
+            .lines()
+            .find(|l| l.contains("store.url"))
+            .unwrap_or_default();
+        assert!(finding.contains(expected), "{out}");
+        assert!(
+            !out.contains("not-it"),
+            "the password is never shown: {out}"
+        );
+    }
+}
+
+/// What a sender saw of its events.
+#[derive(Default)]
+struct Sent {
+    /// Delivery ids answered 202.
+    accepted: Vec<String>,
+    /// Delivery ids answered duplicate (the other instance had it).
+    duplicate: Vec<String>,
+}
+
+/// Sends events to whichever instance `bases[side]` is now, until `stop`: its own
+/// ids, and every fifth one an id the other sender sends to the other instance too.
+async fn sender(
+    side: usize,
+    bases: std::sync::Arc<std::sync::Mutex<[String; 2]>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Sent {
+    let client = http_client(Duration::from_secs(5));
+    let mut sent = Sent::default();
+    let mut n = 0usize;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        n += 1;
+        let id = if n.is_multiple_of(5) {
+            format!("both-{n}")
+        } else {
+            format!("s{side}-{n}")
+        };
+        let base = bases.lock().unwrap()[side].clone();
+        let body = format!("{{\"n\": {n}}}");
+        let answer = client
+            .post(format!("{base}/webhooks/r"))
+            .header("x-github-event", "push")
+            .header("x-github-delivery", &id)
+            .header(
+                "x-hub-signature-256",
+                herald_webhook::verify::sign::github(SECRET, body.as_bytes()),
+            )
+            .body(body)
+            .send()
+            .await;
+        match answer {
+            Ok(r) if r.status() == StatusCode::ACCEPTED => sent.accepted.push(id),
+            Ok(r) if r.status() == StatusCode::OK => sent.duplicate.push(id),
+            Ok(r) => panic!("unexpected answer {} for {id}", r.status()),
+            // The instance was killed mid-request: the outcome is unknown; its id is
+            // neither counted as accepted nor sent again.
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    sent
+}
+
+/// One entry of the drained inbox, with how many times its delivery is on record and
+/// whether an attempt of it was cut off by a kill.
+struct Drained {
+    delivery_id: String,
+    state: String,
+    delivered_records: usize,
+    cut_off: bool,
+}
+
+fn drained(h: &Herald) -> Vec<Drained> {
+    let items: Vec<Value> =
+        serde_json::from_str(&h.cli(&["inbox", "list", "--json", "--limit", "100000"]).1).unwrap();
+    let (_, deliveries, _) = h.cli(&["deliveries", "list", "--json", "--limit", "100000"]);
+    let deliveries: Vec<Value> = serde_json::from_str(&deliveries).unwrap();
+    let mut records: HashMap<String, usize> = HashMap::new();
+    for d in deliveries.iter().filter(|d| d["status"] == "delivered") {
+        *records
+            .entry(d["delivery_id"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    // Attempts a kill cut off, as the store keeps them (what `inbox show` lists).
+    let cut_off: std::collections::HashSet<String> = cluster()
+        .psql(
+            "chaos",
+            "SELECT DISTINCT inbox_id FROM inbox_attempts WHERE outcome = 'interrupted'",
+        )
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    items
+        .iter()
+        .map(|i| {
+            let delivery_id = i["delivery_id"].as_str().unwrap().to_owned();
+            Drained {
+                delivered_records: records.get(&delivery_id).copied().unwrap_or(0),
+                state: i["state"].as_str().unwrap().to_owned(),
+                cut_off: cut_off.contains(&i["id"].to_string()),
+                delivery_id,
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_either_instance_under_load_loses_and_doubles_nothing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let url = database("chaos");
+    let (provider, telegram) = (provider(), Fake::start(telegram_ok()));
+    let mut instances = [
+        Some(instance(&provider, &telegram, &url, 3)),
+        Some(instance(&provider, &telegram, &url, 3)),
+    ];
+    let bases = Arc::new(Mutex::new(
+        instances
+            .each_ref()
+            .map(|h| h.as_ref().unwrap().base.clone()),
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let senders: Vec<_> = (0..2)
+        .map(|side| tokio::spawn(sender(side, bases.clone(), stop.clone())))
+        .collect();
+    // Kills at pseudo-random points: a, b, a, b, each restarted on its home after a
+    // moment; the last one stays down a lease long, so its leases are taken over.
+    let mut seed = 0x2545_f491_u32;
+    let kills = 4;
+    for k in 0..kills {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        tokio::time::sleep(Duration::from_millis(400 + u64::from(seed % 800))).await;
+        let side = k % 2;
+        let home = instances[side].take().unwrap().into_home();
+        let down = if k + 1 == kills { 4_000 } else { 300 };
+        tokio::time::sleep(Duration::from_millis(down)).await;
+        let h = tokio::task::block_in_place(|| restart(home, &telegram));
+        bases.lock().unwrap()[side] = h.base.clone();
+        instances[side] = Some(h);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut accepted = Vec::new();
+    let mut duplicates = 0;
+    for s in senders {
+        let sent = s.await.unwrap();
+        accepted.extend(sent.accepted);
+        duplicates += sent.duplicate.len();
+    }
+    let a = instances[0].as_ref().unwrap();
+    let drain_started = std::time::Instant::now();
+    wait_for(Duration::from_secs(120), "the inbox drained", || {
+        let c = counts(a);
+        let total: u64 = c
+            .as_object()
+            .unwrap()
+            .values()
+            .filter_map(Value::as_u64)
+            .sum();
+        (c["delivered"].as_u64() == Some(total)).then_some(())
+    })
+    .await;
+    eprintln!("chaos: drained in {:?}", drain_started.elapsed());
+    let entries = drained(a);
+    let by_id: HashMap<&str, &Drained> = entries
+        .iter()
+        .map(|e| (e.delivery_id.as_str(), e))
+        .collect();
+    assert_eq!(
+        by_id.len(),
+        entries.len(),
+        "a delivery id is in the inbox twice"
+    );
+    for id in &accepted {
+        let e = by_id
+            .get(id.as_str())
+            .unwrap_or_else(|| panic!("accepted {id} is not in the inbox"));
+        assert_eq!(e.state, "delivered", "{id}");
+    }
+    let mut twice = 0;
+    for e in &entries {
+        assert!(
+            e.delivered_records >= 1,
+            "{} has no delivery on record",
+            e.delivery_id
+        );
+        if e.delivered_records > 1 {
+            assert!(
+                e.cut_off,
+                "{} was delivered {} times but never cut off",
+                e.delivery_id, e.delivered_records
+            );
+            twice += 1;
+        }
+    }
+    let cut_off = entries.iter().filter(|e| e.cut_off).count();
+    let both = accepted.iter().filter(|id| id.starts_with("both-")).count();
+    eprintln!(
+        "chaos: {} accepted, {duplicates} duplicates, {kills} kills, {} in the inbox, {cut_off} cut off by a kill, {twice} delivered twice, {} sends to the chat, {both} ids sent to both accepted once",
+        accepted.len(),
+        entries.len(),
+        sends(&telegram)
+    );
+    assert!(accepted.len() > 100, "too little load: {}", accepted.len());
+    assert!(duplicates > 0, "no id was sent to both instances");
+}
