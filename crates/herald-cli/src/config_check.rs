@@ -53,7 +53,7 @@ fn store_finding(config: &Config) -> anyhow::Result<Option<String>> {
     let herald_config::StoreBackend::Postgres(pg) = &config.store.backend else {
         return Ok(None);
     };
-    let checked = crate::inbox_store::runtime()?.block_on(herald_scale::check(pg));
+    let checked = crate::stores::runtime()?.block_on(herald_scale::check(pg));
     Ok(checked.err().map(|e| format!("store.url: {e}")))
 }
 

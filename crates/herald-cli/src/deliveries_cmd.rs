@@ -1,6 +1,6 @@
 //! `herald deliveries list`: every direct delivery with its outcome.
 
-use crate::inbox_store::{self, Access};
+use crate::stores::{self, Access};
 use clap::Subcommand;
 use herald_config::Home;
 use herald_store::DeliveryQuery;
@@ -38,8 +38,8 @@ pub fn run(home: &Home, command: DeliveriesCommand) -> anyhow::Result<ExitCode> 
         limit: Some(limit),
         ..DeliveryQuery::default()
     };
-    let items = match inbox_store::open(home, Access::Read)? {
-        Some(store) => inbox_store::runtime()?.block_on(store.deliveries(query))?,
+    let items = match stores::open(home, Access::Read)? {
+        Some(store) => stores::runtime()?.block_on(store.deliveries(query))?,
         None => Vec::new(),
     };
     if json {

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use herald_config::default_config::write_default_config;
-use herald_config::{Config, ConnectionSettings, Home, load_dotenv, process_env};
+use herald_config::{Config, ConnectionSettings, Home, StoreSettings, load_dotenv, process_env};
 use herald_deliver::{TargetSet, TargetSettings};
 use herald_gateway::{Gateway, ProfileTemplates, RunTemplate, Workers, router};
 use herald_http::{ConnectionLimits, bind, serve};
@@ -61,9 +61,13 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let client = LlmClient::new();
-    // One writer for the home's state.db, shared by every host of this process.
-    let sessions = SessionStore::open(&home.state_db_file())
-        .with_context(|| format!("cannot open {}", home.state_db_file().display()))?;
+    // One session store for the home, shared by every host of this process.
+    let sessions = runtime.block_on(crate::stores::open_sessions(
+        &config.store,
+        home,
+        home,
+        None,
+    ))?;
     let template = if config.webhook.enabled {
         match webhook_host(home, &config, &client, sessions.clone()) {
             Ok(built) => Some(built),
@@ -127,20 +131,25 @@ fn run_template(config: &Config, host: Arc<Host>) -> RunTemplate {
 /// Run templates for `/p/<profile>/` events: the profile's own `config.yaml`, model,
 /// skills, SOUL.md and Python plugins (reloaded on SIGHUP) under
 /// `<home>/profiles/<name>/`.
-fn profile_templates(home: Home, client: LlmClient) -> ProfileTemplates {
+fn profile_templates(home: Home, client: LlmClient, store: StoreSettings) -> ProfileTemplates {
     Box::new(move |name: String| {
         let home = home.clone();
         let client = client.clone();
+        let store = store.clone();
         Box::pin(async move {
             let profile_home = Home::new(home.profiles_dir().join(&name));
-            let built = Config::load(&profile_home, &process_env)
-                .map_err(|e| format!("profile configuration error: {e}"))
-                .and_then(|config| {
-                    let store = SessionStore::open(&profile_home.state_db_file())
-                        .map_err(|e| format!("profile store: {e}"))?;
-                    webhook_host(&profile_home, &config, &client, store)
-                        .map_err(|e| format!("profile model: {e}"))
-                });
+            let config = Config::load(&profile_home, &process_env)
+                .map_err(|e| format!("profile configuration error: {e}"));
+            let store = match &config {
+                Ok(_) => crate::stores::open_sessions(&store, &profile_home, &home, Some(&name))
+                    .await
+                    .map_err(|e| format!("profile store: {e}")),
+                Err(e) => Err(e.clone()),
+            };
+            let built = config.and_then(|config| {
+                webhook_host(&profile_home, &config, &client, store?)
+                    .map_err(|e| format!("profile model: {e}"))
+            });
             let built = built
                 .map_err(|e| tracing::warn!(profile = name, "{e}"))
                 .ok()?;
@@ -198,6 +207,7 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
                 Some(profile_templates(
                     config.home.clone(),
                     fronts.client.clone(),
+                    config.store.clone(),
                 )),
                 &config.webhook.workers,
                 config.store.lease,
@@ -274,7 +284,7 @@ struct WebhookFront {
 
 /// Opens the inbox and binds the webhook listener (`None` after saying why not).
 async fn prepare_webhook(config: &Config) -> anyhow::Result<Option<WebhookFront>> {
-    let store = crate::inbox_store::open_for_gateway(config).await?;
+    let store = crate::stores::open_for_gateway(config).await?;
     let targets = TargetSet::build(&TargetSettings {
         platforms: &config.platforms,
         env: &process_env,

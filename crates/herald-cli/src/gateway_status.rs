@@ -2,7 +2,7 @@
 //! how many inbox entries are in each state. A running gateway keeps
 //! `<home>/gateway.json` (its pid and listen addresses) for as long as it serves.
 
-use crate::inbox_store::{self, Access};
+use crate::stores::{self, Access};
 use anyhow::Context;
 use herald_config::Home;
 use serde::{Deserialize, Serialize};
@@ -116,11 +116,11 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 fn print_inbox_counts(home: &Home) -> anyhow::Result<()> {
-    let Some(store) = inbox_store::open(home, Access::Read)? else {
+    let Some(store) = stores::open(home, Access::Read)? else {
         outln!("Inbox: empty (no store yet)");
         return Ok(());
     };
-    let counts = inbox_store::runtime()?.block_on(store.counts())?;
+    let counts = stores::runtime()?.block_on(store.counts())?;
     if counts.is_empty() {
         outln!("Inbox: empty");
         return Ok(());

@@ -1,7 +1,7 @@
 //! `herald inbox list|show|replay|purge`: what is in the durable inbox, what happened
 //! to each event, and putting finished entries back or away.
 
-use crate::inbox_store::{self, Access};
+use crate::stores::{self, Access};
 use clap::Subcommand;
 use herald_config::Home;
 use herald_store::{DeliveryQuery, InboxItem, InboxQuery, ReplayOutcome};
@@ -97,7 +97,7 @@ fn parse_since(text: &str) -> Result<i64, String> {
 }
 
 pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
-    let rt = inbox_store::runtime()?;
+    let rt = stores::runtime()?;
     match command {
         InboxCommand::List {
             state,
@@ -112,7 +112,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 since_ms: since,
                 limit: Some(limit),
             };
-            let items = match inbox_store::open(home, Access::Read)? {
+            let items = match stores::open(home, Access::Read)? {
                 Some(store) => rt.block_on(store.list(query))?,
                 None => Vec::new(),
             };
@@ -126,7 +126,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Show { id, json } => {
-            let store = inbox_store::open(home, Access::Read)?;
+            let store = stores::open(home, Access::Read)?;
             let found = match &store {
                 Some(store) => rt.block_on(store.get(id))?,
                 None => None,
@@ -159,7 +159,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Replay { id, json } => {
-            let outcome = match inbox_store::open(home, Access::Write)? {
+            let outcome = match stores::open(home, Access::Write)? {
                 Some(store) => rt.block_on(store.replay(id))?,
                 None => ReplayOutcome::NotFound,
             };
@@ -196,7 +196,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
             let before = herald_store::now_ms() - older_than;
-            let removed = match inbox_store::open(home, Access::Write)? {
+            let removed = match stores::open(home, Access::Write)? {
                 Some(store) => rt.block_on(store.purge(state.clone(), before))?,
                 None => 0,
             };

@@ -12,12 +12,12 @@ mod gateway_cmd;
 mod gateway_status;
 mod hermes_import;
 mod inbox_cmd;
-mod inbox_store;
 mod logging;
 mod mcp_cmd;
 mod plugins_cmd;
 mod rpc_cmd;
 mod setup_cmd;
+mod stores;
 mod webhook_cmd;
 mod webhook_test;
 

@@ -1,7 +1,7 @@
 //! The request `herald webhook test` sends, and what it says about the answer: why an
 //! `ignored` answer was ignored, and why a 502 failed (from herald's delivery record).
 
-use crate::inbox_store::{self, Access};
+use crate::stores::{self, Access};
 use herald_config::{Home, Route};
 use herald_store::DeliveryQuery;
 use herald_webhook::verify::sign;
@@ -98,14 +98,14 @@ fn why_ignored(route: &Route, answer: &Value) -> String {
 
 /// The error herald recorded for this request's delivery.
 fn delivery_error(home: &Home, route: &str, delivery_id: &str) -> Option<String> {
-    let store = inbox_store::open(home, Access::Read).ok()??;
+    let store = stores::open(home, Access::Read).ok()??;
     let query = DeliveryQuery {
         route: Some(route.to_owned()),
         delivery_id: Some(delivery_id.to_owned()),
         limit: Some(1),
         ..DeliveryQuery::default()
     };
-    let found = inbox_store::runtime()
+    let found = stores::runtime()
         .ok()?
         .block_on(store.deliveries(query))
         .ok()?;

@@ -45,6 +45,18 @@ impl Target {
         Ok(Target { config, tls, shown })
     }
 
+    /// The same database with `schema` first on the search path (a profile's
+    /// sessions); `schema` is a plain identifier.
+    pub(crate) fn in_schema(&self, schema: &str) -> Target {
+        let mut config = self.config.clone();
+        config.options(format!("-c synchronous_commit=on -c search_path={schema}"));
+        Target {
+            config,
+            tls: self.tls.clone(),
+            shown: format!("{} (schema {schema})", self.shown),
+        }
+    }
+
     /// One connection outside the pool, its driver running on a task of its own.
     pub(crate) async fn connect_one(&self) -> Result<tokio_postgres::Client, ScaleError> {
         let (client, conn) = self

@@ -18,8 +18,11 @@ mod inbox;
 mod listen;
 mod migrate;
 mod rows;
+mod session_schema;
+mod sessions;
 
 pub use inbox::PgInbox;
+pub use sessions::{INSTANCE_LOST, PgSessions};
 
 use herald_config::PostgresSettings;
 use herald_store::StoreError;
@@ -104,10 +107,53 @@ pub async fn open_inbox(
 ) -> Result<PgInbox, ScaleError> {
     let target = connect::Target::of(settings)?;
     let mut client = target.connect_one().await?;
-    migrate::migrate(&mut client).await?;
+    migrate::migrate(&mut client, &migrate::INBOX).await?;
     drop(client);
     let pool = target.pool(settings.pool_size)?;
     Ok(PgInbox::start(pool, target, instance.to_owned()))
+}
+
+/// The schema a profile's sessions live in: `public` for the default profile, else
+/// `herald_profile_<name>` (profile names are lowercase letters, digits, `_` and `-`).
+pub fn schema_of(profile: Option<&str>) -> Result<String, ScaleError> {
+    let Some(name) = profile.filter(|p| *p != "default") else {
+        return Ok("public".to_owned());
+    };
+    let plain = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !plain {
+        return Err(ScaleError::Config(format!(
+            "`{name}` is not a profile name"
+        )));
+    }
+    Ok(format!("herald_profile_{}", name.replace('-', "_")))
+}
+
+/// Connects, migrates (under the advisory lock) and starts the session store of
+/// `profile` (`None`: the default one) for `instance`. Save its runs as
+/// [`PgSessions::owner`].
+pub async fn open_sessions(
+    settings: &PostgresSettings,
+    profile: Option<&str>,
+    instance: &str,
+) -> Result<PgSessions, ScaleError> {
+    let schema = schema_of(profile)?;
+    let base = connect::Target::of(settings)?;
+    let client = base.connect_one().await?;
+    client
+        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        .await
+        .map_err(|e| ScaleError::Database(connect_reason(&e)))?;
+    drop(client);
+    let target = base.in_schema(&schema);
+    let mut client = target.connect_one().await?;
+    migrate::migrate(&mut client, &session_schema::SESSIONS).await?;
+    drop(client);
+    let pool = target.pool(settings.pool_size)?;
+    Ok(PgSessions::start(pool, target.shown.clone(), instance))
 }
 
 /// Connects once and reports whether the store is usable: how `herald config check`

@@ -77,14 +77,27 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_delivery_id ON deliveries (delivery_id);",
 ];
 
-/// Brings the database to this build's schema.
-pub(crate) async fn migrate(client: &mut Client) -> Result<(), ScaleError> {
+/// One numbered list of migrations and the table that records how far it went.
+pub(crate) struct Migrations {
+    pub list: &'static [&'static str],
+    /// The version table, in the schema the connection's `search_path` names.
+    pub table: &'static str,
+}
+
+/// The inbox's tables.
+pub(crate) const INBOX: Migrations = Migrations {
+    list: MIGRATIONS,
+    table: "herald_schema",
+};
+
+/// Brings the database (the connection's schema) to this build's `m`.
+pub(crate) async fn migrate(client: &mut Client, m: &Migrations) -> Result<(), ScaleError> {
     let db = |e: tokio_postgres::Error| ScaleError::Database(crate::connect_reason(&e));
     client
         .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
         .await
         .map_err(db)?;
-    let outcome = apply(client).await;
+    let outcome = apply(client, m).await;
     // The lock also ends with the connection; unlocking here lets the next instance
     // go on at once.
     let unlocked = client
@@ -95,41 +108,42 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(), ScaleError> {
     Ok(())
 }
 
-async fn apply(client: &mut Client) -> Result<(), ScaleError> {
+async fn apply(client: &mut Client, m: &Migrations) -> Result<(), ScaleError> {
     let db = |e: tokio_postgres::Error| ScaleError::Database(crate::connect_reason(&e));
+    let table = m.table;
     client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS herald_schema (
+        .batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {table} (
                 version INTEGER PRIMARY KEY,
                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )",
-        )
+            )"
+        ))
         .await
         .map_err(db)?;
     let row = client
         .query_one(
-            "SELECT COALESCE(MAX(version), 0)::BIGINT FROM herald_schema",
+            &format!("SELECT COALESCE(MAX(version), 0)::BIGINT FROM {table}"),
             &[],
         )
         .await
         .map_err(db)?;
     let found: i64 = row.try_get(0).map_err(db)?;
-    let supported = MIGRATIONS.len() as i64;
+    let supported = m.list.len() as i64;
     if found > supported {
         return Err(ScaleError::TooNew { found, supported });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+    for (i, sql) in m.list.iter().enumerate().skip(found.max(0) as usize) {
         let version = (i + 1) as i32;
         let tx = client.transaction().await.map_err(db)?;
         tx.batch_execute(sql).await.map_err(db)?;
         tx.execute(
-            "INSERT INTO herald_schema (version) VALUES ($1)",
+            &format!("INSERT INTO {table} (version) VALUES ($1)"),
             &[&version],
         )
         .await
         .map_err(db)?;
         tx.commit().await.map_err(db)?;
-        tracing::info!(version, "store schema migrated");
+        tracing::info!(version, table, "store schema migrated");
     }
     Ok(())
 }

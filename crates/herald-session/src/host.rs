@@ -17,8 +17,8 @@ use herald_agent::{
 use herald_llm::flow::Flow;
 use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::{ChatMessage, UserInput};
+use herald_store::SessionStore;
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
-use herald_store::{SessionReader, SessionStore};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
@@ -413,8 +413,6 @@ pub struct Host {
     /// Every run started, for stopping them all when the front door exits.
     live: crate::stopping::LiveRuns,
     models: crate::model_options::ModelOptions,
-    /// One read connection for the host's lookups, opened on first use.
-    reader: Arc<Mutex<Option<SessionReader>>>,
     /// The subagents running now, and whether new ones may start.
     pub(crate) delegations: crate::delegation::Delegations,
 }
@@ -460,7 +458,6 @@ impl Host {
             runs: RunRegistry::new(max_runs),
             live: crate::stopping::LiveRuns::default(),
             models: crate::model_options::ModelOptions::default(),
-            reader: Arc::new(Mutex::new(None)),
             delegations: crate::delegation::Delegations::default(),
         })
     }
@@ -490,29 +487,6 @@ impl Host {
             .await?)
     }
 
-    /// Runs `f` on the host's read connection (opened once, not per lookup), on the
-    /// blocking pool: SQLite reads never hold an async worker.
-    async fn read<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&SessionReader) -> Result<T, herald_store::StoreError> + Send + 'static,
-    ) -> Result<T, SessionError> {
-        let (reader, store) = (self.reader.clone(), self.store.clone());
-        let gone = || SessionError::Store(herald_store::StoreError::WriterGone);
-        let read = move || {
-            let mut reader = reader.lock().map_err(|_| gone())?;
-            if reader.is_none() {
-                *reader = Some(store.reader()?);
-            }
-            match reader.as_ref() {
-                Some(r) => Ok(f(r)?),
-                None => Err(gone()),
-            }
-        };
-        tokio::task::spawn_blocking(read)
-            .await
-            .map_err(|_| gone())?
-    }
-
     /// Keeps a response of the Responses API, forgetting the least recently used
     /// beyond `keep`.
     pub async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), SessionError> {
@@ -521,8 +495,7 @@ impl Host {
 
     /// A stored response (marked used).
     pub async fn response(&self, id: &str) -> Result<Option<StoredResponse>, SessionError> {
-        let wanted = id.to_owned();
-        let found = self.read(move |r| r.response(&wanted)).await?;
+        let found = self.store.response(id.to_owned()).await?;
         if found.is_some() {
             self.store.touch_response(id.to_owned()).await?;
         }
@@ -539,21 +512,20 @@ impl Host {
         &self,
         conversation: &str,
     ) -> Result<Option<String>, SessionError> {
-        let conversation = conversation.to_owned();
-        self.read(move |r| r.latest_response_of(&conversation))
-            .await
+        Ok(self
+            .store
+            .latest_response_of(conversation.to_owned())
+            .await?)
     }
 
     /// Whether a session with this id is stored.
     pub async fn has_session(&self, id: &str) -> Result<bool, SessionError> {
-        let id = id.to_owned();
-        self.read(move |r| Ok(r.session(&id)?.is_some())).await
+        Ok(self.store.session(id.to_owned()).await?.is_some())
     }
 
     /// The most recent session of a source.
     pub async fn latest_session(&self, source: &str) -> Result<Option<String>, SessionError> {
-        let source = source.to_owned();
-        self.read(move |r| r.latest(&source)).await
+        Ok(self.store.latest(source.to_owned()).await?)
     }
 
     /// Where a session opened with `opts` works: its folder, else `terminal.cwd`,
@@ -746,10 +718,8 @@ impl Host {
         id: &str,
         opts: SessionOptions,
     ) -> Result<Session, SessionError> {
-        let wanted = id.to_owned();
-        let (row, rows) = self
-            .read(move |r| Ok((r.session(&wanted)?, r.history(&wanted)?)))
-            .await?;
+        let row = self.store.session(id.to_owned()).await?;
+        let rows = self.store.history(id.to_owned()).await?;
         let Some(row) = row else {
             return Err(SessionError::NotFound(id.to_owned()));
         };
@@ -914,15 +884,14 @@ impl Host {
         if let Some(cell) = self.runs.get(run_id) {
             return Ok(Some(cell.status.borrow().clone()));
         }
-        let run_id = run_id.to_owned();
-        let row = self.read(move |r| r.run(&run_id)).await?;
+        let row = self.store.run(run_id.to_owned()).await?;
         Ok(row.map(RunStatus::from_row))
     }
 
     /// `session`'s history as stored now, with row ids.
     async fn history_of(&self, session: &Session) -> Result<Vec<Saved>, SessionError> {
-        let id = session.id().to_owned();
-        Ok(saved_history(self.read(move |r| r.history(&id)).await?))
+        let rows = self.store.history(session.id().to_owned()).await?;
+        Ok(saved_history(rows))
     }
 
     /// How many runs are live.

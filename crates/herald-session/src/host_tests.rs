@@ -126,9 +126,8 @@ async fn two_runs_on_two_sessions_at_once_keep_apart_and_are_tagged() {
         let stored = f
             .host
             .store()
-            .reader()
-            .unwrap()
-            .history(session.id())
+            .history(session.id().to_owned())
+            .await
             .unwrap();
         assert_eq!(
             stored.iter().map(|r| Some(r.id)).collect::<Vec<_>>(),
@@ -536,9 +535,8 @@ async fn the_runtimes_plugins_run_and_memory_and_disk_keep_what_they_made() {
     let memory: Vec<Option<String>> = s.history().into_iter().map(|h| h.message.content).collect();
     let disk: Vec<Option<String>> = host
         .store()
-        .reader()
-        .unwrap()
-        .history(s.id())
+        .history(s.id().to_owned())
+        .await
         .unwrap()
         .into_iter()
         .map(|r| r.content)
@@ -859,7 +857,7 @@ async fn a_session_a_crash_left_mid_tool_goes_on_with_a_stub_sent_and_nothing_st
     );
     assert_eq!(sent[3]["tool_call_id"], "cut");
     assert_eq!(sent[3]["content"], herald_agent::history_repair::UNANSWERED);
-    let stored = f.host.store().reader().unwrap().history(s.id()).unwrap();
+    let stored = f.host.store().history(s.id().to_owned()).await.unwrap();
     assert!(
         stored.iter().all(|m| m.role != "tool"),
         "the stub is never stored: {stored:?}"

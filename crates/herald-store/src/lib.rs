@@ -32,7 +32,7 @@ pub use backend::InboxBackend;
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem, StoredPayload};
 pub use queue::{ClaimRequest, ReplayOutcome, Stage};
-pub use sessions::{SessionReader, SessionStore};
+pub use sessions::{SessionBackend, SessionStore, SqliteSessions};
 pub use sqlite_inbox::SqliteInbox;
 pub use writer::{DEDUP_WINDOW_MS, Durability, MAX_BATCH};
 
@@ -134,6 +134,51 @@ fn open_connection(path: &Path, flags: OpenFlags) -> Result<Connection, StoreErr
     })?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     Ok(conn)
+}
+
+/// A database's read-only connection, opened on first use and kept; reads run on the
+/// blocking pool, never on an async worker. A failed read drops the connection for
+/// the next one.
+#[derive(Clone)]
+pub(crate) struct ReadConn {
+    path: PathBuf,
+    conn: Arc<std::sync::Mutex<Option<Connection>>>,
+}
+
+impl ReadConn {
+    pub(crate) fn new(path: &Path, conn: Option<Connection>) -> ReadConn {
+        ReadConn {
+            path: path.to_path_buf(),
+            conn: Arc::new(std::sync::Mutex::new(conn)),
+        }
+    }
+
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let this = self.clone();
+        let read = move || {
+            let mut conn = this.conn.lock().map_err(|_| StoreError::WriterGone)?;
+            if conn.is_none() {
+                *conn = Some(open_connection(
+                    &this.path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY,
+                )?);
+            }
+            let outcome = match conn.as_ref() {
+                Some(c) => f(c).map_err(StoreError::from),
+                None => Err(StoreError::WriterGone),
+            };
+            if outcome.is_err() {
+                *conn = None;
+            }
+            outcome
+        };
+        tokio::task::spawn_blocking(read)
+            .await
+            .map_err(|_| StoreError::WriterGone)?
+    }
 }
 
 /// Opens a database file for its one writer: created owner-only, WAL, migrated by

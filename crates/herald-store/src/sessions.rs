@@ -7,11 +7,11 @@
 use crate::writer::Durability;
 
 mod admin;
-use crate::{
-    StoreError, open_connection, open_for_writing, start_writer, write_detached, write_on,
-};
-pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+mod backend;
+use crate::{StoreError, open_for_writing, start_writer, write_detached, write_on};
+pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused, preview_of};
+pub use backend::SessionBackend;
+use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
@@ -248,106 +248,52 @@ fn insert_session(conn: &Connection, s: &NewSession, or_ignore: bool) -> rusqlit
     Ok(())
 }
 
-/// The writing side of `state.db`; cheap to clone. Writes are committed in the WAL
-/// (they survive a crash of herald) before a caller hears back.
+/// The session store every caller holds, whichever backend keeps it; cheap to
+/// clone. Runs it saves are owned by its instance ([`crate::instance`]).
 #[derive(Clone)]
 pub struct SessionStore {
-    tx: mpsc::Sender<crate::writer::Command>,
-    path: PathBuf,
-    /// The instance id written as the owner of each run saved ([`crate::instance`]).
+    backend: Arc<dyn SessionBackend>,
+    /// The instance id written as the owner of each run saved.
     owner: Arc<str>,
 }
 
 impl SessionStore {
     /// Opens (creating if needed) `state.db`, migrates it and starts its writer.
     pub fn open(path: &Path) -> Result<SessionStore, StoreError> {
-        let mut conn = open_for_writing(path)?;
-        crate::schema::apply(&mut conn, MIGRATIONS)?;
-        let tx = start_writer(path, conn, None)?;
-        Ok(SessionStore {
-            tx,
-            path: path.to_path_buf(),
-            owner: Arc::from(crate::instance::current()),
-        })
+        Ok(SessionStore::on(Arc::new(SqliteSessions::open(path)?)))
     }
 
-    /// This store, saving runs as owned by `owner` instead of this process: how a test
-    /// stands for a process that is gone (an owner that names no live process).
+    /// The store kept by `backend`, owning runs as this process.
+    pub fn on(backend: Arc<dyn SessionBackend>) -> SessionStore {
+        SessionStore {
+            backend,
+            owner: Arc::from(crate::instance::current()),
+        }
+    }
+
+    /// This store, saving runs as owned by `owner` instead of this process: how a
+    /// test stands for a process that is gone, and how an instance of a shared store
+    /// names itself.
     pub fn owned_by(mut self, owner: &str) -> SessionStore {
         self.owner = Arc::from(owner);
         self
     }
 
-    async fn write<T: Send + 'static>(
+    /// Sets a session's title (trimmed; unique among sessions).
+    pub async fn set_title(
         &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        write_on(&self.tx, Durability::Process, f).await
-    }
-
-    /// Creates a session with its (byte-stable) system prompt.
-    pub async fn create_session(&self, session: NewSession) -> Result<(), StoreError> {
-        self.write(move |c| insert_session(c, &session, false))
-            .await
-    }
-
-    /// Creates a session unless one with its id exists, without waiting: it is
-    /// committed before the writes queued after it (a failure is logged).
-    pub fn ensure_session(&self, session: NewSession) -> Result<(), StoreError> {
-        write_detached(&self.tx, Durability::Process, move |c| {
-            insert_session(c, &session, true)
-        })
-    }
-
-    /// Appends one message and updates the counters; returns its row id.
-    pub async fn append(&self, session_id: String, m: NewMessage) -> Result<i64, StoreError> {
-        self.write(move |c| insert_message(c, &session_id, &m))
-            .await
-    }
-
-    /// Appends one message without waiting for its row id (nobody asks for it); it is
-    /// committed in order with the writes around it.
-    pub fn append_detached(&self, session_id: String, m: NewMessage) -> Result<(), StoreError> {
-        write_detached(&self.tx, Durability::Process, move |c| {
-            insert_message(c, &session_id, &m).map(|_| ())
-        })
-    }
-
-    /// A finished unattended run (e.g. a webhook event): its session is created unless
-    /// it exists, then its messages are appended; returns their row ids.
-    pub async fn record_run(&self, run: RunRecord) -> Result<Vec<i64>, StoreError> {
-        self.write(move |c| {
-            insert_session(c, &run.session, true)?;
-            run.messages
-                .iter()
-                .map(|m| insert_message(c, &run.session.id, m))
-                .collect()
-        })
-        .await
-    }
-
-    /// Rewinds before a user turn: soft-deletes that turn and everything after it
-    /// (surviving rows keep their ids) and returns the surviving user row ids. The
-    /// checks and the write are one transaction; a refusal writes nothing.
-    pub async fn rewind(
-        &self,
-        session_id: String,
-        target: RewindTarget,
-    ) -> Result<Result<Vec<i64>, RewindRefused>, StoreError> {
-        self.write(move |c| rewind_in(c, &session_id, target)).await
-    }
-
-    /// Branches a session: a new session pointing back at its parent, with a copy of
-    /// the parent's live rows (full rows: tool calls, reasoning). Returns the new
-    /// session's title, or `None` when the parent does not exist.
-    pub async fn branch(
-        &self,
-        parent: String,
-        new_id: String,
-        name: Option<String>,
-    ) -> Result<Option<String>, StoreError> {
-        self.write(move |c| branch_in(c, &parent, &new_id, name.as_deref()))
-            .await
+        id: String,
+        title: String,
+    ) -> Result<Result<String, TitleRefused>, StoreError> {
+        let title = match admin::checked_title(&title) {
+            Ok(t) => t,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        Ok(self
+            .backend
+            .set_title(id, title.clone())
+            .await?
+            .map(|()| title))
     }
 
     /// Ends a turn in one write: its API calls and tokens added to its session's
@@ -358,7 +304,126 @@ impl SessionStore {
         usage: (i64, i64, i64),
         run: Option<RunRow>,
     ) -> Result<(), StoreError> {
-        let owner = self.owner.clone();
+        let owner = self.owner.to_string();
+        self.backend
+            .finish_turn(session_id, usage, run, owner)
+            .await
+    }
+
+    /// Keeps a run's state (inserted or replaced).
+    pub async fn save_run(&self, run: RunRow) -> Result<(), StoreError> {
+        self.backend.save_run(run, self.owner.to_string()).await
+    }
+
+    /// Creates a session unless one with its id exists, without waiting: it is
+    /// committed before the writes queued after it (a failure is logged).
+    pub fn ensure_session(&self, session: NewSession) -> Result<(), StoreError> {
+        self.backend.ensure_session_detached(session)
+    }
+}
+
+impl std::ops::Deref for SessionStore {
+    type Target = dyn SessionBackend;
+    fn deref(&self) -> &Self::Target {
+        &*self.backend
+    }
+}
+
+/// `state.db` in SQLite: one writer thread, one read connection.
+pub struct SqliteSessions {
+    tx: mpsc::Sender<crate::writer::Command>,
+    path: PathBuf,
+    reader: crate::ReadConn,
+}
+
+impl SqliteSessions {
+    /// Opens (creating if needed) `state.db`, migrates it and starts its writer.
+    pub fn open(path: &Path) -> Result<SqliteSessions, StoreError> {
+        let mut conn = open_for_writing(path)?;
+        crate::schema::apply(&mut conn, MIGRATIONS)?;
+        let tx = start_writer(path, conn, None)?;
+        Ok(SqliteSessions {
+            tx,
+            path: path.to_path_buf(),
+            reader: crate::ReadConn::new(path, None),
+        })
+    }
+
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        write_on(&self.tx, Durability::Process, f).await
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.reader.run(f).await
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionBackend for SqliteSessions {
+    async fn create_session(&self, session: NewSession) -> Result<(), StoreError> {
+        self.write(move |c| insert_session(c, &session, false))
+            .await
+    }
+
+    fn ensure_session_detached(&self, session: NewSession) -> Result<(), StoreError> {
+        write_detached(&self.tx, Durability::Process, move |c| {
+            insert_session(c, &session, true)
+        })
+    }
+
+    async fn append(&self, session_id: String, m: NewMessage) -> Result<i64, StoreError> {
+        self.write(move |c| insert_message(c, &session_id, &m))
+            .await
+    }
+
+    fn append_detached(&self, session_id: String, m: NewMessage) -> Result<(), StoreError> {
+        write_detached(&self.tx, Durability::Process, move |c| {
+            insert_message(c, &session_id, &m).map(|_| ())
+        })
+    }
+
+    async fn record_run(&self, run: RunRecord) -> Result<Vec<i64>, StoreError> {
+        self.write(move |c| {
+            insert_session(c, &run.session, true)?;
+            run.messages
+                .iter()
+                .map(|m| insert_message(c, &run.session.id, m))
+                .collect()
+        })
+        .await
+    }
+
+    async fn rewind(
+        &self,
+        session_id: String,
+        target: RewindTarget,
+    ) -> Result<Result<Vec<i64>, RewindRefused>, StoreError> {
+        self.write(move |c| rewind_in(c, &session_id, target)).await
+    }
+
+    async fn branch(
+        &self,
+        parent: String,
+        new_id: String,
+        name: Option<String>,
+    ) -> Result<Option<String>, StoreError> {
+        self.write(move |c| branch_in(c, &parent, &new_id, name.as_deref()))
+            .await
+    }
+
+    async fn finish_turn(
+        &self,
+        session_id: String,
+        usage: (i64, i64, i64),
+        run: Option<RunRow>,
+        owner: String,
+    ) -> Result<(), StoreError> {
         self.write(move |c| {
             c.prepare_cached(
                 "UPDATE sessions SET api_call_count = api_call_count + ?2, input_tokens = input_tokens + ?3, output_tokens = output_tokens + ?4 WHERE id = ?1",
@@ -372,9 +437,7 @@ impl SessionStore {
         .await
     }
 
-    /// Keeps a response (replacing one with its id), then forgets the least recently
-    /// used beyond `keep`.
-    pub async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), StoreError> {
+    async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), StoreError> {
         self.write(move |c| {
             let now = now_secs();
             c.prepare_cached(
@@ -391,8 +454,7 @@ impl SessionStore {
         .await
     }
 
-    /// Marks a response used (it moves to the back of the eviction order).
-    pub async fn touch_response(&self, id: String) -> Result<(), StoreError> {
+    async fn touch_response(&self, id: String) -> Result<(), StoreError> {
         self.write(move |c| {
             c.execute(
                 "UPDATE herald_responses SET used_at = ?2 WHERE id = ?1",
@@ -403,8 +465,7 @@ impl SessionStore {
         .await
     }
 
-    /// Forgets a response; whether there was one.
-    pub async fn delete_response(&self, id: String) -> Result<bool, StoreError> {
+    async fn delete_response(&self, id: String) -> Result<bool, StoreError> {
         self.write(move |c| {
             c.execute("DELETE FROM herald_responses WHERE id = ?1", [id])
                 .map(|n| n > 0)
@@ -412,16 +473,13 @@ impl SessionStore {
         .await
     }
 
-    /// Keeps a run's state (inserted or replaced).
-    pub async fn save_run(&self, run: RunRow) -> Result<(), StoreError> {
-        let owner = self.owner.clone();
+    async fn save_run(&self, run: RunRow, owner: String) -> Result<(), StoreError> {
         self.write(move |c| upsert_run(c, &run, &owner)).await
     }
 
-    /// Runs left unfinished by a process that ended (`running`, `waiting_for_approval`
-    /// ...) are marked `failed` with `why`; runs whose owner still runs (another herald
-    /// serving the same home) are left alone. Returns how many were marked.
-    pub async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError> {
+    /// Runs whose owner still runs (another herald serving the same home) are left
+    /// alone.
+    async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError> {
         self.write(move |c| {
             let owners: Vec<Option<String>> = c
                 .prepare(
@@ -446,9 +504,79 @@ impl SessionStore {
         .await
     }
 
-    /// A read connection to the same database.
-    pub fn reader(&self) -> Result<SessionReader, StoreError> {
-        SessionReader::open(&self.path)
+    async fn set_title(
+        &self,
+        id: String,
+        title: String,
+    ) -> Result<Result<(), TitleRefused>, StoreError> {
+        self.write(move |c| admin::set_title_in(c, &id, &title))
+            .await
+    }
+
+    async fn delete_session(&self, id: String) -> Result<bool, StoreError> {
+        self.write(move |c| admin::delete_in(c, &id)).await
+    }
+
+    async fn undo(&self, id: String) -> Result<usize, StoreError> {
+        self.write(move |c| admin::undo_in(c, &id)).await
+    }
+
+    async fn compact(
+        &self,
+        id: String,
+        summary: NewMessage,
+        keep: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        self.write(move |c| admin::compact_in(c, &id, &summary, keep))
+            .await
+    }
+
+    async fn session(&self, id: String) -> Result<Option<SessionRow>, StoreError> {
+        self.read(move |c| session_in(c, &id)).await
+    }
+
+    async fn latest(&self, source: String) -> Result<Option<String>, StoreError> {
+        self.read(move |c| {
+            c.query_row("SELECT id FROM sessions WHERE source = ?1 AND archived = 0 ORDER BY started_at DESC, rowid DESC LIMIT 1", [source], |r| r.get(0))
+                .optional()
+        })
+        .await
+    }
+
+    async fn history(&self, session_id: String) -> Result<Vec<StoredMessage>, StoreError> {
+        self.read(move |c| history_in(c, &session_id)).await
+    }
+
+    async fn response(&self, id: String) -> Result<Option<StoredResponse>, StoreError> {
+        self.read(move |c| response_in(c, &id)).await
+    }
+
+    async fn latest_response_of(&self, conversation: String) -> Result<Option<String>, StoreError> {
+        self.read(move |c| {
+            c.query_row(
+                "SELECT id FROM herald_responses WHERE conversation = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                [conversation],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+        .await
+    }
+
+    async fn run(&self, id: String) -> Result<Option<RunRow>, StoreError> {
+        self.read(move |c| run_in(c, &id)).await
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
+        self.read(move |c| admin::list_in(c, limit)).await
+    }
+
+    async fn usage(&self, id: String) -> Result<Option<SessionUsage>, StoreError> {
+        self.read(move |c| admin::usage_in(c, &id)).await
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
     }
 }
 
@@ -469,8 +597,9 @@ fn live_user_rows(c: &Connection, session_id: &str) -> rusqlite::Result<Vec<i64>
     rows.collect()
 }
 
-/// The row to cut before, by the order of checks of the gateway protocol (§3.2).
-fn resolve_target(
+/// The row to cut before, by the order of checks of the gateway protocol (§3.2):
+/// `users` are the live user rows in order; `durable` says the history is stored.
+pub fn rewind_row(
     users: &[i64],
     durable: bool,
     target: RewindTarget,
@@ -506,7 +635,7 @@ fn rewind_in(
     target: RewindTarget,
 ) -> rusqlite::Result<Result<Vec<i64>, RewindRefused>> {
     let users = live_user_rows(c, session_id)?;
-    let row = match resolve_target(&users, !users.is_empty(), target) {
+    let row = match rewind_row(&users, !users.is_empty(), target) {
         Ok(row) => row,
         Err(refused) => return Ok(Err(refused)),
     };
@@ -594,378 +723,82 @@ fn branch_in(
     Ok(Some(title))
 }
 
-/// A read-only view of `state.db`.
-pub struct SessionReader {
-    conn: Connection,
-}
-
-impl SessionReader {
-    /// Opens an existing `state.db` read-only.
-    pub fn open(path: &Path) -> Result<SessionReader, StoreError> {
-        let conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        Ok(SessionReader { conn })
-    }
-
-    pub fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count FROM sessions WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok(SessionRow {
-                        id: r.get(0)?,
-                        source: r.get(1)?,
-                        model: r.get(2)?,
-                        system_prompt: r.get(3)?,
-                        cwd: r.get(4)?,
-                        title: r.get(5)?,
-                        parent_session_id: r.get(6)?,
-                        message_count: r.get(7)?,
-                    })
-                },
-            )
-            .optional()?)
-    }
-
-    /// The most recently started session of a source.
-    pub fn latest(&self, source: &str) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .conn
-            .query_row("SELECT id FROM sessions WHERE source = ?1 AND archived = 0 ORDER BY started_at DESC, rowid DESC LIMIT 1", [source], |r| r.get(0))
-            .optional()?)
-    }
-
-    /// The live messages of a session in row-id order.
-    pub fn history(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, role, content, tool_call_id, tool_calls, tool_name, reasoning FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id",
-        )?;
-        let rows = stmt.query_map([session_id], |r| {
-            Ok(StoredMessage {
+fn session_in(c: &Connection, id: &str) -> rusqlite::Result<Option<SessionRow>> {
+    c.query_row(
+        "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count FROM sessions WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(SessionRow {
                 id: r.get(0)?,
-                role: r.get(1)?,
-                content: r.get(2)?,
-                tool_call_id: r.get(3)?,
-                tool_calls: r.get(4)?,
-                tool_name: r.get(5)?,
-                reasoning: r.get(6)?,
+                source: r.get(1)?,
+                model: r.get(2)?,
+                system_prompt: r.get(3)?,
+                cwd: r.get(4)?,
+                title: r.get(5)?,
+                parent_session_id: r.get(6)?,
+                message_count: r.get(7)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// A stored response.
-    pub fn response(&self, id: &str) -> Result<Option<StoredResponse>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT id, conversation, session_id, instructions, history, response FROM herald_responses WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok(StoredResponse {
-                        id: r.get(0)?,
-                        conversation: r.get(1)?,
-                        session_id: r.get(2)?,
-                        instructions: r.get(3)?,
-                        history: r.get(4)?,
-                        response: r.get(5)?,
-                    })
-                },
-            )
-            .optional()?)
-    }
-
-    /// The id of a conversation's latest stored response.
-    pub fn latest_response_of(&self, conversation: &str) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT id FROM herald_responses WHERE conversation = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                [conversation],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    /// A run's last kept state.
-    pub fn run(&self, id: &str) -> Result<Option<RunRow>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens FROM herald_runs WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok(RunRow {
-                        id: r.get(0)?,
-                        session_id: r.get(1)?,
-                        status: r.get(2)?,
-                        model: r.get(3)?,
-                        created_at: r.get(4)?,
-                        updated_at: r.get(5)?,
-                        last_event: r.get(6)?,
-                        output: r.get(7)?,
-                        error: r.get(8)?,
-                        pending_steer: r.get(9)?,
-                        input_tokens: r.get(10)?,
-                        output_tokens: r.get(11)?,
-                    })
-                },
-            )
-            .optional()?)
-    }
+        },
+    )
+    .optional()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+fn history_in(c: &Connection, session_id: &str) -> rusqlite::Result<Vec<StoredMessage>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, role, content, tool_call_id, tool_calls, tool_name, reasoning FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([session_id], |r| {
+        Ok(StoredMessage {
+            id: r.get(0)?,
+            role: r.get(1)?,
+            content: r.get(2)?,
+            tool_call_id: r.get(3)?,
+            tool_calls: r.get(4)?,
+            tool_name: r.get(5)?,
+            reasoning: r.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
 
-    fn user(text: &str) -> NewMessage {
-        NewMessage {
-            role: "user".into(),
-            content: Some(text.into()),
-            ..Default::default()
-        }
-    }
-
-    fn assistant(text: &str) -> NewMessage {
-        NewMessage {
-            role: "assistant".into(),
-            content: Some(text.into()),
-            ..Default::default()
-        }
-    }
-
-    async fn store_with_turns() -> (tempfile::TempDir, SessionStore, Vec<i64>) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::open(&dir.path().join("state.db")).unwrap();
-        store
-            .create_session(NewSession {
-                id: "s".into(),
-                source: "cli".into(),
-                model: "m".into(),
-                system_prompt: "SYS".into(),
-                cwd: "/".into(),
-                parent_session_id: None,
+fn response_in(c: &Connection, id: &str) -> rusqlite::Result<Option<StoredResponse>> {
+    c.query_row(
+        "SELECT id, conversation, session_id, instructions, history, response FROM herald_responses WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(StoredResponse {
+                id: r.get(0)?,
+                conversation: r.get(1)?,
+                session_id: r.get(2)?,
+                instructions: r.get(3)?,
+                history: r.get(4)?,
+                response: r.get(5)?,
             })
-            .await
-            .unwrap();
-        let mut users = Vec::new();
-        for i in 0..3 {
-            users.push(
-                store
-                    .append("s".into(), user(&format!("q{i}")))
-                    .await
-                    .unwrap(),
-            );
-            store.append("s".into(), assistant("a")).await.unwrap();
-        }
-        (dir, store, users)
-    }
+        },
+    )
+    .optional()
+}
 
-    #[tokio::test]
-    async fn append_and_read_back_in_row_order() {
-        let (_d, store, users) = store_with_turns().await;
-        let r = store.reader().unwrap();
-        let h = r.history("s").unwrap();
-        assert_eq!(h.len(), 6);
-        assert_eq!(h[0].id, users[0]);
-        assert!(users.windows(2).all(|w| w[0] < w[1]));
-        let s = r.session("s").unwrap().unwrap();
-        assert_eq!(
-            (s.system_prompt.as_deref(), s.message_count),
-            (Some("SYS"), 6)
-        );
-        assert_eq!(r.latest("cli").unwrap().as_deref(), Some("s"));
-        assert!(r.session("nope").unwrap().is_none());
-    }
-
-    #[tokio::test]
-    async fn rewind_checks_in_the_protocols_order_and_writes_nothing_when_refused() {
-        let (_d, store, users) = store_with_turns().await;
-        let ask = |row: Option<i64>, ordinal: Option<u64>, empty: bool| RewindTarget {
-            before_row_id: row,
-            before_user_ordinal: ordinal,
-            confirm_empty: empty,
-        };
-        let refused =
-            |r: Result<Result<Vec<i64>, RewindRefused>, StoreError>| r.unwrap().unwrap_err();
-        assert_eq!(
-            refused(store.rewind("s".into(), ask(Some(9999), None, false)).await),
-            RewindRefused::StaleRow(9999)
-        );
-        assert_eq!(
-            refused(
-                store
-                    .rewind("s".into(), ask(Some(users[1]), Some(2), false))
-                    .await
-            ),
-            RewindRefused::Disagree {
-                row: users[1],
-                ordinal: 2
-            }
-        );
-        assert_eq!(
-            refused(store.rewind("s".into(), ask(None, Some(1), false)).await),
-            RewindRefused::RowIdRequired
-        );
-        assert_eq!(
-            refused(
-                store
-                    .rewind("s".into(), ask(Some(users[0]), None, false))
-                    .await
-            ),
-            RewindRefused::WouldEmpty
-        );
-        assert_eq!(
-            store.reader().unwrap().history("s").unwrap().len(),
-            6,
-            "nothing written when refused"
-        );
-        let survivors = store
-            .rewind("s".into(), ask(Some(users[2]), Some(2), false))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(survivors, vec![users[0], users[1]]);
-        let live = store.reader().unwrap().history("s").unwrap();
-        assert_eq!(live.len(), 4);
-        assert_eq!(live[2].id, users[1], "surviving rows keep their ids");
-        assert_eq!(
-            refused(
-                store
-                    .rewind("s".into(), ask(Some(users[2]), None, false))
-                    .await
-            ),
-            RewindRefused::StaleRow(users[2])
-        );
-        let all = store
-            .rewind("s".into(), ask(Some(users[0]), None, true))
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(all.is_empty());
-        assert_eq!(
-            store
-                .reader()
-                .unwrap()
-                .session("s")
-                .unwrap()
-                .unwrap()
-                .message_count,
-            0
-        );
-    }
-
-    #[tokio::test]
-    async fn branch_copies_full_rows_and_titles() {
-        let (_d, store, _) = store_with_turns().await;
-        store
-            .append(
-                "s".into(),
-                NewMessage {
-                    role: "tool".into(),
-                    content: Some("out".into()),
-                    tool_call_id: Some("c1".into()),
-                    tool_name: Some("terminal".into()),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
-        let branch = |id: &str| store.branch("s".into(), id.into(), None);
-        assert_eq!(branch("b1").await.unwrap().as_deref(), Some("branch"));
-        assert_eq!(branch("b2").await.unwrap().as_deref(), Some("branch #2"));
-        assert_eq!(
-            store
-                .branch("nope".into(), "b3".into(), None)
-                .await
-                .unwrap(),
-            None
-        );
-        let r = store.reader().unwrap();
-        let h = r.history("b1").unwrap();
-        assert_eq!(h.len(), 7);
-        assert_eq!(
-            (h[6].tool_call_id.as_deref(), h[6].tool_name.as_deref()),
-            (Some("c1"), Some("terminal"))
-        );
-        let b1 = r.session("b1").unwrap().unwrap();
-        assert_eq!(
-            (b1.system_prompt.as_deref(), b1.parent_session_id.as_deref()),
-            (Some("SYS"), Some("s"))
-        );
-    }
-
-    #[tokio::test]
-    async fn responses_are_an_lru_and_conversations_name_their_latest() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::open(&dir.path().join("state.db")).unwrap();
-        let resp = |id: &str| StoredResponse {
-            id: id.into(),
-            conversation: Some("c".into()),
-            session_id: "s".into(),
-            history: "[]".into(),
-            response: "{}".into(),
-            ..Default::default()
-        };
-        for id in ["r1", "r2", "r3"] {
-            store.save_response(resp(id), 2).await.unwrap();
-        }
-        let r = store.reader().unwrap();
-        assert!(
-            r.response("r1").unwrap().is_none(),
-            "the least recently used left"
-        );
-        assert_eq!(r.response("r3").unwrap().unwrap(), resp("r3"));
-        assert_eq!(r.latest_response_of("c").unwrap().as_deref(), Some("r3"));
-        store.touch_response("r2".into()).await.unwrap();
-        store.save_response(resp("r4"), 2).await.unwrap();
-        assert!(r.response("r2").unwrap().is_some(), "a used one stays");
-        assert!(r.response("r3").unwrap().is_none());
-        assert!(store.delete_response("r2".into()).await.unwrap());
-        assert!(!store.delete_response("r2".into()).await.unwrap());
-    }
-
-    #[tokio::test]
-    async fn runs_are_kept_and_unfinished_ones_fail_after_a_restart() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let store = SessionStore::open(&path)
-            .unwrap()
-            .owned_by("1:0:a-gone-boot");
-        let live = SessionStore::open(&path).unwrap();
-        let run = |id: &str, status: &str| RunRow {
-            id: id.into(),
-            session_id: "s".into(),
-            status: status.into(),
-            model: "m".into(),
-            created_at: 1.0,
-            updated_at: 2.0,
-            output: Some("done".into()),
-            ..Default::default()
-        };
-        store.save_run(run("r1", "completed")).await.unwrap();
-        store.save_run(run("r2", "running")).await.unwrap();
-        // A run of a process that still serves the same home is left alone.
-        live.save_run(run("r4", "running")).await.unwrap();
-        drop(store);
-        let again = SessionStore::open(&path).unwrap();
-        assert_eq!(
-            again
-                .fail_unfinished_runs("herald restarted".into())
-                .await
-                .unwrap(),
-            1
-        );
-        let r = again.reader().unwrap();
-        assert_eq!(r.run("r1").unwrap().unwrap(), run("r1", "completed"));
-        let r2 = r.run("r2").unwrap().unwrap();
-        assert_eq!(
-            (r2.status.as_str(), r2.error.as_deref()),
-            ("failed", Some("herald restarted"))
-        );
-        assert!(r.run("r3").unwrap().is_none());
-        assert_eq!(r.run("r4").unwrap().unwrap().status, "running");
-    }
+fn run_in(c: &Connection, id: &str) -> rusqlite::Result<Option<RunRow>> {
+    c.query_row(
+        "SELECT id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens FROM herald_runs WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(RunRow {
+                id: r.get(0)?,
+                session_id: r.get(1)?,
+                status: r.get(2)?,
+                model: r.get(3)?,
+                created_at: r.get(4)?,
+                updated_at: r.get(5)?,
+                last_event: r.get(6)?,
+                output: r.get(7)?,
+                error: r.get(8)?,
+                pending_steer: r.get(9)?,
+                input_tokens: r.get(10)?,
+                output_tokens: r.get(11)?,
+            })
+        },
+    )
+    .optional()
 }

@@ -11,15 +11,14 @@ use crate::{StoreError, dedup_keys, now_ms, open_connection, open_for_writing, p
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::mpsc;
 use tokio::sync::oneshot;
 
 /// The SQLite inbox: a writer (absent when opened read-only) and a read connection.
 pub struct SqliteInbox {
     tx: Option<mpsc::Sender<writer::Command>>,
     path: PathBuf,
-    /// The read connection, opened on first use.
-    reader: Arc<Mutex<Option<Connection>>>,
+    reader: crate::ReadConn,
 }
 
 impl SqliteInbox {
@@ -40,7 +39,7 @@ impl SqliteInbox {
         Ok(SqliteInbox {
             tx: Some(tx),
             path: path.to_path_buf(),
-            reader: Arc::new(Mutex::new(None)),
+            reader: crate::ReadConn::new(path, None),
         })
     }
 
@@ -51,7 +50,7 @@ impl SqliteInbox {
         Ok(SqliteInbox {
             tx: None,
             path: path.to_path_buf(),
-            reader: Arc::new(Mutex::new(Some(conn))),
+            reader: crate::ReadConn::new(path, Some(conn)),
         })
     }
 
@@ -80,25 +79,11 @@ impl SqliteInbox {
         crate::write_on(self.writer()?, durability, f).await
     }
 
-    /// Runs `f` on the read connection (opened once), on the blocking pool.
     async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let (reader, path) = (self.reader.clone(), self.path.clone());
-        let read = move || {
-            let mut conn = reader.lock().map_err(|_| StoreError::WriterGone)?;
-            if conn.is_none() {
-                *conn = Some(open_connection(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)?);
-            }
-            match conn.as_ref() {
-                Some(c) => Ok(f(c)?),
-                None => Err(StoreError::WriterGone),
-            }
-        };
-        tokio::task::spawn_blocking(read)
-            .await
-            .map_err(|_| StoreError::WriterGone)?
+        self.reader.run(f).await
     }
 }
 

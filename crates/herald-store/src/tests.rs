@@ -1,5 +1,6 @@
 use super::*;
 use crate::conformance::{Place, item};
+use crate::sessions::RunRow;
 
 /// A SQLite file in a temporary folder: one instance only.
 struct SqliteFile {
@@ -11,6 +12,9 @@ struct SqliteFile {
 impl Place for SqliteFile {
     async fn open(&self, _instance: &str) -> Store {
         Store::open(&self.path).unwrap()
+    }
+    async fn open_sessions(&self, _instance: &str) -> SessionStore {
+        SessionStore::open(&self.path.with_file_name("state.db")).unwrap()
     }
     fn shared(&self) -> bool {
         false
@@ -143,4 +147,51 @@ fn a_payload_is_listed_as_json_exactly_when_a_json_reader_takes_it() {
     }
     let stored = crate::inbox::StoredPayload::for_test("not json".into());
     assert_eq!(serde_json::to_string(&stored).unwrap(), "\"not json\"");
+}
+
+#[tokio::test]
+async fn runs_are_kept_and_unfinished_ones_fail_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let store = SessionStore::open(&path)
+        .unwrap()
+        .owned_by("1:0:a-gone-boot");
+    let live = SessionStore::open(&path).unwrap();
+    let run = |id: &str, status: &str| RunRow {
+        id: id.into(),
+        session_id: "s".into(),
+        status: status.into(),
+        model: "m".into(),
+        created_at: 1.0,
+        updated_at: 2.0,
+        output: Some("done".into()),
+        ..Default::default()
+    };
+    store.save_run(run("r1", "completed")).await.unwrap();
+    store.save_run(run("r2", "running")).await.unwrap();
+    // A run of a process that still serves the same home is left alone.
+    live.save_run(run("r4", "running")).await.unwrap();
+    drop(store);
+    let again = SessionStore::open(&path).unwrap();
+    assert_eq!(
+        again
+            .fail_unfinished_runs("herald restarted".into())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        again.run("r1".into()).await.unwrap().unwrap(),
+        run("r1", "completed")
+    );
+    let r2 = again.run("r2".into()).await.unwrap().unwrap();
+    assert_eq!(
+        (r2.status.as_str(), r2.error.as_deref()),
+        ("failed", Some("herald restarted"))
+    );
+    assert!(again.run("r3".into()).await.unwrap().is_none());
+    assert_eq!(
+        again.run("r4".into()).await.unwrap().unwrap().status,
+        "running"
+    );
 }

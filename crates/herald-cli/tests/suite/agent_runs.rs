@@ -174,13 +174,18 @@ async fn pull_request_answer_reaches_telegram_after_a_tool_call() {
     assert!(text.contains("Reviewed PR 42: looks good."), "{text}");
     assert!(text.contains("delivery: delivered to telegram"), "{text}");
     // The run is kept as its own session: prompt, tool call, tool result, answer.
-    let db = herald_store::SessionReader::open(&h.home().join("state.db")).unwrap();
-    let roles: Vec<String> = wait_for(Duration::from_secs(10), "the session", || {
-        let history = db.history("webhook:pr:gh-1").ok()?;
-        (!history.is_empty()).then(|| history.into_iter().map(|m| m.role).collect())
-    })
-    .await;
-    assert!(db.session("webhook:pr:gh-1").unwrap().is_some());
+    let db = herald_store::SessionStore::open(&h.home().join("state.db")).unwrap();
+    let id = || "webhook:pr:gh-1".to_owned();
+    let started = Instant::now();
+    let roles: Vec<String> = loop {
+        let history = db.history(id()).await.unwrap_or_default();
+        if !history.is_empty() {
+            break history.into_iter().map(|m| m.role).collect();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no session");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(db.session(id()).await.unwrap().is_some());
     assert_eq!(roles, vec!["user", "assistant", "tool", "assistant"]);
     // /health/detailed counts the entry.
     let (status, body) = h.get("/health/detailed").await;

@@ -692,10 +692,10 @@ async fn a_client_that_goes_away_mid_stream_stops_its_run() {
     }
     drop(r);
     // The interrupted answer is kept, marked, well before the stream would have ended.
-    let db = herald_store::SessionReader::open(&h.home().join("state.db")).unwrap();
+    let db = herald_store::SessionStore::open(&h.home().join("state.db")).unwrap();
     let started = Instant::now();
     let answer = loop {
-        let rows = db.history(&session).unwrap();
+        let rows = db.history(session.clone()).await.unwrap();
         if let Some(a) = rows.iter().find(|m| m.role == "assistant") {
             break a.content.clone().unwrap_or_default();
         }

@@ -1,6 +1,6 @@
 use super::{cluster, settings};
 use herald_store::conformance::{self, Place};
-use herald_store::{InboxBackend, Store};
+use herald_store::{InboxBackend, SessionStore, Store};
 use std::sync::Arc;
 
 /// One database of the cluster per check.
@@ -15,6 +15,9 @@ impl Place for PgDatabase {
             .await
             .unwrap();
         Store::on(Arc::new(inbox))
+    }
+    async fn open_sessions(&self, instance: &str) -> SessionStore {
+        super::sessions_of(&self.db, instance).await
     }
     fn shared(&self) -> bool {
         true

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod inbox;
+mod runs;
 
 use herald_config::{PostgresSettings, SslMode};
 use herald_test_support::postgres::PgCluster;
@@ -28,4 +29,13 @@ pub fn settings(db: &str) -> PostgresSettings {
         sslmode: SslMode::Disable,
         sslrootcert: None,
     }
+}
+
+/// The default profile's session store of database `db`, as `instance`.
+pub async fn sessions_of(db: &str, instance: &str) -> herald_store::SessionStore {
+    let s = herald_scale::open_sessions(&settings(db), None, instance)
+        .await
+        .unwrap();
+    let owner = s.owner().to_owned();
+    herald_store::SessionStore::on(std::sync::Arc::new(s)).owned_by(&owner)
 }

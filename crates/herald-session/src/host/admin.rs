@@ -41,19 +41,17 @@ fn transcript(history: &[super::Saved]) -> String {
 impl Host {
     /// The most recently started stored sessions, newest first.
     pub async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
-        self.read(move |r| r.list(limit)).await
+        Ok(self.store.list(limit).await?)
     }
 
     /// A stored session's model and token counters.
     pub async fn session_usage(&self, id: &str) -> Result<Option<SessionUsage>, SessionError> {
-        let id = id.to_owned();
-        self.read(move |r| r.usage(&id)).await
+        Ok(self.store.usage(id.to_owned()).await?)
     }
 
     /// A stored session's title.
     pub async fn session_title(&self, id: &str) -> Result<Option<String>, SessionError> {
-        let wanted = id.to_owned();
-        match self.read(move |r| r.session(&wanted)).await? {
+        match self.store.session(id.to_owned()).await? {
             Some(row) => Ok(row.title),
             None => Err(SessionError::NotFound(id.to_owned())),
         }

@@ -1,8 +1,6 @@
 //! Looking after stored sessions: listing them, their token counters, titles, deleting
 //! one and undoing its last exchange.
 
-use super::{SessionReader, SessionStore};
-use crate::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// A session as a list shows it.
@@ -48,11 +46,10 @@ pub enum TitleRefused {
 pub const MAX_TITLE: usize = 100;
 const PREVIEW: usize = 60;
 
-impl SessionReader {
-    /// The most recently started sessions, newest first (subagents' left out: they are
-    /// found through their parent).
-    pub fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
+/// The most recently started sessions, newest first (subagents' left out: they are
+/// found through their parent).
+pub(super) fn list_in(c: &Connection, limit: usize) -> rusqlite::Result<Vec<SessionSummary>> {
+    let mut stmt = c.prepare_cached(
             "SELECT s.id, s.title, s.started_at, s.message_count, s.source,
                     (SELECT content FROM messages m WHERE m.session_id = s.id AND m.active = 1 AND m.role = 'user' ORDER BY m.id LIMIT 1),
                     s.cwd,
@@ -60,51 +57,53 @@ impl SessionReader {
              FROM sessions s WHERE s.archived = 0 AND s.source != 'subagent'
              ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1",
         )?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = stmt.query_map([limit], |r| {
-            let first: Option<String> = r.get(5)?;
-            Ok(SessionSummary {
-                id: r.get(0)?,
-                title: r.get(1)?,
-                started_at: r.get(2)?,
-                message_count: r.get(3)?,
-                source: r.get(4)?,
-                cwd: r.get(6)?,
-                updated_at: r.get(7)?,
-                preview: first
-                    .unwrap_or_default()
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-                    .chars()
-                    .take(PREVIEW)
-                    .collect(),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// A session's model and counters.
-    pub fn usage(&self, id: &str) -> Result<Option<SessionUsage>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT model, input_tokens, output_tokens, api_call_count FROM sessions WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok(SessionUsage {
-                        model: r.get(0)?,
-                        input_tokens: r.get(1)?,
-                        output_tokens: r.get(2)?,
-                        api_calls: r.get(3)?,
-                    })
-                },
-            )
-            .optional()?)
-    }
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt.query_map([limit], |r| {
+        let first: Option<String> = r.get(5)?;
+        Ok(SessionSummary {
+            id: r.get(0)?,
+            title: r.get(1)?,
+            started_at: r.get(2)?,
+            message_count: r.get(3)?,
+            source: r.get(4)?,
+            cwd: r.get(6)?,
+            updated_at: r.get(7)?,
+            preview: preview_of(first.as_deref()),
+        })
+    })?;
+    rows.collect()
 }
 
-fn checked_title(title: &str) -> Result<String, TitleRefused> {
+/// A session's model and counters.
+pub(super) fn usage_in(c: &Connection, id: &str) -> rusqlite::Result<Option<SessionUsage>> {
+    c.query_row(
+        "SELECT model, input_tokens, output_tokens, api_call_count FROM sessions WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(SessionUsage {
+                model: r.get(0)?,
+                input_tokens: r.get(1)?,
+                output_tokens: r.get(2)?,
+                api_calls: r.get(3)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// A session's first user message as its list preview: whitespace folded, cut short.
+pub fn preview_of(first: Option<&str>) -> String {
+    first
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(PREVIEW)
+        .collect()
+}
+
+pub(super) fn checked_title(title: &str) -> Result<String, TitleRefused> {
     let title = title.trim();
     if title.is_empty() {
         return Err(TitleRefused::Empty);
@@ -115,7 +114,7 @@ fn checked_title(title: &str) -> Result<String, TitleRefused> {
     Ok(title.to_owned())
 }
 
-fn set_title_in(
+pub(super) fn set_title_in(
     c: &Connection,
     id: &str,
     title: &str,
@@ -139,7 +138,7 @@ fn set_title_in(
     })
 }
 
-fn undo_in(c: &Connection, id: &str) -> rusqlite::Result<usize> {
+pub(super) fn undo_in(c: &Connection, id: &str) -> rusqlite::Result<usize> {
     let last: Option<i64> = c
         .query_row(
             "SELECT MAX(id) FROM messages WHERE session_id = ?1 AND active = 1 AND role = 'user'",
@@ -162,45 +161,17 @@ fn undo_in(c: &Connection, id: &str) -> rusqlite::Result<usize> {
     Ok(removed)
 }
 
-impl SessionStore {
-    /// Sets a session's title (trimmed; unique among sessions).
-    pub async fn set_title(
-        &self,
-        id: String,
-        title: String,
-    ) -> Result<Result<String, TitleRefused>, StoreError> {
-        let title = match checked_title(&title) {
-            Ok(t) => t,
-            Err(refused) => return Ok(Err(refused)),
-        };
-        self.write(move |c| Ok(set_title_in(c, &id, &title)?.map(|()| title)))
-            .await
-    }
-
-    /// Deletes a session with its messages and runs; false when there was none.
-    pub async fn delete_session(&self, id: String) -> Result<bool, StoreError> {
-        self.write(move |c| {
-            c.execute("DELETE FROM messages WHERE session_id = ?1", [&id])?;
-            c.execute("DELETE FROM herald_runs WHERE session_id = ?1", [&id])?;
-            c.execute(
-                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?1",
-                [&id],
-            )?;
-            Ok(c.execute("DELETE FROM sessions WHERE id = ?1", [&id])? > 0)
-        })
-        .await
-    }
-
-    /// Undoes the last exchange: the last user message and everything after it leave
-    /// the live history (soft-deleted, as a rewind does); returns how many rows left.
-    pub async fn undo(&self, id: String) -> Result<usize, StoreError> {
-        self.write(move |c| undo_in(c, &id)).await
-    }
+pub(super) fn delete_in(c: &Connection, id: &str) -> rusqlite::Result<bool> {
+    c.execute("DELETE FROM messages WHERE session_id = ?1", [id])?;
+    c.execute("DELETE FROM herald_runs WHERE session_id = ?1", [id])?;
+    c.execute(
+        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?1",
+        [id],
+    )?;
+    Ok(c.execute("DELETE FROM sessions WHERE id = ?1", [id])? > 0)
 }
 
-/// Replaces a session's live history by `summary` and copies of its last `keep` rows
-/// (the old rows leave as compacted); the new rows' ids, the summary's first.
-fn compact_in(
+pub(super) fn compact_in(
     c: &Connection,
     id: &str,
     summary: &super::NewMessage,
@@ -234,118 +205,4 @@ fn compact_in(
         .chain(kept.iter())
         .map(|m| super::insert_message(c, id, m))
         .collect()
-}
-
-impl SessionStore {
-    /// Compacts a session: its live rows leave (marked compacted) for `summary` and
-    /// copies of the last `keep` of them, in one transaction; the new rows' ids.
-    pub async fn compact(
-        &self,
-        id: String,
-        summary: super::NewMessage,
-        keep: usize,
-    ) -> Result<Vec<i64>, StoreError> {
-        self.write(move |c| compact_in(c, &id, &summary, keep))
-            .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::{NewMessage, NewSession};
-    use super::*;
-
-    fn message(role: &str, text: &str) -> NewMessage {
-        NewMessage {
-            role: role.into(),
-            content: Some(text.into()),
-            ..Default::default()
-        }
-    }
-
-    #[tokio::test]
-    async fn list_title_undo_and_delete() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::open(&dir.path().join("state.db")).unwrap();
-        for id in ["a", "b"] {
-            let session = NewSession {
-                id: id.into(),
-                source: "tui".into(),
-                model: "m".into(),
-                ..Default::default()
-            };
-            store.create_session(session).await.unwrap();
-        }
-        // A subagent's session is found through its parent, not listed.
-        let child = NewSession {
-            id: "b-child".into(),
-            source: "subagent".into(),
-            parent_session_id: Some("b".into()),
-            ..Default::default()
-        };
-        store.create_session(child).await.unwrap();
-        for (role, text) in [
-            ("user", "first   question\nhere"),
-            ("assistant", "x"),
-            ("user", "again"),
-            ("assistant", "y"),
-        ] {
-            store.append("a".into(), message(role, text)).await.unwrap();
-        }
-        let reader = store.reader().unwrap();
-        let listed = reader.list(10).unwrap();
-        assert_eq!(listed.len(), 2);
-        let a = listed.iter().find(|s| s.id == "a").unwrap();
-        assert_eq!(
-            (a.preview.as_str(), a.message_count),
-            ("first question here", 4)
-        );
-        assert_eq!(reader.list(1).unwrap().len(), 1);
-        assert_eq!(
-            store.set_title("a".into(), "  Mine ".into()).await.unwrap(),
-            Ok("Mine".into())
-        );
-        assert_eq!(
-            store.set_title("b".into(), "Mine".into()).await.unwrap(),
-            Err(TitleRefused::Taken("Mine".into()))
-        );
-        assert_eq!(
-            store.set_title("b".into(), " ".into()).await.unwrap(),
-            Err(TitleRefused::Empty)
-        );
-        assert_eq!(
-            store.set_title("b".into(), "a\nb".into()).await.unwrap(),
-            Err(TitleRefused::Invalid)
-        );
-        assert_eq!(
-            store.set_title("zz".into(), "x".into()).await.unwrap(),
-            Err(TitleRefused::NoSession("zz".into()))
-        );
-        assert_eq!(store.undo("a".into()).await.unwrap(), 2);
-        assert_eq!(reader.history("a").unwrap().len(), 2);
-        assert_eq!(store.undo("b".into()).await.unwrap(), 0);
-        assert_eq!(
-            reader.usage("a").unwrap().unwrap().model.as_deref(),
-            Some("m")
-        );
-        for (role, text) in [
-            ("user", "q1"),
-            ("assistant", "a1"),
-            ("user", "q2"),
-            ("assistant", "a2"),
-        ] {
-            store.append("b".into(), message(role, text)).await.unwrap();
-        }
-        let summary = message("user", "[summary] q1 and a1");
-        let ids = store.compact("b".into(), summary, 2).await.unwrap();
-        let after = reader.history("b").unwrap();
-        let texts: Vec<_> = after.iter().map(|m| m.content.clone().unwrap()).collect();
-        assert_eq!(texts, ["[summary] q1 and a1", "q2", "a2"]);
-        assert_eq!(after.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
-        assert_eq!(reader.session("b").unwrap().unwrap().message_count, 3);
-        assert!(store.delete_session("a".into()).await.unwrap());
-        assert!(!store.delete_session("a".into()).await.unwrap());
-        assert!(reader.session("a").unwrap().is_none());
-        assert!(reader.history("a").unwrap().is_empty());
-    }
 }

@@ -1,10 +1,13 @@
-//! The inbox as the home's configuration keeps it (SQLite in the home, or the
-//! PostgreSQL database of `store:`), for the gateway and for the CLI commands that
-//! read and change it, and the small runtime those commands await it on.
+//! The stores as the home's configuration keeps them (SQLite in the home, or the
+//! PostgreSQL database of `store:`): the inbox for the gateway and for the CLI
+//! commands that read and change it, the session stores of the gateway's hosts, and
+//! the small runtime those commands await them on.
 
 use anyhow::Context;
-use herald_config::{Config, Home, PostgresSettings, StoreBackend, load_dotenv, process_env};
-use herald_store::Store;
+use herald_config::{
+    Config, Home, PostgresSettings, StoreBackend, StoreSettings, load_dotenv, process_env,
+};
+use herald_store::{SessionStore, Store};
 use std::sync::Arc;
 
 /// What a command does with the inbox.
@@ -44,6 +47,29 @@ pub async fn open_for_gateway(config: &Config) -> anyhow::Result<Store> {
             let store = open_postgres(pg, &instance).await?;
             tracing::info!(store = %pg.display_url(), instance, "inbox on PostgreSQL");
             Ok(store)
+        }
+    }
+}
+
+/// The session store of `home` (the main home, or a profile's under it, named
+/// `profile`) as `store` keeps it: its `state.db`, or that profile's schema of the
+/// shared database.
+pub async fn open_sessions(
+    store: &StoreSettings,
+    home: &Home,
+    main_home: &Home,
+    profile: Option<&str>,
+) -> anyhow::Result<SessionStore> {
+    match &store.backend {
+        StoreBackend::Sqlite => {
+            let path = home.state_db_file();
+            SessionStore::open(&path).with_context(|| format!("cannot open {}", path.display()))
+        }
+        StoreBackend::Postgres(pg) => {
+            let instance = instance_of(main_home)?;
+            let sessions = herald_scale::open_sessions(pg, profile, &instance).await?;
+            let owner = sessions.owner().to_owned();
+            Ok(SessionStore::on(Arc::new(sessions)).owned_by(&owner))
         }
     }
 }

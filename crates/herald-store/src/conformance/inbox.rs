@@ -1,67 +1,27 @@
-//! One test suite for every inbox backend: the same checks run against SQLite (this
-//! crate's tests) and PostgreSQL (herald-scale's), so that callers can never tell
-//! which one they hold. A backend's tests give a [`Place`] per check: somewhere one
-//! empty store lives, opened again for a restart.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The inbox's checks, run on every backend.
 
+use super::Place;
 use crate::{
     ClaimRequest, DEDUP_WINDOW_MS, DeliveryQuery, EnqueueOutcome, InboxQuery, NewDelivery,
     NewInboxItem, ReplayOutcome, Stage, Store, now_ms,
 };
-use async_trait::async_trait;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-/// Where one check's store lives.
-#[async_trait]
-pub trait Place: Send + Sync {
-    /// Opens the store here as instance `instance` (the same name again is a restart
-    /// of that instance on its home).
-    async fn open(&self, instance: &str) -> Store;
-    /// Whether several instances may share the store at once (PostgreSQL); the
-    /// checks of shared work run only then.
-    fn shared(&self) -> bool;
-}
-
-type CheckFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
-/// One check of the suite.
-pub type Check = fn(Arc<dyn Place>) -> CheckFuture;
-
-macro_rules! checks {
-    ($($name:ident),* $(,)?) => {
-        /// Every check, by name.
-        pub fn inbox_checks() -> Vec<(&'static str, Check)> {
-            vec![$((stringify!($name), (|p| Box::pin($name(p))) as Check)),*]
-        }
-    };
-}
-
-checks!(
-    enqueue_dedups_per_route_and_expires,
-    concurrent_same_id_is_accepted_once_and_survives_a_restart,
-    claims_respect_global_and_per_route_limits_and_leases,
-    outcomes_retries_dead_replay_and_purge,
-    a_release_gives_the_entry_back_unchanged,
-    large_payloads_are_read_back_whole,
-    dedup_keys_survive_a_restart_and_a_purge,
-    deliveries_are_listed_newest_first_and_filtered,
-    two_instances_accept_a_delivery_id_once,
-    two_instances_never_claim_one_entry_twice,
-    an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_expire,
-);
-
-/// Runs every check, each on a fresh place from `place`.
-pub async fn run_all<F, Fut>(mut place: F)
-where
-    F: FnMut(&'static str) -> Fut,
-    Fut: Future<Output = Arc<dyn Place>>,
-{
-    for (name, check) in inbox_checks() {
-        let at = place(name).await;
-        eprintln!("store check: {name}");
-        check(at).await;
-    }
+/// Every inbox check, by name.
+pub fn inbox_checks() -> Vec<(&'static str, super::Check)> {
+    super::checks_of!(
+        enqueue_dedups_per_route_and_expires,
+        concurrent_same_id_is_accepted_once_and_survives_a_restart,
+        claims_respect_global_and_per_route_limits_and_leases,
+        outcomes_retries_dead_replay_and_purge,
+        a_release_gives_the_entry_back_unchanged,
+        large_payloads_are_read_back_whole,
+        dedup_keys_survive_a_restart_and_a_purge,
+        deliveries_are_listed_newest_first_and_filtered,
+        two_instances_accept_a_delivery_id_once,
+        two_instances_never_claim_one_entry_twice,
+        an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_expire,
+    )
 }
 
 pub fn item(route: &str, id: &str, at: i64) -> NewInboxItem {

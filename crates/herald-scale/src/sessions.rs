@@ -1,0 +1,978 @@
+//! The session store on PostgreSQL: sessions, messages, runs and stored responses of
+//! one profile (its own schema), shared by every instance. Writes of one instance run
+//! in the order they were made (a queue drained by one task), detached ones included;
+//! reads use the pool. A session's messages are ordered by their per-session `seq`.
+
+use crate::db_error;
+use crate::rows::{opt_text, text};
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Pool};
+use herald_store::sessions::{
+    NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord, RunRow, SessionRow,
+    SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused, rewind_row,
+};
+use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// How often an instance says it is alive, and how long that holds.
+const HEARTBEAT: Duration = Duration::from_secs(10);
+const ALIVE_FOR_MS: i64 = 30_000;
+/// What a run of a lost instance is failed with.
+pub const INSTANCE_LOST: &str = "interrupted: instance lost";
+
+type Job = Box<dyn FnOnce(Pool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// One profile's sessions on PostgreSQL, written as `owner`.
+pub struct PgSessions {
+    pool: Pool,
+    shown: String,
+    queue: mpsc::UnboundedSender<Job>,
+    /// `<instance>@<process>#<opening>`: whose runs these are, and whose heartbeat this keeps.
+    owner: String,
+    /// `<instance>@`: an earlier process of this instance's home.
+    instance_prefix: String,
+    _alive: oneshot::Sender<()>,
+}
+
+impl PgSessions {
+    pub(crate) fn start(pool: Pool, shown: String, instance: &str) -> PgSessions {
+        let (queue, jobs) = mpsc::unbounded_channel();
+        tokio::spawn(run_jobs(pool.clone(), jobs));
+        static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let owner = format!("{instance}@{}#{n}", herald_store::instance::current());
+        let (alive, dropped) = oneshot::channel();
+        tokio::spawn(heartbeat(pool.clone(), owner.clone(), dropped));
+        PgSessions {
+            pool,
+            shown,
+            queue,
+            instance_prefix: format!("{instance}@"),
+            owner,
+            _alive: alive,
+        }
+    }
+
+    /// The owner this store's runs must be saved as ([`herald_store::SessionStore::owned_by`]).
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    fn submit<T, F, Fut>(
+        &self,
+        f: F,
+    ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Pool) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |pool| {
+            Box::pin(async move {
+                let out = f(pool).await;
+                if let Err(Err(e)) = tx.send(out) {
+                    tracing::warn!(error = %e, "a session write nobody waited for failed");
+                }
+            })
+        });
+        self.queue.send(job).map_err(|_| StoreError::WriterGone)?;
+        Ok(rx)
+    }
+
+    async fn write<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Pool) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        self.submit(f)?.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        get(&self.pool).await
+    }
+}
+
+async fn get(pool: &Pool) -> Result<deadpool_postgres::Object, StoreError> {
+    pool.get()
+        .await
+        .map_err(|e| StoreError::Unreachable(e.to_string()))
+}
+
+async fn run_jobs(pool: Pool, mut jobs: mpsc::UnboundedReceiver<Job>) {
+    while let Some(job) = jobs.recv().await {
+        job(pool.clone()).await;
+    }
+}
+
+/// Keeps `owner` alive in `herald_instances` until the store is dropped.
+async fn heartbeat(pool: Pool, owner: String, mut dropped: oneshot::Receiver<()>) {
+    let mut tick = tokio::time::interval(HEARTBEAT);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = &mut dropped => break,
+        }
+        let until = now_ms() + ALIVE_FOR_MS;
+        let beat = async {
+            get(&pool)
+                .await?
+                .execute(
+                    "INSERT INTO herald_instances (owner, alive_until_ms) VALUES ($1, $2)
+                     ON CONFLICT (owner) DO UPDATE SET alive_until_ms = excluded.alive_until_ms",
+                    &[&owner, &until],
+                )
+                .await
+                .map_err(db_error)
+        };
+        if let Err(e) = beat.await {
+            tracing::warn!(error = %e, "store: the instance heartbeat failed");
+        }
+        match fail_lost_runs(&pool, &owner).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(runs = n, "runs of a lost instance are marked failed"),
+            Err(e) => tracing::warn!(error = %e, "store: cannot look for runs of lost instances"),
+        }
+    }
+    // A clean stop: this owner's runs need not wait out the heartbeat.
+    if let Ok(c) = get(&pool).await {
+        let _ = c
+            .execute("DELETE FROM herald_instances WHERE owner = $1", &[&owner])
+            .await;
+    }
+}
+
+/// Unfinished runs of instances whose heartbeat ran out fail with [`INSTANCE_LOST`]
+/// (whichever instance sees it first); how many.
+async fn fail_lost_runs(pool: &Pool, me: &str) -> Result<usize, StoreError> {
+    let n = get(pool)
+        .await?
+        .execute(
+            "UPDATE herald_runs SET status = 'failed', error = $1, updated_at = $2
+             WHERE status NOT IN ('completed', 'failed', 'cancelled') AND owner <> $3
+               AND (owner IS NULL OR owner NOT IN
+                    (SELECT owner FROM herald_instances WHERE alive_until_ms > $4))",
+            &[&INSTANCE_LOST, &now_secs(), &me, &now_ms()],
+        )
+        .await
+        .map_err(db_error)?;
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+async fn insert_session(
+    c: &impl GenericClient,
+    s: &NewSession,
+    or_ignore: bool,
+) -> Result<(), StoreError> {
+    let conflict = if or_ignore {
+        "ON CONFLICT (id) DO NOTHING"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "INSERT INTO sessions (id, source, model, system_prompt, started_at, cwd, parent_session_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) {conflict}"
+    );
+    let stmt = c.prepare_cached(&sql).await.map_err(db_error)?;
+    c.execute(
+        &stmt,
+        &[
+            &text(&s.id),
+            &text(&s.source),
+            &text(&s.model),
+            &text(&s.system_prompt),
+            &now_secs(),
+            &text(&s.cwd),
+            &opt_text(&s.parent_session_id),
+        ],
+    )
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// Inserts one message at the end of its session and updates the counters.
+async fn insert_message(
+    c: &impl GenericClient,
+    session_id: &str,
+    m: &NewMessage,
+) -> Result<i64, StoreError> {
+    let calls = m
+        .tool_calls
+        .as_deref()
+        .and_then(tool_call_count)
+        .unwrap_or(0);
+    let stmt = c
+        .prepare_cached(
+            "WITH m AS (
+                INSERT INTO messages (session_id, seq, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, finish_reason)
+                VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5, $6, $7, $8, $9)
+                RETURNING id
+            ), counted AS (
+                UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + $10
+                WHERE id = $1
+            )
+            SELECT id FROM m",
+        )
+        .await
+        .map_err(db_error)?;
+    let row = c
+        .query_one(
+            &stmt,
+            &[
+                &text(session_id),
+                &text(&m.role),
+                &opt_text(&m.content),
+                &opt_text(&m.tool_call_id),
+                &opt_text(&m.tool_calls),
+                &opt_text(&m.tool_name),
+                &now_secs(),
+                &opt_text(&m.reasoning),
+                &opt_text(&m.finish_reason),
+                &calls,
+            ],
+        )
+        .await
+        .map_err(db_error)?;
+    row.try_get(0).map_err(db_error)
+}
+
+/// How many tool calls a `tool_calls` JSON array holds.
+fn tool_call_count(t: &str) -> Option<i64> {
+    let v: serde_json::Value = serde_json::from_str(t).ok()?;
+    v.as_array().map(|a| a.len() as i64)
+}
+
+async fn upsert_run(c: &impl GenericClient, run: &RunRow, owner: &str) -> Result<(), StoreError> {
+    let stmt = c
+        .prepare_cached(
+            "INSERT INTO herald_runs (id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens, owner)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status,
+                model = excluded.model, created_at = excluded.created_at, updated_at = excluded.updated_at,
+                last_event = excluded.last_event, output = excluded.output, error = excluded.error,
+                pending_steer = excluded.pending_steer, input_tokens = excluded.input_tokens,
+                output_tokens = excluded.output_tokens, owner = excluded.owner",
+        )
+        .await
+        .map_err(db_error)?;
+    c.execute(
+        &stmt,
+        &[
+            &text(&run.id),
+            &text(&run.session_id),
+            &text(&run.status),
+            &text(&run.model),
+            &run.created_at,
+            &run.updated_at,
+            &opt_text(&run.last_event),
+            &opt_text(&run.output),
+            &opt_text(&run.error),
+            &opt_text(&run.pending_steer),
+            &run.input_tokens,
+            &run.output_tokens,
+            &owner,
+        ],
+    )
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// The live user rows of a session, in order.
+async fn live_user_rows(
+    c: &impl GenericClient,
+    session_id: &str,
+) -> Result<Vec<(i64, i64)>, StoreError> {
+    let rows = c
+        .query(
+            "SELECT id, seq FROM messages WHERE session_id = $1 AND active = 1 AND role = 'user' ORDER BY seq",
+            &[&session_id],
+        )
+        .await
+        .map_err(db_error)?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<Result<_, tokio_postgres::Error>>()
+        .map_err(db_error)
+}
+
+async fn rewind_in(
+    c: &impl GenericClient,
+    session_id: &str,
+    target: RewindTarget,
+) -> Result<Result<Vec<i64>, RewindRefused>, StoreError> {
+    let users = live_user_rows(c, session_id).await?;
+    let ids: Vec<i64> = users.iter().map(|(id, _)| *id).collect();
+    let row = match rewind_row(&ids, !ids.is_empty(), target) {
+        Ok(row) => row,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let seq = users
+        .iter()
+        .find(|(id, _)| *id == row)
+        .map_or(0, |(_, s)| *s);
+    let remaining: i64 = c
+        .query_one(
+            "SELECT COUNT(*) FROM messages WHERE session_id = $1 AND active = 1 AND seq < $2",
+            &[&session_id, &seq],
+        )
+        .await
+        .and_then(|r| r.try_get(0))
+        .map_err(db_error)?;
+    if remaining == 0 && !target.confirm_empty {
+        return Ok(Err(RewindRefused::WouldEmpty));
+    }
+    c.execute(
+        "UPDATE messages SET active = 0, compacted = 0 WHERE session_id = $1 AND active = 1 AND seq >= $2",
+        &[&session_id, &seq],
+    )
+    .await
+    .map_err(db_error)?;
+    recount(c, session_id, ", rewind_count = rewind_count + 1").await?;
+    Ok(Ok(users
+        .into_iter()
+        .filter(|(_, s)| *s < seq)
+        .map(|(id, _)| id)
+        .collect()))
+}
+
+/// Sets a session's `message_count` to its live rows (and `extra` assignments).
+async fn recount(c: &impl GenericClient, session_id: &str, extra: &str) -> Result<(), StoreError> {
+    c.execute(
+        &format!(
+            "UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages WHERE session_id = $1 AND active = 1){extra} WHERE id = $1"
+        ),
+        &[&session_id],
+    )
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+async fn free_title(c: &impl GenericClient, base: &str) -> Result<String, StoreError> {
+    let mut candidate = base.to_owned();
+    let mut n = 1;
+    loop {
+        let taken: i64 = c
+            .query_one(
+                "SELECT COUNT(*) FROM sessions WHERE title = $1",
+                &[&candidate],
+            )
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(db_error)?;
+        if taken == 0 {
+            return Ok(candidate);
+        }
+        n += 1;
+        candidate = format!("{base} #{n}");
+    }
+}
+
+async fn branch_in(
+    c: &impl GenericClient,
+    parent: &str,
+    new_id: &str,
+    name: Option<&str>,
+) -> Result<Option<String>, StoreError> {
+    let Some(row) = c
+        .query_opt("SELECT title FROM sessions WHERE id = $1", &[&parent])
+        .await
+        .map_err(db_error)?
+    else {
+        return Ok(None);
+    };
+    let title: Option<String> = row.try_get(0).map_err(db_error)?;
+    let base = name
+        .map(str::to_owned)
+        .or(title)
+        .unwrap_or_else(|| "branch".to_owned());
+    let title = free_title(c, &text(&base)).await?;
+    let config = serde_json::json!({"_branched_from": parent}).to_string();
+    c.execute(
+        "INSERT INTO sessions (id, source, model, model_config, system_prompt, parent_session_id, started_at, cwd, title)
+         SELECT $1, source, model, $3, system_prompt, id, $4, cwd, $5 FROM sessions WHERE id = $2",
+        &[&text(new_id), &parent, &config, &now_secs(), &title],
+    )
+    .await
+    .map_err(db_error)?;
+    let copied = c
+        .execute(
+            "INSERT INTO messages (session_id, seq, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content)
+             SELECT $1, row_number() OVER (ORDER BY seq), role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, api_content
+             FROM messages WHERE session_id = $2 AND active = 1 ORDER BY seq",
+            &[&text(new_id), &parent],
+        )
+        .await
+        .map_err(db_error)?;
+    c.execute(
+        "UPDATE sessions SET message_count = $2 WHERE id = $1",
+        &[&text(new_id), &(copied as i64)],
+    )
+    .await
+    .map_err(db_error)?;
+    Ok(Some(title))
+}
+
+async fn compact_in(
+    c: &impl GenericClient,
+    id: &str,
+    summary: &NewMessage,
+    keep: usize,
+) -> Result<Vec<i64>, StoreError> {
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let rows = c
+        .query(
+            "SELECT role, content, tool_call_id, tool_calls, tool_name, reasoning, finish_reason FROM
+               (SELECT * FROM messages WHERE session_id = $1 AND active = 1 ORDER BY seq DESC LIMIT $2) AS last
+             ORDER BY seq",
+            &[&id, &keep],
+        )
+        .await
+        .map_err(db_error)?;
+    let kept = rows
+        .iter()
+        .map(|r| {
+            Ok(NewMessage {
+                role: r.try_get(0)?,
+                content: r.try_get(1)?,
+                tool_call_id: r.try_get(2)?,
+                tool_calls: r.try_get(3)?,
+                tool_name: r.try_get(4)?,
+                reasoning: r.try_get(5)?,
+                finish_reason: r.try_get(6)?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+        .map_err(db_error)?;
+    c.execute(
+        "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = $1 AND active = 1",
+        &[&id],
+    )
+    .await
+    .map_err(db_error)?;
+    c.execute(
+        "UPDATE sessions SET message_count = 0 WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .map_err(db_error)?;
+    let mut ids = Vec::with_capacity(kept.len() + 1);
+    for m in std::iter::once(summary).chain(kept.iter()) {
+        ids.push(insert_message(c, id, m).await?);
+    }
+    Ok(ids)
+}
+
+/// Runs `f` in one transaction on a pooled connection.
+macro_rules! in_transaction {
+    ($pool:expr, |$tx:ident| $body:expr) => {{
+        let mut conn = get(&$pool).await?;
+        let $tx = conn.transaction().await.map_err(db_error)?;
+        let out = $body;
+        if out.is_ok() {
+            $tx.commit().await.map_err(db_error)?;
+        }
+        out
+    }};
+}
+
+fn session_row(r: &tokio_postgres::Row) -> Result<SessionRow, tokio_postgres::Error> {
+    Ok(SessionRow {
+        id: r.try_get(0)?,
+        source: r.try_get(1)?,
+        model: r.try_get(2)?,
+        system_prompt: r.try_get(3)?,
+        cwd: r.try_get(4)?,
+        title: r.try_get(5)?,
+        parent_session_id: r.try_get(6)?,
+        message_count: r.try_get(7)?,
+    })
+}
+
+fn run_row(r: &tokio_postgres::Row) -> Result<RunRow, tokio_postgres::Error> {
+    Ok(RunRow {
+        id: r.try_get(0)?,
+        session_id: r.try_get(1)?,
+        status: r.try_get(2)?,
+        model: r.try_get(3)?,
+        created_at: r.try_get(4)?,
+        updated_at: r.try_get(5)?,
+        last_event: r.try_get(6)?,
+        output: r.try_get(7)?,
+        error: r.try_get(8)?,
+        pending_steer: r.try_get(9)?,
+        input_tokens: r.try_get(10)?,
+        output_tokens: r.try_get(11)?,
+    })
+}
+
+#[async_trait]
+impl SessionBackend for PgSessions {
+    async fn create_session(&self, session: NewSession) -> Result<(), StoreError> {
+        self.write(
+            move |pool| async move { insert_session(&get(&pool).await?, &session, false).await },
+        )
+        .await
+    }
+
+    fn ensure_session_detached(&self, session: NewSession) -> Result<(), StoreError> {
+        self.submit(
+            move |pool| async move { insert_session(&get(&pool).await?, &session, true).await },
+        )
+        .map(drop)
+    }
+
+    async fn append(&self, session_id: String, m: NewMessage) -> Result<i64, StoreError> {
+        self.write(
+            move |pool| async move { insert_message(&get(&pool).await?, &session_id, &m).await },
+        )
+        .await
+    }
+
+    fn append_detached(&self, session_id: String, m: NewMessage) -> Result<(), StoreError> {
+        self.submit(move |pool| async move {
+            insert_message(&get(&pool).await?, &session_id, &m)
+                .await
+                .map(drop)
+        })
+        .map(drop)
+    }
+
+    async fn record_run(&self, run: RunRecord) -> Result<Vec<i64>, StoreError> {
+        self.write(move |pool| async move {
+            in_transaction!(pool, |tx| {
+                let mut ids = Vec::new();
+                let mut out = insert_session(&tx, &run.session, true).await;
+                for m in &run.messages {
+                    if out.is_err() {
+                        break;
+                    }
+                    match insert_message(&tx, &run.session.id, m).await {
+                        Ok(id) => ids.push(id),
+                        Err(e) => out = Err(e),
+                    }
+                }
+                out.map(|()| ids)
+            })
+        })
+        .await
+    }
+
+    async fn rewind(
+        &self,
+        session_id: String,
+        target: RewindTarget,
+    ) -> Result<Result<Vec<i64>, RewindRefused>, StoreError> {
+        self.write(move |pool| async move {
+            in_transaction!(pool, |tx| rewind_in(&tx, &session_id, target).await)
+        })
+        .await
+    }
+
+    async fn branch(
+        &self,
+        parent: String,
+        new_id: String,
+        name: Option<String>,
+    ) -> Result<Option<String>, StoreError> {
+        self.write(move |pool| async move {
+            in_transaction!(pool, |tx| branch_in(&tx, &parent, &new_id, name.as_deref())
+                .await)
+        })
+        .await
+    }
+
+    async fn finish_turn(
+        &self,
+        session_id: String,
+        usage: (i64, i64, i64),
+        run: Option<RunRow>,
+        owner: String,
+    ) -> Result<(), StoreError> {
+        self.write(move |pool| async move {
+            in_transaction!(pool, |tx| {
+                let counted = tx
+                    .execute(
+                        "UPDATE sessions SET api_call_count = api_call_count + $2, input_tokens = input_tokens + $3, output_tokens = output_tokens + $4 WHERE id = $1",
+                        &[&session_id, &usage.0, &usage.1, &usage.2],
+                    )
+                    .await
+                    .map_err(db_error);
+                match (counted, &run) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), Some(run)) => upsert_run(&tx, run, &owner).await,
+                    (Ok(_), None) => Ok(()),
+                }
+            })
+        })
+        .await
+    }
+
+    async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), StoreError> {
+        self.write(move |pool| async move {
+            let now = now_secs();
+            let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+            get(&pool)
+                .await?
+                .execute(
+                    "WITH saved AS (
+                        INSERT INTO herald_responses (id, conversation, session_id, instructions, history, response, created_at, used_at)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+                        ON CONFLICT (id) DO UPDATE SET conversation = excluded.conversation,
+                            session_id = excluded.session_id, instructions = excluded.instructions,
+                            history = excluded.history, response = excluded.response,
+                            created_at = excluded.created_at, used_at = excluded.used_at
+                        RETURNING id
+                    )
+                    DELETE FROM herald_responses WHERE id NOT IN (SELECT id FROM saved) AND id NOT IN
+                        (SELECT id FROM herald_responses ORDER BY used_at DESC, n DESC LIMIT GREATEST($8::bigint - 1, 0))",
+                    &[
+                        &text(&r.id),
+                        &opt_text(&r.conversation),
+                        &text(&r.session_id),
+                        &opt_text(&r.instructions),
+                        &text(&r.history),
+                        &text(&r.response),
+                        &now,
+                        &keep,
+                    ],
+                )
+                .await
+                .map_err(db_error)
+                .map(drop)
+        })
+        .await
+    }
+
+    async fn touch_response(&self, id: String) -> Result<(), StoreError> {
+        self.write(move |pool| async move {
+            get(&pool)
+                .await?
+                .execute(
+                    "UPDATE herald_responses SET used_at = $2 WHERE id = $1",
+                    &[&id, &now_secs()],
+                )
+                .await
+                .map_err(db_error)
+                .map(drop)
+        })
+        .await
+    }
+
+    async fn delete_response(&self, id: String) -> Result<bool, StoreError> {
+        self.write(move |pool| async move {
+            get(&pool)
+                .await?
+                .execute("DELETE FROM herald_responses WHERE id = $1", &[&id])
+                .await
+                .map_err(db_error)
+                .map(|n| n > 0)
+        })
+        .await
+    }
+
+    async fn save_run(&self, run: RunRow, owner: String) -> Result<(), StoreError> {
+        self.write(move |pool| async move { upsert_run(&get(&pool).await?, &run, &owner).await })
+            .await
+    }
+
+    /// The runs of an earlier process of this instance fail with `why`; those of
+    /// instances whose heartbeat ran out with [`INSTANCE_LOST`].
+    async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError> {
+        let (me, prefix) = (
+            self.owner.clone(),
+            format!("{}%", like_escape(&self.instance_prefix)),
+        );
+        self.write(move |pool| async move {
+            let c = get(&pool).await?;
+            let now = now_secs();
+            let mine = c
+                .execute(
+                    "UPDATE herald_runs SET status = 'failed', error = $1, updated_at = $2
+                     WHERE status NOT IN ('completed', 'failed', 'cancelled') AND owner LIKE $3 AND owner <> $4",
+                    &[&why, &now, &prefix, &me],
+                )
+                .await
+                .map_err(db_error)?;
+            let lost = fail_lost_runs(&pool, &me).await?;
+            Ok(usize::try_from(mine).unwrap_or(usize::MAX) + lost)
+        })
+        .await
+    }
+
+    async fn set_title(
+        &self,
+        id: String,
+        title: String,
+    ) -> Result<Result<(), TitleRefused>, StoreError> {
+        self.write(move |pool| async move {
+            let c = get(&pool).await?;
+            let taken: i64 = c
+                .query_one(
+                    "SELECT COUNT(*) FROM sessions WHERE title = $1 AND id <> $2",
+                    &[&title, &id],
+                )
+                .await
+                .and_then(|r| r.try_get(0))
+                .map_err(db_error)?;
+            if taken > 0 {
+                return Ok(Err(TitleRefused::Taken(title)));
+            }
+            let changed = c
+                .execute(
+                    "UPDATE sessions SET title = $2 WHERE id = $1",
+                    &[&id, &title],
+                )
+                .await
+                .map_err(db_error)?;
+            Ok(if changed == 0 {
+                Err(TitleRefused::NoSession(id))
+            } else {
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn delete_session(&self, id: String) -> Result<bool, StoreError> {
+        self.write(move |pool| async move {
+            in_transaction!(pool, |tx| {
+                let mut out = Ok(0);
+                for sql in [
+                    "DELETE FROM messages WHERE session_id = $1",
+                    "DELETE FROM herald_runs WHERE session_id = $1",
+                    "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = $1",
+                    "DELETE FROM sessions WHERE id = $1",
+                ] {
+                    out = tx.execute(sql, &[&id]).await.map_err(db_error);
+                    if out.is_err() {
+                        break;
+                    }
+                }
+                out.map(|n| n > 0)
+            })
+        })
+        .await
+    }
+
+    async fn undo(&self, id: String) -> Result<usize, StoreError> {
+        self.write(move |pool| async move {
+            in_transaction!(pool, |tx| {
+                let last = tx
+                    .query_one(
+                        "SELECT MAX(seq) FROM messages WHERE session_id = $1 AND active = 1 AND role = 'user'",
+                        &[&id],
+                    )
+                    .await
+                    .and_then(|r| r.try_get::<_, Option<i64>>(0))
+                    .map_err(db_error);
+                match last {
+                    Err(e) => Err(e),
+                    Ok(None) => Ok(0),
+                    Ok(Some(seq)) => {
+                        let removed = tx
+                            .execute(
+                                "UPDATE messages SET active = 0 WHERE session_id = $1 AND active = 1 AND seq >= $2",
+                                &[&id, &seq],
+                            )
+                            .await
+                            .map_err(db_error);
+                        match removed {
+                            Ok(n) => recount(&tx, &id, "").await.map(|()| n as usize),
+                            Err(e) => Err(e),
+                        }
+                    }
+                }
+            })
+        })
+        .await
+    }
+
+    async fn compact(
+        &self,
+        id: String,
+        summary: NewMessage,
+        keep: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        self.write(move |pool| async move {
+            in_transaction!(pool, |tx| compact_in(&tx, &id, &summary, keep).await)
+        })
+        .await
+    }
+
+    async fn session(&self, id: String) -> Result<Option<SessionRow>, StoreError> {
+        let row = self
+            .conn()
+            .await?
+            .query_opt(
+                "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count FROM sessions WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(db_error)?;
+        row.as_ref().map(session_row).transpose().map_err(db_error)
+    }
+
+    async fn latest(&self, source: String) -> Result<Option<String>, StoreError> {
+        let row = self
+            .conn()
+            .await?
+            .query_opt(
+                "SELECT id FROM sessions WHERE source = $1 AND archived = 0 ORDER BY started_at DESC, n DESC LIMIT 1",
+                &[&source],
+            )
+            .await
+            .map_err(db_error)?;
+        row.map(|r| r.try_get(0)).transpose().map_err(db_error)
+    }
+
+    async fn history(&self, session_id: String) -> Result<Vec<StoredMessage>, StoreError> {
+        let rows = self
+            .conn()
+            .await?
+            .query(
+                "SELECT id, role, content, tool_call_id, tool_calls, tool_name, reasoning FROM messages
+                 WHERE session_id = $1 AND active = 1 ORDER BY seq",
+                &[&session_id],
+            )
+            .await
+            .map_err(db_error)?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredMessage {
+                    id: r.try_get(0)?,
+                    role: r.try_get(1)?,
+                    content: r.try_get(2)?,
+                    tool_call_id: r.try_get(3)?,
+                    tool_calls: r.try_get(4)?,
+                    tool_name: r.try_get(5)?,
+                    reasoning: r.try_get(6)?,
+                })
+            })
+            .collect::<Result<_, tokio_postgres::Error>>()
+            .map_err(db_error)
+    }
+
+    async fn response(&self, id: String) -> Result<Option<StoredResponse>, StoreError> {
+        let row = self
+            .conn()
+            .await?
+            .query_opt(
+                "SELECT id, conversation, session_id, instructions, history, response FROM herald_responses WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(db_error)?;
+        row.map(|r| {
+            Ok(StoredResponse {
+                id: r.try_get(0)?,
+                conversation: r.try_get(1)?,
+                session_id: r.try_get(2)?,
+                instructions: r.try_get(3)?,
+                history: r.try_get(4)?,
+                response: r.try_get(5)?,
+            })
+        })
+        .transpose()
+        .map_err(db_error)
+    }
+
+    async fn latest_response_of(&self, conversation: String) -> Result<Option<String>, StoreError> {
+        let row = self
+            .conn()
+            .await?
+            .query_opt(
+                "SELECT id FROM herald_responses WHERE conversation = $1 ORDER BY created_at DESC, n DESC LIMIT 1",
+                &[&conversation],
+            )
+            .await
+            .map_err(db_error)?;
+        row.map(|r| r.try_get(0)).transpose().map_err(db_error)
+    }
+
+    async fn run(&self, id: String) -> Result<Option<RunRow>, StoreError> {
+        let row = self
+            .conn()
+            .await?
+            .query_opt(
+                "SELECT id, session_id, status, model, created_at, updated_at, last_event, output, error, pending_steer, input_tokens, output_tokens FROM herald_runs WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(db_error)?;
+        row.as_ref().map(run_row).transpose().map_err(db_error)
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .conn()
+            .await?
+            .query(
+                "SELECT s.id, s.title, s.started_at, s.message_count, s.source,
+                        (SELECT content FROM messages m WHERE m.session_id = s.id AND m.active = 1 AND m.role = 'user' ORDER BY m.seq LIMIT 1),
+                        s.cwd,
+                        COALESCE((SELECT MAX(timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at)
+                 FROM sessions s WHERE s.archived = 0 AND s.source IS DISTINCT FROM 'subagent'
+                 ORDER BY s.started_at DESC, s.n DESC LIMIT $1",
+                &[&limit],
+            )
+            .await
+            .map_err(db_error)?;
+        rows.iter()
+            .map(|r| {
+                let first: Option<String> = r.try_get(5)?;
+                Ok(SessionSummary {
+                    id: r.try_get(0)?,
+                    title: r.try_get(1)?,
+                    started_at: r.try_get(2)?,
+                    message_count: r.try_get(3)?,
+                    source: r.try_get(4)?,
+                    cwd: r.try_get(6)?,
+                    updated_at: r.try_get(7)?,
+                    preview: herald_store::sessions::preview_of(first.as_deref()),
+                })
+            })
+            .collect::<Result<_, tokio_postgres::Error>>()
+            .map_err(db_error)
+    }
+
+    async fn usage(&self, id: String) -> Result<Option<SessionUsage>, StoreError> {
+        let row = self
+            .conn()
+            .await?
+            .query_opt(
+                "SELECT model, input_tokens, output_tokens, api_call_count FROM sessions WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(db_error)?;
+        row.map(|r| {
+            Ok(SessionUsage {
+                model: r.try_get(0)?,
+                input_tokens: r.try_get(1)?,
+                output_tokens: r.try_get(2)?,
+                api_calls: r.try_get(3)?,
+            })
+        })
+        .transpose()
+        .map_err(db_error)
+    }
+
+    fn location(&self) -> String {
+        self.shown.clone()
+    }
+}
+
+/// `s` for a `LIKE` pattern, its wildcards taken literally.
+fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}

@@ -1,0 +1,369 @@
+//! The session store's checks, run on every backend.
+
+use super::Place;
+use crate::sessions::{
+    NewMessage, NewSession, RewindRefused, RewindTarget, StoredResponse, TitleRefused,
+};
+use crate::{SessionStore, StoreError};
+use std::sync::Arc;
+
+/// Every session check, by name.
+pub fn session_checks() -> Vec<(&'static str, super::Check)> {
+    super::checks_of!(
+        append_and_read_back_in_row_order,
+        rewind_checks_in_the_protocols_order_and_writes_nothing_when_refused,
+        branch_copies_full_rows_and_titles,
+        responses_are_an_lru_and_conversations_name_their_latest,
+        list_title_undo_and_delete,
+        two_instances_share_sessions_and_runs,
+    )
+}
+
+fn message(role: &str, text: &str) -> NewMessage {
+    NewMessage {
+        role: role.into(),
+        content: Some(text.into()),
+        ..Default::default()
+    }
+}
+
+async fn two_instances_share_sessions_and_runs(place: Arc<dyn Place>) {
+    if !place.shared() {
+        return;
+    }
+    let a = place.open_sessions("a").await;
+    let b = place.open_sessions("b").await;
+    let session = NewSession {
+        id: "shared".into(),
+        source: "api".into(),
+        model: "m".into(),
+        ..Default::default()
+    };
+    a.create_session(session).await.unwrap();
+    let first = a.append("shared".into(), user("on a")).await.unwrap();
+    let second = b.append("shared".into(), assistant("on b")).await.unwrap();
+    let third = a.append("shared".into(), user("on a again")).await.unwrap();
+    let history = b.history("shared".into()).await.unwrap();
+    let ids: Vec<i64> = history.iter().map(|m| m.id).collect();
+    assert_eq!(ids, vec![first, second, third]);
+    let run = crate::sessions::RunRow {
+        id: "run1".into(),
+        session_id: "shared".into(),
+        status: "running".into(),
+        model: "m".into(),
+        ..Default::default()
+    };
+    a.save_run(run.clone()).await.unwrap();
+    assert_eq!(b.run("run1".into()).await.unwrap(), Some(run));
+}
+
+fn user(text: &str) -> NewMessage {
+    NewMessage {
+        role: "user".into(),
+        content: Some(text.into()),
+        ..Default::default()
+    }
+}
+
+fn assistant(text: &str) -> NewMessage {
+    NewMessage {
+        role: "assistant".into(),
+        content: Some(text.into()),
+        ..Default::default()
+    }
+}
+
+async fn store_with_turns(place: &Arc<dyn Place>) -> (SessionStore, Vec<i64>) {
+    let store = place.open_sessions("one").await;
+    store
+        .create_session(NewSession {
+            id: "s".into(),
+            source: "cli".into(),
+            model: "m".into(),
+            system_prompt: "SYS".into(),
+            cwd: "/".into(),
+            parent_session_id: None,
+        })
+        .await
+        .unwrap();
+    let mut users = Vec::new();
+    for i in 0..3 {
+        users.push(
+            store
+                .append("s".into(), user(&format!("q{i}")))
+                .await
+                .unwrap(),
+        );
+        store.append("s".into(), assistant("a")).await.unwrap();
+    }
+    (store, users)
+}
+
+async fn append_and_read_back_in_row_order(place: Arc<dyn Place>) {
+    let (store, users) = store_with_turns(&place).await;
+    let h = store.history("s".into()).await.unwrap();
+    assert_eq!(h.len(), 6);
+    assert_eq!(h[0].id, users[0]);
+    assert!(users.windows(2).all(|w| w[0] < w[1]));
+    let s = store.session("s".into()).await.unwrap().unwrap();
+    assert_eq!(
+        (s.system_prompt.as_deref(), s.message_count),
+        (Some("SYS"), 6)
+    );
+    assert_eq!(
+        store.latest("cli".into()).await.unwrap().as_deref(),
+        Some("s")
+    );
+    assert!(store.session("nope".into()).await.unwrap().is_none());
+}
+
+async fn rewind_checks_in_the_protocols_order_and_writes_nothing_when_refused(
+    place: Arc<dyn Place>,
+) {
+    let (store, users) = store_with_turns(&place).await;
+    let ask = |row: Option<i64>, ordinal: Option<u64>, empty: bool| RewindTarget {
+        before_row_id: row,
+        before_user_ordinal: ordinal,
+        confirm_empty: empty,
+    };
+    let refused = |r: Result<Result<Vec<i64>, RewindRefused>, StoreError>| r.unwrap().unwrap_err();
+    assert_eq!(
+        refused(store.rewind("s".into(), ask(Some(9999), None, false)).await),
+        RewindRefused::StaleRow(9999)
+    );
+    assert_eq!(
+        refused(
+            store
+                .rewind("s".into(), ask(Some(users[1]), Some(2), false))
+                .await
+        ),
+        RewindRefused::Disagree {
+            row: users[1],
+            ordinal: 2
+        }
+    );
+    assert_eq!(
+        refused(store.rewind("s".into(), ask(None, Some(1), false)).await),
+        RewindRefused::RowIdRequired
+    );
+    assert_eq!(
+        refused(
+            store
+                .rewind("s".into(), ask(Some(users[0]), None, false))
+                .await
+        ),
+        RewindRefused::WouldEmpty
+    );
+    assert_eq!(
+        store.history("s".into()).await.unwrap().len(),
+        6,
+        "nothing written when refused"
+    );
+    let survivors = store
+        .rewind("s".into(), ask(Some(users[2]), Some(2), false))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(survivors, vec![users[0], users[1]]);
+    let live = store.history("s".into()).await.unwrap();
+    assert_eq!(live.len(), 4);
+    assert_eq!(live[2].id, users[1], "surviving rows keep their ids");
+    assert_eq!(
+        refused(
+            store
+                .rewind("s".into(), ask(Some(users[2]), None, false))
+                .await
+        ),
+        RewindRefused::StaleRow(users[2])
+    );
+    let all = store
+        .rewind("s".into(), ask(Some(users[0]), None, true))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(all.is_empty());
+    assert_eq!(
+        store
+            .session("s".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        0
+    );
+}
+
+async fn branch_copies_full_rows_and_titles(place: Arc<dyn Place>) {
+    let (store, _) = store_with_turns(&place).await;
+    store
+        .append(
+            "s".into(),
+            NewMessage {
+                role: "tool".into(),
+                content: Some("out".into()),
+                tool_call_id: Some("c1".into()),
+                tool_name: Some("terminal".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let branch = |id: &str| store.branch("s".into(), id.into(), None);
+    assert_eq!(branch("b1").await.unwrap().as_deref(), Some("branch"));
+    assert_eq!(branch("b2").await.unwrap().as_deref(), Some("branch #2"));
+    assert_eq!(
+        store
+            .branch("nope".into(), "b3".into(), None)
+            .await
+            .unwrap(),
+        None
+    );
+    let h = store.history("b1".into()).await.unwrap();
+    assert_eq!(h.len(), 7);
+    assert_eq!(
+        (h[6].tool_call_id.as_deref(), h[6].tool_name.as_deref()),
+        (Some("c1"), Some("terminal"))
+    );
+    let b1 = store.session("b1".into()).await.unwrap().unwrap();
+    assert_eq!(
+        (b1.system_prompt.as_deref(), b1.parent_session_id.as_deref()),
+        (Some("SYS"), Some("s"))
+    );
+}
+
+async fn responses_are_an_lru_and_conversations_name_their_latest(place: Arc<dyn Place>) {
+    let store = place.open_sessions("one").await;
+    let resp = |id: &str| StoredResponse {
+        id: id.into(),
+        conversation: Some("c".into()),
+        session_id: "s".into(),
+        history: "[]".into(),
+        response: "{}".into(),
+        ..Default::default()
+    };
+    for id in ["r1", "r2", "r3"] {
+        store.save_response(resp(id), 2).await.unwrap();
+    }
+    assert!(
+        store.response("r1".into()).await.unwrap().is_none(),
+        "the least recently used left"
+    );
+    assert_eq!(
+        store.response("r3".into()).await.unwrap().unwrap(),
+        resp("r3")
+    );
+    assert_eq!(
+        store
+            .latest_response_of("c".into())
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("r3")
+    );
+    store.touch_response("r2".into()).await.unwrap();
+    store.save_response(resp("r4"), 2).await.unwrap();
+    assert!(
+        store.response("r2".into()).await.unwrap().is_some(),
+        "a used one stays"
+    );
+    assert!(store.response("r3".into()).await.unwrap().is_none());
+    assert!(store.delete_response("r2".into()).await.unwrap());
+    assert!(!store.delete_response("r2".into()).await.unwrap());
+}
+
+async fn list_title_undo_and_delete(place: Arc<dyn Place>) {
+    let store = place.open_sessions("one").await;
+    for id in ["a", "b"] {
+        let session = NewSession {
+            id: id.into(),
+            source: "tui".into(),
+            model: "m".into(),
+            ..Default::default()
+        };
+        store.create_session(session).await.unwrap();
+    }
+    // A subagent's session is found through its parent, not listed.
+    let child = NewSession {
+        id: "b-child".into(),
+        source: "subagent".into(),
+        parent_session_id: Some("b".into()),
+        ..Default::default()
+    };
+    store.create_session(child).await.unwrap();
+    for (role, text) in [
+        ("user", "first   question\nhere"),
+        ("assistant", "x"),
+        ("user", "again"),
+        ("assistant", "y"),
+    ] {
+        store.append("a".into(), message(role, text)).await.unwrap();
+    }
+    let listed = store.list(10).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    let a = listed.iter().find(|s| s.id == "a").unwrap();
+    assert_eq!(
+        (a.preview.as_str(), a.message_count),
+        ("first question here", 4)
+    );
+    assert_eq!(store.list(1).await.unwrap().len(), 1);
+    assert_eq!(
+        store.set_title("a".into(), "  Mine ".into()).await.unwrap(),
+        Ok("Mine".into())
+    );
+    assert_eq!(
+        store.set_title("b".into(), "Mine".into()).await.unwrap(),
+        Err(TitleRefused::Taken("Mine".into()))
+    );
+    assert_eq!(
+        store.set_title("b".into(), " ".into()).await.unwrap(),
+        Err(TitleRefused::Empty)
+    );
+    assert_eq!(
+        store.set_title("b".into(), "a\nb".into()).await.unwrap(),
+        Err(TitleRefused::Invalid)
+    );
+    assert_eq!(
+        store.set_title("zz".into(), "x".into()).await.unwrap(),
+        Err(TitleRefused::NoSession("zz".into()))
+    );
+    assert_eq!(store.undo("a".into()).await.unwrap(), 2);
+    assert_eq!(store.history("a".into()).await.unwrap().len(), 2);
+    assert_eq!(store.undo("b".into()).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .usage("a".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .model
+            .as_deref(),
+        Some("m")
+    );
+    for (role, text) in [
+        ("user", "q1"),
+        ("assistant", "a1"),
+        ("user", "q2"),
+        ("assistant", "a2"),
+    ] {
+        store.append("b".into(), message(role, text)).await.unwrap();
+    }
+    let summary = message("user", "[summary] q1 and a1");
+    let ids = store.compact("b".into(), summary, 2).await.unwrap();
+    let after = store.history("b".into()).await.unwrap();
+    let texts: Vec<_> = after.iter().map(|m| m.content.clone().unwrap()).collect();
+    assert_eq!(texts, ["[summary] q1 and a1", "q2", "a2"]);
+    assert_eq!(after.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+    assert_eq!(
+        store
+            .session("b".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        3
+    );
+    assert!(store.delete_session("a".into()).await.unwrap());
+    assert!(!store.delete_session("a".into()).await.unwrap());
+    assert!(store.session("a".into()).await.unwrap().is_none());
+    assert!(store.history("a".into()).await.unwrap().is_empty());
+}

@@ -1,0 +1,85 @@
+//! The session store's one interface, whichever database keeps it: SQLite's
+//! `state.db` in the home ([`super::SqliteSessions`]) or herald-scale's PostgreSQL.
+
+use super::{
+    NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord, RunRow, SessionRow,
+    SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
+};
+use crate::StoreError;
+use async_trait::async_trait;
+
+/// One session store. Writes resolve once committed; a detached write is committed
+/// in order with the writes of this store made after it.
+#[async_trait]
+pub trait SessionBackend: Send + Sync {
+    /// Creates a session with its (byte-stable) system prompt.
+    async fn create_session(&self, session: NewSession) -> Result<(), StoreError>;
+    /// Creates a session unless one with its id exists, without waiting.
+    fn ensure_session_detached(&self, session: NewSession) -> Result<(), StoreError>;
+    /// Appends one message and updates the counters; returns its row id.
+    async fn append(&self, session_id: String, m: NewMessage) -> Result<i64, StoreError>;
+    /// Appends one message without waiting for its row id.
+    fn append_detached(&self, session_id: String, m: NewMessage) -> Result<(), StoreError>;
+    /// A finished unattended run: its session unless it exists, then its messages.
+    async fn record_run(&self, run: RunRecord) -> Result<Vec<i64>, StoreError>;
+    /// Rewinds before a user turn (checks and write in one transaction).
+    async fn rewind(
+        &self,
+        session_id: String,
+        target: RewindTarget,
+    ) -> Result<Result<Vec<i64>, RewindRefused>, StoreError>;
+    /// Branches a session; the new title, or `None` without the parent.
+    async fn branch(
+        &self,
+        parent: String,
+        new_id: String,
+        name: Option<String>,
+    ) -> Result<Option<String>, StoreError>;
+    /// A turn's API calls and tokens added to its session, with its run's state
+    /// (owned by `owner`) when given.
+    async fn finish_turn(
+        &self,
+        session_id: String,
+        usage: (i64, i64, i64),
+        run: Option<RunRow>,
+        owner: String,
+    ) -> Result<(), StoreError>;
+    /// Keeps a response, forgetting the least recently used beyond `keep`.
+    async fn save_response(&self, r: StoredResponse, keep: usize) -> Result<(), StoreError>;
+    async fn touch_response(&self, id: String) -> Result<(), StoreError>;
+    async fn delete_response(&self, id: String) -> Result<bool, StoreError>;
+    /// Keeps a run's state (inserted or replaced), owned by `owner`.
+    async fn save_run(&self, run: RunRow, owner: String) -> Result<(), StoreError>;
+    /// Unfinished runs whose owner is gone are marked `failed` with `why`.
+    async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError>;
+    /// Sets a checked title.
+    async fn set_title(
+        &self,
+        id: String,
+        title: String,
+    ) -> Result<Result<(), TitleRefused>, StoreError>;
+    async fn delete_session(&self, id: String) -> Result<bool, StoreError>;
+    /// Soft-deletes the last user message and what followed it; how many rows.
+    async fn undo(&self, id: String) -> Result<usize, StoreError>;
+    /// Replaces the live history by `summary` and the last `keep` rows (copied).
+    async fn compact(
+        &self,
+        id: String,
+        summary: NewMessage,
+        keep: usize,
+    ) -> Result<Vec<i64>, StoreError>;
+
+    async fn session(&self, id: String) -> Result<Option<SessionRow>, StoreError>;
+    /// The most recently started session of a source.
+    async fn latest(&self, source: String) -> Result<Option<String>, StoreError>;
+    /// The live messages of a session, in order.
+    async fn history(&self, session_id: String) -> Result<Vec<StoredMessage>, StoreError>;
+    async fn response(&self, id: String) -> Result<Option<StoredResponse>, StoreError>;
+    async fn latest_response_of(&self, conversation: String) -> Result<Option<String>, StoreError>;
+    async fn run(&self, id: String) -> Result<Option<RunRow>, StoreError>;
+    /// The newest sessions first (subagents' left out).
+    async fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError>;
+    async fn usage(&self, id: String) -> Result<Option<SessionUsage>, StoreError>;
+    /// Where the store is, for messages.
+    fn location(&self) -> String;
+}
