@@ -17,6 +17,7 @@ mod mcp_cmd;
 mod plugins_cmd;
 mod rpc_cmd;
 mod setup_cmd;
+mod store_cmd;
 mod stores;
 mod webhook_cmd;
 mod webhook_test;
@@ -86,6 +87,11 @@ enum Command {
     /// Serve ACP (Agent Client Protocol) on stdio for IDEs such as Zed and VS Code;
     /// --check to verify the setup.
     Acp(acp_cmd::AcpArgs),
+    /// The store as a whole (copying a home's SQLite stores into PostgreSQL).
+    Store {
+        #[command(subcommand)]
+        command: store_cmd::StoreCommand,
+    },
     /// Inspect deliveries (direct deliveries and their outcome).
     Deliveries {
         #[command(subcommand)]
@@ -240,6 +246,7 @@ fn main() -> ExitCode {
         Command::Rpc(args) => rpc_cmd::run(&home, args),
         Command::Acp(args) => acp_cmd::run(&home, args),
         Command::Deliveries { command } => deliveries_cmd::run(&home, command),
+        Command::Store { command } => store_cmd::run(&home, command),
         Command::Plugins { command } => plugins_cmd::run(&home, command),
         Command::Mcp { command } => mcp_cmd::run(&home, command),
     };

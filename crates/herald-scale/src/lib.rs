@@ -14,6 +14,7 @@
 
 mod connect;
 mod enqueue;
+pub mod import;
 mod inbox;
 mod listen;
 mod migrate;

@@ -94,4 +94,10 @@ const LIST: &[&str] = &[
         owner TEXT PRIMARY KEY,
         alive_until_ms BIGINT NOT NULL
     );",
+    // 2: one turn at a time per session across instances: a lease per held session.
+    "CREATE TABLE herald_session_holds (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        until_ms BIGINT NOT NULL
+    );",
 ];

@@ -8,8 +8,9 @@ use crate::rows::{opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use herald_store::sessions::{
-    NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord, RunRow, SessionRow,
-    SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused, rewind_row,
+    NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord, RunRow, SessionHold,
+    SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
+    rewind_row,
 };
 use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
 use std::future::Future;
@@ -968,6 +969,108 @@ impl SessionBackend for PgSessions {
     fn location(&self) -> String {
         self.shown.clone()
     }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    /// A lease row per held session, taken over when it ran out (its instance was
+    /// lost), renewed while the turn runs, deleted when it ends; waiting polls.
+    async fn hold_session(&self, session_id: String) -> Result<SessionHold, StoreError> {
+        let holder = format!("{}/{}", self.owner, hold_number());
+        let mut waited = false;
+        loop {
+            let now = now_ms();
+            let rows = self
+                .conn()
+                .await?
+                .execute(
+                    "INSERT INTO herald_session_holds (session_id, owner, until_ms) VALUES ($1, $2, $3)
+                     ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
+                         WHERE herald_session_holds.until_ms < $4",
+                    &[&session_id, &holder, &(now + HOLD_FOR_MS), &now],
+                )
+                .await
+                .map_err(db_error)?;
+            if rows == 1 {
+                break;
+            }
+            if !waited {
+                tracing::debug!(session = %session_id, "waiting for another instance's turn on this session");
+                waited = true;
+            }
+            tokio::time::sleep(HOLD_POLL).await;
+        }
+        let (release, released) = oneshot::channel::<()>();
+        let queue = self.queue.clone();
+        tokio::spawn(keep_hold(
+            self.pool.clone(),
+            queue,
+            session_id,
+            holder,
+            released,
+        ));
+        Ok(SessionHold::releasing(Box::new(release)))
+    }
+}
+
+/// How long a session hold lasts unless renewed, how often it is renewed, and how
+/// often a waiting turn looks again.
+const HOLD_FOR_MS: i64 = 30_000;
+const HOLD_RENEW: Duration = Duration::from_secs(10);
+const HOLD_POLL: Duration = Duration::from_millis(50);
+
+fn hold_number() -> usize {
+    static HOLDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    HOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Renews a hold until its guard is dropped, then lets go of it after the writes
+/// queued before (the turn's messages are stored before another instance's turn
+/// reads them).
+async fn keep_hold(
+    pool: Pool,
+    queue: mpsc::UnboundedSender<Job>,
+    session_id: String,
+    holder: String,
+    mut released: oneshot::Receiver<()>,
+) {
+    let mut renew = tokio::time::interval(HOLD_RENEW);
+    renew.tick().await;
+    loop {
+        tokio::select! {
+            _ = &mut released => break,
+            _ = renew.tick() => {
+                let until = now_ms() + HOLD_FOR_MS;
+                if let Ok(c) = get(&pool).await {
+                    let _ = c
+                        .execute(
+                            "UPDATE herald_session_holds SET until_ms = $3 WHERE session_id = $1 AND owner = $2",
+                            &[&session_id, &holder, &until],
+                        )
+                        .await;
+                }
+            }
+        }
+    }
+    let release: Job = Box::new(move |pool| {
+        Box::pin(async move {
+            let out = match get(&pool).await {
+                Ok(c) => c
+                    .execute(
+                        "DELETE FROM herald_session_holds WHERE session_id = $1 AND owner = $2",
+                        &[&session_id, &holder],
+                    )
+                    .await
+                    .map_err(db_error),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = out {
+                tracing::warn!(error = %e, "store: a session hold was not let go; it runs out in 30 s");
+            }
+        })
+    });
+    let _ = queue.send(release);
 }
 
 /// `s` for a `LIKE` pattern, its wildcards taken literally.

@@ -952,6 +952,24 @@ struct Drive {
 impl Drive {
     /// Runs the turn; a panic in it still ends the run (failed) and frees the session.
     async fn run_guarded(self, agent: Agent, history: Vec<ChatMessage>, input: UserInput) {
+        // One turn at a time per session, also across instances sharing the store.
+        let hold = match self
+            .host
+            .store
+            .hold_session(self.session.id().to_owned())
+            .await
+        {
+            Ok(hold) => hold,
+            Err(e) => {
+                let failed = TurnResult {
+                    failed: true,
+                    error: Some(format!("the session could not be held for this turn: {e}")),
+                    ..TurnResult::default()
+                };
+                return self.finish(failed).await;
+            }
+        };
+        let history = self.fresh(history).await;
         let turn = std::panic::AssertUnwindSafe(self.clone().run(agent, history, input));
         if futures_util::FutureExt::catch_unwind(turn).await.is_err() {
             let run_id = self.cell.status.borrow().run_id.clone();
@@ -962,6 +980,27 @@ impl Drive {
                 ..TurnResult::default()
             };
             self.finish(failed).await;
+        }
+        drop(hold);
+    }
+
+    /// On a store other instances write too, the session's history as stored when
+    /// another instance's turn added to it since this one was read.
+    async fn fresh(&self, history: Vec<ChatMessage>) -> Vec<ChatMessage> {
+        if !self.host.store.shared() {
+            return history;
+        }
+        match self.host.history_of(&self.session).await {
+            Ok(saved) if saved.len() > history.len() => {
+                self.session.set_history(saved);
+                let s = self.session.state();
+                s.history.iter().map(|h| h.message.clone()).collect()
+            }
+            Ok(_) => history,
+            Err(e) => {
+                tracing::warn!(error = %e, "the session's stored history could not be read; the turn goes on with what it has");
+                history
+            }
         }
     }
 

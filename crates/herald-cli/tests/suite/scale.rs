@@ -399,3 +399,176 @@ async fn kill_9_of_either_instance_under_load_loses_and_doubles_nothing() {
     assert!(accepted.len() > 100, "too little load: {}", accepted.len());
     assert!(duplicates > 0, "no id was sent to both instances");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_migrate_copies_a_sqlite_home_keeping_row_ids_and_runs_again_harmlessly() {
+    let (provider, telegram) = (provider(), Fake::start(telegram_ok()));
+    // A home on SQLite with delivered events and their sessions.
+    let sqlite = {
+        let config = agent_config(&provider.base_url, "", ROUTE);
+        let tg = format!("{}/bot", telegram.base);
+        Herald::start_with(
+            &config,
+            &[("TELEGRAM_BOT_TOKEN", TOKEN), ("TELEGRAM_BASE_URL", &tg)],
+        )
+    };
+    for n in 0..12 {
+        assert_eq!(
+            event(&sqlite, n, &format!("m-{n}")).await.0,
+            StatusCode::ACCEPTED
+        );
+    }
+    wait_for(Duration::from_secs(60), "every event delivered", || {
+        (counts(&sqlite)["delivered"] == 12).then_some(())
+    })
+    .await;
+    let before: Vec<Value> =
+        serde_json::from_str(&sqlite.cli(&["inbox", "list", "--json"]).1).unwrap();
+    let home = sqlite.into_home();
+    let state = herald_store::SessionStore::open(&home.path().join("state.db")).unwrap();
+    let session = "webhook:r:m-3".to_owned();
+    let sqlite_rows: Vec<i64> = state
+        .history(session.clone())
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert!(!sqlite_rows.is_empty());
+    drop(state);
+    // Point the home at PostgreSQL and copy, twice.
+    let url = database("migrated");
+    let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!("store:\n  url: {url}\n{config}"),
+    )
+    .unwrap();
+    for round in 0..2 {
+        let (code, out, err) = run_cli(home.path(), &["store", "migrate", "--from-sqlite"]);
+        assert_eq!(code, 0, "round {round}: {out}{err}");
+        assert!(err.contains("inbox: 12/12 rows"), "{err}");
+        assert!(err.contains("messages:"), "{err}");
+    }
+    let pg = |sql: &str| cluster().psql("migrated", sql).unwrap();
+    assert_eq!(pg("SELECT count(*) FROM inbox"), "12", "copied once");
+    let pg_rows: Vec<i64> = pg(&format!(
+        "SELECT id FROM messages WHERE session_id = '{session}' AND active = 1 ORDER BY seq"
+    ))
+    .lines()
+    .map(|l| l.parse().unwrap())
+    .collect();
+    assert_eq!(pg_rows, sqlite_rows, "message row ids are kept");
+    // The instance on PostgreSQL serves what was copied: the same entries and ids,
+    // the keys still in the window, new ids past the copied ones.
+    let tg = format!("{}/bot", telegram.base);
+    let h = Herald::start_in(
+        home,
+        &[("TELEGRAM_BOT_TOKEN", TOKEN), ("TELEGRAM_BASE_URL", &tg)],
+    );
+    let after: Vec<Value> = serde_json::from_str(&h.cli(&["inbox", "list", "--json"]).1).unwrap();
+    let ids = |items: &[Value]| {
+        items
+            .iter()
+            .map(|i| {
+                (
+                    i["id"].clone(),
+                    i["delivery_id"].clone(),
+                    i["state"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&after), ids(&before));
+    assert_eq!(event(&h, 3, "m-3").await.1["status"], "duplicate");
+    let (status, answer) = event(&h, 99, "m-new").await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let max_before = before
+        .iter()
+        .map(|i| i["id"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        answer["id"].as_i64().is_none_or(|id| id > max_before),
+        "{answer}"
+    );
+    wait_for(Duration::from_secs(30), "the new event delivered", || {
+        (counts(&h)["delivered"] == 13).then_some(())
+    })
+    .await;
+    let newest = pg("SELECT max(id) FROM inbox").parse::<i64>().unwrap();
+    assert!(newest > max_before);
+}
+
+/// Starts a run of the runs API on `h`; its id.
+async fn start_run(h: &Herald, session: &str, input: &str) -> String {
+    let body = serde_json::json!({"input": input, "session_id": session});
+    let (status, answer) = super::api::post_json(h, "/v1/runs", body).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    answer["run_id"].as_str().unwrap().to_owned()
+}
+
+/// The run's status as `h` reads it, once it is final.
+async fn finished(h: &Herald, run: &str) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let (_, status) = super::api::get_json(h, &format!("/v1/runs/{run}")).await;
+        if ["completed", "failed", "cancelled"].contains(&status["status"].as_str().unwrap_or("")) {
+            return status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_continues_on_the_other_instance_and_turns_at_once_run_one_after_the_other() {
+    let url = database("shared_sessions");
+    let provider = FakeProvider::start(vec![]);
+    let slow = Scripted::Delayed(
+        Duration::from_millis(500),
+        Box::new(Scripted::text("noted")),
+    );
+    provider.set_fallback(slow);
+    let config = format!(
+        "store:\n  url: {url}\n{}",
+        super::api::api_config(&provider.base_url, "")
+    );
+    let (a, b) = (Herald::start(&config), Herald::start(&config));
+    // A turn through `a`, the next through `b`: `b` sends the model the history.
+    let first = start_run(&a, "shared-1", "the first question").await;
+    assert_eq!(finished(&a, &first).await["status"], "completed");
+    let second = start_run(&b, "shared-1", "the second question").await;
+    assert_eq!(finished(&b, &second).await["status"], "completed");
+    let sent = provider.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        sent.contains("the first question") && sent.contains("noted"),
+        "{sent}"
+    );
+    // Two turns at once, one through each: one waits for the other, and the
+    // history alternates question and answer.
+    let (x, y) = tokio::join!(
+        start_run(&a, "shared-1", "third, through a"),
+        start_run(&b, "shared-1", "fourth, through b")
+    );
+    assert_eq!(finished(&a, &x).await["status"], "completed");
+    assert_eq!(finished(&b, &y).await["status"], "completed");
+    let roles = cluster()
+        .psql(
+            "shared_sessions",
+            "SELECT string_agg(role, ',' ORDER BY seq) FROM messages WHERE session_id = 'shared-1' AND active = 1",
+        )
+        .unwrap();
+    assert_eq!(
+        roles,
+        "user,assistant,user,assistant,user,assistant,user,assistant"
+    );
+    let last = provider.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        last.contains("third, through a") && last.contains("fourth, through b"),
+        "the later turn saw the earlier one: {last}"
+    );
+    // Either instance answers for any run from the shared store.
+    assert_eq!(finished(&b, &first).await["status"], "completed");
+    assert_eq!(finished(&a, &y).await["status"], "completed");
+}

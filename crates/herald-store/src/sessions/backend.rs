@@ -82,4 +82,37 @@ pub trait SessionBackend: Send + Sync {
     async fn usage(&self, id: String) -> Result<Option<SessionUsage>, StoreError>;
     /// Where the store is, for messages.
     fn location(&self) -> String;
+
+    /// Whether other instances write this store too (then a turn holds its session
+    /// and reads its history afresh first).
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// Holds `session_id` for one turn against every other instance sharing the
+    /// store: resolves once no other instance holds it, and lets go when the hold is
+    /// dropped. A store only this process writes has nobody to hold it against.
+    async fn hold_session(&self, session_id: String) -> Result<SessionHold, StoreError> {
+        let _ = session_id;
+        Ok(SessionHold::none())
+    }
+}
+
+/// A session held for one turn; dropping it lets go.
+pub struct SessionHold {
+    _release: Option<Box<dyn Send + Sync>>,
+}
+
+impl SessionHold {
+    /// A hold that holds nothing.
+    pub fn none() -> SessionHold {
+        SessionHold { _release: None }
+    }
+
+    /// A hold that lets go when `release` is dropped.
+    pub fn releasing(release: Box<dyn Send + Sync>) -> SessionHold {
+        SessionHold {
+            _release: Some(release),
+        }
+    }
 }
