@@ -13,9 +13,10 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_protocol::{ChatMessage, UserInput};
+
 use herald_session::{
-    Answers, Decision, RunError, RunEventKind, RunHandle, RunState, RunStatus, SubagentEvent,
-    SubagentKind,
+    Answers, Decision, Relayed, RunControl, RunError, RunEventKind, RunHandle, RunState, RunStatus,
+    SubagentEvent, SubagentKind,
 };
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -403,7 +404,17 @@ async fn approve(
 #[utoipa::path(post, path = "/v1/runs/{run_id}/stop", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "Stopping, or the finished run's status", body = Stopping), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
 pub async fn stop(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     let Some(run) = api.host.run(&id) else {
-        return status(State(api), Path(id)).await;
+        // Another instance sharing the store may run it.
+        return match api.host.relay(&id, RunControl::Stop).await {
+            Ok(Relayed::Sent) => Json(Stopping {
+                run_id: id,
+                status: "stopping".into(),
+            })
+            .into_response(),
+            Ok(Relayed::OwnerGone) => run_not_active(&id).into_response(),
+            Ok(Relayed::Nobody) => status(State(api), Path(id)).await,
+            Err(e) => session_pick::run_error(e).into_response(),
+        };
     };
     if run.status().state.is_finished() {
         return Json(status_body(&run.status())).into_response();
@@ -414,6 +425,39 @@ pub async fn stop(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Respon
         status: "stopping".into(),
     })
     .into_response()
+}
+
+/// `/steer` for a run another instance sharing the store runs.
+async fn relay_steer(api: &Api, id: String, text: String) -> Result<Response, ApiError> {
+    if text.is_empty() {
+        return Err(ApiError::bad_request(
+            "The steer text is empty",
+            Some("invalid_steer_input"),
+        ));
+    }
+    match api
+        .host
+        .relay(&id, RunControl::Steer { text })
+        .await
+        .map_err(session_pick::run_error)?
+    {
+        Relayed::Sent => Ok(Json(Steered {
+            object: "hermes.run.steer".into(),
+            run_id: id,
+            accepted: true,
+        })
+        .into_response()),
+        Relayed::OwnerGone => Err(run_not_active(&id)),
+        Relayed::Nobody => Err(run_not_found(&id)),
+    }
+}
+
+/// 409 for a run whose instance is gone (api-server.md §7.5's newer upstream answer).
+fn run_not_active(id: &str) -> ApiError {
+    ApiError::conflict(
+        format!("Run {id} is not active: the instance that ran it is gone"),
+        "run_not_active",
+    )
 }
 
 /// The first non-empty of `input`, `message`, `text` (a string or content parts).
@@ -441,10 +485,13 @@ async fn steer_run(
     headers: HeaderMap,
     raw: Body,
 ) -> Result<Response, ApiError> {
-    let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
+    let local = api.host.run(&id);
     let admitted = body::admit(&api, &headers, raw).await?;
     let request = body::object(&admitted.bytes, ApiError::bad_request("Invalid JSON", None))?;
     let request: SteerRequest = wire::read(&request);
+    let Some(run) = local else {
+        return relay_steer(&api, id, steer_text(&request)).await;
+    };
     let state = run.status().state;
     if state != RunState::Running {
         return Err(ApiError::conflict(

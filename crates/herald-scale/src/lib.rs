@@ -154,7 +154,7 @@ pub async fn open_sessions(
     migrate::migrate(&mut client, &session_schema::SESSIONS).await?;
     drop(client);
     let pool = target.pool(settings.pool_size)?;
-    Ok(PgSessions::start(pool, target.shown.clone(), instance))
+    Ok(PgSessions::start(pool, target, instance))
 }
 
 /// Connects once and reports whether the store is usable: how `herald config check`

@@ -15,26 +15,52 @@ pub(crate) const CHANNEL: &str = "herald_inbox";
 
 /// Runs until `wake` has no other owner.
 pub(crate) fn spawn(target: Arc<Target>, wake: Arc<Notify>) {
+    let hear = {
+        let wake = Arc::downgrade(&wake);
+        Arc::new(move |_: &str| {
+            if let Some(w) = wake.upgrade() {
+                w.notify_one();
+            }
+        }) as Arc<dyn Fn(&str) + Send + Sync>
+    };
+    spawn_on(target, CHANNEL, hear, Some(wake));
+}
+
+/// Listens on `channel`, handing each notification's payload to `hear`, for as long
+/// as `alive` (when given) has another owner; `alive` is also woken after every
+/// (re)connection.
+pub(crate) fn spawn_on(
+    target: Arc<Target>,
+    channel: &'static str,
+    hear: Arc<dyn Fn(&str) + Send + Sync>,
+    alive: Option<Arc<Notify>>,
+) {
     tokio::spawn(async move {
         let mut pause = Duration::from_millis(200);
-        while Arc::strong_count(&wake) > 1 {
-            match listen(&target, &wake).await {
+        while alive.as_ref().is_none_or(|a| Arc::strong_count(a) > 1) {
+            match listen(&target, channel, &*hear).await {
                 Ok(()) => pause = Duration::from_millis(200),
                 Err(e) => {
                     tracing::warn!(error = %e, "store: listening for queued work failed; trying again");
                     pause = (pause * 2).min(Duration::from_secs(10));
                 }
             }
-            wake.notify_one();
+            if let Some(a) = &alive {
+                a.notify_one();
+            }
             tokio::time::sleep(pause).await;
         }
     });
 }
 
-async fn listen(target: &Target, wake: &Notify) -> Result<(), tokio_postgres::Error> {
+async fn listen(
+    target: &Target,
+    channel: &str,
+    hear: &(dyn Fn(&str) + Send + Sync),
+) -> Result<(), tokio_postgres::Error> {
     let (client, mut conn) = target.config.connect(target.tls.clone()).await?;
     let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
-    let sql = format!("LISTEN {CHANNEL}");
+    let sql = format!("LISTEN {channel}");
     let listening = client.batch_execute(&sql);
     tokio::pin!(listening);
     let mut listened = false;
@@ -44,10 +70,10 @@ async fn listen(target: &Target, wake: &Notify) -> Result<(), tokio_postgres::Er
             done = &mut listening, if !listened => {
                 done?;
                 listened = true;
-                wake.notify_one();
+                hear("");
             }
             message = messages.next() => match message {
-                Some(Ok(AsyncMessage::Notification(_))) => wake.notify_one(),
+                Some(Ok(AsyncMessage::Notification(n))) => hear(n.payload()),
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),

@@ -8,9 +8,9 @@ use crate::rows::{opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use herald_store::sessions::{
-    NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord, RunRow, SessionHold,
-    SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
-    rewind_row,
+    ControlHandler, NewMessage, NewSession, Relayed, RewindRefused, RewindTarget, RunControl,
+    RunRecord, RunRow, SessionHold, SessionRow, SessionSummary, SessionUsage, StoredMessage,
+    StoredResponse, TitleRefused, rewind_row,
 };
 use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
 use std::future::Future;
@@ -29,6 +29,7 @@ type Job = Box<dyn FnOnce(Pool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Se
 /// One profile's sessions on PostgreSQL, written as `owner`.
 pub struct PgSessions {
     pool: Pool,
+    target: std::sync::Arc<crate::connect::Target>,
     shown: String,
     queue: mpsc::UnboundedSender<Job>,
     /// `<instance>@<process>#<opening>`: whose runs these are, and whose heartbeat this keeps.
@@ -39,7 +40,8 @@ pub struct PgSessions {
 }
 
 impl PgSessions {
-    pub(crate) fn start(pool: Pool, shown: String, instance: &str) -> PgSessions {
+    pub(crate) fn start(pool: Pool, target: crate::connect::Target, instance: &str) -> PgSessions {
+        let shown = target.shown.clone();
         let (queue, jobs) = mpsc::unbounded_channel();
         tokio::spawn(run_jobs(pool.clone(), jobs));
         static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -49,6 +51,7 @@ impl PgSessions {
         tokio::spawn(heartbeat(pool.clone(), owner.clone(), dropped));
         PgSessions {
             pool,
+            target: std::sync::Arc::new(target),
             shown,
             queue,
             instance_prefix: format!("{instance}@"),
@@ -974,6 +977,61 @@ impl SessionBackend for PgSessions {
         true
     }
 
+    async fn relay_run_control(
+        &self,
+        run_id: String,
+        control: RunControl,
+    ) -> Result<Relayed, StoreError> {
+        let row = self
+            .conn()
+            .await?
+            .query_opt(
+                "SELECT owner, status IN ('completed', 'failed', 'cancelled'),
+                        owner IN (SELECT owner FROM herald_instances WHERE alive_until_ms > $2)
+                 FROM herald_runs WHERE id = $1",
+                &[&run_id, &now_ms()],
+            )
+            .await
+            .map_err(db_error)?;
+        let Some(row) = row else {
+            return Ok(Relayed::Nobody);
+        };
+        let owner: Option<String> = row.try_get(0).map_err(db_error)?;
+        let finished: bool = row.try_get(1).map_err(db_error)?;
+        let alive: Option<bool> = row.try_get(2).map_err(db_error)?;
+        let owner = match owner {
+            _ if finished => return Ok(Relayed::Nobody),
+            Some(owner) if alive == Some(true) && owner != self.owner => owner,
+            _ => return Ok(Relayed::OwnerGone),
+        };
+        let payload =
+            serde_json::json!({"owner": owner, "run": run_id, "control": control}).to_string();
+        if payload.len() > MAX_NOTIFY {
+            return Err(StoreError::Database(format!(
+                "the request for run {run_id} is over {MAX_NOTIFY} bytes, too long to pass to the instance that runs it"
+            )));
+        }
+        self.conn()
+            .await?
+            .execute("SELECT pg_notify($1, $2)", &[&CONTROL_CHANNEL, &payload])
+            .await
+            .map_err(db_error)?;
+        Ok(Relayed::Sent)
+    }
+
+    fn on_run_control(&self, handler: ControlHandler) {
+        let me = self.owner.clone();
+        let hear = std::sync::Arc::new(move |payload: &str| {
+            let Ok(relayed) = serde_json::from_str::<RelayedControl>(payload) else {
+                return;
+            };
+            if relayed.owner == me {
+                handler(relayed.run, relayed.control);
+            }
+        });
+        crate::listen::spawn_on(self.target.clone(), CONTROL_CHANNEL, hear, None);
+    }
+
     /// A lease row per held session, taken over when it ran out (its instance was
     /// lost), renewed while the turn runs, deleted when it ends; waiting polls.
     async fn hold_session(&self, session_id: String) -> Result<SessionHold, StoreError> {
@@ -1012,6 +1070,19 @@ impl SessionBackend for PgSessions {
         ));
         Ok(SessionHold::releasing(Box::new(release)))
     }
+}
+
+/// The channel run controls are relayed on, and the longest one (NOTIFY's payload is
+/// at most 8000 bytes).
+const CONTROL_CHANNEL: &str = "herald_run_control";
+const MAX_NOTIFY: usize = 7900;
+
+/// A control as relayed: for whom, which run, what.
+#[derive(serde::Deserialize)]
+struct RelayedControl {
+    owner: String,
+    run: String,
+    control: RunControl,
 }
 
 /// How long a session hold lasts unless renewed, how often it is renewed, and how

@@ -156,6 +156,7 @@ pub async fn start_together(built: Vec<Built>) -> Vec<Arc<Host>> {
     }
     for b in &built {
         recover_quietly(&b.host).await;
+        b.host.serve_relayed_controls();
     }
     built.into_iter().map(|b| b.host).collect()
 }

@@ -878,6 +878,38 @@ impl Host {
         self.runs.get(run_id).map(|cell| RunHandle { cell })
     }
 
+    /// Sends `control` to the instance that runs `run_id` when another instance
+    /// sharing the store does (a run this process runs is reached through [`Host::run`]).
+    pub async fn relay(
+        &self,
+        run_id: &str,
+        control: herald_store::sessions::RunControl,
+    ) -> Result<herald_store::sessions::Relayed, SessionError> {
+        Ok(self
+            .store
+            .relay_run_control(run_id.to_owned(), control)
+            .await?)
+    }
+
+    /// Has the controls other instances relay to this host's runs applied to them
+    /// (`/stop` and `/steer` sent to another instance).
+    pub fn serve_relayed_controls(self: &Arc<Self>) {
+        let me = Arc::downgrade(self);
+        self.store.on_run_control(Arc::new(move |run_id, control| {
+            let Some(run) = me.upgrade().and_then(|h| h.run(&run_id)) else {
+                return;
+            };
+            match control {
+                herald_store::sessions::RunControl::Stop => run.interrupt(),
+                herald_store::sessions::RunControl::Steer { text } => {
+                    if let Err(e) = run.steer(&text) {
+                        tracing::info!(run = %run_id, "a relayed steer was not taken: {e}");
+                    }
+                }
+            }
+        }));
+    }
+
     /// A run's status: from memory while this process knows it, else as kept in
     /// `state.db` (a run of an earlier process).
     pub async fn run_status(&self, run_id: &str) -> Result<Option<RunStatus>, SessionError> {

@@ -66,7 +66,9 @@ pub use herald_mcp::{self as mcp, McpGrant, McpPool};
 pub use herald_plugins as python_plugins;
 pub use herald_protocol::{ImageUrl, UserInput};
 pub use herald_store::now_secs;
-pub use herald_store::sessions::{SessionSummary, SessionUsage, StoredResponse, TitleRefused};
+pub use herald_store::sessions::{
+    Relayed, RunControl, SessionSummary, SessionUsage, StoredResponse, TitleRefused,
+};
 pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;
 pub use ops::{Op, OpError, Outcome};

@@ -572,3 +572,73 @@ async fn a_session_continues_on_the_other_instance_and_turns_at_once_run_one_aft
     assert_eq!(finished(&b, &first).await["status"], "completed");
     assert_eq!(finished(&a, &y).await["status"], "completed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_one_instance_is_steered_and_stopped_through_the_other() {
+    let url = database("relayed_runs");
+    let provider = FakeProvider::start(vec![]);
+    let slow = Scripted::Delayed(Duration::from_secs(20), Box::new(Scripted::text("late")));
+    provider.set_fallback(slow);
+    let config = format!(
+        "store:\n  url: {url}\n{}",
+        super::api::api_config(&provider.base_url, "")
+    );
+    let (a, b) = (Herald::start(&config), Herald::start(&config));
+    let run = start_run(&a, "relayed-1", "take your time").await;
+    // Running on `a` (its status is in the store for `b` too).
+    let started = std::time::Instant::now();
+    loop {
+        let (_, status) = super::api::get_json(&b, &format!("/v1/runs/{run}")).await;
+        if status["status"] == "running" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let steer = serde_json::json!({"input": "also check the tests"});
+    let (status, answer) = super::api::post_json(&b, &format!("/v1/runs/{run}/steer"), steer).await;
+    assert_eq!(
+        (status, answer["accepted"].clone()),
+        (StatusCode::OK, Value::Bool(true)),
+        "{answer}"
+    );
+    let empty = serde_json::json!({"input": "  "});
+    let (status, _) = super::api::post_json(&b, &format!("/v1/runs/{run}/steer"), empty).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, answer) =
+        super::api::post_json(&b, &format!("/v1/runs/{run}/stop"), Value::Null).await;
+    assert_eq!(
+        (status, answer["status"].clone()),
+        (StatusCode::OK, "stopping".into()),
+        "{answer}"
+    );
+    let done = finished(&b, &run).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "stopped, not finished"
+    );
+    // A run whose instance is gone: 409 run_not_active.
+    let lost = start_run(&a, "relayed-2", "and this one").await;
+    let started = std::time::Instant::now();
+    while super::api::get_json(&b, &format!("/v1/runs/{lost}"))
+        .await
+        .1["status"]
+        != "running"
+    {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _home = a.into_home();
+    // Its heartbeat stops; as if its 30 s ran out at once.
+    let expire = format!(
+        "UPDATE herald_instances SET alive_until_ms = 0 WHERE owner = (SELECT owner FROM herald_runs WHERE id = '{lost}')"
+    );
+    cluster().psql("relayed_runs", &expire).unwrap();
+    let (status, answer) =
+        super::api::post_json(&b, &format!("/v1/runs/{lost}/stop"), Value::Null).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "run_not_active", "{answer}");
+    let (status, _) = super::api::post_json(&b, "/v1/runs/no-such-run/stop", Value::Null).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

@@ -96,7 +96,48 @@ pub trait SessionBackend: Send + Sync {
         let _ = session_id;
         Ok(SessionHold::none())
     }
+
+    /// Sends `control` to the instance that owns the unfinished run `run_id`.
+    async fn relay_run_control(
+        &self,
+        run_id: String,
+        control: RunControl,
+    ) -> Result<Relayed, StoreError> {
+        let _ = (run_id, control);
+        Ok(Relayed::Nobody)
+    }
+
+    /// Has `handler` hear the controls other instances relay to this one's runs
+    /// (call from within the async runtime).
+    fn on_run_control(&self, handler: ControlHandler) {
+        let _ = handler;
+    }
 }
+
+/// What one instance asks of a run another instance owns.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum RunControl {
+    /// Interrupt it (`/stop`).
+    Stop,
+    /// Queue text for its next tool boundary (`/steer`).
+    Steer { text: String },
+}
+
+/// What became of a relayed [`RunControl`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relayed {
+    /// Sent to the owning instance, which is alive.
+    Sent,
+    /// The run is unfinished, but the instance that owns it is gone.
+    OwnerGone,
+    /// Nobody to relay to: the store is not shared, or the run is unknown or finished
+    /// (its status says which).
+    Nobody,
+}
+
+/// What hears the controls relayed to this instance's runs: the run id and the control.
+pub type ControlHandler = std::sync::Arc<dyn Fn(String, RunControl) + Send + Sync>;
 
 /// A session held for one turn; dropping it lets go.
 pub struct SessionHold {
