@@ -97,6 +97,18 @@ pub async fn deliver(
     loop {
         match in_flight.role(send.route, send.delivery_id) {
             Role::Send(guard) => {
+                // Other instances sharing the store send it once too: the first holds
+                // it, the others wait and then find it delivered (or send it
+                // themselves when that send failed).
+                let _hold = match store.hold_send(send.route, send.delivery_id).await {
+                    Ok(hold) => hold,
+                    Err(e) => {
+                        tracing::error!(route = send.route, delivery_id = %cut(send.delivery_id), error = %e, "not delivered: store unavailable");
+                        let answer = Answer::unavailable();
+                        guard.publish(&answer);
+                        return answer;
+                    }
+                };
                 let answer = deliver_locked(store, targets, &send).await;
                 guard.publish(&answer);
                 return answer;

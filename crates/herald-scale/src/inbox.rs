@@ -11,6 +11,7 @@ use crate::rows::{self, DELIVERY_COLUMNS, item_columns, opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
 use herald_store::deliveries::MESSAGE_PREVIEW_CHARS;
+use herald_store::sessions::Hold;
 use herald_store::{
     Attempt, ClaimRequest, DEDUP_WINDOW_MS, Delivery, DeliveryQuery, EnqueueOutcome, InboxBackend,
     InboxItem, InboxQuery, NewDelivery, NewInboxItem, ReplayOutcome, Stage, StoreError, now_ms,
@@ -644,7 +645,23 @@ impl InboxBackend for PgInbox {
     fn location(&self) -> String {
         self.target.shown.clone()
     }
+
+    async fn hold_send(&self, route: &str, delivery_id: &str) -> Result<Hold, StoreError> {
+        let key = format!("{}\u{1f}{}", text(route), text(delivery_id));
+        let holder = crate::holds::holder_of(&self.instance);
+        let waiting = "waiting for another instance's send of this delivery id";
+        crate::holds::acquire(&self.pool, &SEND_HOLDS, &key, &holder, waiting).await?;
+        let alive = crate::holds::keep(self.pool.clone(), &SEND_HOLDS, key, holder, |release| {
+            tokio::spawn(release);
+        });
+        Ok(Hold::releasing(Box::new(alive)))
+    }
 }
+
+static SEND_HOLDS: crate::holds::HoldTable = crate::holds::HoldTable {
+    table: "direct_sends",
+    key: "send_key",
+};
 
 impl PgInbox {
     /// Wakes every instance's idle workers (an entry waits again).

@@ -14,6 +14,7 @@
 
 mod connect;
 mod enqueue;
+mod holds;
 pub mod import;
 mod inbox;
 mod listen;
@@ -154,7 +155,9 @@ pub async fn open_sessions(
     migrate::migrate(&mut client, &session_schema::SESSIONS).await?;
     drop(client);
     let pool = target.pool(settings.pool_size)?;
-    Ok(PgSessions::start(pool, target, instance))
+    PgSessions::start(pool, target, instance)
+        .await
+        .map_err(|e| ScaleError::Database(e.to_string()))
 }
 
 /// Connects once and reports whether the store is usable: how `herald config check`

@@ -75,6 +75,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX deliveries_route ON deliveries (route, id);
     CREATE INDEX deliveries_delivery_id ON deliveries (delivery_id);",
+    // 2: one direct send per (route, delivery id) across instances: a hold while it
+    // is sent.
+    "CREATE TABLE direct_sends (
+        send_key TEXT PRIMARY KEY,
+        owner    TEXT NOT NULL,
+        until_ms BIGINT NOT NULL
+    );",
 ];
 
 /// One numbered list of migrations and the table that records how far it went.

@@ -8,9 +8,9 @@ use crate::rows::{opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use herald_store::sessions::{
-    ControlHandler, NewMessage, NewSession, Relayed, RewindRefused, RewindTarget, RunControl,
-    RunRecord, RunRow, SessionHold, SessionRow, SessionSummary, SessionUsage, StoredMessage,
-    StoredResponse, TitleRefused, rewind_row,
+    ControlHandler, Hold, NewMessage, NewSession, Relayed, RewindRefused, RewindTarget, RunControl,
+    RunRecord, RunRow, SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse,
+    TitleRefused, rewind_row,
 };
 use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
 use std::future::Future;
@@ -40,16 +40,23 @@ pub struct PgSessions {
 }
 
 impl PgSessions {
-    pub(crate) fn start(pool: Pool, target: crate::connect::Target, instance: &str) -> PgSessions {
+    /// Starts the store of `instance`, alive from the start: its runs are never taken
+    /// for a lost instance's.
+    pub(crate) async fn start(
+        pool: Pool,
+        target: crate::connect::Target,
+        instance: &str,
+    ) -> Result<PgSessions, StoreError> {
         let shown = target.shown.clone();
         let (queue, jobs) = mpsc::unbounded_channel();
         tokio::spawn(run_jobs(pool.clone(), jobs));
         static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let owner = format!("{instance}@{}#{n}", herald_store::instance::current());
+        beat(&pool, &owner).await?;
         let (alive, dropped) = oneshot::channel();
         tokio::spawn(heartbeat(pool.clone(), owner.clone(), dropped));
-        PgSessions {
+        Ok(PgSessions {
             pool,
             target: std::sync::Arc::new(target),
             shown,
@@ -57,7 +64,7 @@ impl PgSessions {
             instance_prefix: format!("{instance}@"),
             owner,
             _alive: alive,
-        }
+        })
     }
 
     /// The owner this store's runs must be saved as ([`herald_store::SessionStore::owned_by`]).
@@ -116,24 +123,14 @@ async fn run_jobs(pool: Pool, mut jobs: mpsc::UnboundedReceiver<Job>) {
 /// Keeps `owner` alive in `herald_instances` until the store is dropped.
 async fn heartbeat(pool: Pool, owner: String, mut dropped: oneshot::Receiver<()>) {
     let mut tick = tokio::time::interval(HEARTBEAT);
+    // The first beat was made before the store was handed out.
+    tick.tick().await;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = &mut dropped => break,
         }
-        let until = now_ms() + ALIVE_FOR_MS;
-        let beat = async {
-            get(&pool)
-                .await?
-                .execute(
-                    "INSERT INTO herald_instances (owner, alive_until_ms) VALUES ($1, $2)
-                     ON CONFLICT (owner) DO UPDATE SET alive_until_ms = excluded.alive_until_ms",
-                    &[&owner, &until],
-                )
-                .await
-                .map_err(db_error)
-        };
-        if let Err(e) = beat.await {
+        if let Err(e) = beat(&pool, &owner).await {
             tracing::warn!(error = %e, "store: the instance heartbeat failed");
         }
         match fail_lost_runs(&pool, &owner).await {
@@ -165,6 +162,21 @@ async fn fail_lost_runs(pool: &Pool, me: &str) -> Result<usize, StoreError> {
         .await
         .map_err(db_error)?;
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Says `owner` is alive for the next [`ALIVE_FOR_MS`].
+pub(crate) async fn beat(pool: &Pool, owner: &str) -> Result<(), StoreError> {
+    let until = now_ms() + ALIVE_FOR_MS;
+    get(pool)
+        .await?
+        .execute(
+            "INSERT INTO herald_instances (owner, alive_until_ms) VALUES ($1, $2)
+             ON CONFLICT (owner) DO UPDATE SET alive_until_ms = excluded.alive_until_ms",
+            &[&owner, &until],
+        )
+        .await
+        .map_err(db_error)
+        .map(drop)
 }
 
 async fn insert_session(
@@ -1032,45 +1044,32 @@ impl SessionBackend for PgSessions {
         crate::listen::spawn_on(self.target.clone(), CONTROL_CHANNEL, hear, None);
     }
 
-    /// A lease row per held session, taken over when it ran out (its instance was
-    /// lost), renewed while the turn runs, deleted when it ends; waiting polls.
-    async fn hold_session(&self, session_id: String) -> Result<SessionHold, StoreError> {
-        let holder = format!("{}/{}", self.owner, hold_number());
-        let mut waited = false;
-        loop {
-            let now = now_ms();
-            let rows = self
-                .conn()
-                .await?
-                .execute(
-                    "INSERT INTO herald_session_holds (session_id, owner, until_ms) VALUES ($1, $2, $3)
-                     ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
-                         WHERE herald_session_holds.until_ms < $4",
-                    &[&session_id, &holder, &(now + HOLD_FOR_MS), &now],
-                )
-                .await
-                .map_err(db_error)?;
-            if rows == 1 {
-                break;
-            }
-            if !waited {
-                tracing::debug!(session = %session_id, "waiting for another instance's turn on this session");
-                waited = true;
-            }
-            tokio::time::sleep(HOLD_POLL).await;
-        }
-        let (release, released) = oneshot::channel::<()>();
+    /// One turn at a time per session: a hold on it, let go after the writes queued
+    /// before (the turn's messages are stored before another instance's turn reads
+    /// them).
+    async fn hold_session(&self, session_id: String) -> Result<Hold, StoreError> {
+        let holder = crate::holds::holder_of(&self.owner);
+        let waiting = "waiting for another instance's turn on this session";
+        crate::holds::acquire(&self.pool, &SESSION_HOLDS, &session_id, &holder, waiting).await?;
         let queue = self.queue.clone();
-        tokio::spawn(keep_hold(
+        let alive = crate::holds::keep(
             self.pool.clone(),
-            queue,
+            &SESSION_HOLDS,
             session_id,
             holder,
-            released,
-        ));
-        Ok(SessionHold::releasing(Box::new(release)))
+            move |release| {
+                let job: Job = Box::new(move |_pool| release);
+                let _ = queue.send(job);
+            },
+        );
+        Ok(Hold::releasing(Box::new(alive)))
     }
 }
+
+static SESSION_HOLDS: crate::holds::HoldTable = crate::holds::HoldTable {
+    table: "herald_session_holds",
+    key: "session_id",
+};
 
 /// The channel run controls are relayed on, and the longest one (NOTIFY's payload is
 /// at most 8000 bytes).
@@ -1083,65 +1082,6 @@ struct RelayedControl {
     owner: String,
     run: String,
     control: RunControl,
-}
-
-/// How long a session hold lasts unless renewed, how often it is renewed, and how
-/// often a waiting turn looks again.
-const HOLD_FOR_MS: i64 = 30_000;
-const HOLD_RENEW: Duration = Duration::from_secs(10);
-const HOLD_POLL: Duration = Duration::from_millis(50);
-
-fn hold_number() -> usize {
-    static HOLDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    HOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Renews a hold until its guard is dropped, then lets go of it after the writes
-/// queued before (the turn's messages are stored before another instance's turn
-/// reads them).
-async fn keep_hold(
-    pool: Pool,
-    queue: mpsc::UnboundedSender<Job>,
-    session_id: String,
-    holder: String,
-    mut released: oneshot::Receiver<()>,
-) {
-    let mut renew = tokio::time::interval(HOLD_RENEW);
-    renew.tick().await;
-    loop {
-        tokio::select! {
-            _ = &mut released => break,
-            _ = renew.tick() => {
-                let until = now_ms() + HOLD_FOR_MS;
-                if let Ok(c) = get(&pool).await {
-                    let _ = c
-                        .execute(
-                            "UPDATE herald_session_holds SET until_ms = $3 WHERE session_id = $1 AND owner = $2",
-                            &[&session_id, &holder, &until],
-                        )
-                        .await;
-                }
-            }
-        }
-    }
-    let release: Job = Box::new(move |pool| {
-        Box::pin(async move {
-            let out = match get(&pool).await {
-                Ok(c) => c
-                    .execute(
-                        "DELETE FROM herald_session_holds WHERE session_id = $1 AND owner = $2",
-                        &[&session_id, &holder],
-                    )
-                    .await
-                    .map_err(db_error),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = out {
-                tracing::warn!(error = %e, "store: a session hold was not let go; it runs out in 30 s");
-            }
-        })
-    });
-    let _ = queue.send(release);
 }
 
 /// `s` for a `LIKE` pattern, its wildcards taken literally.

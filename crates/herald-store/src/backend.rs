@@ -7,6 +7,7 @@ use crate::StoreError;
 use crate::deliveries::{Delivery, DeliveryQuery, NewDelivery};
 use crate::inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
 use crate::queue::{ClaimRequest, ReplayOutcome, Stage};
+use crate::sessions::Hold;
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -98,4 +99,13 @@ pub trait InboxBackend: Send + Sync {
     /// Where the store is, for messages (a file path, or a database URL without its
     /// password).
     fn location(&self) -> String;
+
+    /// Holds (route, delivery id) for one direct send against every other instance
+    /// sharing the store: resolves once no other instance is sending it (the caller
+    /// then looks whether it was delivered meanwhile). A store only this process
+    /// writes has nobody to hold it against.
+    async fn hold_send(&self, route: &str, delivery_id: &str) -> Result<Hold, StoreError> {
+        let _ = (route, delivery_id);
+        Ok(Hold::none())
+    }
 }

@@ -642,3 +642,38 @@ async fn a_run_on_one_instance_is_steered_and_stopped_through_the_other() {
     let (status, _) = super::api::post_json(&b, "/v1/runs/no-such-run/stop", Value::Null).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_delivery_id_sent_directly_to_both_instances_is_sent_once() {
+    let url = database("direct_sends");
+    let mut slow_ok = telegram_ok();
+    slow_ok.delay = Duration::from_millis(600);
+    let telegram = Fake::start(slow_ok);
+    let routes = "        d:\n          deliver_only: true\n          deliver: telegram\n          prompt: 'n={n}'\n          deliver_extra: {chat_id: '1'}\n";
+    let config = format!("store:\n  url: {url}\n{}", config_with_routes(routes));
+    let tg = format!("{}/bot", telegram.base);
+    let env = [
+        ("TELEGRAM_BOT_TOKEN", TOKEN),
+        ("TELEGRAM_BASE_URL", tg.as_str()),
+    ];
+    let (a, b) = (
+        Herald::start_with(&config, &env),
+        Herald::start_with(&config, &env),
+    );
+    for round in 0..3 {
+        let id = format!("direct-{round}");
+        let body = format!("{{\"n\": {round}}}");
+        let (x, y) = tokio::join!(
+            a.github("d", "push", &body, Some(&id)),
+            b.github("d", "push", &body, Some(&id))
+        );
+        let mut statuses = vec![x.1["status"].clone(), y.1["status"].clone()];
+        statuses.sort_by_key(|s| s.to_string());
+        assert_eq!(
+            statuses,
+            vec![Value::from("delivered"), Value::from("duplicate")],
+            "round {round}"
+        );
+        assert_eq!(sends(&telegram), round + 1, "sent once, round {round}");
+    }
+}

@@ -92,9 +92,9 @@ pub trait SessionBackend: Send + Sync {
     /// Holds `session_id` for one turn against every other instance sharing the
     /// store: resolves once no other instance holds it, and lets go when the hold is
     /// dropped. A store only this process writes has nobody to hold it against.
-    async fn hold_session(&self, session_id: String) -> Result<SessionHold, StoreError> {
+    async fn hold_session(&self, session_id: String) -> Result<Hold, StoreError> {
         let _ = session_id;
-        Ok(SessionHold::none())
+        Ok(Hold::none())
     }
 
     /// Sends `control` to the instance that owns the unfinished run `run_id`.
@@ -140,19 +140,19 @@ pub enum Relayed {
 pub type ControlHandler = std::sync::Arc<dyn Fn(String, RunControl) + Send + Sync>;
 
 /// A session held for one turn; dropping it lets go.
-pub struct SessionHold {
+pub struct Hold {
     _release: Option<Box<dyn Send + Sync>>,
 }
 
-impl SessionHold {
+impl Hold {
     /// A hold that holds nothing.
-    pub fn none() -> SessionHold {
-        SessionHold { _release: None }
+    pub fn none() -> Hold {
+        Hold { _release: None }
     }
 
     /// A hold that lets go when `release` is dropped.
-    pub fn releasing(release: Box<dyn Send + Sync>) -> SessionHold {
-        SessionHold {
+    pub fn releasing(release: Box<dyn Send + Sync>) -> Hold {
+        Hold {
             _release: Some(release),
         }
     }

@@ -1,0 +1,117 @@
+//! Leases on one key across instances: a row (key, holder, until) taken when free or
+//! run out (its instance was lost), renewed while held, deleted when let go; waiting
+//! polls. Sessions are held for a turn, direct deliveries for their send.
+
+use crate::db_error;
+use deadpool_postgres::Pool;
+use herald_store::{StoreError, now_ms};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// How long a hold lasts unless renewed, how often it is renewed, and how often a
+/// waiter looks again.
+const HOLD_FOR_MS: i64 = 30_000;
+const RENEW: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(20);
+
+/// A table of holds: its name and its key column (the others are `owner` and
+/// `until_ms`).
+pub(crate) struct HoldTable {
+    pub table: &'static str,
+    pub key: &'static str,
+}
+
+/// A future that lets go of a hold.
+pub(crate) type Release = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A holder name no other hold of this process has.
+pub(crate) fn holder_of(owner: &str) -> String {
+    static HOLDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = HOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{owner}/{n}")
+}
+
+/// Waits until `key` is free (or its hold ran out), then holds it as `holder`;
+/// `waiting` is said once if it had to wait.
+pub(crate) async fn acquire(
+    pool: &Pool,
+    t: &HoldTable,
+    key: &str,
+    holder: &str,
+    waiting: &str,
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO {table} ({k}, owner, until_ms) VALUES ($1, $2, $3)
+         ON CONFLICT ({k}) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
+             WHERE {table}.until_ms < $4",
+        table = t.table,
+        k = t.key
+    );
+    let mut waited = false;
+    loop {
+        let now = now_ms();
+        let taken = pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Unreachable(e.to_string()))?
+            .execute(&sql, &[&key, &holder, &(now + HOLD_FOR_MS), &now])
+            .await
+            .map_err(db_error)?;
+        if taken == 1 {
+            return Ok(());
+        }
+        if !waited {
+            tracing::debug!(key, "{waiting}");
+            waited = true;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Renews the hold until the returned sender is dropped, then hands the future that
+/// lets go of it to `schedule` (run it at once, or after writes queued before).
+pub(crate) fn keep(
+    pool: Pool,
+    t: &'static HoldTable,
+    key: String,
+    holder: String,
+    schedule: impl FnOnce(Release) + Send + 'static,
+) -> oneshot::Sender<()> {
+    let (alive, mut released) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let renew_sql = format!(
+            "UPDATE {} SET until_ms = $3 WHERE {} = $1 AND owner = $2",
+            t.table, t.key
+        );
+        let mut renew = tokio::time::interval(RENEW);
+        renew.tick().await;
+        loop {
+            tokio::select! {
+                _ = &mut released => break,
+                _ = renew.tick() => {
+                    let until = now_ms() + HOLD_FOR_MS;
+                    if let Ok(c) = pool.get().await {
+                        let _ = c.execute(&renew_sql, &[&key, &holder, &until]).await;
+                    }
+                }
+            }
+        }
+        let release: Release = Box::pin(async move {
+            let sql = format!(
+                "DELETE FROM {} WHERE {} = $1 AND owner = $2",
+                t.table, t.key
+            );
+            let out = match pool.get().await {
+                Ok(c) => c.execute(&sql, &[&key, &holder]).await.map_err(db_error),
+                Err(e) => Err(StoreError::Unreachable(e.to_string())),
+            };
+            if let Err(e) = out {
+                tracing::warn!(error = %e, "store: a hold was not let go; it runs out in 30 s");
+            }
+        });
+        schedule(release);
+    });
+    alive
+}
