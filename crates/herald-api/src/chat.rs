@@ -103,7 +103,15 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
             .await
             .unwrap_or_else(IntoResponse::into_response)
     };
-    Ok(idempotency::once(&api.idempotency, &headers, &request, &fields, make).await)
+    Ok(idempotency::once(
+        &api.idempotency,
+        &api.host,
+        &headers,
+        &request,
+        &fields,
+        make,
+    )
+    .await)
 }
 
 /// One completion's run, answered whole or streamed.

@@ -5,6 +5,7 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use herald_session::{Host, KeptAnswer, KeyClaim};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -34,6 +35,35 @@ impl Cached {
             status: parts.status,
             headers: parts.headers,
             body,
+        }
+    }
+
+    fn from_kept(kept: KeptAnswer) -> Cached {
+        let mut headers = HeaderMap::new();
+        for (k, v) in kept.headers {
+            if let (Ok(k), Ok(v)) = (
+                axum::http::HeaderName::try_from(k),
+                axum::http::HeaderValue::try_from(v),
+            ) {
+                headers.append(k, v);
+            }
+        }
+        Cached {
+            status: StatusCode::from_u16(kept.status).unwrap_or(StatusCode::OK),
+            headers,
+            body: Bytes::from(kept.body),
+        }
+    }
+
+    fn kept(&self) -> KeptAnswer {
+        KeptAnswer {
+            status: self.status.as_u16(),
+            headers: self
+                .headers
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+                .collect(),
+            body: self.body.to_vec(),
         }
     }
 
@@ -107,6 +137,7 @@ impl Idempotency {
 /// request is simply made.
 pub async fn once<F, Fut>(
     store: &Idempotency,
+    host: &Host,
     headers: &HeaderMap,
     request: &Map<String, Value>,
     fields: &[&str],
@@ -119,10 +150,45 @@ where
     let Some(key) = key_of(headers) else {
         return make().await;
     };
-    let slot = store.slot(&key, fingerprint(request, fields));
-    slot.get_or_init(|| async { Cached::of(make().await).await })
+    let print = fingerprint(request, fields);
+    let slot = store.slot(&key, print);
+    slot.get_or_init(|| async { shared(host, &key, &hex::encode(print), make).await })
         .await
         .response()
+}
+
+/// How often a request waits to see whether another instance's answer to its key is
+/// ready, and for how long at most before it makes its own.
+const PENDING_POLL: Duration = Duration::from_millis(50);
+const PENDING_LIMIT: Duration = Duration::from_secs(900);
+
+/// The answer to `key` across instances sharing the store: another instance's kept
+/// one, or `make`'s, kept for the others.
+async fn shared<F, Fut>(host: &Host, key: &str, print: &str, make: F) -> Cached
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Response>,
+{
+    let started = Instant::now();
+    loop {
+        match host.claim_key(key, print, WINDOW).await {
+            Ok(KeyClaim::Mine) => break,
+            Ok(KeyClaim::Answered(kept)) => return Cached::from_kept(kept),
+            Ok(KeyClaim::Pending) if started.elapsed() < PENDING_LIMIT => {
+                tokio::time::sleep(PENDING_POLL).await;
+            }
+            Ok(KeyClaim::Pending) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "the idempotency key could not be shared; answering alone");
+                break;
+            }
+        }
+    }
+    let cached = Cached::of(make().await).await;
+    if let Err(e) = host.keep_answer(key, print, cached.kept()).await {
+        tracing::warn!(error = %e, "the idempotency key's answer could not be kept for other instances");
+    }
+    cached
 }
 
 /// The request's `Idempotency-Key`, when it has a usable one.

@@ -199,7 +199,15 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
             .await
             .unwrap_or_else(IntoResponse::into_response)
     };
-    Ok(idempotency::once(&api.idempotency, &headers, &request, &fields, make).await)
+    Ok(idempotency::once(
+        &api.idempotency,
+        &api.host,
+        &headers,
+        &request,
+        &fields,
+        make,
+    )
+    .await)
 }
 
 /// One response's run, answered whole or streamed.

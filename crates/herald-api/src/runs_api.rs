@@ -486,6 +486,17 @@ async fn steer_run(
     raw: Body,
 ) -> Result<Response, ApiError> {
     let local = api.host.run(&id);
+    if local.is_none() {
+        // Unknown here: only an unfinished run of the shared store may be relayed.
+        let kept = api
+            .host
+            .run_status(&id)
+            .await
+            .map_err(session_pick::run_error)?;
+        if kept.is_none_or(|s| s.state.is_finished()) {
+            return Err(run_not_found(&id));
+        }
+    }
     let admitted = body::admit(&api, &headers, raw).await?;
     let request = body::object(&admitted.bytes, ApiError::bad_request("Invalid JSON", None))?;
     let request: SteerRequest = wire::read(&request);

@@ -100,4 +100,15 @@ const LIST: &[&str] = &[
         owner TEXT NOT NULL,
         until_ms BIGINT NOT NULL
     );",
+    // 3: `Idempotency-Key`s of the API, shared: who makes the answer, then the answer.
+    "CREATE TABLE herald_idempotency (
+        key TEXT PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        created_at_ms BIGINT NOT NULL,
+        owner TEXT NOT NULL,
+        status INTEGER,
+        headers TEXT,
+        body BYTEA
+    );
+    CREATE INDEX idx_herald_idempotency_created ON herald_idempotency (created_at_ms);",
 ];

@@ -8,9 +8,9 @@ use crate::rows::{opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use herald_store::sessions::{
-    ControlHandler, Hold, NewMessage, NewSession, Relayed, RewindRefused, RewindTarget, RunControl,
-    RunRecord, RunRow, SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse,
-    TitleRefused, rewind_row,
+    ControlHandler, Hold, KeptAnswer, KeyClaim, NewMessage, NewSession, Relayed, RewindRefused,
+    RewindTarget, RunControl, RunRecord, RunRow, SessionRow, SessionSummary, SessionUsage,
+    StoredMessage, StoredResponse, TitleRefused, rewind_row,
 };
 use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
 use std::future::Future;
@@ -1031,6 +1031,99 @@ impl SessionBackend for PgSessions {
         Ok(Relayed::Sent)
     }
 
+    /// The key is this instance's when nobody has it, when it is older than the
+    /// window or was claimed for another request, or when its maker is gone without
+    /// an answer.
+    async fn claim_key(
+        &self,
+        key: String,
+        fingerprint: String,
+        window_ms: i64,
+    ) -> Result<KeyClaim, StoreError> {
+        let now = now_ms();
+        let c = self.conn().await?;
+        let mine = c
+            .execute(
+                "INSERT INTO herald_idempotency (key, fingerprint, created_at_ms, owner) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint,
+                     created_at_ms = excluded.created_at_ms, owner = excluded.owner,
+                     status = NULL, headers = NULL, body = NULL
+                 WHERE herald_idempotency.created_at_ms < $3 - $5
+                    OR herald_idempotency.fingerprint <> excluded.fingerprint
+                    OR (herald_idempotency.status IS NULL AND herald_idempotency.owner NOT IN
+                        (SELECT owner FROM herald_instances WHERE alive_until_ms > $3))",
+                &[&key, &fingerprint, &now, &self.owner, &window_ms],
+            )
+            .await
+            .map_err(db_error)?;
+        if mine == 1 {
+            return Ok(KeyClaim::Mine);
+        }
+        let row = c
+            .query_opt(
+                "SELECT status, headers, body FROM herald_idempotency WHERE key = $1",
+                &[&key],
+            )
+            .await
+            .map_err(db_error)?;
+        let Some(row) = row else {
+            return Ok(KeyClaim::Pending);
+        };
+        let status: Option<i32> = row.try_get(0).map_err(db_error)?;
+        let Some(status) = status.and_then(|s| u16::try_from(s).ok()) else {
+            return Ok(KeyClaim::Pending);
+        };
+        let headers: Option<String> = row.try_get(1).map_err(db_error)?;
+        let body: Option<Vec<u8>> = row.try_get(2).map_err(db_error)?;
+        let headers = headers
+            .and_then(|h| serde_json::from_str::<Vec<(String, String)>>(&h).ok())
+            .unwrap_or_default();
+        Ok(KeyClaim::Answered(KeptAnswer {
+            status,
+            headers,
+            body: body.unwrap_or_default(),
+        }))
+    }
+
+    async fn keep_answer(
+        &self,
+        key: String,
+        fingerprint: String,
+        answer: KeptAnswer,
+    ) -> Result<(), StoreError> {
+        let headers = serde_json::to_string(&answer.headers)
+            .map_err(|e| StoreError::Database(e.to_string()))?;
+        self.conn()
+            .await?
+            .execute(
+                "UPDATE herald_idempotency SET status = $3, headers = $4, body = $5
+                 WHERE key = $1 AND fingerprint = $2 AND owner = $6",
+                &[
+                    &key,
+                    &fingerprint,
+                    &i32::from(answer.status),
+                    &headers,
+                    &answer.body,
+                    &self.owner,
+                ],
+            )
+            .await
+            .map_err(db_error)?;
+        // Keys past any window are forgotten now and then.
+        if every_hundredth() {
+            let old = now_ms() - 3_600_000;
+            let _ = self
+                .conn()
+                .await?
+                .execute(
+                    "DELETE FROM herald_idempotency WHERE created_at_ms < $1",
+                    &[&old],
+                )
+                .await;
+        }
+        Ok(())
+    }
+
     fn on_run_control(&self, handler: ControlHandler) {
         let me = self.owner.clone();
         let hear = std::sync::Arc::new(move |payload: &str| {
@@ -1082,6 +1175,14 @@ struct RelayedControl {
     owner: String,
     run: String,
     control: RunControl,
+}
+
+/// True once in every hundred calls.
+fn every_hundredth() -> bool {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    CALLS
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        .is_multiple_of(100)
 }
 
 /// `s` for a `LIKE` pattern, its wildcards taken literally.

@@ -891,6 +891,33 @@ impl Host {
             .await?)
     }
 
+    /// Claims an `Idempotency-Key` against the other instances sharing the store.
+    pub async fn claim_key(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        window: std::time::Duration,
+    ) -> Result<herald_store::sessions::KeyClaim, SessionError> {
+        let window_ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+        Ok(self
+            .store
+            .claim_key(key.to_owned(), fingerprint.to_owned(), window_ms)
+            .await?)
+    }
+
+    /// Keeps the answer of a key [`Host::claim_key`] gave this instance.
+    pub async fn keep_answer(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        answer: herald_store::sessions::KeptAnswer,
+    ) -> Result<(), SessionError> {
+        Ok(self
+            .store
+            .keep_answer(key.to_owned(), fingerprint.to_owned(), answer)
+            .await?)
+    }
+
     /// Has the controls other instances relay to this host's runs applied to them
     /// (`/stop` and `/steer` sent to another instance).
     pub fn serve_relayed_controls(self: &Arc<Self>) {

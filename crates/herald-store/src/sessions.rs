@@ -10,7 +10,9 @@ mod admin;
 mod backend;
 use crate::{StoreError, open_for_writing, start_writer, write_detached, write_on};
 pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused, preview_of};
-pub use backend::{ControlHandler, Hold, Relayed, RunControl, SessionBackend};
+pub use backend::{
+    ControlHandler, Hold, KeptAnswer, KeyClaim, Relayed, RunControl, SessionBackend,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};

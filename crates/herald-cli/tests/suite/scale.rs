@@ -677,3 +677,45 @@ async fn one_delivery_id_sent_directly_to_both_instances_is_sent_once() {
         assert_eq!(sends(&telegram), round + 1, "sent once, round {round}");
     }
 }
+
+/// A chat completion with `Idempotency-Key: k-1`: its status and body.
+async fn keyed(h: &Herald, body: &Value) -> (StatusCode, String) {
+    let key = [("Idempotency-Key", "k-1")];
+    let r = super::api::call(h, "POST", "/v1/chat/completions", Some(body.clone()), &key).await;
+    (r.status(), r.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_idempotency_key_sent_to_both_instances_runs_once() {
+    let url = database("idempotency");
+    let provider = FakeProvider::start(vec![]);
+    let slow = Scripted::Delayed(Duration::from_millis(500), Box::new(Scripted::text("once")));
+    provider.set_fallback(slow);
+    let config = format!(
+        "store:\n  url: {url}\n{}",
+        super::api::api_config(&provider.base_url, "")
+    );
+    let (a, b) = (Herald::start(&config), Herald::start(&config));
+    let body =
+        serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "do it once"}]});
+    let (x, y) = tokio::join!(keyed(&a, &body), keyed(&b, &body));
+    assert_eq!((x.0, y.0), (StatusCode::OK, StatusCode::OK), "{x:?} {y:?}");
+    assert_eq!(x.1, y.1, "the same answer from both");
+    assert_eq!(provider.requests().len(), 1, "one run for both");
+    // Later, through either: still the same answer, no new run.
+    let (z_status, z) = keyed(&b, &body).await;
+    assert_eq!((z_status, z), (StatusCode::OK, x.1.clone()));
+    assert_eq!(provider.requests().len(), 1);
+    // Another body under the same key is another request.
+    let other = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "something else"}]});
+    let r = super::api::call(
+        &a,
+        "POST",
+        "/v1/chat/completions",
+        Some(other),
+        &[("Idempotency-Key", "k-1")],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(provider.requests().len(), 2);
+}

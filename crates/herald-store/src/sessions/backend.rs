@@ -107,6 +107,30 @@ pub trait SessionBackend: Send + Sync {
         Ok(Relayed::Nobody)
     }
 
+    /// Claims `key` (with its request's `fingerprint`) against the other instances
+    /// sharing the store, for `window_ms`. A store only this process writes has
+    /// nobody to share keys with: the caller's own memory is enough.
+    async fn claim_key(
+        &self,
+        key: String,
+        fingerprint: String,
+        window_ms: i64,
+    ) -> Result<KeyClaim, StoreError> {
+        let _ = (key, fingerprint, window_ms);
+        Ok(KeyClaim::Mine)
+    }
+
+    /// Keeps the answer of a key this instance claimed.
+    async fn keep_answer(
+        &self,
+        key: String,
+        fingerprint: String,
+        answer: KeptAnswer,
+    ) -> Result<(), StoreError> {
+        let _ = (key, fingerprint, answer);
+        Ok(())
+    }
+
     /// Has `handler` hear the controls other instances relay to this one's runs
     /// (call from within the async runtime).
     fn on_run_control(&self, handler: ControlHandler) {
@@ -134,6 +158,25 @@ pub enum Relayed {
     /// Nobody to relay to: the store is not shared, or the run is unknown or finished
     /// (its status says which).
     Nobody,
+}
+
+/// An answer kept for an `Idempotency-Key` (api-server.md §5.1), as it was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptAnswer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Whose turn it is to answer an `Idempotency-Key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyClaim {
+    /// This request makes the answer (and keeps it with [`SessionBackend::keep_answer`]).
+    Mine,
+    /// Another instance answered it within the window: the same answer again.
+    Answered(KeptAnswer),
+    /// Another instance is making the answer now: ask again shortly.
+    Pending,
 }
 
 /// What hears the controls relayed to this instance's runs: the run id and the control.
