@@ -38,8 +38,9 @@ pub fn run(home: &Home, command: DeliveriesCommand) -> anyhow::Result<ExitCode> 
         limit: Some(limit),
         ..DeliveryQuery::default()
     };
-    let items = match stores::open(home, Access::Read)? {
-        Some(store) => stores::runtime()?.block_on(store.deliveries(query))?,
+    let rt = stores::runtime()?;
+    let items = match stores::open(home, Access::Read, &rt)? {
+        Some(store) => rt.block_on(store.deliveries(query))?,
         None => Vec::new(),
     };
     if json {

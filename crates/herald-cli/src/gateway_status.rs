@@ -116,11 +116,12 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
 }
 
 fn print_inbox_counts(home: &Home) -> anyhow::Result<()> {
-    let Some(store) = stores::open(home, Access::Read)? else {
+    let rt = stores::runtime()?;
+    let Some(store) = stores::open(home, Access::Read, &rt)? else {
         outln!("Inbox: empty (no store yet)");
         return Ok(());
     };
-    let counts = stores::runtime()?.block_on(store.counts())?;
+    let counts = rt.block_on(store.counts())?;
     if counts.is_empty() {
         outln!("Inbox: empty");
         return Ok(());

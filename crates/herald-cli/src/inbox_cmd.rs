@@ -112,7 +112,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 since_ms: since,
                 limit: Some(limit),
             };
-            let items = match stores::open(home, Access::Read)? {
+            let items = match stores::open(home, Access::Read, &rt)? {
                 Some(store) => rt.block_on(store.list(query))?,
                 None => Vec::new(),
             };
@@ -126,7 +126,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Show { id, json } => {
-            let store = stores::open(home, Access::Read)?;
+            let store = stores::open(home, Access::Read, &rt)?;
             let found = match &store {
                 Some(store) => rt.block_on(store.get(id))?,
                 None => None,
@@ -159,7 +159,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Replay { id, json } => {
-            let outcome = match stores::open(home, Access::Write)? {
+            let outcome = match stores::open(home, Access::Write, &rt)? {
                 Some(store) => rt.block_on(store.replay(id))?,
                 None => ReplayOutcome::NotFound,
             };
@@ -196,7 +196,7 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
             let before = herald_store::now_ms() - older_than;
-            let removed = match stores::open(home, Access::Write)? {
+            let removed = match stores::open(home, Access::Write, &rt)? {
                 Some(store) => rt.block_on(store.purge(state.clone(), before))?,
                 None => 0,
             };

@@ -22,14 +22,16 @@ pub enum Access {
 /// The instance name the CLI's own changes are made as (it claims nothing).
 const CLI_INSTANCE: &str = "herald-cli";
 
-/// The home's inbox for a CLI command, or `None` when a SQLite home has none yet
-/// (nothing was ever accepted).
-pub fn open(home: &Home, access: Access) -> anyhow::Result<Option<Store>> {
+/// The home's inbox for a CLI command, opened on the runtime `rt` its calls are then
+/// awaited on, or `None` when a SQLite home has none yet (nothing was ever accepted).
+pub fn open(
+    home: &Home,
+    access: Access,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Option<Store>> {
     match backend_of(home)? {
         StoreBackend::Sqlite => open_sqlite(home, access),
-        StoreBackend::Postgres(pg) => runtime()?
-            .block_on(open_postgres(&pg, CLI_INSTANCE))
-            .map(Some),
+        StoreBackend::Postgres(pg) => rt.block_on(open_postgres(&pg, CLI_INSTANCE)).map(Some),
     }
 }
 

@@ -154,6 +154,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                     })
                     .unwrap_or_default()
             };
+            let shared = SharedSubscriptions::pull(home)?;
             let mut subs = SubscriptionsFile::open(&path)?;
             let existed = subs.contains(&name);
             let secret = secret.unwrap_or_else(generate_secret);
@@ -174,6 +175,9 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             };
             subs.put(&name, &entry);
             subs.save()?;
+            if !SharedSubscriptions::push(shared, &path)? {
+                return Ok(ExitCode::FAILURE);
+            }
             let events_text = match entry.events.is_empty() {
                 true => "(all)".to_owned(),
                 false => entry.events.join(", "),
@@ -212,6 +216,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         WebhookCommand::List => {
+            drop(SharedSubscriptions::pull(home)?);
             let subs = SubscriptionsFile::open(&path)?.listed();
             if subs.is_empty() {
                 outln!("No dynamic webhook subscriptions.");
@@ -258,6 +263,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
         }
         WebhookCommand::Remove { name } => {
             let name = name.trim().to_lowercase();
+            let shared = SharedSubscriptions::pull(home)?;
             let mut subs = SubscriptionsFile::open(&path)?;
             if !subs.remove(&name) {
                 outln!("No subscription named '{name}'.");
@@ -268,6 +274,9 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
             subs.save()?;
+            if !SharedSubscriptions::push(shared, &path)? {
+                return Ok(ExitCode::FAILURE);
+            }
             outln!("Removed webhook subscription: {name}");
             Ok(ExitCode::SUCCESS)
         }
@@ -347,4 +356,51 @@ fn find_route(config: &Config, name: &str) -> anyhow::Result<Option<Route>> {
         .into_iter()
         .chain(config.routes.iter().cloned())
         .find(|r| r.name == name))
+}
+
+/// The subscriptions of a store several instances share: the home's file brought in
+/// step before a change, and the change pushed to every instance after it.
+struct SharedSubscriptions {
+    store: herald_store::Store,
+    rt: tokio::runtime::Runtime,
+    version: Option<i64>,
+}
+
+impl SharedSubscriptions {
+    /// `None` when the home's store is its own (SQLite): the file is all there is.
+    fn pull(home: &Home) -> anyhow::Result<Option<SharedSubscriptions>> {
+        let rt = crate::stores::runtime()?;
+        let Some(store) = crate::stores::open(home, crate::stores::Access::Read, &rt)? else {
+            return Ok(None);
+        };
+        if !store.shared() {
+            return Ok(None);
+        }
+        let path = home.subscriptions_file();
+        let version = rt
+            .block_on(herald_gateway::shared_subscriptions::pull(&store, &path))
+            .map_err(anyhow::Error::msg)?;
+        Ok(Some(SharedSubscriptions { store, rt, version }))
+    }
+
+    /// Pushes the changed file; false (said) when another instance changed the
+    /// subscriptions at the same moment.
+    fn push(shared: Option<SharedSubscriptions>, path: &std::path::Path) -> anyhow::Result<bool> {
+        let Some(s) = shared else {
+            return Ok(true);
+        };
+        let pushed =
+            s.rt.block_on(herald_gateway::shared_subscriptions::push(
+                &s.store, path, s.version,
+            ))
+            .map_err(anyhow::Error::msg)?;
+        if !pushed {
+            eprintln!(
+                "herald: another instance changed the subscriptions at the same moment; nothing was shared: run the command again"
+            );
+            let _ =
+                s.rt.block_on(herald_gateway::shared_subscriptions::pull(&s.store, path));
+        }
+        Ok(pushed)
+    }
 }

@@ -98,16 +98,14 @@ fn why_ignored(route: &Route, answer: &Value) -> String {
 
 /// The error herald recorded for this request's delivery.
 fn delivery_error(home: &Home, route: &str, delivery_id: &str) -> Option<String> {
-    let store = stores::open(home, Access::Read).ok()??;
+    let rt = stores::runtime().ok()?;
+    let store = stores::open(home, Access::Read, &rt).ok()??;
     let query = DeliveryQuery {
         route: Some(route.to_owned()),
         delivery_id: Some(delivery_id.to_owned()),
         limit: Some(1),
         ..DeliveryQuery::default()
     };
-    let found = stores::runtime()
-        .ok()?
-        .block_on(store.deliveries(query))
-        .ok()?;
+    let found = rt.block_on(store.deliveries(query)).ok()?;
     found.into_iter().next().and_then(|d| d.error)
 }

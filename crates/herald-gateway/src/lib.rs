@@ -17,6 +17,7 @@ pub mod reject_log;
 pub mod routes;
 pub mod script;
 pub mod server;
+pub mod shared_subscriptions;
 pub mod worker;
 
 pub use answer::Answer;

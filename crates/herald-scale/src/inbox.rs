@@ -646,6 +646,52 @@ impl InboxBackend for PgInbox {
         self.target.shown.clone()
     }
 
+    fn shared(&self) -> bool {
+        true
+    }
+
+    async fn document(&self, name: &str) -> Result<Option<(i64, String)>, StoreError> {
+        let rows = self
+            .query(
+                "SELECT version, body FROM herald_documents WHERE name = $1",
+                &[&name],
+            )
+            .await?;
+        rows.first()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .transpose()
+            .map_err(db_error)
+    }
+
+    async fn put_document(
+        &self,
+        name: &str,
+        expected: Option<i64>,
+        body: String,
+    ) -> Result<bool, StoreError> {
+        let body = text(&body).into_owned();
+        let now = now_ms();
+        let changed = match expected {
+            None => {
+                self.execute(
+                    "INSERT INTO herald_documents (name, version, body, updated_at_ms) VALUES ($1, 1, $2, $3)
+                     ON CONFLICT (name) DO NOTHING",
+                    &[&name, &body, &now],
+                )
+                .await?
+            }
+            Some(version) => {
+                self.execute(
+                    "UPDATE herald_documents SET version = version + 1, body = $3, updated_at_ms = $4
+                     WHERE name = $1 AND version = $2",
+                    &[&name, &version, &body, &now],
+                )
+                .await?
+            }
+        };
+        Ok(changed == 1)
+    }
+
     async fn hold_send(&self, route: &str, delivery_id: &str) -> Result<Hold, StoreError> {
         let key = format!("{}\u{1f}{}", text(route), text(delivery_id));
         let holder = crate::holds::holder_of(&self.instance);

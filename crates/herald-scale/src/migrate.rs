@@ -82,6 +82,13 @@ const MIGRATIONS: &[&str] = &[
         owner    TEXT NOT NULL,
         until_ms BIGINT NOT NULL
     );",
+    // 3: documents every instance shares (the webhook subscriptions), versioned.
+    "CREATE TABLE herald_documents (
+        name          TEXT PRIMARY KEY,
+        version       BIGINT NOT NULL,
+        body          TEXT NOT NULL,
+        updated_at_ms BIGINT NOT NULL
+    );",
 ];
 
 /// One numbered list of migrations and the table that records how far it went.

@@ -100,6 +100,30 @@ pub trait InboxBackend: Send + Sync {
     /// password).
     fn location(&self) -> String;
 
+    /// Whether other instances write this store too.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// A document every instance shares (the webhook subscriptions), with its
+    /// version; `None` when the store keeps none (or is not shared).
+    async fn document(&self, name: &str) -> Result<Option<(i64, String)>, StoreError> {
+        let _ = name;
+        Ok(None)
+    }
+
+    /// Replaces the document when its version is still `expected` (`None`: there is
+    /// none yet); whether it did. A store that is not shared keeps no documents.
+    async fn put_document(
+        &self,
+        name: &str,
+        expected: Option<i64>,
+        body: String,
+    ) -> Result<bool, StoreError> {
+        let _ = (name, expected, body);
+        Ok(false)
+    }
+
     /// Holds (route, delivery id) for one direct send against every other instance
     /// sharing the store: resolves once no other instance is sending it (the caller
     /// then looks whether it was delivered meanwhile). A store only this process

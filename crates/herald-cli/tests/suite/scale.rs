@@ -719,3 +719,88 @@ async fn one_idempotency_key_sent_to_both_instances_runs_once() {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(provider.requests().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_made_on_either_instance_reach_both() {
+    let url = database("subscriptions");
+    let config = format!(
+        "store:\n  url: {url}\n{}",
+        config_with_routes("        r: {prompt: x}\n")
+    );
+    // `a`'s home has a subscriptions file from before: the first start imports it.
+    let home_a = tempfile::tempdir().unwrap();
+    std::fs::write(home_a.path().join("config.yaml"), &config).unwrap();
+    let file = serde_json::json!({"old": {"description": "from before", "events": [], "secret": "old-secret", "prompt": "old {n}", "skills": [], "deliver": "log", "created_at": "2026-12-01T00:00:00Z"}});
+    std::fs::write(
+        home_a.path().join("webhook_subscriptions.json"),
+        file.to_string(),
+    )
+    .unwrap();
+    let a = Herald::start_in(home_a, &[]);
+    let b = Herald::start(&config);
+    wait_until(|| async { reaches(&b, "old", "old-secret").await == StatusCode::ACCEPTED }).await;
+    // Subscribed through `a`'s home: `b` serves it within a few seconds.
+    let (code, out, err) = a.cli(&[
+        "webhook",
+        "subscribe",
+        "fresh",
+        "--prompt",
+        "p {n}",
+        "--secret",
+        "fresh-secret",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    wait_until(|| async { reaches(&b, "fresh", "fresh-secret").await == StatusCode::ACCEPTED })
+        .await;
+    let (_, listed, _) = b.cli(&["webhook", "list"]);
+    assert!(
+        listed.contains("fresh") && listed.contains("old"),
+        "{listed}"
+    );
+    // Removed through `b`'s home: `a` stops serving it.
+    let (code, out, _) = b.cli(&["webhook", "remove", "fresh"]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(|| async { reaches(&a, "fresh", "fresh-secret").await == StatusCode::NOT_FOUND })
+        .await;
+}
+
+/// The status of a signed push to `route` of `h`.
+async fn reaches(h: &Herald, route: &str, secret: &str) -> StatusCode {
+    let headers = vec![
+        ("x-github-event", "push".to_owned()),
+        (
+            "x-hub-signature-256",
+            herald_webhook::verify::sign::github(secret, b"{}"),
+        ),
+        ("x-github-delivery", format!("sub-{}", uuid_like())),
+    ];
+    h.post(&format!("/webhooks/{route}"), "{}", &headers)
+        .await
+        .0
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Waits up to 10 s for `check` to hold.
+async fn wait_until<F, Fut>(mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    while !check().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
