@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use herald_protocol::{ChatMessage, UserInput};
 
 use herald_session::{
-    Answers, Decision, Relayed, RunControl, RunError, RunEventKind, RunHandle, RunState, RunStatus,
-    SubagentEvent, SubagentKind,
+    Answers, ControlReply, Decision, Relayed, RunControl, RunError, RunEventKind, RunHandle,
+    RunState, RunStatus, SubagentEvent, SubagentKind,
 };
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -355,7 +355,10 @@ async fn approve(
     headers: HeaderMap,
     raw: Body,
 ) -> Result<Response, ApiError> {
-    let run = api.host.run(&id).ok_or_else(|| run_not_found(&id))?;
+    let local = api.host.run(&id);
+    if local.is_none() {
+        relayable(&api, &id).await?;
+    }
     let admitted = body::admit(&api, &headers, raw).await?;
     let request = body::object(&admitted.bytes, ApiError::bad_request("Invalid JSON", None))?;
     let request: ApprovalRequest = wire::read(&request);
@@ -381,6 +384,37 @@ async fn approve(
         }
     };
     let all = request.all.0 || request.resolve_all.0;
+    let Some(run) = local else {
+        let control = RunControl::Approve {
+            request_id,
+            choice: decision.name().to_owned(),
+            all,
+        };
+        let resolved = match api
+            .host
+            .relay(&id, control)
+            .await
+            .map_err(session_pick::run_error)?
+        {
+            Relayed::Answered(ControlReply::Done { resolved }) => resolved,
+            Relayed::Answered(ControlReply::Refused { code, message }) => {
+                let code = match code.as_str() {
+                    "approval_not_active" => "approval_not_active",
+                    _ => "approval_not_pending",
+                };
+                return Err(ApiError::conflict(message, code));
+            }
+            Relayed::Sent => {
+                return Err(ApiError::conflict(
+                    "The instance that runs this run did not answer in time",
+                    "approval_not_answered",
+                ));
+            }
+            Relayed::OwnerGone => return Err(run_not_active(&id)),
+            Relayed::Nobody => return Err(run_not_found(&id)),
+        };
+        return Ok(approval_answer(id, decision, resolved));
+    };
     let resolved = run
         .approve(request_id.as_deref(), decision, all)
         .map_err(|e| match e {
@@ -392,13 +426,31 @@ async fn approve(
             }
             _ => ApiError::conflict("Nothing is waiting for approval", "approval_not_pending"),
         })?;
-    Ok(Json(ApprovalAnswer {
+    Ok(approval_answer(id, decision, resolved))
+}
+
+fn approval_answer(run_id: String, decision: Decision, resolved: usize) -> Response {
+    Json(ApprovalAnswer {
         object: "hermes.run.approval_response".into(),
-        run_id: id,
+        run_id,
         choice: decision.name().into(),
         resolved,
     })
-    .into_response())
+    .into_response()
+}
+
+/// Unknown here: only an unfinished run of the shared store may be relayed to; else
+/// 404, before the body is read.
+async fn relayable(api: &Api, id: &str) -> Result<(), ApiError> {
+    let kept = api
+        .host
+        .run_status(id)
+        .await
+        .map_err(session_pick::run_error)?;
+    match kept {
+        Some(s) if !s.state.is_finished() => Ok(()),
+        _ => Err(run_not_found(id)),
+    }
 }
 
 #[utoipa::path(post, path = "/v1/runs/{run_id}/stop", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "Stopping, or the finished run's status", body = Stopping), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
@@ -412,7 +464,7 @@ pub async fn stop(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Respon
             })
             .into_response(),
             Ok(Relayed::OwnerGone) => run_not_active(&id).into_response(),
-            Ok(Relayed::Nobody) => status(State(api), Path(id)).await,
+            Ok(Relayed::Nobody | Relayed::Answered(_)) => status(State(api), Path(id)).await,
             Err(e) => session_pick::run_error(e).into_response(),
         };
     };
@@ -441,7 +493,7 @@ async fn relay_steer(api: &Api, id: String, text: String) -> Result<Response, Ap
         .await
         .map_err(session_pick::run_error)?
     {
-        Relayed::Sent => Ok(Json(Steered {
+        Relayed::Sent | Relayed::Answered(_) => Ok(Json(Steered {
             object: "hermes.run.steer".into(),
             run_id: id,
             accepted: true,

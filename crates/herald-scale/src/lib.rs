@@ -19,6 +19,7 @@ pub mod import;
 mod inbox;
 mod listen;
 mod migrate;
+mod replies;
 mod rows;
 mod session_schema;
 mod sessions;

@@ -29,6 +29,8 @@ type Job = Box<dyn FnOnce(Pool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Se
 /// One profile's sessions on PostgreSQL, written as `owner`.
 pub struct PgSessions {
     pool: Pool,
+    /// Answers awaited from the instances that own runs.
+    replies: crate::replies::Replies,
     target: std::sync::Arc<crate::connect::Target>,
     shown: String,
     queue: mpsc::UnboundedSender<Job>,
@@ -57,6 +59,7 @@ impl PgSessions {
         let (alive, dropped) = oneshot::channel();
         tokio::spawn(heartbeat(pool.clone(), owner.clone(), dropped));
         Ok(PgSessions {
+            replies: crate::replies::Replies::default(),
             pool,
             target: std::sync::Arc::new(target),
             shown,
@@ -1016,19 +1019,39 @@ impl SessionBackend for PgSessions {
             Some(owner) if alive == Some(true) && owner != self.owner => owner,
             _ => return Ok(Relayed::OwnerGone),
         };
-        let payload =
-            serde_json::json!({"owner": owner, "run": run_id, "control": control}).to_string();
+        // An approval waits for the owner's answer (how many it resolved, or why not).
+        let waits = matches!(control, RunControl::Approve { .. });
+        let ask = waits.then(|| self.replies.ask());
+        let payload = serde_json::json!({
+            "owner": owner,
+            "run": run_id,
+            "control": control,
+            "reply_to": ask.as_ref().map(|(id, _)| (self.owner.clone(), id.clone())),
+        })
+        .to_string();
         if payload.len() > MAX_NOTIFY {
             return Err(StoreError::Database(format!(
                 "the request for run {run_id} is over {MAX_NOTIFY} bytes, too long to pass to the instance that runs it"
             )));
+        }
+        if ask.is_some() {
+            self.replies.listen(&self.target, &self.owner).await;
         }
         self.conn()
             .await?
             .execute("SELECT pg_notify($1, $2)", &[&CONTROL_CHANNEL, &payload])
             .await
             .map_err(db_error)?;
-        Ok(Relayed::Sent)
+        match ask {
+            None => Ok(Relayed::Sent),
+            Some((id, answer)) => match tokio::time::timeout(REPLY_WAIT, answer).await {
+                Ok(Ok(reply)) => Ok(Relayed::Answered(reply)),
+                _ => {
+                    self.replies.forget(&id);
+                    Ok(Relayed::Sent)
+                }
+            },
+        }
     }
 
     /// The key is this instance's when nobody has it, when it is older than the
@@ -1126,12 +1149,28 @@ impl SessionBackend for PgSessions {
 
     fn on_run_control(&self, handler: ControlHandler) {
         let me = self.owner.clone();
+        let pool = self.pool.clone();
         let hear = std::sync::Arc::new(move |payload: &str| {
             let Ok(relayed) = serde_json::from_str::<RelayedControl>(payload) else {
                 return;
             };
-            if relayed.owner == me {
-                handler(relayed.run, relayed.control);
+            if relayed.owner != me {
+                return;
+            }
+            let reply = handler(relayed.run, relayed.control);
+            if let (Some((to, id)), Some(reply)) = (relayed.reply_to, reply) {
+                let answer = serde_json::json!({"to": to, "id": id, "reply": reply}).to_string();
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    if let Ok(c) = get(&pool).await {
+                        let _ = c
+                            .execute(
+                                "SELECT pg_notify($1, $2)",
+                                &[&crate::replies::CHANNEL, &answer],
+                            )
+                            .await;
+                    }
+                });
             }
         });
         crate::listen::spawn_on(self.target.clone(), CONTROL_CHANNEL, hear, None);
@@ -1169,13 +1208,18 @@ static SESSION_HOLDS: crate::holds::HoldTable = crate::holds::HoldTable {
 const CONTROL_CHANNEL: &str = "herald_run_control";
 const MAX_NOTIFY: usize = 7900;
 
-/// A control as relayed: for whom, which run, what.
+/// A control as relayed: for whom, which run, what, and who waits for the answer.
 #[derive(serde::Deserialize)]
 struct RelayedControl {
     owner: String,
     run: String,
     control: RunControl,
+    #[serde(default)]
+    reply_to: Option<(String, String)>,
 }
+
+/// How long an instance waits for the owner's answer to a relayed approval.
+const REPLY_WAIT: Duration = Duration::from_secs(5);
 
 /// True once in every hundred calls.
 fn every_hundredth() -> bool {

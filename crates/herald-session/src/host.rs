@@ -18,6 +18,7 @@ use herald_llm::flow::Flow;
 use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::{ChatMessage, UserInput};
 use herald_store::SessionStore;
+use herald_store::sessions::RunControl;
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -923,17 +924,21 @@ impl Host {
     pub fn serve_relayed_controls(self: &Arc<Self>) {
         let me = Arc::downgrade(self);
         self.store.on_run_control(Arc::new(move |run_id, control| {
-            let Some(run) = me.upgrade().and_then(|h| h.run(&run_id)) else {
-                return;
-            };
+            let run = me.upgrade().and_then(|h| h.run(&run_id))?;
             match control {
-                herald_store::sessions::RunControl::Stop => run.interrupt(),
-                herald_store::sessions::RunControl::Steer { text } => {
+                RunControl::Stop => run.interrupt(),
+                RunControl::Steer { text } => {
                     if let Err(e) = run.steer(&text) {
                         tracing::info!(run = %run_id, "a relayed steer was not taken: {e}");
                     }
                 }
+                RunControl::Approve {
+                    request_id,
+                    choice,
+                    all,
+                } => return Some(relayed_approval(&run, request_id.as_deref(), &choice, all)),
             }
+            None
         }));
     }
 
@@ -1242,4 +1247,38 @@ fn outcome(r: &TurnResult) -> (RunState, Option<String>) {
         .clone()
         .unwrap_or_else(|| "the turn ended without an answer".into());
     (RunState::Failed, Some(error))
+}
+
+/// An approval another instance relayed for `run`, answered as the API would.
+fn relayed_approval(
+    run: &RunHandle,
+    request_id: Option<&str>,
+    choice: &str,
+    all: bool,
+) -> herald_store::sessions::ControlReply {
+    use herald_store::sessions::ControlReply;
+    let refused = |code: &str, message: String| ControlReply::Refused {
+        code: code.to_owned(),
+        message,
+    };
+    let Some(decision) = herald_agent::approval::Decision::parse(choice) else {
+        return refused(
+            "invalid_approval_choice",
+            "choice must be once, session, always or deny".into(),
+        );
+    };
+    match run.approve(request_id, decision, all) {
+        Ok(resolved) => ControlReply::Done { resolved },
+        Err(crate::RunError::NotActive) => refused(
+            "approval_not_active",
+            "The run has no approval session".into(),
+        ),
+        Err(crate::RunError::UnknownRequest(r)) => {
+            refused("approval_not_pending", format!("No pending approval {r}"))
+        }
+        Err(_) => refused(
+            "approval_not_pending",
+            "Nothing is waiting for approval".into(),
+        ),
+    }
 }

@@ -67,8 +67,8 @@ pub use herald_plugins as python_plugins;
 pub use herald_protocol::{ImageUrl, UserInput};
 pub use herald_store::now_secs;
 pub use herald_store::sessions::{
-    KeptAnswer, KeyClaim, Relayed, RunControl, SessionSummary, SessionUsage, StoredResponse,
-    TitleRefused,
+    ControlReply, KeptAnswer, KeyClaim, Relayed, RunControl, SessionSummary, SessionUsage,
+    StoredResponse, TitleRefused,
 };
 pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
 pub use model_select::SelectError;

@@ -804,3 +804,54 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_on_one_instance_is_approved_through_the_other() {
+    let url = database("relayed_approvals");
+    let dir = tempfile::tempdir().unwrap();
+    let doomed = dir.path().join("doomed.txt");
+    std::fs::write(&doomed, "x").unwrap();
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
+        Scripted::text("Removed."),
+    ]);
+    let api = super::api::api_config(&provider.base_url, "").replace(
+        "agent:\n",
+        &format!("terminal:\n  cwd: {}\nagent:\n", dir.path().display()),
+    );
+    let config = format!("store:\n  url: {url}\n{api}");
+    let (a, b) = (Herald::start(&config), Herald::start(&config));
+    let run = start_run(&a, "approvals-1", "clean up").await;
+    // The owner says when it waits (the store keeps a run's state at its start and end).
+    let started = std::time::Instant::now();
+    while super::api::get_json(&a, &format!("/v1/runs/{run}")).await.1["status"]
+        != "waiting_for_approval"
+    {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let path = format!("/v1/runs/{run}/approval");
+    // Refusals come back from the owner as they would from it.
+    let (status, answer) =
+        super::api::post_json(&b, &path, serde_json::json!({"choice": "maybe"})).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_approval_choice"))
+    );
+    let wrong = serde_json::json!({"choice": "once", "request_id": "no-such-request"});
+    let (status, answer) = super::api::post_json(&b, &path, wrong).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("approval_not_pending")),
+        "{answer}"
+    );
+    let (status, answer) =
+        super::api::post_json(&b, &path, serde_json::json!({"choice": "once"})).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        (answer["choice"].as_str(), answer["resolved"].as_u64()),
+        (Some("once"), Some(1))
+    );
+    assert_eq!(finished(&a, &run).await["status"], "completed");
+    assert!(!doomed.exists(), "the approved command ran on the owner");
+}

@@ -146,13 +146,32 @@ pub enum RunControl {
     Stop,
     /// Queue text for its next tool boundary (`/steer`).
     Steer { text: String },
+    /// Answer its pending approval (`/approval`): `choice` as the API names it, one
+    /// request by id or the oldest, or every pending one with `all`.
+    Approve {
+        request_id: Option<String>,
+        choice: String,
+        all: bool,
+    },
+}
+
+/// What the owning instance answered to a relayed [`RunControl`] that waits for it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ControlReply {
+    /// Done; how many requests it resolved (approvals).
+    Done { resolved: usize },
+    /// Refused, with the API's error code and message.
+    Refused { code: String, message: String },
 }
 
 /// What became of a relayed [`RunControl`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Relayed {
     /// Sent to the owning instance, which is alive.
     Sent,
+    /// Sent, and the owning instance answered.
+    Answered(ControlReply),
     /// The run is unfinished, but the instance that owns it is gone.
     OwnerGone,
     /// Nobody to relay to: the store is not shared, or the run is unknown or finished
@@ -179,8 +198,10 @@ pub enum KeyClaim {
     Pending,
 }
 
-/// What hears the controls relayed to this instance's runs: the run id and the control.
-pub type ControlHandler = std::sync::Arc<dyn Fn(String, RunControl) + Send + Sync>;
+/// What hears the controls relayed to this instance's runs: the run id and the
+/// control; its answer goes back to the asking instance when it waits for one.
+pub type ControlHandler =
+    std::sync::Arc<dyn Fn(String, RunControl) -> Option<ControlReply> + Send + Sync>;
 
 /// A session held for one turn; dropping it lets go.
 pub struct Hold {
