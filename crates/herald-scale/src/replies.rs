@@ -66,7 +66,10 @@ impl Replies {
                     if a.to != me {
                         return;
                     }
-                    let waiter = waiting.lock().ok().and_then(|mut w| w.remove(a.id.as_str()));
+                    let waiter = waiting
+                        .lock()
+                        .ok()
+                        .and_then(|mut w| w.remove(a.id.as_str()));
                     if let Some(w) = waiter {
                         let _ = w.send(a.reply);
                     }
