@@ -18,11 +18,23 @@ pub struct PgCluster {
     bin: PathBuf,
     pub port: u16,
     as_postgres: bool,
+    /// Server options beyond the defaults (TLS).
+    extra: String,
 }
 
 impl PgCluster {
     /// Starts a new cluster, or says why it cannot.
     pub fn start() -> Result<PgCluster, String> {
+        PgCluster::start_with(None)
+    }
+
+    /// Starts a new cluster serving TLS with this PEM certificate and key (copied into
+    /// its folder).
+    pub fn start_tls(cert: &Path, key: &Path) -> Result<PgCluster, String> {
+        PgCluster::start_with(Some((cert, key)))
+    }
+
+    fn start_with(tls: Option<(&Path, &Path)>) -> Result<PgCluster, String> {
         let bin = find_bin()?;
         let as_postgres = is_root();
         let dir = std::env::temp_dir().join(format!(
@@ -34,6 +46,22 @@ impl PgCluster {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let pwfile = dir.join("pw");
         std::fs::write(&pwfile, PASSWORD).map_err(|e| e.to_string())?;
+        let mut extra = String::new();
+        if let Some((cert, key)) = tls {
+            let (c, k) = (dir.join("server.crt"), dir.join("server.key"));
+            std::fs::copy(cert, &c).map_err(|e| format!("{}: {e}", cert.display()))?;
+            std::fs::copy(key, &k).map_err(|e| format!("{}: {e}", key.display()))?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600));
+            }
+            extra = format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                c.display(),
+                k.display()
+            );
+        }
         if as_postgres {
             let chown = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
@@ -52,6 +80,7 @@ impl PgCluster {
             bin,
             port: 0,
             as_postgres,
+            extra,
         };
         cluster.init(&pwfile)?;
         cluster.port = free_port()?;
@@ -128,9 +157,10 @@ impl PgCluster {
 
     fn run_ctl(&self) -> Result<(), String> {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200{}",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            self.extra
         );
         let out = self
             .command("pg_ctl")

@@ -2,6 +2,7 @@
 
 mod inbox;
 mod runs;
+mod tls;
 
 use herald_config::{PostgresSettings, SslMode};
 use herald_test_support::postgres::PgCluster;
