@@ -1462,6 +1462,7 @@ async fn a_websocket_client_that_stops_reading_pauses_the_provider_and_is_let_go
     let tcp = tokio::net::TcpSocket::new_v4().unwrap();
     tcp.set_recv_buffer_size(64 * 1024).unwrap();
     let tcp = tcp.connect(addr).await.unwrap();
+    let (server_port, client_port) = (addr.port(), tcp.local_addr().unwrap().port());
     let (mut socket, _) = tokio_tungstenite::client_async(server.request(&server.token, None), tcp)
         .await
         .unwrap();
@@ -1484,9 +1485,12 @@ async fn a_websocket_client_that_stops_reading_pauses_the_provider_and_is_let_go
     };
     let submit = json!({"session_id": session_id, "text": "talk"});
     socket.send(call(2, "prompt.submit", submit)).await.unwrap();
-    // Read nothing for 12 s (past the 10 s write timeout).
+    // Read nothing until herald's writes stall (the kernel's buffers, 4 MB on loopback,
+    // full: several seconds in on a busy machine), then 12 s more (past the 10 s write
+    // timeout).
     let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(12) {
+    let mut stalled: Option<(std::time::Instant, u64)> = None;
+    loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let grown = super::support::peak_rss_kb(pid).saturating_sub(before);
         // The kernel holds several MB the client never read, and the run's partial answer
@@ -1494,6 +1498,20 @@ async fn a_websocket_client_that_stops_reading_pauses_the_provider_and_is_let_go
         assert!(
             grown < 192 * 1024,
             "herald grew {grown} kB for a client that reads nothing"
+        );
+        let unsent = super::support::unsent_bytes(server_port, client_port);
+        stalled = match stalled {
+            Some((since, was)) if was == unsent => Some((since, was)),
+            _ => Some((std::time::Instant::now(), unsent)),
+        };
+        if stalled
+            .is_some_and(|(since, unsent)| unsent > 0 && since.elapsed() > Duration::from_secs(12))
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "herald's writes to a client that reads nothing never stalled"
         );
     }
     eprintln!(

@@ -301,3 +301,27 @@ pub fn peak_rss_kb(pid: u32) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap()
 }
+
+/// The bytes a loopback TCP connection's sender has queued and the peer has not yet
+/// taken: the `tx_queue` of the socket from local port `from` to remote port `to`, as
+/// `/proc/net/tcp` shows it (0 when there is no such socket).
+pub fn unsent_bytes(from: u16, to: u16) -> u64 {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let port = |addr: &str| {
+        addr.rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+    };
+    table
+        .lines()
+        .skip(1)
+        .find_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (local, remote, queues) = (f.get(1)?, f.get(2)?, f.get(4)?);
+            if port(local)? != from || port(remote)? != to {
+                return None;
+            }
+            u64::from_str_radix(queues.split(':').next()?, 16).ok()
+        })
+        .unwrap_or(0)
+}
