@@ -16,6 +16,7 @@ mod idempotency;
 mod media;
 pub mod readers;
 mod responses;
+mod run_events;
 mod runs_api;
 mod session_pick;
 mod sse;
@@ -89,6 +90,8 @@ impl Api {
             .unwrap_or_else(|| "hermes-agent".to_owned());
         let cap = settings.max_concurrent_runs as usize;
         let budget = herald_http::BodyBudget::new(settings.connections.max_body_bytes_in_flight);
+        // Another instance sharing the store may be asked for this host's runs' events.
+        host.relay_events_with(run_events::relay_for_others());
         Ok(Arc::new(Api {
             host,
             permits: (cap > 0).then(|| Arc::new(Semaphore::new(cap))),
@@ -157,7 +160,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .routes(routes!(responses::get, responses::delete))
         .routes(routes!(runs_api::create))
         .routes(routes!(runs_api::status))
-        .routes(routes!(runs_api::events))
+        .routes(routes!(run_events::events))
         .routes(routes!(runs_api::approval))
         .routes(routes!(runs_api::stop))
         .routes(routes!(runs_api::steer))

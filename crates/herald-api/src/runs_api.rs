@@ -6,7 +6,7 @@ use crate::content;
 use crate::errors::ApiError;
 use crate::session_pick::{self, open_or_resume};
 use crate::wire::*;
-use crate::{Api, sse, wire};
+use crate::{Api, wire};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -15,15 +15,12 @@ use axum::response::{IntoResponse, Response};
 use herald_protocol::{ChatMessage, UserInput};
 
 use herald_session::{
-    Answers, ControlReply, Decision, Relayed, RunControl, RunError, RunEventKind, RunHandle,
-    RunState, RunStatus, SubagentEvent, SubagentKind,
+    Answers, ControlReply, Decision, Relayed, RunControl, RunError, RunState, RunStatus,
 };
-use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use serde_json::Value;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-fn run_not_found(id: &str) -> ApiError {
+pub(crate) fn run_not_found(id: &str) -> ApiError {
     ApiError::not_found(format!("Run not found: {id}"), Some("run_not_found"))
 }
 
@@ -171,174 +168,6 @@ pub async fn status(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Resp
     }
 }
 
-/// The live run, waiting up to about a second for it to appear.
-async fn live_run(api: &Api, id: &str) -> Option<RunHandle> {
-    let until = Instant::now() + Duration::from_secs(1);
-    loop {
-        if let Some(run) = api.host.run(id) {
-            return Some(run);
-        }
-        if Instant::now() >= until {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-#[utoipa::path(get, path = "/v1/runs/{run_id}/events", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "Every event from the run's creation, then the live ones", content((RunEventFrame = "text/event-stream"))), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
-pub async fn events(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
-    let Some(run) = live_run(&api, &id).await else {
-        return run_not_found(&id).into_response();
-    };
-    // One consumer: once taken, the queue is gone.
-    let Some(mut events) = run.take_events() else {
-        return run_not_found(&id).into_response();
-    };
-    let (frames, response) = sse::channel();
-    tokio::spawn(async move {
-        let mut started: HashMap<String, Instant> = HashMap::new();
-        while let Some(e) = events.recv().await {
-            let last = matches!(e.kind, RunEventKind::Finished(_));
-            let Some(fields) = event_fields(e.kind, &mut started) else {
-                continue;
-            };
-            let frame = RunEventFrame {
-                event: fields.0.to_owned(),
-                run_id: e.run_id,
-                timestamp: e.at,
-                fields: fields.1,
-            };
-            if !frames.data(&frame).await {
-                return;
-            }
-            if last {
-                break;
-            }
-        }
-        let _ = frames.raw(": stream closed\n\n".into()).await;
-    });
-    response
-}
-
-fn choices_for(allow_permanent: bool) -> Value {
-    if allow_permanent {
-        json!(["once", "session", "always", "deny"])
-    } else {
-        json!(["once", "session", "deny"])
-    }
-}
-
-/// An event's wire name and its fields (`None`: not part of the runs API's stream).
-fn event_fields(
-    kind: RunEventKind,
-    started: &mut HashMap<String, Instant>,
-) -> Option<(&'static str, Map<String, Value>)> {
-    if let RunEventKind::Subagent(e) = &kind {
-        return subagent_progress(e);
-    }
-    let name = kind.name();
-    let fields = match kind {
-        RunEventKind::MessageDelta(delta) => json!({"delta": delta}),
-        RunEventKind::ReasoningDelta(text) => json!({"text": text}),
-        RunEventKind::ToolStarted {
-            call_id,
-            name,
-            arguments,
-        } => {
-            started.insert(call_id.clone(), Instant::now());
-            let preview: String = arguments.to_string().chars().take(120).collect();
-            json!({"tool": name, "preview": preview, "tool_call_id": call_id})
-        }
-        RunEventKind::ToolCompleted {
-            call_id,
-            name,
-            is_error,
-            ..
-        } => {
-            let secs = started
-                .remove(&call_id)
-                .map(|t| t.elapsed().as_secs_f64())
-                .unwrap_or(0.0);
-            json!({"tool": name, "duration": (secs * 1000.0).round() / 1000.0, "error": is_error, "tool_call_id": call_id})
-        }
-        RunEventKind::ApprovalRequested {
-            request_id,
-            command,
-            reason,
-        } => json!({
-            "request_id": request_id, "command": command, "description": reason,
-            "pattern_key": reason, "pattern_keys": [reason], "smart_denied": false,
-            "allow_permanent": true, "choices": choices_for(true),
-        }),
-        RunEventKind::ApprovalResponded {
-            request_id,
-            decision,
-        } => {
-            json!({"request_id": request_id, "choice": decision.name(), "resolved": 1})
-        }
-        RunEventKind::ClarifyRequested {
-            request_id,
-            question,
-            choices,
-        } => {
-            json!({"request_id": request_id, "question": question, "choices": choices})
-        }
-        // The API opens no session with prompts (Hermes registers no callback there).
-        RunEventKind::PromptRequested { request_id, .. }
-        | RunEventKind::PromptExpired { request_id, .. } => json!({"request_id": request_id}),
-        RunEventKind::Steered => json!({"accepted": true}),
-        RunEventKind::Finished(s) => {
-            let mut f = match s.state {
-                RunState::Completed => {
-                    json!({"output": s.output.clone().unwrap_or_default(), "usage": crate::token_usage(&s)})
-                }
-                RunState::Cancelled => json!({}),
-                _ => json!({"error": s.error.clone().unwrap_or_else(|| "the run failed".into())}),
-            };
-            if let Some(p) = &s.pending_steer {
-                f["pending_steer"] = json!(p);
-            }
-            f
-        }
-        // `run.completed` carries the corrected output; the API opens no session with
-        // an edit rule.
-        RunEventKind::MessageComplete { .. }
-        | RunEventKind::EditApprovalRequested { .. }
-        | RunEventKind::MessageSaved { .. }
-        | RunEventKind::MessageCorrected(_)
-        | RunEventKind::Subagent(_) => return None,
-    };
-    match fields {
-        Value::Object(m) => Some((name, m)),
-        _ => None,
-    }
-}
-
-/// A subagent's start, tool calls and end, as `tool.progress` of the `delegate_task`
-/// call that started it (its reasoning and progress lines are left out).
-fn subagent_progress(e: &SubagentEvent) -> Option<(&'static str, Map<String, Value>)> {
-    let step = match e.kind {
-        SubagentKind::Start => "started",
-        SubagentKind::Tool => "tool",
-        SubagentKind::Complete => "completed",
-        SubagentKind::Thinking | SubagentKind::Progress => return None,
-    };
-    let mut fields = Map::new();
-    fields.insert(
-        "tool".into(),
-        json!(e.tool_name.as_deref().unwrap_or("delegate_task")),
-    );
-    fields.insert("tool_call_id".into(), json!(e.call_id));
-    fields.insert("subagent_id".into(), json!(e.subagent_id));
-    fields.insert("task_index".into(), json!(e.task_index));
-    fields.insert("step".into(), json!(step));
-    fields.insert("preview".into(), json!(e.text));
-    if let Some(status) = &e.status {
-        fields.insert("status".into(), json!(status));
-    }
-    Some(("tool.progress", fields))
-}
-
 #[utoipa::path(post, path = "/v1/runs/{run_id}/approval", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), request_body = ApprovalRequest, responses((status = 200, description = "Resolved", body = ApprovalAnswer), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 409, description = "approval_not_active or approval_not_pending", body = ErrorEnvelope)))]
 pub async fn approval(
     State(api): State<Arc<Api>>,
@@ -404,7 +233,7 @@ async fn approve(
                 };
                 return Err(ApiError::conflict(message, code));
             }
-            Relayed::Sent => {
+            Relayed::Sent | Relayed::Answered(ControlReply::Following) => {
                 return Err(ApiError::conflict(
                     "The instance that runs this run did not answer in time",
                     "approval_not_answered",
@@ -505,7 +334,7 @@ async fn relay_steer(api: &Api, id: String, text: String) -> Result<Response, Ap
 }
 
 /// 409 for a run whose instance is gone (api-server.md §7.5's newer upstream answer).
-fn run_not_active(id: &str) -> ApiError {
+pub(crate) fn run_not_active(id: &str) -> ApiError {
     ApiError::conflict(
         format!("Run {id} is not active: the instance that ran it is gone"),
         "run_not_active",

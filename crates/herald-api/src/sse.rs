@@ -42,6 +42,11 @@ impl Frames {
         }
     }
 
+    /// Whether the reader is gone.
+    pub fn gone(&self) -> bool {
+        self.tx.is_closed()
+    }
+
     /// `data: <json>` as a default event.
     pub async fn data(&self, value: &impl serde::Serialize) -> bool {
         // Wire types and JSON values always encode.

@@ -14,6 +14,7 @@
 
 mod connect;
 mod enqueue;
+mod follow;
 mod holds;
 pub mod import;
 mod inbox;

@@ -7,7 +7,7 @@ use crate::connect::Target;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio_postgres::AsyncMessage;
 
 /// The channel enqueues and replays notify.
@@ -51,6 +51,44 @@ pub(crate) fn spawn_on(
             tokio::time::sleep(pause).await;
         }
     });
+}
+
+/// A listener started on first use, for as long as the process runs.
+#[derive(Default)]
+pub(crate) struct OnDemand {
+    /// Whether it listens (set once it does).
+    listening: std::sync::OnceLock<watch::Receiver<bool>>,
+}
+
+impl OnDemand {
+    /// Starts listening on `channel` with `hear` unless already started, and returns
+    /// once it listens (within a few seconds), so that no notification meant for the
+    /// caller can come before it.
+    pub(crate) async fn start(
+        &self,
+        target: &Arc<Target>,
+        channel: &'static str,
+        hear: impl FnOnce() -> Arc<dyn Fn(&str) + Send + Sync>,
+    ) {
+        let mut ready = self
+            .listening
+            .get_or_init(|| {
+                let (ready_tx, ready_rx) = watch::channel(false);
+                let hear = hear();
+                let told = Arc::new(move |payload: &str| {
+                    if payload.is_empty() {
+                        // Said by the listener once it listens.
+                        let _ = ready_tx.send(true);
+                    } else {
+                        hear(payload);
+                    }
+                });
+                spawn_on(target.clone(), channel, told, None);
+                ready_rx
+            })
+            .clone();
+        let _ = tokio::time::timeout(Duration::from_secs(5), ready.wait_for(|r| *r)).await;
+    }
 }
 
 async fn listen(

@@ -4,9 +4,8 @@
 use crate::connect::Target;
 use herald_store::sessions::ControlReply;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
-use tokio::sync::{oneshot, watch};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
 
 /// The channel answers travel on.
 pub(crate) const CHANNEL: &str = "herald_run_reply";
@@ -15,8 +14,7 @@ pub(crate) const CHANNEL: &str = "herald_run_reply";
 #[derive(Default)]
 pub(crate) struct Replies {
     waiting: Arc<Mutex<HashMap<String, oneshot::Sender<ControlReply>>>>,
-    /// Whether the listener is listening (set once it is).
-    listening: OnceLock<watch::Receiver<bool>>,
+    listening: crate::listen::OnDemand,
 }
 
 #[derive(serde::Deserialize)]
@@ -49,35 +47,24 @@ impl Replies {
     /// Listens for the answers addressed to `me` (started once), and returns once
     /// the listener listens, so that no answer can come before it.
     pub(crate) async fn listen(&self, target: &Arc<Target>, me: &str) {
-        let mut ready = self
-            .listening
-            .get_or_init(|| {
-                let (ready_tx, ready_rx) = watch::channel(false);
-                let (waiting, me) = (self.waiting.clone(), me.to_owned());
-                let hear = Arc::new(move |payload: &str| {
-                    if payload.is_empty() {
-                        // Said by the listener once it listens.
-                        let _ = ready_tx.send(true);
-                        return;
-                    }
-                    let Ok(a) = serde_json::from_str::<Addressed>(payload) else {
-                        return;
-                    };
-                    if a.to != me {
-                        return;
-                    }
-                    let waiter = waiting
-                        .lock()
-                        .ok()
-                        .and_then(|mut w| w.remove(a.id.as_str()));
-                    if let Some(w) = waiter {
-                        let _ = w.send(a.reply);
-                    }
-                });
-                crate::listen::spawn_on(target.clone(), CHANNEL, hear, None);
-                ready_rx
-            })
-            .clone();
-        let _ = tokio::time::timeout(Duration::from_secs(5), ready.wait_for(|r| *r)).await;
+        let (waiting, me) = (self.waiting.clone(), me.to_owned());
+        let hear = move || {
+            Arc::new(move |payload: &str| {
+                let Ok(a) = serde_json::from_str::<Addressed>(payload) else {
+                    return;
+                };
+                if a.to != me {
+                    return;
+                }
+                let waiter = waiting
+                    .lock()
+                    .ok()
+                    .and_then(|mut w| w.remove(a.id.as_str()));
+                if let Some(w) = waiter {
+                    let _ = w.send(a.reply);
+                }
+            }) as Arc<dyn Fn(&str) + Send + Sync>
+        };
+        self.listening.start(target, CHANNEL, hear).await;
     }
 }

@@ -8,9 +8,10 @@ use crate::rows::{opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use herald_store::sessions::{
-    ControlHandler, Hold, KeptAnswer, KeyClaim, NewMessage, NewSession, Relayed, RewindRefused,
-    RewindTarget, RunControl, RunRecord, RunRow, SessionRow, SessionSummary, SessionUsage,
-    StoredMessage, StoredResponse, TitleRefused, rewind_row,
+    ControlHandler, ControlReply, Followed, Follower, Hold, KeptAnswer, KeyClaim, NewMessage,
+    NewSession, Relayed, RelayedEvents, RewindRefused, RewindTarget, RunControl, RunRecord, RunRow,
+    SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
+    rewind_row,
 };
 use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
 use std::future::Future;
@@ -31,6 +32,8 @@ pub struct PgSessions {
     pool: Pool,
     /// Answers awaited from the instances that own runs.
     replies: crate::replies::Replies,
+    /// The run event streams this instance follows.
+    streams: crate::follow::Streams,
     target: std::sync::Arc<crate::connect::Target>,
     shown: String,
     queue: mpsc::UnboundedSender<Job>,
@@ -60,6 +63,7 @@ impl PgSessions {
         tokio::spawn(heartbeat(pool.clone(), owner.clone(), dropped));
         Ok(PgSessions {
             replies: crate::replies::Replies::default(),
+            streams: crate::follow::Streams::default(),
             pool,
             target: std::sync::Arc::new(target),
             shown,
@@ -275,7 +279,8 @@ async fn upsert_run(c: &impl GenericClient, run: &RunRow, owner: &str) -> Result
                 model = excluded.model, created_at = excluded.created_at, updated_at = excluded.updated_at,
                 last_event = excluded.last_event, output = excluded.output, error = excluded.error,
                 pending_steer = excluded.pending_steer, input_tokens = excluded.input_tokens,
-                output_tokens = excluded.output_tokens, owner = excluded.owner",
+                output_tokens = excluded.output_tokens, owner = excluded.owner
+             WHERE herald_runs.status NOT IN ('completed', 'failed', 'cancelled')",
         )
         .await
         .map_err(db_error)?;
@@ -1020,7 +1025,10 @@ impl SessionBackend for PgSessions {
             _ => return Ok(Relayed::OwnerGone),
         };
         // An approval waits for the owner's answer (how many it resolved, or why not).
-        let waits = matches!(control, RunControl::Approve { .. });
+        let waits = matches!(
+            control,
+            RunControl::Approve { .. } | RunControl::Follow { .. }
+        );
         let ask = waits.then(|| self.replies.ask());
         let payload = serde_json::json!({
             "owner": owner,
@@ -1052,6 +1060,35 @@ impl SessionBackend for PgSessions {
                 }
             },
         }
+    }
+
+    async fn follow_run(&self, run_id: String) -> Result<Followed, StoreError> {
+        let (stream, events) = self.streams.open(&self.target, &self.owner).await;
+        let follower = Follower {
+            instance: self.owner.clone(),
+            stream: stream.clone(),
+        };
+        let relayed = self
+            .relay_run_control(run_id, RunControl::Follow { follower })
+            .await;
+        let followed = match relayed {
+            Ok(Relayed::Answered(ControlReply::Following)) => return Ok(Followed::Events(events)),
+            Ok(Relayed::Answered(ControlReply::Refused { code, message })) => {
+                Ok(Followed::Refused { code, message })
+            }
+            // An owner that does not answer in time is as good as gone.
+            Ok(
+                Relayed::Answered(ControlReply::Done { .. }) | Relayed::Sent | Relayed::OwnerGone,
+            ) => Ok(Followed::OwnerGone),
+            Ok(Relayed::Nobody) => Ok(Followed::Nobody),
+            Err(e) => Err(e),
+        };
+        self.streams.close(&stream);
+        followed
+    }
+
+    fn forward_run_events(&self, follower: Follower, events: RelayedEvents) {
+        crate::follow::forward(self.target.clone(), follower, events);
     }
 
     /// The key is this instance's when nobody has it, when it is older than the

@@ -18,14 +18,15 @@ use herald_llm::flow::Flow;
 use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::{ChatMessage, UserInput};
 use herald_store::SessionStore;
-use herald_store::sessions::RunControl;
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 mod admin;
+mod relay;
 pub use admin::Compressed;
+pub use relay::EventRelay;
 
 /// Most runs a host keeps at once, live or recently finished.
 pub const DEFAULT_MAX_RUNS: usize = 1024;
@@ -416,6 +417,9 @@ pub struct Host {
     models: crate::model_options::ModelOptions,
     /// The subagents running now, and whether new ones may start.
     pub(crate) delegations: crate::delegation::Delegations,
+    /// How the front door puts a run's events on the wire for another instance that
+    /// follows them (set by the door that serves event streams).
+    event_relay: std::sync::OnceLock<EventRelay>,
 }
 
 /// A new session's folder and tools.
@@ -460,6 +464,7 @@ impl Host {
             live: crate::stopping::LiveRuns::default(),
             models: crate::model_options::ModelOptions::default(),
             delegations: crate::delegation::Delegations::default(),
+            event_relay: std::sync::OnceLock::new(),
         })
     }
 
@@ -879,19 +884,6 @@ impl Host {
         self.runs.get(run_id).map(|cell| RunHandle { cell })
     }
 
-    /// Sends `control` to the instance that runs `run_id` when another instance
-    /// sharing the store does (a run this process runs is reached through [`Host::run`]).
-    pub async fn relay(
-        &self,
-        run_id: &str,
-        control: herald_store::sessions::RunControl,
-    ) -> Result<herald_store::sessions::Relayed, SessionError> {
-        Ok(self
-            .store
-            .relay_run_control(run_id.to_owned(), control)
-            .await?)
-    }
-
     /// Claims an `Idempotency-Key` against the other instances sharing the store.
     pub async fn claim_key(
         &self,
@@ -917,29 +909,6 @@ impl Host {
             .store
             .keep_answer(key.to_owned(), fingerprint.to_owned(), answer)
             .await?)
-    }
-
-    /// Has the controls other instances relay to this host's runs applied to them
-    /// (`/stop` and `/steer` sent to another instance).
-    pub fn serve_relayed_controls(self: &Arc<Self>) {
-        let me = Arc::downgrade(self);
-        self.store.on_run_control(Arc::new(move |run_id, control| {
-            let run = me.upgrade().and_then(|h| h.run(&run_id))?;
-            match control {
-                RunControl::Stop => run.interrupt(),
-                RunControl::Steer { text } => {
-                    if let Err(e) = run.steer(&text) {
-                        tracing::info!(run = %run_id, "a relayed steer was not taken: {e}");
-                    }
-                }
-                RunControl::Approve {
-                    request_id,
-                    choice,
-                    all,
-                } => return Some(relayed_approval(&run, request_id.as_deref(), &choice, all)),
-            }
-            None
-        }));
     }
 
     /// A run's status: from memory while this process knows it, else as kept in
@@ -1247,38 +1216,4 @@ fn outcome(r: &TurnResult) -> (RunState, Option<String>) {
         .clone()
         .unwrap_or_else(|| "the turn ended without an answer".into());
     (RunState::Failed, Some(error))
-}
-
-/// An approval another instance relayed for `run`, answered as the API would.
-fn relayed_approval(
-    run: &RunHandle,
-    request_id: Option<&str>,
-    choice: &str,
-    all: bool,
-) -> herald_store::sessions::ControlReply {
-    use herald_store::sessions::ControlReply;
-    let refused = |code: &str, message: String| ControlReply::Refused {
-        code: code.to_owned(),
-        message,
-    };
-    let Some(decision) = herald_agent::approval::Decision::parse(choice) else {
-        return refused(
-            "invalid_approval_choice",
-            "choice must be once, session, always or deny".into(),
-        );
-    };
-    match run.approve(request_id, decision, all) {
-        Ok(resolved) => ControlReply::Done { resolved },
-        Err(crate::RunError::NotActive) => refused(
-            "approval_not_active",
-            "The run has no approval session".into(),
-        ),
-        Err(crate::RunError::UnknownRequest(r)) => {
-            refused("approval_not_pending", format!("No pending approval {r}"))
-        }
-        Err(_) => refused(
-            "approval_not_pending",
-            "Nothing is waiting for approval".into(),
-        ),
-    }
 }

@@ -67,10 +67,12 @@ pub use herald_plugins as python_plugins;
 pub use herald_protocol::{ImageUrl, UserInput};
 pub use herald_store::now_secs;
 pub use herald_store::sessions::{
-    ControlReply, KeptAnswer, KeyClaim, Relayed, RunControl, SessionSummary, SessionUsage,
-    StoredResponse, TitleRefused,
+    ControlReply, Followed, KeptAnswer, KeyClaim, Relayed, RelayedEvents, RunControl,
+    SessionSummary, SessionUsage, StoredResponse, TitleRefused,
 };
-pub use host::{Answers, Compressed, Host, RewindRequest, Saved, Session, SessionOptions};
+pub use host::{
+    Answers, Compressed, EventRelay, Host, RewindRequest, Saved, Session, SessionOptions,
+};
 pub use model_select::SelectError;
 pub use ops::{Op, OpError, Outcome};
 pub use reload::{reload_env, reload_mcp, reload_on_sighup, reload_python_plugins};

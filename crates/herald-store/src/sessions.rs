@@ -11,7 +11,8 @@ mod backend;
 use crate::{StoreError, open_for_writing, start_writer, write_detached, write_on};
 pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused, preview_of};
 pub use backend::{
-    ControlHandler, ControlReply, Hold, KeptAnswer, KeyClaim, Relayed, RunControl, SessionBackend,
+    ControlHandler, ControlReply, Followed, Follower, Hold, KeptAnswer, KeyClaim, Relayed,
+    RelayedEvents, RunControl, SessionBackend,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};

@@ -629,16 +629,31 @@ async fn a_run_on_one_instance_is_steered_and_stopped_through_the_other() {
         assert!(started.elapsed() < Duration::from_secs(10));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let _home = a.into_home();
-    // Its heartbeat stops; as if its 30 s ran out at once.
+    // Its events followed through `b` while `a` dies: the stream ends as the store
+    // tells the run's end.
     let expire = format!(
         "UPDATE herald_instances SET alive_until_ms = 0 WHERE owner = (SELECT owner FROM herald_runs WHERE id = '{lost}')"
     );
-    cluster().psql("relayed_runs", &expire).unwrap();
-    let (status, answer) =
-        super::api::post_json(&b, &format!("/v1/runs/{lost}/stop"), Value::Null).await;
+    let die = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let home = a.into_home();
+        // Its heartbeat stops; as if its 30 s ran out at once. Until another instance
+        // marks it failed, it is a run nobody runs: 409 run_not_active.
+        cluster().psql("relayed_runs", &expire).unwrap();
+        let stop = format!("/v1/runs/{lost}/stop");
+        (super::api::post_json(&b, &stop, Value::Null).await, home)
+    };
+    let ((events, text), ((status, answer), _home)) =
+        tokio::join!(super::api::run_events(&b, &lost), die);
     assert_eq!(status, StatusCode::CONFLICT, "{answer}");
     assert_eq!(answer["error"]["code"], "run_not_active", "{answer}");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["event"].as_str(), last["error"].as_str()),
+        (Some("run.failed"), Some("interrupted: instance lost")),
+        "{text}"
+    );
+    assert!(text.ends_with(": stream closed\n\n"), "{text}");
     let (status, _) = super::api::post_json(&b, "/v1/runs/no-such-run/stop", Value::Null).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
@@ -845,13 +860,41 @@ async fn a_run_waiting_on_one_instance_is_approved_through_the_other() {
         (StatusCode::CONFLICT, Some("approval_not_pending")),
         "{answer}"
     );
-    let (status, answer) =
-        super::api::post_json(&b, &path, serde_json::json!({"choice": "once"})).await;
+    // The run's events followed through `b`, from the run's start, while it is
+    // approved through `b` too.
+    let approve = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        super::api::post_json(&b, &path, serde_json::json!({"choice": "once"})).await
+    };
+    let ((events, text), (status, answer)) =
+        tokio::join!(super::api::run_events(&b, &run), approve);
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(
         (answer["choice"].as_str(), answer["resolved"].as_u64()),
         (Some("once"), Some(1))
     );
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "tool.started",
+            "approval.request",
+            "approval.responded",
+            "tool.completed",
+            "message.delta",
+            "run.completed"
+        ],
+        "{text}"
+    );
+    assert!(events.iter().all(|e| e["run_id"] == run.as_str()), "{text}");
+    assert_eq!(events[1]["command"], "rm -f doomed.txt", "{text}");
+    assert_eq!(events[5]["output"], "Removed.", "{text}");
+    assert!(text.ends_with(": stream closed\n\n"), "{text}");
     assert_eq!(finished(&a, &run).await["status"], "completed");
     assert!(!doomed.exists(), "the approved command ran on the owner");
+    // One reader: the events were taken, on either instance.
+    for h in [&a, &b] {
+        let (status, _) = super::api::get_json(h, &format!("/v1/runs/{run}/events")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
 }

@@ -107,6 +107,20 @@ pub trait SessionBackend: Send + Sync {
         Ok(Relayed::Nobody)
     }
 
+    /// Follows the events of the unfinished run `run_id` another instance owns: each
+    /// event as the owner serialised it, in order, the channel closing after the last
+    /// (or when the relay lost some, which the caller makes up for from the status).
+    async fn follow_run(&self, run_id: String) -> Result<Followed, StoreError> {
+        let _ = run_id;
+        Ok(Followed::Nobody)
+    }
+
+    /// Sends `events` (serialised run events) to the instance that follows them, in
+    /// order, until the channel closes; the owner's half of [`SessionBackend::follow_run`].
+    fn forward_run_events(&self, follower: Follower, events: RelayedEvents) {
+        let _ = (follower, events);
+    }
+
     /// Claims `key` (with its request's `fingerprint`) against the other instances
     /// sharing the store, for `window_ms`. A store only this process writes has
     /// nobody to share keys with: the caller's own memory is enough.
@@ -153,6 +167,34 @@ pub enum RunControl {
         choice: String,
         all: bool,
     },
+    /// Send its events to `follower` (`/events`): the owner answers
+    /// [`ControlReply::Following`] and forwards them with
+    /// [`SessionBackend::forward_run_events`].
+    Follow { follower: Follower },
+}
+
+/// Who follows a run's relayed events: the instance and its stream there.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Follower {
+    pub instance: String,
+    pub stream: String,
+}
+
+/// A run's events as relayed: each one serialised, in order.
+pub type RelayedEvents = tokio::sync::mpsc::Receiver<String>;
+
+/// What became of [`SessionBackend::follow_run`].
+#[derive(Debug)]
+pub enum Followed {
+    /// The owner forwards the events here.
+    Events(RelayedEvents),
+    /// The owner refused, with the API's error code and message (the events were
+    /// taken by another reader).
+    Refused { code: String, message: String },
+    /// The run is unfinished, but the instance that owns it is gone.
+    OwnerGone,
+    /// Nobody to follow: the store is not shared, or the run is unknown or finished.
+    Nobody,
 }
 
 /// What the owning instance answered to a relayed [`RunControl`] that waits for it.
@@ -161,6 +203,8 @@ pub enum RunControl {
 pub enum ControlReply {
     /// Done; how many requests it resolved (approvals).
     Done { resolved: usize },
+    /// Its events are being forwarded (a [`RunControl::Follow`]).
+    Following,
     /// Refused, with the API's error code and message.
     Refused { code: String, message: String },
 }
