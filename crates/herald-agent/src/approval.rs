@@ -311,7 +311,7 @@ impl Approvals {
             ));
         };
         on_ask(why);
-        match tokio::time::timeout(
+        let answer = tokio::time::timeout(
             self.timeout,
             approver.ask(ApprovalRequest {
                 id,
@@ -319,8 +319,10 @@ impl Approvals {
                 reason: why,
             }),
         )
-        .await
-        {
+        .await;
+        let counted = answer.as_ref().map_or("timeout", |d| d.name());
+        herald_metrics::get().agent.approval(counted);
+        match answer {
             Ok(Decision::Once) => Verdict::Allowed,
             Ok(Decision::Session) => {
                 if let Ok(mut s) = self.session_allowed.lock() {

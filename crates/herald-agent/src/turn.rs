@@ -732,6 +732,16 @@ impl Agent {
                     out.push_str("\n\n");
                     out.push_str(&warning);
                 }
+                // A name the model made up is never a label.
+                let known = available.contains(&call.function.name.as_str());
+                herald_metrics::get().agent.tool_call(
+                    if known {
+                        &call.function.name
+                    } else {
+                        "unknown"
+                    },
+                    if is_error { "error" } else { "ok" },
+                );
                 events(AgentEvent::ToolCompleted {
                     call_id: call.id.clone(),
                     name: call.function.name.clone(),
@@ -840,6 +850,7 @@ impl Agent {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let attempt_started = std::time::Instant::now();
             let observed = plugins.api_requests_seen();
             // The request as sent, for api_request_error (null when nothing saw it).
             let (outcome, request) = if plugins.llm_request.is_empty()
@@ -864,6 +875,7 @@ impl Agent {
                 };
                 self.call_through_plugins(&call, &fields, events).await
             };
+            count_call(&self.config.provider, attempt_started.elapsed(), &outcome);
             match outcome {
                 Ok(c) if !c.choices.is_empty() => {
                     if observed {
@@ -1044,6 +1056,22 @@ impl Agent {
 }
 
 /// What a failed `llm_execution` chain means for the call.
+/// One provider call in the metrics: how long it took, its error class or its tokens.
+fn count_call(
+    provider: &str,
+    took: std::time::Duration,
+    outcome: &Result<ChatCompletion, LlmError>,
+) {
+    let agent = &herald_metrics::get().agent;
+    match outcome {
+        Ok(c) => {
+            agent.provider_call(provider, took, None);
+            agent.tokens(provider, c.usage.prompt_tokens, c.usage.completion_tokens);
+        }
+        Err(e) => agent.provider_call(provider, took, Some(e.class.as_str())),
+    }
+}
+
 fn llm_error_of(e: MiddlewareError<LlmError>) -> LlmError {
     match e {
         MiddlewareError::Downstream(e) => e,

@@ -64,11 +64,13 @@ impl Frames {
 pub fn channel() -> (Frames, Response) {
     let (tx, rx) = mpsc::unbounded_channel::<Queued>();
     let room = Arc::new(Semaphore::new(BUFFERED));
+    // Counted as an open stream until the body is dropped.
+    let open = herald_metrics::get().doors.open("sse");
     // A frame's room is given back as the body hands it to the connection.
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+    let stream = futures_util::stream::unfold((rx, open), |(mut rx, open)| async move {
         tokio::select! {
-            frame = rx.recv() => frame.map(|(f, _room)| (Ok::<_, std::convert::Infallible>(f), rx)),
-            () = tokio::time::sleep(KEEPALIVE) => Some((Ok(Bytes::from_static(b": keepalive\n\n")), rx)),
+            frame = rx.recv() => frame.map(|(f, _room)| (Ok::<_, std::convert::Infallible>(f), (rx, open))),
+            () = tokio::time::sleep(KEEPALIVE) => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, open))),
         }
     });
     let mut response = Response::new(Body::from_stream(stream));

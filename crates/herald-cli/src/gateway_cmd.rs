@@ -231,15 +231,21 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
             }
         }
     };
+    if config.metrics.enabled {
+        herald_metrics::enable();
+        if let Some(w) = &webhook {
+            w.gateway.measure_inbox();
+        }
+    }
     let grace = Duration::from_secs(config.webhook.workers.shutdown_grace_secs);
-    let limits = connection_limits(&config.webhook.connections, grace);
-    let api_limits = connection_limits(&config.api_server.connections, grace);
+    let limits = connection_limits(&config.webhook.connections, grace, "webhook");
+    let api_limits = connection_limits(&config.api_server.connections, grace, "api");
     let serve_webhook = async {
         match webhook {
             Some(w) => {
                 serve(
                     w.listeners,
-                    router(w.gateway),
+                    crate::metrics_wiring::with_metrics(router(w.gateway), &config.metrics),
                     limits,
                     stopped(stop_rx.clone()),
                 )
@@ -258,7 +264,8 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
                     // Half the grace for the runs to end, the rest for their answers.
                     api.stop(grace / 2).await;
                 };
-                let app = herald_api::router(a.api);
+                let app = herald_metrics::counted(herald_api::router(a.api), "api");
+                let app = crate::metrics_wiring::with_metrics(app, &config.metrics);
                 serve(a.listeners, app, api_limits, draining).await
             }
             None => Ok(()),
@@ -424,8 +431,13 @@ fn print_findings(findings: &[String]) {
 
 /// A port's connection bounds (`platforms.webhook.extra` or
 /// `platforms.api_server.extra`), within the descriptor limit.
-fn connection_limits(c: &ConnectionSettings, shutdown_grace: Duration) -> ConnectionLimits {
+fn connection_limits(
+    c: &ConnectionSettings,
+    shutdown_grace: Duration,
+    door: &'static str,
+) -> ConnectionLimits {
     ConnectionLimits {
+        door,
         max_connections: usize::try_from(c.max_connections).unwrap_or(usize::MAX),
         header_timeout: Duration::from_secs(c.header_timeout_secs),
         idle_timeout: Duration::from_secs(c.idle_timeout_secs),

@@ -14,6 +14,7 @@ mod hermes_import;
 mod inbox_cmd;
 mod logging;
 mod mcp_cmd;
+mod metrics_wiring;
 mod plugins_cmd;
 mod rpc_cmd;
 mod setup_cmd;

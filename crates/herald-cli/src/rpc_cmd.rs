@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use herald_config::Home;
+use herald_config::metrics_settings::MetricsSettings;
 use herald_http::ConnectionLimits;
 use herald_rpc::Gateway;
 use herald_session::{HostBuilder, Platform, toolsets};
@@ -71,11 +72,12 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let tools = toolsets::resolve(&Platform::Tui.default_toolsets(&built.config)).0;
+        let metrics = built.config.metrics.clone();
         let host = built.start().await;
         let gw = Gateway::new(host.clone(), tools);
         let served = match &args.ws {
             None => serve_stdio(gw).await,
-            Some(addr) => serve_ws(gw, addr, &args).await,
+            Some(addr) => serve_ws(gw, addr, &args, metrics).await,
         };
         host.stop_all(STOP_WITHIN).await;
         served
@@ -101,7 +103,12 @@ async fn serve_stdio(gw: Arc<Gateway>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn serve_ws(gw: Arc<Gateway>, addr: &str, args: &RpcArgs) -> anyhow::Result<ExitCode> {
+async fn serve_ws(
+    gw: Arc<Gateway>,
+    addr: &str,
+    args: &RpcArgs,
+    mut metrics: MetricsSettings,
+) -> anyhow::Result<ExitCode> {
     let Some((host, port)) = addr.rsplit_once(':') else {
         eprintln!("herald: --ws takes HOST:PORT (for example 127.0.0.1:8765)");
         return Ok(ExitCode::from(2));
@@ -145,10 +152,18 @@ async fn serve_ws(gw: Arc<Gateway>, addr: &str, args: &RpcArgs) -> anyhow::Resul
         header_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(60),
         shutdown_grace: Duration::from_millis(500),
+        door: "rpc",
     }
     .within_fd_limit();
     let host = gw.host.clone();
-    let app = herald_rpc::ws::router(gw, token, origins);
+    let app = herald_rpc::ws::router(gw, token.clone(), origins);
+    if metrics.enabled {
+        herald_metrics::enable();
+        // The socket's own token guards `/metrics` when `metrics.token` sets none: a
+        // local listener is never open to every page and process.
+        metrics.token = metrics.token.or(Some(token));
+    }
+    let app = crate::metrics_wiring::with_metrics(app, &metrics);
     let stop = async move {
         crate::gateway_cmd::shutdown_signal().await;
         host.stop_all(STOP_WITHIN).await;

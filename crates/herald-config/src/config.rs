@@ -42,6 +42,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "mcp_discovery_timeout",
     "delegation",
     "store",
+    "metrics",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -203,6 +204,8 @@ pub struct Config {
     pub delegation: crate::delegation_settings::DelegationSettings,
     /// `store:`, where the inbox, sessions and runs are kept.
     pub store: crate::store_settings::StoreSettings,
+    /// `metrics:`, Prometheus metrics at `/metrics`.
+    pub metrics: crate::metrics_settings::MetricsSettings,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
     /// Mistakes herald serves through that change what routes do, in plain words (see
@@ -484,6 +487,17 @@ impl Config {
         let delegation = crate::delegation_settings::read_delegation_settings(&mut r, &doc);
         let store = crate::store_settings::read_store_settings(&mut r, &doc, env);
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
+        let metrics = crate::metrics_settings::read_metrics_settings(&mut r, &doc, env);
+        let mut hosts = Vec::new();
+        if webhook.enabled {
+            hosts.push(webhook.host.as_deref().unwrap_or("0.0.0.0"));
+        }
+        if api_server.enabled {
+            hosts.push(api_server.host.as_str());
+        }
+        if let Some(f) = crate::metrics_settings::open_metrics_finding(&metrics, &hosts) {
+            r.findings.push(f);
+        }
         if !r.errors.is_empty() {
             return Err(ConfigError::Invalid(r.errors));
         }
@@ -501,6 +515,7 @@ impl Config {
             mcp,
             delegation,
             store,
+            metrics,
             home: home.clone(),
             webhook,
             routes,

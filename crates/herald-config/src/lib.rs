@@ -15,6 +15,7 @@ pub mod error;
 pub mod hermes_keys;
 pub mod home;
 pub mod mcp_settings;
+pub mod metrics_settings;
 pub mod model_settings;
 pub mod node;
 pub mod platforms;

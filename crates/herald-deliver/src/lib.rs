@@ -102,3 +102,22 @@ pub trait Target: Send + Sync {
     /// Sends one message (split into parts where the platform needs it).
     fn send<'a>(&'a self, message: &'a OutgoingMessage) -> SendFuture<'a>;
 }
+
+/// Sends `message` through `target` once, counting the attempt, its outcome and how
+/// long it took in the metrics: every send of herald goes through here.
+pub async fn send_once(
+    target: &dyn Target,
+    message: &OutgoingMessage,
+) -> Result<Receipt, SendError> {
+    let started = std::time::Instant::now();
+    let result = target.send(message).await;
+    let outcome = match &result {
+        Ok(_) => "delivered",
+        Err(e) if e.retryable => "transient_error",
+        Err(_) => "permanent_error",
+    };
+    herald_metrics::get()
+        .delivery
+        .attempt(target.name(), outcome, started.elapsed());
+    result
+}

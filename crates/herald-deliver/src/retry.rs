@@ -39,7 +39,7 @@ pub async fn send_with_retries(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let result = target.send(message).await;
+        let result = crate::send_once(target, message).await;
         let err = match result {
             Ok(receipt) => {
                 return Attempted {

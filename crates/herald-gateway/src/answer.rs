@@ -12,6 +12,9 @@ pub struct Answer {
     pub body: AnswerBody,
     /// A `Retry-After` header, in seconds.
     pub retry_after_secs: Option<u64>,
+    /// What became of the request, as the metrics count it (`accepted`, `filtered`,
+    /// `invalid_signature`, ...).
+    pub outcome: &'static str,
 }
 
 /// An answer's JSON body: built per request, or fixed text for the answers that never
@@ -33,28 +36,31 @@ impl AnswerBody {
 }
 
 impl Answer {
-    fn new(status: StatusCode, body: Value) -> Self {
+    fn new(status: StatusCode, outcome: &'static str, body: Value) -> Self {
         Answer {
             status,
             body: AnswerBody::Json(body),
             retry_after_secs: None,
+            outcome,
         }
     }
-    fn error(status: StatusCode, message: impl Into<String>) -> Self {
-        Answer::new(status, json!({ "error": message.into() }))
+    fn error(status: StatusCode, outcome: &'static str, message: impl Into<String>) -> Self {
+        Answer::new(status, outcome, json!({ "error": message.into() }))
     }
     /// `json` must be exactly what `error` would write for the same message.
-    fn fixed(status: StatusCode, json: &'static str) -> Self {
+    fn fixed(status: StatusCode, outcome: &'static str, json: &'static str) -> Self {
         Answer {
             status,
             body: AnswerBody::Fixed(json),
             retry_after_secs: None,
+            outcome,
         }
     }
 
     pub fn health() -> Self {
         Answer::new(
             StatusCode::OK,
+            "health",
             json!({"status": "ok", "platform": "webhook"}),
         )
     }
@@ -72,66 +78,98 @@ impl Answer {
         inbox.insert("total".into(), json!(total));
         Answer::new(
             StatusCode::OK,
+            "health",
             json!({"status": "ok", "platform": "webhook", "inbox": inbox}),
         )
     }
     pub fn health_degraded() -> Self {
         Answer::new(
             StatusCode::SERVICE_UNAVAILABLE,
+            "health",
             json!({"status": "degraded", "platform": "webhook", "error": "the inbox cannot be read"}),
         )
     }
     pub fn not_found() -> Self {
-        Answer::fixed(StatusCode::NOT_FOUND, r#"{"error":"Not found"}"#)
+        Answer::fixed(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            r#"{"error":"Not found"}"#,
+        )
     }
     pub fn method_not_allowed() -> Self {
         Answer::fixed(
             StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
             r#"{"error":"Method not allowed"}"#,
         )
     }
     pub fn unknown_route(route: &str) -> Self {
-        Answer::error(StatusCode::NOT_FOUND, format!("Unknown route: {route}"))
+        Answer::error(
+            StatusCode::NOT_FOUND,
+            "unknown_route",
+            format!("Unknown route: {route}"),
+        )
     }
     pub fn unknown_profile() -> Self {
         Answer::fixed(
             StatusCode::NOT_FOUND,
+            "unknown_profile",
             r#"{"error":"Unknown or unconfigured profile"}"#,
         )
     }
     pub fn route_disabled(route: &str) -> Self {
-        Answer::error(StatusCode::FORBIDDEN, format!("Route disabled: {route}"))
+        Answer::error(
+            StatusCode::FORBIDDEN,
+            "route_disabled",
+            format!("Route disabled: {route}"),
+        )
     }
     pub fn missing_secret() -> Self {
         Answer::error(
             StatusCode::FORBIDDEN,
+            "missing_secret",
             "Webhook route is missing an HMAC secret",
         )
     }
     pub fn too_large() -> Self {
         Answer::fixed(
             StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
             r#"{"error":"Payload too large"}"#,
         )
     }
     pub fn bad_request() -> Self {
-        Answer::fixed(StatusCode::BAD_REQUEST, r#"{"error":"Bad request"}"#)
+        Answer::fixed(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            r#"{"error":"Bad request"}"#,
+        )
     }
     pub fn invalid_signature() -> Self {
-        Answer::fixed(StatusCode::UNAUTHORIZED, r#"{"error":"Invalid signature"}"#)
+        Answer::fixed(
+            StatusCode::UNAUTHORIZED,
+            "invalid_signature",
+            r#"{"error":"Invalid signature"}"#,
+        )
     }
     pub fn rate_limited() -> Self {
         Answer::fixed(
             StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
             r#"{"error":"Rate limit exceeded"}"#,
         )
     }
     pub fn cannot_parse() -> Self {
-        Answer::fixed(StatusCode::BAD_REQUEST, r#"{"error":"Cannot parse body"}"#)
+        Answer::fixed(
+            StatusCode::BAD_REQUEST,
+            "cannot_parse",
+            r#"{"error":"Cannot parse body"}"#,
+        )
     }
     pub fn unavailable() -> Self {
         Answer::error(
             StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
             "Service unavailable, retry later",
         )
     }
@@ -139,39 +177,54 @@ impl Answer {
     pub fn busy(retry_after_secs: u64) -> Self {
         Answer {
             retry_after_secs: Some(retry_after_secs),
+            outcome: "busy",
             ..Answer::unavailable()
         }
     }
     pub fn ignored_event(event: &Value) -> Self {
-        Answer::new(StatusCode::OK, json!({"status": "ignored", "event": event}))
-    }
-    pub fn ignored(reason: &str, route: &str) -> Self {
         Answer::new(
             StatusCode::OK,
+            "ignored",
+            json!({"status": "ignored", "event": event}),
+        )
+    }
+    /// Dropped by the route's `filter` or `script` (the `reason`).
+    pub fn ignored(reason: &'static str, route: &str) -> Self {
+        let outcome = match reason {
+            "filter" => "filtered",
+            _ => "script_dropped",
+        };
+        Answer::new(
+            StatusCode::OK,
+            outcome,
             json!({"status": "ignored", "reason": reason, "route": route}),
         )
     }
     pub fn duplicate(delivery_id: &str) -> Self {
         Answer::new(
             StatusCode::OK,
+            "duplicate",
             json!({"status": "duplicate", "delivery_id": delivery_id}),
         )
     }
     pub fn accepted(route: &str, event: &Value, delivery_id: &str) -> Self {
         Answer::new(
             StatusCode::ACCEPTED,
+            "accepted",
             json!({"status": "accepted", "route": route, "event": event, "delivery_id": delivery_id}),
         )
     }
     pub fn delivered(route: &str, target: &str, delivery_id: &str) -> Self {
         Answer::new(
             StatusCode::OK,
+            "delivered",
             json!({"status": "delivered", "route": route, "target": target, "delivery_id": delivery_id}),
         )
     }
     pub fn delivery_failed(delivery_id: &str) -> Self {
         Answer::new(
             StatusCode::BAD_GATEWAY,
+            "delivery_failed",
             json!({"status": "error", "error": "Delivery failed", "delivery_id": delivery_id}),
         )
     }
@@ -222,7 +275,7 @@ mod tests {
             };
             let parsed: Value = serde_json::from_str(text).unwrap();
             let message = parsed["error"].as_str().unwrap();
-            let built = Answer::error(answer.status, message);
+            let built = Answer::error(answer.status, answer.outcome, message);
             let AnswerBody::Json(v) = built.body else {
                 panic!("not built");
             };

@@ -127,8 +127,59 @@ impl Gateway {
         self.store.counts().await
     }
 
-    /// Runs the pipeline for one request.
+    /// The inbox's figures for the metrics.
+    pub async fn inbox_figures(
+        &self,
+    ) -> Result<herald_metrics::InboxFigures, herald_store::StoreError> {
+        let counts = self.store.counts().await?;
+        let now_ms = self.clock.now_ms();
+        let gauges = self.store.gauges(now_ms).await?;
+        let age_ms = gauges
+            .oldest_queued_at_ms
+            .map_or(0, |at| (now_ms - at).max(0));
+        Ok(herald_metrics::InboxFigures {
+            counts,
+            oldest_queued_age_secs: age_ms as f64 / 1000.0,
+            leases_held: gauges.leases_held,
+            shared: self.store.shared(),
+        })
+    }
+
+    /// Has every metrics scrape read the inbox's figures first.
+    pub fn measure_inbox(self: &Arc<Self>) {
+        let gw = Arc::downgrade(self);
+        herald_metrics::get().refresh_with(Arc::new(move || {
+            let gw = gw.clone();
+            Box::pin(async move {
+                let Some(gw) = gw.upgrade() else {
+                    return;
+                };
+                match gw.inbox_figures().await {
+                    Ok(f) => herald_metrics::get().inbox.set(&f),
+                    Err(e) => tracing::warn!(error = %e, "metrics: cannot read the inbox"),
+                }
+            })
+        }));
+    }
+
+    /// Runs the pipeline for one request, counting its outcome.
     pub async fn handle(
+        &self,
+        route_name: &str,
+        profile: Option<&str>,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Answer {
+        let answer = self.answer(route_name, profile, headers, body).await;
+        // A name from the request is a label only when it names a route herald knows.
+        let known = !matches!(answer.outcome, "unknown_route" | "unknown_profile");
+        herald_metrics::get()
+            .webhook
+            .request(known.then_some(route_name), answer.outcome);
+        answer
+    }
+
+    async fn answer(
         &self,
         route_name: &str,
         profile: Option<&str>,
@@ -182,6 +233,9 @@ impl Gateway {
             Ok(admitted) => admitted,
             Err(answer) => return answer,
         };
+        herald_metrics::get()
+            .webhook
+            .body_read(route_name, body.len());
         // 7–8. Secret and signature.
         if route.secret.is_empty() {
             return Answer::missing_secret();
@@ -193,6 +247,9 @@ impl Gateway {
             Ok(SignatureScheme::GenericV1) => self.warn_v1_once(route_name),
             Ok(_) => {}
             Err(e) => {
+                herald_metrics::get()
+                    .webhook
+                    .verification_failed(e.scheme(), e.reason());
                 self.rejects
                     .record(Reason::InvalidSignature, route_name, &e);
                 return Answer::invalid_signature();

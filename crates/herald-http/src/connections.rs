@@ -36,6 +36,9 @@ pub struct ConnectionLimits {
     pub idle_timeout: Duration,
     /// After the shutdown signal, connections get this long; then they are closed.
     pub shutdown_grace: Duration,
+    /// The front door the listener serves (`webhook`, `api`, `rpc`), as the metrics of
+    /// open connections name it.
+    pub door: &'static str,
 }
 
 impl ConnectionLimits {
@@ -173,10 +176,14 @@ async fn accept_loop(
         counters.open.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
         let conn = serve_connection(stream, app.clone(), limits, counters.clone(), stop.clone());
+        let open = herald_metrics::get().doors.open(limits.door);
         let mut set = connections.lock().await;
         // Finished connections leave the set as new ones come in.
         while set.try_join_next().is_some() {}
-        set.spawn(conn);
+        set.spawn(async move {
+            conn.await;
+            drop(open);
+        });
     }
 }
 

@@ -22,6 +22,26 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// The class as one word (metrics, logs).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Auth => "auth",
+            ErrorClass::Billing => "billing",
+            ErrorClass::RateLimit => "rate_limit",
+            ErrorClass::Overloaded => "overloaded",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Network => "network",
+            ErrorClass::Tls => "tls",
+            ErrorClass::ContextOverflow => "context_overflow",
+            ErrorClass::ModelNotFound => "model_not_found",
+            ErrorClass::ContentPolicy => "content_policy",
+            ErrorClass::Format => "format",
+            ErrorClass::InvalidResponse => "invalid_response",
+            ErrorClass::Blocked => "blocked",
+        }
+    }
+
     /// Worth another attempt with back-off.
     pub fn retryable(self) -> bool {
         matches!(

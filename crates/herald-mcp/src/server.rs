@@ -187,11 +187,20 @@ impl Server {
         }
     }
 
+    /// Changes the state; the metrics hear whether the server is up after it (connected,
+    /// or dormant between calls after a recycle).
     fn write<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        match self.state.write() {
-            Ok(mut s) => f(&mut s),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
+        let (out, up) = match self.state.write() {
+            Ok(mut s) => (f(&mut s), up(&s)),
+            Err(poisoned) => {
+                let mut s = poisoned.into_inner();
+                (f(&mut s), up(&s))
+            }
+        };
+        herald_metrics::get()
+            .extensions
+            .mcp_server(&self.settings.name, up);
+        out
     }
 
     async fn run(self: Arc<Server>, sampling: Option<Arc<Policy>>) {
@@ -628,4 +637,8 @@ fn listed_tool(t: &Value) -> Option<ListedTool> {
         schema: crate::schema::normalized(t.get("inputSchema").unwrap_or(&Value::Null)),
         name,
     })
+}
+
+fn up(s: &State) -> bool {
+    s.dormant || matches!(s.status, Some(Status::Connected))
 }

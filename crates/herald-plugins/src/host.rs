@@ -269,6 +269,7 @@ impl Link {
             match self.launch().await {
                 Ok(answer) => {
                     tracing::info!("the Python plugin host is running again");
+                    herald_metrics::get().extensions.plugin_host_restarted();
                     if let Some(f) = lock(&self.on_restart).as_ref() {
                         f(&answer);
                     }
@@ -338,6 +339,21 @@ impl Link {
     /// Calls `method` of the host for `callback_id` within the callback timeout (the
     /// clock stopped while herald serves `frame`'s `middleware.next`).
     pub async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        params: impl serde::Serialize,
+        callback_id: &str,
+        frame: Option<&str>,
+    ) -> Result<Value, CallError> {
+        let answer = self.call_once(method, params, callback_id, frame).await;
+        // A callback that blocks on purpose has not failed.
+        if matches!(&answer, Err(e) if !matches!(e, CallError::Blocked(_))) {
+            herald_metrics::get().extensions.callback_failed(method);
+        }
+        answer
+    }
+
+    async fn call_once(
         self: &Arc<Self>,
         method: &str,
         params: impl serde::Serialize,

@@ -78,6 +78,7 @@ impl Client {
                     ))
                 });
             drop(slot);
+            count(&request.method, &answer);
             let Some(id) = request.id else {
                 return;
             };
@@ -108,4 +109,16 @@ impl Client {
         self.tasks.abort_all();
         self.gw.disconnected(self.outbox.conn);
     }
+}
+
+/// One request for the metrics: by method when herald serves it (`unknown` else), with
+/// its answer as an HTTP status class would say it.
+fn count(method: &str, answer: &Result<Value, RpcError>) {
+    let (method, status) = match answer {
+        Ok(_) => (method, 200),
+        Err(e) if e.code == RpcError::UNKNOWN_METHOD => ("unknown", 404),
+        Err(e) if e.code == RpcError::HANDLER => (method, 500),
+        Err(_) => (method, 400),
+    };
+    herald_metrics::get().doors.request("rpc", method, status);
 }

@@ -126,6 +126,7 @@ async fn upgrade(
 }
 
 async fn serve(gw: Arc<Gateway>, socket: WebSocket) {
+    let _open = herald_metrics::get().doors.open("websocket");
     let (sink, mut stream) = socket.split();
     let (outbox, rx) = gw.connect();
     let writer = tokio::spawn(write_frames(rx, sink));

@@ -268,6 +268,9 @@ mod tests {
         notice(&mut open, 2, "e", "three");
         assert_eq!(rx.try_recv().unwrap(), "one");
         assert!(rx.try_recv().is_err());
-        assert!(open.is_empty(), "closed, its reader falls back to the status");
+        assert!(
+            open.is_empty(),
+            "closed, its reader falls back to the status"
+        );
     }
 }

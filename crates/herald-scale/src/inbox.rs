@@ -14,7 +14,8 @@ use herald_store::deliveries::MESSAGE_PREVIEW_CHARS;
 use herald_store::sessions::Hold;
 use herald_store::{
     Attempt, ClaimRequest, DEDUP_WINDOW_MS, Delivery, DeliveryQuery, EnqueueOutcome, InboxBackend,
-    InboxItem, InboxQuery, NewDelivery, NewInboxItem, ReplayOutcome, Stage, StoreError, now_ms,
+    InboxGauges, InboxItem, InboxQuery, NewDelivery, NewInboxItem, ReplayOutcome, Stage,
+    StoreError, now_ms,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -636,6 +637,24 @@ impl InboxBackend for PgInbox {
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
             .collect::<Result<_, tokio_postgres::Error>>()
             .map_err(db_error)
+    }
+
+    async fn gauges(&self, now_ms: i64) -> Result<InboxGauges, StoreError> {
+        let rows = self
+            .query(
+                "SELECT (SELECT received_at_ms FROM inbox WHERE state = 'queued' ORDER BY id LIMIT 1),
+                        (SELECT count(*) FROM inbox
+                          WHERE state IN ('running', 'delivering') AND lease_until_ms > $1)",
+                &[&now_ms],
+            )
+            .await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Database("no row of inbox gauges".into()))?;
+        Ok(InboxGauges {
+            oldest_queued_at_ms: row.try_get(0).map_err(db_error)?,
+            leases_held: row.try_get(1).map_err(db_error)?,
+        })
     }
 
     fn wake_on_remote_work(&self, wake: Arc<tokio::sync::Notify>) {

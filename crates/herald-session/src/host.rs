@@ -1175,6 +1175,12 @@ impl Drive {
         last.retryable = result.failed && result.error_retryable;
         last.partial = result.partial;
         last.last_event = Some(RunEventKind::Finished(last.clone()).name().to_owned());
+        let took = (last.updated_at - last.created_at).max(0.0);
+        herald_metrics::get().agent.run_ended(
+            self.host.runtime.platform.name(),
+            state.as_str(),
+            std::time::Duration::try_from_secs_f64(took).unwrap_or_default(),
+        );
         let session = self.session.id().to_owned();
         let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         let usage = (

@@ -5,7 +5,7 @@
 
 use crate::StoreError;
 use crate::deliveries::{Delivery, DeliveryQuery, NewDelivery};
-use crate::inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
+use crate::inbox::{Attempt, EnqueueOutcome, InboxGauges, InboxItem, InboxQuery, NewInboxItem};
 use crate::queue::{ClaimRequest, ReplayOutcome, Stage};
 use crate::sessions::Hold;
 use async_trait::async_trait;
@@ -89,6 +89,8 @@ pub trait InboxBackend: Send + Sync {
     async fn attempts(&self, id: i64) -> Result<Vec<Attempt>, StoreError>;
     /// How many entries are in each state, by state name.
     async fn counts(&self) -> Result<Vec<(String, i64)>, StoreError>;
+    /// The oldest queued entry's arrival and the leases live at `now_ms`.
+    async fn gauges(&self, now_ms: i64) -> Result<InboxGauges, StoreError>;
 
     /// Asks to have `wake` notified whenever another instance queues work (a store
     /// that only this process writes has nothing to add: its callers wake their

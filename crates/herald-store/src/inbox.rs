@@ -207,6 +207,34 @@ pub fn counts(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
     rows.collect()
 }
 
+/// What the metrics show of the inbox besides its counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InboxGauges {
+    /// When the oldest queued entry was received (none queued: `None`).
+    pub oldest_queued_at_ms: Option<i64>,
+    /// Entries claimed under a lease that runs past `now`.
+    pub leases_held: i64,
+}
+
+pub fn gauges(conn: &Connection, now_ms: i64) -> rusqlite::Result<InboxGauges> {
+    let oldest_queued_at_ms = conn
+        .query_row(
+            "SELECT received_at_ms FROM inbox WHERE state = 'queued' ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let leases_held = conn.query_row(
+        "SELECT COUNT(*) FROM inbox WHERE state IN ('running', 'delivering') AND lease_until_ms > ?1",
+        [now_ms],
+        |r| r.get(0),
+    )?;
+    Ok(InboxGauges {
+        oldest_queued_at_ms,
+        leases_held,
+    })
+}
+
 /// One attempt at an entry: an agent run or a delivery, with its outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attempt {

@@ -31,7 +31,9 @@ mod writer;
 
 pub use backend::InboxBackend;
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
-pub use inbox::{Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem, StoredPayload};
+pub use inbox::{
+    Attempt, EnqueueOutcome, InboxGauges, InboxItem, InboxQuery, NewInboxItem, StoredPayload,
+};
 pub use queue::{ClaimRequest, ReplayOutcome, Stage};
 pub use sessions::{SessionBackend, SessionStore, SqliteSessions};
 pub use sqlite_inbox::SqliteInbox;

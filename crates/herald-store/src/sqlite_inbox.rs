@@ -243,6 +243,10 @@ impl InboxBackend for SqliteInbox {
         self.read(inbox::counts).await
     }
 
+    async fn gauges(&self, now_ms: i64) -> Result<inbox::InboxGauges, StoreError> {
+        self.read(move |c| inbox::gauges(c, now_ms)).await
+    }
+
     fn location(&self) -> String {
         self.path.display().to_string()
     }

@@ -100,6 +100,32 @@ pub enum VerifyError {
     BadWhsecSecret,
 }
 
+impl VerifyError {
+    /// The signature scheme the request was checked under (`none` when it named none).
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            VerifyError::NoSignatureHeader => "none",
+            VerifyError::BadWhsecSecret => "standard",
+            VerifyError::MissingHeader { scheme, .. }
+            | VerifyError::BadTimestamp { scheme }
+            | VerifyError::StaleTimestamp { scheme, .. }
+            | VerifyError::Mismatch { scheme } => scheme,
+        }
+    }
+
+    /// Why the check failed, as one word for counting.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            VerifyError::NoSignatureHeader => "no_signature_header",
+            VerifyError::MissingHeader { .. } => "missing_header",
+            VerifyError::BadTimestamp { .. } => "bad_timestamp",
+            VerifyError::StaleTimestamp { .. } => "stale_timestamp",
+            VerifyError::Mismatch { .. } => "mismatch",
+            VerifyError::BadWhsecSecret => "bad_secret",
+        }
+    }
+}
+
 /// The key bytes of a secret: for Standard Webhooks / Svix a `whsec_` secret is
 /// base64 (padding optional), otherwise the UTF-8 bytes.
 pub fn standard_key(secret: &str) -> Result<Vec<u8>, VerifyError> {

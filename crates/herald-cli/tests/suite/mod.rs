@@ -16,6 +16,7 @@ mod images;
 mod inbox_cli;
 mod ingress;
 mod mcp;
+mod metrics;
 mod platforms;
 mod plugins;
 mod recovery;

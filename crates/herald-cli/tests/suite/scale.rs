@@ -35,7 +35,9 @@ const ROUTE: &str = "        r:\n          prompt: 'event {n}'\n          delive
 /// A gateway on `url`'s store, delivering to `telegram`.
 fn instance(provider: &FakeProvider, telegram: &Fake, url: &str, lease: u32) -> Herald {
     let config = agent_config(&provider.base_url, "", ROUTE);
-    let config = format!("store:\n  url: {url}\n  lease_seconds: {lease}\n{config}");
+    let config = format!(
+        "store:\n  url: {url}\n  lease_seconds: {lease}\nmetrics:\n  enabled: true\n{config}"
+    );
     let tg = format!("{}/bot", telegram.base);
     Herald::start_with(
         &config,
@@ -129,6 +131,19 @@ async fn two_instances_share_one_inbox_and_every_command_works_from_either() {
     let inbox_of = |body: &str| serde_json::from_str::<Value>(body).unwrap()["inbox"].clone();
     assert_eq!(inbox_of(&health_a), inbox_of(&health_b));
     assert_eq!(inbox_of(&health_a)["delivered"], 25, "{health_a}");
+    // The metrics of either read the shared inbox.
+    for h in [&a, &b] {
+        let (status, text) = h.get("/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        for series in [
+            "herald_inbox_events{state=\"delivered\"} 25",
+            "herald_inbox_events{state=\"queued\"} 0",
+            "herald_inbox_leases_held 0",
+            "herald_store_shared 1",
+        ] {
+            assert!(text.lines().any(|l| l == series), "{series}:\n{text}");
+        }
+    }
     let (_, status_a, _) = a.cli(&["gateway", "status"]);
     let (_, status_b, _) = b.cli(&["gateway", "status"]);
     let inbox_line = |s: &str| {

@@ -89,7 +89,7 @@ async fn deliver(shared: &Shared, item: &InboxItem, started: i64) {
         _ => Map::new(),
     };
     let message = OutgoingMessage::new(item.answer.clone().unwrap_or_default(), extra);
-    match target.send(&message).await {
+    match herald_deliver::send_once(target.as_ref(), &message).await {
         Ok(_) => {
             tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, target = %item.deliver, "answer delivered");
             let rec = delivery_record(item, "delivered", None);
