@@ -24,9 +24,10 @@ With --bare-verifies the bare server also verifies every signature with herald's
 With --baseline-bin PATH a second herald (another build, on its own home and port) is
 measured in the same rounds, in the rotating order, and each mix also shows this
 build's CPU per request against it: "no worse than the previous build", side by side.
+With --metrics both run with `metrics.enabled` (the cost of recording every request).
 
 Usage: python3 bench/load.py [--duration 10] [--rounds 3] [--connections 32] [--threads 2]
-       [--bare-verifies] [--baseline-bin PATH]
+       [--bare-verifies] [--baseline-bin PATH] [--metrics]
 """
 
 import argparse
@@ -208,9 +209,12 @@ def measure(pid, port, mix, body, args, run_id):
     return r
 
 
-def herald_env(home, port, bare_port):
+def herald_env(home, port, bare_port, metrics=False):
     """A fresh home with the load routes; the environment to run herald on it."""
     with open(os.path.join(home, "config.yaml"), "w") as f:
+        if metrics:
+            # Every request recorded, as a scraped herald records them.
+            f.write("metrics:\n  enabled: true\n")
         f.write(f"""platforms:
   webhook:
     enabled: true
@@ -252,6 +256,8 @@ def main():
                     help="the bare server verifies each signature (answers 401 on a bad one)")
     ap.add_argument("--herald-bin", help="measure this herald binary instead of target/release/herald")
     ap.add_argument("--baseline-bin", help="also measure this herald build, side by side (e.g. the previous release)")
+    ap.add_argument("--metrics", action="store_true",
+                    help="both heralds run with metrics.enabled (a build without metrics ignores it)")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -265,7 +271,7 @@ def main():
 
     home = tempfile.mkdtemp(prefix="herald-load-")
     herald_port, bare_port = free_port(), free_port()
-    env = herald_env(home, herald_port, bare_port)
+    env = herald_env(home, herald_port, bare_port, args.metrics)
     herald = start_herald(herald_bin, env)
     start_s = wait_http(herald_port)
     bare_env = dict(os.environ, BARE_SERVER_SECRET=SECRET) if args.bare_verifies else None
@@ -274,7 +280,7 @@ def main():
     if args.baseline_bin:
         base_home = tempfile.mkdtemp(prefix="herald-load-baseline-")
         base_port = free_port()
-        baseline = start_herald(args.baseline_bin, herald_env(base_home, base_port, bare_port))
+        baseline = start_herald(args.baseline_bin, herald_env(base_home, base_port, bare_port, args.metrics))
         wait_http(base_port)
     try:
         time.sleep(0.5)

@@ -220,8 +220,10 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;
+        crate::systemd::stopping();
         let _ = stop_tx.send(true);
     });
+    crate::systemd::ready(webhook.as_ref().map(|w| w.gateway.clone()));
     let drain_workers = {
         let rx = stop_rx.clone();
         async move {
@@ -231,6 +233,9 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
             }
         }
     };
+    if let Some(w) = &webhook {
+        herald_gateway::retention::spawn(w.gateway.store.clone(), config.inbox.retention.clone());
+    }
     if config.metrics.enabled {
         herald_metrics::enable();
         if let Some(w) = &webhook {

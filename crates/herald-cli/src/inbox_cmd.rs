@@ -197,7 +197,11 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
             }
             let before = herald_store::now_ms() - older_than;
             let removed = match stores::open(home, Access::Write, &rt)? {
-                Some(store) => rt.block_on(store.purge(state.clone(), before))?,
+                Some(store) => rt.block_on(herald_store::retention::purge_entries(
+                    store.backend().as_ref(),
+                    &state,
+                    before,
+                ))?,
                 None => 0,
             };
             if json {

@@ -10,6 +10,7 @@ mod config_check;
 mod deliveries_cmd;
 mod gateway_cmd;
 mod gateway_status;
+mod health_cmd;
 mod hermes_import;
 mod inbox_cmd;
 mod logging;
@@ -20,6 +21,7 @@ mod rpc_cmd;
 mod setup_cmd;
 mod store_cmd;
 mod stores;
+mod systemd;
 mod webhook_cmd;
 mod webhook_test;
 
@@ -115,6 +117,9 @@ enum Command {
         #[command(subcommand)]
         command: mcp_cmd::McpCommand,
     },
+    /// Check that the gateway on this home answers its health check (exit 0 healthy, 1
+    /// not, 3 when none runs): for a container's HEALTHCHECK.
+    Health(health_cmd::HealthArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -250,6 +255,7 @@ fn main() -> ExitCode {
         Command::Store { command } => store_cmd::run(&home, command),
         Command::Plugins { command } => plugins_cmd::run(&home, command),
         Command::Mcp { command } => mcp_cmd::run(&home, command),
+        Command::Health(args) => health_cmd::run(&home, args),
     };
     match result {
         Ok(code) => code,

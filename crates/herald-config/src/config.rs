@@ -43,6 +43,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "delegation",
     "store",
     "metrics",
+    "inbox",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -206,6 +207,8 @@ pub struct Config {
     pub store: crate::store_settings::StoreSettings,
     /// `metrics:`, Prometheus metrics at `/metrics`.
     pub metrics: crate::metrics_settings::MetricsSettings,
+    /// `inbox:`, how long finished entries are kept.
+    pub inbox: crate::inbox_settings::InboxSettings,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
     /// Mistakes herald serves through that change what routes do, in plain words (see
@@ -488,6 +491,7 @@ impl Config {
         let store = crate::store_settings::read_store_settings(&mut r, &doc, env);
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
         let metrics = crate::metrics_settings::read_metrics_settings(&mut r, &doc, env);
+        let inbox = crate::inbox_settings::read_inbox_settings(&mut r, &doc);
         let mut hosts = Vec::new();
         if webhook.enabled {
             hosts.push(webhook.host.as_deref().unwrap_or("0.0.0.0"));
@@ -516,6 +520,7 @@ impl Config {
             delegation,
             store,
             metrics,
+            inbox,
             home: home.clone(),
             webhook,
             routes,

@@ -14,6 +14,7 @@ pub mod env_file;
 pub mod error;
 pub mod hermes_keys;
 pub mod home;
+pub mod inbox_settings;
 pub mod mcp_settings;
 pub mod metrics_settings;
 pub mod model_settings;

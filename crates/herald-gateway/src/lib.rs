@@ -14,6 +14,7 @@ pub mod pipeline;
 mod process_tree;
 pub mod rate_limit;
 pub mod reject_log;
+pub mod retention;
 pub mod routes;
 pub mod script;
 pub mod server;

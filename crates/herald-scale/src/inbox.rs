@@ -532,26 +532,52 @@ impl InboxBackend for PgInbox {
         })
     }
 
-    async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError> {
+    async fn purge(
+        &self,
+        state: String,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
         // Every accepted event's key is a `dedup` row: purging entries keeps them.
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self
             .query(
-                "WITH gone AS (
-                    DELETE FROM inbox WHERE state = $1 AND updated_at_ms < $2 RETURNING id
+                "WITH chosen AS (
+                    SELECT id FROM inbox WHERE state = $1 AND updated_at_ms < $2
+                    ORDER BY updated_at_ms LIMIT $3 FOR UPDATE SKIP LOCKED
+                ), gone AS (
+                    DELETE FROM inbox WHERE id IN (SELECT id FROM chosen) RETURNING id
                 ), attempts AS (
                     DELETE FROM inbox_attempts WHERE inbox_id IN (SELECT id FROM gone)
                 )
                 SELECT count(*) FROM gone",
-                &[&state, &before_ms],
+                &[&state, &before_ms, &limit],
             )
             .await?;
-        let n: i64 = rows
-            .first()
-            .map(|r| r.try_get(0))
-            .transpose()
-            .map_err(db_error)?
-            .unwrap_or(0);
-        Ok(usize::try_from(n).unwrap_or(0))
+        count_of(&rows)
+    }
+
+    async fn purge_deliveries(
+        &self,
+        delivered: bool,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .query(
+                "WITH gone AS (
+                    DELETE FROM deliveries WHERE id IN (
+                        SELECT id FROM deliveries
+                        WHERE created_at_ms < $1 AND (status = 'delivered') = $2
+                        ORDER BY created_at_ms LIMIT $3 FOR UPDATE SKIP LOCKED
+                    ) RETURNING id
+                )
+                SELECT count(*) FROM gone",
+                &[&before_ms, &delivered, &limit],
+            )
+            .await?;
+        count_of(&rows)
     }
 
     async fn list(&self, query: InboxQuery) -> Result<Vec<InboxItem>, StoreError> {
@@ -735,4 +761,15 @@ impl PgInbox {
             .await
             .map(|_| ())
     }
+}
+
+/// The `count(*)` of a one-row answer.
+fn count_of(rows: &[tokio_postgres::Row]) -> Result<usize, StoreError> {
+    let n: i64 = rows
+        .first()
+        .map(|r| r.try_get(0))
+        .transpose()
+        .map_err(db_error)?
+        .unwrap_or(0);
+    Ok(usize::try_from(n).unwrap_or(0))
 }

@@ -89,6 +89,9 @@ const MIGRATIONS: &[&str] = &[
         body          TEXT NOT NULL,
         updated_at_ms BIGINT NOT NULL
     );",
+    // 4: finished entries by age, for the retention's prune.
+    "CREATE INDEX inbox_finished ON inbox (state, updated_at_ms) WHERE state IN ('delivered', 'dead');
+     CREATE INDEX deliveries_created ON deliveries (created_at_ms);",
 ];
 
 /// One numbered list of migrations and the table that records how far it went.

@@ -77,8 +77,19 @@ pub trait InboxBackend: Send + Sync {
     async fn renew_leases(&self, ids: Vec<i64>, until_ms: i64) -> Result<(), StoreError>;
     /// Queues a dead or delivered entry again.
     async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError>;
-    /// Deletes entries in `state` last changed before `before_ms`; returns how many.
-    async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError>;
+    /// Deletes at most `limit` entries in `state` last changed before `before_ms`
+    /// (oldest first), with their attempts; returns how many. Their dedup keys stay for
+    /// the rest of the window.
+    async fn purge(&self, state: String, before_ms: i64, limit: usize)
+    -> Result<usize, StoreError>;
+    /// Deletes at most `limit` delivery records made before `before_ms` (oldest
+    /// first): the `delivered` ones, or the others (failed); returns how many.
+    async fn purge_deliveries(
+        &self,
+        delivered: bool,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<usize, StoreError>;
 
     /// Entries, newest first.
     async fn list(&self, query: InboxQuery) -> Result<Vec<InboxItem>, StoreError>;

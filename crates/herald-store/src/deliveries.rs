@@ -103,3 +103,28 @@ pub fn list(conn: &Connection, q: &DeliveryQuery) -> rusqlite::Result<Vec<Delive
     let rows = stmt.query_map(params_from_iter(args.iter()), from_row)?;
     rows.collect()
 }
+
+/// Deletes at most `limit` records made before `before_ms`, oldest first: `delivered`
+/// ones, or the others; how many.
+pub fn purge(
+    conn: &Connection,
+    delivered: bool,
+    before_ms: i64,
+    limit: usize,
+) -> rusqlite::Result<usize> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let wanted = if delivered {
+        "= 'delivered'"
+    } else {
+        "<> 'delivered'"
+    };
+    conn.execute(
+        &format!(
+            "DELETE FROM deliveries WHERE id IN
+                 (SELECT id FROM deliveries INDEXED BY deliveries_created
+                  WHERE created_at_ms < ?1 AND status {wanted}
+                  ORDER BY created_at_ms LIMIT ?2)"
+        ),
+        params![before_ms, limit],
+    )
+}

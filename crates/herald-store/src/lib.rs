@@ -22,6 +22,7 @@ pub mod inbox;
 pub mod instance;
 pub mod payload;
 pub mod queue;
+pub mod retention;
 mod round_stats;
 mod schema;
 pub mod sessions;

@@ -285,30 +285,41 @@ pub(crate) fn replay(conn: &Connection, id: i64, now_ms: i64) -> rusqlite::Resul
 }
 
 /// Deletes entries in `state` last changed before `before_ms`, with their attempts.
+/// Deletes at most `limit` entries in `state` last changed before `before_ms`, oldest
+/// first, with their attempts; how many.
 pub(crate) fn purge(
     conn: &Connection,
     state: &str,
     before_ms: i64,
     now_ms: i64,
+    limit: usize,
 ) -> rusqlite::Result<usize> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // The same rows in each statement: nothing else writes between them. An entry
+    // changed before the cut was received before it: the scan reads only the old end
+    // of the received-time index, however many recent entries there are.
+    let chosen = "SELECT id FROM inbox INDEXED BY inbox_received
+                  WHERE received_at_ms < ?2 AND state = ?1 AND updated_at_ms < ?2
+                  ORDER BY received_at_ms LIMIT ?3";
     // An inbox row is its event's dedup key (see `dedup_keys`): keys still within the
     // window move to `dedup`, so that a purge does not let a redelivery in again
     // after a restart.
     conn.execute(
-        "INSERT INTO dedup (route, delivery_id, seen_at_ms)
-             SELECT route, delivery_id, max(received_at_ms) FROM inbox
-             WHERE state = ?1 AND updated_at_ms < ?2 AND received_at_ms > ?3
-             GROUP BY route, delivery_id
-         ON CONFLICT (route, delivery_id) DO UPDATE SET seen_at_ms = max(seen_at_ms, excluded.seen_at_ms)",
-        params![state, before_ms, now_ms - crate::DEDUP_WINDOW_MS],
+        &format!(
+            "INSERT INTO dedup (route, delivery_id, seen_at_ms)
+                 SELECT route, delivery_id, max(received_at_ms) FROM inbox
+                 WHERE id IN ({chosen}) AND received_at_ms > ?4
+                 GROUP BY route, delivery_id
+             ON CONFLICT (route, delivery_id) DO UPDATE SET seen_at_ms = max(seen_at_ms, excluded.seen_at_ms)"
+        ),
+        params![state, before_ms, limit, now_ms - crate::DEDUP_WINDOW_MS],
     )?;
     conn.execute(
-        "DELETE FROM inbox_attempts WHERE inbox_id IN
-             (SELECT id FROM inbox WHERE state = ?1 AND updated_at_ms < ?2)",
-        params![state, before_ms],
+        &format!("DELETE FROM inbox_attempts WHERE inbox_id IN ({chosen})"),
+        params![state, before_ms, limit],
     )?;
     conn.execute(
-        "DELETE FROM inbox WHERE state = ?1 AND updated_at_ms < ?2",
-        params![state, before_ms],
+        &format!("DELETE FROM inbox WHERE id IN ({chosen})"),
+        params![state, before_ms, limit],
     )
 }

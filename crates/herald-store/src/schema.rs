@@ -67,6 +67,8 @@ const MIGRATIONS: &[&str] = &[
     // 4: an accepted event's inbox row is its dedup key (see `dedup_keys`): the keys of
     // the last hour are read from this index at start, not from the rows themselves.
     "CREATE INDEX inbox_received ON inbox(received_at_ms, route, delivery_id);",
+    // 5: delivery records by age, for the retention's prune.
+    "CREATE INDEX deliveries_created ON deliveries(created_at_ms);",
 ];
 
 /// Brings `herald.db` to the newest schema.

@@ -216,9 +216,26 @@ impl InboxBackend for SqliteInbox {
             .await
     }
 
-    async fn purge(&self, state: String, before_ms: i64) -> Result<usize, StoreError> {
+    async fn purge(
+        &self,
+        state: String,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
         self.write(Durability::Full, move |c| {
-            queue::purge(c, &state, before_ms, now_ms())
+            queue::purge(c, &state, before_ms, now_ms(), limit)
+        })
+        .await
+    }
+
+    async fn purge_deliveries(
+        &self,
+        delivered: bool,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        self.write(Durability::Full, move |c| {
+            deliveries::purge(c, delivered, before_ms, limit)
         })
         .await
     }

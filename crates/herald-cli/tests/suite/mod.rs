@@ -17,6 +17,7 @@ mod inbox_cli;
 mod ingress;
 mod mcp;
 mod metrics;
+mod operations;
 mod platforms;
 mod plugins;
 mod recovery;

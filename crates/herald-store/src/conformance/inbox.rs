@@ -18,6 +18,7 @@ pub fn inbox_checks() -> Vec<(&'static str, super::Check)> {
         large_payloads_are_read_back_whole,
         dedup_keys_survive_a_restart_and_a_purge,
         deliveries_are_listed_newest_first_and_filtered,
+        purges_take_batches_oldest_first_and_deliveries_by_outcome,
         two_instances_accept_a_delivery_id_once,
         two_instances_never_claim_one_entry_twice,
         an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_expire,
@@ -249,11 +250,14 @@ async fn outcomes_retries_dead_replay_and_purge(place: Arc<dyn Place>) {
         .unwrap();
     let dead = || "dead".to_owned();
     assert_eq!(
-        store.purge("delivered".into(), now_ms() + 1).await.unwrap(),
+        store
+            .purge("delivered".into(), now_ms() + 1, 10)
+            .await
+            .unwrap(),
         0
     );
-    assert_eq!(store.purge(dead(), now_ms() - 60_000).await.unwrap(), 0);
-    assert_eq!(store.purge(dead(), now_ms() + 1).await.unwrap(), 1);
+    assert_eq!(store.purge(dead(), now_ms() - 60_000, 10).await.unwrap(), 0);
+    assert_eq!(store.purge(dead(), now_ms() + 1, 10).await.unwrap(), 1);
     assert!(store.attempts(id).await.unwrap().is_empty());
     assert!(store.get(id).await.unwrap().is_none());
 }
@@ -347,7 +351,10 @@ async fn dedup_keys_survive_a_restart_and_a_purge(place: Arc<dyn Place>) {
             store.mark_delivered(purged, now, sent).await.unwrap();
         }
     }
-    let n = store.purge("delivered".into(), now_ms() + 1).await.unwrap();
+    let n = store
+        .purge("delivered".into(), now_ms() + 1, 10)
+        .await
+        .unwrap();
     assert_eq!(n, 1);
     drop(store);
 
@@ -496,4 +503,51 @@ async fn an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_ex
     let late = delivery("r", "late", "delivered", now_ms());
     b.mark_delivered(taken[0].id, now_ms(), late).await.unwrap();
     assert_eq!(a.get(taken[0].id).await.unwrap().unwrap().state, "running");
+}
+
+async fn purges_take_batches_oldest_first_and_deliveries_by_outcome(place: Arc<dyn Place>) {
+    let store = place.open("one").await;
+    let now = now_ms();
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let d = format!("p-{n}");
+        let EnqueueOutcome::Accepted { id } = store.enqueue(item("r", &d, now)).await.unwrap()
+        else {
+            panic!("not accepted");
+        };
+        ids.push(id);
+    }
+    for id in &ids {
+        store.claim(claim_req(1, 1, &[])).await.unwrap();
+        let sent = delivery("r", "x", "delivered", now);
+        store.mark_delivered(*id, now, sent).await.unwrap();
+    }
+    let cut = now_ms() + 1;
+    assert_eq!(store.purge("delivered".into(), cut, 2).await.unwrap(), 2);
+    // Oldest first.
+    assert!(store.get(ids[0]).await.unwrap().is_none());
+    assert!(store.get(ids[2]).await.unwrap().is_some());
+    let rest = crate::retention::purge_entries(store.backend().as_ref(), "delivered", cut);
+    assert_eq!(rest.await.unwrap(), 3);
+    assert!(store.list(InboxQuery::default()).await.unwrap().is_empty());
+    // The deliveries the entries recorded, and two failed ones, made long ago.
+    let old = now - 40 * 86_400_000;
+    for (id, status) in [("a", "delivered"), ("b", "failed"), ("c", "failed")] {
+        store
+            .record_delivery(delivery("d", id, status, old), false)
+            .await
+            .unwrap();
+    }
+    let before = now - 86_400_000;
+    let gone = crate::retention::purge_deliveries(store.backend().as_ref(), true, before);
+    assert_eq!(gone.await.unwrap(), 1);
+    let left = store.deliveries(DeliveryQuery::default()).await.unwrap();
+    assert_eq!(
+        left.len(),
+        7,
+        "the recent ones and the failed old ones stay"
+    );
+    assert_eq!(store.purge_deliveries(false, before, 1).await.unwrap(), 1);
+    assert_eq!(store.purge_deliveries(false, before, 10).await.unwrap(), 1);
+    assert_eq!(store.purge_deliveries(true, before, 10).await.unwrap(), 0);
 }
