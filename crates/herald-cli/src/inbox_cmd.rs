@@ -4,7 +4,7 @@
 use crate::stores::{self, Access};
 use clap::Subcommand;
 use herald_config::Home;
-use herald_store::{DeliveryQuery, InboxItem, InboxQuery, ReplayOutcome};
+use herald_store::{CancelOutcome, DeliveryQuery, InboxItem, InboxQuery, ReplayOutcome};
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
@@ -37,9 +37,17 @@ pub enum InboxCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Queue a dead (or delivered) entry again: a stored answer that was never
-    /// delivered is re-sent; otherwise the agent runs again.
+    /// Queue a dead (or delivered, or cancelled) entry again: a stored answer that was
+    /// never delivered is re-sent; otherwise the agent runs again.
     Replay {
+        /// The inbox id (first column of `inbox list`).
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a queued entry: it is never run (`replay` queues it again).
+    Cancel {
         /// The inbox id (first column of `inbox list`).
         id: i64,
         /// Print JSON.
@@ -48,7 +56,7 @@ pub enum InboxCommand {
     },
     /// Delete finished entries.
     Purge {
-        /// `dead` or `delivered`.
+        /// `dead`, `delivered` or `cancelled`.
         #[arg(long)]
         state: String,
         /// Only entries last changed longer ago than this (`30m`, `12h`, `7d`).
@@ -178,20 +186,21 @@ pub fn run(home: &Home, command: InboxCommand) -> anyhow::Result<ExitCode> {
                 }
                 ReplayOutcome::NotFinished(state) => {
                     eprintln!(
-                        "herald: entry {id} is {state}; only dead or delivered entries can be replayed"
+                        "herald: entry {id} is {state}; only dead, delivered or cancelled entries can be replayed"
                     );
                     Ok(ExitCode::FAILURE)
                 }
             }
         }
+        InboxCommand::Cancel { id, json } => cancel(home, &rt, id, json),
         InboxCommand::Purge {
             state,
             older_than,
             json,
         } => {
-            if state != "dead" && state != "delivered" {
+            if !matches!(state.as_str(), "dead" | "delivered" | "cancelled") {
                 eprintln!(
-                    "herald: --state must be dead or delivered (entries still being worked are never purged)"
+                    "herald: --state must be dead, delivered or cancelled (entries still being worked are never purged)"
                 );
                 return Ok(ExitCode::from(2));
             }
@@ -378,4 +387,35 @@ fn print_item(i: &InboxItem, waiting: Option<&str>, deliveries: &[herald_store::
         "payload:\n{}",
         serde_json::to_string_pretty(&i.payload.value()).unwrap_or_default()
     );
+}
+
+/// `herald inbox cancel ID`.
+fn cancel(
+    home: &Home,
+    rt: &tokio::runtime::Runtime,
+    id: i64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let outcome = match stores::open(home, Access::Write, rt)? {
+        Some(store) => rt.block_on(store.cancel(id))?,
+        None => CancelOutcome::NotFound,
+    };
+    match outcome {
+        CancelOutcome::Cancelled => {
+            if json {
+                outln!("{}", serde_json::json!({"id": id, "state": "cancelled"}));
+            } else {
+                outln!("Entry {id} is cancelled; it will not run (`herald inbox replay {id}` queues it again).");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        CancelOutcome::NotFound => {
+            eprintln!("herald: no inbox entry with id {id} (see `herald inbox list`)");
+            Ok(ExitCode::FAILURE)
+        }
+        CancelOutcome::NotQueued(state) => {
+            eprintln!("herald: entry {id} is {state}; only a queued entry can be cancelled");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! `inbox.retention`: a background task that deletes delivered entries (30 days by
-//! default) and dead ones (90 days), and the delivery records of the same ages, a
-//! batch at a time so that the writer is never held for long.
+//! default) and dead and cancelled ones (90 days), and the delivery records of the
+//! same ages, a batch at a time so that the writer is never held for long.
 
 use herald_config::inbox_settings::Retention;
 use herald_store::{Store, now_ms, retention};
@@ -31,7 +31,12 @@ pub fn spawn(store: Store, keep: Retention) {
 /// One pass: each kind of row older than its keep.
 async fn prune(store: &Store, keep: &Retention) {
     let backend = store.backend().as_ref();
-    for (state, kept) in [("delivered", keep.delivered), ("dead", keep.dead)] {
+    let finished = [
+        ("delivered", keep.delivered),
+        ("dead", keep.dead),
+        ("cancelled", keep.dead),
+    ];
+    for (state, kept) in finished {
         let Some(before) = cut(kept) else {
             continue;
         };
@@ -41,6 +46,9 @@ async fn prune(store: &Store, keep: &Retention) {
             Err(e) => {
                 tracing::warn!(state, error = %e, "retention: cannot remove old inbox entries")
             }
+        }
+        if state == "cancelled" {
+            continue;
         }
         let delivered = state == "delivered";
         match retention::purge_deliveries(backend, delivered, before).await {

@@ -13,7 +13,7 @@ use deadpool_postgres::{Object, Pool};
 use herald_store::deliveries::MESSAGE_PREVIEW_CHARS;
 use herald_store::sessions::Hold;
 use herald_store::{
-    Attempt, ClaimRequest, DEDUP_WINDOW_MS, Delivery, DeliveryQuery, EnqueueOutcome, InboxBackend,
+    Attempt, CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, Delivery, DeliveryQuery, EnqueueOutcome, InboxBackend,
     InboxGauges, InboxItem, InboxQuery, NewDelivery, NewInboxItem, ReplayOutcome, Stage,
     StoreError, now_ms,
 };
@@ -497,6 +497,35 @@ impl InboxBackend for PgInbox {
         .map(|_| ())
     }
 
+    async fn cancel(&self, id: i64) -> Result<CancelOutcome, StoreError> {
+        let rows = self
+            .query(
+                "WITH cur AS (
+                    SELECT id, state FROM inbox WHERE id = $1 FOR UPDATE
+                ), gone AS (
+                    UPDATE inbox i SET state = 'cancelled', lease_until_ms = NULL,
+                        next_attempt_at_ms = 0, updated_at_ms = $2
+                    FROM cur WHERE i.id = cur.id AND cur.state = 'queued'
+                    RETURNING i.id
+                ), attempt AS (
+                    INSERT INTO inbox_attempts (inbox_id, stage, started_at_ms, finished_at_ms, outcome, error)
+                    SELECT id, 'run', $2, $2, 'cancelled', NULL FROM gone
+                )
+                SELECT cur.state, (SELECT count(*) FROM gone) FROM cur",
+                &[&id, &now_ms()],
+            )
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(CancelOutcome::NotFound);
+        };
+        let was: String = row.try_get(0).map_err(db_error)?;
+        let done: i64 = row.try_get(1).map_err(db_error)?;
+        Ok(match done {
+            0 => CancelOutcome::NotQueued(was),
+            _ => CancelOutcome::Cancelled,
+        })
+    }
+
     async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError> {
         let now = now_ms();
         let rows = self
@@ -510,7 +539,7 @@ impl InboxBackend for PgInbox {
                         answer = CASE WHEN cur.resend THEN i.answer ELSE NULL END,
                         next_attempt_at_ms = 0, failures = 0, failing_since_ms = NULL,
                         lease_until_ms = NULL, updated_at_ms = $2
-                    FROM cur WHERE i.id = cur.id AND cur.state IN ('dead', 'delivered')
+                    FROM cur WHERE i.id = cur.id AND cur.state IN ('dead', 'delivered', 'cancelled')
                     RETURNING i.state
                 ), attempt AS (
                     INSERT INTO inbox_attempts (inbox_id, stage, started_at_ms, finished_at_ms, outcome, error)

@@ -90,7 +90,7 @@ const MIGRATIONS: &[&str] = &[
         updated_at_ms BIGINT NOT NULL
     );",
     // 4: finished entries by age, for the retention's prune.
-    "CREATE INDEX inbox_finished ON inbox (state, updated_at_ms) WHERE state IN ('delivered', 'dead');
+    "CREATE INDEX inbox_finished ON inbox (state, updated_at_ms) WHERE state IN ('delivered', 'dead', 'cancelled');
      CREATE INDEX deliveries_created ON deliveries (created_at_ms);",
 ];
 

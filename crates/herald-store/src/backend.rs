@@ -6,7 +6,7 @@
 use crate::StoreError;
 use crate::deliveries::{Delivery, DeliveryQuery, NewDelivery};
 use crate::inbox::{Attempt, EnqueueOutcome, InboxGauges, InboxItem, InboxQuery, NewInboxItem};
-use crate::queue::{ClaimRequest, ReplayOutcome, Stage};
+use crate::queue::{CancelOutcome, ClaimRequest, ReplayOutcome, Stage};
 use crate::sessions::Hold;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -75,8 +75,10 @@ pub trait InboxBackend: Send + Sync {
     async fn recover(&self) -> Result<usize, StoreError>;
     /// Extends the leases of entries this instance works on.
     async fn renew_leases(&self, ids: Vec<i64>, until_ms: i64) -> Result<(), StoreError>;
-    /// Queues a dead or delivered entry again.
+    /// Queues a dead, delivered or cancelled entry again.
     async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError>;
+    /// Cancels a queued entry: it never runs (it can be replayed).
+    async fn cancel(&self, id: i64) -> Result<CancelOutcome, StoreError>;
     /// Deletes at most `limit` entries in `state` last changed before `before_ms`
     /// (oldest first), with their attempts; returns how many. Their dedup keys stay for
     /// the rest of the window.

@@ -251,8 +251,38 @@ pub enum ReplayOutcome {
     /// a stored answer that was never delivered).
     Queued(String),
     NotFound,
-    /// Only `dead` and `delivered` entries can be replayed.
+    /// Only `dead`, `delivered` and `cancelled` entries can be replayed.
     NotFinished(String),
+}
+
+/// What a cancel did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The entry was queued and is now `cancelled`: it will not run.
+    Cancelled,
+    NotFound,
+    /// Only a `queued` entry can be cancelled (one running or delivering is past it).
+    NotQueued(String),
+}
+
+/// Cancels a queued entry: it is `cancelled`, never run, and can be replayed.
+pub(crate) fn cancel(conn: &Connection, id: i64, now_ms: i64) -> rusqlite::Result<CancelOutcome> {
+    let Some(state): Option<String> = conn
+        .query_row("SELECT state FROM inbox WHERE id = ?1", [id], |r| r.get(0))
+        .optional()?
+    else {
+        return Ok(CancelOutcome::NotFound);
+    };
+    if state != "queued" {
+        return Ok(CancelOutcome::NotQueued(state));
+    }
+    conn.execute(
+        "UPDATE inbox SET state = 'cancelled', lease_until_ms = NULL, next_attempt_at_ms = 0,
+             updated_at_ms = ?2 WHERE id = ?1",
+        params![id, now_ms],
+    )?;
+    attempt(conn, id, Stage::Run, now_ms, now_ms, "cancelled", None)?;
+    Ok(CancelOutcome::Cancelled)
 }
 
 /// Queues a finished entry again: a dead delivery re-sends its stored answer; anything
@@ -268,7 +298,7 @@ pub(crate) fn replay(conn: &Connection, id: i64, now_ms: i64) -> rusqlite::Resul
     else {
         return Ok(ReplayOutcome::NotFound);
     };
-    if state != "dead" && state != "delivered" {
+    if !matches!(state.as_str(), "dead" | "delivered" | "cancelled") {
         return Ok(ReplayOutcome::NotFinished(state));
     }
     let resend = state == "dead" && has_answer;
@@ -284,7 +314,6 @@ pub(crate) fn replay(conn: &Connection, id: i64, now_ms: i64) -> rusqlite::Resul
     Ok(ReplayOutcome::Queued(new_state.to_owned()))
 }
 
-/// Deletes entries in `state` last changed before `before_ms`, with their attempts.
 /// Deletes at most `limit` entries in `state` last changed before `before_ms`, oldest
 /// first, with their attempts; how many.
 pub(crate) fn purge(

@@ -211,6 +211,11 @@ impl InboxBackend for SqliteInbox {
         .await
     }
 
+    async fn cancel(&self, id: i64) -> Result<queue::CancelOutcome, StoreError> {
+        self.write(Durability::Full, move |c| queue::cancel(c, id, now_ms()))
+            .await
+    }
+
     async fn replay(&self, id: i64) -> Result<ReplayOutcome, StoreError> {
         self.write(Durability::Full, move |c| queue::replay(c, id, now_ms()))
             .await

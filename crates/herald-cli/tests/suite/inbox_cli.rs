@@ -110,3 +110,50 @@ async fn show_says_a_queued_event_waits_for_a_model_and_a_delivered_one_has_no_z
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn a_queued_event_is_cancelled_then_replayed_and_purged_when_cancelled() {
+    // No model: the events wait in the inbox.
+    let h = Herald::start(&config_with_routes("        a: {prompt: 'hi'}\n"));
+    for d in ["x-1", "x-2"] {
+        assert_eq!(h.github("a", "push", "{}", Some(d)).await.0, StatusCode::ACCEPTED);
+    }
+    let id_of = |d: &str| {
+        h.inbox()
+            .iter()
+            .find(|i| i["delivery_id"] == d)
+            .unwrap()["id"]
+            .to_string()
+    };
+    let (first, second) = (id_of("x-1"), id_of("x-2"));
+    let (code, out, err) = h.cli(&["inbox", "cancel", &first, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), format!(r#"{{"id":{first},"state":"cancelled"}}"#));
+    let (code, _, err) = h.cli(&["inbox", "cancel", &first]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is cancelled; only a queued entry"), "{err}");
+    let (code, _, err) = h.cli(&["inbox", "cancel", "987654"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no inbox entry with id 987654"), "{err}");
+    let (_, out, _) = h.cli(&["inbox", "list", "--state", "cancelled", "--json"]);
+    assert!(out.contains("x-1") && !out.contains("x-2"), "{out}");
+    let (_, detailed) = h.get("/health/detailed").await;
+    assert!(detailed.contains(r#""cancelled":1"#), "{detailed}");
+    // Replayed, it waits again; cancelled again, a purge removes it.
+    let (code, _, err) = h.cli(&["inbox", "replay", &first]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(h.cli(&["inbox", "cancel", &first]).0, 0);
+    let (code, out, err) = h.cli(&[
+        "inbox",
+        "purge",
+        "--state",
+        "cancelled",
+        "--older-than",
+        "0s",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(r#""removed":1"#), "{out}");
+    let left: Vec<String> = h.inbox().iter().map(|i| i["id"].to_string()).collect();
+    assert_eq!(left, [second]);
+}

@@ -2,7 +2,7 @@
 
 use super::Place;
 use crate::{
-    ClaimRequest, DEDUP_WINDOW_MS, DeliveryQuery, EnqueueOutcome, InboxQuery, NewDelivery,
+    CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, DeliveryQuery, EnqueueOutcome, InboxQuery, NewDelivery,
     NewInboxItem, ReplayOutcome, Stage, Store, now_ms,
 };
 use std::sync::Arc;
@@ -19,6 +19,7 @@ pub fn inbox_checks() -> Vec<(&'static str, super::Check)> {
         dedup_keys_survive_a_restart_and_a_purge,
         deliveries_are_listed_newest_first_and_filtered,
         purges_take_batches_oldest_first_and_deliveries_by_outcome,
+        a_cancelled_entry_never_runs_and_can_be_replayed,
         two_instances_accept_a_delivery_id_once,
         two_instances_never_claim_one_entry_twice,
         an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_expire,
@@ -550,4 +551,41 @@ async fn purges_take_batches_oldest_first_and_deliveries_by_outcome(place: Arc<d
     assert_eq!(store.purge_deliveries(false, before, 1).await.unwrap(), 1);
     assert_eq!(store.purge_deliveries(false, before, 10).await.unwrap(), 1);
     assert_eq!(store.purge_deliveries(true, before, 10).await.unwrap(), 0);
+}
+
+async fn a_cancelled_entry_never_runs_and_can_be_replayed(place: Arc<dyn Place>) {
+    let store = place.open("one").await;
+    let id_of = |o: EnqueueOutcome| match o {
+        EnqueueOutcome::Accepted { id } => id,
+        EnqueueOutcome::Duplicate => panic!("a duplicate"),
+    };
+    let a = id_of(store.enqueue(item("r", "c-a", now_ms())).await.unwrap());
+    let b = id_of(store.enqueue(item("r", "c-b", now_ms())).await.unwrap());
+    assert_eq!(store.cancel(a).await.unwrap(), CancelOutcome::Cancelled);
+    assert_eq!(
+        store.cancel(a).await.unwrap(),
+        CancelOutcome::NotQueued("cancelled".into())
+    );
+    assert_eq!(store.cancel(a + b + 100).await.unwrap(), CancelOutcome::NotFound);
+    let claimed = store.claim(claim_req(5, 5, &[])).await.unwrap();
+    let ids: Vec<i64> = claimed.iter().map(|i| i.id).collect();
+    assert_eq!(ids, [b], "the cancelled entry is never claimed");
+    assert_eq!(
+        store.cancel(b).await.unwrap(),
+        CancelOutcome::NotQueued("running".into())
+    );
+    let counts = store.counts().await.unwrap();
+    assert!(counts.contains(&("cancelled".to_owned(), 1)), "{counts:?}");
+    let again = ReplayOutcome::Queued("queued".into());
+    assert_eq!(store.replay(a).await.unwrap(), again);
+    let outcomes: Vec<String> = store
+        .attempts(a)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.outcome)
+        .collect();
+    assert_eq!(outcomes, ["cancelled", "replayed"]);
+    let claimed = store.claim(claim_req(5, 5, &[])).await.unwrap();
+    assert_eq!(claimed.iter().map(|i| i.id).collect::<Vec<_>>(), [a]);
 }
