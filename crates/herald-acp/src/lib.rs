@@ -279,10 +279,17 @@ pub async fn serve(
                 async move |request: PromptRequest, responder, cx: Cx| {
                     let server = s.clone();
                     let conn = cx.clone();
-                    cx.spawn(async move {
-                        let answer = prompt::run(&server, request, &conn).await;
-                        responder.respond(answer)
-                    })
+                    let span = herald_trace::span!(
+                        "acp.prompt",
+                        session_id = %request.session_id.0
+                    );
+                    cx.spawn(tracing::Instrument::instrument(
+                        async move {
+                            let answer = prompt::run(&server, request, &conn).await;
+                            responder.respond(answer)
+                        },
+                        span,
+                    ))
                 }
             },
             agent_client_protocol::on_receive_request!(),

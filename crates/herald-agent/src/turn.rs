@@ -17,6 +17,7 @@ use serde_json::{Map, json};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use tracing::Instrument;
 
 /// Default `agent.max_turns`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 90;
@@ -685,7 +686,10 @@ impl Agent {
                         if ctx.is_interrupted() {
                             return ("cancelled: skipped due to interrupt".to_owned(), true);
                         }
-                        run_tool_pipeline(tool, args, ctx, plugins, fields).await
+                        let span = herald_trace::span!("tool.call", tool = %tool.name());
+                        run_tool_pipeline(tool, args, ctx, plugins, fields)
+                            .instrument(span)
+                            .await
                     }
                 }
             }
@@ -851,6 +855,13 @@ impl Agent {
         loop {
             attempt += 1;
             let attempt_started = std::time::Instant::now();
+            let span = herald_trace::span!(
+                "llm.call",
+                provider = %self.config.provider,
+                model = %endpoint.model,
+                attempt,
+                error = tracing::field::Empty,
+            );
             let observed = plugins.api_requests_seen();
             // The request as sent, for api_request_error (null when nothing saw it).
             let (outcome, request) = if plugins.llm_request.is_empty()
@@ -863,6 +874,7 @@ impl Agent {
                 let called = self
                     .client
                     .stream_once(endpoint, messages, tools, &mut on_delta)
+                    .instrument(span.clone())
                     .await;
                 (called, Value::Null)
             } else {
@@ -873,8 +885,13 @@ impl Agent {
                     started_at,
                     attempt,
                 };
-                self.call_through_plugins(&call, &fields, events).await
+                self.call_through_plugins(&call, &fields, events)
+                    .instrument(span.clone())
+                    .await
             };
+            if let Err(e) = &outcome {
+                span.record("error", e.class.as_str());
+            }
             count_call(&self.config.provider, attempt_started.elapsed(), &outcome);
             match outcome {
                 Ok(c) if !c.choices.is_empty() => {

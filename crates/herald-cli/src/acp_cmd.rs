@@ -74,6 +74,7 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let served = tokio_rt.block_on(async {
+        let traces = crate::trace_export::start(&built.config.tracing);
         let host = built.start().await;
         let server = AcpServer::new(host.clone(), tools, provider);
         // Until stdin closes or a SIGTERM or SIGINT comes; then every run is stopped.
@@ -84,6 +85,9 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
             () = crate::gateway_cmd::shutdown_signal() => Ok(()),
         };
         host.stop_all(crate::rpc_cmd::STOP_WITHIN).await;
+        if let Some(t) = traces {
+            t.finish().await;
+        }
         served
     });
     // stdin's reader may still be blocked in a read: do not wait for it.

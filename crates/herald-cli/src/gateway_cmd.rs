@@ -160,6 +160,15 @@ fn profile_templates(home: Home, client: LlmClient, store: StoreSettings) -> Pro
 }
 
 async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode> {
+    let traces = crate::trace_export::start(&config.tracing);
+    let served = serve_fronts(config, fronts).await;
+    if let Some(t) = traces {
+        t.finish().await;
+    }
+    served
+}
+
+async fn serve_fronts(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode> {
     let api_host = match config.api_server.enabled {
         true => match api_host(&config, &fronts) {
             Ok(built) => Some(built),
@@ -269,7 +278,8 @@ async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCod
                     // Half the grace for the runs to end, the rest for their answers.
                     api.stop(grace / 2).await;
                 };
-                let app = herald_metrics::counted(herald_api::router(a.api), "api");
+                let app = herald_trace::traced(herald_api::router(a.api), "api");
+                let app = herald_metrics::counted(app, "api");
                 let app = crate::metrics_wiring::with_metrics(app, &config.metrics);
                 serve(a.listeners, app, api_limits, draining).await
             }

@@ -405,7 +405,9 @@ fn cancel(
             if json {
                 outln!("{}", serde_json::json!({"id": id, "state": "cancelled"}));
             } else {
-                outln!("Entry {id} is cancelled; it will not run (`herald inbox replay {id}` queues it again).");
+                outln!(
+                    "Entry {id} is cancelled; it will not run (`herald inbox replay {id}` queues it again)."
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -73,6 +73,7 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
         };
         let tools = toolsets::resolve(&Platform::Tui.default_toolsets(&built.config)).0;
         let metrics = built.config.metrics.clone();
+        let traces = crate::trace_export::start(&built.config.tracing);
         let host = built.start().await;
         let gw = Gateway::new(host.clone(), tools);
         let served = match &args.ws {
@@ -80,6 +81,9 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
             Some(addr) => serve_ws(gw, addr, &args, metrics).await,
         };
         host.stop_all(STOP_WITHIN).await;
+        if let Some(t) = traces {
+            t.finish().await;
+        }
         served
     });
     // stdin's reader may still be blocked in a read: do not wait for it.

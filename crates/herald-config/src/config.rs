@@ -44,6 +44,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "store",
     "metrics",
     "inbox",
+    "tracing",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -209,6 +210,8 @@ pub struct Config {
     pub metrics: crate::metrics_settings::MetricsSettings,
     /// `inbox:`, how long finished entries are kept.
     pub inbox: crate::inbox_settings::InboxSettings,
+    /// `tracing:`, where OpenTelemetry traces go.
+    pub tracing: crate::tracing_settings::TracingSettings,
     /// Unknown keys and other non-fatal findings, each reported once at start.
     pub warnings: Vec<Problem>,
     /// Mistakes herald serves through that change what routes do, in plain words (see
@@ -492,6 +495,7 @@ impl Config {
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
         let metrics = crate::metrics_settings::read_metrics_settings(&mut r, &doc, env);
         let inbox = crate::inbox_settings::read_inbox_settings(&mut r, &doc);
+        let tracing = crate::tracing_settings::read_tracing_settings(&mut r, &doc);
         let mut hosts = Vec::new();
         if webhook.enabled {
             hosts.push(webhook.host.as_deref().unwrap_or("0.0.0.0"));
@@ -521,6 +525,7 @@ impl Config {
             store,
             metrics,
             inbox,
+            tracing,
             home: home.clone(),
             webhook,
             routes,

@@ -27,6 +27,7 @@ pub(crate) mod start_guard;
 pub mod store_settings;
 pub mod subscriptions;
 pub mod subscriptions_file;
+pub mod tracing_settings;
 
 /// A small YAML document (a plugin's `plugin.yaml`) read into `T`: YAML is read in
 /// this crate alone.

@@ -110,12 +110,18 @@ pub async fn send_once(
     message: &OutgoingMessage,
 ) -> Result<Receipt, SendError> {
     let started = std::time::Instant::now();
-    let result = target.send(message).await;
+    let span = herald_trace::span!(
+        "delivery.attempt",
+        target = %target.name(),
+        outcome = tracing::field::Empty,
+    );
+    let result = tracing::Instrument::instrument(target.send(message), span.clone()).await;
     let outcome = match &result {
         Ok(_) => "delivered",
         Err(e) if e.retryable => "transient_error",
         Err(_) => "permanent_error",
     };
+    span.record("outcome", outcome);
     herald_metrics::get()
         .delivery
         .attempt(target.name(), outcome, started.elapsed());

@@ -28,6 +28,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// Headers kept with an inbox entry (never secrets such as `X-Gitlab-Token`).
 const KEPT_HEADERS: &[&str] = &[
@@ -46,6 +47,8 @@ const KEPT_HEADERS: &[&str] = &[
     "svix-timestamp",
     "x-request-id",
     "x-webhook-timestamp",
+    "traceparent",
+    "tracestate",
 ];
 
 /// Everything a request needs, shared by all requests.
@@ -170,7 +173,18 @@ impl Gateway {
         headers: &HeaderMap,
         body: Body,
     ) -> Answer {
-        let answer = self.answer(route_name, profile, headers, body).await;
+        let span = herald_trace::span!(
+            "webhook.request",
+            route = %route_name,
+            outcome = tracing::field::Empty
+        );
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        herald_trace::continue_from(&span, header("traceparent"), header("tracestate"));
+        let answer = self
+            .answer(route_name, profile, headers, body)
+            .instrument(span.clone())
+            .await;
+        span.record("outcome", answer.outcome);
         // A name from the request is a label only when it names a route herald knows.
         let known = !matches!(answer.outcome, "unknown_route" | "unknown_profile");
         herald_metrics::get()
@@ -243,7 +257,10 @@ impl Gateway {
         let verified = self.heavy.run(body.len(), || {
             herald_webhook::verify(&route.secret, headers, &body, self.clock.as_ref())
         });
-        match verified.await {
+        match verified
+            .instrument(herald_trace::span!("webhook.verify"))
+            .await
+        {
             Ok(SignatureScheme::GenericV1) => self.warn_v1_once(route_name),
             Ok(_) => {}
             Err(e) => {
@@ -331,7 +348,9 @@ impl Gateway {
             event_type: &event_type,
             headers,
         };
-        if !route.filter.matches(&input, &self.lists) {
+        let matched = herald_trace::span!("webhook.filter")
+            .in_scope(|| route.filter.matches(&input, &self.lists));
+        if !matched {
             tracing::info!(
                 route = route_name,
                 event = &*cut(&event_text),
@@ -382,7 +401,10 @@ impl Gateway {
             delivery_id: delivery_id.clone(),
             received_at_ms: self.clock.now_ms(),
             profile: route.profile.clone(),
-            headers: kept_headers(headers),
+            headers: kept_headers(
+                headers,
+                herald_trace::traceparent(&tracing::Span::current()),
+            ),
             // An unchanged JSON body is stored as received (it is valid UTF-8 JSON).
             payload: match stored.as_deref().map(std::str::from_utf8) {
                 Some(Ok(text)) if !payload_changed => text.to_owned(),
@@ -397,7 +419,11 @@ impl Gateway {
                 .as_ref()
                 .and_then(|t| serde_json::to_string(t).ok()),
         };
-        match self.store.enqueue(item).await {
+        let enqueued = self
+            .store
+            .enqueue(item)
+            .instrument(herald_trace::span!("inbox.enqueue"));
+        match enqueued.await {
             Ok(EnqueueOutcome::Accepted { id }) => {
                 self.work_notify.notify_one();
                 tracing::info!(
@@ -583,7 +609,10 @@ fn render_extra(route: &Route, ctx: &RenderContext<'_>) -> Map<String, Value> {
         .collect()
 }
 
-fn kept_headers(headers: &HeaderMap) -> String {
+/// The headers kept with an accepted event, as a JSON object. `traceparent` is the
+/// ingress span's when traces are exported (the worker continues it), else the
+/// sender's as it came.
+fn kept_headers(headers: &HeaderMap, traceparent: Option<String>) -> String {
     let mut map = Map::new();
     for name in KEPT_HEADERS {
         if let Some(v) = headers.get(*name) {
@@ -592,6 +621,9 @@ fn kept_headers(headers: &HeaderMap) -> String {
                 Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned()),
             );
         }
+    }
+    if let Some(ours) = traceparent {
+        map.insert("traceparent".into(), Value::String(ours));
     }
     Value::Object(map).to_string()
 }

@@ -10,7 +10,8 @@ fn bench(c: &mut Criterion) {
     let m = herald_metrics::get();
     c.bench_function("webhook_request_recorded", |b| {
         b.iter(|| {
-            m.webhook.body_read(black_box("github-pulls"), black_box(2049));
+            m.webhook
+                .body_read(black_box("github-pulls"), black_box(2049));
             m.webhook
                 .request(Some(black_box("github-pulls")), black_box("filtered"));
         })

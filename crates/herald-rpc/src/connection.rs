@@ -66,28 +66,33 @@ impl Client {
             return;
         };
         let (gw, outbox) = (self.gw.clone(), self.outbox.clone());
-        self.tasks.spawn(async move {
-            let call = methods::call(&gw, &outbox, &request.method, request.params);
-            // A handler that panics is answered like one that raised (-32000).
-            let answer = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(call))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(RpcError::new(
-                        RpcError::HANDLER,
-                        "handler error: the handler failed",
-                    ))
-                });
-            drop(slot);
-            count(&request.method, &answer);
-            let Some(id) = request.id else {
-                return;
-            };
-            let frame = match answer {
-                Ok(result) => frame::result(&id, result),
-                Err(e) => frame::error(&id, &e),
-            };
-            outbox.frame(frame).await;
-        });
+        let span = herald_trace::span!("rpc.request", method = %request.method);
+        self.tasks.spawn(tracing::Instrument::instrument(
+            async move {
+                let call = methods::call(&gw, &outbox, &request.method, request.params);
+                // A handler that panics is answered like one that raised (-32000).
+                let answer =
+                    futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(call))
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(RpcError::new(
+                                RpcError::HANDLER,
+                                "handler error: the handler failed",
+                            ))
+                        });
+                drop(slot);
+                count(&request.method, &answer);
+                let Some(id) = request.id else {
+                    return;
+                };
+                let frame = match answer {
+                    Ok(result) => frame::result(&id, result),
+                    Err(e) => frame::error(&id, &e),
+                };
+                outbox.frame(frame).await;
+            },
+            span,
+        ));
     }
 
     /// A frame over [`MAX_FRAME`].

@@ -13,9 +13,9 @@ use deadpool_postgres::{Object, Pool};
 use herald_store::deliveries::MESSAGE_PREVIEW_CHARS;
 use herald_store::sessions::Hold;
 use herald_store::{
-    Attempt, CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, Delivery, DeliveryQuery, EnqueueOutcome, InboxBackend,
-    InboxGauges, InboxItem, InboxQuery, NewDelivery, NewInboxItem, ReplayOutcome, Stage,
-    StoreError, now_ms,
+    Attempt, CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, Delivery, DeliveryQuery, EnqueueOutcome,
+    InboxBackend, InboxGauges, InboxItem, InboxQuery, NewDelivery, NewInboxItem, ReplayOutcome,
+    Stage, StoreError, now_ms,
 };
 use std::sync::Arc;
 use std::time::Duration;

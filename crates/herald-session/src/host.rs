@@ -846,7 +846,15 @@ impl Host {
             session: session.clone(),
             cell: cell.clone(),
         };
-        tokio::spawn(drive.run_guarded(agent, history, input.into()));
+        // A child of the caller's span (the worker's entry, the API request).
+        let span = herald_trace::span!(
+            "agent.run",
+            run_id = %run_id,
+            session_id = %session.id(),
+            door = self.runtime.platform.name(),
+        );
+        let run = drive.run_guarded(agent, history, input.into());
+        tokio::spawn(tracing::Instrument::instrument(run, span));
         Ok(RunHandle { cell })
     }
 

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+pub mod otlp;
 pub mod postgres;
 
 /// Binds 127.0.0.1:0 and runs `serve(listener)` on a thread with its own runtime

@@ -116,19 +116,20 @@ async fn a_queued_event_is_cancelled_then_replayed_and_purged_when_cancelled() {
     // No model: the events wait in the inbox.
     let h = Herald::start(&config_with_routes("        a: {prompt: 'hi'}\n"));
     for d in ["x-1", "x-2"] {
-        assert_eq!(h.github("a", "push", "{}", Some(d)).await.0, StatusCode::ACCEPTED);
+        assert_eq!(
+            h.github("a", "push", "{}", Some(d)).await.0,
+            StatusCode::ACCEPTED
+        );
     }
-    let id_of = |d: &str| {
-        h.inbox()
-            .iter()
-            .find(|i| i["delivery_id"] == d)
-            .unwrap()["id"]
-            .to_string()
-    };
+    let id_of =
+        |d: &str| h.inbox().iter().find(|i| i["delivery_id"] == d).unwrap()["id"].to_string();
     let (first, second) = (id_of("x-1"), id_of("x-2"));
     let (code, out, err) = h.cli(&["inbox", "cancel", &first, "--json"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), format!(r#"{{"id":{first},"state":"cancelled"}}"#));
+    assert_eq!(
+        out.trim(),
+        format!(r#"{{"id":{first},"state":"cancelled"}}"#)
+    );
     let (code, _, err) = h.cli(&["inbox", "cancel", &first]);
     assert_eq!(code, 1);
     assert!(err.contains("is cancelled; only a queued entry"), "{err}");

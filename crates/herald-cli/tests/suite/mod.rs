@@ -27,5 +27,6 @@ mod setup;
 mod shutdown;
 mod signatures;
 mod support;
+mod traces;
 mod tui;
 mod webhook_cli;

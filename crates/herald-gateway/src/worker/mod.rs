@@ -17,12 +17,13 @@ use crate::pipeline::Gateway;
 use delivery::{log_store_error, process};
 use herald_config::WorkerSettings;
 use herald_session::RunHandle;
-use herald_store::{ClaimRequest, Stage, now_ms};
+use herald_store::{ClaimRequest, InboxItem, Stage, now_ms};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 /// How often the queue is looked at when nothing woke the dispatcher (retry timers,
 /// replays from the CLI).
@@ -133,10 +134,14 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
                         running.insert(item.id, (item.route.clone(), Stage::of(&item)));
                         let id = item.id;
                         let shared = shared.clone();
-                        let task = tasks.spawn(async move {
-                            process(&shared, item).await;
-                            id
-                        });
+                        let span = work_span(&item);
+                        let task = tasks.spawn(
+                            async move {
+                                process(&shared, item).await;
+                                id
+                            }
+                            .instrument(span),
+                        );
                         task_entries.insert(task.id(), id);
                     }
                 }
@@ -226,4 +231,19 @@ async fn drain(
         }
     };
     tokio::time::timeout(limit, all).await.is_ok()
+}
+
+/// The span of one claimed entry's work, continuing the trace its request started
+/// (kept with the entry as the `traceparent` of its headers, across restarts).
+fn work_span(item: &InboxItem) -> tracing::Span {
+    let span = herald_trace::span!(
+        "inbox.work",
+        inbox_id = item.id,
+        route = %item.route,
+        delivery_id = %item.delivery_id,
+        stage = Stage::of(item).as_str(),
+    );
+    let header = |name: &str| item.headers.get(name).and_then(|v| v.as_str());
+    herald_trace::continue_from(&span, header("traceparent"), header("tracestate"));
+    span
 }

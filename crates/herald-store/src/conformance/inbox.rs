@@ -2,8 +2,8 @@
 
 use super::Place;
 use crate::{
-    CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, DeliveryQuery, EnqueueOutcome, InboxQuery, NewDelivery,
-    NewInboxItem, ReplayOutcome, Stage, Store, now_ms,
+    CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, DeliveryQuery, EnqueueOutcome, InboxQuery,
+    NewDelivery, NewInboxItem, ReplayOutcome, Stage, Store, now_ms,
 };
 use std::sync::Arc;
 
@@ -566,7 +566,10 @@ async fn a_cancelled_entry_never_runs_and_can_be_replayed(place: Arc<dyn Place>)
         store.cancel(a).await.unwrap(),
         CancelOutcome::NotQueued("cancelled".into())
     );
-    assert_eq!(store.cancel(a + b + 100).await.unwrap(), CancelOutcome::NotFound);
+    assert_eq!(
+        store.cancel(a + b + 100).await.unwrap(),
+        CancelOutcome::NotFound
+    );
     let claimed = store.claim(claim_req(5, 5, &[])).await.unwrap();
     let ids: Vec<i64> = claimed.iter().map(|i| i.id).collect();
     assert_eq!(ids, [b], "the cancelled entry is never claimed");
