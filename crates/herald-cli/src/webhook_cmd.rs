@@ -2,10 +2,8 @@
 //! `webhook_subscriptions.json`, picked up by a running gateway without a restart.
 
 use clap::Subcommand;
-use herald_config::default_config::generate_secret;
-use herald_config::{
-    Config, DeliverChat, Home, NewSubscription, Route, SubscriptionsFile, load_dotenv, process_env,
-};
+use herald_config::{Config, Home, Route, SubscriptionsFile, load_dotenv, process_env};
+use herald_gateway::subscriptions_admin::{self, SubscribeRequest, Subscribed, SubscriptionError};
 use serde_json::Value;
 use std::process::ExitCode;
 
@@ -67,13 +65,6 @@ pub enum WebhookCommand {
     },
 }
 
-static NAME_RE: std::sync::LazyLock<Option<regex::Regex>> =
-    std::sync::LazyLock::new(|| regex::Regex::new("^[a-z0-9][a-z0-9_-]*$").ok());
-
-fn normalize(name: &str) -> String {
-    name.trim().to_lowercase().replace(' ', "-")
-}
-
 /// `http://<host>:<port>` as the CLI shows it.
 fn base_url(config: &Config) -> String {
     let host = match config.webhook.host.as_deref().map(str::trim) {
@@ -121,28 +112,6 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             deliver_only,
             script,
         } => {
-            let name = normalize(&name);
-            if !NAME_RE.as_ref().is_some_and(|re| re.is_match(&name)) {
-                outln!(
-                    "Error: Invalid name '{name}'. Use lower case letters, digits, '-' and '_', starting with a letter or digit."
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            if deliver_only
-                && (deliver.trim().is_empty() || deliver.trim().eq_ignore_ascii_case("log"))
-            {
-                outln!(
-                    "Error: --deliver-only requires --deliver to be a real target (telegram, discord, slack, github_comment, ...), not 'log'."
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            if config.routes.iter().any(|r| r.name == name) {
-                outln!(
-                    "Error: '{name}' is already a route in {}; config.yaml wins on a name clash, so this subscription would never be used. Choose another name.",
-                    home.config_file().display()
-                );
-                return Ok(ExitCode::FAILURE);
-            }
             let list = |s: &Option<String>| -> Vec<String> {
                 s.as_deref()
                     .map(|v| {
@@ -154,37 +123,42 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                     })
                     .unwrap_or_default()
             };
-            let shared = SharedSubscriptions::pull(home)?;
-            let mut subs = SubscriptionsFile::open(&path)?;
-            let existed = subs.contains(&name);
-            let secret = secret.unwrap_or_else(generate_secret);
-            let entry = NewSubscription {
-                description: description
-                    .unwrap_or_else(|| format!("Agent-created subscription: {name}")),
+            let request = SubscribeRequest {
+                name,
+                description,
                 events: list(&events),
-                secret: secret.clone(),
                 prompt: prompt.clone(),
                 skills: list(&skills),
                 deliver: deliver.clone(),
-                created_at: jiff::Timestamp::now()
-                    .strftime("%Y-%m-%dT%H:%M:%SZ")
-                    .to_string(),
+                deliver_chat_id,
+                secret,
                 deliver_only,
                 script: script.clone(),
-                deliver_extra: deliver_chat_id.map(|chat_id| DeliverChat { chat_id }),
             };
-            subs.put(&name, &entry);
-            subs.save()?;
-            if !SharedSubscriptions::push(shared, &path)? {
-                return Ok(ExitCode::FAILURE);
-            }
+            let config_routes: Vec<String> = config.routes.iter().map(|r| r.name.clone()).collect();
+            let s = Stores::open(home)?;
+            let made = s.rt.block_on(subscriptions_admin::subscribe(
+                &path,
+                &config_routes,
+                s.store.as_ref(),
+                request,
+            ));
+            let Subscribed {
+                name,
+                secret,
+                replaced,
+                entry,
+            } = match made {
+                Ok(s) => s,
+                Err(e) => return Ok(refused(e)),
+            };
             let events_text = match entry.events.is_empty() {
                 true => "(all)".to_owned(),
                 false => entry.events.join(", "),
             };
             outln!(
                 "{} webhook subscription: {name}",
-                if existed { "Updated" } else { "Created" }
+                if replaced { "Updated" } else { "Created" }
             );
             outln!("  URL:    {}/webhooks/{name}", base_url(&config));
             outln!("  Secret: {secret}");
@@ -216,7 +190,9 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         WebhookCommand::List => {
-            drop(SharedSubscriptions::pull(home)?);
+            let s = Stores::open(home)?;
+            s.rt.block_on(subscriptions_admin::refresh(&path, s.store.as_ref()))
+                .map_err(anyhow::Error::msg)?;
             let subs = SubscriptionsFile::open(&path)?.listed();
             if subs.is_empty() {
                 outln!("No dynamic webhook subscriptions.");
@@ -263,19 +239,20 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
         }
         WebhookCommand::Remove { name } => {
             let name = name.trim().to_lowercase();
-            let shared = SharedSubscriptions::pull(home)?;
-            let mut subs = SubscriptionsFile::open(&path)?;
-            if !subs.remove(&name) {
-                outln!("No subscription named '{name}'.");
-                outln!(
-                    "  Routes from config.yaml cannot be removed with this command; edit {} instead.",
-                    home.config_file().display()
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            subs.save()?;
-            if !SharedSubscriptions::push(shared, &path)? {
-                return Ok(ExitCode::FAILURE);
+            let s = Stores::open(home)?;
+            let removed =
+                s.rt.block_on(subscriptions_admin::remove(&path, s.store.as_ref(), &name));
+            match removed {
+                Ok(()) => {}
+                Err(SubscriptionError::NotFound(_)) => {
+                    outln!("No subscription named '{name}'.");
+                    outln!(
+                        "  Routes from config.yaml cannot be removed with this command; edit {} instead.",
+                        home.config_file().display()
+                    );
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(e) => return Ok(refused(e)),
             }
             outln!("Removed webhook subscription: {name}");
             Ok(ExitCode::SUCCESS)
@@ -358,49 +335,28 @@ fn find_route(config: &Config, name: &str) -> anyhow::Result<Option<Route>> {
         .find(|r| r.name == name))
 }
 
-/// The subscriptions of a store several instances share: the home's file brought in
-/// step before a change, and the change pushed to every instance after it.
-struct SharedSubscriptions {
-    store: herald_store::Store,
-    rt: tokio::runtime::Runtime,
-    version: Option<i64>,
+/// Says why a subscription change was refused (as `webhook subscribe` always has).
+fn refused(e: SubscriptionError) -> ExitCode {
+    match e {
+        SubscriptionError::Race => eprintln!("herald: {e}"),
+        SubscriptionError::File(_) | SubscriptionError::Shared(_) => eprintln!("herald: {e}"),
+        _ => outln!("Error: {e}"),
+    }
+    ExitCode::FAILURE
 }
 
-impl SharedSubscriptions {
-    /// `None` when the home's store is its own (SQLite): the file is all there is.
-    fn pull(home: &Home) -> anyhow::Result<Option<SharedSubscriptions>> {
-        let rt = crate::stores::runtime()?;
-        let Some(store) = crate::stores::open(home, crate::stores::Access::Read, &rt)? else {
-            return Ok(None);
-        };
-        if !store.shared() {
-            return Ok(None);
-        }
-        let path = home.subscriptions_file();
-        let version = rt
-            .block_on(herald_gateway::shared_subscriptions::pull(&store, &path))
-            .map_err(anyhow::Error::msg)?;
-        Ok(Some(SharedSubscriptions { store, rt, version }))
-    }
+/// The home's store, when other instances share it (their subscriptions are shared
+/// too), with a runtime to reach it.
+struct Stores {
+    store: Option<herald_store::Store>,
+    rt: tokio::runtime::Runtime,
+}
 
-    /// Pushes the changed file; false (said) when another instance changed the
-    /// subscriptions at the same moment.
-    fn push(shared: Option<SharedSubscriptions>, path: &std::path::Path) -> anyhow::Result<bool> {
-        let Some(s) = shared else {
-            return Ok(true);
-        };
-        let pushed =
-            s.rt.block_on(herald_gateway::shared_subscriptions::push(
-                &s.store, path, s.version,
-            ))
-            .map_err(anyhow::Error::msg)?;
-        if !pushed {
-            eprintln!(
-                "herald: another instance changed the subscriptions at the same moment; nothing was shared: run the command again"
-            );
-            let _ =
-                s.rt.block_on(herald_gateway::shared_subscriptions::pull(&s.store, path));
-        }
-        Ok(pushed)
+impl Stores {
+    fn open(home: &Home) -> anyhow::Result<Stores> {
+        let rt = crate::stores::runtime()?;
+        let store =
+            crate::stores::open(home, crate::stores::Access::Read, &rt)?.filter(|s| s.shared());
+        Ok(Stores { store, rt })
     }
 }

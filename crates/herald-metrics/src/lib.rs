@@ -9,6 +9,7 @@ mod endpoint;
 mod labels;
 pub mod names;
 mod series;
+pub mod traffic;
 
 pub use endpoint::{counted, router};
 pub use series::{Agent, Delivery, Doors, Extensions, Inbox, InboxFigures, Open, Webhook};

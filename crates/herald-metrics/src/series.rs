@@ -30,6 +30,8 @@ pub struct Webhook {
     verification_failures: Family<SchemeReason, Counter>,
     body_bytes: Family<RouteLabel, Counter>,
     routes: Names,
+    /// The last hour per minute, for the dashboard.
+    pub traffic: crate::traffic::Traffic,
 }
 
 impl Webhook {
@@ -61,6 +63,7 @@ impl Webhook {
             Some(r) => self.routes.value(r),
             None => UNKNOWN.to_owned(),
         };
+        self.traffic.count(&route, outcome);
         self.requests
             .get_or_create(&RouteOutcome { route, outcome })
             .inc();

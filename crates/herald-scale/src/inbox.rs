@@ -11,6 +11,7 @@ use crate::rows::{self, DELIVERY_COLUMNS, item_columns, opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
 use herald_store::deliveries::MESSAGE_PREVIEW_CHARS;
+use herald_store::events::{EventQuery, EventSummary};
 use herald_store::sessions::Hold;
 use herald_store::{
     Attempt, CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, Delivery, DeliveryQuery, EnqueueOutcome,
@@ -633,6 +634,64 @@ impl InboxBackend for PgInbox {
         rows.iter()
             .map(rows::item)
             .collect::<Result<_, _>>()
+            .map_err(db_error)
+    }
+
+    async fn events(&self, q: EventQuery) -> Result<Vec<EventSummary>, StoreError> {
+        let mut sql = "SELECT id, route, event_type, delivery_id, state, attempts, received_at_ms,
+                              updated_at_ms, left(prompt, 200), last_error
+                       FROM inbox WHERE true"
+            .to_owned();
+        let mut args: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+        if let Some(search) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            args.push(Box::new(herald_store::events::like_pattern(search)));
+            let n = args.len();
+            sql.push_str(&format!(
+                " AND (delivery_id ILIKE ${n} OR event_type ILIKE ${n} OR prompt ILIKE ${n})"
+            ));
+        }
+        let texts = [
+            ("route", q.route),
+            ("state", q.state),
+            ("delivery_id", q.delivery_id),
+        ];
+        for (column, value) in texts {
+            if let Some(v) = value {
+                args.push(Box::new(v));
+                sql.push_str(&format!(" AND {column} = ${}", args.len()));
+            }
+        }
+        let numbers = [
+            ("received_at_ms >=", q.since_ms),
+            ("received_at_ms <", q.until_ms),
+            ("id <", q.before_id),
+        ];
+        for (clause, value) in numbers {
+            if let Some(v) = value {
+                args.push(Box::new(v));
+                sql.push_str(&format!(" AND {clause} ${}", args.len()));
+            }
+        }
+        let limit = q.limit.clamp(1, herald_store::events::MAX_PAGE);
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {limit}"));
+        let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| &**a as _).collect();
+        let rows = self.query(&sql, &refs).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(EventSummary {
+                    id: r.try_get(0)?,
+                    route: r.try_get(1)?,
+                    event_type: r.try_get(2)?,
+                    delivery_id: r.try_get(3)?,
+                    state: r.try_get(4)?,
+                    attempts: r.try_get(5)?,
+                    received_at_ms: r.try_get(6)?,
+                    updated_at_ms: r.try_get(7)?,
+                    prompt: r.try_get(8)?,
+                    last_error: r.try_get(9)?,
+                })
+            })
+            .collect::<Result<_, tokio_postgres::Error>>()
             .map_err(db_error)
     }
 

@@ -935,6 +935,23 @@ impl Host {
         Ok(saved_history(rows))
     }
 
+    /// This process's runs now: every live one (a webhook run's too) and those of the
+    /// runs API finished lately, newest first.
+    pub fn runs_now(&self) -> Vec<RunHandle> {
+        let mut all = self.live.live();
+        for cell in self.runs.all() {
+            let id = cell.status.borrow().run_id.clone();
+            if !all.iter().any(|r| r.id() == id) {
+                all.push(RunHandle { cell });
+            }
+        }
+        all.sort_by(|a, b| {
+            let (a, b) = (a.status().created_at, b.status().created_at);
+            b.total_cmp(&a)
+        });
+        all
+    }
+
     /// How many runs are live.
     pub fn live_runs(&self) -> usize {
         self.runs.live()

@@ -77,7 +77,8 @@ pub use model_select::SelectError;
 pub use ops::{Op, OpError, Outcome};
 pub use reload::{reload_env, reload_mcp, reload_on_sighup, reload_python_plugins};
 pub use runs::{
-    PromptAsk, RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState, RunStatus,
+    PendingApproval, PromptAsk, RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState,
+    RunStatus,
 };
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
 pub use sessions::SessionError;

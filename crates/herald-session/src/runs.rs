@@ -334,7 +334,23 @@ pub(crate) struct RunCell {
     receiver: Mutex<Option<mpsc::Receiver<RunEvent>>>,
     /// The streamed text waiting for the reader; past its limit the provider is paused.
     pub flow: Arc<Flow>,
+    /// Who watches the events besides their one consumer (the dashboard): each gets
+    /// them from when it started watching; one that falls behind misses some.
+    watchers: tokio::sync::broadcast::Sender<RunEvent>,
+    /// The command approvals asked and not yet answered, for a watcher that came late.
+    asked: Mutex<Vec<PendingApproval>>,
 }
+
+/// A command approval waiting for its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingApproval {
+    pub request_id: String,
+    pub command: String,
+    pub reason: String,
+}
+
+/// How many events a watcher may fall behind before it misses some.
+const WATCH_BACKLOG: usize = 256;
 
 impl RunCell {
     pub fn new(
@@ -351,6 +367,29 @@ impl RunCell {
             events: Mutex::new(Some(events)),
             receiver: Mutex::new(Some(rx)),
             flow,
+            watchers: tokio::sync::broadcast::channel(WATCH_BACKLOG).0,
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Keeps the approvals still waiting in step with `kind`.
+    fn note_asks(&self, kind: &RunEventKind) {
+        let mut asked = crate::conversation::lock(&self.asked);
+        match kind {
+            RunEventKind::ApprovalRequested {
+                request_id,
+                command,
+                reason,
+            } => asked.push(PendingApproval {
+                request_id: request_id.clone(),
+                command: command.clone(),
+                reason: reason.clone(),
+            }),
+            RunEventKind::ApprovalResponded { request_id, .. } => {
+                asked.retain(|a| &a.request_id != request_id);
+            }
+            RunEventKind::Finished(_) => asked.clear(),
+            _ => {}
         }
     }
 
@@ -397,10 +436,13 @@ impl RunCell {
                 false
             });
         }
+        self.note_asks(&kind);
+        let watched = self.watchers.receiver_count() > 0;
         let mut events = crate::conversation::lock(&self.events);
-        let Some(sender) = events.as_ref() else {
+        let sender = events.as_ref();
+        if sender.is_none() && !watched {
             return;
-        };
+        }
         let (run_id, session_id) = {
             let s = self.status.borrow();
             (s.run_id.clone(), s.session_id.clone())
@@ -411,6 +453,12 @@ impl RunCell {
             session_id,
             at: crate::host::now_secs(),
             kind,
+        };
+        if watched {
+            let _ = self.watchers.send(event.clone());
+        }
+        let Some(sender) = sender else {
+            return;
         };
         match sender.try_send(event) {
             Ok(()) => self.flow.hold(bytes),
@@ -513,6 +561,17 @@ impl RunHandle {
 
     pub fn session_id(&self) -> String {
         self.cell.status.borrow().session_id.clone()
+    }
+
+    /// The run's events from now on, without taking them from their one consumer (a
+    /// watcher that falls [`WATCH_BACKLOG`] behind misses some).
+    pub fn watch(&self) -> tokio::sync::broadcast::Receiver<RunEvent> {
+        self.cell.watchers.subscribe()
+    }
+
+    /// The command approvals waiting for an answer now.
+    pub fn pending_approvals(&self) -> Vec<PendingApproval> {
+        crate::conversation::lock(&self.cell.asked).clone()
     }
 
     pub fn status(&self) -> RunStatus {
@@ -674,6 +733,14 @@ impl RunRegistry {
         runs.order.push_back(id.clone());
         runs.by_id.insert(id, cell);
         Ok(())
+    }
+
+    /// Every run kept now (live and recently finished).
+    pub fn all(&self) -> Vec<Arc<RunCell>> {
+        self.runs
+            .lock()
+            .map(|r| r.by_id.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<RunCell>> {

@@ -29,6 +29,19 @@ impl LiveRuns {
         cells.push(Arc::downgrade(cell));
     }
 
+    /// The runs still live.
+    pub(crate) fn live(&self) -> Vec<RunHandle> {
+        match self.cells.lock() {
+            Ok(cells) => cells
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter(|c| !c.state().is_finished())
+                .map(|cell| RunHandle { cell })
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Whether the host is stopping (its interrupted runs fail with [`STOPPED`]).
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)

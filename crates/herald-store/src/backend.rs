@@ -5,6 +5,7 @@
 
 use crate::StoreError;
 use crate::deliveries::{Delivery, DeliveryQuery, NewDelivery};
+use crate::events::{EventQuery, EventSummary};
 use crate::inbox::{Attempt, EnqueueOutcome, InboxGauges, InboxItem, InboxQuery, NewInboxItem};
 use crate::queue::{CancelOutcome, ClaimRequest, ReplayOutcome, Stage};
 use crate::sessions::Hold;
@@ -100,6 +101,14 @@ pub trait InboxBackend: Send + Sync {
     async fn deliveries(&self, query: DeliveryQuery) -> Result<Vec<Delivery>, StoreError>;
     /// An entry's attempts, oldest first.
     async fn attempts(&self, id: i64) -> Result<Vec<Attempt>, StoreError>;
+    /// A page of event summaries, newest first (the dashboard).
+    async fn events(&self, query: EventQuery) -> Result<Vec<EventSummary>, StoreError>;
+    /// Brings the search index up to date by at most `max` entries; how many it took
+    /// (a store whose search needs no index takes none).
+    async fn index_for_search(&self, max: usize) -> Result<usize, StoreError> {
+        let _ = max;
+        Ok(0)
+    }
     /// How many entries are in each state, by state name.
     async fn counts(&self) -> Result<Vec<(String, i64)>, StoreError>;
     /// The oldest queued entry's arrival and the leases live at `now_ms`.

@@ -17,6 +17,7 @@ mod backend;
 pub mod conformance;
 mod dedup_keys;
 pub mod deliveries;
+pub mod events;
 pub mod export;
 pub mod inbox;
 pub mod instance;

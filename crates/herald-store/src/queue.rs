@@ -348,6 +348,10 @@ pub(crate) fn purge(
         params![state, before_ms, limit],
     )?;
     conn.execute(
+        &format!("DELETE FROM inbox_fts WHERE rowid IN ({chosen})"),
+        params![state, before_ms, limit],
+    )?;
+    conn.execute(
         &format!("DELETE FROM inbox WHERE id IN ({chosen})"),
         params![state, before_ms, limit],
     )

@@ -69,6 +69,12 @@ const MIGRATIONS: &[&str] = &[
     "CREATE INDEX inbox_received ON inbox(received_at_ms, route, delivery_id);",
     // 5: delivery records by age, for the retention's prune.
     "CREATE INDEX deliveries_created ON deliveries(created_at_ms);",
+    // 6: the dashboard's search over delivery ids, event types and prompts (see
+    // `events`): a trigram index the dashboard fills off the accept path.
+    "CREATE VIRTUAL TABLE inbox_fts USING fts5(delivery_id, event_type, prompt,
+         content='', contentless_delete=1, tokenize='trigram');
+     CREATE TABLE inbox_fts_state (last_id INTEGER NOT NULL);
+     INSERT INTO inbox_fts_state VALUES (0);",
 ];
 
 /// Brings `herald.db` to the newest schema.

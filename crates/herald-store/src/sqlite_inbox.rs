@@ -261,6 +261,20 @@ impl InboxBackend for SqliteInbox {
         self.read(move |c| inbox::attempts(c, id)).await
     }
 
+    async fn events(
+        &self,
+        query: crate::events::EventQuery,
+    ) -> Result<Vec<crate::events::EventSummary>, StoreError> {
+        self.read(move |c| crate::events::page(c, &query)).await
+    }
+
+    async fn index_for_search(&self, max: usize) -> Result<usize, StoreError> {
+        self.write(Durability::Process, move |c| {
+            crate::events::index_batch(c, max)
+        })
+        .await
+    }
+
     async fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
         self.read(inbox::counts).await
     }

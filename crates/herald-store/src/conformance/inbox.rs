@@ -20,6 +20,7 @@ pub fn inbox_checks() -> Vec<(&'static str, super::Check)> {
         deliveries_are_listed_newest_first_and_filtered,
         purges_take_batches_oldest_first_and_deliveries_by_outcome,
         a_cancelled_entry_never_runs_and_can_be_replayed,
+        events_are_paged_filtered_and_searched,
         two_instances_accept_a_delivery_id_once,
         two_instances_never_claim_one_entry_twice,
         an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_expire,
@@ -591,4 +592,100 @@ async fn a_cancelled_entry_never_runs_and_can_be_replayed(place: Arc<dyn Place>)
     assert_eq!(outcomes, ["cancelled", "replayed"]);
     let claimed = store.claim(claim_req(5, 5, &[])).await.unwrap();
     assert_eq!(claimed.iter().map(|i| i.id).collect::<Vec<_>>(), [a]);
+}
+
+async fn events_are_paged_filtered_and_searched(place: Arc<dyn Place>) {
+    use crate::events::EventQuery;
+    let store = place.open("one").await;
+    let now = now_ms();
+    for n in 0..6 {
+        let mut it = item(
+            if n % 2 == 0 { "even" } else { "odd" },
+            &format!("evt-{n}"),
+            now + n,
+        );
+        it.prompt = format!("prompt number {n} about the 50% discount_{n}");
+        store.enqueue(it).await.unwrap();
+    }
+    store.index_for_search(1000).await.unwrap();
+    // One more, not indexed yet: searches still find it.
+    let mut late = item("odd", "evt-late", now + 10);
+    late.prompt = "a needle in the haystack".into();
+    store.enqueue(late).await.unwrap();
+    let q = |f: fn(&mut EventQuery)| {
+        let mut q = EventQuery {
+            limit: 100,
+            ..EventQuery::default()
+        };
+        f(&mut q);
+        q
+    };
+    let ids = |page: Vec<crate::events::EventSummary>| {
+        page.into_iter().map(|e| e.delivery_id).collect::<Vec<_>>()
+    };
+    let all = store.events(q(|_| {})).await.unwrap();
+    assert_eq!(all.len(), 7);
+    assert_eq!(all[0].delivery_id, "evt-late", "newest first");
+    assert!(all[1].prompt.starts_with("prompt number 5"));
+    let page = store
+        .events(q(|q| {
+            q.limit = 2;
+        }))
+        .await
+        .unwrap();
+    let next = EventQuery {
+        limit: 2,
+        before_id: Some(page[1].id),
+        ..EventQuery::default()
+    };
+    assert_eq!(ids(store.events(next).await.unwrap()), ["evt-4", "evt-3"]);
+    let even = store
+        .events(q(|q| q.route = Some("even".into())))
+        .await
+        .unwrap();
+    assert_eq!(ids(even), ["evt-4", "evt-2", "evt-0"]);
+    let one = store
+        .events(q(|q| q.delivery_id = Some("evt-3".into())))
+        .await
+        .unwrap();
+    assert_eq!(ids(one), ["evt-3"]);
+    let found = store
+        .events(q(|q| q.search = Some("number 2".into())))
+        .await
+        .unwrap();
+    assert_eq!(ids(found), ["evt-2"]);
+    let found = store
+        .events(q(|q| q.search = Some("needle".into())))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(found),
+        ["evt-late"],
+        "the unindexed tail is searched too"
+    );
+    let found = store
+        .events(q(|q| q.search = Some("EVT-4".into())))
+        .await
+        .unwrap();
+    assert_eq!(ids(found), ["evt-4"], "case does not matter");
+    let found = store
+        .events(q(|q| q.search = Some("0% d".into())))
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 6, "% is a character, not a wildcard");
+    let found = store
+        .events(q(|q| q.search = Some("t_5".into())))
+        .await
+        .unwrap();
+    assert_eq!(ids(found), ["evt-5"], "_ is a character, not a wildcard");
+    let none = store
+        .events(q(|q| q.search = Some("zz".into())))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    let later = store
+        .events(q(|q| q.since_ms = Some(now_ms() + 1_000)))
+        .await
+        .unwrap();
+    assert!(later.is_empty());
 }

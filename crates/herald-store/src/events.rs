@@ -1,0 +1,180 @@
+//! The inbox as the dashboard pages through it: summaries without payloads (a payload
+//! is opened only with its event), filtered by route, state, time and delivery id, and
+//! searched over delivery ids, event types and rendered prompts.
+//!
+//! On SQLite the search is a full-text index (FTS5, trigram: any substring of three
+//! characters or more) kept off the accept path: the dashboard has it catch up with new
+//! entries a batch at a time ([`index_batch`]); entries not indexed yet are scanned.
+
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
+use serde::Serialize;
+
+/// Which events to list, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventQuery {
+    pub route: Option<String>,
+    pub state: Option<String>,
+    /// Received at or after.
+    pub since_ms: Option<i64>,
+    /// Received before.
+    pub until_ms: Option<i64>,
+    /// Exactly this delivery id.
+    pub delivery_id: Option<String>,
+    /// A substring of the delivery id, the event type or the rendered prompt.
+    pub search: Option<String>,
+    /// Only entries older than this id (the next page).
+    pub before_id: Option<i64>,
+    pub limit: u32,
+}
+
+/// One event of a page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventSummary {
+    pub id: i64,
+    pub route: String,
+    pub event_type: String,
+    pub delivery_id: String,
+    pub state: String,
+    pub attempts: i64,
+    pub received_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// The rendered prompt's first [`PROMPT_PREVIEW`] characters.
+    pub prompt: String,
+    pub last_error: Option<String>,
+}
+
+/// Characters of the prompt a summary carries.
+pub const PROMPT_PREVIEW: usize = 200;
+/// Most events of one page.
+pub const MAX_PAGE: u32 = 500;
+/// Characters of a prompt the index reads.
+const INDEXED_PROMPT: usize = 4000;
+/// Entries past the index that a search scans at most.
+const UNINDEXED_SCAN: i64 = 20_000;
+
+const SUMMARY: &str = "id, route, event_type, delivery_id, state, attempts, received_at_ms, updated_at_ms, \
+                       substr(prompt, 1, 200), last_error";
+
+/// Indexes up to `max` entries the search index has not seen; how many.
+pub(crate) fn index_batch(conn: &Connection, max: usize) -> rusqlite::Result<usize> {
+    let last = indexed_up_to(conn)?;
+    let max = i64::try_from(max).unwrap_or(i64::MAX);
+    let n = conn.execute(
+        &format!(
+            "INSERT INTO inbox_fts (rowid, delivery_id, event_type, prompt)
+                 SELECT id, delivery_id, event_type, substr(prompt, 1, {INDEXED_PROMPT})
+                 FROM inbox WHERE id > ?1 ORDER BY id LIMIT ?2"
+        ),
+        [last, max],
+    )?;
+    if n > 0 {
+        conn.execute(
+            "UPDATE inbox_fts_state SET last_id = (SELECT max(id) FROM
+                 (SELECT id FROM inbox WHERE id > ?1 ORDER BY id LIMIT ?2))",
+            [last, max],
+        )?;
+    }
+    Ok(n)
+}
+
+fn indexed_up_to(conn: &Connection) -> rusqlite::Result<i64> {
+    Ok(conn
+        .query_row("SELECT last_id FROM inbox_fts_state", [], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// A page of events as `q` asks.
+pub(crate) fn page(conn: &Connection, q: &EventQuery) -> rusqlite::Result<Vec<EventSummary>> {
+    let mut sql = format!("SELECT {SUMMARY} FROM inbox WHERE 1=1");
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    let arg = |v: rusqlite::types::Value, args: &mut Vec<rusqlite::types::Value>| {
+        args.push(v);
+        format!("?{}", args.len())
+    };
+    if let Some(search) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        let like = arg(like_pattern(search).into(), &mut args);
+        let matches = format!(
+            "(delivery_id LIKE {like} ESCAPE '\\' OR event_type LIKE {like} ESCAPE '\\' OR prompt LIKE {like} ESCAPE '\\')"
+        );
+        if search.chars().count() >= 3 {
+            let indexed = indexed_up_to(conn)?;
+            let tail = arg(indexed.into(), &mut args);
+            let scan = arg((indexed + UNINDEXED_SCAN).into(), &mut args);
+            let phrase = arg(fts_phrase(search).into(), &mut args);
+            sql.push_str(&format!(
+                " AND (id IN (SELECT rowid FROM inbox_fts WHERE inbox_fts MATCH {phrase})
+                       OR (id > {tail} AND id <= {scan} AND {matches}))"
+            ));
+        } else {
+            // Too short for trigrams: the newest entries, scanned.
+            sql.push_str(&format!(
+                " AND id > (SELECT coalesce(max(id), 0) - {UNINDEXED_SCAN} FROM inbox) AND {matches}"
+            ));
+        }
+    }
+    let filters = [
+        ("route = ", q.route.clone().map(Into::into)),
+        ("state = ", q.state.clone().map(Into::into)),
+        ("delivery_id = ", q.delivery_id.clone().map(Into::into)),
+        ("received_at_ms >= ", q.since_ms.map(Into::into)),
+        ("received_at_ms < ", q.until_ms.map(Into::into)),
+        ("id < ", q.before_id.map(Into::into)),
+    ];
+    for (clause, value) in filters {
+        if let Some(v) = value {
+            let at = arg(v, &mut args);
+            sql.push_str(&format!(" AND {clause}{at}"));
+        }
+    }
+    sql.push_str(&format!(
+        " ORDER BY id DESC LIMIT {}",
+        q.limit.clamp(1, MAX_PAGE)
+    ));
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
+        Ok(EventSummary {
+            id: r.get(0)?,
+            route: r.get(1)?,
+            event_type: r.get(2)?,
+            delivery_id: r.get(3)?,
+            state: r.get(4)?,
+            attempts: r.get(5)?,
+            received_at_ms: r.get(6)?,
+            updated_at_ms: r.get(7)?,
+            prompt: r.get(8)?,
+            last_error: r.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// `text` as one FTS5 phrase (a trigram index matches it as a substring).
+fn fts_phrase(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// `text` as a LIKE pattern matching it anywhere, `%`, `_` and `\` taken literally.
+pub fn like_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_text_is_taken_literally() {
+        assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+        assert_eq!(fts_phrase("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}
