@@ -188,8 +188,15 @@ async fn serve_fronts(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode
         true => hosts.next().map(|host| run_template(&config, host)),
         false => None,
     };
+    // The dashboard shows the runs of both hosts.
+    let mut shown_hosts: Vec<Arc<Host>> = template.iter().map(|t| t.host.clone()).collect();
     let api = match hosts.next() {
-        Some(host) => match prepare_api(&config, host).await {
+        Some(host) => match prepare_api(&config, {
+            shown_hosts.push(host.clone());
+            host
+        })
+        .await
+        {
             Ok(api) => Some(api),
             Err(e) => {
                 eprintln!("herald: {e}");
@@ -206,6 +213,21 @@ async fn serve_fronts(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode
         false => None,
     };
     let webhook_urls = webhook.as_ref().map(|w| w.urls.clone()).unwrap_or_default();
+    let webhook_base = webhook_urls
+        .first()
+        .cloned()
+        .unwrap_or_else(|| format!("http://localhost:{}", config.webhook.port));
+    let dashboard = crate::dashboard_cmd::mount(
+        &config,
+        webhook.as_ref().map(|w| w.gateway.clone()),
+        shown_hosts,
+        webhook_base,
+    );
+    let (dashboard_on_api, dashboard_on_webhook) = match dashboard {
+        Some(crate::dashboard_cmd::Mount::Api(r)) => (Some(r), None),
+        Some(crate::dashboard_cmd::Mount::Webhook(r)) => (None, Some(r)),
+        None => (None, None),
+    };
     let api_urls = api.as_ref().map(|a| a.urls.clone()).unwrap_or_default();
     let _state = crate::gateway_status::record(&config.home, webhook_urls, api_urls)?;
     let workers = match (&webhook, template) {
@@ -259,7 +281,10 @@ async fn serve_fronts(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode
             Some(w) => {
                 serve(
                     w.listeners,
-                    crate::metrics_wiring::with_metrics(router(w.gateway), &config.metrics),
+                    with_dashboard(
+                        crate::metrics_wiring::with_metrics(router(w.gateway), &config.metrics),
+                        dashboard_on_webhook,
+                    ),
                     limits,
                     stopped(stop_rx.clone()),
                 )
@@ -281,6 +306,7 @@ async fn serve_fronts(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode
                 let app = herald_trace::traced(herald_api::router(a.api), "api");
                 let app = herald_metrics::counted(app, "api");
                 let app = crate::metrics_wiring::with_metrics(app, &config.metrics);
+                let app = with_dashboard(app, dashboard_on_api);
                 serve(a.listeners, app, api_limits, draining).await
             }
             None => Ok(()),
@@ -520,4 +546,12 @@ fn print_first_start(config: &Config) -> anyhow::Result<()> {
     crate::setup_cmd::print_try_it(&mut text, config, true)?;
     out!("{}", String::from_utf8_lossy(&text));
     Ok(())
+}
+
+/// `app` with the dashboard's routes when it is served on this listener.
+fn with_dashboard(app: axum::Router, dashboard: Option<axum::Router>) -> axum::Router {
+    match dashboard {
+        Some(d) => app.merge(d),
+        None => app,
+    }
 }

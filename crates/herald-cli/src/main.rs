@@ -7,6 +7,7 @@ mod acp_cmd;
 mod chat_cmd;
 mod chat_status;
 mod config_check;
+mod dashboard_cmd;
 mod deliveries_cmd;
 mod gateway_cmd;
 mod gateway_status;
@@ -117,6 +118,11 @@ enum Command {
     Mcp {
         #[command(subcommand)]
         command: mcp_cmd::McpCommand,
+    },
+    /// The web dashboard (served by the gateway at /dashboard): its login token.
+    Dashboard {
+        #[command(subcommand)]
+        command: dashboard_cmd::DashboardCommand,
     },
     /// Check that the gateway on this home answers its health check (exit 0 healthy, 1
     /// not, 3 when none runs): for a container's HEALTHCHECK.
@@ -257,6 +263,7 @@ fn main() -> ExitCode {
         Command::Plugins { command } => plugins_cmd::run(&home, command),
         Command::Mcp { command } => mcp_cmd::run(&home, command),
         Command::Health(args) => health_cmd::run(&home, args),
+        Command::Dashboard { command } => dashboard_cmd::run(&home, command),
     };
     match result {
         Ok(code) => code,

@@ -496,6 +496,11 @@ impl Config {
         let metrics = crate::metrics_settings::read_metrics_settings(&mut r, &doc, env);
         let inbox = crate::inbox_settings::read_inbox_settings(&mut r, &doc);
         let tracing = crate::tracing_settings::read_tracing_settings(&mut r, &doc);
+        if doc.get("dashboard").is_some_and(|n| !n.is_null()) {
+            r.findings.push(
+                "`dashboard:` configures Hermes's web dashboard, which herald does not run: herald serves its own at /dashboard on the API listener (or on the webhook listener when the API is off); log in with the API key or the token `herald dashboard token` prints. The block is ignored.".into(),
+            );
+        }
         let mut hosts = Vec::new();
         if webhook.enabled {
             hosts.push(webhook.host.as_deref().unwrap_or("0.0.0.0"));

@@ -296,3 +296,18 @@ fn worker_settings_are_read_from_extra() {
     .to_string();
     assert!(err.contains("max_concurrent_runs"), "{err}");
 }
+
+#[test]
+fn a_hermes_dashboard_block_is_a_finding_that_says_what_herald_serves() {
+    let c = load("dashboard:\n  enabled: true\n  port: 9119\n").unwrap();
+    let f = c
+        .findings
+        .iter()
+        .find(|f| f.contains("dashboard:"))
+        .unwrap();
+    assert!(
+        f.contains("/dashboard") && f.contains("herald dashboard token"),
+        "{f}"
+    );
+    assert!(load("model: x\n").unwrap().findings.is_empty());
+}

@@ -180,6 +180,11 @@ impl PythonPlugins {
             .collect()
     }
 
+    /// Whether the plugin host process runs now.
+    pub fn host_up(&self) -> bool {
+        self.link.is_up()
+    }
+
     /// How each plugin loaded.
     pub fn loaded(&self) -> Vec<Loaded> {
         loaded(&self.link.initialized())

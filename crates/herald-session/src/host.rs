@@ -935,6 +935,13 @@ impl Host {
         Ok(saved_history(rows))
     }
 
+    /// A run of this process by id: one the registry keeps, or any live one (a
+    /// webhook run's too).
+    pub fn run_anywhere(&self, run_id: &str) -> Option<RunHandle> {
+        self.run(run_id)
+            .or_else(|| self.live.live().into_iter().find(|r| r.id() == run_id))
+    }
+
     /// This process's runs now: every live one (a webhook run's too) and those of the
     /// runs API finished lately, newest first.
     pub fn runs_now(&self) -> Vec<RunHandle> {

@@ -102,6 +102,19 @@ impl Template {
         }
     }
 
+    /// The template as written.
+    pub fn text(&self) -> String {
+        self.segments
+            .iter()
+            .map(|s| match s {
+                Segment::Literal(l) => l.as_str(),
+                Segment::Raw => "{__raw__}",
+                Segment::EventType => "{event_type}",
+                Segment::Path(_, written) => written.as_str(),
+            })
+            .collect()
+    }
+
     /// True when the template has no text at all.
     pub fn is_empty(&self) -> bool {
         self.segments.is_empty()

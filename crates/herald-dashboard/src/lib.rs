@@ -1,0 +1,79 @@
+//! herald's web dashboard at `/dashboard`: the inbox's events (search, replay,
+//! cancel), the runs of this process (live events, approvals), the stored sessions,
+//! deliveries, routes and subscriptions, and health. Static assets are embedded (no
+//! CDN); every page is same-origin only, under its own Content-Security-Policy, behind
+//! a login (the API key or the dashboard token) with CSRF tokens on every change.
+//!
+//! The dashboard is served on the API listener, or on the webhook listener when the
+//! API is off, and never without a credential on a non-loopback address.
+
+mod api;
+mod assets;
+mod auth;
+mod headers;
+mod history;
+mod runs;
+pub mod token;
+
+use herald_gateway::Gateway;
+use herald_session::Host;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use auth::Credentials;
+
+/// What the dashboard shows and acts on.
+pub struct Dashboard {
+    /// The webhook front door (its inbox, routes and subscriptions), when it runs.
+    gateway: Option<Arc<Gateway>>,
+    /// The hosts whose runs and sessions are shown (webhook runs, the API's).
+    hosts: Vec<Arc<Host>>,
+    /// Where subscriptions are written, and the names config.yaml takes.
+    subscriptions_file: PathBuf,
+    config_routes: Vec<String>,
+    /// Where a subscription's URL points (`http://host:port`).
+    webhook_base: String,
+    auth: auth::Auth,
+    history: history::DepthHistory,
+}
+
+/// How a dashboard is made.
+pub struct DashboardParts {
+    pub gateway: Option<Arc<Gateway>>,
+    pub hosts: Vec<Arc<Host>>,
+    pub subscriptions_file: PathBuf,
+    pub config_routes: Vec<String>,
+    pub webhook_base: String,
+    pub credentials: Credentials,
+}
+
+impl Dashboard {
+    /// The dashboard, with its background tasks started (the inbox depth sampled each
+    /// minute, the search index kept up).
+    pub fn start(parts: DashboardParts) -> Arc<Dashboard> {
+        // The routes page's traffic comes from the request counters.
+        herald_metrics::enable();
+        let dash = Arc::new(Dashboard {
+            gateway: parts.gateway,
+            hosts: parts.hosts,
+            subscriptions_file: parts.subscriptions_file,
+            config_routes: parts.config_routes,
+            webhook_base: parts.webhook_base,
+            auth: auth::Auth::new(parts.credentials),
+            history: history::DepthHistory::default(),
+        });
+        if let Some(gw) = &dash.gateway {
+            history::spawn_sampler(Arc::downgrade(&dash), gw.clone());
+            history::spawn_indexer(gw.clone());
+        }
+        dash
+    }
+}
+
+/// The `/dashboard` routes.
+pub fn router(dash: Arc<Dashboard>) -> axum::Router {
+    let api = api::router(dash.clone());
+    let pages = assets::router(dash.clone());
+    let login = auth::router(dash.clone());
+    headers::secured(pages.merge(login).merge(api))
+}

@@ -1,0 +1,192 @@
+//! The runs of this process (webhook runs and the API's), live: a list, one run's
+//! events as they happen (SSE, from a tap that takes nothing from the run's own
+//! reader), and its pending approvals answered from the page.
+
+use crate::Dashboard;
+use crate::api::error;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use herald_session::{Decision, RunEvent, RunEventKind, RunHandle, RunStatus};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+
+pub(crate) fn router() -> Router<Arc<Dashboard>> {
+    Router::new()
+        .route("/dashboard/api/runs", get(list))
+        .route("/dashboard/api/runs/{id}/events", get(events))
+        .route("/dashboard/api/runs/{id}/approval", post(approve))
+}
+
+fn find(dash: &Dashboard, id: &str) -> Option<(RunHandle, &'static str)> {
+    dash.hosts
+        .iter()
+        .find_map(|h| h.run_anywhere(id).map(|r| (r, h.runtime().platform.name())))
+}
+
+fn status_json(s: &RunStatus, door: &str, pending: usize) -> Value {
+    json!({
+        "run_id": s.run_id, "session_id": s.session_id, "state": s.state.as_str(),
+        "model": s.model, "created_at": s.created_at, "updated_at": s.updated_at,
+        "last_event": s.last_event, "error": s.error, "door": door,
+        "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
+        "pending_approvals": pending,
+    })
+}
+
+async fn list(State(dash): State<Arc<Dashboard>>) -> Response {
+    let mut runs: Vec<Value> = Vec::new();
+    for host in &dash.hosts {
+        let door = host.runtime().platform.name();
+        for run in host.runs_now() {
+            runs.push(status_json(
+                &run.status(),
+                door,
+                run.pending_approvals().len(),
+            ));
+        }
+    }
+    Json(json!({"runs": runs})).into_response()
+}
+
+/// One run's events: its status and pending approvals first, then what happens, until
+/// it ends.
+async fn events(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> Response {
+    let Some((run, door)) = find(&dash, &id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no run {id} in this process"),
+        );
+    };
+    let mut watch = run.watch();
+    let first = json!({
+        "event": "status",
+        "status": status_json(&run.status(), door, run.pending_approvals().len()),
+        "pending": run.pending_approvals().iter().map(|a| json!({
+            "request_id": a.request_id, "command": a.command, "reason": a.reason,
+        })).collect::<Vec<_>>(),
+    });
+    let stream = async_stream(move |tx| async move {
+        if tx.send(first).await.is_err() {
+            return;
+        }
+        if run.status().state.is_finished() {
+            return;
+        }
+        loop {
+            let event = match watch.recv().await {
+                Ok(e) => e,
+                Err(RecvError::Lagged(n)) => {
+                    let _ = tx.send(json!({"event": "lagged", "missed": n})).await;
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            let last = matches!(event.kind, RunEventKind::Finished(_));
+            if let Some(v) = wire(event, door)
+                && tx.send(v).await.is_err()
+            {
+                return;
+            }
+            if last {
+                return;
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// Values from a producer task as a stream of SSE events (the producer stops when the
+/// page goes away).
+fn async_stream<F, Fut>(
+    produce: F,
+) -> impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Value>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(64);
+    tokio::spawn(produce(tx));
+    futures_util::stream::unfold(rx, |mut rx| async move {
+        let v = rx.recv().await?;
+        Some((Ok(Event::default().data(v.to_string())), rx))
+    })
+}
+
+/// An event as the page shows it (`None`: not shown).
+fn wire(e: RunEvent, door: &str) -> Option<Value> {
+    let name = e.kind.name();
+    let fields = match e.kind {
+        RunEventKind::MessageDelta(delta) => json!({"delta": delta}),
+        RunEventKind::ToolStarted {
+            name, arguments, ..
+        } => {
+            let preview: String = arguments.to_string().chars().take(300).collect();
+            json!({"tool": name, "arguments": preview})
+        }
+        RunEventKind::ToolCompleted {
+            name,
+            result,
+            is_error,
+            ..
+        } => {
+            let preview: String = result.chars().take(500).collect();
+            json!({"tool": name, "result": preview, "error": is_error})
+        }
+        RunEventKind::ApprovalRequested {
+            request_id,
+            command,
+            reason,
+        } => {
+            json!({"request_id": request_id, "command": command, "reason": reason})
+        }
+        RunEventKind::ApprovalResponded {
+            request_id,
+            decision,
+        } => {
+            json!({"request_id": request_id, "choice": decision.name()})
+        }
+        RunEventKind::Finished(s) => json!({"status": status_json(&s, door, 0)}),
+        _ => return None,
+    };
+    let mut v = fields;
+    v["event"] = json!(name);
+    v["at"] = json!(e.at);
+    Some(v)
+}
+
+#[derive(serde::Deserialize)]
+struct Approval {
+    request_id: String,
+    choice: String,
+}
+
+async fn approve(
+    State(dash): State<Arc<Dashboard>>,
+    Path(id): Path<String>,
+    Json(a): Json<Approval>,
+) -> Response {
+    let Some((run, _)) = find(&dash, &id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no run {id} in this process"),
+        );
+    };
+    let Some(decision) = Decision::parse(&a.choice) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "choice must be once, session, always or deny",
+        );
+    };
+    match run.approve(Some(&a.request_id), decision, false) {
+        Ok(n) => Json(json!({"resolved": n, "choice": decision.name()})).into_response(),
+        Err(e) => error(StatusCode::CONFLICT, e.to_string()),
+    }
+}
