@@ -51,18 +51,20 @@ pub fn mount(
     webhook_base: String,
 ) -> Option<Mount> {
     let api = config.api_server.enabled;
+    let host = match api {
+        true => Some(config.api_server.host.as_str()),
+        false => config.webhook.host.as_deref(),
+    };
+    let loopback = herald_config::route::is_loopback_host(host);
     let credentials = Credentials {
         api_key: api.then(|| config.api_server.key.clone()).flatten(),
         home: config.home.root().to_path_buf(),
     };
-    if !api {
-        let loopback = herald_config::route::is_loopback_host(config.webhook.host.as_deref());
-        if !loopback && !credentials.any() {
-            tracing::warn!(
-                "the dashboard is not served: the webhook listener binds an address others can reach and there is no dashboard token (run `herald dashboard token`, then restart)"
-            );
-            return None;
-        }
+    if !api && !loopback && !credentials.any() {
+        tracing::warn!(
+            "the dashboard is not served: the webhook listener binds an address others can reach and there is no dashboard token (run `herald dashboard token`, then restart)"
+        );
+        return None;
     }
     let parts = DashboardParts {
         gateway,
@@ -71,6 +73,7 @@ pub fn mount(
         config_routes: config.routes.iter().map(|r| r.name.clone()).collect(),
         webhook_base,
         credentials,
+        loopback,
     };
     let router = herald_dashboard::router(Dashboard::start(parts));
     Some(match api {

@@ -66,15 +66,27 @@ async fn check(url: &str, timeout: Duration) -> Result<(), String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
         .build()
         .map_err(|e| e.to_string())?;
-    let response = client.get(url).send().await.map_err(|e| e.to_string())?;
+    let mut response = client.get(url).send().await.map_err(|e| e.to_string())?;
     let status = response.status();
     if status.is_success() {
-        Ok(())
-    } else {
-        let body = response.text().await.unwrap_or_default();
-        let body: String = body.chars().take(200).collect();
-        Err(format!("{status}: {}", body.trim()))
+        return Ok(());
     }
+    // The first bytes of the answer, without the terminal's control characters.
+    let mut body = Vec::new();
+    while body.len() < 1024 {
+        match response.chunk().await {
+            Ok(Some(c)) => body.extend_from_slice(&c),
+            _ => break,
+        }
+    }
+    let text: String = String::from_utf8_lossy(&body)
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect();
+    Err(format!("{status}: {}", text.trim()))
 }

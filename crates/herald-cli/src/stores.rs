@@ -41,7 +41,7 @@ pub async fn open_for_gateway(config: &Config) -> anyhow::Result<Store> {
     match &config.store.backend {
         StoreBackend::Sqlite => {
             let path = config.home.database_file();
-            Store::open(&path)
+            Store::open_within(&path, config.inbox.dedup_memory_bytes)
                 .with_context(|| format!("cannot open the inbox at {}", path.display()))
         }
         StoreBackend::Postgres(pg) => {

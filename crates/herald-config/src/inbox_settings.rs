@@ -8,6 +8,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboxSettings {
     pub retention: Retention,
+    /// `inbox.dedup_memory_mb` (256): memory for the dedup keys of the last hour on
+    /// SQLite; past it the oldest are looked up on disk.
+    pub dedup_memory_bytes: usize,
 }
 
 /// `inbox.retention`: `None` keeps forever (`0` in the file).
@@ -29,11 +32,12 @@ impl Default for InboxSettings {
                 delivered: Some(30 * DAY),
                 dead: Some(90 * DAY),
             },
+            dedup_memory_bytes: 256 << 20,
         }
     }
 }
 
-const KEYS: &[&str] = &["retention"];
+const KEYS: &[&str] = &["retention", "dedup_memory_mb"];
 const RETENTION_KEYS: &[&str] = &["delivered_days", "dead_days"];
 
 /// Reads `inbox:`; problems go to `r`.
@@ -43,6 +47,11 @@ pub fn read_inbox_settings(r: &mut Reader, doc: &Node) -> InboxSettings {
         return out;
     };
     r.check_keys(block, "inbox", KEYS);
+    if let Some(n) = block.get("dedup_memory_mb").filter(|n| !n.is_null())
+        && let Some(mb) = r.int(n, "inbox.dedup_memory_mb", 1, 65_536)
+    {
+        out.dedup_memory_bytes = usize::try_from(mb).unwrap_or(256) << 20;
+    }
     let Some(retention) = block.get("retention").filter(|n| !n.is_null()) else {
         return out;
     };
@@ -87,5 +96,7 @@ mod tests {
             Some(30 * DAY),
             "a bad value keeps the default"
         );
+        let (s, problems) = read("inbox:\n  dedup_memory_mb: 16\n");
+        assert_eq!((s.dedup_memory_bytes, problems), (16 << 20, 0));
     }
 }

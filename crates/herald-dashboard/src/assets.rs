@@ -39,6 +39,11 @@ pub(crate) fn router(dash: Arc<Dashboard>) -> Router {
         )
         .route("/dashboard/", get(page))
         .route("/dashboard/assets/{name}", get(asset))
+        // Anything else under /dashboard is the dashboard's own 404 (with its headers).
+        .route(
+            "/dashboard/{*rest}",
+            axum::routing::any(|| async { (StatusCode::NOT_FOUND, "not found\n") }),
+        )
         .with_state(dash)
 }
 

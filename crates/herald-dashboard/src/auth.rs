@@ -1,8 +1,11 @@
-//! The dashboard's login: the API key or the dashboard token, checked in constant time,
-//! trades for a session cookie (HttpOnly, SameSite=Strict, path /dashboard) and a CSRF
-//! token that every change must send back (`X-CSRF-Token`), from the same origin.
-//! Failed logins are limited (ten a minute) so a token cannot be guessed over the
-//! network.
+//! The dashboard's login: the API key or the dashboard token, checked in constant time
+//! (digests compared, so not even the length shows), trades for a session cookie
+//! (HttpOnly, SameSite=Strict, path /dashboard; Secure behind a TLS proxy) and a CSRF
+//! token that every change must send back (`X-CSRF-Token`), from the same origin. A
+//! failed login answers after a second, four at a time, so nothing can be guessed over
+//! the network, and nobody can lock the others out. A session ends after 12 hours
+//! unused or 24 hours in all, and as soon as the credential it was opened with changes
+//! (`herald dashboard token --new`).
 
 use crate::Dashboard;
 use axum::Router;
@@ -19,10 +22,12 @@ use subtle::ConstantTimeEq;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "herald_dashboard";
-/// How long a session lasts without use.
+/// How long a session lasts without use, and in all.
 const IDLE: Duration = Duration::from_secs(12 * 3600);
-/// Failed logins allowed per minute (for the whole process).
-const FAILURES_PER_MINUTE: u32 = 10;
+const LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// How long a failed login waits before its answer, and how many are checked at once.
+const FAILED_WAIT: Duration = Duration::from_secs(1);
+const CHECKS_AT_ONCE: usize = 4;
 /// Sessions kept at most (the oldest go first).
 const MAX_SESSIONS: usize = 256;
 
@@ -47,12 +52,20 @@ impl Credentials {
 pub(crate) struct Session {
     pub csrf: String,
     last_used: Instant,
+    opened: Instant,
+    /// The digest of the credential that opened it.
+    by: [u8; 32],
 }
 
 pub(crate) struct Auth {
     credentials: Credentials,
     sessions: Mutex<HashMap<String, Session>>,
-    failures: Mutex<(Instant, u32)>,
+    checks: tokio::sync::Semaphore,
+}
+
+fn digest(text: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.trim().as_bytes()).into()
 }
 
 impl Auth {
@@ -60,44 +73,37 @@ impl Auth {
         Auth {
             credentials,
             sessions: Mutex::default(),
-            failures: Mutex::new((Instant::now(), 0)),
+            checks: tokio::sync::Semaphore::new(CHECKS_AT_ONCE),
         }
     }
 
-    fn secret_matches(&self, given: &str) -> bool {
-        let given = given.trim().as_bytes();
-        let key = self
-            .credentials
-            .api_key
-            .as_deref()
-            .is_some_and(|k| bool::from(given.ct_eq(k.as_bytes())));
-        let token = crate::token::read(&self.credentials.home)
-            .is_some_and(|t| bool::from(given.ct_eq(t.as_bytes())));
-        !given.is_empty() && (key | token)
+    /// The digests of the credentials that log in now.
+    fn current(&self) -> Vec<[u8; 32]> {
+        let key = self.credentials.api_key.as_deref().map(digest);
+        let token = crate::token::read(&self.credentials.home).map(|t| digest(&t));
+        key.into_iter().chain(token).collect()
     }
 
-    /// Whether another failed login may be tried now.
-    fn may_try(&self) -> bool {
-        let Ok(mut f) = self.failures.lock() else {
-            return false;
-        };
-        if f.0.elapsed() > Duration::from_secs(60) {
-            *f = (Instant::now(), 0);
+    /// The digest of `given` when it is a credential that logs in now.
+    fn credential(&self, given: &str) -> Option<[u8; 32]> {
+        if given.trim().is_empty() {
+            return None;
         }
-        f.1 < FAILURES_PER_MINUTE
-    }
-
-    fn failed(&self) {
-        if let Ok(mut f) = self.failures.lock() {
-            f.1 += 1;
+        let given = digest(given);
+        let mut found = subtle::Choice::from(0u8);
+        for c in self.current() {
+            found |= given.ct_eq(&c);
         }
+        bool::from(found).then_some(given)
     }
 
-    fn open_session(&self) -> (String, Session) {
+    fn open_session(&self, by: [u8; 32]) -> (String, Session) {
         let id = crate::token::random_hex();
         let session = Session {
             csrf: crate::token::random_hex(),
             last_used: Instant::now(),
+            opened: Instant::now(),
+            by,
         };
         if let Ok(mut all) = self.sessions.lock() {
             all.retain(|_, s| s.last_used.elapsed() < IDLE);
@@ -117,9 +123,11 @@ impl Auth {
     /// The session the request's cookie names, kept alive.
     pub(crate) fn session(&self, headers: &HeaderMap) -> Option<Session> {
         let id = cookie(headers, COOKIE)?;
+        let current = self.current();
         let mut all = self.sessions.lock().ok()?;
         let s = all.get_mut(&id)?;
-        if s.last_used.elapsed() > IDLE {
+        let still = current.iter().any(|c| bool::from(c.ct_eq(&s.by)));
+        if s.last_used.elapsed() > IDLE || s.opened.elapsed() > LIFETIME || !still {
             all.remove(&id);
             return None;
         }
@@ -187,18 +195,25 @@ async fn login(
         return (StatusCode::FORBIDDEN, "cross-site login refused\n").into_response();
     }
     let auth = &dash.auth;
-    if !auth.may_try() {
-        tracing::warn!("dashboard: too many failed logins; refusing for a minute");
-        return Redirect::to("/dashboard/?login=busy").into_response();
-    }
-    if !auth.secret_matches(&form.token) {
-        auth.failed();
-        tracing::info!("dashboard: a login failed");
+    let Ok(_turn) = auth.checks.acquire().await else {
         return Redirect::to("/dashboard/?login=failed").into_response();
-    }
-    let (id, _) = auth.open_session();
+    };
+    let Some(by) = auth.credential(&form.token) else {
+        tracing::info!("dashboard: a login failed");
+        // Held while waiting: guesses go one a second per permit at most.
+        tokio::time::sleep(FAILED_WAIT).await;
+        return Redirect::to("/dashboard/?login=failed").into_response();
+    };
+    let (id, _) = auth.open_session(by);
+    dash.keep_search_index();
     let mut answer = Redirect::to("/dashboard/").into_response();
-    let cookie = format!("{COOKIE}={id}; Path=/dashboard; HttpOnly; SameSite=Strict");
+    // Behind a TLS proxy the cookie never travels in the clear.
+    let tls = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let secure = if tls { "; Secure" } else { "" };
+    let cookie = format!("{COOKIE}={id}; Path=/dashboard; HttpOnly; SameSite=Strict{secure}");
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         answer.headers_mut().insert(header::SET_COOKIE, v);
     }
@@ -218,8 +233,8 @@ async fn logout(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Respo
     answer
 }
 
-/// A change's CSRF check: a session, its token in `X-CSRF-Token` (or the form's
-/// `csrf` for the logout form), from the same origin.
+/// A change's CSRF check: a session, its token in `X-CSRF-Token`, from the same
+/// origin.
 fn csrf_ok(dash: &Dashboard, headers: &HeaderMap) -> bool {
     let Some(session) = dash.auth.session(headers) else {
         return false;

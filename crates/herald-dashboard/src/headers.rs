@@ -45,3 +45,65 @@ async fn set_headers(request: Request, next: Next) -> Response {
     }
     response
 }
+
+/// On a loopback listener, only a loopback host name may be asked for: a page of
+/// another site that made its name point at 127.0.0.1 (DNS rebinding) is refused, as
+/// Jupyter does.
+pub(crate) fn loopback_only(router: Router) -> Router {
+    router.layer(axum::middleware::from_fn(check_host))
+}
+
+async fn check_host(request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if is_loopback_name(host) {
+        return next.run(request).await;
+    }
+    let mut refused = Response::new(axum::body::Body::from(
+        "this dashboard answers only to localhost, 127.0.0.1 or [::1]\n",
+    ));
+    *refused.status_mut() = axum::http::StatusCode::FORBIDDEN;
+    refused
+}
+
+/// `host` (with or without a port) names this machine by a loopback name.
+fn is_loopback_name(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names_with_and_without_ports() {
+        for ok in [
+            "localhost",
+            "localhost:8642",
+            "127.0.0.1:8642",
+            "[::1]:8642",
+            "127.0.0.2",
+        ] {
+            assert!(is_loopback_name(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8642",
+            "10.0.0.1:8642",
+            "",
+            "[::2]:1",
+        ] {
+            assert!(!is_loopback_name(bad), "{bad}");
+        }
+    }
+}

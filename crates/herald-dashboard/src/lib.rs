@@ -34,7 +34,11 @@ pub struct Dashboard {
     /// Where a subscription's URL points (`http://host:port`).
     webhook_base: String,
     auth: auth::Auth,
+    loopback: bool,
     history: history::DepthHistory,
+    /// Whether the search index is being kept up (from the first login on: a gateway
+    /// whose dashboard nobody uses pays nothing for it).
+    indexing: std::sync::Once,
 }
 
 /// How a dashboard is made.
@@ -45,6 +49,9 @@ pub struct DashboardParts {
     pub config_routes: Vec<String>,
     pub webhook_base: String,
     pub credentials: Credentials,
+    /// The listener binds loopback only: host names other than loopback ones are
+    /// refused (DNS rebinding).
+    pub loopback: bool,
 }
 
 impl Dashboard {
@@ -60,13 +67,22 @@ impl Dashboard {
             config_routes: parts.config_routes,
             webhook_base: parts.webhook_base,
             auth: auth::Auth::new(parts.credentials),
+            loopback: parts.loopback,
             history: history::DepthHistory::default(),
+            indexing: std::sync::Once::new(),
         });
         if let Some(gw) = &dash.gateway {
             history::spawn_sampler(Arc::downgrade(&dash), gw.clone());
-            history::spawn_indexer(gw.clone());
         }
         dash
+    }
+
+    /// Starts keeping the search index up with the inbox (once).
+    pub(crate) fn keep_search_index(&self) {
+        if let Some(gw) = &self.gateway {
+            self.indexing
+                .call_once(|| history::spawn_indexer(gw.clone()));
+        }
     }
 }
 
@@ -75,5 +91,9 @@ pub fn router(dash: Arc<Dashboard>) -> axum::Router {
     let api = api::router(dash.clone());
     let pages = assets::router(dash.clone());
     let login = auth::router(dash.clone());
-    headers::secured(pages.merge(login).merge(api))
+    let all = headers::secured(pages.merge(login).merge(api));
+    match dash.loopback {
+        true => headers::loopback_only(all),
+        false => all,
+    }
 }

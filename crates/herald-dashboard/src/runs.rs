@@ -79,7 +79,12 @@ async fn events(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> R
             return;
         }
         loop {
-            let event = match watch.recv().await {
+            // A page that went away ends its watch at once, not at the run's next event.
+            let next = tokio::select! {
+                next = watch.recv() => next,
+                () = tx.closed() => return,
+            };
+            let event = match next {
                 Ok(e) => e,
                 Err(RecvError::Lagged(n)) => {
                     let _ = tx.send(json!({"event": "lagged", "missed": n})).await;

@@ -24,10 +24,11 @@ pub fn ensure(home: &Path, new: bool) -> std::io::Result<String> {
     }
     let token = random_hex();
     let file = path(home);
-    let tmp = file.with_extension("token.tmp");
+    let tmp = home.join(format!(".dashboard.token.{}", random_hex()));
     {
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        // A new file of its own: never one planted in its place.
+        options.write(true).create_new(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;

@@ -646,8 +646,10 @@ impl InboxBackend for PgInbox {
         if let Some(search) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             args.push(Box::new(herald_store::events::like_pattern(search)));
             let n = args.len();
+            // Scanned, so bounded: the newest entries only.
             sql.push_str(&format!(
-                " AND (delivery_id ILIKE ${n} OR event_type ILIKE ${n} OR prompt ILIKE ${n})"
+                " AND (delivery_id ILIKE ${n} OR event_type ILIKE ${n} OR prompt ILIKE ${n})
+                  AND id > (SELECT coalesce(max(id), 0) - {SEARCHED} FROM inbox)"
             ));
         }
         let texts = [
@@ -861,3 +863,6 @@ fn count_of(rows: &[tokio_postgres::Row]) -> Result<usize, StoreError> {
         .unwrap_or(0);
     Ok(usize::try_from(n).unwrap_or(0))
 }
+
+/// Newest entries a dashboard search scans on PostgreSQL (no full-text index there).
+const SEARCHED: i64 = 200_000;

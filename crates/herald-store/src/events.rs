@@ -77,6 +77,12 @@ pub(crate) fn index_batch(conn: &Connection, max: usize) -> rusqlite::Result<usi
     Ok(n)
 }
 
+/// Whether the inbox has entries the search index has not seen.
+pub(crate) fn behind(conn: &Connection) -> rusqlite::Result<bool> {
+    let newest: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM inbox", [], |r| r.get(0))?;
+    Ok(newest > indexed_up_to(conn)?)
+}
+
 fn indexed_up_to(conn: &Connection) -> rusqlite::Result<i64> {
     Ok(conn
         .query_row("SELECT last_id FROM inbox_fts_state", [], |r| r.get(0))

@@ -32,6 +32,7 @@ mod syncer;
 mod writer;
 
 pub use backend::InboxBackend;
+pub use dedup_keys::{BYTES_PER_KEY, DEFAULT_BUDGET_BYTES};
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{
     Attempt, EnqueueOutcome, InboxGauges, InboxItem, InboxQuery, NewInboxItem, StoredPayload,
@@ -106,6 +107,14 @@ impl Store {
     /// started.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         Ok(Store::on(Arc::new(SqliteInbox::open(path)?)))
+    }
+
+    /// [`Store::open`] with the dedup keys kept within `dedup_memory` bytes.
+    pub fn open_within(path: &Path, dedup_memory: usize) -> Result<Store, StoreError> {
+        Ok(Store::on(Arc::new(SqliteInbox::open_within(
+            path,
+            dedup_memory,
+        )?)))
     }
 
     /// An existing SQLite inbox, for reading only (writes fail with

@@ -24,6 +24,12 @@ pub struct SqliteInbox {
 impl SqliteInbox {
     /// Opens (creating if needed) the database, migrates it and starts the writer thread.
     pub fn open(path: &Path) -> Result<SqliteInbox, StoreError> {
+        SqliteInbox::open_within(path, dedup_keys::DEFAULT_BUDGET_BYTES)
+    }
+
+    /// [`SqliteInbox::open`], its dedup keys kept within `dedup_memory` bytes (past it
+    /// the oldest are looked up on disk).
+    pub fn open_within(path: &Path, dedup_memory: usize) -> Result<SqliteInbox, StoreError> {
         let mut conn = open_for_writing(path)?;
         let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if found > schema::latest_version() {
@@ -34,7 +40,7 @@ impl SqliteInbox {
             });
         }
         schema::migrate(&mut conn)?;
-        let keys = dedup_keys::DedupKeys::load(&conn, now_ms())?;
+        let keys = dedup_keys::DedupKeys::load(&conn, now_ms(), dedup_memory)?;
         let tx = crate::start_writer(path, conn, Some(keys))?;
         Ok(SqliteInbox {
             tx: Some(tx),
@@ -269,6 +275,10 @@ impl InboxBackend for SqliteInbox {
     }
 
     async fn index_for_search(&self, max: usize) -> Result<usize, StoreError> {
+        // Read first: an idle inbox costs the writer nothing.
+        if !self.read(crate::events::behind).await? {
+            return Ok(0);
+        }
         self.write(Durability::Process, move |c| {
             crate::events::index_batch(c, max)
         })

@@ -195,3 +195,56 @@ async fn runs_are_kept_and_unfinished_ones_fail_after_a_restart() {
         "running"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_their_memory_budget_dedup_keys_are_found_on_disk_and_kept_across_a_restart() {
+    let place = sqlite_file();
+    // Room for 100 keys in memory.
+    let budget = 100 * crate::BYTES_PER_KEY;
+    let store = Store::open_within(&place.path, budget).unwrap();
+    let t = now_ms() - 60_000;
+    for n in 0..1000 {
+        let outcome = store
+            .enqueue(item("r", &format!("k-{n}"), t + n))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, EnqueueOutcome::Accepted { .. }), "{n}");
+    }
+    // The oldest keys went to disk, a slice between batches.
+    let spilled = || {
+        let conn = rusqlite::Connection::open(&place.path).unwrap();
+        conn.query_row("SELECT count(*) FROM dedup", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    let started = std::time::Instant::now();
+    while spilled() < 800 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{}",
+            spilled()
+        );
+        store.seen("r", "warm", now_ms()).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for n in [0, 1, 500, 999] {
+        let again = store
+            .enqueue(item("r", &format!("k-{n}"), t + 2000))
+            .await
+            .unwrap();
+        assert_eq!(again, EnqueueOutcome::Duplicate, "k-{n}");
+        assert!(store.seen("r", &format!("k-{n}"), now_ms()).await.unwrap());
+    }
+    assert!(!store.seen("r", "never", now_ms()).await.unwrap());
+    drop(store);
+    // Reopened within the same budget: the keys past it are written out at load.
+    let store = Store::open_within(&place.path, budget).unwrap();
+    for n in [0, 250, 998] {
+        let again = store
+            .enqueue(item("r", &format!("k-{n}"), t + 3000))
+            .await
+            .unwrap();
+        assert_eq!(again, EnqueueOutcome::Duplicate, "after a restart: k-{n}");
+    }
+    let fresh = store.enqueue(item("r", "k-new", t + 3000)).await.unwrap();
+    assert!(matches!(fresh, EnqueueOutcome::Accepted { .. }));
+}

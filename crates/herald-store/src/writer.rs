@@ -8,7 +8,7 @@ use crate::deliveries::{self, NewDelivery};
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
 use crate::round_stats::RoundStats;
 use crate::syncer::{Pending, SyncProgress};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -96,12 +96,18 @@ pub(crate) fn run(
     // (which stamp no enqueue) still leave the window and memory.
     let mut latest_ms = crate::now_ms();
     let mut stats = RoundStats::new("store writer");
+    let mut spill: Option<Spill> = None;
     loop {
-        let first = match rx.recv_timeout(PURGE_EVERY) {
+        let wait = match spill {
+            Some(_) => Duration::ZERO,
+            None => PURGE_EVERY,
+        };
+        let first = match rx.recv_timeout(wait) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {
                 if has_dedup {
                     purge(&conn, &mut keys, &mut last_purge, latest_ms);
+                    spill_step(&conn, &mut keys, &mut spill, latest_ms);
                 }
                 continue;
             }
@@ -132,6 +138,61 @@ pub(crate) fn run(
         stats.record(size, started.elapsed());
         if has_dedup && last_purge.elapsed() >= PURGE_EVERY {
             purge(&conn, &mut keys, &mut last_purge, latest_ms);
+        }
+        if has_dedup {
+            spill_step(&conn, &mut keys, &mut spill, latest_ms);
+        }
+    }
+}
+
+/// Keys on their way from memory to the `dedup` table: those seen in `[from_ms,
+/// cut_ms)` still to write.
+struct Spill {
+    from_ms: i64,
+    cut_ms: i64,
+}
+
+/// Past the keys' memory budget, writes one slice of the oldest keys to disk; once all
+/// of them are there, forgets them from memory. Between batches, so that no batch waits
+/// for more than a slice.
+fn spill_step(conn: &Connection, keys: &mut DedupKeys, spill: &mut Option<Spill>, latest_ms: i64) {
+    let now_ms = latest_ms.max(crate::now_ms());
+    let job = match spill.take() {
+        Some(job) => job,
+        None if keys.over_budget() => {
+            let job = Spill {
+                from_ms: keys.spilled_until_ms.max(now_ms - DEDUP_WINDOW_MS),
+                cut_ms: keys.spill_cut(),
+            };
+            tracing::info!("dedup keys past their memory budget: the oldest go to disk");
+            job
+        }
+        None => return,
+    };
+    if job.from_ms >= job.cut_ms {
+        keys.forget_before(job.cut_ms);
+        return;
+    }
+    let slice_end: Option<i64> = conn
+        .query_row(
+            "SELECT received_at_ms FROM inbox INDEXED BY inbox_received
+             WHERE received_at_ms >= ?1 AND received_at_ms < ?2
+             ORDER BY received_at_ms LIMIT 1 OFFSET ?3",
+            params![job.from_ms, job.cut_ms, crate::dedup_keys::SPILL_SLICE],
+            |r| r.get(0),
+        )
+        .optional()
+        .unwrap_or(None);
+    let to = slice_end.map_or(job.cut_ms, |t| t.max(job.from_ms + 1));
+    match crate::dedup_keys::spill_range(conn, job.from_ms, to) {
+        Ok(_) => {
+            *spill = Some(Spill {
+                from_ms: to,
+                cut_ms: job.cut_ms,
+            })
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "dedup keys could not be written to disk; they stay in memory");
         }
     }
 }
@@ -213,10 +274,14 @@ fn commit_batch(
                     delivery_id,
                     now_ms,
                     reply,
-                } => replies.push(Reply::Seen(
-                    reply,
-                    Ok(keys.is_seen(keys.key(&route, &delivery_id), now_ms)),
-                )),
+                } => {
+                    let in_memory = keys.is_seen(keys.key(&route, &delivery_id), now_ms);
+                    let seen = match in_memory || !keys.spilled(now_ms) {
+                        true => Ok(in_memory),
+                        false => crate::dedup_keys::on_disk(&tx, &route, &delivery_id, now_ms),
+                    };
+                    replies.push(Reply::Seen(reply, seen));
+                }
                 Command::RecordDelivery {
                     delivery,
                     mark_seen,
@@ -325,7 +390,11 @@ fn enqueue(
     // The key is decided in memory; the inbox row (route, delivery id, received time)
     // is what keeps it on disk (see `dedup_keys`).
     let key = keys.key(&item.route, &item.delivery_id);
-    if keys.is_seen(key, item.received_at_ms) {
+    let now = item.received_at_ms;
+    if keys.is_seen(key, now)
+        || (keys.spilled(now)
+            && crate::dedup_keys::on_disk(tx, &item.route, &item.delivery_id, now)?)
+    {
         return Ok(EnqueueOutcome::Duplicate);
     }
     tx.prepare_cached(
