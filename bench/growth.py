@@ -11,6 +11,7 @@ inbox, herald's RSS and peak RSS, and the inbox files on disk; at the end, what 
 million events cost in RSS and in disk.
 
 Usage: python3 bench/growth.py --herald-bin OLD --herald-bin NEW [--loads 6] [--seconds 20]
+       [--dedup-mb 16]   (the last binary again, its dedup keys within 16 MiB)
 """
 
 import argparse
@@ -40,10 +41,13 @@ def inbox_total(port):
         return json.load(r)["inbox"]["total"]
 
 
-def run(binary, args, body):
+def run(binary, args, body, dedup_mb=None):
     home = tempfile.mkdtemp(prefix="herald-growth-")
     port = load.free_port()
     env = load.herald_env(home, port, load.free_port())
+    if dedup_mb:
+        with open(os.path.join(home, "config.yaml"), "a") as f:
+            f.write(f"inbox:\n  dedup_memory_mb: {dedup_mb}\n")
     env["HERALD_RETENTION_EVERY_MS"] = "1000"
     herald = load.start_herald(binary, env)
     rows = []
@@ -52,7 +56,8 @@ def run(binary, args, body):
         time.sleep(0.5)
         rss0 = load.rss_kb(herald.pid, "VmRSS")
         wrk_args = argparse.Namespace(threads=2, connections=32, duration=args.seconds)
-        print(f"\n{binary}\n{'load':>4} {'req/s':>8} {'events':>10} {'RSS MB':>8} {'peak MB':>8} {'disk MB':>9}")
+        budget = f" (inbox.dedup_memory_mb: {dedup_mb})" if dedup_mb else ""
+        print(f"\n{binary}{budget}\n{'load':>4} {'req/s':>8} {'events':>10} {'RSS MB':>8} {'peak MB':>8} {'disk MB':>9}")
         for n in range(1, args.loads + 1):
             r = load.run_wrk(port, "accepted", body, wrk_args, f"growth-{time.time()}-{n}")
             events = inbox_total(port)
@@ -76,6 +81,8 @@ def main():
     ap.add_argument("--herald-bin", action="append", required=True)
     ap.add_argument("--loads", type=int, default=6)
     ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--dedup-mb", type=int, action="append", default=[],
+                    help="also run the last binary with this dedup memory budget")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -83,6 +90,8 @@ def main():
         body = f.read()
     for binary in args.herald_bin:
         run(binary, args, body)
+    for mb in args.dedup_mb:
+        run(args.herald_bin[-1], args, body, mb)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ pub const UNKNOWN: &str = "unknown";
 /// The values one label has taken.
 #[derive(Debug, Default)]
 pub struct Names {
-    seen: RwLock<HashSet<String>>,
+    seen: RwLock<HashSet<String, foldhash::fast::RandomState>>,
 }
 
 impl Names {

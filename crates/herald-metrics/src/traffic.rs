@@ -21,7 +21,7 @@ pub struct Minute {
 /// Every route's last hour.
 #[derive(Default)]
 pub struct Traffic {
-    routes: Mutex<HashMap<String, VecDeque<Minute>>>,
+    routes: Mutex<HashMap<String, VecDeque<Minute>, foldhash::fast::RandomState>>,
 }
 
 fn this_minute() -> i64 {

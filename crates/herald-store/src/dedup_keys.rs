@@ -93,8 +93,9 @@ impl DedupKeys {
 
     /// Forgets the keys seen before `cut_ms` (they are on disk now).
     pub(crate) fn forget_before(&mut self, cut_ms: i64) {
+        // The table keeps its room (the budget bounds it): shrinking would need the old
+        // and a new one at once.
         self.seen.retain(|_, at| *at >= cut_ms);
-        self.seen.shrink_to_fit();
         self.spilled_until_ms = self.spilled_until_ms.max(cut_ms);
     }
 

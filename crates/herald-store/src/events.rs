@@ -52,8 +52,9 @@ const INDEXED_PROMPT: usize = 4000;
 /// Entries past the index that a search scans at most.
 const UNINDEXED_SCAN: i64 = 20_000;
 
-const SUMMARY: &str = "id, route, event_type, delivery_id, state, attempts, received_at_ms, updated_at_ms, \
-                       substr(prompt, 1, 200), last_error";
+const SUMMARY: &str = "inbox.id, inbox.route, inbox.event_type, inbox.delivery_id, inbox.state, \
+                       inbox.attempts, inbox.received_at_ms, inbox.updated_at_ms, \
+                       substr(inbox.prompt, 1, 200), inbox.last_error";
 
 /// Indexes up to `max` entries the search index has not seen; how many.
 pub(crate) fn index_batch(conn: &Connection, max: usize) -> rusqlite::Result<usize> {
@@ -90,42 +91,77 @@ fn indexed_up_to(conn: &Connection) -> rusqlite::Result<i64> {
         .unwrap_or(0))
 }
 
-/// A page of events as `q` asks.
+/// How a page's rows are chosen.
+enum Source<'a> {
+    /// Every entry, newest first.
+    All,
+    /// Entries scanned for `search` (a substring), within ids `(after, upto]`.
+    Scanned { search: &'a str, after: i64, upto: i64 },
+    /// Entries the index finds for `search`, at or below id `upto`.
+    Indexed { search: &'a str, upto: i64 },
+}
+
+/// A page of events as `q` asks. A search reads the newest entries the index has not
+/// seen yet by scanning them, then the index, newest first, each stopping at the page.
 pub(crate) fn page(conn: &Connection, q: &EventQuery) -> rusqlite::Result<Vec<EventSummary>> {
-    let mut sql = format!("SELECT {SUMMARY} FROM inbox WHERE 1=1");
+    let limit = q.limit.clamp(1, MAX_PAGE) as usize;
+    let Some(search) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) else {
+        return rows(conn, q, Source::All, limit);
+    };
+    let newest: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM inbox", [], |r| r.get(0))?;
+    if search.chars().count() < 3 {
+        // Too short for trigrams: the newest entries, scanned.
+        let after = newest - UNINDEXED_SCAN;
+        return rows(conn, q, Source::Scanned { search, after, upto: newest }, limit);
+    }
+    let indexed = indexed_up_to(conn)?.min(newest);
+    let after = indexed.max(newest - UNINDEXED_SCAN);
+    let mut page = rows(conn, q, Source::Scanned { search, after, upto: newest }, limit)?;
+    if page.len() < limit {
+        let more = rows(conn, q, Source::Indexed { search, upto: indexed }, limit - page.len())?;
+        page.extend(more);
+    }
+    Ok(page)
+}
+
+fn rows(
+    conn: &Connection,
+    q: &EventQuery,
+    source: Source<'_>,
+    limit: usize,
+) -> rusqlite::Result<Vec<EventSummary>> {
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     let arg = |v: rusqlite::types::Value, args: &mut Vec<rusqlite::types::Value>| {
         args.push(v);
         format!("?{}", args.len())
     };
-    if let Some(search) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        let like = arg(like_pattern(search).into(), &mut args);
-        let matches = format!(
-            "(delivery_id LIKE {like} ESCAPE '\\' OR event_type LIKE {like} ESCAPE '\\' OR prompt LIKE {like} ESCAPE '\\')"
-        );
-        if search.chars().count() >= 3 {
-            let indexed = indexed_up_to(conn)?;
-            let tail = arg(indexed.into(), &mut args);
-            let scan = arg((indexed + UNINDEXED_SCAN).into(), &mut args);
-            let phrase = arg(fts_phrase(search).into(), &mut args);
-            sql.push_str(&format!(
-                " AND (id IN (SELECT rowid FROM inbox_fts WHERE inbox_fts MATCH {phrase})
-                       OR (id > {tail} AND id <= {scan} AND {matches}))"
-            ));
-        } else {
-            // Too short for trigrams: the newest entries, scanned.
-            sql.push_str(&format!(
-                " AND id > (SELECT coalesce(max(id), 0) - {UNINDEXED_SCAN} FROM inbox) AND {matches}"
-            ));
+    let mut sql = match source {
+        Source::All => format!("SELECT {SUMMARY} FROM inbox WHERE 1=1"),
+        Source::Scanned { search, after, upto } => {
+            let like = arg(like_pattern(search).into(), &mut args);
+            let (after, upto) = (arg(after.into(), &mut args), arg(upto.into(), &mut args));
+            format!(
+                "SELECT {SUMMARY} FROM inbox WHERE id > {after} AND id <= {upto}
+                 AND (delivery_id LIKE {like} ESCAPE '\\' OR event_type LIKE {like} ESCAPE '\\' OR prompt LIKE {like} ESCAPE '\\')"
+            )
         }
-    }
+        Source::Indexed { search, upto } => {
+            let phrase = arg(fts_phrase(search).into(), &mut args);
+            let upto = arg(upto.into(), &mut args);
+            // Driven by the index in id order, so a page stops early.
+            format!(
+                "SELECT {SUMMARY} FROM inbox_fts JOIN inbox ON inbox.id = inbox_fts.rowid
+                 WHERE inbox_fts MATCH {phrase} AND inbox_fts.rowid <= {upto}"
+            )
+        }
+    };
     let filters = [
-        ("route = ", q.route.clone().map(Into::into)),
-        ("state = ", q.state.clone().map(Into::into)),
-        ("delivery_id = ", q.delivery_id.clone().map(Into::into)),
-        ("received_at_ms >= ", q.since_ms.map(Into::into)),
-        ("received_at_ms < ", q.until_ms.map(Into::into)),
-        ("id < ", q.before_id.map(Into::into)),
+        ("inbox.route = ", q.route.clone().map(Into::into)),
+        ("inbox.state = ", q.state.clone().map(Into::into)),
+        ("inbox.delivery_id = ", q.delivery_id.clone().map(Into::into)),
+        ("inbox.received_at_ms >= ", q.since_ms.map(Into::into)),
+        ("inbox.received_at_ms < ", q.until_ms.map(Into::into)),
+        ("inbox.id < ", q.before_id.map(Into::into)),
     ];
     for (clause, value) in filters {
         if let Some(v) = value {
@@ -133,10 +169,11 @@ pub(crate) fn page(conn: &Connection, q: &EventQuery) -> rusqlite::Result<Vec<Ev
             sql.push_str(&format!(" AND {clause}{at}"));
         }
     }
-    sql.push_str(&format!(
-        " ORDER BY id DESC LIMIT {}",
-        q.limit.clamp(1, MAX_PAGE)
-    ));
+    let order = match source {
+        Source::Indexed { .. } => "inbox_fts.rowid",
+        _ => "inbox.id",
+    };
+    sql.push_str(&format!(" ORDER BY {order} DESC LIMIT {limit}"));
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
         Ok(EventSummary {
