@@ -96,7 +96,11 @@ enum Source<'a> {
     /// Every entry, newest first.
     All,
     /// Entries scanned for `search` (a substring), within ids `(after, upto]`.
-    Scanned { search: &'a str, after: i64, upto: i64 },
+    Scanned {
+        search: &'a str,
+        after: i64,
+        upto: i64,
+    },
     /// Entries the index finds for `search`, at or below id `upto`.
     Indexed { search: &'a str, upto: i64 },
 }
@@ -112,13 +116,39 @@ pub(crate) fn page(conn: &Connection, q: &EventQuery) -> rusqlite::Result<Vec<Ev
     if search.chars().count() < 3 {
         // Too short for trigrams: the newest entries, scanned.
         let after = newest - UNINDEXED_SCAN;
-        return rows(conn, q, Source::Scanned { search, after, upto: newest }, limit);
+        return rows(
+            conn,
+            q,
+            Source::Scanned {
+                search,
+                after,
+                upto: newest,
+            },
+            limit,
+        );
     }
     let indexed = indexed_up_to(conn)?.min(newest);
     let after = indexed.max(newest - UNINDEXED_SCAN);
-    let mut page = rows(conn, q, Source::Scanned { search, after, upto: newest }, limit)?;
+    let mut page = rows(
+        conn,
+        q,
+        Source::Scanned {
+            search,
+            after,
+            upto: newest,
+        },
+        limit,
+    )?;
     if page.len() < limit {
-        let more = rows(conn, q, Source::Indexed { search, upto: indexed }, limit - page.len())?;
+        let more = rows(
+            conn,
+            q,
+            Source::Indexed {
+                search,
+                upto: indexed,
+            },
+            limit - page.len(),
+        )?;
         page.extend(more);
     }
     Ok(page)
@@ -137,7 +167,11 @@ fn rows(
     };
     let mut sql = match source {
         Source::All => format!("SELECT {SUMMARY} FROM inbox WHERE 1=1"),
-        Source::Scanned { search, after, upto } => {
+        Source::Scanned {
+            search,
+            after,
+            upto,
+        } => {
             let like = arg(like_pattern(search).into(), &mut args);
             let (after, upto) = (arg(after.into(), &mut args), arg(upto.into(), &mut args));
             format!(
@@ -158,7 +192,10 @@ fn rows(
     let filters = [
         ("inbox.route = ", q.route.clone().map(Into::into)),
         ("inbox.state = ", q.state.clone().map(Into::into)),
-        ("inbox.delivery_id = ", q.delivery_id.clone().map(Into::into)),
+        (
+            "inbox.delivery_id = ",
+            q.delivery_id.clone().map(Into::into),
+        ),
         ("inbox.received_at_ms >= ", q.since_ms.map(Into::into)),
         ("inbox.received_at_ms < ", q.until_ms.map(Into::into)),
         ("inbox.id < ", q.before_id.map(Into::into)),
