@@ -54,21 +54,13 @@ pub fn open_metrics_finding(settings: &MetricsSettings, hosts: &[&str]) -> Optio
     if !settings.enabled || settings.token.is_some() {
         return None;
     }
-    let exposed: Vec<&str> = hosts.iter().copied().filter(|h| !is_loopback(h)).collect();
+    let exposed: Vec<&str> = hosts.iter().copied().filter(|h| !crate::route::is_loopback_host(Some(h))).collect();
     (!exposed.is_empty()).then(|| {
         format!(
             "metrics.enabled serves /metrics without a token on {}: anyone who reaches it reads your route names and traffic; set metrics.token (or HERALD_METRICS_TOKEN)",
             exposed.join(", ")
         )
     })
-}
-
-fn is_loopback(host: &str) -> bool {
-    let host = host.trim().trim_start_matches('[').trim_end_matches(']');
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]

@@ -51,15 +51,7 @@ impl LiveRuns {
     /// how many were interrupted.
     pub(crate) async fn stop_all(&self, within: Duration) -> usize {
         self.stopping.store(true, Ordering::SeqCst);
-        let live: Vec<RunHandle> = match self.cells.lock() {
-            Ok(cells) => cells
-                .iter()
-                .filter_map(Weak::upgrade)
-                .filter(|c| !c.state().is_finished())
-                .map(|cell| RunHandle { cell })
-                .collect(),
-            Err(_) => Vec::new(),
-        };
+        let live = self.live();
         for run in &live {
             run.interrupt();
         }
