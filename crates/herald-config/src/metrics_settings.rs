@@ -54,7 +54,11 @@ pub fn open_metrics_finding(settings: &MetricsSettings, hosts: &[&str]) -> Optio
     if !settings.enabled || settings.token.is_some() {
         return None;
     }
-    let exposed: Vec<&str> = hosts.iter().copied().filter(|h| !crate::route::is_loopback_host(Some(h))).collect();
+    let exposed: Vec<&str> = hosts
+        .iter()
+        .copied()
+        .filter(|h| !crate::route::is_loopback_host(Some(h)))
+        .collect();
     (!exposed.is_empty()).then(|| {
         format!(
             "metrics.enabled serves /metrics without a token on {}: anyone who reaches it reads your route names and traffic; set metrics.token (or HERALD_METRICS_TOKEN)",
