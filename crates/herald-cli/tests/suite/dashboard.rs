@@ -329,6 +329,31 @@ async fn the_login_and_the_api_refuse_what_they_should() {
         .await
         .unwrap();
     assert_eq!(rebound.status(), StatusCode::FORBIDDEN);
+    // A body that never ends is let go (408), a huge one refused (413).
+    let slow = async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tcp = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+        let head = "POST /dashboard/login HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: 1000\r\n\r\ntoken=";
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = vec![0u8; 512];
+        let n = tokio::time::timeout(Duration::from_secs(20), tcp.read(&mut answer))
+            .await
+            .expect("answered within 20 s")
+            .unwrap();
+        String::from_utf8_lossy(&answer[..n]).into_owned()
+    };
+    let started = std::time::Instant::now();
+    let answer = slow.await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let huge = client
+        .post(h.url("/dashboard/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={}", "x".repeat(100_000)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(huge.status(), StatusCode::PAYLOAD_TOO_LARGE);
     // Under /dashboard, anything unknown is the dashboard's own 404, with its policy.
     let missing = client.get(h.url("/dashboard/nope")).send().await.unwrap();
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
@@ -352,6 +377,41 @@ async fn the_webhook_listener_serves_it_with_the_token_and_never_open_to_others(
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    // No model here: an accepted event waits, and is cancelled from the dashboard
+    // (with the page's CSRF token), once.
+    let (status, _) = h.github("r", "push", "{}", Some("wait-1")).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let page = session
+        .get(&h, "/dashboard/")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = page
+        .split("name=\"csrf-token\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let id = h.inbox()[0]["id"].to_string();
+    let cancel = format!("/dashboard/api/events/{id}/cancel");
+    let r = session
+        .post(&h, &cancel)
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(h.inbox()[0]["state"], "cancelled");
+    let again = session
+        .post(&h, &cancel)
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
     // A new token ends the sessions the old one opened.
     let (code, renewed, _) = h.cli(&["dashboard", "token", "--new"]);
     assert_eq!(code, 0);
