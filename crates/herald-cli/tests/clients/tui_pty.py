@@ -160,10 +160,15 @@ def run(s):
 def run_delegation(s):
     s.pump(8)
     s.type("split the work")
+    # Under load node can read the last letters and the Enter as one chunk, which Ink
+    # takes as a paste; a pause keeps the Enter a key of its own.
+    s.pump(0.5)
     s.type("\r")
     if not s.wait_for("scout", 30):
         fail("the subagent never showed", s)
     s.pump(1.5)
+    # Clear whatever the input line still holds (Ctrl-U), so /agents is a command.
+    s.type("\x15", pause=0.2)
     s.type("/agents\r", pause=0.1)
     s.pump(3)
     s.type("\x1b", pause=0.3)

@@ -330,6 +330,11 @@ async fn plugin_host_restarts_callback_failures_mcp_servers_and_websockets() {
     let servers = super::mcp::stdio_server("files", "", "");
     let extra = format!("mcp_servers:\n{servers}metrics:\n  enabled: true\n");
     let home = super::rpc::rpc_home(&provider.base_url, &extra);
+    // The server writes its pid into the home, not into the working folder.
+    let config = home.path().join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let pids = home.path().join("pids").display().to_string();
+    std::fs::write(&config, text.replace("${MCP_TEST_PID_FILE}", &pids)).unwrap();
     super::plugins::install_plugins(home.path(), &["hostile-exit", "hostile-raise-after"]);
     let server = super::rpc::WsServer::start(home.path(), "127.0.0.1:0", None).await;
     let base = server
