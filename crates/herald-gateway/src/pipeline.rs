@@ -125,16 +125,16 @@ impl Gateway {
                 .is_ok_and(|m| m.is_dir())
     }
 
-    /// The inbox's entries per state.
+    /// The inbox's entries per state, every state present (0 when empty).
     pub async fn inbox_counts(&self) -> Result<Vec<(String, i64)>, herald_store::StoreError> {
-        self.store.counts().await
+        Ok(herald_store::inbox::every_state(self.store.counts().await?))
     }
 
     /// The inbox's figures for the metrics.
     pub async fn inbox_figures(
         &self,
     ) -> Result<herald_metrics::InboxFigures, herald_store::StoreError> {
-        let counts = self.store.counts().await?;
+        let counts = self.inbox_counts().await?;
         let now_ms = self.clock.now_ms();
         let gauges = self.store.gauges(now_ms).await?;
         let age_ms = gauges
@@ -401,10 +401,7 @@ impl Gateway {
             delivery_id: delivery_id.clone(),
             received_at_ms: self.clock.now_ms(),
             profile: route.profile.clone(),
-            headers: kept_headers(
-                headers,
-                herald_trace::traceparent(&tracing::Span::current()),
-            ),
+            headers: kept_headers(headers, herald_trace::current_traceparent()),
             // An unchanged JSON body is stored as received (it is valid UTF-8 JSON).
             payload: match stored.as_deref().map(std::str::from_utf8) {
                 Some(Ok(text)) if !payload_changed => text.to_owned(),

@@ -36,6 +36,7 @@ pub struct Metrics {
 pub type Refresher = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+static TRAFFIC: AtomicBool = AtomicBool::new(false);
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
 /// The process's metrics.
@@ -51,6 +52,17 @@ pub fn enable() {
 /// Whether series record.
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
+}
+
+/// Starts counting each route's requests per minute (the dashboard's charts),
+/// independently of the series.
+pub fn enable_traffic() {
+    TRAFFIC.store(true, Ordering::Relaxed);
+}
+
+/// Whether each route's requests per minute are counted.
+pub fn traffic_enabled() -> bool {
+    TRAFFIC.load(Ordering::Relaxed)
 }
 
 impl Metrics {

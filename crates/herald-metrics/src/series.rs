@@ -56,17 +56,22 @@ impl Webhook {
     /// A request answered with `outcome` (`route`: the route it named when herald
     /// knows it).
     pub fn request(&self, route: Option<&str>, outcome: &'static str) {
-        if !crate::enabled() {
+        let (series, traffic) = (crate::enabled(), crate::traffic_enabled());
+        if !series && !traffic {
             return;
         }
         let route = match route {
             Some(r) => self.routes.value(r),
             None => UNKNOWN.to_owned(),
         };
-        self.traffic.count(&route, outcome);
-        self.requests
-            .get_or_create(&RouteOutcome { route, outcome })
-            .inc();
+        if traffic {
+            self.traffic.count(&route, outcome);
+        }
+        if series {
+            self.requests
+                .get_or_create(&RouteOutcome { route, outcome })
+                .inc();
+        }
     }
 
     pub fn verification_failed(&self, scheme: &'static str, reason: &'static str) {
@@ -97,7 +102,7 @@ pub struct Inbox {
 /// The inbox's figures at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct InboxFigures {
-    /// Entries per state.
+    /// Entries per state, every state present (a state gone to 0 must still be set).
     pub counts: Vec<(String, i64)>,
     /// Seconds the oldest queued entry has waited (0 with none queued).
     pub oldest_queued_age_secs: f64,
@@ -106,16 +111,6 @@ pub struct InboxFigures {
     /// Whether other instances share the store.
     pub shared: bool,
 }
-
-/// The states every scrape shows, 0 when empty.
-const STATES: [&str; 6] = [
-    "queued",
-    "running",
-    "delivering",
-    "delivered",
-    "dead",
-    "cancelled",
-];
 
 impl Inbox {
     pub(crate) fn register(&self, r: &mut Registry) {
@@ -142,16 +137,11 @@ impl Inbox {
     }
 
     pub fn set(&self, figures: &InboxFigures) {
-        for state in STATES {
-            let n = figures
-                .counts
-                .iter()
-                .find(|(s, _)| s == state)
-                .map_or(0, |(_, n)| *n);
+        for (state, n) in &figures.counts {
             let labels = StateLabel {
-                state: state.to_owned(),
+                state: state.clone(),
             };
-            self.depth.get_or_create(&labels).set(n);
+            self.depth.get_or_create(&labels).set(*n);
         }
         self.oldest_queued_age.set(figures.oldest_queued_age_secs);
         self.leases_held.set(figures.leases_held);

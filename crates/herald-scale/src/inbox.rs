@@ -652,25 +652,20 @@ impl InboxBackend for PgInbox {
                   AND id > (SELECT coalesce(max(id), 0) - {SEARCHED} FROM inbox)"
             ));
         }
-        let texts = [
-            ("route", q.route),
-            ("state", q.state),
-            ("delivery_id", q.delivery_id),
+        type Arg = Box<dyn ToSql + Sync + Send>;
+        let text = |v: Option<String>| v.map(|v| Box::new(v) as Arg);
+        let number = |v: Option<i64>| v.map(|v| Box::new(v) as Arg);
+        let filters = [
+            ("route =", text(q.route)),
+            ("state =", text(q.state)),
+            ("delivery_id =", text(q.delivery_id)),
+            ("received_at_ms >=", number(q.since_ms)),
+            ("received_at_ms <", number(q.until_ms)),
+            ("id <", number(q.before_id)),
         ];
-        for (column, value) in texts {
+        for (clause, value) in filters {
             if let Some(v) = value {
-                args.push(Box::new(v));
-                sql.push_str(&format!(" AND {column} = ${}", args.len()));
-            }
-        }
-        let numbers = [
-            ("received_at_ms >=", q.since_ms),
-            ("received_at_ms <", q.until_ms),
-            ("id <", q.before_id),
-        ];
-        for (clause, value) in numbers {
-            if let Some(v) = value {
-                args.push(Box::new(v));
+                args.push(v);
                 sql.push_str(&format!(" AND {clause} ${}", args.len()));
             }
         }
@@ -679,21 +674,8 @@ impl InboxBackend for PgInbox {
         let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| &**a as _).collect();
         let rows = self.query(&sql, &refs).await?;
         rows.iter()
-            .map(|r| {
-                Ok(EventSummary {
-                    id: r.try_get(0)?,
-                    route: r.try_get(1)?,
-                    event_type: r.try_get(2)?,
-                    delivery_id: r.try_get(3)?,
-                    state: r.try_get(4)?,
-                    attempts: r.try_get(5)?,
-                    received_at_ms: r.try_get(6)?,
-                    updated_at_ms: r.try_get(7)?,
-                    prompt: r.try_get(8)?,
-                    last_error: r.try_get(9)?,
-                })
-            })
-            .collect::<Result<_, tokio_postgres::Error>>()
+            .map(rows::summary)
+            .collect::<Result<_, _>>()
             .map_err(db_error)
     }
 

@@ -1,6 +1,7 @@
 //! Rows of the PostgreSQL inbox as the store's types, and text made fit for `TEXT`
 //! columns.
 
+use herald_store::events::EventSummary;
 use herald_store::inbox::{StoredPayload, json};
 use herald_store::{Attempt, Delivery, InboxItem};
 use std::borrow::Cow;
@@ -36,6 +37,22 @@ pub(crate) fn item_columns(alias: &str) -> String {
     ]
     .map(|c| format!("{alias}{c}"))
     .join(", ")
+}
+
+/// An event summary, from the columns `events` selects in this order.
+pub(crate) fn summary(r: &Row) -> Result<EventSummary, tokio_postgres::Error> {
+    Ok(EventSummary {
+        id: r.try_get(0)?,
+        route: r.try_get(1)?,
+        event_type: r.try_get(2)?,
+        delivery_id: r.try_get(3)?,
+        state: r.try_get(4)?,
+        attempts: r.try_get(5)?,
+        received_at_ms: r.try_get(6)?,
+        updated_at_ms: r.try_get(7)?,
+        prompt: r.try_get(8)?,
+        last_error: r.try_get(9)?,
+    })
 }
 
 pub(crate) fn item(r: &Row) -> Result<InboxItem, tokio_postgres::Error> {

@@ -79,16 +79,19 @@ impl DedupKeys {
     }
 
     /// The time before which the oldest keys go to disk, so that about four fifths of
-    /// the budget stays in memory.
-    pub(crate) fn spill_cut(&self) -> i64 {
+    /// the budget stays in memory (`None` with no keys at all).
+    pub(crate) fn spill_cut(&self) -> Option<i64> {
         let mut times: Vec<i64> = self.seen.values().copied().collect();
         let keep = self.budget * 4 / 5;
         let drop = times
             .len()
             .saturating_sub(keep)
             .min(times.len().saturating_sub(1));
+        if times.is_empty() {
+            return None;
+        }
         let (_, cut, _) = times.select_nth_unstable(drop);
-        *cut
+        Some(*cut)
     }
 
     /// Forgets the keys seen before `cut_ms` (they are on disk now).

@@ -199,6 +199,29 @@ pub fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<InboxItem>> {
     .optional()
 }
 
+/// Every state an inbox entry can be in, in the order an entry passes them.
+pub const STATES: [&str; 6] = [
+    "queued",
+    "running",
+    "delivering",
+    "delivered",
+    "dead",
+    "cancelled",
+];
+
+/// Counts per state with every state of [`STATES`] present (0 when empty), in that
+/// order; a state outside it (from a newer herald sharing the store) comes after.
+pub fn every_state(counts: Vec<(String, i64)>) -> Vec<(String, i64)> {
+    let mut all: Vec<(String, i64)> = STATES.iter().map(|s| ((*s).to_owned(), 0)).collect();
+    for (state, n) in counts {
+        match all.iter_mut().find(|(s, _)| *s == state) {
+            Some(slot) => slot.1 = n,
+            None => all.push((state, n)),
+        }
+    }
+    all
+}
+
 /// Counts per state.
 pub fn counts(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
     let mut stmt =

@@ -160,9 +160,12 @@ fn spill_step(conn: &Connection, keys: &mut DedupKeys, spill: &mut Option<Spill>
     let job = match spill.take() {
         Some(job) => job,
         None if keys.over_budget() => {
+            let Some(cut_ms) = keys.spill_cut() else {
+                return;
+            };
             let job = Spill {
                 from_ms: keys.spilled_until_ms.max(now_ms - DEDUP_WINDOW_MS),
-                cut_ms: keys.spill_cut(),
+                cut_ms,
             };
             tracing::info!("dedup keys past their memory budget: the oldest go to disk");
             job

@@ -26,13 +26,13 @@ pub fn continue_from(span: &tracing::Span, traceparent: Option<&str>, tracestate
     }
 }
 
-/// The `traceparent` of `span`, for what continues it later or elsewhere (`None`
-/// while nothing is exported).
-pub fn traceparent(span: &tracing::Span) -> Option<String> {
+/// The `traceparent` of the current span, for what continues it later or elsewhere
+/// (`None` while nothing is exported, without looking the span up).
+pub fn current_traceparent() -> Option<String> {
     if !crate::exporting() {
         return None;
     }
-    let cx = span.context();
+    let cx = tracing::Span::current().context();
     if !cx.span().span_context().is_valid() {
         return None;
     }

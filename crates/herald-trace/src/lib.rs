@@ -14,7 +14,7 @@ mod export;
 mod http;
 mod late;
 
-pub use context::{continue_from, traceparent};
+pub use context::{continue_from, current_traceparent};
 pub use export::{ExportError, Guard, Protocol, Settings, start};
 pub use http::traced;
 
