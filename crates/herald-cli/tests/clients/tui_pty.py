@@ -115,6 +115,7 @@ def run(s):
     s.pump(8)
     # A prompt and its answer.
     s.type("name a colour")
+    s.pump(0.5)
     s.type("\r")
     if not s.wait_for("Teal.", 30):
         fail("the answer never showed", s)
