@@ -1,6 +1,7 @@
 //! The dashboard's own response headers: a Content-Security-Policy that lets only this
 //! origin's scripts and styles run (no inline script, no other origin, no framing),
-//! and no sniffing, no referrer, no caching of what it shows.
+//! and no sniffing, no referrer, no browser powers (camera, clipboard, …), no caching of
+//! what it shows.
 
 use axum::Router;
 use axum::extract::Request;
@@ -10,6 +11,9 @@ use axum::response::Response;
 
 /// The policy of every dashboard response.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// The powers a page may ask the browser for: none of them.
+const PERMISSIONS: &str = "accelerometer=(), camera=(), clipboard-read=(), display-capture=(), geolocation=(), gyroscope=(), hid=(), magnetometer=(), microphone=(), midi=(), payment=(), serial=(), usb=(), xr-spatial-tracking=()";
 
 /// The most a dashboard request's body may hold (a login form, a subscription), and
 /// how long it may take to arrive once its head has.
@@ -67,6 +71,7 @@ async fn set_headers(request: Request, next: Next) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
+    h.insert("permissions-policy", HeaderValue::from_static(PERMISSIONS));
     h.insert(
         "cross-origin-opener-policy",
         HeaderValue::from_static("same-origin"),

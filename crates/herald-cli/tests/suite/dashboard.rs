@@ -265,6 +265,11 @@ async fn the_login_and_the_api_refuse_what_they_should() {
         csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
         "{csp}"
     );
+    let powers = page.headers()["permissions-policy"].to_str().unwrap();
+    assert!(
+        powers.contains("camera=()") && powers.contains("clipboard-read=()"),
+        "{powers}"
+    );
     assert!(page.text().await.unwrap().contains("name=\"token\""));
     // A login from another site is refused, whatever the key.
     let cross = client
