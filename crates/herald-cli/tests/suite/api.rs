@@ -761,8 +761,10 @@ async fn idle_connections_and_a_slow_reader_slow_nothing_else() {
 #[tokio::test]
 async fn the_default_cap_is_ten_runs_and_a_raised_cap_serves_a_hundred() {
     let provider = FakeProvider::start(vec![]);
+    // The first ten hold their slots for as long as the test needs, however slowly the
+    // machine posts them.
     provider.set_fallback(Scripted::Delayed(
-        Duration::from_millis(1500),
+        Duration::from_secs(60),
         Box::new(Scripted::text("done")),
     ));
     let h = Herald::start(&api_config(&provider.base_url, ""));
@@ -783,6 +785,10 @@ async fn the_default_cap_is_ten_runs_and_a_raised_cap_serves_a_hundred() {
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     drop(h);
 
+    provider.set_fallback(Scripted::Delayed(
+        Duration::from_millis(1500),
+        Box::new(Scripted::text("done")),
+    ));
     let raised = api_config(&provider.base_url, "").replace(
         "agent:\n",
         "gateway:\n  api_server:\n    max_concurrent_runs: 100\nagent:\n",
