@@ -1163,6 +1163,16 @@ async fn bad_input_on_every_route_gets_a_clear_answer_and_slows_nothing() {
         "{}",
         body.len()
     );
+    // How slow health is on this machine right now, with nothing big in flight: a loaded
+    // machine's scheduling delays are not herald's.
+    let mut calm = Duration::ZERO;
+    for _ in 0..40 {
+        let started = Instant::now();
+        let (s, _) = get_json(&h, "/health").await;
+        assert_eq!(s, StatusCode::OK);
+        calm = calm.max(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let done = std::sync::atomic::AtomicBool::new(false);
     let big = async {
         let answer = post_raw(&h, "/v1/chat/completions", body).await;
@@ -1187,8 +1197,8 @@ async fn bad_input_on_every_route_gets_a_clear_answer_and_slows_nothing() {
         "the long transcript is answered: {answer}"
     );
     assert!(
-        slowest < Duration::from_millis(500),
-        "health took {slowest:?}"
+        slowest < Duration::from_millis(500).max(calm * 4),
+        "health took {slowest:?} (at most {calm:?} with nothing in flight)"
     );
     let sent = provider.requests().last().unwrap().body["messages"]
         .as_array()
