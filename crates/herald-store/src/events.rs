@@ -38,13 +38,11 @@ pub struct EventSummary {
     pub attempts: i64,
     pub received_at_ms: i64,
     pub updated_at_ms: i64,
-    /// The rendered prompt's first [`PROMPT_PREVIEW`] characters.
+    /// The rendered prompt's first 200 characters (both backends cut it in SQL).
     pub prompt: String,
     pub last_error: Option<String>,
 }
 
-/// Characters of the prompt a summary carries.
-pub const PROMPT_PREVIEW: usize = 200;
 /// Most events of one page.
 pub const MAX_PAGE: u32 = 500;
 /// Characters of a prompt the index reads.
@@ -113,21 +111,13 @@ pub(crate) fn page(conn: &Connection, q: &EventQuery) -> rusqlite::Result<Vec<Ev
         return rows(conn, q, Source::All, limit);
     };
     let newest: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM inbox", [], |r| r.get(0))?;
-    if search.chars().count() < 3 {
-        // Too short for trigrams: the newest entries, scanned.
-        let after = newest - UNINDEXED_SCAN;
-        return rows(
-            conn,
-            q,
-            Source::Scanned {
-                search,
-                after,
-                upto: newest,
-            },
-            limit,
-        );
-    }
-    let indexed = indexed_up_to(conn)?.min(newest);
+    // Under three characters there are no trigrams: only the newest entries, scanned.
+    let trigrams = search.chars().count() >= 3;
+    let indexed = if trigrams {
+        indexed_up_to(conn)?.min(newest)
+    } else {
+        0
+    };
     let after = indexed.max(newest - UNINDEXED_SCAN);
     let mut page = rows(
         conn,
@@ -139,7 +129,7 @@ pub(crate) fn page(conn: &Connection, q: &EventQuery) -> rusqlite::Result<Vec<Ev
         },
         limit,
     )?;
-    if page.len() < limit {
+    if trigrams && page.len() < limit {
         let more = rows(
             conn,
             q,

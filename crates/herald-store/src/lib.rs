@@ -32,7 +32,8 @@ mod syncer;
 mod writer;
 
 pub use backend::InboxBackend;
-pub use dedup_keys::{BYTES_PER_KEY, DEFAULT_BUDGET_BYTES};
+#[cfg(test)]
+use dedup_keys::BYTES_PER_KEY;
 pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{
     Attempt, EnqueueOutcome, InboxGauges, InboxItem, InboxQuery, NewInboxItem, StoredPayload,
