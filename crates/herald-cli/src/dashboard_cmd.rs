@@ -55,7 +55,7 @@ pub fn mount(
         true => Some(config.api_server.host.as_str()),
         false => config.webhook.host.as_deref(),
     };
-    let loopback = herald_config::route::is_loopback_host(host);
+    let loopback = host.is_some_and(herald_config::is_loopback_name);
     let credentials = Credentials {
         api_key: api.then(|| config.api_server.key.clone()).flatten(),
         home: config.home.root().to_path_buf(),

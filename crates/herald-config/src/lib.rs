@@ -51,7 +51,7 @@ pub use mcp_settings::{
 };
 pub use model_settings::{ModelSettings, ProviderSettings};
 pub use platforms::PlatformSettings;
-pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host};
+pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host, is_loopback_name};
 pub use store_settings::{PostgresSettings, SslMode, StoreBackend, StoreSettings};
 pub use subscriptions::{Subscriptions, SubscriptionsError, load_subscriptions};
 pub use subscriptions_file::{

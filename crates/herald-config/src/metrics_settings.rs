@@ -57,7 +57,7 @@ pub fn open_metrics_finding(settings: &MetricsSettings, hosts: &[&str]) -> Optio
     let exposed: Vec<&str> = hosts
         .iter()
         .copied()
-        .filter(|h| !crate::route::is_loopback_host(Some(h)))
+        .filter(|h| !crate::route::is_loopback_name(h))
         .collect();
     (!exposed.is_empty()).then(|| {
         format!(

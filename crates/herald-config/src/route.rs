@@ -126,6 +126,23 @@ pub fn is_loopback_host(host: Option<&str>) -> bool {
     })
 }
 
+/// Whether `host` (a bind address, or a `Host` header with or without its port) names
+/// this machine: one of [`LOOPBACK_HOSTS`] or any loopback address (`127.0.0.2`,
+/// `[::1]:8642`). Wider than [`is_loopback_host`], which keeps Hermes's list for
+/// `INSECURE_NO_AUTH`.
+pub fn is_loopback_name(host: &str) -> bool {
+    let host = host.trim();
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None if host.parse::<std::net::IpAddr>().is_ok() => host,
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    is_loopback_host(Some(name))
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Reads and checks one route. Problems go to `reader`; `None` when any was an error.
 pub fn read_route(
     reader: &mut Reader,
@@ -327,4 +344,36 @@ pub fn read_route(
 /// A present, non-null entry.
 fn opt<'a>(node: &'a Node, key: &str) -> Option<&'a Node> {
     node.get(key).filter(|n| !n.is_null())
+}
+
+#[cfg(test)]
+mod loopback_tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names_with_and_without_ports() {
+        for ok in [
+            "localhost",
+            "localhost:8642",
+            "127.0.0.1:8642",
+            "[::1]:8642",
+            "::1",
+            "127.0.0.2",
+            "ip6-localhost:8642",
+        ] {
+            assert!(is_loopback_name(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8642",
+            "10.0.0.1:8642",
+            "0.0.0.0",
+            "::",
+            "",
+            "[::2]:1",
+        ] {
+            assert!(!is_loopback_name(bad), "{bad}");
+        }
+        assert!(!is_loopback_host(Some("127.0.0.2")), "Hermes's list stays");
+    }
 }

@@ -99,7 +99,7 @@ async fn check_host(request: Request, next: Next) -> Response {
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if is_loopback_name(host) {
+    if herald_config::is_loopback_name(host) {
         return next.run(request).await;
     }
     let mut refused = Response::new(axum::body::Body::from(
@@ -107,43 +107,4 @@ async fn check_host(request: Request, next: Next) -> Response {
     ));
     *refused.status_mut() = axum::http::StatusCode::FORBIDDEN;
     refused
-}
-
-/// `host` (with or without a port) names this machine by a loopback name.
-fn is_loopback_name(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_names_with_and_without_ports() {
-        for ok in [
-            "localhost",
-            "localhost:8642",
-            "127.0.0.1:8642",
-            "[::1]:8642",
-            "127.0.0.2",
-        ] {
-            assert!(is_loopback_name(ok), "{ok}");
-        }
-        for bad in [
-            "evil.example",
-            "evil.example:8642",
-            "10.0.0.1:8642",
-            "",
-            "[::2]:1",
-        ] {
-            assert!(!is_loopback_name(bad), "{bad}");
-        }
-    }
 }
