@@ -2,7 +2,6 @@
 //! listener alone), kept in `<home>/dashboard.token` (0600) and printed by
 //! `herald dashboard token`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Where the token is kept.
@@ -17,28 +16,17 @@ pub fn read(home: &Path) -> Option<String> {
     (token.len() >= 32).then_some(token)
 }
 
-/// The token, made now when there is none (or `new`): 256 random bits in hex.
+/// The token, made now when there is none (or `new`): 256 random bits, written whole
+/// into a new 0600 file that replaces the old one.
 pub fn ensure(home: &Path, new: bool) -> std::io::Result<String> {
     if !new && let Some(t) = read(home) {
         return Ok(t);
     }
     let token = random_hex();
-    let file = path(home);
-    let tmp = home.join(format!(".dashboard.token.{}", random_hex()));
-    {
-        let mut options = std::fs::OpenOptions::new();
-        // A new file of its own: never one planted in its place.
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut f = options.open(&tmp)?;
-        writeln!(f, "{token}")?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, &file)?;
+    herald_config::default_config::write_private_replace(
+        &path(home),
+        format!("{token}\n").as_bytes(),
+    )?;
     Ok(token)
 }
 
