@@ -335,8 +335,9 @@ pub(crate) struct RunCell {
     /// The streamed text waiting for the reader; past its limit the provider is paused.
     pub flow: Arc<Flow>,
     /// Who watches the events besides their one consumer (the dashboard): each gets
-    /// them from when it started watching; one that falls behind misses some.
-    watchers: tokio::sync::broadcast::Sender<RunEvent>,
+    /// them from when it started watching; one that falls behind misses some. Made by
+    /// the first watcher: a run nobody watches pays nothing for it.
+    watchers: std::sync::OnceLock<tokio::sync::broadcast::Sender<RunEvent>>,
     /// The command approvals asked and not yet answered, for a watcher that came late.
     asked: Mutex<Vec<PendingApproval>>,
 }
@@ -367,13 +368,21 @@ impl RunCell {
             events: Mutex::new(Some(events)),
             receiver: Mutex::new(Some(rx)),
             flow,
-            watchers: tokio::sync::broadcast::channel(WATCH_BACKLOG).0,
+            watchers: std::sync::OnceLock::new(),
             asked: Mutex::new(Vec::new()),
         }
     }
 
     /// Keeps the approvals still waiting in step with `kind`.
     fn note_asks(&self, kind: &RunEventKind) {
+        if !matches!(
+            kind,
+            RunEventKind::ApprovalRequested { .. }
+                | RunEventKind::ApprovalResponded { .. }
+                | RunEventKind::Finished(_)
+        ) {
+            return;
+        }
         let mut asked = crate::conversation::lock(&self.asked);
         match kind {
             RunEventKind::ApprovalRequested {
@@ -437,7 +446,8 @@ impl RunCell {
             });
         }
         self.note_asks(&kind);
-        let watched = self.watchers.receiver_count() > 0;
+        let watchers = self.watchers.get().filter(|w| w.receiver_count() > 0);
+        let watched = watchers.is_some();
         let mut events = crate::conversation::lock(&self.events);
         let sender = events.as_ref();
         if sender.is_none() && !watched {
@@ -454,8 +464,8 @@ impl RunCell {
             at: crate::host::now_secs(),
             kind,
         };
-        if watched {
-            let _ = self.watchers.send(event.clone());
+        if let Some(watchers) = watchers {
+            let _ = watchers.send(event.clone());
         }
         let Some(sender) = sender else {
             return;
@@ -566,7 +576,10 @@ impl RunHandle {
     /// The run's events from now on, without taking them from their one consumer (a
     /// watcher that falls [`WATCH_BACKLOG`] behind misses some).
     pub fn watch(&self) -> tokio::sync::broadcast::Receiver<RunEvent> {
-        self.cell.watchers.subscribe()
+        self.cell
+            .watchers
+            .get_or_init(|| tokio::sync::broadcast::channel(WATCH_BACKLOG).0)
+            .subscribe()
     }
 
     /// The command approvals waiting for an answer now.
