@@ -206,6 +206,9 @@ async fn login(
     };
     let (id, _) = auth.open_session(by);
     dash.keep_search_index();
+    // The routes page's charts, counted from the first login on: a gateway whose
+    // dashboard is never used adds nothing to each webhook request.
+    herald_metrics::enable_traffic();
     let mut answer = Redirect::to("/dashboard/").into_response();
     // Behind a TLS proxy the cookie never travels in the clear.
     let tls = headers

@@ -58,8 +58,6 @@ impl Dashboard {
     /// The dashboard, with its background tasks started (the inbox depth sampled each
     /// minute, the search index kept up).
     pub fn start(parts: DashboardParts) -> Arc<Dashboard> {
-        // The routes page's charts: each route's requests per minute.
-        herald_metrics::enable_traffic();
         let dash = Arc::new(Dashboard {
             gateway: parts.gateway,
             hosts: parts.hosts,

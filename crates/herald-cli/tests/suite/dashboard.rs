@@ -347,12 +347,36 @@ async fn the_login_and_the_api_refuse_what_they_should() {
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
     );
+    // From the login on, each route's requests are counted per minute for its chart.
+    let body = r#"{"action": "opened", "issue": {"title": "counted"}}"#;
+    assert_eq!(event(&h, body, "traffic-1").await, StatusCode::ACCEPTED);
+    assert_eq!(event(&h, body, "traffic-1").await, StatusCode::OK);
     let r = session
         .get(&h, "/dashboard/api/routes")
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    let routes: serde_json::Value = r.json().await.unwrap();
+    let gh = routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "gh")
+        .unwrap();
+    let total = |column: &str| -> u64 {
+        gh["traffic"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m[column].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        (total("accepted"), total("ignored"), total("failed")),
+        (1, 1, 0),
+        "{gh}"
+    );
     let r = session
         .post(&h, "/dashboard/api/events/1/replay")
         .send()
