@@ -322,6 +322,14 @@ async fn the_login_and_the_api_refuse_what_they_should() {
         csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
         "{csp}"
     );
+    for (name, value) in [
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+    ] {
+        assert_eq!(page.headers()[name], value, "{name}");
+    }
     let powers = page.headers()["permissions-policy"].to_str().unwrap();
     assert!(
         powers.contains("camera=()") && powers.contains("clipboard-read=()"),
