@@ -4,6 +4,7 @@
 
 use crate::errors::ApiError;
 use crate::session_pick::{self, Picked};
+use crate::tied::Tied;
 use crate::wire::*;
 use crate::{Api, body, idempotency, media, sse};
 use axum::Json;
@@ -12,7 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_session::runs::RunEvents;
-use herald_session::{RunEventKind, RunHandle, RunState, RunStatus, SubagentEvent, SubagentKind};
+use herald_session::{RunEventKind, RunState, RunStatus, SubagentEvent, SubagentKind};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -79,7 +80,7 @@ fn hermes_outcome(end: &RunStatus) -> Value {
     })
 }
 
-#[utoipa::path(post, path = "/v1/chat/completions", tag = "chat", request_body = ChatCompletionRequest, params(("X-Hermes-Session-Id" = Option<String>, Header, description = "Continue this stored session"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat-safe whole requests")), responses((status = 200, description = "The answer, whole or as chunks", content((ChatCompletion = "application/json"), (ChatCompletionChunk = "text/event-stream"))), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 502, description = "agent_incomplete", body = ErrorEnvelope), (status = 429, description = "At the concurrency cap (Retry-After)", body = ErrorEnvelope), (status = 503, description = "Draining for shutdown", body = ErrorEnvelope)))]
+#[utoipa::path(post, path = "/v1/chat/completions", tag = "chat", request_body = ChatCompletionRequest, params(("X-Hermes-Session-Id" = Option<String>, Header, description = "Continue this stored session"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat-safe whole requests")), responses((status = 200, description = "The answer, whole or as chunks", headers(("x-herald-run-id" = String, description = "The run that answers (a herald extension): read or stop it at /v1/runs/{run_id}")), content((ChatCompletion = "application/json"), (ChatCompletionChunk = "text/event-stream"))), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 502, description = "agent_incomplete", body = ErrorEnvelope), (status = 429, description = "At the concurrency cap (Retry-After)", body = ErrorEnvelope), (status = 503, description = "Draining for shutdown", body = ErrorEnvelope)))]
 pub async fn completions(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) -> Response {
     match complete(api, headers, raw).await {
         Ok(r) => r,
@@ -137,6 +138,8 @@ async fn run_completion(
         .host
         .start_run(&session, input)
         .map_err(session_pick::run_error)?;
+    let run_id = run.id();
+    let tied = Tied::new(run, permit);
     let ids = Ids {
         id: format!(
             "chatcmpl-{}",
@@ -146,11 +149,12 @@ async fn run_completion(
         model,
     };
     let mut response = if stream {
-        streamed(run, ids, permit)
+        streamed(tied, ids)
     } else {
-        whole(run, ids, api.host.runtime().home.root()).await
+        whole(&tied, ids, api.host.runtime().home.root()).await
     };
     let out = response.headers_mut();
+    crate::tied::name_run(out, &run_id);
     if let Ok(v) = HeaderValue::from_str(session.id()) {
         out.insert("x-hermes-session-id", v);
     }
@@ -160,9 +164,10 @@ async fn run_completion(
     Ok(response)
 }
 
-/// The whole answer once the run ends (the permit is held until then), its image tags
-/// inlined.
-async fn whole(run: RunHandle, ids: Ids, home: &std::path::Path) -> Response {
+/// The whole answer once the run ends, its image tags inlined. A client that goes away
+/// first drops this future, and with it the tied run.
+async fn whole(tied: &Tied, ids: Ids, home: &std::path::Path) -> Response {
+    let run = tied.run();
     // Only the end is needed: the events are not queued.
     drop(run.take_events());
     let end = run.finished().await;
@@ -220,18 +225,18 @@ async fn whole(run: RunHandle, ids: Ids, home: &std::path::Path) -> Response {
     response
 }
 
-/// The chunk stream; a reader that goes away stops the run.
-fn streamed(run: RunHandle, ids: Ids, permit: Option<OwnedSemaphorePermit>) -> Response {
+/// The chunk stream; a reader that goes away (at once, even while nothing is written)
+/// stops the run.
+fn streamed(tied: Tied, ids: Ids) -> Response {
     let (frames, response) = sse::channel();
     // Taken before the relay's task runs, so the run is paced from its first delta.
-    let events = run.take_events();
+    let events = tied.run().take_events();
     tokio::spawn(async move {
-        let _permit = permit;
-        if let Some(events) = events
-            && !relay(events, &ids, &frames).await
-        {
-            run.interrupt();
+        if let Some(events) = events {
+            frames.unless_gone(relay(events, &ids, &frames)).await;
         }
+        // Dropped here: interrupts the run unless it has ended.
+        drop(tied);
     });
     response
 }

@@ -20,6 +20,7 @@ mod run_events;
 mod runs_api;
 mod session_pick;
 mod sse;
+mod tied;
 mod wire;
 
 use axum::Router;

@@ -7,6 +7,7 @@ use crate::body;
 use crate::content;
 use crate::errors::ApiError;
 use crate::session_pick::{self, open_or_resume};
+use crate::tied::Tied;
 use crate::wire::*;
 use crate::{Api, idempotency, media, sse};
 use axum::Json;
@@ -168,7 +169,7 @@ async fn ask_of(api: &Api, request: &ResponseRequest) -> Result<Ask, ApiError> {
     })
 }
 
-#[utoipa::path(post, path = "/v1/responses", tag = "responses", request_body = ResponseRequest, params(("Idempotency-Key" = Option<String>, Header, description = "Repeat-safe whole requests")), responses((status = 200, description = "The response, whole or as events", content((ResponseObject = "application/json"), ("text/event-stream"))), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Previous response not found", body = ErrorEnvelope), (status = 429, description = "At the concurrency cap (Retry-After)", body = ErrorEnvelope), (status = 503, description = "Draining for shutdown", body = ErrorEnvelope)))]
+#[utoipa::path(post, path = "/v1/responses", tag = "responses", request_body = ResponseRequest, params(("Idempotency-Key" = Option<String>, Header, description = "Repeat-safe whole requests")), responses((status = 200, description = "The response, whole or as events", headers(("x-herald-run-id" = String, description = "The run that answers (a herald extension): read or stop it at /v1/runs/{run_id}")), content((ResponseObject = "application/json"), ("text/event-stream"))), (status = 400, description = "Bad request", body = ErrorEnvelope), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Previous response not found", body = ErrorEnvelope), (status = 429, description = "At the concurrency cap (Retry-After)", body = ErrorEnvelope), (status = 503, description = "Draining for shutdown", body = ErrorEnvelope)))]
 pub async fn create(State(api): State<Arc<Api>>, headers: HeaderMap, raw: Body) -> Response {
     match respond(api, headers, raw).await {
         Ok(r) => r,
@@ -229,6 +230,8 @@ async fn run_response(
         .host
         .start_run(&session, ask.input.clone())
         .map_err(session_pick::run_error)?;
+    let run_id = run.id();
+    let tied = Tied::new(run, permit);
     let turn = Turn {
         id: format!("resp_{}", &uuid::Uuid::new_v4().simple().to_string()[..28]),
         created_at: crate::discovery::now_secs() as u64,
@@ -238,20 +241,19 @@ async fn run_response(
     let mut response = if turn.ask.stream {
         let (frames, response) = sse::channel();
         // Taken before the task runs, so the run is paced from its first delta.
-        let events = run.take_events();
+        let events = tied.run().take_events();
         tokio::spawn(async move {
-            let _permit = permit;
-            if !turn.stream(events, &frames).await {
-                run.interrupt();
-            }
+            frames.unless_gone(turn.stream(events, &frames)).await;
+            // Dropped here: interrupts the run unless it has ended.
+            drop(tied);
         });
         response
     } else {
-        let out = turn.collect(&run).await;
-        drop(permit);
-        Json(out).into_response()
+        // A client that goes away drops this future, and with it the tied run.
+        Json(turn.collect(tied.run()).await).into_response()
     };
     let h = response.headers_mut();
+    crate::tied::name_run(h, &run_id);
     if let Ok(v) = HeaderValue::from_str(session.id()) {
         h.insert("x-hermes-session-id", v);
     }

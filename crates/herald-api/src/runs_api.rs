@@ -140,11 +140,9 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
         .host
         .start_run_as(&session, input, run_id.clone(), Some(named))
         .map_err(session_pick::run_error)?;
-    // The slot is held until the run ends.
-    tokio::spawn(async move {
-        let _permit = permit;
-        run.finished().await;
-    });
+    // Detached from the request (its client follows it by id); the slot is held
+    // until it ends.
+    crate::tied::hold_until_ended(permit, &run);
     let mut response = (
         StatusCode::ACCEPTED,
         Json(RunStarted {

@@ -94,15 +94,13 @@ fn header_value(headers: &HeaderMap, name: &str, is_id: bool) -> Result<Option<S
     Ok(Some(text))
 }
 
-/// The session options of an API turn. Only the runs API's runs are listed and kept
-/// (clients address them by id); a chat completion or response is answered on its
-/// own connection.
+/// The session options of an API turn. Every run is listed and kept, so a client
+/// (or the operator) can read or stop a chat completion's or response's run by the id
+/// its answer names, as it does the runs API's.
 pub fn options(answers: Answers, system: &str) -> SessionOptions {
     let (tools, _) = toolsets::resolve(&["hermes-api-server".to_owned()]);
-    let listed = matches!(answers, Answers::ByRequest);
     let mut options = SessionOptions::new("api_server", tools, answers);
     options.ephemeral_system = Some(system.to_owned()).filter(|s| !s.trim().is_empty());
-    options.keep_runs = listed;
     options
 }
 

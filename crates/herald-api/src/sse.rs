@@ -47,6 +47,16 @@ impl Frames {
         self.tx.is_closed()
     }
 
+    /// What `produce` gives, unless the reader goes away first (`false`): a producer
+    /// that writes nothing for a while (a tool or a subagent at work) still learns at
+    /// once that its client closed the connection.
+    pub async fn unless_gone(&self, produce: impl Future<Output = bool>) -> bool {
+        tokio::select! {
+            done = produce => done,
+            () = self.tx.closed() => false,
+        }
+    }
+
     /// `data: <json>` as a default event.
     pub async fn data(&self, value: &impl serde::Serialize) -> bool {
         // Wire types and JSON values always encode.

@@ -23,6 +23,7 @@ mod operations;
 mod platforms;
 mod plugins;
 mod recovery;
+mod requesters;
 mod rpc;
 mod scale;
 mod setup;
