@@ -48,6 +48,8 @@ fn bench(c: &mut Criterion) {
         prompter: None,
         provider: "custom".into(),
         clarifier: None,
+        budget: Default::default(),
+        max_tool_calls_per_answer: herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
     });
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()

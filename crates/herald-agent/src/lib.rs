@@ -3,6 +3,7 @@
 //! [`AgentEvent`]s; no front door reaches into the loop.
 
 pub mod approval;
+pub mod budget;
 pub mod event;
 pub mod guardrails;
 pub mod history_repair;
@@ -17,6 +18,7 @@ pub mod toolsets;
 pub mod turn;
 
 pub use approval::{ApprovalRequest, Approvals, Approver, DEFAULT_TIMEOUT, Decision, Verdict};
+pub use budget::TreeBudget;
 pub use event::{AgentEvent, SubagentEvent, SubagentKind};
 pub use plugins::{Ask, Notice, Observer, Plugins};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};

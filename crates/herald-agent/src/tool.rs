@@ -31,6 +31,8 @@ pub struct ToolContext {
     /// Who is asked for a sudo password or a skill's secret (Hermes's TUI gateway
     /// alone registers one); `None` elsewhere.
     pub prompter: Option<Arc<dyn Prompter>>,
+    /// The run tree's budget, which the subagents a tool starts share.
+    pub budget: Arc<crate::budget::TreeBudget>,
 }
 
 /// A boxed future of a prompt's answer.

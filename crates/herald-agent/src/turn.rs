@@ -56,6 +56,12 @@ pub struct AgentConfig {
     pub clarifier: Option<Arc<dyn crate::tool::Clarifier>>,
     /// Who is asked for a sudo password or a secret (the TUI gateway); `None` elsewhere.
     pub prompter: Option<Arc<dyn crate::tool::Prompter>>,
+    /// The budget this agent's run tree shares (a root run's own, or its root's for a
+    /// subagent).
+    pub budget: Arc<crate::budget::TreeBudget>,
+    /// `agent.max_tool_calls_per_answer`: calls of one answer that run; the rest get an
+    /// error result the model sees.
+    pub max_tool_calls_per_answer: usize,
 }
 
 impl AgentConfig {
@@ -201,7 +207,10 @@ impl Agent {
                 result.interrupted = true;
                 break;
             }
-            let at_cap = result.api_calls >= self.config.max_iterations;
+            // Counted for the whole run tree, the last call without tools included
+            // only when the tree's budget still had room.
+            let tree_spent = !self.config.budget.take_call();
+            let at_cap = result.api_calls >= self.config.max_iterations || tree_spent;
             if at_cap {
                 let request = ChatMessage::user(SUMMARY_REQUEST);
                 events(AgentEvent::MessageAppended(request.clone()));
@@ -620,7 +629,16 @@ impl Agent {
     ) -> Vec<ChatMessage> {
         let available: Vec<&str> = self.config.tools.iter().map(|t| t.name()).collect();
         let mut planned: Vec<Planned> = Vec::new();
-        for call in calls {
+        let cap = self.config.max_tool_calls_per_answer.max(1);
+        for (i, call) in calls.iter().enumerate() {
+            if i >= cap {
+                planned.push(Err(json!({"error": format!(
+                    "Not run: this answer asked for {} tool calls and at most {cap} run per answer (agent.max_tool_calls_per_answer). Ask for the rest in your next step.",
+                    calls.len()
+                )})
+                .to_string()));
+                continue;
+            }
             let tool = self
                 .config
                 .tools
@@ -668,6 +686,7 @@ impl Agent {
                 notify: Some(notify_tx.clone()),
                 clarifier: self.config.clarifier.clone(),
                 prompter: self.config.prompter.clone(),
+                budget: self.config.budget.clone(),
             };
             let plan = plan.clone();
             let plugins = self.config.plugins.clone();

@@ -16,6 +16,9 @@ pub struct AgentSettings {
     pub max_turns: Option<u32>,
     /// `agent.api_max_retries`: attempts per provider call (`None`: 3).
     pub api_max_retries: Option<u32>,
+    /// `agent.max_tool_calls_per_answer`: tool calls of one model answer that run; the
+    /// rest get an error result (`None`: 64). herald's own key.
+    pub max_tool_calls_per_answer: Option<usize>,
     /// `agent.disabled_toolsets`: subtracted from every surface's toolsets.
     pub disabled_toolsets: Vec<String>,
     /// `terminal.backend` (`None` or `local`: commands run here).
@@ -91,6 +94,8 @@ pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
     AgentSettings {
         max_turns: int(r, "agent", "max_turns", 1, i128::from(u32::MAX)).map(as_u32),
         api_max_retries: int(r, "agent", "api_max_retries", 1, 100).map(as_u32),
+        max_tool_calls_per_answer: int(r, "agent", "max_tool_calls_per_answer", 1, 4096)
+            .and_then(|v| usize::try_from(v).ok()),
         disabled_toolsets: list(r, "agent", "disabled_toolsets"),
         terminal_backend: text(r, "terminal", "backend"),
         terminal_cwd: text(r, "terminal", "cwd").map(PathBuf::from),

@@ -35,6 +35,12 @@ pub struct DelegationSettings {
     /// `subagent_auto_approve`: a child's dangerous command is approved once without
     /// asking (false: it goes to the parent's approver).
     pub subagent_auto_approve: bool,
+    /// `max_total_children`: subagents one root run may start in all, at every depth
+    /// (9). herald's own key: Hermes budgets each call, not the run.
+    pub max_total_children: u32,
+    /// `max_total_iterations`: provider calls of a root run and all its subagents
+    /// together (`None`: `agent.max_turns`). herald's own key.
+    pub max_total_iterations: Option<u32>,
 }
 
 impl Default for DelegationSettings {
@@ -50,6 +56,8 @@ impl Default for DelegationSettings {
             max_spawn_depth: 1,
             orchestrator_enabled: true,
             subagent_auto_approve: false,
+            max_total_children: 9,
+            max_total_iterations: None,
         }
     }
 }
@@ -70,6 +78,8 @@ const KEYS: &[&str] = &[
     "orchestrator_enabled",
     "subagent_auto_approve",
     "max_async_children",
+    "max_total_children",
+    "max_total_iterations",
 ];
 
 /// Reads `delegation:` from the top-level document; problems go to `r`.
@@ -130,6 +140,12 @@ pub fn read_delegation_settings(r: &mut Reader, doc: &Node) -> DelegationSetting
     {
         out.max_concurrent_children = out.max_concurrent_children.max(old);
     }
+    if let Some(v) = int(r, "max_total_children", 0, 10_000) {
+        out.max_total_children = u32::try_from(v).unwrap_or(9);
+    }
+    if let Some(v) = int(r, "max_total_iterations", 1, i128::from(u32::MAX)) {
+        out.max_total_iterations = u32::try_from(v).ok();
+    }
     if let Some(v) = int(r, "max_spawn_depth", i128::MIN, i128::MAX) {
         out.max_spawn_depth = u32::try_from(v.clamp(1, 8)).unwrap_or(1);
     }
@@ -179,6 +195,27 @@ mod tests {
         let (s, _) = read("delegation:\n  child_timeout_seconds: 0\n  model: ''\n");
         assert_eq!(s.child_timeout, None);
         assert_eq!(s.model, None);
+    }
+
+    #[test]
+    fn the_tree_budgets_are_read_and_bounded() {
+        let (s, problems) = read("model: x\n");
+        assert_eq!((s.max_total_children, s.max_total_iterations), (9, None));
+        assert!(problems.is_empty());
+        let (s, problems) =
+            read("delegation:\n  max_total_children: 0\n  max_total_iterations: 40\n");
+        assert_eq!(
+            (s.max_total_children, s.max_total_iterations),
+            (0, Some(40))
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let (_, problems) = read("delegation:\n  max_total_iterations: 0\n");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("delegation.max_total_iterations")),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub struct Section {
 pub const SECTIONS: &[Section] = &[
     Section {
         name: "agent",
-        herald: &["max_turns", "api_max_retries", "disabled_toolsets"],
+        herald: &["max_turns", "api_max_retries", "disabled_toolsets", "max_tool_calls_per_answer"],
         hermes: &[
             "clarify_timeout", "coding_context", "coding_instructions", "environment_hint",
             "environment_probe", "gateway_auto_continue_freshness", "gateway_notify_interval",

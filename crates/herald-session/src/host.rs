@@ -163,6 +163,9 @@ pub(crate) struct SessionInner {
     fixed_tools: bool,
     cwd: PathBuf,
     max_iterations: u32,
+    /// A subagent's: its root run's budget, shared by the whole tree (`None`: each
+    /// run is a root with a budget of its own).
+    tree_budget: Option<Arc<herald_agent::TreeBudget>>,
     pub(crate) approvals: Arc<Approvals>,
     /// Where it stands in a delegation tree, and whether it may delegate.
     pub(crate) delegation: crate::delegation::Standing,
@@ -668,6 +671,7 @@ impl Host {
             fixed_tools: child.is_some(),
             cwd,
             max_iterations: opts.max_iterations.unwrap_or(rt.max_iterations).max(1),
+            tree_budget: child.as_ref().map(|c| c.budget.clone()),
             approvals,
             delegation,
             host: self.me.clone(),
@@ -882,6 +886,14 @@ impl Host {
                 prompter: s.prompter.clone(),
                 provider: rt.provider.clone(),
                 clarifier: s.clarifier.clone(),
+                budget: s.tree_budget.clone().unwrap_or_else(|| {
+                    let calls = rt.delegation.max_total_iterations;
+                    Arc::new(herald_agent::TreeBudget::new(
+                        calls.unwrap_or(s.max_iterations),
+                        rt.delegation.max_total_children,
+                    ))
+                }),
+                max_tool_calls_per_answer: rt.max_tool_calls_per_answer,
             },
             self.client.paced(flow),
         )

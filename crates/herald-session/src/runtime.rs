@@ -110,6 +110,8 @@ pub struct Runtime {
     /// `terminal.cwd`, when it names a folder.
     pub cwd: Option<PathBuf>,
     pub max_iterations: u32,
+    /// `agent.max_tool_calls_per_answer` (64).
+    pub max_tool_calls_per_answer: usize,
     pub approvals: ApprovalPolicy,
     /// Conversations a front door holds live at once (`max_live_sessions`, 16).
     pub max_live_sessions: usize,
@@ -172,6 +174,9 @@ impl Runtime {
                 .max_turns
                 .unwrap_or(herald_agent::turn::DEFAULT_MAX_ITERATIONS)
                 .max(1),
+            max_tool_calls_per_answer: settings
+                .max_tool_calls_per_answer
+                .unwrap_or(herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER),
             approvals: ApprovalPolicy::from_settings(&settings, home.config_file(), &process_env),
             max_live_sessions: settings
                 .max_live_sessions

@@ -38,6 +38,8 @@ fn agent(
         prompter: None,
         provider: "custom".into(),
         clarifier: None,
+        budget: Default::default(),
+        max_tool_calls_per_answer: herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
     })
 }
 

@@ -35,6 +35,8 @@ fn agent_with(
         prompter: None,
         provider: "custom".into(),
         clarifier: None,
+        budget: Default::default(),
+        max_tool_calls_per_answer: herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
     })
 }
 
@@ -214,6 +216,64 @@ async fn the_iteration_cap_ends_with_one_tool_less_summary_call() {
     );
     // The fallback answer is a tool call; with tools off the turn still ends.
     assert_eq!(r.api_calls, 3);
+}
+
+#[tokio::test]
+async fn calls_past_the_per_answer_cap_are_not_run_and_the_model_is_told() {
+    let calls: Vec<(String, String)> = (0..70)
+        .map(|i| {
+            (
+                format!("c{i}"),
+                format!("{{\"command\": \"echo {i} >> ran.txt\"}}"),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "terminal", args.as_str()))
+        .collect();
+    let provider = FakeProvider::start(vec![Scripted::tool_calls(&refs), Scripted::text("ok")]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = agent_with(&provider, &["terminal"], dir.path(), 10);
+    agent.config.max_tool_calls_per_answer = 64;
+    let r = agent.run_turn(&[], "fan out", &mut |_| {}).await;
+    assert!(r.completed, "{r:?}");
+    let ran = std::fs::read_to_string(dir.path().join("ran.txt")).unwrap();
+    assert_eq!(ran.lines().count(), 64);
+    let second = &provider.requests()[1].body;
+    let refused = tool_message(second, "c64")["content"].as_str().unwrap();
+    assert!(refused.contains("at most 64 run per answer"), "{refused}");
+    assert!(
+        !tool_message(second, "c63")["content"]
+            .as_str()
+            .unwrap()
+            .contains("Not run")
+    );
+}
+
+#[tokio::test]
+async fn agents_sharing_a_tree_budget_stop_when_the_tree_has_made_its_calls() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::tool_calls(&[(
+        "loop",
+        "terminal",
+        r#"{"command": "true"}"#,
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    let budget = Arc::new(herald_agent::TreeBudget::new(5, 9));
+    let mut a = agent_with(&provider, &["terminal"], dir.path(), 50);
+    a.config.budget = budget.clone();
+    let mut b = agent_with(&provider, &["terminal"], dir.path(), 50);
+    b.config.budget = budget.clone();
+    let (mut sink_a, mut sink_b) = (|_| {}, |_| {});
+    let (ra, rb) = tokio::join!(
+        a.run_turn(&[], "loop", &mut sink_a),
+        b.run_turn(&[], "loop", &mut sink_b)
+    );
+    // Five calls for the tree, then one last tool-less call each.
+    assert_eq!(ra.api_calls + rb.api_calls, 7, "{ra:?} {rb:?}");
+    assert_eq!(provider.requests().len(), 7);
+    assert_eq!(budget.calls(), 5);
 }
 
 #[tokio::test]

@@ -724,3 +724,85 @@ async fn acp_shows_a_childs_work_under_the_delegate_task_call() {
     assert!(last.contains("[1] terminal echo looked"), "{last}");
     assert!(last.contains("[1] completed"), "{last}");
 }
+
+/// The runs API's run of `input` on `h`, to its end: its final status.
+async fn run_to_end(h: &super::support::Herald, input: &str) -> Value {
+    use super::api::{get_json, post_json};
+    let (status, run) = post_json(h, "/v1/runs", json!({ "input": input })).await;
+    assert_eq!(status, 202, "{run}");
+    let id = run["run_id"].as_str().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    loop {
+        let (_, s) = get_json(h, &format!("/v1/runs/{id}")).await;
+        if matches!(
+            s["status"].as_str(),
+            Some("completed" | "failed" | "cancelled")
+        ) {
+            return s;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{s}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn one_answer_of_twenty_fan_outs_starts_only_the_run_s_nine_subagents() {
+    use super::api::api_config;
+    use super::support::Herald;
+    let calls: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            let tasks: Vec<Value> = (0..3)
+                .map(|t| json!({"goal": format!("task {i}.{t}: look")}))
+                .collect();
+            (format!("d{i}"), json!({ "tasks": tasks }).to_string())
+        })
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "delegate_task", args.as_str()))
+        .collect();
+    let provider = FakeProvider::start(vec![Scripted::tool_calls(&refs)]);
+    provider.set_fallback(Scripted::text("Done."));
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let end = run_to_end(&h, "fan out").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    // The parent's two calls and nine children's one each.
+    let children = requests_of(&provider, "YOUR TASK:").len();
+    assert_eq!(children, 9);
+    assert_eq!(provider.requests().len(), 11);
+    let last = provider.requests().last().unwrap().body.to_string();
+    assert_eq!(
+        last.matches("delegation.max_total_children 9").count(),
+        17,
+        "the refused calls are told why"
+    );
+}
+
+#[tokio::test]
+async fn the_run_tree_s_provider_calls_are_counted_together() {
+    use super::api::api_config;
+    use super::support::Herald;
+    let provider = FakeProvider::start(vec![Scripted::tool_calls(&[(
+        "d1",
+        "delegate_task",
+        r#"{"tasks": [{"goal": "one: loop"}, {"goal": "two: loop"}, {"goal": "three: loop"}]}"#,
+    )])]);
+    // Every later answer asks for one more command: children loop until stopped.
+    provider.set_fallback(Scripted::tool_calls(&[(
+        "t",
+        "terminal",
+        r#"{"command": "true"}"#,
+    )]));
+    let config = api_config(&provider.base_url, "").replace(
+        "agent:\n",
+        "delegation:\n  max_total_iterations: 12\nagent:\n",
+    );
+    let h = Herald::start(&config);
+    run_to_end(&h, "split").await;
+    // Twelve calls for the tree, then one last tool-less call for each of its four
+    // agents; each child alone would have had 50.
+    assert_eq!(provider.requests().len(), 16);
+}

@@ -132,7 +132,16 @@ pub(crate) async fn run(
     let depth = parent.0.delegation.depth + 1;
     let orchestrator = task.orchestrator && d.orchestrator_enabled && depth < d.max_spawn_depth;
     let role = if orchestrator { "orchestrator" } else { "leaf" };
-    let child = match open(host, parent, &task, &subagent_id, depth, orchestrator).await {
+    let child = match open(
+        host,
+        parent,
+        &task,
+        &subagent_id,
+        (depth, orchestrator),
+        ctx,
+    )
+    .await
+    {
         Ok(child) => child,
         Err(error) => return failed_to_start(index, &error, started),
     };
@@ -262,8 +271,8 @@ async fn open(
     parent: &Session,
     task: &Task,
     subagent_id: &str,
-    depth: u32,
-    orchestrator: bool,
+    (depth, orchestrator): (u32, bool),
+    ctx: &ToolContext,
 ) -> Result<Session, String> {
     let rt = host.runtime();
     let d = &rt.delegation;
@@ -319,6 +328,7 @@ async fn open(
         subagent_id: subagent_id.to_owned(),
         orchestrator,
         parent_session: parent.id().to_owned(),
+        budget: ctx.budget.clone(),
     });
     host.open_session(opts).await.map_err(|e| e.to_string())
 }

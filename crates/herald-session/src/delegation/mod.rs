@@ -162,6 +162,8 @@ pub(crate) struct ChildParts {
     /// `role: orchestrator` was granted: it may delegate in turn.
     pub orchestrator: bool,
     pub parent_session: String,
+    /// The root run's budget, which the whole tree shares.
+    pub budget: Arc<herald_agent::TreeBudget>,
 }
 
 impl Host {

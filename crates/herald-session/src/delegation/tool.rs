@@ -84,9 +84,19 @@ impl Tool for DelegateTool {
                 return refusal("delegate_task needs a live session");
             };
             let parent = Session(parent);
-            match plan(&host, &parent, &args) {
-                Ok(tasks) => delegate(&host, &parent, tasks, ctx).await,
-                Err(message) => refusal(message),
+            let tasks = match plan(&host, &parent, &args) {
+                Ok(tasks) => tasks,
+                Err(message) => return refusal(message),
+            };
+            let count = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
+            match ctx.budget.take_children(count) {
+                Ok(()) => delegate(&host, &parent, tasks, ctx).await,
+                Err(spent) => refusal(format!(
+                    "Not started: this run's subagents are spent ({} started of delegation.max_total_children {}, for the whole run with every subagent's own). Do the work yourself, or with at most {} more subagents.",
+                    spent.started,
+                    spent.max,
+                    spent.max.saturating_sub(spent.started)
+                )),
             }
         })
     }

@@ -27,6 +27,7 @@ fn ctx() -> ToolContext {
         notify: None,
         clarifier: None,
         prompter: None,
+        budget: Default::default(),
     }
 }
 
