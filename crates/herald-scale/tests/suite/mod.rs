@@ -27,6 +27,7 @@ pub fn settings(db: &str) -> PostgresSettings {
         password: None,
         pool_size: 8,
         connect_timeout: Duration::from_secs(5),
+        statement_timeout: Duration::from_secs(5),
         sslmode: SslMode::Disable,
         sslrootcert: None,
     }
