@@ -2,6 +2,7 @@
 
 mod inbox;
 mod runs;
+mod stall;
 mod tls;
 
 use herald_config::{PostgresSettings, SslMode};
