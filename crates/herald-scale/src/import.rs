@@ -9,7 +9,6 @@ use crate::rows::text;
 use crate::{ScaleError, connect};
 use herald_config::PostgresSettings;
 use herald_store::export::{Cell, Export};
-use std::path::Path;
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
@@ -174,21 +173,19 @@ pub struct Progress<'a> {
     pub total: u64,
 }
 
-/// Copies the SQLite inbox at `herald_db` into the shared inbox tables; `progress`
+/// Copies the SQLite inbox `source` (`herald.db`, opened with
+/// [`herald_store::export::Source::Inbox`]) into the shared inbox tables; `progress`
 /// hears after every page.
 pub async fn import_inbox(
     settings: &PostgresSettings,
-    herald_db: &Path,
+    source: &Export,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<(), ScaleError> {
-    // Opening brings an older file to this build's schema first.
-    drop(herald_store::SqliteInbox::open(herald_db).map_err(store)?);
     let target = connect::Target::of(settings)?;
     let mut client = target.connect_one().await?;
     crate::migrate::migrate(&mut client, &crate::migrate::INBOX).await?;
-    let source = Export::open(herald_db).map_err(store)?;
     for copy in INBOX {
-        copy_table(&client, &source, copy, progress).await?;
+        copy_table(&client, source, copy, progress).await?;
     }
     // The SQLite inbox keeps an accepted event's key in its row: the keys still in
     // the window become rows of `dedup`.
@@ -206,23 +203,22 @@ pub async fn import_inbox(
     set_sequences(&client, &["inbox", "inbox_attempts", "deliveries"]).await
 }
 
-/// Copies the SQLite session store at `state_db` into `profile`'s schema (`None`:
-/// the default profile's).
+/// Copies the SQLite session store `source` (`state.db`, opened with
+/// [`herald_store::export::Source::Sessions`]) into `profile`'s schema (`None`: the
+/// default profile's).
 pub async fn import_sessions(
     settings: &PostgresSettings,
-    state_db: &Path,
+    source: &Export,
     profile: Option<&str>,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<(), ScaleError> {
-    drop(herald_store::SqliteSessions::open(state_db).map_err(store)?);
     // Opening migrates the schema.
     drop(crate::open_sessions(settings, profile, "herald-store-migrate").await?);
     let schema = crate::schema_of(profile)?;
     let target = connect::Target::of(settings)?.in_schema(&schema);
     let client = target.connect_one().await?;
-    let source = Export::open(state_db).map_err(store)?;
     for copy in SESSIONS {
-        copy_table(&client, &source, copy, progress).await?;
+        copy_table(&client, source, copy, progress).await?;
     }
     set_sequences(&client, &["messages"]).await
 }

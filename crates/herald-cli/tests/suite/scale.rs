@@ -15,7 +15,7 @@ use std::time::Duration;
 
 const TOKEN: &str = "123:tg-token";
 
-fn cluster() -> &'static PgCluster {
+pub(super) fn cluster() -> &'static PgCluster {
     static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| match PgCluster::start() {
         Ok(c) => c,
@@ -24,7 +24,7 @@ fn cluster() -> &'static PgCluster {
 }
 
 /// A new database's URL.
-fn database(name: &str) -> String {
+pub(super) fn database(name: &str) -> String {
     let c = cluster();
     c.create_db(name).unwrap();
     c.url(name)
