@@ -25,6 +25,7 @@ mod replies;
 mod rows;
 mod session_schema;
 mod sessions;
+mod staging;
 
 pub use inbox::PgInbox;
 pub use sessions::{INSTANCE_LOST, PgSessions, SESSION_WRITES};

@@ -150,21 +150,31 @@ impl Export {
             })?)
     }
 
-    /// Up to `limit` rows of `select` (a query whose first column is the row's
-    /// cursor, taking the cursor to start after as `?1` and the limit as `?2`), each as
-    /// its cursor and the other columns' cells.
+    /// Up to `limit` rows and about `max_bytes` of values of `select` (a query whose
+    /// first column is the row's cursor, taking the cursor to start after as `?1` and
+    /// the limit as `?2`), each as its cursor and the other columns' cells. A row is
+    /// measured before it is read out: the page ends before the row that would take it
+    /// past `max_bytes`, and a row larger than that on its own is a page alone.
     pub fn page(
         &self,
         select: &str,
         after: i64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(i64, Vec<Cell>)>, StoreError> {
         let mut stmt = self.conn.prepare_cached(select)?;
         let width = stmt.column_count();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut rows = stmt.query(rusqlite::params![after, limit])?;
-        let mut out = Vec::new();
+        let (mut out, mut bytes) = (Vec::new(), 0usize);
         while let Some(row) = rows.next()? {
+            let size = (1..width)
+                .map(|i| row.get_ref(i).map(size_of))
+                .sum::<rusqlite::Result<usize>>()?;
+            if !out.is_empty() && bytes.saturating_add(size) > max_bytes {
+                break;
+            }
+            bytes = bytes.saturating_add(size);
             let cursor: i64 = row.get(0)?;
             let cells = (1..width)
                 .map(|i| row.get_ref(i).map(Cell::of))
@@ -172,6 +182,14 @@ impl Export {
             out.push((cursor, cells));
         }
         Ok(out)
+    }
+}
+
+/// What a value weighs in a page: its bytes, or a machine word.
+fn size_of(v: ValueRef<'_>) -> usize {
+    match v {
+        ValueRef::Text(b) | ValueRef::Blob(b) => b.len(),
+        _ => 8,
     }
 }
 
@@ -327,26 +345,66 @@ mod tests {
         out
     }
 
-    #[tokio::test]
-    async fn a_store_left_with_its_log_is_read_through_a_copy_with_what_the_log_holds() {
-        let live = tempfile::tempdir().unwrap();
-        let db = live.path().join("herald.db");
-        let inbox = crate::SqliteInbox::open(&db).unwrap();
-        let item = crate::NewInboxItem {
+    fn item(n: usize, payload: String) -> crate::NewInboxItem {
+        crate::NewInboxItem {
             route: "r".into(),
             event_type: "push".into(),
-            delivery_id: "d1".into(),
+            delivery_id: format!("d{n}"),
             received_at_ms: crate::now_ms(),
             profile: None,
             headers: "{}".into(),
-            payload: "{}".into(),
+            payload,
             prompt: "p".into(),
             deliver: "log".into(),
             deliver_extra: "{}".into(),
             skills: "[]".into(),
             toolsets: None,
-        };
-        inbox.enqueue(item).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn pages_end_before_the_row_that_would_pass_the_byte_budget_and_a_large_row_goes_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("herald.db");
+        let inbox = crate::SqliteInbox::open(&db).unwrap();
+        // Distinct characters, so the payloads are kept as they are (not compressed).
+        let big: String = (0..5000u32)
+            .map(|i| char::from_u32(0x4e00 + (i * 7919) % 20000).unwrap_or('x'))
+            .collect();
+        for (n, p) in [
+            "a".repeat(300),
+            "b".repeat(300),
+            big,
+            "c".repeat(300),
+            "d".repeat(300),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            inbox.enqueue(item(n, p)).await.unwrap();
+        }
+        drop(inbox);
+        let export = Export::open(&db, Source::Inbox).unwrap();
+        let select = "SELECT id, payload FROM inbox WHERE id > ?1 ORDER BY id LIMIT ?2";
+        let mut sizes = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = export.page(select, after, 3, 1000).unwrap();
+            let Some((last, _)) = page.last() else { break };
+            after = *last;
+            sizes.push(page.len());
+        }
+        assert_eq!(sizes, [2, 1, 2]);
+        let all = export.page(select, 0, 3, usize::MAX).unwrap();
+        assert_eq!(all.len(), 3, "the row limit holds too");
+    }
+
+    #[tokio::test]
+    async fn a_store_left_with_its_log_is_read_through_a_copy_with_what_the_log_holds() {
+        let live = tempfile::tempdir().unwrap();
+        let db = live.path().join("herald.db");
+        let inbox = crate::SqliteInbox::open(&db).unwrap();
+        inbox.enqueue(item(1, "{}".into())).await.unwrap();
         // The files as a gateway that died now leaves them: the entry only in the log.
         assert!(std::fs::metadata(companion(&db, "-wal")).unwrap().len() > 0);
         let crashed = tempfile::tempdir().unwrap();
