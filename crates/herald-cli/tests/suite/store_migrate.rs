@@ -210,6 +210,17 @@ async fn sqlite_home(url: &str) -> tempfile::TempDir {
         })
         .await
         .unwrap();
+    state
+        .create_session(herald_store::sessions::NewSession {
+            id: "s2".into(),
+            source: "subagent".into(),
+            model: "m".into(),
+            system_prompt: "sys".into(),
+            cwd: "/".into(),
+            parent_session_id: Some("s1".into()),
+        })
+        .await
+        .unwrap();
     drop(state);
     closed(&home.path().join("state.db"));
     home
@@ -252,7 +263,13 @@ async fn the_source_is_read_without_a_byte_of_it_changed_whatever_its_schema() {
         );
         let pg = |sql: &str| cluster().psql(name, sql).unwrap();
         assert_eq!(pg("SELECT count(*) FROM inbox"), "3", "{name}");
-        assert_eq!(pg("SELECT id FROM sessions"), "s1", "{name}");
+        assert_eq!(
+            pg(
+                "SELECT string_agg(id || '<' || COALESCE(parent_session_id, '-'), ',' ORDER BY id) FROM sessions"
+            ),
+            "s1<-,s2<s1",
+            "{name}"
+        );
     }
 }
 
