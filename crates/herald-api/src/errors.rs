@@ -91,6 +91,19 @@ impl ApiError {
         e
     }
 
+    /// 503 with `Retry-After`: the store is unreachable or did not answer within
+    /// `store.statement_timeout_seconds` (the reason is in the log).
+    pub fn store_unavailable() -> Self {
+        ApiError {
+            retry_after: true,
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The store is not answering; retry shortly",
+                Some("store_unavailable"),
+            )
+        }
+    }
+
     pub fn draining() -> Self {
         ApiError {
             retry_after: true,

@@ -543,7 +543,7 @@ impl Events<'_> {
     }
 }
 
-#[utoipa::path(get, path = "/v1/responses/{id}", tag = "responses", params(("id" = String, Path, description = "The response's id")), responses((status = 200, description = "The stored response", body = ResponseObject), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Not stored", body = ErrorEnvelope)))]
+#[utoipa::path(get, path = "/v1/responses/{id}", tag = "responses", params(("id" = String, Path, description = "The response's id")), responses((status = 200, description = "The stored response", body = ResponseObject), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "Not stored", body = ErrorEnvelope), (status = 503, description = "store_unavailable: the store did not answer in time (Retry-After)", body = ErrorEnvelope)))]
 pub async fn get(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     match api.host.response(&id).await {
         Ok(Some(r)) => {

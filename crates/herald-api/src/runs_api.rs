@@ -157,7 +157,7 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
     Ok(response)
 }
 
-#[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "The run's status", body = RunStatusObject), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope)))]
+#[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "runs", params(("run_id" = String, Path, description = "The run's id")), responses((status = 200, description = "The run's status", body = RunStatusObject), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope), (status = 404, description = "run_not_found", body = ErrorEnvelope), (status = 503, description = "store_unavailable: the store did not answer in time (Retry-After)", body = ErrorEnvelope)))]
 pub async fn status(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Response {
     match api.host.run_status(&id).await {
         Ok(Some(s)) => Json(status_body(&s)).into_response(),

@@ -192,6 +192,12 @@ pub fn run_error(e: SessionError) -> ApiError {
             ApiError::conflict(format!("session {id} is busy with a turn"), "session_busy")
         }
         SessionError::NotFound(id) => ApiError::not_found(format!("Session not found: {id}"), None),
+        // A store that is unreachable or did not answer within its deadline: the
+        // client may retry; the store's own words stay in the log.
+        SessionError::Store(e) if e.is_unavailable() => {
+            tracing::warn!(error = %e, "a request found the store unavailable");
+            ApiError::store_unavailable()
+        }
         other => {
             // The store's or the model's own words stay in the log: they can name
             // paths and internals a client has no business seeing.
@@ -218,6 +224,25 @@ mod tests {
         let body = answer.body().to_string();
         assert!(!body.contains("/var/secret"), "{body}");
         assert!(body.contains("the reason is in its log"), "{body}");
+    }
+
+    #[test]
+    fn a_store_past_its_deadline_is_a_503_with_retry_after_whose_reason_stays_in_the_log() {
+        for e in [
+            herald_store::StoreError::TimedOut("no answer within 5 s from db.internal:5432".into()),
+            herald_store::StoreError::Unreachable("db.internal:5432: timed out".into()),
+        ] {
+            let answer = run_error(SessionError::Store(e));
+            assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+            assert!(answer.retry_after);
+            let body = answer.body().to_string();
+            assert!(!body.contains("db.internal"), "{body}");
+            assert_eq!(answer.code, Some("store_unavailable"));
+        }
+        let refused = run_error(SessionError::Store(herald_store::StoreError::Database(
+            "duplicate key".into(),
+        )));
+        assert_eq!(refused.status, StatusCode::INTERNAL_SERVER_ERROR);
     }
 
     #[test]

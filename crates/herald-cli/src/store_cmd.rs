@@ -6,6 +6,7 @@ use crate::stores;
 use anyhow::Context;
 use clap::Subcommand;
 use herald_config::{Config, Home, StoreBackend, load_dotenv, process_env};
+use herald_store::export::{Export, Source};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -14,7 +15,8 @@ pub enum StoreCommand {
     /// Copy this home's SQLite stores (herald.db, state.db and each profile's
     /// state.db) into the PostgreSQL store of `store:`. Row ids are kept; running it
     /// again skips what is already copied, so a run cut off is finished by running it
-    /// again.
+    /// again. The SQLite files are only read (a copy is read when they have a log
+    /// beside them or an older schema).
     Migrate {
         /// Copy from the home's SQLite files (the only source there is).
         #[arg(long)]
@@ -44,19 +46,14 @@ pub fn run(home: &Home, command: StoreCommand) -> anyhow::Result<ExitCode> {
             let _ = writeln!(err);
         }
     };
+    // Every source is opened (checked, and copied first when it must be) before
+    // anything is written: a damaged one stops the command with nothing copied.
     let inbox = home.database_file();
-    if inbox.exists() {
-        outln!(
-            "Copying the inbox {} into {}",
-            inbox.display(),
-            pg.display_url()
-        );
-        rt.block_on(herald_scale::import::import_inbox(
-            pg,
-            &inbox,
-            &mut progress,
-        ))?;
-    }
+    let inbox = match inbox.exists() {
+        true => Some((Export::open(&inbox, Source::Inbox)?, inbox)),
+        false => None,
+    };
+    let mut sessions = Vec::new();
     let mut homes = vec![(None, home.clone())];
     if let Ok(entries) = std::fs::read_dir(home.profiles_dir()) {
         for entry in entries.flatten() {
@@ -66,17 +63,37 @@ pub fn run(home: &Home, command: StoreCommand) -> anyhow::Result<ExitCode> {
     }
     for (profile, h) in homes {
         let state = h.state_db_file();
-        if !state.exists() {
-            continue;
+        if state.exists() {
+            sessions.push((profile, Export::open(&state, Source::Sessions)?, state));
         }
+    }
+    if let Some((source, path)) = &inbox {
+        outln!(
+            "Copying the inbox {} into {}",
+            path.display(),
+            pg.display_url()
+        );
+        if let Some(note) = source.note() {
+            outln!("  {note}");
+        }
+        rt.block_on(herald_scale::import::import_inbox(
+            pg,
+            source,
+            &mut progress,
+        ))?;
+    }
+    for (profile, source, path) in &sessions {
         let which = profile.as_deref().unwrap_or("default");
         outln!(
             "Copying the sessions of profile {which} ({})",
-            state.display()
+            path.display()
         );
+        if let Some(note) = source.note() {
+            outln!("  {note}");
+        }
         rt.block_on(herald_scale::import::import_sessions(
             pg,
-            &state,
+            source,
             profile.as_deref(),
             &mut progress,
         ))?;

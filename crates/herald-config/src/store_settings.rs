@@ -70,6 +70,10 @@ pub struct PostgresSettings {
     pub pool_size: usize,
     /// `store.connect_timeout_seconds` (10).
     pub connect_timeout: Duration,
+    /// `store.statement_timeout_seconds` (5): how long one store call may take before
+    /// its caller hears that the store is unavailable (and PostgreSQL's own
+    /// `statement_timeout` on the pool's connections).
+    pub statement_timeout: Duration,
     /// `store.sslmode`, or `sslmode=` in the URL (prefer).
     pub sslmode: SslMode,
     /// `store.sslrootcert`, or `sslrootcert=` in the URL: the CA bundle that signs the
@@ -83,6 +87,7 @@ impl std::fmt::Debug for PostgresSettings {
             .field("url", &self.display_url())
             .field("pool_size", &self.pool_size)
             .field("connect_timeout", &self.connect_timeout)
+            .field("statement_timeout", &self.statement_timeout)
             .field("sslmode", &self.sslmode)
             .finish_non_exhaustive()
     }
@@ -111,11 +116,15 @@ pub fn hide_password(url: &str) -> String {
     }
 }
 
+/// `store.statement_timeout_seconds` when not set.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
 const KEYS: &[&str] = &[
     "url",
     "lease_seconds",
     "pool_size",
     "connect_timeout_seconds",
+    "statement_timeout_seconds",
     "sslmode",
     "sslrootcert",
 ];
@@ -169,6 +178,7 @@ fn read_backend(
         password: env("HERALD_STORE_PASSWORD").filter(|p| !p.is_empty()),
         pool_size: 16,
         connect_timeout: Duration::from_secs(10),
+        statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
         sslmode: SslMode::default(),
         sslrootcert: url_param(&url, "sslrootcert").map(PathBuf::from),
         url,
@@ -188,6 +198,11 @@ fn read_backend(
         && let Some(v) = r.int(n, "store.connect_timeout_seconds", 1, 600)
     {
         out.connect_timeout = Duration::from_secs(u64::try_from(v).unwrap_or(10));
+    }
+    if let Some(n) = at("statement_timeout_seconds")
+        && let Some(v) = r.int(n, "store.statement_timeout_seconds", 1, 600)
+    {
+        out.statement_timeout = Duration::from_secs(u64::try_from(v).unwrap_or(5));
     }
     if let Some(n) = at("sslmode")
         && let Some(mode) = r.string(n, "store.sslmode").flatten()
@@ -280,6 +295,7 @@ mod tests {
         };
         assert_eq!(p.pool_size, 4);
         assert_eq!(p.connect_timeout, Duration::from_secs(3));
+        assert_eq!(p.statement_timeout, DEFAULT_STATEMENT_TIMEOUT);
         assert_eq!(p.sslmode, SslMode::Require);
         assert_eq!(p.password.as_deref(), Some("pw"));
         let (s, _) = read(
@@ -311,5 +327,30 @@ mod tests {
         assert!(problems.iter().any(|p| p.contains("not an sslmode")));
         assert!(problems.iter().any(|p| p.contains("store.pool_size")));
         assert!(problems.iter().any(|p| p.contains("poolsize")));
+    }
+
+    #[test]
+    fn the_statement_timeout_is_whole_seconds_from_1_to_600() {
+        let (s, problems) = read(
+            "store:\n  url: postgres://h/d\n  statement_timeout_seconds: 2\n",
+            &[],
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let StoreBackend::Postgres(p) = s else {
+            panic!("not postgres")
+        };
+        assert_eq!(p.statement_timeout, Duration::from_secs(2));
+        for bad in ["0", "601", "-3", "1.5", "soon", "[5]"] {
+            let (_, problems) = read(
+                &format!("store:\n  url: postgres://h/d\n  statement_timeout_seconds: {bad}\n"),
+                &[],
+            );
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.contains("store.statement_timeout_seconds")),
+                "{bad}: {problems:?}"
+            );
+        }
     }
 }

@@ -1,22 +1,37 @@
 //! From `store:` settings to a pool of connections: the URL as tokio-postgres reads
 //! it (less the TLS keys herald reads itself), the password from the environment when
-//! the URL has none, `synchronous_commit` on for every session, and TLS over rustls.
+//! the URL has none, `synchronous_commit` on for every session, TCP keepalives and a
+//! `tcp_user_timeout` on every connection (a dead peer or a black-holed path closes it
+//! instead of holding it for the kernel's retries, about 15 minutes),
+//! `statement_timeout` on the pool's, and TLS over rustls.
 
 use crate::ScaleError;
+use crate::deadline::Deadline;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use herald_config::{PostgresSettings, SslMode};
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_postgres::config::SslMode as PgSslMode;
 
 /// Longest CA bundle read.
 const MAX_PEM: u64 = 4 << 20;
+
+/// An idle connection is probed after this long, then every interval, and given up
+/// after that many unanswered probes (a dead peer found within 30 s).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(15);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+/// Data sent and not acknowledged for this long closes the connection.
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The connection settings and the TLS connector of `settings`.
 pub(crate) struct Target {
     pub config: tokio_postgres::Config,
     pub tls: tokio_postgres_rustls::MakeRustlsConnect,
     pub shown: String,
+    /// The longest one store call may take (`store.statement_timeout_seconds`).
+    pub deadline: Deadline,
 }
 
 impl Target {
@@ -34,6 +49,11 @@ impl Target {
             config.user("herald");
         }
         config.connect_timeout(settings.connect_timeout);
+        config.keepalives(true);
+        config.keepalives_idle(KEEPALIVE_IDLE);
+        config.keepalives_interval(KEEPALIVE_INTERVAL);
+        config.keepalives_retries(KEEPALIVE_RETRIES);
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
         config.application_name("herald");
         config.options("-c synchronous_commit=on");
         config.ssl_mode(match settings.sslmode {
@@ -42,7 +62,12 @@ impl Target {
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => PgSslMode::Require,
         });
         let tls = tls_connector(settings)?;
-        Ok(Target { config, tls, shown })
+        Ok(Target {
+            config,
+            tls,
+            shown,
+            deadline: Deadline::new(settings.statement_timeout),
+        })
     }
 
     /// The same database with `schema` first on the search path (a profile's
@@ -54,6 +79,7 @@ impl Target {
             config,
             tls: self.tls.clone(),
             shown: format!("{} (schema {schema})", self.shown),
+            deadline: self.deadline,
         }
     }
 
@@ -72,9 +98,19 @@ impl Target {
         Ok(client)
     }
 
+    /// The pool that serves requests: its connections cancel a statement past the
+    /// deadline on the server's side too (migrations and `store migrate` use
+    /// connections of their own, without that limit).
     pub(crate) fn pool(&self, size: usize) -> Result<Pool, ScaleError> {
+        let mut config = self.config.clone();
+        let options = format!(
+            "{} -c statement_timeout={}",
+            config.get_options().unwrap_or_default(),
+            self.deadline.limit().as_millis()
+        );
+        config.options(options.trim_start());
         let manager = Manager::from_config(
-            self.config.clone(),
+            config,
             self.tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,

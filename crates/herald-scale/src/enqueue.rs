@@ -2,8 +2,10 @@
 //! as one statement (arrays unnested into rows) in one implicit transaction, so a
 //! batch costs one round trip and one commit however many events it holds. A few
 //! committers work at once, each taking everything that queued while the others were
-//! at the database.
+//! at the database. A caller waits at most the store's deadline (queueing included),
+//! and a batch the database does not commit within it is answered with the timeout.
 
+use crate::deadline::Deadline;
 use crate::rows::text;
 use deadpool_postgres::Pool;
 use herald_store::{DEDUP_WINDOW_MS, EnqueueOutcome, MAX_BATCH, NewInboxItem, StoreError};
@@ -28,16 +30,17 @@ struct Pending {
 #[derive(Clone)]
 pub(crate) struct Enqueuer {
     tx: mpsc::Sender<Pending>,
+    deadline: Deadline,
 }
 
 impl Enqueuer {
-    pub(crate) fn start(pool: Pool) -> Enqueuer {
+    pub(crate) fn start(pool: Pool, deadline: Deadline) -> Enqueuer {
         let (tx, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..COMMITTERS {
-            tokio::spawn(committer(pool.clone(), rx.clone()));
+            tokio::spawn(committer(pool.clone(), rx.clone(), deadline));
         }
-        Enqueuer { tx }
+        Enqueuer { tx, deadline }
     }
 
     pub(crate) async fn enqueue(
@@ -50,19 +53,23 @@ impl Enqueuer {
             None => (raw.into_bytes(), false),
         };
         let (reply, wait) = oneshot::channel();
-        self.tx
-            .send(Pending {
-                item,
-                payload,
-                reply,
+        self.deadline
+            .bound(async {
+                self.tx
+                    .send(Pending {
+                        item,
+                        payload,
+                        reply,
+                    })
+                    .await
+                    .map_err(|_| StoreError::WriterGone)?;
+                wait.await.map_err(|_| StoreError::WriterGone)?
             })
             .await
-            .map_err(|_| StoreError::WriterGone)?;
-        wait.await.map_err(|_| StoreError::WriterGone)?
     }
 }
 
-async fn committer(pool: Pool, rx: Arc<Mutex<mpsc::Receiver<Pending>>>) {
+async fn committer(pool: Pool, rx: Arc<Mutex<mpsc::Receiver<Pending>>>, deadline: Deadline) {
     loop {
         let batch = {
             let mut rx = rx.lock().await;
@@ -78,7 +85,7 @@ async fn committer(pool: Pool, rx: Arc<Mutex<mpsc::Receiver<Pending>>>) {
             }
             batch
         };
-        commit(&pool, batch).await;
+        commit(&pool, batch, deadline).await;
     }
 }
 
@@ -110,7 +117,7 @@ FROM new n LEFT JOIN added a ON a.route = n.route AND a.delivery_id = n.delivery
 
 /// Commits one batch and answers its callers. A key twice in the batch is a
 /// duplicate the second time, as in one writer's order.
-async fn commit(pool: &Pool, batch: Vec<Pending>) {
+async fn commit(pool: &Pool, batch: Vec<Pending>, deadline: Deadline) {
     let mut seen = HashSet::new();
     let (mut firsts, mut repeats) = (Vec::new(), Vec::new());
     for p in batch {
@@ -120,7 +127,7 @@ async fn commit(pool: &Pool, batch: Vec<Pending>) {
             repeats.push(p);
         }
     }
-    let outcome = insert(pool, &firsts).await;
+    let outcome = deadline.bound(insert(pool, &firsts)).await;
     match outcome {
         Ok(ids) => {
             for (p, id) in firsts.into_iter().zip(ids) {
@@ -137,7 +144,12 @@ async fn commit(pool: &Pool, batch: Vec<Pending>) {
         Err(e) => {
             tracing::error!(error = %e, "store commit failed; the batch is answered with an error");
             for p in firsts.into_iter().chain(repeats) {
-                let _ = p.reply.send(Err(StoreError::Commit(e.to_string())));
+                let answer = match &e {
+                    StoreError::TimedOut(m) => StoreError::TimedOut(m.clone()),
+                    StoreError::Unreachable(m) => StoreError::Unreachable(m.clone()),
+                    other => StoreError::Commit(other.to_string()),
+                };
+                let _ = p.reply.send(Err(answer));
             }
         }
     }

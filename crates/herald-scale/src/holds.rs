@@ -3,6 +3,7 @@
 //! polls. Sessions are held for a turn, direct deliveries for their send.
 
 use crate::db_error;
+use crate::deadline::Deadline;
 use deadpool_postgres::Pool;
 use herald_store::{StoreError, now_ms};
 use std::future::Future;
@@ -33,85 +34,111 @@ pub(crate) fn holder_of(owner: &str) -> String {
     format!("{owner}/{n}")
 }
 
-/// Waits until `key` is free (or its hold ran out), then holds it as `holder`;
-/// `waiting` is said once if it had to wait.
-pub(crate) async fn acquire(
-    pool: &Pool,
-    t: &HoldTable,
-    key: &str,
-    holder: &str,
-    waiting: &str,
-) -> Result<(), StoreError> {
-    let sql = format!(
-        "INSERT INTO {table} ({k}, owner, until_ms) VALUES ($1, $2, $3)
-         ON CONFLICT ({k}) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
-             WHERE {table}.until_ms < $4",
-        table = t.table,
-        k = t.key
-    );
-    let mut waited = false;
-    loop {
-        let now = now_ms();
-        let taken = pool
-            .get()
-            .await
-            .map_err(|e| StoreError::Unreachable(e.to_string()))?
-            .execute(&sql, &[&key, &holder, &(now + HOLD_FOR_MS), &now])
-            .await
-            .map_err(db_error)?;
-        if taken == 1 {
-            return Ok(());
-        }
-        if !waited {
-            tracing::debug!(key, "{waiting}");
-            waited = true;
-        }
-        tokio::time::sleep(POLL).await;
-    }
+/// One hold: the key of a table of holds, held as `holder`; every statement bounded
+/// by the store's deadline.
+pub(crate) struct Held {
+    pub pool: Pool,
+    pub table: &'static HoldTable,
+    pub key: String,
+    pub holder: String,
+    pub deadline: Deadline,
 }
 
-/// Renews the hold until the returned sender is dropped, then hands the future that
-/// lets go of it to `schedule` (run it at once, or after writes queued before).
-pub(crate) fn keep(
-    pool: Pool,
-    t: &'static HoldTable,
-    key: String,
-    holder: String,
-    schedule: impl FnOnce(Release) + Send + 'static,
-) -> oneshot::Sender<()> {
-    let (alive, mut released) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let renew_sql = format!(
-            "UPDATE {} SET until_ms = $3 WHERE {} = $1 AND owner = $2",
-            t.table, t.key
+impl Held {
+    /// Waits until the key is free (or its hold ran out), then holds it; `waiting` is
+    /// said once if it had to wait. Waiting has no limit (another instance's turn
+    /// takes as long as it takes); each look at the table does.
+    pub(crate) async fn acquire(&self, waiting: &str) -> Result<(), StoreError> {
+        let sql = format!(
+            "INSERT INTO {table} ({k}, owner, until_ms) VALUES ($1, $2, $3)
+             ON CONFLICT ({k}) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
+                 WHERE {table}.until_ms < $4",
+            table = self.table.table,
+            k = self.table.key
         );
-        let mut renew = tokio::time::interval(RENEW);
-        renew.tick().await;
+        let mut waited = false;
         loop {
-            tokio::select! {
-                _ = &mut released => break,
-                _ = renew.tick() => {
-                    let until = now_ms() + HOLD_FOR_MS;
-                    if let Ok(c) = pool.get().await {
-                        let _ = c.execute(&renew_sql, &[&key, &holder, &until]).await;
+            let now = now_ms();
+            let taken = self
+                .deadline
+                .bound(async {
+                    self.pool
+                        .get()
+                        .await
+                        .map_err(|e| StoreError::Unreachable(e.to_string()))?
+                        .execute(&sql, &[&self.key, &self.holder, &(now + HOLD_FOR_MS), &now])
+                        .await
+                        .map_err(db_error)
+                })
+                .await?;
+            if taken == 1 {
+                return Ok(());
+            }
+            if !waited {
+                tracing::debug!(key = self.key, "{waiting}");
+                waited = true;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Renews the hold until the returned sender is dropped, then hands the future
+    /// that lets go of it to `schedule` (run it at once, or after writes queued before).
+    pub(crate) fn keep(
+        self,
+        schedule: impl FnOnce(Release) + Send + 'static,
+    ) -> oneshot::Sender<()> {
+        let (alive, mut released) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let renew_sql = format!(
+                "UPDATE {} SET until_ms = $3 WHERE {} = $1 AND owner = $2",
+                self.table.table, self.table.key
+            );
+            let mut renew = tokio::time::interval(RENEW);
+            renew.tick().await;
+            loop {
+                tokio::select! {
+                    _ = &mut released => break,
+                    _ = renew.tick() => {
+                        let until = now_ms() + HOLD_FOR_MS;
+                        let renewed = self.deadline.bound(async {
+                            self.pool
+                                .get()
+                                .await
+                                .map_err(|e| StoreError::Unreachable(e.to_string()))?
+                                .execute(&renew_sql, &[&self.key, &self.holder, &until])
+                                .await
+                                .map_err(db_error)
+                        });
+                        if let Err(e) = renewed.await {
+                            tracing::warn!(error = %e, "store: a hold was not renewed");
+                        }
                     }
                 }
             }
-        }
-        let release: Release = Box::pin(async move {
-            let sql = format!(
-                "DELETE FROM {} WHERE {} = $1 AND owner = $2",
-                t.table, t.key
-            );
-            let out = match pool.get().await {
-                Ok(c) => c.execute(&sql, &[&key, &holder]).await.map_err(db_error),
-                Err(e) => Err(StoreError::Unreachable(e.to_string())),
-            };
-            if let Err(e) = out {
-                tracing::warn!(error = %e, "store: a hold was not let go; it runs out in 30 s");
-            }
+            let release: Release = Box::pin(async move {
+                let sql = format!(
+                    "DELETE FROM {} WHERE {} = $1 AND owner = $2",
+                    self.table.table, self.table.key
+                );
+                let out = self
+                    .deadline
+                    .bound(async {
+                        self.pool
+                            .get()
+                            .await
+                            .map_err(|e| StoreError::Unreachable(e.to_string()))?
+                            .execute(&sql, &[&self.key, &self.holder])
+                            .await
+                            .map_err(db_error)
+                    })
+                    .await;
+                if let Err(e) = out {
+                    tracing::warn!(error = %e, "store: a hold was not let go; it runs out in 30 s");
+                }
+            });
+            schedule(release);
         });
-        schedule(release);
-    });
-    alive
+        alive
+    }
 }

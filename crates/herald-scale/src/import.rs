@@ -1,33 +1,28 @@
 //! `herald store migrate --from-sqlite`: a home's SQLite inbox (`herald.db`) and
-//! session store (`state.db`) copied into the PostgreSQL store, page by page, each page
-//! one statement. Row ids are kept (clients cache message row ids) and the sequences set
-//! past them. Copying again skips what is there (`ON CONFLICT DO NOTHING`), so a run
-//! cut off is finished by running it again; tables keyed by a row id resume after the
-//! highest id already copied.
+//! session store (`state.db`) copied into the PostgreSQL store, page by page. A page is
+//! at most [`PAGE`] rows and [`PAGE_BYTES`] of values (a row larger than that is a page
+//! of its own), streamed with `COPY ... FROM STDIN (FORMAT binary)` into a temporary
+//! table and moved into place by one statement, in one transaction per page: memory
+//! stays about a page, whatever the table holds. Row ids are kept (clients cache
+//! message row ids) and the sequences set past them. Copying again skips what is there
+//! (`ON CONFLICT DO NOTHING`), so a run cut off is finished by running it again; tables
+//! keyed by a row id resume after the highest id already copied.
 
-use crate::rows::text;
+use crate::staging::{self, Kind};
 use crate::{ScaleError, connect};
 use herald_config::PostgresSettings;
-use herald_store::export::{Cell, Export};
-use std::path::Path;
+use herald_store::export::Export;
 use tokio_postgres::Client;
-use tokio_postgres::types::ToSql;
 
-/// Rows per statement.
-const PAGE: usize = 500;
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Text,
-    Int,
-    Real,
-    Bytes,
-    Bool,
-}
+/// Rows per page at most.
+pub const PAGE: usize = 500;
+/// Bytes of values per page at most (one larger row goes alone).
+pub const PAGE_BYTES: usize = 8 << 20;
 
 /// One table's copy: the SQLite query of a page (its first column the cursor, `?1`
-/// the cursor to start after, `?2` the page size), and the PostgreSQL statement a
-/// page's rows are written with (`VALUES` rows between `head` and `tail`).
+/// the cursor to start after, `?2` the page size), the types of its other columns,
+/// and the PostgreSQL statement that moves a page into place (`SELECT`ed from the
+/// staging table between `head` and `tail`).
 struct Copy {
     name: &'static str,
     source_table: &'static str,
@@ -53,7 +48,7 @@ const INBOX: &[Copy] = &[
         head: "INSERT INTO inbox (id, route, event_type, delivery_id, state, attempts, received_at_ms, updated_at_ms,
                    profile, headers, payload, payload_packed, prompt, deliver, deliver_extra, skills, toolsets,
                    last_error, answer, next_attempt_at_ms, lease_until_ms, failures, failing_since_ms,
-                   delivery_attempts) VALUES",
+                   delivery_attempts)",
         columns: &[
             Int, Text, Text, Text, Text, Int, Int, Int, Text, Text, Bytes, Bool, Text, Text, Text, Text,
             Text, Text, Text, Int, Int, Int, Int, Int,
@@ -66,7 +61,7 @@ const INBOX: &[Copy] = &[
         source_table: "inbox_attempts",
         select: "SELECT id, id, inbox_id, stage, started_at_ms, finished_at_ms, outcome, error
                  FROM inbox_attempts WHERE id > ?1 ORDER BY id LIMIT ?2",
-        head: "INSERT INTO inbox_attempts (id, inbox_id, stage, started_at_ms, finished_at_ms, outcome, error) VALUES",
+        head: "INSERT INTO inbox_attempts (id, inbox_id, stage, started_at_ms, finished_at_ms, outcome, error)",
         columns: &[Int, Int, Text, Int, Int, Text, Text],
         tail: "ON CONFLICT DO NOTHING",
         resume_from: Some("inbox_attempts"),
@@ -78,7 +73,7 @@ const INBOX: &[Copy] = &[
                         created_at_ms
                  FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
         head: "INSERT INTO deliveries (id, kind, route, delivery_id, target, status, attempts, latency_ms, error,
-                   message, created_at_ms) VALUES",
+                   message, created_at_ms)",
         columns: &[Int, Text, Text, Text, Text, Text, Int, Int, Text, Text, Int],
         tail: "ON CONFLICT DO NOTHING",
         resume_from: Some("deliveries"),
@@ -89,7 +84,7 @@ const INBOX: &[Copy] = &[
         select: "SELECT rowid, route, delivery_id, seen_at_ms FROM
                    (SELECT row_number() OVER (ORDER BY route, delivery_id) AS rowid, * FROM dedup)
                  WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
-        head: "INSERT INTO dedup (route, delivery_id, seen_at_ms) VALUES",
+        head: "INSERT INTO dedup (route, delivery_id, seen_at_ms)",
         columns: &[Text, Text, Int],
         tail: "ON CONFLICT (route, delivery_id) DO UPDATE SET seen_at_ms = GREATEST(dedup.seen_at_ms, excluded.seen_at_ms)",
         resume_from: None,
@@ -106,7 +101,7 @@ const SESSIONS: &[Copy] = &[
                  FROM sessions WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
         head: "INSERT INTO sessions (id, source, user_id, session_key, chat_id, display_name, model, model_config,
                    system_prompt, started_at, ended_at, end_reason, message_count, tool_call_count, input_tokens,
-                   output_tokens, cwd, title, api_call_count, profile_name, rewind_count, archived) VALUES",
+                   output_tokens, cwd, title, api_call_count, profile_name, rewind_count, archived)",
         columns: &[
             Text, Text, Text, Text, Text, Text, Text, Text, Text, Real, Real, Text, Int, Int, Int, Int,
             Text, Text, Int, Text, Int, Int,
@@ -121,7 +116,7 @@ const SESSIONS: &[Copy] = &[
         source_table: "sessions",
         select: "SELECT rowid, id, parent_session_id FROM sessions
                  WHERE rowid > ?1 AND parent_session_id IS NOT NULL ORDER BY rowid LIMIT ?2",
-        head: "UPDATE sessions SET parent_session_id = v.parent FROM (VALUES",
+        head: "UPDATE sessions SET parent_session_id = v.parent FROM (",
         columns: &[Text, Text],
         tail: ") AS v(id, parent) WHERE sessions.id = v.id AND sessions.parent_session_id IS NULL
                AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = v.parent)",
@@ -136,7 +131,7 @@ const SESSIONS: &[Copy] = &[
                        WHERE session_id IN (SELECT id FROM sessions))
                  WHERE id > ?1 ORDER BY id LIMIT ?2",
         head: "INSERT INTO messages (id, session_id, seq, role, content, tool_call_id, tool_calls, tool_name,
-                   timestamp, token_count, finish_reason, reasoning, active, compacted, api_content) VALUES",
+                   timestamp, token_count, finish_reason, reasoning, active, compacted, api_content)",
         columns: &[Int, Text, Int, Text, Text, Text, Text, Text, Real, Int, Text, Text, Int, Int, Text],
         tail: "ON CONFLICT DO NOTHING",
         resume_from: Some("messages"),
@@ -148,7 +143,7 @@ const SESSIONS: &[Copy] = &[
                         pending_steer, input_tokens, output_tokens, owner
                  FROM herald_runs WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
         head: "INSERT INTO herald_runs (id, session_id, status, model, created_at, updated_at, last_event, output,
-                   error, pending_steer, input_tokens, output_tokens, owner) VALUES",
+                   error, pending_steer, input_tokens, output_tokens, owner)",
         columns: &[Text, Text, Text, Text, Real, Real, Text, Text, Text, Text, Int, Int, Text],
         tail: "ON CONFLICT DO NOTHING",
         resume_from: None,
@@ -159,7 +154,7 @@ const SESSIONS: &[Copy] = &[
         select: "SELECT rowid, id, conversation, session_id, instructions, history, response, created_at, used_at
                  FROM herald_responses WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
         head: "INSERT INTO herald_responses (id, conversation, session_id, instructions, history, response,
-                   created_at, used_at) VALUES",
+                   created_at, used_at)",
         columns: &[Text, Text, Text, Text, Text, Text, Real, Real],
         tail: "ON CONFLICT DO NOTHING",
         resume_from: None,
@@ -174,21 +169,19 @@ pub struct Progress<'a> {
     pub total: u64,
 }
 
-/// Copies the SQLite inbox at `herald_db` into the shared inbox tables; `progress`
+/// Copies the SQLite inbox `source` (`herald.db`, opened with
+/// [`herald_store::export::Source::Inbox`]) into the shared inbox tables; `progress`
 /// hears after every page.
 pub async fn import_inbox(
     settings: &PostgresSettings,
-    herald_db: &Path,
+    source: &Export,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<(), ScaleError> {
-    // Opening brings an older file to this build's schema first.
-    drop(herald_store::SqliteInbox::open(herald_db).map_err(store)?);
     let target = connect::Target::of(settings)?;
     let mut client = target.connect_one().await?;
     crate::migrate::migrate(&mut client, &crate::migrate::INBOX).await?;
-    let source = Export::open(herald_db).map_err(store)?;
     for copy in INBOX {
-        copy_table(&client, &source, copy, progress).await?;
+        copy_table(&mut client, source, copy, progress).await?;
     }
     // The SQLite inbox keeps an accepted event's key in its row: the keys still in
     // the window become rows of `dedup`.
@@ -206,29 +199,28 @@ pub async fn import_inbox(
     set_sequences(&client, &["inbox", "inbox_attempts", "deliveries"]).await
 }
 
-/// Copies the SQLite session store at `state_db` into `profile`'s schema (`None`:
-/// the default profile's).
+/// Copies the SQLite session store `source` (`state.db`, opened with
+/// [`herald_store::export::Source::Sessions`]) into `profile`'s schema (`None`: the
+/// default profile's).
 pub async fn import_sessions(
     settings: &PostgresSettings,
-    state_db: &Path,
+    source: &Export,
     profile: Option<&str>,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<(), ScaleError> {
-    drop(herald_store::SqliteSessions::open(state_db).map_err(store)?);
     // Opening migrates the schema.
     drop(crate::open_sessions(settings, profile, "herald-store-migrate").await?);
     let schema = crate::schema_of(profile)?;
     let target = connect::Target::of(settings)?.in_schema(&schema);
-    let client = target.connect_one().await?;
-    let source = Export::open(state_db).map_err(store)?;
+    let mut client = target.connect_one().await?;
     for copy in SESSIONS {
-        copy_table(&client, &source, copy, progress).await?;
+        copy_table(&mut client, source, copy, progress).await?;
     }
     set_sequences(&client, &["messages"]).await
 }
 
 async fn copy_table(
-    client: &Client,
+    client: &mut Client,
     source: &Export,
     copy: &Copy,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
@@ -257,9 +249,13 @@ async fn copy_table(
             .map(|n| u64::try_from(n).unwrap_or(0))?,
         None => 0,
     };
+    staging::prepare(client, copy.columns).await.map_err(db)?;
+    let mover = staging::mover(copy.head, copy.columns, copy.tail);
     let mut pages = 0;
     loop {
-        let page = source.page(copy.select, after, PAGE).map_err(store)?;
+        let page = source
+            .page(copy.select, after, PAGE, PAGE_BYTES)
+            .map_err(store)?;
         let Some((last, _)) = page.last() else {
             if pages == 0 {
                 // Nothing left to copy: say so once.
@@ -273,8 +269,11 @@ async fn copy_table(
         };
         pages += 1;
         after = *last;
-        write_page(client, copy, &page).await?;
-        done += page.len() as u64;
+        let rows = page.len() as u64;
+        staging::write(client, copy.columns, &mover, page)
+            .await
+            .map_err(db)?;
+        done += rows;
         progress(Progress {
             table: copy.name,
             done: done.min(total.max(done)),
@@ -282,74 +281,6 @@ async fn copy_table(
         });
     }
     Ok(())
-}
-
-async fn write_page(
-    client: &Client,
-    copy: &Copy,
-    page: &[(i64, Vec<Cell>)],
-) -> Result<(), ScaleError> {
-    let width = copy.columns.len();
-    let mut values = Vec::with_capacity(page.len());
-    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::with_capacity(page.len() * width);
-    for (_, cells) in page {
-        let mut row = Vec::with_capacity(width);
-        for (kind, cell) in copy.columns.iter().zip(cells.iter()) {
-            params.push(param(*kind, cell));
-            row.push(format!("${}::{}", params.len(), sql_type(*kind)));
-        }
-        values.push(format!("({})", row.join(", ")));
-    }
-    let sql = format!("{} {} {}", copy.head, values.join(", "), copy.tail);
-    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
-    client.execute(&sql, &refs).await.map_err(db)?;
-    Ok(())
-}
-
-fn sql_type(kind: Kind) -> &'static str {
-    match kind {
-        Text => "text",
-        Int => "bigint",
-        Real => "double precision",
-        Bytes => "bytea",
-        Bool => "boolean",
-    }
-}
-
-/// A cell as the column's type wants it (SQLite's typing is loose).
-fn param(kind: Kind, cell: &Cell) -> Box<dyn ToSql + Sync + Send> {
-    match kind {
-        Text => Box::new(match cell {
-            Cell::Null => None,
-            Cell::Text(t) => Some(text(t).into_owned()),
-            Cell::Int(i) => Some(i.to_string()),
-            Cell::Real(r) => Some(r.to_string()),
-            Cell::Bytes(b) => Some(text(&String::from_utf8_lossy(b)).into_owned()),
-        }),
-        Int => Box::new(match cell {
-            Cell::Int(i) => Some(*i),
-            Cell::Real(r) => Some(*r as i64),
-            Cell::Text(t) => t.trim().parse::<i64>().ok(),
-            _ => None,
-        }),
-        Real => Box::new(match cell {
-            Cell::Real(r) => Some(*r),
-            Cell::Int(i) => Some(*i as f64),
-            Cell::Text(t) => t.trim().parse::<f64>().ok(),
-            _ => None,
-        }),
-        Bytes => Box::new(match cell {
-            Cell::Bytes(b) => Some(b.clone()),
-            Cell::Text(t) => Some(t.clone().into_bytes()),
-            Cell::Null => None,
-            other => Some(format!("{other:?}").into_bytes()),
-        }),
-        Bool => Box::new(match cell {
-            Cell::Int(i) => Some(*i != 0),
-            Cell::Null => None,
-            _ => Some(false),
-        }),
-    }
 }
 
 /// Each table's id sequence past the highest id copied, so new rows never reuse one.

@@ -2,7 +2,8 @@
 //! change is one statement (data-modifying CTEs), so it is atomic without a
 //! transaction's extra round trips; outcomes of claimed work apply only while this
 //! instance holds the entry's lease, so a late answer from an instance whose lease
-//! was taken over changes nothing.
+//! was taken over changes nothing. Every call is bounded by the store's deadline
+//! (`store.statement_timeout_seconds`).
 
 use crate::connect::Target;
 use crate::db_error;
@@ -39,9 +40,9 @@ const WAITING_STATE: &str = "CASE WHEN answer IS NULL THEN 'queued' ELSE 'delive
 
 impl PgInbox {
     pub(crate) fn start(pool: Pool, target: Target, instance: String) -> PgInbox {
-        let enqueuer = Enqueuer::start(pool.clone());
+        let enqueuer = Enqueuer::start(pool.clone(), target.deadline);
         let (alive, dropped) = tokio::sync::oneshot::channel();
-        tokio::spawn(expire_keys(pool.clone(), dropped));
+        tokio::spawn(expire_keys(pool.clone(), dropped, target.deadline));
         PgInbox {
             pool,
             target: Arc::new(target),
@@ -64,9 +65,14 @@ impl PgInbox {
     }
 
     async fn execute(&self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
-        let c = self.conn().await?;
-        let stmt = c.prepare_cached(sql).await.map_err(db_error)?;
-        c.execute(&stmt, args).await.map_err(db_error)
+        self.target
+            .deadline
+            .bound(async {
+                let c = self.conn().await?;
+                let stmt = c.prepare_cached(sql).await.map_err(db_error)?;
+                c.execute(&stmt, args).await.map_err(db_error)
+            })
+            .await
     }
 
     async fn query(
@@ -74,9 +80,14 @@ impl PgInbox {
         sql: &str,
         args: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        let c = self.conn().await?;
-        let stmt = c.prepare_cached(sql).await.map_err(db_error)?;
-        c.query(&stmt, args).await.map_err(db_error)
+        self.target
+            .deadline
+            .bound(async {
+                let c = self.conn().await?;
+                let stmt = c.prepare_cached(sql).await.map_err(db_error)?;
+                c.query(&stmt, args).await.map_err(db_error)
+            })
+            .await
     }
 
     /// An outcome of claimed work: `set` applied to the entry while this instance
@@ -206,19 +217,27 @@ impl DeliveryArgs {
 }
 
 /// Deletes dedup keys that left the window (any instance may; it is idempotent).
-async fn expire_keys(pool: Pool, mut dropped: tokio::sync::oneshot::Receiver<()>) {
+async fn expire_keys(
+    pool: Pool,
+    mut dropped: tokio::sync::oneshot::Receiver<()>,
+    deadline: crate::deadline::Deadline,
+) {
     let mut tick = tokio::time::interval(EXPIRE_EVERY);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = &mut dropped => return,
         }
-        let Ok(c) = pool.get().await else { continue };
         let before = now_ms() - DEDUP_WINDOW_MS;
-        match c
-            .execute("DELETE FROM dedup WHERE seen_at_ms < $1", &[&before])
-            .await
-        {
+        let removed = deadline.bound(async {
+            pool.get()
+                .await
+                .map_err(|e| StoreError::Unreachable(e.to_string()))?
+                .execute("DELETE FROM dedup WHERE seen_at_ms < $1", &[&before])
+                .await
+                .map_err(db_error)
+        });
+        match removed.await {
             Ok(n) if n > 0 => tracing::debug!(removed = n, "expired dedup keys removed"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not remove expired dedup keys"),
@@ -813,8 +832,15 @@ impl InboxBackend for PgInbox {
         let key = format!("{}\u{1f}{}", text(route), text(delivery_id));
         let holder = crate::holds::holder_of(&self.instance);
         let waiting = "waiting for another instance's send of this delivery id";
-        crate::holds::acquire(&self.pool, &SEND_HOLDS, &key, &holder, waiting).await?;
-        let alive = crate::holds::keep(self.pool.clone(), &SEND_HOLDS, key, holder, |release| {
+        let held = crate::holds::Held {
+            pool: self.pool.clone(),
+            table: &SEND_HOLDS,
+            key,
+            holder,
+            deadline: self.target.deadline,
+        };
+        held.acquire(waiting).await?;
+        let alive = held.keep(|release| {
             tokio::spawn(release);
         });
         Ok(Hold::releasing(Box::new(alive)))

@@ -13,6 +13,7 @@
 //! - numbered migrations run at start under an advisory lock.
 
 mod connect;
+mod deadline;
 mod enqueue;
 mod follow;
 mod holds;
@@ -24,9 +25,10 @@ mod replies;
 mod rows;
 mod session_schema;
 mod sessions;
+mod staging;
 
 pub use inbox::PgInbox;
-pub use sessions::{INSTANCE_LOST, PgSessions};
+pub use sessions::{INSTANCE_LOST, PgSessions, SESSION_WRITES};
 
 use herald_config::PostgresSettings;
 use herald_store::StoreError;
@@ -93,9 +95,14 @@ fn connect_reason(e: &tokio_postgres::Error) -> String {
     text
 }
 
-/// A statement's failure as the store reports it.
+/// A statement's failure as the store reports it (one the server cancelled at
+/// `statement_timeout` is a timeout).
 pub(crate) fn db_error(e: tokio_postgres::Error) -> StoreError {
+    use tokio_postgres::error::SqlState;
     match e.as_db_error() {
+        Some(db) if *db.code() == SqlState::QUERY_CANCELED => {
+            StoreError::TimedOut(format!("{} ({})", db.message(), db.code().code()))
+        }
         Some(db) => StoreError::Database(format!("{} ({})", db.message(), db.code().code())),
         None if e.is_closed() => StoreError::Unreachable(e.to_string()),
         None => StoreError::Database(connect_reason(&e)),

@@ -2,8 +2,15 @@
 //! one profile (its own schema), shared by every instance. Writes of one instance run
 //! in the order they were made (a queue drained by one task), detached ones included;
 //! reads use the pool. A session's messages are ordered by their per-session `seq`.
+//!
+//! Every call is bounded by the store's deadline (`store.statement_timeout_seconds`),
+//! and the queue of writes holds at most [`SESSION_WRITES`]: while the database
+//! stalls, a write whose caller waits waits for room within its deadline, and a
+//! detached one (nobody waits for it) is refused at once, so a stall cannot grow the
+//! queue without limit.
 
 use crate::db_error;
+use crate::deadline::Deadline;
 use crate::rows::{opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
@@ -24,8 +31,15 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 const ALIVE_FOR_MS: i64 = 30_000;
 /// What a run of a lost instance is failed with.
 pub const INSTANCE_LOST: &str = "interrupted: instance lost";
+/// Session writes queued at most (each one message, run state or response).
+pub const SESSION_WRITES: usize = 512;
+/// How much longer than the deadline the queue's task gives one job before dropping it
+/// (a job bounds its own write by the deadline; this catches what does not).
+const JOB_GRACE: Duration = Duration::from_secs(1);
 
 type Job = Box<dyn FnOnce(Pool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+/// Where a queued write's outcome arrives.
+type Outcome<T> = oneshot::Receiver<Result<T, StoreError>>;
 
 /// One profile's sessions on PostgreSQL, written as `owner`.
 pub struct PgSessions {
@@ -36,7 +50,8 @@ pub struct PgSessions {
     streams: crate::follow::Streams,
     target: std::sync::Arc<crate::connect::Target>,
     shown: String,
-    queue: mpsc::UnboundedSender<Job>,
+    queue: mpsc::Sender<Job>,
+    deadline: Deadline,
     /// `<instance>@<process>#<opening>`: whose runs these are, and whose heartbeat this keeps.
     owner: String,
     /// `<instance>@`: an earlier process of this instance's home.
@@ -53,14 +68,15 @@ impl PgSessions {
         instance: &str,
     ) -> Result<PgSessions, StoreError> {
         let shown = target.shown.clone();
-        let (queue, jobs) = mpsc::unbounded_channel();
-        tokio::spawn(run_jobs(pool.clone(), jobs));
+        let deadline = target.deadline;
+        let (queue, jobs) = mpsc::channel(SESSION_WRITES);
+        tokio::spawn(run_jobs(pool.clone(), jobs, deadline));
         static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let owner = format!("{instance}@{}#{n}", herald_store::instance::current());
-        beat(&pool, &owner).await?;
+        deadline.bound(beat(&pool, &owner)).await?;
         let (alive, dropped) = oneshot::channel();
-        tokio::spawn(heartbeat(pool.clone(), owner.clone(), dropped));
+        tokio::spawn(heartbeat(pool.clone(), owner.clone(), dropped, deadline));
         Ok(PgSessions {
             replies: crate::replies::Replies::default(),
             streams: crate::follow::Streams::default(),
@@ -68,6 +84,7 @@ impl PgSessions {
             target: std::sync::Arc::new(target),
             shown,
             queue,
+            deadline,
             instance_prefix: format!("{instance}@"),
             owner,
             _alive: alive,
@@ -79,35 +96,66 @@ impl PgSessions {
         &self.owner
     }
 
-    fn submit<T, F, Fut>(
-        &self,
-        f: F,
-    ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError>
+    /// The job of write `f` (bounded by the deadline) and where its outcome goes. A
+    /// job whose caller `awaited` it and stopped waiting before it started (the
+    /// deadline passed while it was queued) is not made: that caller was told it failed.
+    fn job<T, F, Fut>(&self, f: F, awaited: bool) -> (Job, Outcome<T>)
     where
         T: Send + 'static,
         F: FnOnce(Pool) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
+        let deadline = self.deadline;
         let job: Job = Box::new(move |pool| {
             Box::pin(async move {
-                let out = f(pool).await;
+                if awaited && tx.is_closed() {
+                    tracing::debug!("a session write whose caller gave up was not made");
+                    return;
+                }
+                let out = deadline.bound(f(pool)).await;
                 if let Err(Err(e)) = tx.send(out) {
                     tracing::warn!(error = %e, "a session write nobody waited for failed");
                 }
             })
         });
-        self.queue.send(job).map_err(|_| StoreError::WriterGone)?;
-        Ok(rx)
+        (job, rx)
     }
 
+    /// Queues write `f` without waiting: refused at once when the queue is full.
+    fn detach<T, F, Fut>(&self, f: F) -> Result<(), StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Pool) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        let (job, _) = self.job(f, false);
+        self.queue.try_send(job).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => StoreError::Unreachable(format!(
+                "{SESSION_WRITES} session writes are waiting for the store (the most kept): this one is dropped"
+            )),
+            mpsc::error::TrySendError::Closed(_) => StoreError::WriterGone,
+        })
+    }
+
+    /// Queues write `f` and waits for it: for room in the queue and for the write,
+    /// both within the deadline.
     async fn write<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(Pool) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
-        self.submit(f)?.await.map_err(|_| StoreError::WriterGone)?
+        let (job, outcome) = self.job(f, true);
+        self.deadline
+            .bound(async {
+                self.queue
+                    .send(job)
+                    .await
+                    .map_err(|_| StoreError::WriterGone)?;
+                outcome.await.map_err(|_| StoreError::WriterGone)?
+            })
+            .await
     }
 
     async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
@@ -121,14 +169,27 @@ async fn get(pool: &Pool) -> Result<deadpool_postgres::Object, StoreError> {
         .map_err(|e| StoreError::Unreachable(e.to_string()))
 }
 
-async fn run_jobs(pool: Pool, mut jobs: mpsc::UnboundedReceiver<Job>) {
+/// Runs the queued writes one after the other, none for longer than the deadline (and
+/// a little grace): a stall holds the queue one deadline per write at most.
+async fn run_jobs(pool: Pool, mut jobs: mpsc::Receiver<Job>, deadline: Deadline) {
     while let Some(job) = jobs.recv().await {
-        job(pool.clone()).await;
+        let limit = deadline.limit() + JOB_GRACE;
+        if tokio::time::timeout(limit, job(pool.clone()))
+            .await
+            .is_err()
+        {
+            tracing::warn!(error = %deadline.missed(), "a queued session write was dropped");
+        }
     }
 }
 
 /// Keeps `owner` alive in `herald_instances` until the store is dropped.
-async fn heartbeat(pool: Pool, owner: String, mut dropped: oneshot::Receiver<()>) {
+async fn heartbeat(
+    pool: Pool,
+    owner: String,
+    mut dropped: oneshot::Receiver<()>,
+    deadline: Deadline,
+) {
     let mut tick = tokio::time::interval(HEARTBEAT);
     // The first beat was made before the store was handed out.
     tick.tick().await;
@@ -137,21 +198,24 @@ async fn heartbeat(pool: Pool, owner: String, mut dropped: oneshot::Receiver<()>
             _ = tick.tick() => {}
             _ = &mut dropped => break,
         }
-        if let Err(e) = beat(&pool, &owner).await {
+        if let Err(e) = deadline.bound(beat(&pool, &owner)).await {
             tracing::warn!(error = %e, "store: the instance heartbeat failed");
         }
-        match fail_lost_runs(&pool, &owner).await {
+        match deadline.bound(fail_lost_runs(&pool, &owner)).await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(runs = n, "runs of a lost instance are marked failed"),
             Err(e) => tracing::warn!(error = %e, "store: cannot look for runs of lost instances"),
         }
     }
     // A clean stop: this owner's runs need not wait out the heartbeat.
-    if let Ok(c) = get(&pool).await {
-        let _ = c
+    let gone = deadline.bound(async {
+        get(&pool)
+            .await?
             .execute("DELETE FROM herald_instances WHERE owner = $1", &[&owner])
-            .await;
-    }
+            .await
+            .map_err(db_error)
+    });
+    let _ = gone.await;
 }
 
 /// Unfinished runs of instances whose heartbeat ran out fail with [`INSTANCE_LOST`]
@@ -546,10 +610,9 @@ impl SessionBackend for PgSessions {
     }
 
     fn ensure_session_detached(&self, session: NewSession) -> Result<(), StoreError> {
-        self.submit(
+        self.detach(
             move |pool| async move { insert_session(&get(&pool).await?, &session, true).await },
         )
-        .map(drop)
     }
 
     async fn append(&self, session_id: String, m: NewMessage) -> Result<i64, StoreError> {
@@ -560,12 +623,11 @@ impl SessionBackend for PgSessions {
     }
 
     fn append_detached(&self, session_id: String, m: NewMessage) -> Result<(), StoreError> {
-        self.submit(move |pool| async move {
+        self.detach(move |pool| async move {
             insert_message(&get(&pool).await?, &session_id, &m)
                 .await
                 .map(drop)
         })
-        .map(drop)
     }
 
     async fn record_run(&self, run: RunRecord) -> Result<Vec<i64>, StoreError> {
@@ -831,6 +893,8 @@ impl SessionBackend for PgSessions {
     }
 
     async fn session(&self, id: String) -> Result<Option<SessionRow>, StoreError> {
+        self.deadline
+            .bound(async {
         let row = self
             .conn()
             .await?
@@ -841,9 +905,13 @@ impl SessionBackend for PgSessions {
             .await
             .map_err(db_error)?;
         row.as_ref().map(session_row).transpose().map_err(db_error)
+            })
+            .await
     }
 
     async fn latest(&self, source: String) -> Result<Option<String>, StoreError> {
+        self.deadline
+            .bound(async {
         let row = self
             .conn()
             .await?
@@ -854,9 +922,13 @@ impl SessionBackend for PgSessions {
             .await
             .map_err(db_error)?;
         row.map(|r| r.try_get(0)).transpose().map_err(db_error)
+            })
+            .await
     }
 
     async fn history(&self, session_id: String) -> Result<Vec<StoredMessage>, StoreError> {
+        self.deadline
+            .bound(async {
         let rows = self
             .conn()
             .await?
@@ -881,9 +953,13 @@ impl SessionBackend for PgSessions {
             })
             .collect::<Result<_, tokio_postgres::Error>>()
             .map_err(db_error)
+            })
+            .await
     }
 
     async fn response(&self, id: String) -> Result<Option<StoredResponse>, StoreError> {
+        self.deadline
+            .bound(async {
         let row = self
             .conn()
             .await?
@@ -905,9 +981,13 @@ impl SessionBackend for PgSessions {
         })
         .transpose()
         .map_err(db_error)
+            })
+            .await
     }
 
     async fn latest_response_of(&self, conversation: String) -> Result<Option<String>, StoreError> {
+        self.deadline
+            .bound(async {
         let row = self
             .conn()
             .await?
@@ -918,9 +998,13 @@ impl SessionBackend for PgSessions {
             .await
             .map_err(db_error)?;
         row.map(|r| r.try_get(0)).transpose().map_err(db_error)
+            })
+            .await
     }
 
     async fn run(&self, id: String) -> Result<Option<RunRow>, StoreError> {
+        self.deadline
+            .bound(async {
         let row = self
             .conn()
             .await?
@@ -931,9 +1015,13 @@ impl SessionBackend for PgSessions {
             .await
             .map_err(db_error)?;
         row.as_ref().map(run_row).transpose().map_err(db_error)
+            })
+            .await
     }
 
     async fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
+        self.deadline
+            .bound(async {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self
             .conn()
@@ -965,9 +1053,13 @@ impl SessionBackend for PgSessions {
             })
             .collect::<Result<_, tokio_postgres::Error>>()
             .map_err(db_error)
+            })
+            .await
     }
 
     async fn usage(&self, id: String) -> Result<Option<SessionUsage>, StoreError> {
+        self.deadline
+            .bound(async {
         let row = self
             .conn()
             .await?
@@ -987,6 +1079,8 @@ impl SessionBackend for PgSessions {
         })
         .transpose()
         .map_err(db_error)
+            })
+            .await
     }
 
     fn location(&self) -> String {
@@ -1003,16 +1097,20 @@ impl SessionBackend for PgSessions {
         control: RunControl,
     ) -> Result<Relayed, StoreError> {
         let row = self
-            .conn()
-            .await?
-            .query_opt(
-                "SELECT owner, status IN ('completed', 'failed', 'cancelled'),
-                        owner IN (SELECT owner FROM herald_instances WHERE alive_until_ms > $2)
-                 FROM herald_runs WHERE id = $1",
-                &[&run_id, &now_ms()],
-            )
-            .await
-            .map_err(db_error)?;
+            .deadline
+            .bound(async {
+                self.conn()
+                    .await?
+                    .query_opt(
+                        "SELECT owner, status IN ('completed', 'failed', 'cancelled'),
+                                owner IN (SELECT owner FROM herald_instances WHERE alive_until_ms > $2)
+                         FROM herald_runs WHERE id = $1",
+                        &[&run_id, &now_ms()],
+                    )
+                    .await
+                    .map_err(db_error)
+            })
+            .await?;
         let Some(row) = row else {
             return Ok(Relayed::Nobody);
         };
@@ -1045,11 +1143,15 @@ impl SessionBackend for PgSessions {
         if ask.is_some() {
             self.replies.listen(&self.target, &self.owner).await;
         }
-        self.conn()
-            .await?
-            .execute("SELECT pg_notify($1, $2)", &[&CONTROL_CHANNEL, &payload])
-            .await
-            .map_err(db_error)?;
+        self.deadline
+            .bound(async {
+                self.conn()
+                    .await?
+                    .execute("SELECT pg_notify($1, $2)", &[&CONTROL_CHANNEL, &payload])
+                    .await
+                    .map_err(db_error)
+            })
+            .await?;
         match ask {
             None => Ok(Relayed::Sent),
             Some((id, answer)) => match tokio::time::timeout(REPLY_WAIT, answer).await {
@@ -1100,6 +1202,8 @@ impl SessionBackend for PgSessions {
         fingerprint: String,
         window_ms: i64,
     ) -> Result<KeyClaim, StoreError> {
+        self.deadline
+            .bound(async {
         let now = now_ms();
         let c = self.conn().await?;
         let mine = c
@@ -1143,6 +1247,8 @@ impl SessionBackend for PgSessions {
             headers,
             body: body.unwrap_or_default(),
         }))
+            })
+            .await
     }
 
     async fn keep_answer(
@@ -1151,37 +1257,41 @@ impl SessionBackend for PgSessions {
         fingerprint: String,
         answer: KeptAnswer,
     ) -> Result<(), StoreError> {
-        let headers = serde_json::to_string(&answer.headers)
-            .map_err(|e| StoreError::Database(e.to_string()))?;
-        self.conn()
-            .await?
-            .execute(
-                "UPDATE herald_idempotency SET status = $3, headers = $4, body = $5
+        self.deadline
+            .bound(async {
+                let headers = serde_json::to_string(&answer.headers)
+                    .map_err(|e| StoreError::Database(e.to_string()))?;
+                self.conn()
+                    .await?
+                    .execute(
+                        "UPDATE herald_idempotency SET status = $3, headers = $4, body = $5
                  WHERE key = $1 AND fingerprint = $2 AND owner = $6",
-                &[
-                    &key,
-                    &fingerprint,
-                    &i32::from(answer.status),
-                    &headers,
-                    &answer.body,
-                    &self.owner,
-                ],
-            )
+                        &[
+                            &key,
+                            &fingerprint,
+                            &i32::from(answer.status),
+                            &headers,
+                            &answer.body,
+                            &self.owner,
+                        ],
+                    )
+                    .await
+                    .map_err(db_error)?;
+                // Keys past any window are forgotten now and then.
+                if every_hundredth() {
+                    let old = now_ms() - 3_600_000;
+                    let _ = self
+                        .conn()
+                        .await?
+                        .execute(
+                            "DELETE FROM herald_idempotency WHERE created_at_ms < $1",
+                            &[&old],
+                        )
+                        .await;
+                }
+                Ok(())
+            })
             .await
-            .map_err(db_error)?;
-        // Keys past any window are forgotten now and then.
-        if every_hundredth() {
-            let old = now_ms() - 3_600_000;
-            let _ = self
-                .conn()
-                .await?
-                .execute(
-                    "DELETE FROM herald_idempotency WHERE created_at_ms < $1",
-                    &[&old],
-                )
-                .await;
-        }
-        Ok(())
     }
 
     fn on_run_control(&self, handler: ControlHandler) {
@@ -1219,18 +1329,23 @@ impl SessionBackend for PgSessions {
     async fn hold_session(&self, session_id: String) -> Result<Hold, StoreError> {
         let holder = crate::holds::holder_of(&self.owner);
         let waiting = "waiting for another instance's turn on this session";
-        crate::holds::acquire(&self.pool, &SESSION_HOLDS, &session_id, &holder, waiting).await?;
-        let queue = self.queue.clone();
-        let alive = crate::holds::keep(
-            self.pool.clone(),
-            &SESSION_HOLDS,
-            session_id,
+        let held = crate::holds::Held {
+            pool: self.pool.clone(),
+            table: &SESSION_HOLDS,
+            key: session_id,
             holder,
-            move |release| {
-                let job: Job = Box::new(move |_pool| release);
-                let _ = queue.send(job);
-            },
-        );
+            deadline: self.deadline,
+        };
+        held.acquire(waiting).await?;
+        let queue = self.queue.clone();
+        let alive = held.keep(move |release| {
+            // Let go after the writes queued before, waiting for room when the
+            // queue is full (the hold runs out by itself if the store is gone).
+            let job: Job = Box::new(move |_pool| release);
+            if let Err(mpsc::error::TrySendError::Full(job)) = queue.try_send(job) {
+                tokio::spawn(async move { queue.send(job).await });
+            }
+        });
         Ok(Hold::releasing(Box::new(alive)))
     }
 }

@@ -65,6 +65,10 @@ pub enum StoreError {
     /// The database cannot be reached (a connection or pool failure).
     #[error("store unreachable: {0}")]
     Unreachable(String),
+    /// The database did not answer in time (`store.statement_timeout_seconds`): a
+    /// stalled or overloaded server, or a network path that lost it.
+    #[error("store timed out: {0}")]
+    TimedOut(String),
     #[error(
         "store {path} has schema version {found}, newer than this herald ({supported}); upgrade herald"
     )]
@@ -73,6 +77,14 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+}
+
+impl StoreError {
+    /// Whether the store could not be used for now (unreachable or too slow), as
+    /// opposed to refusing what was asked: worth a retry later.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unreachable(_) | StoreError::TimedOut(_))
+    }
 }
 
 impl From<rusqlite::Error> for StoreError {

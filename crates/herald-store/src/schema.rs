@@ -2,7 +2,7 @@
 
 use rusqlite::Connection;
 
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: the inbox and its dedup keys.
     "CREATE TABLE inbox (
         id             INTEGER PRIMARY KEY,

@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: sessions and messages (a subset of Hermes's columns, same names).
     "CREATE TABLE IF NOT EXISTS sessions (
         id TEXT PRIMARY KEY,

@@ -204,6 +204,53 @@ impl PgCluster {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
+    /// Freezes the server: SIGSTOP to the postmaster and every one of its processes
+    /// (connections stay open and the kernel still acknowledges what is sent, as with
+    /// a server that hangs). [`PgCluster::thaw`] lets it go on.
+    pub fn freeze(&self) -> Result<(), String> {
+        let pids = self.processes()?;
+        signal("-STOP", &pids)
+    }
+
+    /// Lets a frozen server go on (SIGCONT to the same processes).
+    pub fn thaw(&self) -> Result<(), String> {
+        let pids = self.processes()?;
+        signal("-CONT", &pids)
+    }
+
+    /// The postmaster's pid (first) and its children's.
+    fn processes(&self) -> Result<Vec<u32>, String> {
+        let file = self.data().join("postmaster.pid");
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let postmaster: u32 = text
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .ok_or_else(|| format!("{}: no pid in it", file.display()))?;
+        let mut pids = vec![postmaster];
+        for entry in std::fs::read_dir("/proc")
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...: comm may hold spaces, so read after its `)`.
+            let parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if parent == Some(postmaster) {
+                pids.push(pid);
+            }
+        }
+        Ok(pids)
+    }
+
     /// Creates an empty database.
     pub fn create_db(&self, name: &str) -> Result<(), String> {
         self.psql("postgres", &format!("CREATE DATABASE \"{name}\""))
@@ -213,6 +260,8 @@ impl PgCluster {
 
 impl Drop for PgCluster {
     fn drop(&mut self) {
+        // A test that failed while the server was frozen leaves it stopped.
+        let _ = self.thaw();
         let _ = self
             .command("pg_ctl")
             .arg("-D")
@@ -223,6 +272,21 @@ impl Drop for PgCluster {
             .stderr(Stdio::null())
             .status();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends `kill`'s `signal` to `pids`.
+fn signal(signal: &str, pids: &[u32]) -> Result<(), String> {
+    let status = Command::new("kill")
+        .arg(signal)
+        .args(pids.iter().map(u32::to_string))
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("kill: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill {signal} {pids:?} failed"))
     }
 }
 

@@ -29,6 +29,7 @@ mod scale;
 mod setup;
 mod shutdown;
 mod signatures;
+mod store_migrate;
 mod support;
 mod traces;
 mod tui;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 const TOKEN: &str = "123:tg-token";
 
-fn cluster() -> &'static PgCluster {
+pub(super) fn cluster() -> &'static PgCluster {
     static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| match PgCluster::start() {
         Ok(c) => c,
@@ -24,7 +24,7 @@ fn cluster() -> &'static PgCluster {
 }
 
 /// A new database's URL.
-fn database(name: &str) -> String {
+pub(super) fn database(name: &str) -> String {
     let c = cluster();
     c.create_db(name).unwrap();
     c.url(name)
@@ -912,4 +912,118 @@ async fn a_run_waiting_on_one_instance_is_approved_through_the_other() {
         let (status, _) = super::api::get_json(h, &format!("/v1/runs/{run}/events")).await;
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
+}
+
+/// One GET while the database is frozen: its status, whether it said `Retry-After`,
+/// its error code, and how long it took.
+async fn frozen_get(h: &Herald, path: &str) -> (StatusCode, bool, Value, Duration) {
+    let started = std::time::Instant::now();
+    let r = super::api::call(h, "GET", path, None, &[]).await;
+    let took = started.elapsed();
+    let status = r.status();
+    let retry = r.headers().contains_key("retry-after");
+    let body: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap_or(Value::Null);
+    (status, retry, body["error"]["code"].clone(), took)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_database_gets_503_with_retry_after_at_the_statement_timeout_and_herald_recovers()
+{
+    // Its own cluster: freezing the shared one would stall the other tests. The freeze
+    // lasts 20 s (HERALD_TEST_PG_FREEZE_SECONDS to measure another).
+    let pg = match PgCluster::start() {
+        Ok(c) => c,
+        Err(why) => panic!("this test needs PostgreSQL: {why}"),
+    };
+    pg.create_db("frozen").unwrap();
+    let freeze = Duration::from_secs(
+        std::env::var("HERALD_TEST_PG_FREEZE_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20),
+    );
+    const DEADLINE: Duration = Duration::from_secs(2);
+    let provider = provider();
+    let config = format!(
+        "store:\n  url: {}\n  statement_timeout_seconds: {}\n{}",
+        pg.url("frozen"),
+        DEADLINE.as_secs(),
+        super::api::api_config(&provider.base_url, "")
+    );
+    let h = Herald::start(&config);
+    // A stored response, and a run another instance kept (not in this one's memory):
+    // both read from the database.
+    let (status, response) =
+        super::api::post_json(&h, "/v1/responses", serde_json::json!({"input": "hello"})).await;
+    assert_eq!(status, StatusCode::OK, "{response}");
+    let response = response["id"].as_str().unwrap().to_owned();
+    pg.psql(
+        "frozen",
+        "INSERT INTO herald_runs (id, session_id, status, model, created_at, updated_at)
+         VALUES ('run_elsewhere', 's', 'completed', 'm', 1, 2)",
+    )
+    .unwrap();
+    let paths = [
+        "/v1/runs/run_elsewhere".to_owned(),
+        format!("/v1/responses/{response}"),
+    ];
+    for path in &paths {
+        let (status, _, _, _) = frozen_get(&h, path).await;
+        assert_eq!(status, StatusCode::OK, "{path} before the freeze");
+    }
+
+    pg.freeze().unwrap();
+    let frozen_at = std::time::Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut answers = 0;
+    while frozen_at.elapsed() + DEADLINE < freeze {
+        for path in &paths {
+            let (status, retry, code, took) = frozen_get(&h, path).await;
+            assert_eq!(
+                (status, retry, code.as_str()),
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    true,
+                    Some("store_unavailable")
+                ),
+                "{path} during the freeze, after {took:?}"
+            );
+            assert!(
+                took < DEADLINE + Duration::from_secs(3),
+                "{path} took {took:?} during the freeze"
+            );
+            slowest = slowest.max(took);
+            answers += 1;
+        }
+    }
+    let held = frozen_at.elapsed();
+    eprintln!(
+        "frozen for {:?}: {answers} answers, each 503 with Retry-After, the slowest in {slowest:?}",
+        held.max(freeze)
+    );
+    tokio::time::sleep(freeze.saturating_sub(held)).await;
+    pg.thaw().unwrap();
+
+    let thawed = std::time::Instant::now();
+    for path in &paths {
+        loop {
+            let (status, _, _, _) = frozen_get(&h, path).await;
+            if status == StatusCode::OK {
+                break;
+            }
+            assert!(
+                thawed.elapsed() < Duration::from_secs(30),
+                "{path} still {status} after the thaw"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    eprintln!("serving again {:?} after the thaw", thawed.elapsed());
+    // The store's own words stay in the log, a generic message outward.
+    let log = h.log();
+    assert!(
+        log.contains("a request found the store unavailable")
+            && log.contains("no answer within 2 s"),
+        "{log}"
+    );
 }

@@ -2,6 +2,7 @@
 
 mod inbox;
 mod runs;
+mod stall;
 mod tls;
 
 use herald_config::{PostgresSettings, SslMode};
@@ -27,6 +28,7 @@ pub fn settings(db: &str) -> PostgresSettings {
         password: None,
         pool_size: 8,
         connect_timeout: Duration::from_secs(5),
+        statement_timeout: Duration::from_secs(5),
         sslmode: SslMode::Disable,
         sslrootcert: None,
     }

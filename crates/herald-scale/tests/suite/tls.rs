@@ -99,6 +99,7 @@ fn settings(port: u16, host: &str, mode: SslMode, root: Option<&Path>) -> Postgr
         password: None,
         pool_size: 2,
         connect_timeout: Duration::from_secs(5),
+        statement_timeout: Duration::from_secs(5),
         sslmode: mode,
         sslrootcert: root.map(Path::to_path_buf),
     }
