@@ -91,7 +91,10 @@ pub fn router(dash: Arc<Dashboard>) -> axum::Router {
     let login = auth::router(dash.clone());
     let all = headers::secured(pages.merge(login).merge(api));
     match dash.loopback {
-        true => headers::loopback_only(all),
+        true => herald_http::loopback_host::loopback_names_only(
+            all,
+            herald_http::loopback_host::Checked::All,
+        ),
         false => all,
     }
 }

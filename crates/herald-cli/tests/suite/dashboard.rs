@@ -527,3 +527,51 @@ async fn the_webhook_listener_serves_it_with_the_token_and_never_open_to_others(
         h.log()
     );
 }
+
+/// Finding 13: on loopback listeners, `/metrics` (with no token) and `/health/detailed`
+/// answer only to loopback host names, as the dashboard does (DNS rebinding), on the
+/// webhook listener and on the API's.
+#[tokio::test]
+async fn metrics_and_detailed_health_answer_only_loopback_host_names() {
+    let provider = FakeProvider::start(vec![]);
+    let h = gateway(&provider, "metrics:\n  enabled: true\n");
+    let file = h.home().join("gateway.json");
+    let state: serde_json::Value = wait_for(Duration::from_secs(10), "gateway.json", || {
+        serde_json::from_str(&std::fs::read_to_string(&file).ok()?).ok()
+    })
+    .await;
+    let webhook = state["webhook"][0].as_str().unwrap().to_owned();
+    let api = h.url("");
+    let client = http_client(Duration::from_secs(10));
+    for (base, path) in [
+        (&webhook, "/metrics"),
+        (&webhook, "/health/detailed"),
+        (&api, "/metrics"),
+        (&api, "/health/detailed"),
+    ] {
+        let port = base.rsplit(':').next().unwrap();
+        for (host, want) in [
+            (format!("127.0.0.1:{port}"), StatusCode::OK),
+            (format!("localhost:{port}"), StatusCode::OK),
+            (format!("evil.example:{port}"), StatusCode::FORBIDDEN),
+            ("evil.example".to_owned(), StatusCode::FORBIDDEN),
+        ] {
+            let r = client
+                .get(format!("{base}{path}"))
+                .header("host", &host)
+                .header("authorization", format!("Bearer {KEY}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), want, "{base}{path} as {host}");
+        }
+    }
+    // The webhook's own routes take any host name (senders come through proxies).
+    let r = client
+        .get(format!("{webhook}/health"))
+        .header("host", "hooks.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
