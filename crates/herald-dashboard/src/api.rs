@@ -1,6 +1,6 @@
 //! The dashboard's JSON API under `/dashboard/api`: what the pages show and the
 //! changes they make (replay, cancel, subscribe, remove, approve), each behind the
-//! session and CSRF guard.
+//! guard (the session cookie and its secret, from this origin).
 
 use crate::Dashboard;
 use axum::extract::{Path, Query, State};

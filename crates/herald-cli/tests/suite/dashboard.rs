@@ -21,33 +21,36 @@ fn gateway(provider: &FakeProvider, top: &str) -> Herald {
     Herald::start(&format!("{api}{webhook}"))
 }
 
-/// A client that keeps the dashboard's cookie by hand, and follows no redirect.
+/// A client that keeps the dashboard's cookie and session secret by hand, as the page
+/// does, and follows no redirect.
 struct Session {
     client: reqwest::Client,
     cookie: Option<String>,
+    secret: Option<String>,
 }
 
 impl Session {
     fn new() -> Session {
+        Session::from(None)
+    }
+
+    /// A client whose connections come from `source` (another loopback address).
+    fn from(source: Option<std::net::IpAddr>) -> Session {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(60))
+            .local_address(source)
             .build()
             .unwrap();
         Session {
             client,
             cookie: None,
+            secret: None,
         }
     }
 
     async fn log_in(&mut self, h: &Herald, token: &str) -> reqwest::Response {
-        let r = self
-            .client
-            .post(h.url("/dashboard/login"))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(format!("token={}", token))
-            .send()
-            .await
-            .unwrap();
+        let r = self.login_request(h, token).send().await.unwrap();
         if let Some(c) = r.headers().get("set-cookie") {
             let c = c.to_str().unwrap();
             self.cookie = Some(c.split(';').next().unwrap().to_owned());
@@ -55,17 +58,41 @@ impl Session {
         r
     }
 
+    /// Logs in, asserting it worked, and keeps the secret the answer gives.
+    async fn logged_in(h: &Herald, token: &str) -> Session {
+        let mut s = Session::new();
+        let r = s.log_in(h, token).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let body: serde_json::Value = r.json().await.unwrap();
+        s.secret = Some(body["secret"].as_str().unwrap().to_owned());
+        assert_eq!(s.secret.as_deref().map(str::len), Some(64), "{body}");
+        s
+    }
+
+    fn login_request(&self, h: &Herald, token: &str) -> reqwest::RequestBuilder {
+        self.with_cookie(self.client.post(h.url("/dashboard/login")))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+    }
+
     fn get(&self, h: &Herald, path: &str) -> reqwest::RequestBuilder {
-        self.with_cookie(self.client.get(h.url(path)))
+        self.with_secret(self.with_cookie(self.client.get(h.url(path))))
     }
 
     fn post(&self, h: &Herald, path: &str) -> reqwest::RequestBuilder {
-        self.with_cookie(self.client.post(h.url(path)))
+        self.with_secret(self.with_cookie(self.client.post(h.url(path))))
     }
 
     fn with_cookie(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.cookie {
             Some(c) => r.header("cookie", c),
+            None => r,
+        }
+    }
+
+    fn with_secret(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.secret {
+            Some(s) => r.header("x-dashboard-secret", s),
             None => r,
         }
     }
@@ -220,6 +247,30 @@ async fn a_run_streams_and_its_command_is_approved_from_the_page() {
     let run = b["run_id"].as_str().unwrap().to_owned();
     let b = Browser::start().await;
     log_in(&b, &h).await;
+    // The session's secret is in this tab's sessionStorage, never in the page: a
+    // reload keeps working; a new tab has none and shows the login (logging in there
+    // shares the session).
+    let kept = b
+        .client
+        .execute("return [sessionStorage.getItem('herald-dashboard-secret') || '', document.documentElement.outerHTML];", vec![])
+        .await
+        .unwrap();
+    let secret = kept[0].as_str().unwrap();
+    assert_eq!(secret.len(), 64, "{kept}");
+    assert!(!kept[1].as_str().unwrap().contains(secret));
+    b.client.refresh().await.unwrap();
+    b.find("nav a[data-page=events]").await;
+    b.find("#events tbody").await;
+    let first_tab = b.client.window().await.unwrap();
+    let tab = b.client.new_window(true).await.unwrap();
+    b.client.switch_to_window(tab.handle).await.unwrap();
+    b.client.goto(&h.url("/dashboard/#/runs")).await.unwrap();
+    b.find("#token").await;
+    b.find("#token").await.send_keys(KEY).await.unwrap();
+    b.find("#login button").await.click().await.unwrap();
+    b.find("nav a.active[data-page=runs]").await;
+    b.client.close_window().await.unwrap();
+    b.client.switch_to_window(first_tab).await.unwrap();
     b.client.goto(&h.url("/dashboard/#/runs")).await.unwrap();
     let link = b.find(&format!("#runs a[href='#/runs/{run}']")).await;
     b.screenshot("runs").await;
@@ -261,8 +312,7 @@ async fn a_watch_that_is_never_read_holds_up_neither_the_run_nor_its_reader() {
     };
     let provider = FakeProvider::start(vec![answer(), answer()]);
     let h = gateway(&provider, "");
-    let mut session = Session::new();
-    session.log_in(&h, KEY).await;
+    let session = Session::logged_in(&h, KEY).await;
     let mut peaks = Vec::new();
     let mut stalled = Vec::new();
     for watched in [false, true] {
@@ -272,8 +322,9 @@ async fn a_watch_that_is_never_read_holds_up_neither_the_run_nor_its_reader() {
         if watched {
             let mut watch = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
             let head = format!(
-                "GET /dashboard/api/runs/{run}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {}\r\n\r\n",
-                session.cookie.as_deref().unwrap()
+                "GET /dashboard/api/runs/{run}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {}\r\nX-Dashboard-Secret: {}\r\n\r\n",
+                session.cookie.as_deref().unwrap(),
+                session.secret.as_deref().unwrap(),
             );
             watch.write_all(head.as_bytes()).await.unwrap();
             stalled.push(watch);
@@ -346,15 +397,17 @@ async fn the_login_and_the_api_refuse_what_they_should() {
         .await
         .unwrap();
     assert_eq!(cross.status(), StatusCode::FORBIDDEN);
-    // Logged in, a change without the CSRF token is refused.
+    // A login answers the session's secret in its body, beside an HttpOnly cookie.
     let mut session = Session::new();
     let login = session.log_in(&h, KEY).await;
-    assert_eq!(login.status(), StatusCode::SEE_OTHER);
+    assert_eq!(login.status(), StatusCode::OK);
     let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
     );
+    let body: serde_json::Value = login.json().await.unwrap();
+    session.secret = body["secret"].as_str().map(str::to_owned);
     // From the login on, each route's requests are counted per minute for its chart.
     let body = r#"{"action": "opened", "issue": {"title": "counted"}}"#;
     assert_eq!(event(&h, body, "traffic-1").await, StatusCode::ACCEPTED);
@@ -385,36 +438,18 @@ async fn the_login_and_the_api_refuse_what_they_should() {
         (1, 1, 0),
         "{gh}"
     );
+    // A change from a page of another site is refused, secret or not.
     let r = session
         .post(&h, "/dashboard/api/events/1/replay")
+        .header("sec-fetch-site", "cross-site")
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    // A wrong key is answered after a second, four at a time; the right key still
-    // logs in (nobody can lock the others out).
-    let started = std::time::Instant::now();
-    let guesser = Session::new().client;
-    let guesses = (0..8).map(|_| {
-        guesser
-            .post(h.url("/dashboard/login"))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body("token=wrong-wrong-wrong")
-            .send()
-    });
-    let answers = futures_util::future::join_all(guesses).await;
-    assert!(
-        answers
-            .iter()
-            .all(|a| a.as_ref().unwrap().headers()["location"] == "/dashboard/?login=failed")
-    );
-    assert!(
-        started.elapsed() >= Duration::from_millis(1900),
-        "{:?}",
-        started.elapsed()
-    );
-    let late = Session::new().log_in(&h, KEY).await;
-    assert_eq!(late.headers()["location"], "/dashboard/");
+    let wrong = Session::new().log_in(&h, "wrong-wrong-wrong").await;
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let said: serde_json::Value = wrong.json().await.unwrap();
+    assert_eq!(said["code"], "login_failed", "{said}");
     // Another host name on a loopback listener (DNS rebinding) is refused.
     let rebound = client
         .get(h.url("/dashboard/"))
@@ -462,9 +497,7 @@ async fn the_webhook_listener_serves_it_with_the_token_and_never_open_to_others(
     assert_eq!(code, 0);
     let token = token.trim().to_owned();
     assert_eq!(token.len(), 64);
-    let mut session = Session::new();
-    let login = session.log_in(&h, &token).await;
-    assert_eq!(login.headers()["location"], "/dashboard/");
+    let session = Session::logged_in(&h, &token).await;
     let r = session
         .get(&h, "/dashboard/api/health")
         .send()
@@ -472,39 +505,15 @@ async fn the_webhook_listener_serves_it_with_the_token_and_never_open_to_others(
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     // No model here: an accepted event waits, and is cancelled from the dashboard
-    // (with the page's CSRF token), once.
+    // (with the session's secret), once.
     let (status, _) = h.github("r", "push", "{}", Some("wait-1")).await;
     assert_eq!(status, StatusCode::ACCEPTED);
-    let page = session
-        .get(&h, "/dashboard/")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = page
-        .split("name=\"csrf-token\" content=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap()
-        .to_owned();
     let id = h.inbox()[0]["id"].to_string();
     let cancel = format!("/dashboard/api/events/{id}/cancel");
-    let r = session
-        .post(&h, &cancel)
-        .header("x-csrf-token", &csrf)
-        .send()
-        .await
-        .unwrap();
+    let r = session.post(&h, &cancel).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(h.inbox()[0]["state"], "cancelled");
-    let again = session
-        .post(&h, &cancel)
-        .header("x-csrf-token", &csrf)
-        .send()
-        .await
-        .unwrap();
+    let again = session.post(&h, &cancel).send().await.unwrap();
     assert_eq!(again.status(), StatusCode::CONFLICT);
     // A new token ends the sessions the old one opened.
     let (code, renewed, _) = h.cli(&["dashboard", "token", "--new"]);
@@ -526,6 +535,198 @@ async fn the_webhook_listener_serves_it_with_the_token_and_never_open_to_others(
         "{}",
         h.log()
     );
+}
+
+/// A login's request, written whole on its own connection; the answer is read later.
+async fn login_in_flight(h: &Herald, token: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut tcp = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    let body = format!("token={token}");
+    let request = format!(
+        "POST /dashboard/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    tcp
+}
+
+/// The status and `Retry-After` of an answer read to its end.
+async fn status_and_retry(mut tcp: tokio::net::TcpStream) -> (u16, Option<u64>) {
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(150), tcp.read_to_end(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let retry = text
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("retry-after: ")
+                .map(str::to_owned)
+        })
+        .map(|v| v.trim().parse().unwrap());
+    (status, retry)
+}
+
+/// Finding 6: failed logins are counted per client address and hold nothing another
+/// client waits for. With 400 wrong logins in flight from 127.0.0.1, the right key from
+/// 127.0.0.2 (another client address on Linux's loopback) logs in at once; 127.0.0.1
+/// gets ten answers of "wrong key", then 429 with Retry-After, the right key included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_logins_from_one_address_never_hold_up_the_right_key_from_another() {
+    let provider = FakeProvider::start(vec![]);
+    let h = gateway(&provider, "");
+    let mut guesses = Vec::new();
+    for n in 0..400 {
+        guesses.push(login_in_flight(&h, &format!("wrong-guess-{n}")).await);
+    }
+    let other = Session::from(Some("127.0.0.2".parse().unwrap()));
+    let started = std::time::Instant::now();
+    let r = other.login_request(&h, KEY).send().await.unwrap();
+    let took = started.elapsed();
+    eprintln!(
+        "the right key from 127.0.0.2 logged in in {took:?} beside 400 wrong logins in flight"
+    );
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let answers = futures_util::future::join_all(guesses.into_iter().map(status_and_retry)).await;
+    let wrong = answers.iter().filter(|(s, _)| *s == 401).count();
+    let over: Vec<u64> = answers
+        .iter()
+        .filter(|(s, _)| *s == 429)
+        .map(|(_, retry)| retry.expect("a 429 says when to retry"))
+        .collect();
+    assert_eq!((wrong, over.len()), (10, 390), "{answers:?}");
+    assert!(over.iter().all(|s| (1..=60).contains(s)), "{over:?}");
+    // Over its budget, the guessing address is not even let in with the right key.
+    let right_from_guesser = Session::new().log_in(&h, KEY).await;
+    assert_eq!(right_from_guesser.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(right_from_guesser.headers().contains_key("retry-after"));
+    let said: serde_json::Value = right_from_guesser.json().await.unwrap();
+    assert_eq!(said["code"], "too_many_failed_logins", "{said}");
+    assert!(
+        said["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Too many failed logins"),
+        "{said}"
+    );
+    let again = other.login_request(&h, KEY).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+}
+
+/// Finding 10: the session cookie (which browsers send to every port of the host)
+/// opens nothing without the session's secret, reads included, and no page holds it.
+#[tokio::test]
+async fn the_cookie_alone_opens_nothing_and_no_page_holds_the_secret() {
+    let provider = FakeProvider::start(vec![]);
+    let h = gateway(&provider, "");
+    let session = Session::logged_in(&h, KEY).await;
+    let secret = session.secret.clone().unwrap();
+    let cookie_only = Session {
+        client: session.client.clone(),
+        cookie: session.cookie.clone(),
+        secret: None,
+    };
+    let page = cookie_only.get(&h, "/dashboard/").send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("app.js"), "the app's shell: {html}");
+    assert!(!html.contains(&secret), "{html}");
+    assert!(!html.to_ascii_lowercase().contains("csrf"), "{html}");
+    let wrong_secret = Session {
+        secret: Some("0".repeat(64)),
+        ..Session {
+            client: session.client.clone(),
+            cookie: session.cookie.clone(),
+            secret: None,
+        }
+    };
+    let routes = [
+        ("GET", "/dashboard/api/events"),
+        ("GET", "/dashboard/api/events/1"),
+        ("GET", "/dashboard/api/deliveries"),
+        ("GET", "/dashboard/api/routes"),
+        ("GET", "/dashboard/api/sessions"),
+        ("GET", "/dashboard/api/health"),
+        ("GET", "/dashboard/api/runs"),
+        ("GET", "/dashboard/api/runs/run_1/events"),
+        ("POST", "/dashboard/api/events/1/replay"),
+        ("POST", "/dashboard/api/events/1/cancel"),
+        ("POST", "/dashboard/api/routes"),
+        ("DELETE", "/dashboard/api/routes/gh"),
+        ("POST", "/dashboard/api/runs/run_1/approval"),
+        ("POST", "/dashboard/api/runs/run_1/stop"),
+        ("POST", "/dashboard/logout"),
+    ];
+    for (method, path) in routes {
+        for (who, client) in [
+            ("cookie alone", &cookie_only),
+            ("wrong secret", &wrong_secret),
+        ] {
+            let request = client
+                .with_secret(
+                    client.with_cookie(client.client.request(method.parse().unwrap(), h.url(path))),
+                )
+                .json(&serde_json::json!({"name": "made", "request_id": "x", "choice": "once"}));
+            let r = request.send().await.unwrap();
+            assert_eq!(
+                r.status(),
+                StatusCode::UNAUTHORIZED,
+                "{who}: {method} {path}"
+            );
+            let body: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(body["code"], "secret_required", "{who}: {method} {path}");
+        }
+    }
+    // Nothing was changed: the subscription was not made, and the route is there.
+    let routes = session
+        .get(&h, "/dashboard/api/routes")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(routes.status(), StatusCode::OK);
+    let names: Vec<String> = routes.json::<serde_json::Value>().await.unwrap()["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["gh"]);
+    // The secret without the cookie is nothing either.
+    let secret_only = Session {
+        client: session.client.clone(),
+        cookie: None,
+        secret: Some(secret.clone()),
+    };
+    let r = secret_only
+        .get(&h, "/dashboard/api/health")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // A second login from the same browser (a new tab) shares the session.
+    let mut tab = Session {
+        client: session.client.clone(),
+        cookie: session.cookie.clone(),
+        secret: None,
+    };
+    let r = tab.log_in(&h, KEY).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["secret"], secret.as_str());
+    // Logged out, the pair opens nothing.
+    let r = session.post(&h, "/dashboard/logout").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = session
+        .get(&h, "/dashboard/api/health")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }
 
 /// Finding 13: on loopback listeners, `/metrics` (with no token) and `/health/detailed`
