@@ -95,6 +95,20 @@ async function follow(path, onData, signal) {
   }
 }
 
+const LIVE = ["queued", "running", "waiting_for_approval"];
+
+/** A Stop button for run `id`, asking first; `after` runs once it is stopping. */
+function stopButton(id, after) {
+  return el("button", { type: "button", class: "quiet stop", "data-run": id, onclick: async () => {
+    if (!(await confirmed("Stop run " + id + "? Its tool calls are interrupted."))) return;
+    try {
+      const r = await api("/runs/" + encodeURIComponent(id) + "/stop", { method: "POST" });
+      notice("Run " + id + " is " + (r.status || r.state) + ".");
+      if (after) await after();
+    } catch (e) { notice(e.message, "error"); }
+  } }, "Stop");
+}
+
 function confirmed(text) {
   const dialog = document.getElementById("confirm");
   document.getElementById("confirm-text").textContent = text;
@@ -272,11 +286,12 @@ async function runsPage() {
   const [runs, sessions] = await Promise.all([api("/runs"), api("/sessions")]);
   PAGE.append(el("h1", {}, "Runs"),
     el("table", { id: "runs" },
-      el("tr", {}, ["Run", "Door", "State", "Started", "Last event", "Waiting"].map((h) => el("th", {}, h))),
+      el("tr", {}, ["Run", "Door", "State", "Started", "Last event", "Waiting", ""].map((h) => el("th", {}, h))),
       runs.runs.map((r) => el("tr", {},
         el("td", {}, el("a", { href: "#/runs/" + encodeURIComponent(r.run_id) }, r.run_id)),
         el("td", {}, r.door), el("td", {}, stateBadge(r.state)), el("td", {}, whenSecs(r.created_at)),
-        el("td", {}, r.last_event || ""), el("td", {}, r.pending_approvals ? r.pending_approvals + " approval(s)" : "")))),
+        el("td", {}, r.last_event || ""), el("td", {}, r.pending_approvals ? r.pending_approvals + " approval(s)" : ""),
+        el("td", {}, LIVE.includes(r.state) ? stopButton(r.run_id, route) : "")))),
     el("h2", {}, "Stored sessions (read-only)"),
     el("table", { id: "sessions" },
       el("tr", {}, ["Session", "Title", "Source", "Messages", "Updated", "First message"].map((h) => el("th", {}, h))),
@@ -292,7 +307,8 @@ async function runPage(id) {
   const waiting = el("div", { id: "approvals" });
   const head = el("h1", {}, "Run " + id);
   const state = el("p", { id: "run-state" });
-  PAGE.append(el("p", {}, el("a", { href: "#/runs" }, "← Runs")), head, state, waiting, el("h2", {}, "Events"), log);
+  const stop = el("div", { class: "row" });
+  PAGE.append(el("p", {}, el("a", { href: "#/runs" }, "← Runs")), head, state, stop, waiting, el("h2", {}, "Events"), log);
   let answer = null;
   const ask = (a) => {
     if (document.getElementById("approval-" + a.request_id)) return;
@@ -313,6 +329,7 @@ async function runPage(id) {
   const onEvent = (e) => {
     if (e.event === "status") {
       state.replaceChildren("State: ", stateBadge(e.status.state), " · door " + e.status.door);
+      stop.replaceChildren(LIVE.includes(e.status.state) ? stopButton(id) : "");
       e.pending.forEach(ask);
       return;
     }
@@ -329,6 +346,7 @@ async function runPage(id) {
     }
     if (e.event.startsWith("run.")) {
       state.replaceChildren("State: ", stateBadge(e.status.state));
+      stop.replaceChildren();
       watching.abort();
     }
     const detail = e.tool ? e.tool + " " + (e.arguments || e.result || "") : e.command || e.choice || (e.status && e.status.error) || "";

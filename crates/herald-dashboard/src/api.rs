@@ -1,6 +1,6 @@
 //! The dashboard's JSON API under `/dashboard/api`: what the pages show and the
-//! changes they make (replay, cancel, subscribe, remove, approve), each behind the
-//! guard (the session cookie and its secret, from this origin).
+//! changes they make (replay, cancel, subscribe, remove, approve, stop), each behind
+//! the guard (the session cookie and its secret, from this origin).
 
 use crate::Dashboard;
 use axum::extract::{Path, Query, State};

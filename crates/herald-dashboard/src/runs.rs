@@ -1,6 +1,7 @@
 //! The runs of this process (webhook runs and the API's), live: a list, one run's
 //! events as they happen (SSE, from a tap that takes nothing from the run's own
-//! reader), and its pending approvals answered from the page.
+//! reader), its pending approvals answered from the page (once, session or deny: never
+//! `always`), and a stop for any running run.
 
 use crate::Dashboard;
 use crate::api::error;
@@ -21,6 +22,18 @@ pub(crate) fn router() -> Router<Arc<Dashboard>> {
         .route("/dashboard/api/runs", get(list))
         .route("/dashboard/api/runs/{id}/events", get(events))
         .route("/dashboard/api/runs/{id}/approval", post(approve))
+        .route("/dashboard/api/runs/{id}/stop", post(stop))
+}
+
+/// A choice the page offers: once, session or deny. `always` is not one: an answer
+/// given here never becomes a standing rule that unattended runs would use.
+fn choice(text: &str) -> Option<Decision> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "once" => Some(Decision::Once),
+        "session" => Some(Decision::Session),
+        "deny" => Some(Decision::Deny),
+        _ => None,
+    }
 }
 
 fn find(dash: &Dashboard, id: &str) -> Option<(RunHandle, &'static str)> {
@@ -184,14 +197,32 @@ async fn approve(
             format!("no run {id} in this process"),
         );
     };
-    let Some(decision) = Decision::parse(&a.choice) else {
+    let Some(decision) = choice(&a.choice) else {
         return error(
             StatusCode::BAD_REQUEST,
-            "choice must be once, session, always or deny",
+            "choice must be once, session or deny (the dashboard gives no `always`)",
         );
     };
     match run.approve(Some(&a.request_id), decision, false) {
         Ok(n) => Json(json!({"resolved": n, "choice": decision.name()})).into_response(),
         Err(e) => error(StatusCode::CONFLICT, e.to_string()),
     }
+}
+
+/// `POST /dashboard/api/runs/{id}/stop`: interrupts a running run, whichever door
+/// started it; a finished one's status is its answer.
+async fn stop(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> Response {
+    let Some((run, door)) = find(&dash, &id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no run {id} in this process"),
+        );
+    };
+    let status = run.status();
+    if status.state.is_finished() {
+        return Json(status_json(&status, door, 0)).into_response();
+    }
+    run.interrupt();
+    tracing::info!(run_id = %id, "dashboard: a run was stopped");
+    Json(json!({"run_id": id, "status": "stopping"})).into_response()
 }

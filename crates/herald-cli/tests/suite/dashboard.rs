@@ -14,8 +14,15 @@ use std::time::Duration;
 /// A gateway with the webhook route `gh` (the agent answers, the log delivers) and
 /// the API (whose key logs in).
 fn gateway(provider: &FakeProvider, top: &str) -> Herald {
-    let routes = "        gh:\n          events: [issues]\n          prompt: 'Issue: {issue.title}'\n          deliver: log\n";
-    let webhook = config_with_routes(routes);
+    gateway_with_route(provider, top, "")
+}
+
+/// [`gateway`] with more settings of the route `gh` (`more`: YAML lines indented by 10).
+fn gateway_with_route(provider: &FakeProvider, top: &str, more: &str) -> Herald {
+    let routes = format!(
+        "        gh:\n          events: [issues]\n          prompt: 'Issue: {{issue.title}}'\n          deliver: log\n{more}"
+    );
+    let webhook = config_with_routes(&routes);
     let webhook = webhook.trim_start_matches("platforms:\n");
     let api = api_config(&provider.base_url, "").replace("agent:\n", &format!("{top}agent:\n"));
     Herald::start(&format!("{api}{webhook}"))
@@ -727,6 +734,255 @@ async fn the_cookie_alone_opens_nothing_and_no_page_holds_the_secret() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// Finding 4: the dashboard answers an approval once, for the session, or no; never
+/// `always`, which would become a rule unattended runs use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_refuses_an_always_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let doomed = dir.path().join("doomed.txt");
+    std::fs::write(&doomed, "x").unwrap();
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "rm -f doomed.txt"}"#)]),
+        Scripted::text("Removed it."),
+    ]);
+    let h = gateway(
+        &provider,
+        &format!("terminal:\n  cwd: {}\n", dir.path().display()),
+    );
+    let config_before = std::fs::read_to_string(h.home().join("config.yaml")).unwrap();
+    let (s, b) = post_json(&h, "/v1/runs", serde_json::json!({"input": "clean up"})).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    let run = b["run_id"].as_str().unwrap().to_owned();
+    let session = Session::logged_in(&h, KEY).await;
+    let pending = pending_approval(&session, &h, &run).await;
+    for choice in ["always", "ALWAYS", " always "] {
+        let r = session
+            .post(&h, &format!("/dashboard/api/runs/{run}/approval"))
+            .json(&serde_json::json!({"request_id": pending, "choice": choice}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{choice}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("once, session or deny"),
+            "{body}"
+        );
+    }
+    assert!(doomed.exists(), "refused answers approve nothing");
+    let r = session
+        .post(&h, &format!("/dashboard/api/runs/{run}/approval"))
+        .json(&serde_json::json!({"request_id": pending, "choice": "once"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let (events, _) = super::api::run_events(&h, &run).await;
+    assert_eq!(events.last().unwrap()["event"], "run.completed");
+    assert!(!doomed.exists());
+    let config_after = std::fs::read_to_string(h.home().join("config.yaml")).unwrap();
+    assert_eq!(config_before, config_after, "no allowlist was written");
+}
+
+/// The request id of the run's first pending approval, once the dashboard lists it
+/// (read from the run's watch).
+async fn pending_approval(session: &Session, h: &Herald, run: &str) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let list: serde_json::Value = session
+            .get(h, "/dashboard/api/runs")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let waiting = list["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["run_id"] == run && r["pending_approvals"] == 1);
+        if waiting {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{list}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut watch = session
+        .get(h, &format!("/dashboard/api/runs/{run}/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), StatusCode::OK);
+    let first = watch.chunk().await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&first);
+    let data = text.trim().strip_prefix("data: ").unwrap();
+    let status: serde_json::Value = serde_json::from_str(data).unwrap();
+    status["pending"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The dashboard's listing of a run once `pick` finds it running its tool.
+async fn listed_running(
+    session: &Session,
+    h: &Herald,
+    pick: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    loop {
+        let r = session.get(h, "/dashboard/api/runs").send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let list: serde_json::Value = r.json().await.unwrap();
+        let found = list["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| pick(r) && r["state"] == "running" && r["last_event"] == "tool.started");
+        if let Some(run) = found {
+            return run.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{list}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Stops `run` from the dashboard; how long it took to end, and how it ended (as the
+/// run's watch on the dashboard tells).
+async fn stopped(session: &Session, h: &Herald, run: &str) -> (Duration, String) {
+    let mut watch = session
+        .get(h, &format!("/dashboard/api/runs/{run}/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), StatusCode::OK);
+    let started = std::time::Instant::now();
+    let r = session
+        .post(h, &format!("/dashboard/api/runs/{run}/stop"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["status"], "stopping", "{body}");
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), watch.chunk())
+            .await
+            .expect("the run ended within 30 s")
+            .unwrap();
+        let Some(chunk) = chunk else {
+            panic!("the watch ended before the run: {text}");
+        };
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let end = text
+            .split("\n\n")
+            .filter_map(|f| {
+                serde_json::from_str::<serde_json::Value>(f.strip_prefix("data: ")?).ok()
+            })
+            .find(|e| e["event"].as_str().is_some_and(|n| n.starts_with("run.")));
+        if let Some(end) = end {
+            return (
+                started.elapsed(),
+                end["status"]["state"].as_str().unwrap().to_owned(),
+            );
+        }
+    }
+}
+
+/// Finding 1 (the dashboard's part): every running run of the process is listed and
+/// stopped from the dashboard, whichever door started it (the runs API, a chat
+/// completion, a webhook event); each ends cancelled at once though its tool sleeps
+/// 30 s. An unknown run is 404; a finished one answers its status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_running_run_is_listed_and_stopped_from_the_dashboard() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::tool_calls(&[(
+        "c1",
+        "terminal",
+        r#"{"command": "sleep 30"}"#,
+    )]));
+    let h = gateway_with_route(&provider, "", "          toolsets: [terminal]\n");
+    let session = Session::logged_in(&h, KEY).await;
+    // A run of the runs API.
+    let (s, b) = post_json(&h, "/v1/runs", serde_json::json!({"input": "wait"})).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    let run = b["run_id"].as_str().unwrap().to_owned();
+    let listed = listed_running(&session, &h, |r| r["run_id"] == run.as_str()).await;
+    assert_eq!(listed["door"], "api_server", "{listed}");
+    let (took, state) = stopped(&session, &h, &run).await;
+    eprintln!("a runs API run stopped from the dashboard in {took:?}");
+    assert_eq!(state, "cancelled");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let (s, status) = super::api::get_json(&h, &format!("/v1/runs/{run}")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(status["status"], "cancelled", "{status}");
+    // Stopped again, a finished run answers its status.
+    let r = session
+        .post(&h, &format!("/dashboard/api/runs/{run}/stop"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let again: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(again["state"], "cancelled", "{again}");
+    // A chat completion's run, while its client waits for the answer.
+    let chat = tokio::spawn({
+        let url = h.url("/v1/chat/completions");
+        async move {
+            http_client(Duration::from_secs(60))
+                .post(url)
+                .header("authorization", format!("Bearer {KEY}"))
+                .json(&serde_json::json!({"model": "hermes-agent", "messages": [{"role": "user", "content": "wait"}]}))
+                .send()
+                .await
+                .map(|r| r.status())
+        }
+    });
+    let listed = listed_running(&session, &h, |r| r["run_id"] != run.as_str()).await;
+    let chat_run = listed["run_id"].as_str().unwrap().to_owned();
+    let (took, state) = stopped(&session, &h, &chat_run).await;
+    eprintln!("a chat completion's run stopped from the dashboard in {took:?}");
+    assert_eq!(state, "cancelled");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let answered = tokio::time::timeout(Duration::from_secs(10), chat).await;
+    assert!(answered.is_ok(), "the chat client got its answer");
+    // A webhook event's run.
+    let body = r#"{"action": "opened", "issue": {"title": "wait"}}"#;
+    assert_eq!(event(&h, body, "stop-me").await, StatusCode::ACCEPTED);
+    let listed = listed_running(&session, &h, |r| r["door"] == "webhook").await;
+    let hook_run = listed["run_id"].as_str().unwrap().to_owned();
+    let (took, state) = stopped(&session, &h, &hook_run).await;
+    eprintln!("a webhook run stopped from the dashboard in {took:?}");
+    assert_eq!(state, "cancelled");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Unknown: 404; the cookie alone stops nothing.
+    let r = session
+        .post(&h, "/dashboard/api/runs/run_nope/stop")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    // The stopped webhook event does not run again by itself: it is dead, with why.
+    let entry = wait_for(Duration::from_secs(10), "the event dead", || {
+        let inbox = h.inbox();
+        (inbox[0]["state"] == "dead").then(|| inbox[0].clone())
+    })
+    .await;
+    assert_eq!(entry["attempts"], 1, "{entry}");
+    assert!(
+        entry["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("stopped by an operator"),
+        "{entry}"
+    );
 }
 
 /// Finding 13: on loopback listeners, `/metrics` (with no token) and `/health/detailed`
