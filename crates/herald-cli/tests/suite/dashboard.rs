@@ -985,6 +985,40 @@ async fn every_running_run_is_listed_and_stopped_from_the_dashboard() {
     );
 }
 
+/// Finding 13: a search holding U+0000 is refused at the edge (400), and the searches
+/// after it are answered as before.
+#[tokio::test]
+async fn a_query_holding_nul_is_refused_and_searches_go_on() {
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::text("Looked at it."));
+    let h = gateway(&provider, "");
+    let body = r#"{"action": "opened", "issue": {"title": "needle in it"}}"#;
+    assert_eq!(event(&h, body, "nul-1").await, StatusCode::ACCEPTED);
+    let session = Session::logged_in(&h, KEY).await;
+    for path in [
+        "/dashboard/api/events?q=%00",
+        "/dashboard/api/events?q=nee%00dle",
+        "/dashboard/api/events?delivery_id=%00",
+        "/dashboard/api/events?route=gh%00",
+        "/dashboard/api/deliveries?delivery_id=%00",
+    ] {
+        let r = session.get(&h, path).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{path}");
+        let said: serde_json::Value = r.json().await.unwrap();
+        assert!(said["error"].as_str().unwrap().contains("NUL"), "{said}");
+    }
+    for _ in 0..3 {
+        let r = session
+            .get(&h, "/dashboard/api/events?q=needle")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let found: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(found["events"].as_array().unwrap().len(), 1, "{found}");
+    }
+}
+
 /// Finding 13: on loopback listeners, `/metrics` (with no token) and `/health/detailed`
 /// answer only to loopback host names, as the dashboard does (DNS rebinding), on the
 /// webhook listener and on the API's.
@@ -1031,4 +1065,87 @@ async fn metrics_and_detailed_health_answer_only_loopback_host_names() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+}
+
+/// Finding 13: a page that opens a run's watch and reads nothing is dropped after 10 s
+/// without reading; the run goes on. Read afterwards, the watch ends after what was
+/// queued (before, it went on with the run's events for as long as the run lasted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_watch_that_reads_nothing_for_ten_seconds_is_dropped() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // 32 MB of answer (more than the sockets and the watch's queue hold), then a tool
+    // that sleeps a minute.
+    let part = "y".repeat(64 * 1024);
+    let parts: Vec<&str> = std::iter::repeat_n(part.as_str(), 500).collect();
+    let mut events = Scripted::text_events(&parts);
+    events.pop();
+    if let Scripted::Events(call) =
+        Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "sleep 60"}"#)])
+    {
+        events.extend(call);
+    }
+    let provider = FakeProvider::start(vec![Scripted::Delayed(
+        Duration::from_secs(1),
+        Box::new(Scripted::Events(events)),
+    )]);
+    let h = gateway(&provider, "");
+    let session = Session::logged_in(&h, KEY).await;
+    let (s, b) = post_json(&h, "/v1/runs", serde_json::json!({"input": "talk"})).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    let run = b["run_id"].as_str().unwrap().to_owned();
+    let mut watch = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    let head = format!(
+        "GET /dashboard/api/runs/{run}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {}\r\nX-Dashboard-Secret: {}\r\n\r\n",
+        session.cookie.as_deref().unwrap(),
+        session.secret.as_deref().unwrap(),
+    );
+    watch.write_all(head.as_bytes()).await.unwrap();
+    // The run's own reader takes everything, and the run reaches its tool.
+    let reader = tokio::spawn({
+        let url = h.url(&format!("/v1/runs/{run}/events"));
+        async move {
+            let mut r = http_client(Duration::from_secs(120))
+                .get(url)
+                .header("authorization", format!("Bearer {KEY}"))
+                .send()
+                .await
+                .unwrap();
+            while let Ok(Some(_)) = r.chunk().await {}
+        }
+    });
+    listed_running(&session, &h, |r| r["run_id"] == run.as_str()).await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    // Read now: what was queued, then the end of the stream, while the run sleeps on.
+    let started = std::time::Instant::now();
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let ended = loop {
+        let n = match tokio::time::timeout(Duration::from_secs(10), watch.read(&mut buf)).await {
+            Ok(n) => n.unwrap(),
+            Err(_) => break false,
+        };
+        if n == 0 {
+            break true;
+        }
+        seen.extend_from_slice(&buf[..n]);
+        if seen.ends_with(b"\r\n0\r\n\r\n") {
+            break true;
+        }
+    };
+    eprintln!(
+        "read {} bytes of the stalled watch in {:?}; ended: {ended}",
+        seen.len(),
+        started.elapsed()
+    );
+    assert!(ended, "the stalled watch was dropped");
+    let tail = String::from_utf8_lossy(&seen[seen.len().saturating_sub(2000)..]).into_owned();
+    assert!(
+        !tail.contains("run.cancelled") && !tail.contains("run.completed"),
+        "{tail}"
+    );
+    let (_, status) = super::api::get_json(&h, &format!("/v1/runs/{run}")).await;
+    assert_eq!(status["status"], "running", "the run went on: {status}");
+    let (_, state) = stopped(&session, &h, &run).await;
+    assert_eq!(state, "cancelled");
+    reader.abort();
 }
