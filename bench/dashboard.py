@@ -72,12 +72,14 @@ class Dashboard:
             self.base + "/dashboard/login", data=f"token={KEY}".encode(), method="POST",
             headers={"Content-Type": "application/x-www-form-urlencoded"},
         )
-        self.opener.open(req, timeout=10).read()
+        with self.opener.open(req, timeout=10) as r:
+            self.secret = json.load(r)["secret"]
         self.cookie = next(c.value for c in self.jar if c.name == "herald_dashboard")
 
     def get(self, path):
         start = time.perf_counter()
-        with self.opener.open(self.base + path, timeout=30) as r:
+        req = urllib.request.Request(self.base + path, headers={"X-Dashboard-Secret": self.secret})
+        with self.opener.open(req, timeout=30) as r:
             body = json.load(r)
         return (time.perf_counter() - start) * 1000, body
 
@@ -127,9 +129,12 @@ class WebDriver:
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def page_load(wd, base, cookie, repeat):
+def page_load(wd, base, cookie, secret, repeat):
     wd.s("POST", "/url", {"url": base + "/dashboard/"})
     wd.s("POST", "/cookie", {"cookie": {"name": "herald_dashboard", "value": cookie, "path": "/dashboard"}})
+    # The tab's session secret, where the login page would have put it.
+    wd.s("POST", "/execute/sync", {"script": "sessionStorage.setItem('herald-dashboard-secret', arguments[0]);",
+                                   "args": [secret]})
     dcl, shown = [], []
     for _ in range(repeat):
         wd.s("POST", "/url", {"url": "about:blank"})
@@ -212,7 +217,7 @@ def main():
             print(f"{name:32} {med:8.1f} {worst:8.1f} {found:6}")
         wd = WebDriver()
         try:
-            dcl, dcl_worst, shown = page_load(wd, f"http://127.0.0.1:{api_port}", d.cookie, args.repeat)
+            dcl, dcl_worst, shown = page_load(wd, f"http://127.0.0.1:{api_port}", d.cookie, d.secret, args.repeat)
         finally:
             wd.close()
         print(f"\nevents page in headless Chromium ({args.repeat} loads): DOMContentLoaded "

@@ -279,16 +279,15 @@ async fn serve_fronts(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode
     let serve_webhook = async {
         match webhook {
             Some(w) => {
-                serve(
-                    w.listeners,
-                    with_dashboard(
-                        crate::metrics_wiring::with_metrics(router(w.gateway), &config.metrics),
-                        dashboard_on_webhook,
-                    ),
-                    limits,
-                    stopped(stop_rx.clone()),
-                )
-                .await
+                let loopback = config
+                    .webhook
+                    .host
+                    .as_deref()
+                    .is_some_and(herald_config::is_loopback_name);
+                let app = crate::metrics_wiring::health_guarded(router(w.gateway), loopback);
+                let app = crate::metrics_wiring::with_metrics(app, &config.metrics, loopback);
+                let app = with_dashboard(app, dashboard_on_webhook);
+                serve(w.listeners, app, limits, stopped(stop_rx.clone())).await
             }
             None => Ok(()),
         }
@@ -303,9 +302,11 @@ async fn serve_fronts(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode
                     // Half the grace for the runs to end, the rest for their answers.
                     api.stop(grace / 2).await;
                 };
+                let loopback = herald_config::is_loopback_name(&config.api_server.host);
                 let app = herald_trace::traced(herald_api::router(a.api), "api");
                 let app = herald_metrics::counted(app, "api");
-                let app = crate::metrics_wiring::with_metrics(app, &config.metrics);
+                let app = crate::metrics_wiring::health_guarded(app, loopback);
+                let app = crate::metrics_wiring::with_metrics(app, &config.metrics, loopback);
                 let app = with_dashboard(app, dashboard_on_api);
                 serve(a.listeners, app, api_limits, draining).await
             }

@@ -159,6 +159,8 @@ async fn serve_ws(
         door: "rpc",
     }
     .within_fd_limit();
+    // The bind address, before `host` names the session host.
+    let loopback = herald_config::is_loopback_name(host);
     let host = gw.host.clone();
     let app = herald_rpc::ws::router(gw, token.clone(), origins);
     if metrics.enabled {
@@ -167,7 +169,7 @@ async fn serve_ws(
         // local listener is never open to every page and process.
         metrics.token = metrics.token.or(Some(token));
     }
-    let app = crate::metrics_wiring::with_metrics(app, &metrics);
+    let app = crate::metrics_wiring::with_metrics(app, &metrics, loopback);
     let stop = async move {
         crate::gateway_cmd::shutdown_signal().await;
         host.stop_all(STOP_WITHIN).await;

@@ -2,9 +2,19 @@
 // herald's dashboard: one page per hash route, built with DOM calls only. Text from
 // the server (payloads, prompts, commands: anything a sender or a model wrote) is
 // always set as textContent, never parsed as HTML.
+//
+// Every API call carries the session's secret, which the login left in this tab's
+// sessionStorage (scoped to this origin: scheme, host and port). A tab without it (a
+// new tab, or a session that ended) goes to the login page.
 
-const CSRF = document.querySelector('meta[name="csrf-token"]').content;
+const SECRET_KEY = "herald-dashboard-secret";
+const SECRET = sessionStorage.getItem(SECRET_KEY);
 const PAGE = document.getElementById("page");
+
+function toLogin() {
+  sessionStorage.removeItem(SECRET_KEY);
+  location.replace("/dashboard/login" + location.hash);
+}
 
 // ---- small helpers ---------------------------------------------------------------
 
@@ -40,19 +50,63 @@ function whenSecs(s) {
 
 async function api(path, options) {
   const opts = Object.assign({ headers: {} }, options || {});
-  opts.headers["X-CSRF-Token"] = CSRF;
+  opts.headers["X-Dashboard-Secret"] = SECRET;
   if (opts.body && typeof opts.body !== "string") {
     opts.body = JSON.stringify(opts.body);
     opts.headers["Content-Type"] = "application/json";
   }
   const r = await fetch("/dashboard/api" + path, opts);
   if (r.status === 401) {
-    location.reload();
+    toLogin();
     throw new Error("log in again");
   }
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
+}
+
+/** Follows a server-sent event stream of the API (fetch, so the secret goes in a
+ * header, which EventSource can not send), calling onData with each event's JSON.
+ * Ends when the stream does or `signal` aborts. */
+async function follow(path, onData, signal) {
+  const r = await fetch("/dashboard/api" + path, { headers: { "X-Dashboard-Secret": SECRET }, signal });
+  if (r.status === 401) {
+    toLogin();
+    return;
+  }
+  if (!r.ok) {
+    const body = await r.json().catch(() => ({}));
+    throw new Error(body.error || r.statusText);
+  }
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffered += value;
+    let end;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const frame = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = frame.split("\n").filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+      if (data) onData(JSON.parse(data));
+    }
+  }
+}
+
+const LIVE = ["queued", "running", "waiting_for_approval"];
+
+/** A Stop button for run `id`, asking first; `after` runs once it is stopping. */
+function stopButton(id, after) {
+  return el("button", { type: "button", class: "quiet stop", "data-run": id, onclick: async () => {
+    if (!(await confirmed("Stop run " + id + "? Its tool calls are interrupted."))) return;
+    try {
+      const r = await api("/runs/" + encodeURIComponent(id) + "/stop", { method: "POST" });
+      notice("Run " + id + " is " + (r.status || r.state) + ".");
+      if (after) await after();
+    } catch (e) { notice(e.message, "error"); }
+  } }, "Stop");
 }
 
 function confirmed(text) {
@@ -232,11 +286,12 @@ async function runsPage() {
   const [runs, sessions] = await Promise.all([api("/runs"), api("/sessions")]);
   PAGE.append(el("h1", {}, "Runs"),
     el("table", { id: "runs" },
-      el("tr", {}, ["Run", "Door", "State", "Started", "Last event", "Waiting"].map((h) => el("th", {}, h))),
+      el("tr", {}, ["Run", "Door", "State", "Started", "Last event", "Waiting", ""].map((h) => el("th", {}, h))),
       runs.runs.map((r) => el("tr", {},
         el("td", {}, el("a", { href: "#/runs/" + encodeURIComponent(r.run_id) }, r.run_id)),
         el("td", {}, r.door), el("td", {}, stateBadge(r.state)), el("td", {}, whenSecs(r.created_at)),
-        el("td", {}, r.last_event || ""), el("td", {}, r.pending_approvals ? r.pending_approvals + " approval(s)" : "")))),
+        el("td", {}, r.last_event || ""), el("td", {}, r.pending_approvals ? r.pending_approvals + " approval(s)" : ""),
+        el("td", {}, LIVE.includes(r.state) ? stopButton(r.run_id, route) : "")))),
     el("h2", {}, "Stored sessions (read-only)"),
     el("table", { id: "sessions" },
       el("tr", {}, ["Session", "Title", "Source", "Messages", "Updated", "First message"].map((h) => el("th", {}, h))),
@@ -252,7 +307,8 @@ async function runPage(id) {
   const waiting = el("div", { id: "approvals" });
   const head = el("h1", {}, "Run " + id);
   const state = el("p", { id: "run-state" });
-  PAGE.append(el("p", {}, el("a", { href: "#/runs" }, "← Runs")), head, state, waiting, el("h2", {}, "Events"), log);
+  const stop = el("div", { class: "row" });
+  PAGE.append(el("p", {}, el("a", { href: "#/runs" }, "← Runs")), head, state, stop, waiting, el("h2", {}, "Events"), log);
   let answer = null;
   const ask = (a) => {
     if (document.getElementById("approval-" + a.request_id)) return;
@@ -268,12 +324,12 @@ async function runPage(id) {
         } }, choice === "once" ? "Approve once" : choice === "session" ? "Approve for the session" : "Deny"))));
     waiting.append(box);
   };
-  const source = new EventSource("/dashboard/api/runs/" + encodeURIComponent(id) + "/events");
-  onLeave(() => source.close());
-  source.onmessage = (m) => {
-    const e = JSON.parse(m.data);
+  const watching = new AbortController();
+  onLeave(() => watching.abort());
+  const onEvent = (e) => {
     if (e.event === "status") {
       state.replaceChildren("State: ", stateBadge(e.status.state), " · door " + e.status.door);
+      stop.replaceChildren(LIVE.includes(e.status.state) ? stopButton(id) : "");
       e.pending.forEach(ask);
       return;
     }
@@ -290,11 +346,15 @@ async function runPage(id) {
     }
     if (e.event.startsWith("run.")) {
       state.replaceChildren("State: ", stateBadge(e.status.state));
-      source.close();
+      stop.replaceChildren();
+      watching.abort();
     }
     const detail = e.tool ? e.tool + " " + (e.arguments || e.result || "") : e.command || e.choice || (e.status && e.status.error) || "";
     log.append(el("li", { class: "event" }, el("span", { class: "name" }, e.event), " ", detail));
   };
+  follow("/runs/" + encodeURIComponent(id) + "/events", onEvent, watching.signal).catch((e) => {
+    if (e.name !== "AbortError") notice(e.message, "error");
+  });
 }
 
 // ---- deliveries ------------------------------------------------------------------
@@ -419,9 +479,14 @@ async function healthPage() {
 
 // ---- start -----------------------------------------------------------------------
 
-document.getElementById("logout").addEventListener("click", async () => {
-  await fetch("/dashboard/logout", { method: "POST", headers: { "X-CSRF-Token": CSRF } });
-  location.href = "/dashboard/";
-});
-window.addEventListener("hashchange", route);
-route();
+if (!SECRET) {
+  toLogin();
+} else {
+  document.getElementById("logout").addEventListener("click", async () => {
+    await fetch("/dashboard/logout", { method: "POST", headers: { "X-Dashboard-Secret": SECRET } });
+    sessionStorage.removeItem(SECRET_KEY);
+    location.href = "/dashboard/";
+  });
+  window.addEventListener("hashchange", route);
+  route();
+}

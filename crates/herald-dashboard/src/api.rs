@@ -1,6 +1,6 @@
 //! The dashboard's JSON API under `/dashboard/api`: what the pages show and the
-//! changes they make (replay, cancel, subscribe, remove, approve), each behind the
-//! session and CSRF guard.
+//! changes they make (replay, cancel, subscribe, remove, approve, stop), each behind
+//! the guard (the session cookie and its secret, from this origin).
 
 use crate::Dashboard;
 use axum::extract::{Path, Query, State};
@@ -67,11 +67,29 @@ struct EventsParams {
     limit: Option<u32>,
 }
 
+/// Whether any of the query's texts holds U+0000: no stored text has one, and the
+/// store's search can not take it, so it is refused here (400), before the store.
+fn holds_nul(texts: &[&Option<String>]) -> bool {
+    texts
+        .iter()
+        .any(|t| t.as_deref().is_some_and(|t| t.contains('\0')))
+}
+
+fn nul_refused() -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "the query holds a NUL character (U+0000), which no event or delivery holds",
+    )
+}
+
 fn nonempty(s: Option<String>) -> Option<String> {
     s.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 async fn events(State(dash): State<Arc<Dashboard>>, Query(p): Query<EventsParams>) -> Response {
+    if holds_nul(&[&p.route, &p.state, &p.q, &p.delivery_id]) {
+        return nul_refused();
+    }
     let Some(gw) = &dash.gateway else {
         return no_inbox();
     };
@@ -160,6 +178,9 @@ async fn deliveries(
     State(dash): State<Arc<Dashboard>>,
     Query(p): Query<DeliveriesParams>,
 ) -> Response {
+    if holds_nul(&[&p.route, &p.status, &p.delivery_id]) {
+        return nul_refused();
+    }
     let Some(gw) = &dash.gateway else {
         return no_inbox();
     };

@@ -1,5 +1,6 @@
-//! The pages: static files embedded in the binary (no CDN; it works offline), and the
-//! page shell with the session's CSRF token in a `<meta>` tag (no inline script).
+//! The pages: static files embedded in the binary (no CDN; it works offline). No page
+//! holds a secret: the app's shell is the same for everyone, and its script takes the
+//! session secret from `sessionStorage`, where the login put it.
 
 use crate::Dashboard;
 use axum::Router;
@@ -47,13 +48,18 @@ pub(crate) fn router(dash: Arc<Dashboard>) -> Router {
         .with_state(dash)
 }
 
-/// The app for a logged-in browser, else the login page.
+/// The app's shell for a browser whose cookie names a session, else the login page.
 async fn page(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
-    match dash.auth.session(&headers) {
-        // The token is hex: nothing in it needs escaping.
-        Some(s) => Html(APP.replace("{{csrf}}", &s.csrf)).into_response(),
-        None => Html(LOGIN).into_response(),
+    match dash.auth.has_session(&headers) {
+        true => Html(APP).into_response(),
+        false => Html(LOGIN).into_response(),
     }
+}
+
+/// `GET /dashboard/login`: the login page (where the app sends a tab that has no
+/// session secret: a new tab, or a session that ended).
+pub(crate) async fn login_page() -> Response {
+    Html(LOGIN).into_response()
 }
 
 async fn asset(Path(name): Path<String>) -> Response {

@@ -1,20 +1,28 @@
-//! The dashboard's login: the API key or the dashboard token, checked in constant time
-//! (digests compared, so not even the length shows), trades for a session cookie
-//! (HttpOnly, SameSite=Strict, path /dashboard; Secure behind a TLS proxy) and a CSRF
-//! token that every change must send back (`X-CSRF-Token`), from the same origin. A
-//! failed login answers after a second, four at a time, so nothing can be guessed over
-//! the network, and nobody can lock the others out. A session ends after 12 hours
-//! unused or 24 hours in all, and as soon as the credential it was opened with changes
-//! (`herald dashboard token --new`).
+//! The dashboard's login and sessions. A login trades the API key or the dashboard
+//! token (checked in constant time: digests compared, so not even the length shows)
+//! for two things: a session cookie (HttpOnly, SameSite=Strict, path /dashboard; Secure
+//! behind a TLS proxy) and a session secret, in the answer's body, that the page keeps
+//! in `sessionStorage` and sends in `X-Dashboard-Secret` with every API call, reads
+//! included. Browsers send a cookie to every port of its host, so the cookie alone
+//! authorizes nothing; the secret lives in storage scoped to this origin (scheme, host
+//! and port), and no page embeds it.
+//!
+//! Failed logins are counted per client address ([`crate::login_budget`]); a wrong key
+//! is answered at once and holds nothing another client waits for. A session ends after
+//! 12 hours unused or 24 hours in all, and as soon as the credential it was opened with
+//! changes (`herald dashboard token --new`).
 
 use crate::Dashboard;
-use axum::Router;
-use axum::extract::{Form, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use crate::login_budget::LoginBudget;
+use axum::extract::{ConnectInfo, Extension, Form, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::post;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,12 +30,11 @@ use subtle::ConstantTimeEq;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "herald_dashboard";
+/// The header every API call carries the session secret in.
+pub(crate) const SECRET_HEADER: &str = "x-dashboard-secret";
 /// How long a session lasts without use, and in all.
 const IDLE: Duration = Duration::from_secs(12 * 3600);
 const LIFETIME: Duration = Duration::from_secs(24 * 3600);
-/// How long a failed login waits before its answer, and how many are checked at once.
-const FAILED_WAIT: Duration = Duration::from_secs(1);
-const CHECKS_AT_ONCE: usize = 4;
 /// Sessions kept at most (the oldest go first).
 const MAX_SESSIONS: usize = 256;
 
@@ -50,17 +57,54 @@ impl Credentials {
 /// A logged-in browser.
 #[derive(Clone)]
 pub(crate) struct Session {
-    pub csrf: String,
+    /// What the page sends in [`SECRET_HEADER`].
+    pub secret: String,
     last_used: Instant,
     opened: Instant,
     /// The digest of the credential that opened it.
     by: [u8; 32],
 }
 
+impl Session {
+    fn expired(&self) -> bool {
+        self.last_used.elapsed() > IDLE || self.opened.elapsed() > LIFETIME
+    }
+}
+
+/// Why an API call is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// No live session in the cookie.
+    LoginRequired,
+    /// A session, but not its secret in [`SECRET_HEADER`].
+    SecretRequired,
+    /// From a page of another site.
+    CrossSite,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let (status, code, error) = match self {
+            Refusal::LoginRequired => (StatusCode::UNAUTHORIZED, "login_required", "log in first"),
+            Refusal::SecretRequired => (
+                StatusCode::UNAUTHORIZED,
+                "secret_required",
+                "the session's secret is missing or wrong (X-Dashboard-Secret): log in again",
+            ),
+            Refusal::CrossSite => (
+                StatusCode::FORBIDDEN,
+                "cross_site",
+                "refused: the request comes from a page of another site",
+            ),
+        };
+        (status, Json(json!({"error": error, "code": code}))).into_response()
+    }
+}
+
 pub(crate) struct Auth {
     credentials: Credentials,
     sessions: Mutex<HashMap<String, Session>>,
-    checks: tokio::sync::Semaphore,
+    budget: LoginBudget,
 }
 
 fn digest(text: &str) -> [u8; 32] {
@@ -73,7 +117,7 @@ impl Auth {
         Auth {
             credentials,
             sessions: Mutex::default(),
-            checks: tokio::sync::Semaphore::new(CHECKS_AT_ONCE),
+            budget: LoginBudget::default(),
         }
     }
 
@@ -97,42 +141,80 @@ impl Auth {
         bool::from(found).then_some(given)
     }
 
-    fn open_session(&self, by: [u8; 32]) -> (String, Session) {
+    /// The session for a login with credential `by`: the one the browser's cookie
+    /// already names when that credential opened it (a second tab logging in shares
+    /// it), else a new one.
+    fn open_session(&self, by: [u8; 32], headers: &HeaderMap) -> (String, Session) {
+        let mut all = match self.sessions.lock() {
+            Ok(all) => all,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(id) = cookie(headers, COOKIE)
+            && let Some(s) = all.get_mut(&id)
+            && !s.expired()
+            && bool::from(s.by.ct_eq(&by))
+        {
+            s.last_used = Instant::now();
+            return (id, s.clone());
+        }
         let id = crate::token::random_hex();
         let session = Session {
-            csrf: crate::token::random_hex(),
+            secret: crate::token::random_hex(),
             last_used: Instant::now(),
             opened: Instant::now(),
             by,
         };
-        if let Ok(mut all) = self.sessions.lock() {
-            all.retain(|_, s| s.last_used.elapsed() < IDLE);
-            if all.len() >= MAX_SESSIONS
-                && let Some(oldest) = all
-                    .iter()
-                    .min_by_key(|(_, s)| s.last_used)
-                    .map(|(k, _)| k.clone())
-            {
-                all.remove(&oldest);
-            }
-            all.insert(id.clone(), session.clone());
+        all.retain(|_, s| !s.expired());
+        if all.len() >= MAX_SESSIONS
+            && let Some(oldest) = all
+                .iter()
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(k, _)| k.clone())
+        {
+            all.remove(&oldest);
         }
+        all.insert(id.clone(), session.clone());
         (id, session)
     }
 
-    /// The session the request's cookie names, kept alive.
-    pub(crate) fn session(&self, headers: &HeaderMap) -> Option<Session> {
-        let id = cookie(headers, COOKIE)?;
+    /// Whether the request's cookie names a live session (for which page to serve;
+    /// authorizes nothing).
+    pub(crate) fn has_session(&self, headers: &HeaderMap) -> bool {
+        let Some(id) = cookie(headers, COOKIE) else {
+            return false;
+        };
         let current = self.current();
-        let mut all = self.sessions.lock().ok()?;
-        let s = all.get_mut(&id)?;
+        let Ok(all) = self.sessions.lock() else {
+            return false;
+        };
+        all.get(&id)
+            .is_some_and(|s| !s.expired() && current.iter().any(|c| bool::from(c.ct_eq(&s.by))))
+    }
+
+    /// The request's session, when the cookie names a live one and the request carries
+    /// its secret, from this origin; it is kept alive.
+    pub(crate) fn authorize(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let id = cookie(headers, COOKIE).ok_or(Refusal::LoginRequired)?;
+        let current = self.current();
+        let mut all = self.sessions.lock().map_err(|_| Refusal::LoginRequired)?;
+        let s = all.get_mut(&id).ok_or(Refusal::LoginRequired)?;
         let still = current.iter().any(|c| bool::from(c.ct_eq(&s.by)));
-        if s.last_used.elapsed() > IDLE || s.opened.elapsed() > LIFETIME || !still {
+        if s.expired() || !still {
             all.remove(&id);
-            return None;
+            return Err(Refusal::LoginRequired);
+        }
+        if !same_origin(headers) {
+            return Err(Refusal::CrossSite);
+        }
+        let given = headers
+            .get(SECRET_HEADER)
+            .map(HeaderValue::as_bytes)
+            .unwrap_or_default();
+        if !bool::from(given.ct_eq(s.secret.as_bytes())) {
+            return Err(Refusal::SecretRequired);
         }
         s.last_used = Instant::now();
-        Some(s.clone())
+        Ok(())
     }
 
     fn close_session(&self, headers: &HeaderMap) {
@@ -175,7 +257,10 @@ pub(crate) fn same_origin(headers: &HeaderMap) -> bool {
 
 pub(crate) fn router(dash: Arc<Dashboard>) -> Router {
     Router::new()
-        .route("/dashboard/login", post(login))
+        .route(
+            "/dashboard/login",
+            get(crate::assets::login_page).post(login),
+        )
         .route("/dashboard/logout", post(logout))
         .with_state(dash)
 }
@@ -186,30 +271,46 @@ struct LoginForm {
     token: String,
 }
 
+/// A login's JSON answer.
+fn answer(status: StatusCode, body: serde_json::Value) -> Response {
+    (status, Json(body)).into_response()
+}
+
+/// `POST /dashboard/login`: the client's budget first (no key is looked at past it),
+/// then the key, then a session. Nothing here waits for another client.
 async fn login(
     State(dash): State<Arc<Dashboard>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Response {
     if !same_origin(&headers) {
-        return (StatusCode::FORBIDDEN, "cross-site login refused\n").into_response();
+        return Refusal::CrossSite.into_response();
     }
+    // Every request herald serves carries its client's address; one that does not
+    // (none in practice) shares the unspecified address's budget.
+    let client = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(c)| c.0.ip());
     let auth = &dash.auth;
-    let Ok(_turn) = auth.checks.acquire().await else {
-        return Redirect::to("/dashboard/?login=failed").into_response();
-    };
+    if let Err(wait) = auth.budget.take(client, Instant::now()) {
+        return over_budget(wait);
+    }
     let Some(by) = auth.credential(&form.token) else {
-        tracing::info!("dashboard: a login failed");
-        // Held while waiting: guesses go one a second per permit at most.
-        tokio::time::sleep(FAILED_WAIT).await;
-        return Redirect::to("/dashboard/?login=failed").into_response();
+        tracing::info!(client = %client, "dashboard: a login failed");
+        return answer(
+            StatusCode::UNAUTHORIZED,
+            json!({"error": "That is not the API key or the dashboard token.", "code": "login_failed"}),
+        );
     };
-    let (id, _) = auth.open_session(by);
+    auth.budget.give_back(client);
+    let (id, session) = auth.open_session(by, &headers);
     dash.keep_search_index();
     // The routes page's charts, counted from the first login on: a gateway whose
     // dashboard is never used adds nothing to each webhook request.
     herald_metrics::enable_traffic();
-    let mut answer = Redirect::to("/dashboard/").into_response();
+    let mut ok = answer(
+        StatusCode::OK,
+        json!({"secret": session.secret, "next": "/dashboard/"}),
+    );
     // Behind a TLS proxy the cookie never travels in the clear.
     let tls = headers
         .get("x-forwarded-proto")
@@ -218,55 +319,52 @@ async fn login(
     let secure = if tls { "; Secure" } else { "" };
     let cookie = format!("{COOKIE}={id}; Path=/dashboard; HttpOnly; SameSite=Strict{secure}");
     if let Ok(v) = HeaderValue::from_str(&cookie) {
-        answer.headers_mut().insert(header::SET_COOKIE, v);
+        ok.headers_mut().insert(header::SET_COOKIE, v);
     }
-    answer
+    ok
+}
+
+/// 429 with `Retry-After` (whole seconds, rounded up).
+fn over_budget(wait: Duration) -> Response {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut refused = answer(
+        StatusCode::TOO_MANY_REQUESTS,
+        json!({
+            "error": format!("Too many failed logins from your address: try again in {seconds} s."),
+            "code": "too_many_failed_logins",
+            "retry_after": seconds,
+        }),
+    );
+    refused
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    refused
 }
 
 async fn logout(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
-    if !csrf_ok(&dash, &headers) {
-        return (StatusCode::FORBIDDEN, "missing or wrong CSRF token\n").into_response();
+    if let Err(refusal) = dash.auth.authorize(&headers) {
+        return refusal.into_response();
     }
     dash.auth.close_session(&headers);
-    let mut answer = Redirect::to("/dashboard/").into_response();
-    let gone = format!("{COOKIE}=; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=0");
-    if let Ok(v) = HeaderValue::from_str(&gone) {
-        answer.headers_mut().insert(header::SET_COOKIE, v);
+    let mut gone = answer(StatusCode::OK, json!({"logged_out": true}));
+    let cookie = format!("{COOKIE}=; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=0");
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        gone.headers_mut().insert(header::SET_COOKIE, v);
     }
-    answer
+    gone
 }
 
-/// A change's CSRF check: a session, its token in `X-CSRF-Token`, from the same
-/// origin.
-fn csrf_ok(dash: &Dashboard, headers: &HeaderMap) -> bool {
-    let Some(session) = dash.auth.session(headers) else {
-        return false;
-    };
-    let given = headers
-        .get("x-csrf-token")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    same_origin(headers) && bool::from(given.as_bytes().ct_eq(session.csrf.as_bytes()))
-}
-
-/// Guards the JSON API: a session for every request, and for a change (anything but
-/// GET and HEAD) the CSRF token and the same origin.
+/// Guards the JSON API: every request, read or change, needs the session cookie, its
+/// secret in [`SECRET_HEADER`], and to come from this origin.
 pub(crate) async fn guard(
     State(dash): State<Arc<Dashboard>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let headers = request.headers();
-    if dash.auth.session(headers).is_none() {
-        let body = serde_json::json!({"error": "log in first", "code": "login_required"});
-        return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+    match dash.auth.authorize(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
     }
-    let reads = matches!(*request.method(), Method::GET | Method::HEAD);
-    if !reads && !csrf_ok(&dash, headers) {
-        let body = serde_json::json!({"error": "missing or wrong CSRF token", "code": "csrf"});
-        return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
-    }
-    next.run(request).await
 }
 
 #[cfg(test)]
@@ -295,6 +393,49 @@ mod tests {
             ("host", "127.0.0.1:8642")
         ])));
         assert!(same_origin(&headers(&[])), "no page at all: a script");
+    }
+
+    #[test]
+    fn the_cookie_alone_authorizes_nothing() {
+        let home = std::env::temp_dir().join(format!("herald-auth-{}", crate::token::random_hex()));
+        let auth = Auth::new(Credentials {
+            api_key: Some("the-api-key-0123456789".into()),
+            home: home.clone(),
+        });
+        assert_eq!(auth.credential("wrong"), None);
+        let by = auth.credential("the-api-key-0123456789").unwrap();
+        let (id, session) = auth.open_session(by, &HeaderMap::new());
+        let with_cookie = format!("{COOKIE}={id}");
+        assert!(auth.has_session(&headers(&[("cookie", &with_cookie)])));
+        assert_eq!(
+            auth.authorize(&headers(&[("cookie", &with_cookie)])),
+            Err(Refusal::SecretRequired)
+        );
+        assert_eq!(
+            auth.authorize(&headers(&[
+                ("cookie", &with_cookie),
+                (SECRET_HEADER, "0123")
+            ])),
+            Err(Refusal::SecretRequired)
+        );
+        assert_eq!(
+            auth.authorize(&headers(&[(SECRET_HEADER, &session.secret)])),
+            Err(Refusal::LoginRequired)
+        );
+        let both = [
+            ("cookie", with_cookie.as_str()),
+            (SECRET_HEADER, session.secret.as_str()),
+        ];
+        assert_eq!(auth.authorize(&headers(&both)), Ok(()));
+        let cross = [
+            ("cookie", with_cookie.as_str()),
+            (SECRET_HEADER, session.secret.as_str()),
+            ("sec-fetch-site", "cross-site"),
+        ];
+        assert_eq!(auth.authorize(&headers(&cross)), Err(Refusal::CrossSite));
+        // A second login from the same browser (another tab) shares the session.
+        let (again, shared) = auth.open_session(by, &headers(&[("cookie", &with_cookie)]));
+        assert_eq!((again, shared.secret), (id, session.secret));
     }
 
     #[test]

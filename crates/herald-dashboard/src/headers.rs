@@ -85,26 +85,3 @@ async fn set_headers(request: Request, next: Next) -> Response {
     }
     response
 }
-
-/// On a loopback listener, only a loopback host name may be asked for: a page of
-/// another site that made its name point at 127.0.0.1 (DNS rebinding) is refused, as
-/// Jupyter does.
-pub(crate) fn loopback_only(router: Router) -> Router {
-    router.layer(axum::middleware::from_fn(check_host))
-}
-
-async fn check_host(request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if herald_config::is_loopback_name(host) {
-        return next.run(request).await;
-    }
-    let mut refused = Response::new(axum::body::Body::from(
-        "this dashboard answers only to localhost, 127.0.0.1 or [::1]\n",
-    ));
-    *refused.status_mut() = axum::http::StatusCode::FORBIDDEN;
-    refused
-}

@@ -2,7 +2,8 @@
 //! cancel), the runs of this process (live events, approvals), the stored sessions,
 //! deliveries, routes and subscriptions, and health. Static assets are embedded (no
 //! CDN); every page is same-origin only, under its own Content-Security-Policy, behind
-//! a login (the API key or the dashboard token) with CSRF tokens on every change.
+//! a login (the API key or the dashboard token) that gives a session cookie and a
+//! session secret, both needed by every API call.
 //!
 //! The dashboard is served on the API listener, or on the webhook listener when the
 //! API is off, and never without a credential on a non-loopback address.
@@ -12,6 +13,7 @@ mod assets;
 mod auth;
 mod headers;
 mod history;
+mod login_budget;
 mod runs;
 pub mod token;
 
@@ -91,7 +93,10 @@ pub fn router(dash: Arc<Dashboard>) -> axum::Router {
     let login = auth::router(dash.clone());
     let all = headers::secured(pages.merge(login).merge(api));
     match dash.loopback {
-        true => headers::loopback_only(all),
+        true => herald_http::loopback_host::loopback_names_only(
+            all,
+            herald_http::loopback_host::Checked::All,
+        ),
         false => all,
     }
 }

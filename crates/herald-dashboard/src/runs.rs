@@ -1,6 +1,8 @@
 //! The runs of this process (webhook runs and the API's), live: a list, one run's
 //! events as they happen (SSE, from a tap that takes nothing from the run's own
-//! reader), and its pending approvals answered from the page.
+//! reader; a page that takes nothing for [`WRITE_TIMEOUT`] is dropped), its pending
+//! approvals answered from the page (once, session or deny: never `always`), and a stop
+//! for any running run.
 
 use crate::Dashboard;
 use crate::api::error;
@@ -21,6 +23,24 @@ pub(crate) fn router() -> Router<Arc<Dashboard>> {
         .route("/dashboard/api/runs", get(list))
         .route("/dashboard/api/runs/{id}/events", get(events))
         .route("/dashboard/api/runs/{id}/approval", post(approve))
+        .route("/dashboard/api/runs/{id}/stop", post(stop))
+}
+
+/// A watching page that takes nothing for this long is dropped (the API's SSE
+/// deadline, herald-api's `sse::WRITE_TIMEOUT`).
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Events queued for a watching page before the deadline starts.
+const QUEUED: usize = 64;
+
+/// A choice the page offers: once, session or deny. `always` is not one: an answer
+/// given here never becomes a standing rule that unattended runs would use.
+fn choice(text: &str) -> Option<Decision> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "once" => Some(Decision::Once),
+        "session" => Some(Decision::Session),
+        "deny" => Some(Decision::Deny),
+        _ => None,
+    }
 }
 
 fn find(dash: &Dashboard, id: &str) -> Option<(RunHandle, &'static str)> {
@@ -72,7 +92,7 @@ async fn events(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> R
         })).collect::<Vec<_>>(),
     });
     let stream = async_stream(move |tx| async move {
-        if tx.send(first).await.is_err() {
+        if !deliver(&tx, first).await {
             return;
         }
         if run.status().state.is_finished() {
@@ -87,14 +107,16 @@ async fn events(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> R
             let event = match next {
                 Ok(e) => e,
                 Err(RecvError::Lagged(n)) => {
-                    let _ = tx.send(json!({"event": "lagged", "missed": n})).await;
+                    if !deliver(&tx, json!({"event": "lagged", "missed": n})).await {
+                        return;
+                    }
                     continue;
                 }
                 Err(RecvError::Closed) => return,
             };
             let last = matches!(event.kind, RunEventKind::Finished(_));
             if let Some(v) = wire(event, door)
-                && tx.send(v).await.is_err()
+                && !deliver(&tx, v).await
             {
                 return;
             }
@@ -108,6 +130,19 @@ async fn events(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> R
         .into_response()
 }
 
+/// Queues `v` for the page; false when the page is gone, or has taken nothing for
+/// [`WRITE_TIMEOUT`] with the queue full: then the watch ends, and with it everything
+/// it holds of the run.
+async fn deliver(tx: &tokio::sync::mpsc::Sender<Value>, v: Value) -> bool {
+    match tokio::time::timeout(WRITE_TIMEOUT, tx.send(v)).await {
+        Ok(sent) => sent.is_ok(),
+        Err(_) => {
+            tracing::info!("dashboard: a run watch took nothing for 10 s and was dropped");
+            false
+        }
+    }
+}
+
 /// Values from a producer task as a stream of SSE events (the producer stops when the
 /// page goes away).
 fn async_stream<F, Fut>(
@@ -117,7 +152,7 @@ where
     F: FnOnce(tokio::sync::mpsc::Sender<Value>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(64);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(QUEUED);
     tokio::spawn(produce(tx));
     futures_util::stream::unfold(rx, |mut rx| async move {
         let v = rx.recv().await?;
@@ -184,14 +219,32 @@ async fn approve(
             format!("no run {id} in this process"),
         );
     };
-    let Some(decision) = Decision::parse(&a.choice) else {
+    let Some(decision) = choice(&a.choice) else {
         return error(
             StatusCode::BAD_REQUEST,
-            "choice must be once, session, always or deny",
+            "choice must be once, session or deny (the dashboard gives no `always`)",
         );
     };
     match run.approve(Some(&a.request_id), decision, false) {
         Ok(n) => Json(json!({"resolved": n, "choice": decision.name()})).into_response(),
         Err(e) => error(StatusCode::CONFLICT, e.to_string()),
     }
+}
+
+/// `POST /dashboard/api/runs/{id}/stop`: interrupts a running run, whichever door
+/// started it; a finished one's status is its answer.
+async fn stop(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> Response {
+    let Some((run, door)) = find(&dash, &id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no run {id} in this process"),
+        );
+    };
+    let status = run.status();
+    if status.state.is_finished() {
+        return Json(status_json(&status, door, 0)).into_response();
+    }
+    run.interrupt();
+    tracing::info!(run_id = %id, "dashboard: a run was stopped");
+    Json(json!({"run_id": id, "status": "stopping"})).into_response()
 }

@@ -4,9 +4,11 @@
 //! as a periodic summary, never a log line each.
 
 use axum::Router;
+use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -158,8 +160,8 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
             _ = stop.wait_for(|s| *s) => return,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // EMFILE and friends: count, wait a moment, accept again (no busy loop).
                 counters.accept_errors.fetch_add(1, Ordering::Relaxed);
@@ -175,7 +177,14 @@ async fn accept_loop(
         }
         counters.open.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
-        let conn = serve_connection(stream, app.clone(), limits, counters.clone(), stop.clone());
+        let conn = serve_connection(
+            stream,
+            peer,
+            app.clone(),
+            limits,
+            counters.clone(),
+            stop.clone(),
+        );
         let open = herald_metrics::get().doors.open(limits.door);
         let mut set = connections.lock().await;
         // Finished connections leave the set as new ones come in.
@@ -211,6 +220,7 @@ enum Closed {
 
 async fn serve_connection(
     stream: TcpStream,
+    peer: SocketAddr,
     app: Router,
     limits: ConnectionLimits,
     counters: Arc<Counters>,
@@ -223,8 +233,10 @@ async fn serve_connection(
     });
     let service = {
         let activity = activity.clone();
-        hyper::service::service_fn(move |request: http::Request<Incoming>| {
+        hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
             let guard = InFlight::enter(&activity);
+            // Handlers that bound clients by address read it as axum's `ConnectInfo`.
+            request.extensions_mut().insert(ConnectInfo(peer));
             let mut app = app.clone();
             async move {
                 let response = app.call(request).await;

@@ -4,11 +4,14 @@
 //! bytes in flight, and a shutdown bounded by the grace period whatever clients do.
 //!
 //! It knows nothing of routes, requests or the agent: a front door hands it a router.
+//! Each request carries its client's address (axum's `ConnectInfo<SocketAddr>`), and
+//! [`loopback_host`] refuses other host names on a loopback listener (DNS rebinding).
 
 pub mod bind;
 pub mod body;
 pub mod body_budget;
 pub mod connections;
+pub mod loopback_host;
 
 pub use bind::{BindError, bind};
 pub use body_budget::{BodyBudget, Reservation};

@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The error of an entry whose run an operator stopped (the dashboard's Stop).
+const STOPPED_BY_OPERATOR: &str = "the run was stopped by an operator (the dashboard's Stop)";
+
 /// Works one claimed entry: runs the agent unless an answer is stored, then delivers.
 pub(super) async fn process(shared: &Arc<Shared>, item: InboxItem) {
     let store = &shared.gateway.store;
@@ -40,6 +43,19 @@ pub(super) async fn process(shared: &Arc<Shared>, item: InboxItem) {
             RunOutcome::Dead(error) => {
                 tracing::warn!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, error = %error, "agent run failed permanently; entry is dead");
                 let dead = store.mark_dead(item.id, Stage::Run, started, error, None);
+                log_store_error(item.id, dead.await);
+                return;
+            }
+            RunOutcome::Interrupted
+                if !shared
+                    .interrupting
+                    .load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                // Stopped by an operator, not by the shutdown: it does not run again by
+                // itself (a replay runs it again).
+                let why = STOPPED_BY_OPERATOR.to_owned();
+                tracing::info!(inbox_id = item.id, route = %item.route, delivery_id = %item.delivery_id, "agent run stopped by an operator; entry is dead");
+                let dead = store.mark_dead(item.id, Stage::Run, started, why, None);
                 log_store_error(item.id, dead.await);
                 return;
             }

@@ -42,6 +42,9 @@ struct Shared {
     backoff: Backoff,
     /// Runs going now, by inbox id (interrupted after the grace period).
     handles: Mutex<HashMap<i64, RunHandle>>,
+    /// Set when the shutdown interrupts the runs left: their entries wait for the next
+    /// start. A run cancelled before that was stopped by an operator (the dashboard).
+    interrupting: std::sync::atomic::AtomicBool,
     /// How long a claim holds an entry before another worker (of another instance, on
     /// a shared store) may take it over; renewed every third of it while the entry is
     /// worked on, so only a lost instance's leases run out (`store.lease_seconds`).
@@ -83,6 +86,7 @@ impl Workers {
             settings: settings.clone(),
             backoff: Backoff::from_settings(settings),
             handles: Mutex::new(HashMap::new()),
+            interrupting: std::sync::atomic::AtomicBool::new(false),
             lease,
         });
         let (stop, stopped) = watch::channel(false);
@@ -197,6 +201,9 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
             running = tasks.len(),
             "grace period over: interrupting the remaining runs; their events stay queued"
         );
+        shared
+            .interrupting
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for h in handles {
             h.interrupt();
         }
