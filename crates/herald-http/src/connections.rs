@@ -202,7 +202,9 @@ async fn accept_loop(
 struct Activity {
     /// Requests whose handler has not answered yet.
     in_flight: AtomicUsize,
-    /// Reads that brought bytes (a client that does not read its answer is idle too).
+    /// Reads that brought bytes and writes that took some: a response streamed to a
+    /// client that sends nothing is not idle, while a client that reads nothing soon
+    /// stalls the writes and is.
     moved: AtomicU64,
     /// Request heads completed (handlers started).
     heads: AtomicU64,
@@ -375,13 +377,24 @@ impl AsyncRead for TrackedIo {
     }
 }
 
+impl TrackedIo {
+    /// Counts a write that took bytes.
+    fn wrote(&self, polled: &Poll<std::io::Result<usize>>) {
+        if matches!(polled, Poll::Ready(Ok(n)) if *n > 0) {
+            self.activity.moved.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 impl AsyncWrite for TrackedIo {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.wrote(&polled);
+        polled
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_flush(cx)
@@ -394,7 +407,9 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrote(&polled);
+        polled
     }
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
@@ -449,4 +464,67 @@ fn log_summary(counters: &Counters, last: &mut Snapshot, limits: ConnectionLimit
         "{what}"
     );
     *last = now;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn limits() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 16,
+            header_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_millis(400),
+            shutdown_grace: Duration::from_secs(1),
+            door: "test",
+        }
+    }
+
+    /// A body of ten `.`s written 150 ms apart (1.5 s, past the idle timeout).
+    async fn trickle() -> axum::body::Body {
+        let dots = futures_util::stream::unfold(0u32, |n| async move {
+            if n == 10 {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            Some((
+                Ok::<_, std::io::Error>(bytes::Bytes::from_static(b".")),
+                n + 1,
+            ))
+        });
+        axum::body::Body::from_stream(dots)
+    }
+
+    #[tokio::test]
+    async fn a_response_streamed_to_a_silent_client_is_not_idle_but_a_silent_connection_is() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new().route("/", axum::routing::get(trickle));
+        tokio::spawn(serve(vec![listener], app, limits(), std::future::pending()));
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            let n = client.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+            if n == 0 || String::from_utf8_lossy(&got).ends_with("0\r\n\r\n") {
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&got);
+        assert_eq!(text.matches("\r\n.\r\n").count(), 10, "{text}");
+        // Then nothing moves either way: closed at the idle timeout.
+        let started = Instant::now();
+        let n = tokio::time::timeout(Duration::from_secs(3), client.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 0);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
 }
