@@ -209,9 +209,12 @@ pub struct Approvals {
     pub approver: Option<Box<dyn Approver>>,
     session_allowed: Mutex<HashSet<String>>,
     /// `command_allowlist`: pattern keys, and exact commands or globs for commands
-    /// without shell operators.
+    /// without shell operators. Applies on every surface.
     allowlist: Mutex<Vec<String>>,
-    /// Saves an "always" approval (its pattern key) to the permanent allowlist.
+    /// Pattern keys answered "always" on an attended surface: only an attended
+    /// session's approvals hold any (an unattended run never gets them).
+    attended_always: Mutex<Vec<String>>,
+    /// Saves an "always" approval (its pattern key) for later attended sessions.
     pub persist_always: Option<SaveApproval>,
 }
 
@@ -237,6 +240,7 @@ impl Approvals {
             deny,
             timeout: DEFAULT_TIMEOUT,
             allowlist: Mutex::new(Vec::new()),
+            attended_always: Mutex::new(Vec::new()),
             persist_always: None,
             approver,
             session_allowed: Mutex::new(HashSet::new()),
@@ -251,18 +255,31 @@ impl Approvals {
         self
     }
 
+    /// Sets the pattern keys answered "always" on attended surfaces; only an attended
+    /// session's approvals are given them.
+    pub fn with_attended_always(self, keys: Vec<String>) -> Self {
+        if let Ok(mut a) = self.attended_always.lock() {
+            *a = keys;
+        }
+        self
+    }
+
     /// Whether `command_allowlist` lets `command` (flagged as `key`) through: an entry
-    /// that is the pattern key (what an "always" answer stores) lets every such command
-    /// through; an entry of command text or a glob only a command without shell
-    /// operators.
+    /// that is the pattern key lets every such command through; an entry of command text
+    /// or a glob only a command without shell operators. Or an "always" answered on an
+    /// attended surface, when this session's approvals hold those.
     fn listed(&self, key: &str, command: &str) -> bool {
-        let Ok(entries) = self.allowlist.lock() else {
-            return false;
-        };
         let plain = !has_shell_operators(command);
-        entries
-            .iter()
-            .any(|e| e == key || (plain && (e == command || glob_match(e, command))))
+        let in_allowlist = self.allowlist.lock().is_ok_and(|entries| {
+            entries
+                .iter()
+                .any(|e| e == key || (plain && (e == command || glob_match(e, command))))
+        });
+        in_allowlist
+            || self
+                .attended_always
+                .lock()
+                .is_ok_and(|a| a.iter().any(|e| e == key))
     }
 
     /// Nobody to ask, no yolo: dangerous commands are denied.
@@ -331,7 +348,7 @@ impl Approvals {
                 Verdict::Allowed
             }
             Ok(Decision::Always) => {
-                if let Ok(mut a) = self.allowlist.lock() {
+                if let Ok(mut a) = self.attended_always.lock() {
                     a.push(key.clone());
                 }
                 if let Some(save) = &self.persist_always {
@@ -458,6 +475,9 @@ mod tests {
         }));
         assert_eq!(approvals.check("rm -rf build").await, Verdict::Allowed);
         assert_eq!(*saved.lock().unwrap(), ["recursive or forced delete"]);
+        let attended =
+            Approvals::unattended().with_attended_always(vec!["recursive or forced delete".into()]);
+        assert_eq!(attended.check("rm -rf dist").await, Verdict::Allowed);
         let listed =
             Approvals::unattended().with_allowlist(vec!["recursive or forced delete".into()]);
         assert_eq!(listed.check("cd x && rm -rf dist").await, Verdict::Allowed);

@@ -36,6 +36,11 @@ impl Home {
     pub fn env_file(&self) -> PathBuf {
         self.root.join(".env")
     }
+    /// The "always" answers given on attended surfaces (kept apart from
+    /// `command_allowlist`; see [`crate::always_approvals`]).
+    pub fn always_approvals_file(&self) -> PathBuf {
+        self.root.join(crate::always_approvals::FILE_NAME)
+    }
     pub fn subscriptions_file(&self) -> PathBuf {
         self.root.join("webhook_subscriptions.json")
     }

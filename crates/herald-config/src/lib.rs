@@ -5,6 +5,7 @@
 //! line, the key and the fix. This crate does no network I/O and starts no threads.
 
 pub mod agent_settings;
+pub mod always_approvals;
 pub mod api_settings;
 pub mod chat_platforms;
 pub mod config;

@@ -6,7 +6,8 @@
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::params::{self, required};
-use herald_session::{approval, python_plugins, toolsets};
+use herald_session::approval::{self, Verdict};
+use herald_session::{python_plugins, toolsets};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -144,16 +145,23 @@ fn tail(s: &str, max: usize) -> String {
 }
 
 /// `shell.exec {command}`: the TUI's `!command`, in the session folder's shell for at
-/// most 30 s; what the approval rules flag is refused (the agent asks for those).
+/// most 30 s. It passes the profile's one approval policy (the floor, `approvals.deny`,
+/// yolo, `command_allowlist` and the attended "always" answers, the TUI being attended);
+/// a dangerous command none of these lets through is refused, as nobody is asked here
+/// (the agent asks for those).
 pub async fn shell_exec(gw: &Gateway, p: params::Shell) -> Result<Value, RpcError> {
     let command = required(p.command, "command", 4004)?;
-    let flagged = approval::hard_line(&command)
-        .map(|why| format!("blocked (hardline): {why}"))
-        .or_else(|| approval::dangerous(&command).map(|why| format!("blocked: {why}")));
-    if let Some(why) = flagged {
+    let policy = &gw.host.runtime().approvals;
+    if let Verdict::Blocked(why) = policy.check_unasked(&command, true).await {
+        // Hermes's words for the floor and for a flagged command; a deny rule's own.
+        let why = match (approval::hard_line(&command), approval::dangerous(&command)) {
+            (Some(floor), _) => format!("blocked (hardline): {floor}."),
+            (None, Some(danger)) if why.starts_with("DENIED") => format!("blocked: {danger}."),
+            _ => why,
+        };
         return Err(RpcError::new(
             4005,
-            format!("{why}. Use the agent for dangerous commands."),
+            format!("{why} Use the agent for dangerous commands."),
         ));
     }
     let cwd = gw

@@ -24,14 +24,15 @@ pub struct ApprovalPolicy {
     pub deny: Vec<String>,
     pub allowlist: Vec<String>,
     pub timeout: Option<Duration>,
-    /// Where an "always" answer is saved (`command_allowlist` in this config file).
-    pub config_file: PathBuf,
+    /// Where an "always" answer is saved: the home's attended approvals, apart from
+    /// `command_allowlist` ([`herald_config::always_approvals`]).
+    pub always_file: PathBuf,
 }
 
 impl ApprovalPolicy {
     pub fn from_settings(
         settings: &AgentSettings,
-        config_file: PathBuf,
+        always_file: PathBuf,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> ApprovalPolicy {
         let mode_off = settings.approvals_mode.as_deref() == Some("off");
@@ -41,7 +42,7 @@ impl ApprovalPolicy {
             deny: settings.approvals_deny.clone(),
             allowlist: settings.command_allowlist.clone(),
             timeout: settings.approvals_timeout_secs.map(Duration::from_secs),
-            config_file,
+            always_file,
         }
     }
 
@@ -50,27 +51,54 @@ impl ApprovalPolicy {
         self.timeout.unwrap_or(herald_agent::DEFAULT_TIMEOUT)
     }
 
-    /// The approval state of one session on a surface.
-    pub fn approvals(&self, attendance: Attendance) -> Approvals {
-        let (approver, attended) = match attendance {
-            Attendance::Attended(a) => (Some(a), true),
-            Attendance::Unattended => (None, false),
+    /// The approval state of one session on `surface`. An attended session also gets
+    /// the "always" answers given on attended surfaces, and keeps its own there, tagged
+    /// with `surface`; an unattended one gets only `command_allowlist`.
+    pub fn approvals(&self, attendance: Attendance, surface: &str) -> Approvals {
+        let approver = match attendance {
+            Attendance::Attended(a) => Some(a),
+            Attendance::Unattended => None,
         };
+        let attended = approver.is_some();
         let mut approvals = Approvals::new(self.yolo, self.deny.clone(), approver)
             .with_allowlist(self.allowlist.clone());
         if let Some(t) = self.timeout {
             approvals.timeout = t;
         }
         if attended {
-            let file = self.config_file.clone();
+            approvals = approvals.with_attended_always(self.attended_always());
+            let (file, surface) = (self.always_file.clone(), surface.to_owned());
             approvals.persist_always = Some(Box::new(move |key: &str| {
-                if let Err(e) =
-                    herald_config::default_config::append_to_list(&file, "command_allowlist", key)
-                {
-                    tracing::warn!("could not save the approval: {e}");
+                if let Err(e) = herald_config::always_approvals::add(&file, key, &surface) {
+                    tracing::warn!(file = %file.display(), "could not save the \"always\" approval: {e}");
                 }
             }));
         }
         approvals
+    }
+
+    /// The pattern keys answered "always" on attended surfaces (none when the file is
+    /// damaged: it never widens what runs unasked).
+    fn attended_always(&self) -> Vec<String> {
+        match herald_config::always_approvals::load(&self.always_file) {
+            Ok(entries) => entries.into_iter().map(|a| a.pattern).collect(),
+            Err(e) => {
+                tracing::warn!(file = %self.always_file.display(), "the attended \"always\" approvals could not be read, so none apply: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The verdict on a command nobody can be asked about (the TUI's `!command`): the
+    /// floor, `approvals.deny`, yolo, `command_allowlist`, and for an `attended`
+    /// surface its "always" answers; a dangerous command none of them lets through is
+    /// refused.
+    pub async fn check_unasked(&self, command: &str, attended: bool) -> herald_agent::Verdict {
+        let mut approvals = Approvals::new(self.yolo, self.deny.clone(), None)
+            .with_allowlist(self.allowlist.clone());
+        if attended {
+            approvals = approvals.with_attended_always(self.attended_always());
+        }
+        approvals.check(command).await
     }
 }

@@ -649,7 +649,7 @@ impl Host {
         let child = opts.child;
         let approvals = match child.as_ref().map(|c| c.approvals.clone()) {
             Some(parents) => parents,
-            None => Arc::new(policy.approvals(attendance)),
+            None => Arc::new(policy.approvals(attendance, rt.platform.name())),
         };
         let delegation = crate::delegation::Standing::of(child.as_ref(), &opts.tool_names, rt);
         let tools: Vec<Arc<dyn Tool>> = match &child {

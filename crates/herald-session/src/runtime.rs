@@ -177,7 +177,11 @@ impl Runtime {
             max_tool_calls_per_answer: settings
                 .max_tool_calls_per_answer
                 .unwrap_or(herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER),
-            approvals: ApprovalPolicy::from_settings(&settings, home.config_file(), &process_env),
+            approvals: ApprovalPolicy::from_settings(
+                &settings,
+                home.always_approvals_file(),
+                &process_env,
+            ),
             max_live_sessions: settings
                 .max_live_sessions
                 .unwrap_or(DEFAULT_MAX_LIVE_SESSIONS),
@@ -602,7 +606,9 @@ mod tests {
             "{MODEL}approvals:\n  deny: ['touch *']\n  timeout: 5\ncommand_allowlist: ['rm -rf build']\n"
         );
         let r = runtime(&yaml, Platform::Webhook).unwrap();
-        let approvals = r.approvals.approvals(crate::Attendance::Unattended);
+        let approvals = r
+            .approvals
+            .approvals(crate::Attendance::Unattended, "webhook");
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();

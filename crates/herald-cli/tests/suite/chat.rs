@@ -433,7 +433,7 @@ fn a_terminal_session_asks_for_approval() {
 }
 
 #[test]
-fn always_approvals_are_saved_to_the_allowlist() {
+fn always_approvals_are_kept_apart_for_attended_runs_only() {
     let provider = FakeProvider::start(vec![
         Scripted::tool_calls(&[("x1", "terminal", r#"{"command": "rm -rf cache1"}"#)]),
         Scripted::text("first"),
@@ -445,26 +445,36 @@ fn always_approvals_are_saved_to_the_allowlist() {
     assert!(!home.path().join("cache1").exists());
     let config = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
     assert!(
-        config.contains("command_allowlist") && config.contains("recursive or forced delete"),
-        "the pattern key is saved, as Hermes saves it: {config}"
+        !config.contains("command_allowlist"),
+        "not written to the allowlist every surface reads: {config}"
     );
+    let kept = std::fs::read_to_string(home.path().join("approvals_always.json")).unwrap();
     assert!(
-        config.contains("fake-model"),
-        "other keys are kept: {config}"
+        kept.contains("recursive or forced delete") && kept.contains("\"cli\""),
+        "the pattern key is kept, tagged with its surface: {kept}"
     );
-    // Next time the same command runs without a question, even with no terminal.
+    // With no terminal nobody attends the run: the command is denied, not run.
     std::fs::create_dir(home.path().join("cache1")).unwrap();
     let provider2 = FakeProvider::start(vec![
         Scripted::tool_calls(&[("x2", "terminal", r#"{"command": "rm -rf cache1"}"#)]),
         Scripted::text("second"),
+        Scripted::tool_calls(&[("x3", "terminal", r#"{"command": "rm -rf cache1"}"#)]),
+        Scripted::text("third"),
     ]);
     let config = config.replace(&provider.base_url, &provider2.base_url);
     std::fs::write(home.path().join("config.yaml"), config).unwrap();
     let (code, _, err) = chat(home.path(), &["-Q", "-q", "clean again"], None);
     assert_eq!(code, 0, "{err}");
     assert!(
+        home.path().join("cache1").exists(),
+        "an unattended run does not get an attended \"always\""
+    );
+    // On a terminal it runs without a question.
+    let (code, out) = chat_on_pty(home.path(), "clean once more\n/quit\n");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
         !home.path().join("cache1").exists(),
-        "allow-listed: ran without asking"
+        "approved for attended runs: ran without asking ({out})"
     );
 }
 
