@@ -22,13 +22,13 @@ fn gateway(provider: &FakeProvider, top: &str) -> Herald {
 }
 
 /// A client that keeps the dashboard's cookie by hand, and follows no redirect.
-struct Session {
+pub struct Session {
     client: reqwest::Client,
     cookie: Option<String>,
 }
 
 impl Session {
-    fn new() -> Session {
+    pub fn new() -> Session {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -39,7 +39,7 @@ impl Session {
         }
     }
 
-    async fn log_in(&mut self, h: &Herald, token: &str) -> reqwest::Response {
+    pub async fn log_in(&mut self, h: &Herald, token: &str) -> reqwest::Response {
         let r = self
             .client
             .post(h.url("/dashboard/login"))
@@ -55,7 +55,7 @@ impl Session {
         r
     }
 
-    fn get(&self, h: &Herald, path: &str) -> reqwest::RequestBuilder {
+    pub fn get(&self, h: &Herald, path: &str) -> reqwest::RequestBuilder {
         self.with_cookie(self.client.get(h.url(path)))
     }
 
