@@ -1,8 +1,11 @@
 //! One connection to one MCP server, over the official SDK: a stdio child in its own
 //! process group with the filtered environment, or Streamable HTTP with the configured
-//! headers. The handshake is bounded by the server's `connect_timeout`.
+//! headers. The handshake is bounded by the server's `connect_timeout`. Every
+//! transport reads at most [`MAX_MESSAGE`] bytes for one message, and its incoming
+//! messages are paced by [`crate::meter`].
 
 use crate::handler::Handler;
+use crate::meter::{Flooded, Metered};
 use herald_config::{McpServerSettings, McpTransport};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -17,11 +20,31 @@ pub type Service = RunningService<RoleClient, Handler>;
 /// Lines of a server's stderr kept for its error message.
 const STDERR_LINES: usize = 8;
 
+/// The most one message of a server may weigh, on every transport: a stdio line (the
+/// SDK's own bound, checked below), a Streamable HTTP answer or SSE event, an HTTP+SSE
+/// event. A longer stdio line is dropped; a longer HTTP answer or event fails.
+pub const MAX_MESSAGE: usize = 16 << 20;
+const _: () = assert!(rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH <= MAX_MESSAGE);
+
 /// A live connection; dropping it stops a stdio server's process group (SIGTERM, then
 /// SIGKILL after a grace).
 pub struct Connection {
     pub service: Service,
     pid: Option<u32>,
+    flooded: Arc<Flooded>,
+}
+
+impl Connection {
+    /// Whether it was closed because the server sent too much, too fast.
+    pub fn flooded(&self) -> bool {
+        self.flooded.is_set()
+    }
+
+    /// Whether it is closed: cancelled, or its transport ended (the server closed it,
+    /// or was disconnected for flooding).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
 }
 
 impl Drop for Connection {
@@ -32,8 +55,25 @@ impl Drop for Connection {
     }
 }
 
-/// Connects to `s` within its `connect_timeout`; why not, in words for the user.
-pub async fn connect(s: &McpServerSettings, handler: Handler) -> Result<Connection, String> {
+/// Why a connection was not made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// In words for the user.
+    #[error("{0}")]
+    Failed(String),
+    /// The server sent too much, too fast during the handshake.
+    #[error("{}", crate::meter::why_disconnected())]
+    Flooded,
+}
+
+impl From<String> for ConnectError {
+    fn from(why: String) -> ConnectError {
+        ConnectError::Failed(why)
+    }
+}
+
+/// Connects to `s` within its `connect_timeout`.
+pub async fn connect(s: &McpServerSettings, handler: Handler) -> Result<Connection, ConnectError> {
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let attempt = async {
         match &s.transport {
@@ -46,14 +86,16 @@ pub async fn connect(s: &McpServerSettings, handler: Handler) -> Result<Connecti
     };
     match tokio::time::timeout(s.connect_timeout, attempt).await {
         Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(with_stderr(e, &tail)),
+        Ok(Err(ConnectError::Failed(e))) => Err(with_stderr(e, &tail).into()),
+        Ok(Err(ConnectError::Flooded)) => Err(ConnectError::Flooded),
         Err(_) => Err(with_stderr(
             format!(
                 "no answer within connect_timeout ({} s)",
                 s.connect_timeout.as_secs_f64()
             ),
             &tail,
-        )),
+        )
+        .into()),
     }
 }
 
@@ -63,7 +105,7 @@ async fn stdio(
     env: &[(String, String)],
     handler: Handler,
     tail: Arc<Mutex<VecDeque<String>>>,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let mut cmd = herald_process::command(command);
     // Not killed when the SDK drops its handle: `children` asks the group to stop
     // first and kills it after a grace (and at exit, and with herald through
@@ -97,12 +139,38 @@ async fn stdio(
         tokio::spawn(keep_tail(stderr, tail));
     }
     let guard = KillOnError(pid);
-    let service = handler
-        .serve(transport)
-        .await
-        .map_err(|e| herald_llm::redact::shapes_redacted(&format!("the handshake failed: {e}")))?;
+    let connection = handshake(transport, handler, pid).await?;
     guard.disarm();
-    Ok(Connection { service, pid })
+    Ok(connection)
+}
+
+/// The handshake over `transport`, paced.
+async fn handshake<T>(
+    transport: T,
+    handler: Handler,
+    pid: Option<u32>,
+) -> Result<Connection, ConnectError>
+where
+    T: rmcp::transport::Transport<RoleClient> + 'static,
+{
+    let flooded = Arc::new(Flooded::default());
+    let service = match handler
+        .serve(Metered::new(transport, flooded.clone()))
+        .await
+    {
+        Ok(service) => service,
+        Err(_) if flooded.is_set() => return Err(ConnectError::Flooded),
+        Err(e) => {
+            return Err(
+                herald_llm::redact::shapes_redacted(&format!("the handshake failed: {e}")).into(),
+            );
+        }
+    };
+    Ok(Connection {
+        service,
+        pid,
+        flooded,
+    })
 }
 
 /// The configured headers, checked.
@@ -125,16 +193,15 @@ async fn http(
     headers: &[(String, String)],
     tls: &herald_config::McpTls,
     handler: Handler,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let map = header_map(headers)?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map);
+    let config = StreamableHttpClientTransportConfig::with_uri(url)
+        .custom_headers(map)
+        .max_json_response_size(MAX_MESSAGE)
+        .max_sse_event_size(MAX_MESSAGE);
     let client = crate::tls::client(tls, true)?;
     let transport = StreamableHttpClientTransport::with_client(client, config);
-    let service = handler
-        .serve(transport)
-        .await
-        .map_err(|e| herald_llm::redact::shapes_redacted(&format!("the handshake failed: {e}")))?;
-    Ok(Connection { service, pid: None })
+    handshake(transport, handler, None).await
 }
 
 async fn sse(
@@ -142,15 +209,11 @@ async fn sse(
     headers: &[(String, String)],
     tls: &herald_config::McpTls,
     handler: Handler,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let map: http::HeaderMap = header_map(headers)?.into_iter().collect();
     let client = crate::tls::client(tls, false)?;
     let transport = crate::sse::open(url, map, client).await?;
-    let service = handler
-        .serve(transport)
-        .await
-        .map_err(|e| herald_llm::redact::shapes_redacted(&format!("the handshake failed: {e}")))?;
-    Ok(Connection { service, pid: None })
+    handshake(transport, handler, None).await
 }
 
 type Spawned = std::io::Result<(TokioChildProcess, Option<tokio::process::ChildStderr>)>;

@@ -12,6 +12,8 @@ pub mod children;
 mod connection;
 mod env;
 pub mod handler;
+mod listing;
+mod meter;
 pub mod naming;
 pub mod pool;
 pub mod render;

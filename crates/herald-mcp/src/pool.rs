@@ -51,12 +51,13 @@ impl McpGrant {
     }
 }
 
-/// One server's state, as `herald mcp list` and status answers show it.
+/// One server's state, as the dashboard's health page shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerReport {
     pub name: String,
     pub enabled: bool,
     pub status: &'static str,
+    /// The tools the model is offered from it.
     pub tools: usize,
     pub error: Option<String>,
 }
@@ -134,15 +135,28 @@ impl McpPool {
         taken: &[String],
         disabled: &[String],
     ) -> Vec<Arc<dyn Tool>> {
+        self.offered(grant, taken, disabled)
+            .into_iter()
+            .map(|(_, tool)| tool)
+            .collect()
+    }
+
+    /// [`McpPool::tools`], each with its server.
+    fn offered(
+        &self,
+        grant: &McpGrant,
+        taken: &[String],
+        disabled: &[String],
+    ) -> Vec<(Arc<Server>, Arc<dyn Tool>)> {
         let mut seen: HashSet<String> = taken.iter().cloned().collect();
-        let mut out: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut out: Vec<(Arc<Server>, Arc<dyn Tool>)> = Vec::new();
         let wanted = |s: &Arc<Server>| {
             grant.allows(s.name()) && !disabled.iter().any(|d| names_server(d, s.name()))
         };
         for server in self.live().into_iter().filter(wanted) {
             let mut add = |tool: Arc<dyn Tool>| {
                 if seen.insert(tool.name().to_owned()) {
-                    out.push(tool);
+                    out.push((server.clone(), tool));
                 } else {
                     left_out(tool.name(), server.name());
                 }
@@ -176,9 +190,12 @@ impl McpPool {
         out
     }
 
-    /// Every configured server, enabled or not, with its state.
+    /// Every configured server, enabled or not, with its state and how many tools it
+    /// gives the model (utility tools included; not those left out by a name clash).
     pub fn report(&self) -> Vec<ServerReport> {
         let live = self.live();
+        let offered = self.offered(&McpGrant::All, &[], &[]);
+        let count = |s: &Arc<Server>| offered.iter().filter(|(o, _)| Arc::ptr_eq(o, s)).count();
         let configured = match self.configured.read() {
             Ok(c) => c.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -192,7 +209,7 @@ impl McpPool {
                         name: c.name.clone(),
                         enabled: true,
                         status: status.name(),
-                        tools: s.tools().len(),
+                        tools: count(s),
                         error: match status {
                             Status::Failed(e) => Some(e),
                             _ => None,

@@ -3,7 +3,7 @@
 //! changed, pinged every `keepalive_interval`, and connected again with back-off after
 //! a failure. Each distinct failure is logged once, by name.
 
-use crate::connection::{Connection, connect};
+use crate::connection::{ConnectError, Connection, connect};
 use crate::handler::Handler;
 use crate::sampling::{Policy, Sampler};
 use herald_config::McpServerSettings;
@@ -87,6 +87,8 @@ enum Ended {
     },
     /// A recycle limit stopped it.
     Recycled,
+    /// It sent too much, too fast ([`crate::meter`]).
+    Flooded,
     Stopped,
 }
 
@@ -96,16 +98,11 @@ const MAX_RETRIES: u32 = 5;
 const PARKED_RETRY: Duration = Duration::from_secs(300);
 /// A connection that lasted this long counts as healthy (the failure count restarts).
 const HEALTHY_AFTER: Duration = Duration::from_secs(60);
-/// At most this many pages of `tools/list` (as Hermes).
-const MAX_PAGES: usize = 50;
-/// At most this many tools of one server.
-const MAX_TOOLS: usize = 256;
-/// A tool description is cut to this many characters.
-const MAX_DESCRIPTION: usize = 4096;
-/// A tool whose input schema is larger than this (as JSON) is left out.
-const MAX_SCHEMA_BYTES: usize = 64 * 1024;
-/// Providers refuse longer tool names (OpenAI's limit).
-const MAX_NAME: usize = 64;
+/// A server's tools are listed again at most this often, however often it says they
+/// changed.
+const RELIST_EVERY: Duration = Duration::from_secs(60);
+/// A burst of `tools/list_changed` is one re-list: it waits this long at least.
+const RELIST_SETTLE: Duration = Duration::from_secs(1);
 
 /// Back-off between attempts: 1, 2, 4 … 60 s.
 fn backoff(attempt: u32) -> Duration {
@@ -222,7 +219,11 @@ impl Server {
             };
             let ended = match attempt {
                 Ok(conn) => self.serve(Arc::new(conn), changed).await,
-                Err(why) => {
+                Err(ConnectError::Flooded) => {
+                    self.failed(flooded_text());
+                    Ended::Flooded
+                }
+                Err(ConnectError::Failed(why)) => {
                     self.failed(why);
                     Ended::Failed { healthy: false }
                 }
@@ -239,13 +240,16 @@ impl Server {
                 }
                 Ended::Failed { healthy: true } => failures = 0,
                 Ended::Failed { healthy: false } => failures = failures.saturating_add(1),
+                Ended::Flooded => {}
             }
             // After five failures in a row the server is parked: tried every 5 minutes,
-            // or at once when a call or a reload asks.
-            let wait = match failures {
-                0 => Duration::from_secs(1),
-                n if n > MAX_RETRIES => PARKED_RETRY,
-                n => backoff(n - 1),
+            // or at once when a call or a reload asks. A flooding server is parked at
+            // once.
+            let wait = match (ended, failures) {
+                (Ended::Flooded, _) => PARKED_RETRY,
+                (_, 0) => Duration::from_secs(1),
+                (_, n) if n > MAX_RETRIES => PARKED_RETRY,
+                (_, n) => backoff(n - 1),
             };
             tokio::select! {
                 _ = self.stop.cancelled() => return,
@@ -279,6 +283,10 @@ impl Server {
         let offers = offers_of(&conn);
         let listed = match self.list(&conn).await {
             Ok(t) => t,
+            Err(_) if conn.flooded() => {
+                self.failed(flooded_text());
+                return Ended::Flooded;
+            }
             Err(why) => {
                 self.failed(why);
                 return Ended::Failed { healthy: false };
@@ -299,18 +307,23 @@ impl Server {
         let mut keepalive = tokio::time::interval(self.settings.keepalive);
         keepalive.tick().await;
         let mut watch = tokio::time::interval(Duration::from_millis(500));
+        let mut relist = Relist::new(tokio::time::Instant::now());
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return Ended::Stopped,
                 _ = self.reconnect.notified() => break,
-                _ = changed.notified() => {
-                    // A burst of notifications is one refresh.
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    self.refresh(&conn).await
+                _ = changed.notified(), if !relist.is_due() => {
+                    relist.changed(tokio::time::Instant::now());
+                }
+                _ = relist.sleep() => {
+                    // What was said until now is covered by this listing.
+                    let _ = tokio::time::timeout(Duration::ZERO, changed.notified()).await;
+                    self.refresh(&conn).await;
+                    relist.listed(tokio::time::Instant::now());
                 }
                 _ = keepalive.tick() => if !ping(&conn).await { break },
                 _ = watch.tick() => {
-                    if conn.service.is_closed() {
+                    if conn.is_closed() {
                         break;
                     }
                     if let Some(why) = self.recycle_reason(started) {
@@ -319,6 +332,10 @@ impl Server {
                     }
                 }
             }
+        }
+        if conn.flooded() {
+            self.failed(flooded_text());
+            return Ended::Flooded;
         }
         let healthy = started.elapsed() >= HEALTHY_AFTER;
         if healthy {
@@ -406,44 +423,29 @@ impl Server {
     }
 
     async fn list(&self, conn: &Connection) -> Result<Vec<ListedTool>, String> {
-        let pages = tokio::time::timeout(self.settings.connect_timeout, list_pages(conn))
-            .await
-            .map_err(|_| "tools/list was not answered in time".to_owned())??;
+        let keeps = |name: &str| self.keeps(name);
+        let listing = tokio::time::timeout(
+            self.settings.connect_timeout,
+            crate::listing::list(conn, self.name(), &keeps),
+        )
+        .await
+        .map_err(|_| "tools/list was not answered in time".to_owned())??;
+        listing.warn(self.name());
         let known: Vec<(String, String)> = self.read(|s| {
             s.tools
                 .iter()
                 .map(|t| (t.name.clone(), t.description.clone()))
                 .collect()
         });
-        let mut kept = Vec::new();
-        let mut left_out = Vec::new();
-        for t in pages {
-            let Some(tool) = listed_tool(&t) else {
-                continue;
-            };
-            if !self.keeps(&tool.name) {
-                continue;
-            }
-            let too_big =
-                serde_json::to_string(&tool.schema).map_or(true, |s| s.len() > MAX_SCHEMA_BYTES);
-            let too_long = crate::naming::tool_name(self.name(), &tool.name).len() > MAX_NAME;
-            if too_big || too_long || kept.len() >= MAX_TOOLS {
-                left_out.push(tool.name);
-                continue;
-            }
+        for tool in &listing.kept {
             let seen = known
                 .iter()
                 .any(|(n, d)| *n == tool.name && *d == tool.description);
             if !seen {
                 crate::suspicious::report(self.name(), &tool.name, &tool.description);
             }
-            kept.push(tool);
         }
-        if !left_out.is_empty() {
-            let shown: Vec<&String> = left_out.iter().take(20).collect();
-            tracing::warn!(server = self.name(), count = left_out.len(), tools = ?shown, "MCP tools left out: a name over {MAX_NAME} characters as mcp__<server>__<tool>, a schema over 64 KiB, or past {MAX_TOOLS} tools");
-        }
-        Ok(kept)
+        Ok(listing.kept)
     }
 
     /// `tools.include` (which wins) and `tools.exclude`, by the server's tool names.
@@ -478,7 +480,7 @@ impl Server {
             )),
             Ok(Ok(result)) => serde_json::to_value(&result).map_err(|e| e.to_string()),
             Ok(Err(e)) => {
-                if conn.service.is_closed() {
+                if conn.is_closed() {
                     self.reconnect_if(&conn);
                     return Err(herald_llm::redact::shapes_redacted(&format!(
                         "MCP server '{}' closed the connection during the call: {e}",
@@ -555,33 +557,6 @@ impl Drop for Busy<'_> {
     }
 }
 
-/// Every page of `tools/list` (at most [`MAX_PAGES`]), as JSON.
-async fn list_pages(conn: &Connection) -> Result<Vec<Value>, String> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let params = cursor
-            .take()
-            .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
-        let page =
-            conn.service.list_tools(params).await.map_err(|e| {
-                herald_llm::redact::shapes_redacted(&format!("tools/list failed: {e}"))
-            })?;
-        let page = serde_json::to_value(&page).map_err(|e| e.to_string())?;
-        if let Some(items) = page["tools"].as_array() {
-            tools.extend(items.iter().cloned());
-        }
-        match page["nextCursor"].as_str().filter(|c| !c.is_empty()) {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return Ok(tools),
-        }
-    }
-    tracing::warn!(
-        "an MCP server's tools/list has more than {MAX_PAGES} pages: the rest is left out"
-    );
-    Ok(tools)
-}
-
 /// Connects to `settings`'s server once, lists its tools and closes (`herald mcp
 /// test`, `add`, `list`): the tools, or why not.
 pub async fn probe(settings: &McpServerSettings) -> Result<Vec<ListedTool>, String> {
@@ -589,7 +564,9 @@ pub async fn probe(settings: &McpServerSettings) -> Result<Vec<ListedTool>, Stri
         changed: Arc::new(tokio::sync::Notify::new()),
         sampling: None,
     };
-    let conn = connect(settings, handler).await?;
+    let conn = connect(settings, handler)
+        .await
+        .map_err(|e| e.to_string())?;
     let server = Server::new(settings.clone());
     let listed = server.list(&conn).await;
     drop(conn);
@@ -626,19 +603,74 @@ fn offers_of(conn: &Connection) -> Offers {
     }
 }
 
-fn listed_tool(t: &Value) -> Option<ListedTool> {
-    let name = t.get("name")?.as_str()?.to_owned();
-    Some(ListedTool {
-        description: t
-            .get("description")
-            .and_then(Value::as_str)
-            .map(|d| d.chars().take(MAX_DESCRIPTION).collect())
-            .unwrap_or_default(),
-        schema: crate::schema::normalized(t.get("inputSchema").unwrap_or(&Value::Null)),
-        name,
-    })
+/// Why a flooding server was disconnected, for the log and its status.
+fn flooded_text() -> String {
+    format!(
+        "{}; it is tried again in {} minutes, or at a reload",
+        crate::meter::why_disconnected(),
+        PARKED_RETRY.as_secs() / 60
+    )
+}
+
+/// When a server's tools are listed again: at most once every [`RELIST_EVERY`], at
+/// least [`RELIST_SETTLE`] after the change that asked for it, once however many
+/// changes came meanwhile.
+struct Relist {
+    listed: tokio::time::Instant,
+    due: Option<tokio::time::Instant>,
+}
+
+impl Relist {
+    fn new(listed: tokio::time::Instant) -> Relist {
+        Relist { listed, due: None }
+    }
+
+    fn is_due(&self) -> bool {
+        self.due.is_some()
+    }
+
+    /// The server said its tools changed.
+    fn changed(&mut self, now: tokio::time::Instant) {
+        let at = (self.listed + RELIST_EVERY).max(now + RELIST_SETTLE);
+        self.due = Some(self.due.map_or(at, |d| d.min(at)));
+    }
+
+    fn listed(&mut self, now: tokio::time::Instant) {
+        self.listed = now;
+        self.due = None;
+    }
+
+    /// Resolves when a listing is due; never when none is.
+    async fn sleep(&self) {
+        match self.due {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    }
 }
 
 fn up(s: &State) -> bool {
     s.dormant || matches!(s.status, Some(Status::Connected))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_are_listed_again_at_most_once_a_minute_once_per_burst() {
+        let t0 = tokio::time::Instant::now();
+        let s = Duration::from_secs;
+        let mut relist = Relist::new(t0);
+        assert!(!relist.is_due());
+        relist.changed(t0 + s(2));
+        assert_eq!(relist.due, Some(t0 + RELIST_EVERY));
+        relist.changed(t0 + s(4));
+        assert_eq!(relist.due, Some(t0 + RELIST_EVERY), "coalesced");
+        relist.listed(t0 + RELIST_EVERY);
+        assert!(!relist.is_due());
+        // Long after the last listing: soon, once the burst has settled.
+        relist.changed(t0 + s(200));
+        assert_eq!(relist.due, Some(t0 + s(200) + RELIST_SETTLE));
+    }
 }

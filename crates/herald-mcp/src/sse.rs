@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 /// Longest wait for a byte of the event stream.
 const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// Longest event (its data lines together), and so the longest line.
-const MAX_EVENT: usize = 16 << 20;
+const MAX_EVENT: usize = crate::connection::MAX_MESSAGE;
 /// Longest wait for a `POST` of one message to be taken.
 const POST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Messages read ahead of the client.

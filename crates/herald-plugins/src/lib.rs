@@ -250,8 +250,9 @@ fn report_loading(answer: &Value) {
     }
 }
 
-/// The tools of an `initialize` answer, in registration order (a later tool of a name
-/// already registered is refused, with a warning).
+/// The tools of an `initialize` answer, in registration order. A name providers refuse
+/// or an MCP tool's `mcp__` name is refused, and so is a later tool of a name already
+/// registered, each with a warning (never renamed: the plugin's hooks see its names).
 fn build_tools(link: &Arc<Link>, answer: &Value) -> Vec<Arc<tools::PluginTool>> {
     let mut out: Vec<Arc<tools::PluginTool>> = Vec::new();
     let all = answer["plugins"].as_array().cloned().unwrap_or_default();
@@ -263,6 +264,11 @@ fn build_tools(link: &Arc<Link>, answer: &Value) -> Vec<Arc<tools::PluginTool>> 
             let Some(tool) = tools::PluginTool::from_registration(link, r) else {
                 continue;
             };
+            if let Some(why) = tools::name_refused(&tool.name) {
+                let shown: String = tool.name.chars().take(80).collect();
+                tracing::warn!(plugin = %p["key"], tool = ?shown, "a plugin tool is refused: {why}");
+                continue;
+            }
             if out.iter().any(|t| t.name == tool.name) {
                 tracing::warn!(plugin = %p["key"], tool = %tool.name, "a second plugin tool of this name is refused");
                 continue;

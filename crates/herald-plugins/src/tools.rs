@@ -8,6 +8,23 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The longest tool name a provider takes (OpenAI's limit).
+pub const MAX_NAME: usize = 64;
+
+/// Why a plugin tool's name is refused, if it is: providers take only
+/// `^[A-Za-z0-9_-]{1,64}$` (one bad name fails every request), and `mcp__` names are
+/// the MCP servers' tools.
+pub fn name_refused(name: &str) -> Option<&'static str> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > MAX_NAME || !name.chars().all(allowed) {
+        return Some("a tool name must match ^[A-Za-z0-9_-]{1,64}$");
+    }
+    if name.starts_with("mcp__") {
+        return Some("names starting with mcp__ are the MCP servers' tools");
+    }
+    None
+}
+
 /// One registered tool.
 pub struct PluginTool {
     pub(crate) link: Arc<Link>,
@@ -119,5 +136,22 @@ impl Tool for PluginTool {
                 Err(e) => json!({"error": format!("the plugin tool failed: {e}")}).to_string(),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_refused;
+
+    #[test]
+    fn only_names_providers_take_and_not_mcp_names_are_kept() {
+        for good in ["count_words", "a-b_C9", &"n".repeat(64)] {
+            assert_eq!(name_refused(good), None, "{good}");
+        }
+        for bad in ["", &"n".repeat(65), "a b/../c;rm", "<img>", "é", "a.b"] {
+            assert!(name_refused(bad).is_some(), "{bad}");
+        }
+        assert!(name_refused("mcp__srv__echo").is_some());
+        assert_eq!(name_refused("mcp_x"), None);
     }
 }

@@ -120,19 +120,6 @@ impl SessionOptions {
     }
 }
 
-/// Says once per tool name that a plugin tool clashing with a built-in is not offered.
-fn refused_plugin_tool(name: &str) {
-    static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut warned = crate::conversation::lock(&WARNED);
-    if !warned.iter().any(|w| w == name) {
-        warned.push(name.to_owned());
-        tracing::warn!(
-            tool = name,
-            "a plugin tool named like a built-in is refused: it replaces the built-in only with override=True and plugins.entries.<plugin>.allow_tool_override: true"
-        );
-    }
-}
-
 /// A message of a session with its row in `state.db` (`None` when it could not be
 /// kept).
 #[derive(Debug, Clone, PartialEq)]
@@ -256,10 +243,11 @@ impl Session {
         if s.fixed_tools {
             return tools;
         }
+        // `plugin_tools` refused every other plugin tool named like a built-in.
         for p in s.runtime.plugin_tools(&s.mcp) {
             match tools.iter().position(|t| t.name() == p.name) {
                 Some(i) if p.replaces => tools[i] = p,
-                Some(_) => refused_plugin_tool(&p.name),
+                Some(_) => {}
                 None => tools.push(p),
             }
         }

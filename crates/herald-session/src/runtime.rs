@@ -308,6 +308,7 @@ impl Runtime {
         python
             .tools()
             .into_iter()
+            .filter(|t| t.replaces || !self.clashes_with_builtin(&t.name))
             .filter(|t| Tool::available(t.as_ref()))
             .filter(|t| !disabled.iter().any(|d| *d == t.toolset))
             .filter(|t| match grant {
@@ -318,6 +319,17 @@ impl Runtime {
                 }
             })
             .collect()
+    }
+
+    /// Whether `name` is a built-in tool's, enabled here or not (any tool of the
+    /// registry or of a toolset herald defines): said once per name.
+    fn clashes_with_builtin(&self, name: &str) -> bool {
+        let builtin = self.registry.get(name).is_some()
+            || herald_agent::toolsets::toolset_of(name) != "other";
+        if builtin {
+            refused_plugin_tool(name);
+        }
+        builtin
     }
 
     /// Whether a toolsets entry names tools from outside: an MCP server, `no_mcp`, or a
@@ -553,6 +565,19 @@ fn retry_config(settings: &AgentSettings) -> RetryConfig {
         retry.base = std::time::Duration::from_millis(ms);
     }
     retry
+}
+
+/// Says once per name that a plugin tool named like a built-in is refused.
+fn refused_plugin_tool(name: &str) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = crate::conversation::lock(&WARNED);
+    if !warned.iter().any(|w| w == name) {
+        warned.push(name.to_owned());
+        tracing::warn!(
+            tool = name,
+            "a plugin tool named like a built-in is refused: it replaces the built-in only with override=True and plugins.entries.<plugin>.allow_tool_override: true"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ fn gateway_with_route(provider: &FakeProvider, top: &str, more: &str) -> Herald 
 
 /// A client that keeps the dashboard's cookie and session secret by hand, as the page
 /// does, and follows no redirect.
-struct Session {
+pub struct Session {
     client: reqwest::Client,
     cookie: Option<String>,
     secret: Option<String>,
@@ -66,7 +66,7 @@ impl Session {
     }
 
     /// Logs in, asserting it worked, and keeps the secret the answer gives.
-    async fn logged_in(h: &Herald, token: &str) -> Session {
+    pub async fn logged_in(h: &Herald, token: &str) -> Session {
         let mut s = Session::new();
         let r = s.log_in(h, token).await;
         assert_eq!(r.status(), StatusCode::OK);
@@ -82,7 +82,7 @@ impl Session {
             .body(format!("token={token}"))
     }
 
-    fn get(&self, h: &Herald, path: &str) -> reqwest::RequestBuilder {
+    pub fn get(&self, h: &Herald, path: &str) -> reqwest::RequestBuilder {
         self.with_secret(self.with_cookie(self.client.get(h.url(path))))
     }
 

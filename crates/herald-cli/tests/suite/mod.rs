@@ -19,6 +19,7 @@ mod images;
 mod inbox_cli;
 mod ingress;
 mod mcp;
+mod mcp_hostile;
 mod metrics;
 mod operations;
 mod platforms;

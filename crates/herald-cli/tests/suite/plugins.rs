@@ -740,3 +740,85 @@ async fn a_plugin_tool_is_called_over_rpc_and_the_api_too() {
     );
     assert!(tool_text(3).contains(r#"\"words\": 4"#), "{}", tool_text(3));
 }
+
+#[test]
+fn plugin_tools_with_names_providers_refuse_or_others_names_are_refused() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "good_tool-1", r#"{"text": "hi"}"#)]),
+        Scripted::tool_calls(&[("c2", "mcp__calc__echo", r#"{"text": "echoed"}"#)]),
+        Scripted::text("done"),
+    ]);
+    let servers = format!(
+        "mcp_discovery_timeout: 20\nmcp_servers:\n{}",
+        super::mcp::stdio_server("calc", "", "")
+    );
+    let home = rpc_home(&provider.base_url, &servers);
+    install_plugins(home.path(), &["tool-names"]);
+    let pids = home.path().join("pids");
+    // `-t web`: the built-in terminal is not enabled, and still not the plugin's.
+    let run = Command::new(BIN)
+        .args(["-v", "chat", "-t", "web", "-Q", "-q", "go"])
+        .env("HERALD_HOME", home.path())
+        .env("MCP_TEST_PID_FILE", &pids)
+        .env_remove("RUST_LOG")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    );
+    assert!(run.status.success(), "{out}{err}");
+    let reqs = provider.requests();
+    assert_eq!(reqs.len(), 3, "{err}");
+    let tools = reqs[0].body["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"good_tool-1"), "{names:?}");
+    for refused in ["a b/../c;rm", "<img>", "terminal", &"n".repeat(100)] {
+        assert!(!names.contains(&refused), "{refused}: {names:?}");
+    }
+    assert!(
+        names.iter().all(|n| n.len() <= 64
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')),
+        "{names:?}"
+    );
+    // The MCP server keeps its tool's name: one of it, the server's.
+    let echo: Vec<&Value> = tools
+        .iter()
+        .filter(|t| t["function"]["name"] == "mcp__calc__echo")
+        .collect();
+    assert_eq!(echo.len(), 1, "{names:?}");
+    assert_eq!(echo[0]["function"]["description"], "Say the text back.");
+    let result = |i: usize| {
+        reqs[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(result(1).contains("from the plugin: hi"), "{}", result(1));
+    assert!(
+        result(2).contains("echoed") && !result(2).contains("from the plugin"),
+        "{}",
+        result(2)
+    );
+    assert!(out.contains("done"), "{out}");
+    // Each refusal said, by name.
+    assert_eq!(log_count(&err, "a plugin tool is refused"), 4, "{err}");
+    assert!(err.contains("^[A-Za-z0-9_-]{1,64}$"), "{err}");
+    assert!(err.contains("mcp__calc__echo"), "{err}");
+    assert!(
+        err.contains("tool=terminal") || err.contains("tool=\"terminal\""),
+        "{err}"
+    );
+    assert!(err.contains("named like a built-in is refused"), "{err}");
+}
