@@ -81,7 +81,7 @@ impl AcpServer {
         {
             Ok(session) => self.add(session, gate).map(Some),
             Err(SessionError::NotFound(_)) => Ok(None),
-            Err(e) => Err(internal(e)),
+            Err(e) => Err(internal(e.told())),
         }
     }
 
@@ -120,7 +120,7 @@ impl AcpServer {
         match self.host.branch_session(&parent, None, options).await {
             Ok((session, _title)) => self.add(session, gate).map(Some),
             Err(SessionError::NotFound(_)) => Ok(None),
-            Err(e) => Err(internal(e)),
+            Err(e) => Err(internal(e.told())),
         }
     }
 

@@ -186,8 +186,8 @@ pub fn route_model(api: &Api, session: &Session, model: &str) {
 
 /// A session-host error as the API answers it.
 pub fn run_error(e: SessionError) -> ApiError {
-    match e {
-        SessionError::TooManyRuns(n) => ApiError::too_many_runs(n),
+    match &e {
+        SessionError::TooManyRuns(n) => ApiError::too_many_runs(*n),
         SessionError::Busy(id) => {
             ApiError::conflict(format!("session {id} is busy with a turn"), "session_busy")
         }
@@ -198,13 +198,14 @@ pub fn run_error(e: SessionError) -> ApiError {
             tracing::warn!(error = %e, "a request found the store unavailable");
             ApiError::store_unavailable()
         }
+        SessionError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.told(), None),
         other => {
-            // The store's or the model's own words stay in the log: they can name
-            // paths and internals a client has no business seeing.
+            // The model's own words stay in the log too: they can name paths and
+            // internals a client has no business seeing.
             tracing::error!(error = %other, "a request failed in the session host");
             ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "The server could not complete the request; the reason is in its log.",
+                herald_session::FAILED_INSIDE,
                 None,
             )
         }

@@ -1,6 +1,8 @@
-//! `log`: the message goes to herald's log (first 200 characters).
+//! `log`: the message goes to herald's log, quoted and escaped (a model's answer or a
+//! payload's text cannot start a line of its own) and cut to 200 bytes.
 
 use crate::{OutgoingMessage, Receipt, SendFuture, Target};
+use herald_webhook::quoted::quoted;
 
 pub struct LogTarget;
 
@@ -9,8 +11,7 @@ impl Target for LogTarget {
         "log"
     }
     fn send<'a>(&'a self, message: &'a OutgoingMessage) -> SendFuture<'a> {
-        let preview: String = message.text.chars().take(200).collect();
-        tracing::info!(target: "herald::deliver", message = %preview, "delivered to log");
+        tracing::info!(target: "herald::deliver", message = %quoted(&message.text), "delivered to log");
         Box::pin(async { Ok(Receipt::default()) })
     }
 }

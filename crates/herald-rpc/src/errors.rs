@@ -79,7 +79,7 @@ impl RpcError {
             SessionError::StaleTarget(_) => {
                 "target user message is no longer in session history".to_owned()
             }
-            other => other.to_string(),
+            other => other.told().into_owned(),
         };
         RpcError::new(code, message)
     }

@@ -81,7 +81,7 @@ pub use runs::{
     RunStatus,
 };
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
-pub use sessions::SessionError;
+pub use sessions::{FAILED_INSIDE, SessionError};
 pub use slash::Reply;
 
 #[cfg(test)]

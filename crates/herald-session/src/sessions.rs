@@ -39,6 +39,26 @@ pub enum SessionError {
     Compress(String),
 }
 
+/// What a client is told of a failure inside herald (the store): its detail can name
+/// paths and internals, so it stays in the log.
+pub const FAILED_INSIDE: &str =
+    "The server could not complete the request; the reason is in its log.";
+
+impl SessionError {
+    /// What every front door tells its client of this error: the client's own mistakes
+    /// in their words; a failure of the store as [`FAILED_INSIDE`], its detail logged
+    /// here, once per failure.
+    pub fn told(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            SessionError::Store(e) => {
+                tracing::error!(error = %e, "a request failed in the session store");
+                std::borrow::Cow::Borrowed(FAILED_INSIDE)
+            }
+            other => std::borrow::Cow::Owned(other.to_string()),
+        }
+    }
+}
+
 impl From<RewindRefused> for SessionError {
     fn from(r: RewindRefused) -> SessionError {
         match r {

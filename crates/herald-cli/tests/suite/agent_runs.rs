@@ -724,3 +724,25 @@ async fn a_webhook_run_refuses_a_command_in_approvals_deny_however_it_is_written
         assert!(!h.home().join(format!("denied-{file}")).exists(), "{file}");
     }
 }
+
+#[tokio::test]
+async fn the_log_target_quotes_the_answer_so_it_cannot_forge_a_log_line() {
+    let forged = "FORGED ERROR herald: the gateway is compromised";
+    let answer = format!("ok\n{forged}\n{}", "x".repeat(500));
+    let provider = FakeProvider::start(vec![Scripted::text(&answer)]);
+    let routes = "        lg:\n          prompt: hi\n          deliver: log\n";
+    let h = Herald::start(&agent_config(&provider.base_url, "", routes));
+    let (s, _) = h.github("lg", "push", "{}", None).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let log = h.log_once_it_has("delivered to log");
+    let line = log
+        .lines()
+        .find(|l| l.contains("delivered to log"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains(r"ok\nFORGED ERROR"), "{line}");
+    assert!(line.contains("bytes)"), "cut to 200 bytes: {line}");
+    assert!(
+        !log.lines().any(|l| l.starts_with("FORGED")),
+        "the answer started a log line of its own:\n{log}"
+    );
+}

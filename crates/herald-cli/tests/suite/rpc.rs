@@ -1951,3 +1951,52 @@ async fn the_tui_hub_methods_answer_in_hermess_shapes() {
     );
     assert_eq!(c.call("learning.frames", json!({})).await["count"], 0);
 }
+
+#[tokio::test]
+async fn a_store_failure_reaches_rpc_and_acp_clients_as_a_generic_error_its_detail_in_the_log() {
+    use super::acp::RawAcp;
+    let home = rpc_home("http://127.0.0.1:9/v1", "");
+    let mut rpc = Piped::start(home.path());
+    let listed = rpc.client.call("session.list", json!({})).await;
+    assert!(listed.is_object(), "{listed}");
+    // The store breaks under herald: a table it reads is gone.
+    let db = rusqlite::Connection::open(home.path().join("state.db")).unwrap();
+    db.execute_batch("ALTER TABLE messages RENAME TO messages_gone;")
+        .unwrap();
+    let stored = "20261206_000000_abcdef";
+    db.execute(
+        "INSERT INTO sessions (id, source, started_at) VALUES (?1, 'cli', 1.0)",
+        [stored],
+    )
+    .unwrap();
+    drop(db);
+    let answer = rpc
+        .client
+        .answer("session.resume", json!({"session_id": stored}))
+        .await;
+    let message = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("the reason is in its log"), "{answer}");
+    assert!(!message.contains("messages"), "{answer}");
+    drop(rpc);
+    let log = std::fs::read_to_string(home.path().join("rpc.log")).unwrap();
+    assert!(log.contains("no such table"), "the detail is logged: {log}");
+
+    let mut acp = RawAcp::start(home.path()).await;
+    acp.send(1, "initialize", json!({"protocolVersion": 1}))
+        .await;
+    acp.answer(1).await;
+    let load = json!({"sessionId": stored, "cwd": home.path(), "mcpServers": []});
+    acp.send(2, "session/load", load).await;
+    let answer = loop {
+        let m = acp.message().await;
+        if m["id"] == 2 {
+            break m;
+        }
+    };
+    let text = answer["error"].to_string();
+    assert!(text.contains("the reason is in its log"), "{answer}");
+    assert!(!text.contains("no such table"), "{answer}");
+}
