@@ -208,8 +208,11 @@ impl PgCluster {
     /// (connections stay open and the kernel still acknowledges what is sent, as with
     /// a server that hangs). [`PgCluster::thaw`] lets it go on.
     pub fn freeze(&self) -> Result<(), String> {
+        // The postmaster first, so that it forks no child the list below would miss
+        // (a connection opening just then), then every child.
         let pids = self.processes()?;
-        signal("-STOP", &pids)
+        signal("-STOP", &pids[..1])?;
+        signal("-STOP", &self.processes()?)
     }
 
     /// Lets a frozen server go on (SIGCONT to the same processes).
