@@ -212,13 +212,15 @@ impl PgCluster {
         // (a connection opening just then), then every child.
         let pids = self.processes()?;
         signal("-STOP", &pids[..1])?;
-        signal("-STOP", &self.processes()?)
+        children("-STOP", &self.processes()?);
+        Ok(())
     }
 
     /// Lets a frozen server go on (SIGCONT to the same processes).
     pub fn thaw(&self) -> Result<(), String> {
         let pids = self.processes()?;
-        signal("-CONT", &pids)
+        children("-CONT", &pids);
+        signal("-CONT", &pids[..1])
     }
 
     /// The postmaster's pid (first) and its children's.
@@ -279,6 +281,14 @@ impl Drop for PgCluster {
 }
 
 /// Sends `kill`'s `signal` to `pids`.
+/// Signals the children listed after the postmaster, each on its own: one that ended
+/// since it was listed is no failure.
+fn children(sig: &str, pids: &[u32]) {
+    for pid in pids.iter().skip(1) {
+        let _ = signal(sig, &[*pid]);
+    }
+}
+
 fn signal(signal: &str, pids: &[u32]) -> Result<(), String> {
     let status = Command::new("kill")
         .arg(signal)
