@@ -109,7 +109,7 @@ pub async fn run(
             }
             Ok(_) => return answer,
             Err(e) => {
-                let said = chunk(format!("herald: {e}"));
+                let said = chunk(format!("herald: {}", e.told()));
                 update(cx, &id, SessionUpdate::AgentMessageChunk(said));
                 return answer;
             }

@@ -48,7 +48,7 @@ impl AcpServer {
             .host
             .open_session(self.options(&request.cwd, &gate, &request.mcp_servers))
             .await
-            .map_err(internal)?;
+            .map_err(|e| internal(e.told()))?;
         let live = self.add(session, gate)?;
         let d = self.describe(&live);
         let inner = NewSessionResponse::new(live.id.clone())
@@ -99,7 +99,11 @@ impl AcpServer {
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         let mut options = self.options(cwd, &gate, servers);
         options.id = Some(id.to_owned());
-        let session = self.host.open_session(options).await.map_err(internal)?;
+        let session = self
+            .host
+            .open_session(options)
+            .await
+            .map_err(|e| internal(e.told()))?;
         self.add(session, gate)
     }
 

@@ -76,6 +76,6 @@ async fn reset(server: &AcpServer, live: &AcpSession) -> String {
             live.conversation.set_session(fresh);
             "Started afresh: the conversation so far is kept in its own session.".to_owned()
         }
-        Err(e) => format!("Cannot reset: {e}"),
+        Err(e) => format!("Cannot reset: {}", e.told()),
     }
 }

@@ -137,7 +137,7 @@ impl Idempotency {
 /// request is simply made.
 pub async fn once<F, Fut>(
     store: &Idempotency,
-    host: &Host,
+    host: &Arc<Host>,
     headers: &HeaderMap,
     request: &Map<String, Value>,
     fields: &[&str],
@@ -164,7 +164,7 @@ const PENDING_LIMIT: Duration = Duration::from_secs(900);
 
 /// The answer to `key` across instances sharing the store: another instance's kept
 /// one, or `make`'s, kept for the others.
-async fn shared<F, Fut>(host: &Host, key: &str, print: &str, make: F) -> Cached
+async fn shared<F, Fut>(host: &Arc<Host>, key: &str, print: &str, make: F) -> Cached
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Response>,
@@ -184,7 +184,16 @@ where
             }
         }
     }
+    // A client that goes away drops this future with its run: the key is given back,
+    // so that its retry makes an answer of its own instead of waiting for this one.
+    let claim = Claim {
+        host: Some(host.clone()),
+        key: key.to_owned(),
+        print: print.to_owned(),
+        answered: false,
+    };
     let cached = Cached::of(make().await).await;
+    claim.answered();
     if let Err(e) = host.keep_answer(key, print, cached.kept()).await {
         tracing::warn!(error = %e, "the idempotency key's answer could not be kept for other instances");
     }
@@ -195,4 +204,35 @@ where
 fn key_of(headers: &HeaderMap) -> Option<String> {
     let v = headers.get("idempotency-key")?.to_str().ok()?.trim();
     (!v.is_empty() && v.len() <= 256).then(|| v.to_owned())
+}
+
+/// A key this instance claimed, given back when dropped unanswered.
+struct Claim {
+    host: Option<Arc<Host>>,
+    key: String,
+    print: String,
+    answered: bool,
+}
+
+impl Claim {
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let (Some(host), key, print) = (self.host.take(), self.key.clone(), self.print.clone())
+        else {
+            return;
+        };
+        tokio::spawn(async move {
+            if let Err(e) = host.release_key(&key, &print).await {
+                tracing::warn!(error = %e, "an idempotency key left unanswered could not be given back; it frees when its window ends");
+            }
+        });
+    }
 }

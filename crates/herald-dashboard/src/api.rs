@@ -324,7 +324,7 @@ async fn sessions(State(dash): State<Arc<Dashboard>>) -> Response {
                 .collect();
             Json(json!({"sessions": list})).into_response()
         }
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.told()),
     }
 }
 

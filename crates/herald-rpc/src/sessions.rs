@@ -113,7 +113,7 @@ pub async fn list(gw: &Gateway, p: params::List) -> Result<Sessions<Summary>, Rp
         .host
         .list_sessions(limit)
         .await
-        .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.to_string()))?;
+        .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.told()))?;
     Ok(Sessions {
         sessions: sessions.iter().map(summary).collect(),
     })
@@ -124,7 +124,7 @@ pub async fn most_recent(gw: &Gateway) -> Result<MostRecent, RpcError> {
         .host
         .list_sessions(1)
         .await
-        .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.to_string()))?;
+        .map_err(|e| RpcError::new(RpcError::LIST_FAILED, e.told()))?;
     Ok(match found.into_iter().next() {
         Some(s) => MostRecent::Found {
             session_id: s.id,
@@ -309,7 +309,7 @@ pub async fn branch(
         .host
         .branch_session(parent.id(), p.name, options(gw, None)?)
         .await
-        .map_err(|e| RpcError::new(RpcError::PERSIST_FAILED, e.to_string()))?;
+        .map_err(|e| RpcError::new(RpcError::PERSIST_FAILED, e.told()))?;
     let branched = gw.add_live(session, outbox.clone(), true)?;
     let _ = made_live(&branched).await;
     Ok(Branched {

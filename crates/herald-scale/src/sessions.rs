@@ -1251,6 +1251,23 @@ impl SessionBackend for PgSessions {
             .await
     }
 
+    async fn release_key(&self, key: String, fingerprint: String) -> Result<(), StoreError> {
+        self.deadline
+            .bound(async {
+                self.conn()
+                    .await?
+                    .execute(
+                        "DELETE FROM herald_idempotency
+                         WHERE key = $1 AND fingerprint = $2 AND owner = $3 AND status IS NULL",
+                        &[&key, &fingerprint, &self.owner],
+                    )
+                    .await
+                    .map_err(db_error)?;
+                Ok(())
+            })
+            .await
+    }
+
     async fn keep_answer(
         &self,
         key: String,

@@ -906,6 +906,15 @@ impl Host {
             .await?)
     }
 
+    /// Gives back a key [`Host::claim_key`] gave this instance and that it will not
+    /// answer.
+    pub async fn release_key(&self, key: &str, fingerprint: &str) -> Result<(), SessionError> {
+        Ok(self
+            .store
+            .release_key(key.to_owned(), fingerprint.to_owned())
+            .await?)
+    }
+
     /// Keeps the answer of a key [`Host::claim_key`] gave this instance.
     pub async fn keep_answer(
         &self,

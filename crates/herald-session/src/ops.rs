@@ -83,6 +83,17 @@ pub enum OpError {
     NothingRunning,
 }
 
+impl OpError {
+    /// What a client is told: a store failure as [`crate::FAILED_INSIDE`] (its detail
+    /// logged), anything else in its own words.
+    pub fn told(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            OpError::Session(e) => e.told(),
+            other => std::borrow::Cow::Owned(other.to_string()),
+        }
+    }
+}
+
 impl Conversation {
     /// Does `op` on this conversation.
     pub async fn submit(&self, op: Op) -> Result<Outcome, OpError> {

@@ -307,12 +307,35 @@ fn copy_of(path: &Path, with_log: bool) -> Result<(tempfile::TempDir, PathBuf), 
         .map_err(failed)?;
     let name = path.file_name().unwrap_or(std::ffi::OsStr::new("store.db"));
     let copy = dir.path().join(name);
-    std::fs::copy(path, &copy).map_err(failed)?;
     let wal = companion(path, "-wal");
-    if with_log && wal.exists() {
-        std::fs::copy(&wal, companion(&copy, "-wal")).map_err(failed)?;
+    // A gateway still running may checkpoint between the two copies, which would pair
+    // a newer file with an older log: the pair is taken again until the file did not
+    // change while it was copied (a checkpoint always writes it).
+    for _ in 0..COPY_TRIES {
+        let before = stamp(path).map_err(failed)?;
+        std::fs::copy(path, &copy).map_err(failed)?;
+        let _ = std::fs::remove_file(companion(&copy, "-wal"));
+        if with_log && wal.exists() {
+            std::fs::copy(&wal, companion(&copy, "-wal")).map_err(failed)?;
+        }
+        if stamp(path).map_err(failed)? == before {
+            return Ok((dir, copy));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    Ok((dir, copy))
+    Err(StoreError::Open {
+        path: path.to_path_buf(),
+        reason: "it kept changing while it was copied (a gateway writes it): stop the gateway and run this again".into(),
+    })
+}
+
+/// How often a copy of a changing file is tried.
+const COPY_TRIES: usize = 5;
+
+/// A file's length and modification time: what a write to it changes.
+fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
+    let m = std::fs::metadata(path)?;
+    Ok((m.len(), m.modified().ok()))
 }
 
 /// Brings a copy to this build's schema.

@@ -1980,6 +1980,12 @@ async fn a_store_failure_reaches_rpc_and_acp_clients_as_a_generic_error_its_deta
         .to_owned();
     assert!(message.contains("the reason is in its log"), "{answer}");
     assert!(!message.contains("messages"), "{answer}");
+    let answer = rpc.client.answer("session.list", json!({})).await;
+    let listed = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(listed.contains("the reason is in its log"), "{answer}");
     drop(rpc);
     let log = std::fs::read_to_string(home.path().join("rpc.log")).unwrap();
     assert!(log.contains("no such table"), "the detail is logged: {log}");

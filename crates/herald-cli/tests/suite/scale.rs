@@ -1027,3 +1027,58 @@ async fn a_frozen_database_gets_503_with_retry_after_at_the_statement_timeout_an
         "{log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_request_whose_client_left_gives_its_key_back_for_the_retry() {
+    use tokio::io::AsyncWriteExt;
+    let url = database("idempotency_left");
+    let provider = FakeProvider::start(vec![Scripted::Delayed(
+        Duration::from_secs(60),
+        Box::new(Scripted::text("too late")),
+    )]);
+    provider.set_fallback(Scripted::text("retried"));
+    let config = format!(
+        "store:\n  url: {url}\n{}",
+        super::api::api_config(&provider.base_url, "")
+    );
+    let h = Herald::start(&config);
+    let body = serde_json::json!({"messages": [{"role": "user", "content": "once"}]}).to_string();
+    // The client asks with a key, and leaves while its run waits on the model.
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nIdempotency-Key: k-left\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        super::api::KEY,
+        body.len()
+    );
+    let mut socket = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    socket.write_all(head.as_bytes()).await.unwrap();
+    wait_for(Duration::from_secs(10), "the first provider call", || {
+        (!provider.requests().is_empty()).then_some(())
+    })
+    .await;
+    drop(socket);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Its retry (as the openai SDK's) gets an answer of its own at once.
+    let started = std::time::Instant::now();
+    let (status, answer) = keyed_as(&h, &body, "k-left").await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(answer.contains("retried"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the retry waited {:?} for the key",
+        started.elapsed()
+    );
+}
+
+/// A whole chat completion of `body` with `Idempotency-Key: key`: status and text.
+async fn keyed_as(h: &Herald, body: &str, key: &str) -> (StatusCode, String) {
+    let body: Value = serde_json::from_str(body).unwrap();
+    let r = super::api::call(
+        h,
+        "POST",
+        "/v1/chat/completions",
+        Some(body),
+        &[("Idempotency-Key", key)],
+    )
+    .await;
+    (r.status(), r.text().await.unwrap())
+}

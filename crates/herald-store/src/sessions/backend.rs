@@ -145,6 +145,13 @@ pub trait SessionBackend: Send + Sync {
         Ok(())
     }
 
+    /// Gives back a key this instance claimed and will not answer (its client went
+    /// away and its run was interrupted): another request with it makes its own.
+    async fn release_key(&self, key: String, fingerprint: String) -> Result<(), StoreError> {
+        let _ = (key, fingerprint);
+        Ok(())
+    }
+
     /// Has `handler` hear the controls other instances relay to this one's runs
     /// (call from within the async runtime).
     fn on_run_control(&self, handler: ControlHandler) {
