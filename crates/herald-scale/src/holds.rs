@@ -45,6 +45,25 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    /// `sql` with `params` on a pooled connection, within the store's deadline.
+    async fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        self.deadline
+            .bound(async {
+                self.pool
+                    .get()
+                    .await
+                    .map_err(|e| StoreError::Unreachable(e.to_string()))?
+                    .execute(sql, params)
+                    .await
+                    .map_err(db_error)
+            })
+            .await
+    }
+
     /// Waits until the key is free (or its hold ran out), then holds it; `waiting` is
     /// said once if it had to wait. Waiting has no limit (another instance's turn
     /// takes as long as it takes); each look at the table does.
@@ -60,16 +79,7 @@ impl Held {
         loop {
             let now = now_ms();
             let taken = self
-                .deadline
-                .bound(async {
-                    self.pool
-                        .get()
-                        .await
-                        .map_err(|e| StoreError::Unreachable(e.to_string()))?
-                        .execute(&sql, &[&self.key, &self.holder, &(now + HOLD_FOR_MS), &now])
-                        .await
-                        .map_err(db_error)
-                })
+                .execute(&sql, &[&self.key, &self.holder, &(now + HOLD_FOR_MS), &now])
                 .await?;
             if taken == 1 {
                 return Ok(());
@@ -101,16 +111,8 @@ impl Held {
                     _ = &mut released => break,
                     _ = renew.tick() => {
                         let until = now_ms() + HOLD_FOR_MS;
-                        let renewed = self.deadline.bound(async {
-                            self.pool
-                                .get()
-                                .await
-                                .map_err(|e| StoreError::Unreachable(e.to_string()))?
-                                .execute(&renew_sql, &[&self.key, &self.holder, &until])
-                                .await
-                                .map_err(db_error)
-                        });
-                        if let Err(e) = renewed.await {
+                        let renewed = self.execute(&renew_sql, &[&self.key, &self.holder, &until]).await;
+                        if let Err(e) = renewed {
                             tracing::warn!(error = %e, "store: a hold was not renewed");
                         }
                     }
@@ -121,18 +123,7 @@ impl Held {
                     "DELETE FROM {} WHERE {} = $1 AND owner = $2",
                     self.table.table, self.table.key
                 );
-                let out = self
-                    .deadline
-                    .bound(async {
-                        self.pool
-                            .get()
-                            .await
-                            .map_err(|e| StoreError::Unreachable(e.to_string()))?
-                            .execute(&sql, &[&self.key, &self.holder])
-                            .await
-                            .map_err(db_error)
-                    })
-                    .await;
+                let out = self.execute(&sql, &[&self.key, &self.holder]).await;
                 if let Err(e) = out {
                     tracing::warn!(error = %e, "store: a hold was not let go; it runs out in 30 s");
                 }
