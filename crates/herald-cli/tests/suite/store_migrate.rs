@@ -132,20 +132,24 @@ fn migrate_measured(home: &Path) -> (i32, String, String, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_payloads_are_copied_byte_for_byte_within_bounded_memory() {
-    const ENTRIES: usize = 40;
+    // HERALD_TEST_MIGRATE_ENTRIES measures more (the red team copied 600).
+    let entries: usize = std::env::var("HERALD_TEST_MIGRATE_ENTRIES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
     const PAYLOAD: usize = 2_500_000;
     let url = database("large_payloads");
     let home = home_on(&url);
-    let payloads: Vec<String> = (0..ENTRIES).map(|n| noise(PAYLOAD, n as u64 + 7)).collect();
+    let payloads: Vec<String> = (0..entries).map(|n| noise(PAYLOAD, n as u64 + 7)).collect();
     inbox_with(home.path(), &payloads).await;
     let (code, out, err, peak) = migrate_measured(home.path());
     assert_eq!(code, 0, "{out}{err}");
     eprintln!(
-        "migrate of {ENTRIES} entries of {PAYLOAD} bytes: peak RSS {} MiB",
+        "migrate of {entries} entries of {PAYLOAD} bytes: peak RSS {} MiB",
         peak >> 20
     );
     assert!(
-        err.contains(&format!("inbox: {ENTRIES}/{ENTRIES} rows")),
+        err.contains(&format!("inbox: {entries}/{entries} rows")),
         "{err}"
     );
     let copied = cluster()
@@ -168,7 +172,7 @@ async fn large_payloads_are_copied_byte_for_byte_within_bounded_memory() {
         cluster()
             .psql("large_payloads", "SELECT count(*) FROM inbox")
             .unwrap(),
-        ENTRIES.to_string()
+        entries.to_string()
     );
 }
 
