@@ -1,5 +1,5 @@
 //! What the dashboard keeps over time: the inbox depth each minute of the last hour,
-//! and the search index kept up with new entries; each a background task.
+//! read by a background task.
 
 use crate::Dashboard;
 use herald_gateway::Gateway;
@@ -11,9 +11,6 @@ use std::time::Duration;
 const SAMPLES: usize = 60;
 /// How often the inbox depth is read.
 const SAMPLE_EVERY: Duration = Duration::from_secs(60);
-/// Entries indexed for search in one batch, and the pause when caught up.
-const INDEX_BATCH: usize = 2000;
-const INDEX_IDLE: Duration = Duration::from_millis(1000);
 
 /// One reading of the inbox.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -77,23 +74,6 @@ pub(crate) fn spawn_sampler(dash: Weak<Dashboard>, gw: Arc<Gateway>) {
             match gw.inbox_counts().await {
                 Ok(counts) => dash.history.push(depth_of(&counts, herald_store::now_ms())),
                 Err(e) => tracing::warn!(error = %e, "dashboard: cannot read the inbox depth"),
-            }
-        }
-    });
-}
-
-/// Keeps the search index up with the inbox, a batch at a time.
-pub(crate) fn spawn_indexer(gw: Arc<Gateway>) {
-    tokio::spawn(async move {
-        loop {
-            let took = gw.store.index_for_search(INDEX_BATCH).await;
-            match took {
-                Ok(n) if n >= INDEX_BATCH => tokio::task::yield_now().await,
-                Ok(_) => tokio::time::sleep(INDEX_IDLE).await,
-                Err(e) => {
-                    tracing::warn!(error = %e, "dashboard: the search index could not be updated");
-                    tokio::time::sleep(INDEX_IDLE * 10).await;
-                }
             }
         }
     });

@@ -38,9 +38,6 @@ pub struct Dashboard {
     auth: auth::Auth,
     loopback: bool,
     history: history::DepthHistory,
-    /// Whether the search index is being kept up (from the first login on: a gateway
-    /// whose dashboard nobody uses pays nothing for it).
-    indexing: std::sync::Once,
 }
 
 /// How a dashboard is made.
@@ -69,7 +66,6 @@ impl Dashboard {
             auth: auth::Auth::new(parts.credentials),
             loopback: parts.loopback,
             history: history::DepthHistory::default(),
-            indexing: std::sync::Once::new(),
         });
         if let Some(gw) = &dash.gateway {
             history::spawn_sampler(Arc::downgrade(&dash), gw.clone());
@@ -77,11 +73,11 @@ impl Dashboard {
         dash
     }
 
-    /// Starts keeping the search index up with the inbox (once).
+    /// Starts keeping the search index up with the inbox (from the first login on: a
+    /// gateway whose dashboard nobody uses pays nothing for it; the store starts it once).
     pub(crate) fn keep_search_index(&self) {
         if let Some(gw) = &self.gateway {
-            self.indexing
-                .call_once(|| history::spawn_indexer(gw.clone()));
+            gw.store.keep_search_index();
         }
     }
 }

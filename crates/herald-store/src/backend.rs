@@ -103,11 +103,12 @@ pub trait InboxBackend: Send + Sync {
     async fn attempts(&self, id: i64) -> Result<Vec<Attempt>, StoreError>;
     /// A page of event summaries, newest first (the dashboard).
     async fn events(&self, query: EventQuery) -> Result<Vec<EventSummary>, StoreError>;
-    /// Brings the search index up to date by at most `max` entries; how many it took
-    /// (a store whose search needs no index takes none).
-    async fn index_for_search(&self, max: usize) -> Result<usize, StoreError> {
-        let _ = max;
-        Ok(0)
+    /// Starts keeping the search index up with the inbox in the background, off the
+    /// accept path (once; a store whose search needs no index has nothing to start).
+    fn keep_search_index(&self) {}
+    /// Whether the search index has yet to see some entries (searches scan those).
+    async fn search_index_behind(&self) -> Result<bool, StoreError> {
+        Ok(false)
     }
     /// How many entries are in each state, by state name.
     async fn counts(&self) -> Result<Vec<(String, i64)>, StoreError>;

@@ -3,10 +3,11 @@
 //! searched over delivery ids, event types and rendered prompts.
 //!
 //! On SQLite the search is a full-text index (FTS5, trigram: any substring of three
-//! characters or more) kept off the accept path: the dashboard has it catch up with new
-//! entries a batch at a time ([`index_batch`]); entries not indexed yet are scanned.
+//! characters or more) built beside the writer, off the accept path (see
+//! `search_index`); entries not indexed yet are scanned.
 
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
+use crate::search_index::INDEXED_PROMPT;
+use rusqlite::{Connection, params_from_iter};
 use serde::Serialize;
 
 /// Which events to list, newest first.
@@ -45,49 +46,12 @@ pub struct EventSummary {
 
 /// Most events of one page.
 pub const MAX_PAGE: u32 = 500;
-/// Characters of a prompt the index reads.
-const INDEXED_PROMPT: usize = 4000;
 /// Entries past the index that a search scans at most.
 const UNINDEXED_SCAN: i64 = 20_000;
 
 const SUMMARY: &str = "inbox.id, inbox.route, inbox.event_type, inbox.delivery_id, inbox.state, \
                        inbox.attempts, inbox.received_at_ms, inbox.updated_at_ms, \
                        substr(inbox.prompt, 1, 200), inbox.last_error";
-
-/// Indexes up to `max` entries the search index has not seen; how many.
-pub(crate) fn index_batch(conn: &Connection, max: usize) -> rusqlite::Result<usize> {
-    let last = indexed_up_to(conn)?;
-    let max = i64::try_from(max).unwrap_or(i64::MAX);
-    let n = conn.execute(
-        &format!(
-            "INSERT INTO inbox_fts (rowid, delivery_id, event_type, prompt)
-                 SELECT id, delivery_id, event_type, substr(prompt, 1, {INDEXED_PROMPT})
-                 FROM inbox WHERE id > ?1 ORDER BY id LIMIT ?2"
-        ),
-        [last, max],
-    )?;
-    if n > 0 {
-        conn.execute(
-            "UPDATE inbox_fts_state SET last_id = (SELECT max(id) FROM
-                 (SELECT id FROM inbox WHERE id > ?1 ORDER BY id LIMIT ?2))",
-            [last, max],
-        )?;
-    }
-    Ok(n)
-}
-
-/// Whether the inbox has entries the search index has not seen.
-pub(crate) fn behind(conn: &Connection) -> rusqlite::Result<bool> {
-    let newest: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM inbox", [], |r| r.get(0))?;
-    Ok(newest > indexed_up_to(conn)?)
-}
-
-fn indexed_up_to(conn: &Connection) -> rusqlite::Result<i64> {
-    Ok(conn
-        .query_row("SELECT last_id FROM inbox_fts_state", [], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0))
-}
 
 /// How a page's rows are chosen.
 enum Source<'a> {
@@ -114,7 +78,7 @@ pub(crate) fn page(conn: &Connection, q: &EventQuery) -> rusqlite::Result<Vec<Ev
     // Under three characters there are no trigrams: only the newest entries, scanned.
     let trigrams = search.chars().count() >= 3;
     let indexed = if trigrams {
-        indexed_up_to(conn)?.min(newest)
+        crate::search_index::indexed_up_to(conn)?.min(newest)
     } else {
         0
     };
@@ -165,17 +129,22 @@ fn rows(
             let like = arg(like_pattern(search).into(), &mut args);
             let (after, upto) = (arg(after.into(), &mut args), arg(upto.into(), &mut args));
             format!(
-                "SELECT {SUMMARY} FROM inbox WHERE id > {after} AND id <= {upto}
-                 AND (delivery_id LIKE {like} ESCAPE '\\' OR event_type LIKE {like} ESCAPE '\\' OR prompt LIKE {like} ESCAPE '\\')"
+                "SELECT {SUMMARY} FROM inbox WHERE id > {after} AND id <= {upto} AND {}",
+                matches_like(&like)
             )
         }
         Source::Indexed { search, upto } => {
-            let phrase = arg(fts_phrase(search).into(), &mut args);
+            let trigrams = crate::search_index::trigram_query(search).unwrap_or_default();
+            let query = arg(trigrams.into(), &mut args);
+            let like = arg(like_pattern(search).into(), &mut args);
             let upto = arg(upto.into(), &mut args);
-            // Driven by the index in id order, so a page stops early.
+            // Driven by the index in id order, so a page stops early; the index holds
+            // trigrams without positions, so each entry it finds is checked.
             format!(
                 "SELECT {SUMMARY} FROM inbox_fts JOIN inbox ON inbox.id = inbox_fts.rowid
-                 WHERE inbox_fts MATCH {phrase} AND inbox_fts.rowid <= {upto}"
+                 WHERE inbox_fts MATCH {query} AND inbox_fts.rowid <= {upto}
+                 AND {}",
+                matches_like(&like)
             )
         }
     };
@@ -219,9 +188,13 @@ fn rows(
     rows.collect()
 }
 
-/// `text` as one FTS5 phrase (a trigram index matches it as a substring).
-fn fts_phrase(text: &str) -> String {
-    format!("\"{}\"", text.replace('"', "\"\""))
+/// Whether an entry's delivery id, event type or prompt matches the LIKE pattern
+/// bound at `like` (the prompt's indexed part, so that the index and a scan agree).
+fn matches_like(like: &str) -> String {
+    format!(
+        "(inbox.delivery_id LIKE {like} ESCAPE '\\' OR inbox.event_type LIKE {like} ESCAPE '\\'
+          OR substr(inbox.prompt, 1, {INDEXED_PROMPT}) LIKE {like} ESCAPE '\\')"
+    )
 }
 
 /// `text` as a LIKE pattern matching it anywhere, `%`, `_` and `\` taken literally.
@@ -245,6 +218,5 @@ mod tests {
     #[test]
     fn search_text_is_taken_literally() {
         assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
-        assert_eq!(fts_phrase("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 }

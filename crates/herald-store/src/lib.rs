@@ -19,6 +19,7 @@ mod dedup_keys;
 pub mod deliveries;
 pub mod events;
 pub mod export;
+mod gate;
 pub mod inbox;
 pub mod instance;
 pub mod payload;
@@ -26,6 +27,7 @@ pub mod queue;
 pub mod retention;
 mod round_stats;
 mod schema;
+mod search_index;
 pub mod sessions;
 mod sqlite_inbox;
 mod syncer;
@@ -225,17 +227,49 @@ fn open_for_writing(path: &Path) -> Result<Connection, StoreError> {
     )?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
+    bound_wal(&conn)?;
     Ok(conn)
 }
 
+/// Largest the WAL file is left after a checkpoint has emptied it (SQLite otherwise
+/// keeps it at the largest size it ever reached).
+const WAL_SIZE_LIMIT: i64 = 16 * 1024 * 1024;
+
+/// Has a connection truncate the WAL to [`WAL_SIZE_LIMIT`] whenever it resets it.
+pub(crate) fn bound_wal(conn: &Connection) -> Result<(), StoreError> {
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
+    Ok(())
+}
+
+/// How long a writer waits for a write lock another connection holds (the search
+/// index's builder, which gives it up within one entry; another process).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Has the writer's connection look for a held write lock again every 100 µs rather
+/// than SQLite's default backoff (1, 2, 5, 10 ms ...), so that a lock given up at once
+/// is taken at once.
+fn poll_for_locks(conn: &mut Connection) -> Result<(), StoreError> {
+    let mut since = std::time::Instant::now();
+    conn.busy_handler(Some(move |tries: i32| {
+        if tries == 0 {
+            since = std::time::Instant::now();
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+        since.elapsed() < LOCK_WAIT
+    }))?;
+    Ok(())
+}
+
 /// Starts the writer and syncer threads of a migrated database; `dedup` is the inbox's
-/// dedup keys (a database without an inbox has none).
+/// dedup keys (a database without an inbox has none). The gate tells background work
+/// on the same database when the writer is busy.
 fn start_writer(
     path: &Path,
-    conn: Connection,
+    mut conn: Connection,
     dedup: Option<dedup_keys::DedupKeys>,
-) -> Result<mpsc::Sender<writer::Command>, StoreError> {
+) -> Result<(mpsc::Sender<writer::Command>, Arc<gate::WriterGate>), StoreError> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    poll_for_locks(&mut conn)?;
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
     let wal = PathBuf::from(wal);
@@ -247,11 +281,13 @@ fn start_writer(
         .spawn(move || syncer::run(wal, sync_rx, progress_for_syncer))
         .map_err(|e| StoreError::Commit(format!("cannot start the syncer thread: {e}")))?;
     let (tx, rx) = mpsc::channel();
+    let gate = Arc::new(gate::WriterGate::default());
+    let writer_gate = gate.clone();
     std::thread::Builder::new()
         .name("herald-store-writer".into())
-        .spawn(move || writer::run(conn, dedup, rx, to_sync, progress))
+        .spawn(move || writer::run(conn, dedup, rx, to_sync, progress, writer_gate))
         .map_err(|e| StoreError::Commit(format!("cannot start the writer thread: {e}")))?;
-    Ok(tx)
+    Ok((tx, gate))
 }
 
 /// Runs `f` in the next transaction of the writer behind `tx` (under its own savepoint)

@@ -75,6 +75,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          content='', contentless_delete=1, tokenize='trigram');
      CREATE TABLE inbox_fts_state (last_id INTEGER NOT NULL);
      INSERT INTO inbox_fts_state VALUES (0);",
+    // 7: the search index without positions (`detail=none`, about the size of the text
+    // it indexes instead of six times it), rebuilt by the dashboard beside the writer
+    // (see `search_index`).
+    "DROP TABLE inbox_fts;
+     CREATE VIRTUAL TABLE inbox_fts USING fts5(delivery_id, event_type, prompt,
+         content='', contentless_delete=1, detail=none, tokenize='trigram');
+     UPDATE inbox_fts_state SET last_id = 0;",
 ];
 
 /// Brings `herald.db` to the newest schema.

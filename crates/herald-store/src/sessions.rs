@@ -344,7 +344,7 @@ impl SqliteSessions {
     pub fn open(path: &Path) -> Result<SqliteSessions, StoreError> {
         let mut conn = open_for_writing(path)?;
         crate::schema::apply(&mut conn, MIGRATIONS)?;
-        let tx = start_writer(path, conn, None)?;
+        let (tx, _) = start_writer(path, conn, None)?;
         Ok(SqliteSessions {
             tx,
             path: path.to_path_buf(),

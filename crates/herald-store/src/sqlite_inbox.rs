@@ -4,6 +4,7 @@
 
 use crate::backend::InboxBackend;
 use crate::deliveries::{self, Delivery, DeliveryQuery, NewDelivery};
+use crate::gate::WriterGate;
 use crate::inbox::{self, Attempt, EnqueueOutcome, InboxItem, InboxQuery, NewInboxItem};
 use crate::queue::{self, ClaimRequest, ReplayOutcome, Stage};
 use crate::writer::{self, Durability};
@@ -11,12 +12,15 @@ use crate::{StoreError, dedup_keys, now_ms, open_connection, open_for_writing, p
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, Once, mpsc};
 use tokio::sync::oneshot;
 
 /// The SQLite inbox: a writer (absent when opened read-only) and a read connection.
 pub struct SqliteInbox {
     tx: Option<mpsc::Sender<writer::Command>>,
+    /// The writer's state, for the search index's builder (absent when read-only).
+    gate: Option<Arc<WriterGate>>,
+    indexing: Once,
     path: PathBuf,
     reader: crate::ReadConn,
 }
@@ -41,9 +45,11 @@ impl SqliteInbox {
         }
         schema::migrate(&mut conn)?;
         let keys = dedup_keys::DedupKeys::load(&conn, now_ms(), dedup_memory)?;
-        let tx = crate::start_writer(path, conn, Some(keys))?;
+        let (tx, gate) = crate::start_writer(path, conn, Some(keys))?;
         Ok(SqliteInbox {
             tx: Some(tx),
+            gate: Some(gate),
+            indexing: Once::new(),
             path: path.to_path_buf(),
             reader: crate::ReadConn::new(path, None),
         })
@@ -55,6 +61,8 @@ impl SqliteInbox {
         let conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         Ok(SqliteInbox {
             tx: None,
+            gate: None,
+            indexing: Once::new(),
             path: path.to_path_buf(),
             reader: crate::ReadConn::new(path, Some(conn)),
         })
@@ -274,15 +282,19 @@ impl InboxBackend for SqliteInbox {
         self.read(move |c| crate::events::page(c, &query)).await
     }
 
-    async fn index_for_search(&self, max: usize) -> Result<usize, StoreError> {
-        // Read first: an idle inbox costs the writer nothing.
-        if !self.read(crate::events::behind).await? {
-            return Ok(0);
-        }
-        self.write(Durability::Process, move |c| {
-            crate::events::index_batch(c, max)
-        })
-        .await
+    fn keep_search_index(&self) {
+        let Some(gate) = &self.gate else {
+            return;
+        };
+        self.indexing.call_once(|| {
+            if let Err(e) = crate::search_index::start(&self.path, Arc::downgrade(gate)) {
+                tracing::warn!(error = %e, "the search index cannot be kept; searches scan");
+            }
+        });
+    }
+
+    async fn search_index_behind(&self) -> Result<bool, StoreError> {
+        self.read(crate::search_index::behind).await
     }
 
     async fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {

@@ -248,3 +248,157 @@ async fn past_their_memory_budget_dedup_keys_are_found_on_disk_and_kept_across_a
     let fresh = store.enqueue(item("r", "k-new", t + 3000)).await.unwrap();
     assert!(matches!(fresh, EnqueueOutcome::Accepted { .. }));
 }
+
+/// A prompt of `len` characters of varied words (a deterministic generator), so the
+/// search index holds many distinct trigrams as real prompts do.
+fn varied_prompt(seed: u64, len: usize) -> String {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut out = String::with_capacity(len + 16);
+    while out.len() < len {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let word_len = 3 + (state >> 60) as usize;
+        for i in 0..word_len {
+            out.push((b'a' + ((state >> (i * 5 % 55)) % 26) as u8) as char);
+        }
+        out.push(' ');
+    }
+    out.truncate(len);
+    out
+}
+
+async fn wait_for_the_index(store: &Store) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while store.search_index_behind().await.unwrap() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the search index caught up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Finding 2 of issue 42: the search index is built beside the writer, never on it.
+/// While 6,000 entries of 4,000 characters are indexed, entries accepted one at a time
+/// are committed without waiting for the index (before, each batch of 2,000 ran on the
+/// writer thread and held every accept behind it), and the WAL is left at most at its
+/// limit (before, it kept the size of the largest batch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_index_is_built_beside_the_writer_and_the_wal_stays_bounded() {
+    let place = sqlite_file();
+    let store = place.open("one").await;
+    let now = now_ms();
+    for chunk in 0..12u64 {
+        let mut adds = tokio::task::JoinSet::new();
+        for n in 0..500u64 {
+            let seq = chunk * 500 + n;
+            let mut it = item("r", &format!("old-{seq}"), now + seq as i64);
+            it.prompt = varied_prompt(seq, 4000);
+            let store = store.clone();
+            adds.spawn(async move { store.enqueue(it).await.unwrap() });
+        }
+        while let Some(added) = adds.join_next().await {
+            added.unwrap();
+        }
+    }
+    store.keep_search_index();
+    let mut waits = Vec::new();
+    let mut n = 0;
+    while store.search_index_behind().await.unwrap() {
+        let mut it = item("r", &format!("new-{n}"), now + 100_000 + n);
+        it.prompt = varied_prompt(1_000_000 + n as u64, 4000);
+        let started = std::time::Instant::now();
+        store.enqueue(it).await.unwrap();
+        waits.push(started.elapsed());
+        n += 1;
+        assert!(n < 100_000, "the index never caught up");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    waits.sort();
+    let worst = waits.last().copied().unwrap_or_default();
+    eprintln!(
+        "{} accepts during the backfill: median {:?}, worst {worst:?}",
+        waits.len(),
+        waits.get(waits.len() / 2)
+    );
+    assert!(waits.len() >= 5, "the backfill was long enough to measure");
+    assert!(
+        worst < std::time::Duration::from_millis(1500),
+        "an accept waited {worst:?} behind the index"
+    );
+    // The next write after a checkpoint resets the WAL and cuts it to its limit.
+    store
+        .enqueue(item("r", "after", now + 500_000))
+        .await
+        .unwrap();
+    let conn = rusqlite::Connection::open(&place.path).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        .unwrap();
+    store
+        .enqueue(item("r", "after-2", now + 500_001))
+        .await
+        .unwrap();
+    let wal = std::fs::metadata(place.path.with_file_name("h.db-wal"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    assert!(wal <= 17 * 1024 * 1024, "the WAL stayed at {wal} bytes");
+}
+
+/// The index holds trigrams without positions: an entry holding a search's trigrams
+/// apart is checked and left out; ASCII letters match in either case, as a scan does.
+#[tokio::test]
+async fn an_indexed_search_finds_exactly_what_a_scan_finds() {
+    use crate::events::EventQuery;
+    let place = sqlite_file();
+    let store = place.open("one").await;
+    let prompts = ["abcX bcd", "xx ABCD yy", "straße ÄBC", "plain"];
+    for (n, prompt) in prompts.iter().enumerate() {
+        let mut it = item("r", &format!("e{n}"), 1_000 + n as i64);
+        it.prompt = (*prompt).into();
+        store.enqueue(it).await.unwrap();
+    }
+    let search = |text: &str| {
+        let store = store.clone();
+        let q = EventQuery {
+            search: Some(text.into()),
+            limit: 50,
+            ..EventQuery::default()
+        };
+        async move {
+            let mut ids: Vec<String> = store
+                .events(q)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.delivery_id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let texts = ["abcd", "ABC", "bcd", "äbc", "ÄBC", "traße", "nothing"];
+    let mut scanned = Vec::new();
+    for text in texts {
+        scanned.push(search(text).await);
+    }
+    store.keep_search_index();
+    wait_for_the_index(&store).await;
+    for (text, before) in texts.iter().zip(&scanned) {
+        assert_eq!(&search(text).await, before, "searching {text:?}");
+    }
+    assert_eq!(
+        scanned[0],
+        ["e1"],
+        "abcd: not the entry holding abc and bcd apart"
+    );
+    assert_eq!(scanned[1], ["e0", "e1"], "ABC: ASCII in either case");
+    assert_eq!(
+        scanned[3],
+        Vec::<String>::new(),
+        "äbc: other letters as written"
+    );
+    assert_eq!(scanned[4], ["e2"]);
+}

@@ -5,6 +5,7 @@
 use crate::StoreError;
 use crate::dedup_keys::DedupKeys;
 use crate::deliveries::{self, NewDelivery};
+use crate::gate::WriterGate;
 use crate::inbox::{EnqueueOutcome, NewInboxItem};
 use crate::round_stats::RoundStats;
 use crate::syncer::{Pending, SyncProgress};
@@ -83,6 +84,7 @@ pub(crate) fn run(
     rx: Receiver<Command>,
     to_sync: Sender<Pending>,
     progress: Arc<SyncProgress>,
+    gate: Arc<WriterGate>,
 ) {
     progress.register_writer();
     // A database without an inbox has no dedup keys to keep or purge.
@@ -102,9 +104,10 @@ pub(crate) fn run(
             Some(_) => Duration::ZERO,
             None => PURGE_EVERY,
         };
-        let first = match rx.recv_timeout(wait) {
+        let first = match next_command(&rx, &gate, wait) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {
+                gate.busy();
                 if has_dedup {
                     purge(&conn, &mut keys, &mut last_purge, latest_ms);
                     spill_step(&conn, &mut keys, &mut spill, latest_ms);
@@ -143,6 +146,27 @@ pub(crate) fn run(
             spill_step(&conn, &mut keys, &mut spill, latest_ms);
         }
     }
+}
+
+/// The next write, waiting up to `wait` for one. The gate hears that the writer is
+/// idle only when nothing is queued, and busy again as soon as a write is taken.
+fn next_command(
+    rx: &Receiver<Command>,
+    gate: &WriterGate,
+    wait: Duration,
+) -> Result<Command, RecvTimeoutError> {
+    let cmd = match rx.try_recv() {
+        Ok(cmd) => Ok(cmd),
+        Err(mpsc::TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+        Err(mpsc::TryRecvError::Empty) => {
+            gate.idle();
+            rx.recv_timeout(wait)
+        }
+    };
+    if cmd.is_ok() {
+        gate.busy();
+    }
+    cmd
 }
 
 /// Keys on their way from memory to the `dedup` table: those seen in `[from_ms,

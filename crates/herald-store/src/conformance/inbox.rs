@@ -607,7 +607,15 @@ async fn events_are_paged_filtered_and_searched(place: Arc<dyn Place>) {
         it.prompt = format!("prompt number {n} about the 50% discount_{n}");
         store.enqueue(it).await.unwrap();
     }
-    store.index_for_search(1000).await.unwrap();
+    store.keep_search_index();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while store.search_index_behind().await.unwrap() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the search index caught up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     // One more, not indexed yet: searches still find it.
     let mut late = item("odd", "evt-late", now + 10);
     late.prompt = "a needle in the haystack".into();
