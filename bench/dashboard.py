@@ -34,7 +34,7 @@ import load  # noqa: E402
 KEY = "bench-api-key-0123456789abcdef"
 
 
-def config(home, webhook_port, api_port):
+def config(home, webhook_port, api_port, prompt="Review PR #{number}: {pull_request.title}"):
     with open(os.path.join(home, "config.yaml"), "w") as f:
         f.write(f"""model:
   default: none
@@ -49,7 +49,7 @@ platforms:
       rate_limit: 1000000000
       routes:
         accepted:
-          prompt: "Review PR #{{number}}: {{pull_request.title}}"
+          prompt: {json.dumps(prompt)}
   api_server:
     enabled: true
     extra:

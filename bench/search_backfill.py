@@ -23,7 +23,6 @@ import argparse
 import hashlib
 import hmac
 import http.client
-import json
 import os
 import shutil
 import sqlite3
@@ -33,37 +32,13 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dashboard  # noqa: E402
 import load  # noqa: E402
 
-KEY = "bench-api-key-0123456789abcdef"
+PROMPT = "Review PR #{number}: {pull_request.title}\n\n{pull_request.body}"
 SENDERS = 16
-
-
-def config(home, webhook_port, api_port):
-    with open(os.path.join(home, "config.yaml"), "w") as f:
-        f.write(f"""model:
-  default: none
-  base_url: http://127.0.0.1:9/v1
-platforms:
-  webhook:
-    enabled: true
-    extra:
-      host: 127.0.0.1
-      port: {webhook_port}
-      secret: {load.SECRET}
-      rate_limit: 1000000000
-      routes:
-        accepted:
-          prompt: "Review PR #{{number}}: {{pull_request.title}}\\n\\n{{pull_request.body}}"
-  api_server:
-    enabled: true
-    extra:
-      port: {api_port}
-      key: {KEY}
-""")
 
 
 def paced(port, body, rate, run_id, until):
@@ -146,24 +121,10 @@ def sizes(db):
         conn.close()
 
 
-def login(api_port):
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{api_port}/dashboard/login", data=f"token={KEY}".encode(), method="POST",
-        headers={"Content-Type": "application/x-www-form-urlencoded"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as r:
-        r.read()
-
-
-def inbox_total(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/detailed", timeout=30) as r:
-        return json.load(r)["inbox"]["total"]
-
-
 def measure(name, binary, args, body):
     home = tempfile.mkdtemp(prefix="herald-bench-backfill-")
     webhook_port, api_port = load.free_port(), load.free_port()
-    config(home, webhook_port, api_port)
+    dashboard.config(home, webhook_port, api_port, PROMPT)
     env = dict(os.environ, HERALD_HOME=home, RUST_LOG="warn")
     herald = subprocess.Popen([binary, "gateway", "run"], env=env, stdout=subprocess.DEVNULL,
                               stderr=open(os.path.join(home, "herald.log"), "w"))
@@ -173,16 +134,16 @@ def measure(name, binary, args, body):
         load.wait_http(webhook_port)
         load.wait_http(api_port, "/health")
         fill = argparse.Namespace(threads=2, connections=32, duration=5)
-        while inbox_total(webhook_port) < args.events:
+        while dashboard.inbox_total(webhook_port) < args.events:
             load.run_wrk(webhook_port, "accepted", body, fill, f"fill-{time.time()}")
-        print(f"[{name}] inbox: {inbox_total(webhook_port)} events")
+        print(f"[{name}] inbox: {dashboard.inbox_total(webhook_port)} events")
         t_end = time.time() + args.paced
         lat, failed = paced(webhook_port, body, args.rate, f"calm-{time.time()}", lambda: time.time() > t_end)
         print(f"[{name}] no login, paced {args.rate}/s: {summary(lat)}, {failed} failed")
         sat = argparse.Namespace(threads=2, connections=32, duration=args.saturate)
         r = load.run_wrk(webhook_port, "accepted", body, sat, f"sat-calm-{time.time()}")
         print(f"[{name}] no login, wrk: {r['rps']:.0f}/s, p99 {r['p99_us'] / 1000:.1f} ms")
-        login(api_port)
+        dashboard.Dashboard(api_port)  # the first login starts the index
         started = time.time()
         peak_wal = [0]
         watching = threading.Event()
