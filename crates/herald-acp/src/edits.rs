@@ -182,7 +182,7 @@ impl Observer for EditGate {
         false
     }
 
-    async fn pre_tool_call(&self, payload: &Value) -> Option<String> {
+    async fn pre_tool_call(&self, payload: &Value) -> Option<herald_session::ToolDirective> {
         let tool = payload.get("tool_name").and_then(Value::as_str)?;
         if is_edit(tool) {
             let args = payload.get("args").cloned().unwrap_or(Value::Null);

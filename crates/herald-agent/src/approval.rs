@@ -203,7 +203,12 @@ fn denied_by<'r>(rules: &'r [String], line: &str) -> Option<&'r str> {
 
 /// The session's approval state and settings.
 pub struct Approvals {
+    /// `--yolo`, `HERMES_YOLO_MODE`: every approval is given unasked (the floor and
+    /// `deny` still hold), a plugin's request for one too.
     pub yolo: bool,
+    /// `approvals.mode: off`: dangerous commands run unasked; a plugin's request for
+    /// approval is still put to a human (as Hermes: only yolo skips that gate).
+    pub mode_off: bool,
     pub deny: Vec<String>,
     pub timeout: Duration,
     pub approver: Option<Box<dyn Approver>>,
@@ -237,6 +242,7 @@ impl Approvals {
     pub fn new(yolo: bool, deny: Vec<String>, approver: Option<Box<dyn Approver>>) -> Self {
         Approvals {
             yolo,
+            mode_off: false,
             deny,
             timeout: DEFAULT_TIMEOUT,
             allowlist: Mutex::new(Vec::new()),
@@ -301,39 +307,97 @@ impl Approvals {
         if let Some(rule) = denied_by(&self.deny, command) {
             return Verdict::Blocked(format!("BLOCKED by the approvals.deny rule `{rule}`."));
         }
-        if self.yolo {
+        if self.yolo || self.mode_off {
             return Verdict::Allowed;
         }
         let Some(why) = dangerous(command) else {
             return Verdict::Allowed;
         };
-        let key = why.to_owned();
-        if self.listed(&key, command) {
-            return Verdict::Allowed;
-        }
-        if self
-            .session_allowed
-            .lock()
-            .map(|s| s.contains(&key))
-            .unwrap_or(false)
-        {
-            return Verdict::Allowed;
-        }
         let denial = format!(
             "DENIED: this command needs approval ({why}) and was not approved. Do not retry it, rephrase it, or reach the same result another way."
         );
-        let Some(approver) = &self.approver else {
-            return Verdict::Blocked(format!(
-                "{denial} No human can approve commands in this run."
-            ));
+        let unattended = format!("{denial} No human can approve commands in this run.");
+        let question = Question {
+            id,
+            shown: command,
+            reason: why,
+            key: why.to_owned(),
+            denial,
+            unattended,
         };
-        on_ask(why);
+        self.gate(question, self.listed(why, command), on_ask).await
+    }
+
+    /// The approval gate for a tool call a plugin's `pre_tool_call` hook sent here
+    /// (`{"action": "approve"}`): the same gate as a dangerous command, under the key
+    /// `plugin_rule:<rule_key or tool>` (never a command pattern's), shown as `<tool>
+    /// (plugin approval rule)`. Only yolo skips it; nobody to ask denies it.
+    pub async fn check_plugin_rule(
+        &self,
+        id: &str,
+        tool: &str,
+        message: Option<&str>,
+        rule_key: Option<&str>,
+        on_ask: impl FnOnce(&str, &str),
+    ) -> Verdict {
+        if self.yolo {
+            return Verdict::Allowed;
+        }
+        let reason = message.map_or_else(
+            || format!("Plugin requires approval for {tool}"),
+            str::to_owned,
+        );
+        let key = format!("plugin_rule:{}", rule_key.unwrap_or(tool));
+        let shown = plugin_rule_label(tool);
+        let listed = self.listed_key(&key);
+        let question = Question {
+            id,
+            shown: &shown,
+            reason: &reason,
+            denial: format!(
+                "BLOCKED: plugin approval required for {tool} ({reason}), and it was not given."
+            ),
+            unattended: format!(
+                "BLOCKED: Tool '{tool}' requires approval ({reason}) but no interactive user is present to approve it. A plugin flagged this action for human confirmation."
+            ),
+            key,
+        };
+        self.gate(question, listed, |reason| on_ask(&shown, reason))
+            .await
+    }
+
+    /// Whether `key` was let through for good: in `command_allowlist`, or answered
+    /// "always" on an attended surface (when this session holds those).
+    fn listed_key(&self, key: &str) -> bool {
+        let held =
+            |list: &Mutex<Vec<String>>| list.lock().is_ok_and(|l| l.iter().any(|e| e == key));
+        held(&self.allowlist) || held(&self.attended_always)
+    }
+
+    /// What follows once something needs approval: a listed or session key lets it
+    /// through; else a human is asked (nobody to ask denies it at once), within the
+    /// timeout, and the answer kept as its scope says.
+    async fn gate(&self, q: Question<'_>, listed: bool, on_ask: impl FnOnce(&str)) -> Verdict {
+        if listed
+            || self
+                .session_allowed
+                .lock()
+                .map(|s| s.contains(&q.key))
+                .unwrap_or(false)
+        {
+            return Verdict::Allowed;
+        }
+        let Some(approver) = &self.approver else {
+            tracing::info!(key = %q.key, "an approval was needed and nobody can answer here: denied");
+            return Verdict::Blocked(q.unattended);
+        };
+        on_ask(q.reason);
         let answer = tokio::time::timeout(
             self.timeout,
             approver.ask(ApprovalRequest {
-                id,
-                command,
-                reason: why,
+                id: q.id,
+                command: q.shown,
+                reason: q.reason,
             }),
         )
         .await;
@@ -343,26 +407,46 @@ impl Approvals {
             Ok(Decision::Once) => Verdict::Allowed,
             Ok(Decision::Session) => {
                 if let Ok(mut s) = self.session_allowed.lock() {
-                    s.insert(key);
+                    s.insert(q.key);
                 }
                 Verdict::Allowed
             }
             Ok(Decision::Always) => {
                 if let Ok(mut a) = self.attended_always.lock() {
-                    a.push(key.clone());
+                    a.push(q.key.clone());
                 }
                 if let Some(save) = &self.persist_always {
-                    save(&key);
+                    save(&q.key);
                 }
                 Verdict::Allowed
             }
-            Ok(Decision::Deny) => Verdict::Blocked(denial),
+            Ok(Decision::Deny) => Verdict::Blocked(q.denial),
             Err(_) => Verdict::Blocked(format!(
-                "{denial} (no answer within {}s)",
+                "{} (no answer within {}s)",
+                q.denial,
                 self.timeout.as_secs()
             )),
         }
     }
+}
+
+/// How a plugin's approval request is shown where commands are.
+pub fn plugin_rule_label(tool: &str) -> String {
+    format!("<{tool}> (plugin approval rule)")
+}
+
+/// One thing put to the approval gate.
+struct Question<'a> {
+    id: &'a str,
+    /// What the human is shown (the command, or a plugin rule's label).
+    shown: &'a str,
+    reason: &'a str,
+    /// What a "session" or "always" answer lets through from then on.
+    key: String,
+    /// The result when a human denies it or lets the time run out.
+    denial: String,
+    /// The result when nobody can be asked.
+    unattended: String,
 }
 
 #[cfg(test)]
@@ -485,5 +569,84 @@ mod tests {
             listed.check("chmod 777 /srv").await,
             Verdict::Blocked(_)
         ));
+    }
+
+    /// An approver that answers with each of its answers in turn, noting what it saw.
+    struct Scripted {
+        answers: Mutex<Vec<Decision>>,
+        seen: std::sync::Arc<Mutex<Vec<(String, String)>>>,
+    }
+
+    impl Approver for Scripted {
+        fn ask<'a>(
+            &'a self,
+            request: ApprovalRequest<'a>,
+        ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+            self.seen
+                .lock()
+                .unwrap()
+                .push((request.command.to_owned(), request.reason.to_owned()));
+            let answer = self.answers.lock().unwrap().pop().unwrap_or(Decision::Deny);
+            Box::pin(async move { answer })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plugins_approval_request_goes_to_the_gate_only_yolo_skips() {
+        async fn rule(a: &Approvals, key: Option<&str>) -> Verdict {
+            a.check_plugin_rule("c1", "write_file", Some("writes to ~/.ssh"), key, |_, _| {})
+                .await
+        }
+        let nobody = Approvals::unattended();
+        assert!(matches!(
+            rule(&nobody, None).await,
+            Verdict::Blocked(m) if m.contains("no interactive user") && m.contains("writes to ~/.ssh")
+        ));
+        let yolo = Approvals::new(true, Vec::new(), None);
+        assert_eq!(rule(&yolo, None).await, Verdict::Allowed);
+        let mut off = Approvals::unattended();
+        off.mode_off = true;
+        assert_eq!(
+            off.check("rm -rf build").await,
+            Verdict::Allowed,
+            "mode off: commands"
+        );
+        assert!(
+            matches!(rule(&off, None).await, Verdict::Blocked(_)),
+            "approvals.mode: off never answers a plugin's request"
+        );
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let asked = Approvals::new(
+            false,
+            Vec::new(),
+            Some(Box::new(Scripted {
+                answers: Mutex::new(vec![Decision::Deny, Decision::Session]),
+                seen: seen.clone(),
+            })),
+        );
+        assert_eq!(rule(&asked, Some("ssh")).await, Verdict::Allowed);
+        assert_eq!(
+            rule(&asked, Some("ssh")).await,
+            Verdict::Allowed,
+            "the session answer holds"
+        );
+        assert!(
+            matches!(rule(&asked, Some("mail")).await, Verdict::Blocked(m) if m.contains("not given")),
+            "another rule key is asked again"
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(seen[0].0, "<write_file> (plugin approval rule)");
+        assert_eq!(seen[0].1, "writes to ~/.ssh");
+        let listed = Approvals::unattended().with_allowlist(vec!["plugin_rule:write_file".into()]);
+        assert_eq!(
+            rule(&listed, None).await,
+            Verdict::Allowed,
+            "the key written by hand"
+        );
+        assert!(
+            matches!(listed.check("rm -rf x").await, Verdict::Blocked(_)),
+            "a plugin rule's key never lets a command through"
+        );
     }
 }

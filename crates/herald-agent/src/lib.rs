@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod budget;
+pub mod coerce;
 pub mod event;
 pub mod guardrails;
 pub mod history_repair;
@@ -14,12 +15,13 @@ pub mod shell_line;
 pub mod skill_setup;
 pub mod skills;
 pub mod tool;
+mod tool_call;
 pub mod toolsets;
 pub mod turn;
 
 pub use approval::{ApprovalRequest, Approvals, Approver, DEFAULT_TIMEOUT, Decision, Verdict};
 pub use budget::TreeBudget;
 pub use event::{AgentEvent, SubagentEvent, SubagentKind};
-pub use plugins::{Ask, Notice, Observer, Plugins};
+pub use plugins::{Ask, Notice, Observer, Plugins, ToolDirective};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};
 pub use turn::{Agent, AgentConfig, AgentHandle, TurnResult};

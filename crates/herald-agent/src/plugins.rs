@@ -6,7 +6,49 @@ use herald_llm::LlmError;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// An observer: told what happened; only `pre_tool_call` may answer (a block message).
+/// What a `pre_tool_call` hook asks of a tool call (Hermes 0.19.0's two directives).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolDirective {
+    /// The call does not run; the message becomes its result.
+    Block(String),
+    /// The call runs only once a human approves it at the approval gate (denied when
+    /// nobody can answer); `rule_key` names what an "always" or "session" answer covers.
+    Approve {
+        message: Option<String>,
+        rule_key: Option<String>,
+    },
+}
+
+impl ToolDirective {
+    /// A hook's return value read as Hermes reads it: `{"action": "block", "message":
+    /// <non-empty>}` or `{"action": "approve", "message"?, "rule_key"?}`; anything else
+    /// (a block without a message among it) is no directive.
+    pub fn read(answer: &Value) -> Option<ToolDirective> {
+        let text = |key: &str| {
+            answer
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let message = answer
+            .get("message")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned);
+        match answer.get("action").and_then(Value::as_str)? {
+            "block" => message.map(ToolDirective::Block),
+            "approve" => Some(ToolDirective::Approve {
+                message,
+                rule_key: text("rule_key"),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// An observer: told what happened; only `pre_tool_call` may answer (a directive).
 /// Every hook is async, so an observer may wait (on an out-of-process plugin host, say)
 /// without blocking a runtime worker.
 #[async_trait::async_trait]
@@ -20,8 +62,8 @@ pub trait Observer: Send + Sync {
     async fn pre_api_request(&self, _payload: &Value) {}
     async fn post_api_request(&self, _payload: &Value) {}
     async fn api_request_error(&self, _payload: &Value) {}
-    /// `Some(message)` blocks the tool call; the message becomes its result.
-    async fn pre_tool_call(&self, _payload: &Value) -> Option<String> {
+    /// A directive for the tool call (block it, or send it to the approval gate).
+    async fn pre_tool_call(&self, _payload: &Value) -> Option<ToolDirective> {
         None
     }
     async fn post_tool_call(&self, _payload: &Value) {}
@@ -65,7 +107,6 @@ pub enum Notice {
 /// The observer hooks that may answer with text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ask {
-    PreToolCall,
     PreLlmCall,
     TransformToolResult,
     TransformLlmOutput,
@@ -110,12 +151,22 @@ impl Plugins {
         }
     }
 
+    /// The first directive of the observers' `pre_tool_call` hooks, in registration
+    /// order (as Hermes: the first valid directive wins).
+    pub async fn tool_directive(&self, payload: &Value) -> Option<ToolDirective> {
+        for o in &self.observers {
+            if let Some(directive) = o.pre_tool_call(payload).await {
+                return Some(directive);
+            }
+        }
+        None
+    }
+
     /// Every observer's answer, in registration order (`None`s left out).
     pub async fn answers(&self, ask: Ask, payload: &Value) -> Vec<String> {
         let mut out = Vec::new();
         for o in &self.observers {
             let answer = match ask {
-                Ask::PreToolCall => o.pre_tool_call(payload).await,
                 Ask::PreLlmCall => o.pre_llm_call(payload).await,
                 Ask::TransformToolResult => o.transform_tool_result(payload).await,
                 Ask::TransformLlmOutput => o.transform_llm_output(payload).await,
@@ -140,6 +191,45 @@ mod tests {
         fn sees_api_requests(&self) -> bool {
             self.0
         }
+    }
+
+    #[test]
+    fn directives_are_read_as_hermes_reads_them() {
+        use serde_json::json;
+        let read = |v: Value| ToolDirective::read(&v);
+        assert_eq!(
+            read(json!({"action": "block", "message": "no"})),
+            Some(ToolDirective::Block("no".into()))
+        );
+        assert_eq!(
+            read(json!({"action": "block"})),
+            None,
+            "a block needs a message"
+        );
+        assert_eq!(read(json!({"action": "block", "message": ""})), None);
+        assert_eq!(
+            read(json!({"action": "approve"})),
+            Some(ToolDirective::Approve {
+                message: None,
+                rule_key: None
+            })
+        );
+        assert_eq!(
+            read(json!({"action": "approve", "message": "why", "rule_key": " ssh "})),
+            Some(ToolDirective::Approve {
+                message: Some("why".into()),
+                rule_key: Some("ssh".into())
+            })
+        );
+        assert_eq!(read(json!({"action": "allow"})), None);
+        assert_eq!(read(json!("block")), None);
+        assert_eq!(
+            read(json!({"action": "approve", "rule_key": 5})),
+            Some(ToolDirective::Approve {
+                message: None,
+                rule_key: None
+            })
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@ use crate::event::AgentEvent;
 use crate::hook_fields;
 use crate::middleware::{Kind, MiddlewareError, Terminal, run_execution_chain, run_request_chain};
 use crate::plugins::{Ask, Notice, Plugins};
-use crate::tool::{MAX_RESULT_CHARS, Tool, ToolContext, cap_result, spec_of, wrap_untrusted};
+use crate::tool::{Tool, ToolContext, spec_of};
+use crate::tool_call::{self, Planned, Turnside, parse_args};
 use herald_llm::{DeltaEvent, Endpoint, LlmClient, RetryConfig};
 use herald_llm::{ErrorClass, LlmError};
 use herald_protocol::ChatCompletion;
@@ -630,6 +631,19 @@ impl Agent {
         let available: Vec<&str> = self.config.tools.iter().map(|t| t.name()).collect();
         let mut planned: Vec<Planned> = Vec::new();
         let cap = self.config.max_tool_calls_per_answer.max(1);
+        let mut fields = Map::new();
+        fields.insert("task_id".into(), json!(ids.task_id));
+        fields.insert("session_id".into(), json!(self.config.session_id));
+        fields.insert("turn_id".into(), json!(ids.turn_id));
+        fields.insert("api_request_id".into(), json!(ids.api_request_id));
+        fields.insert("platform".into(), json!(self.config.platform));
+        let side = Turnside {
+            tools: &self.config.tools,
+            plugins: &self.config.plugins,
+            approvals: &self.config.approvals,
+            interrupted: &self.handle.interrupted,
+            fields,
+        };
         for (i, call) in calls.iter().enumerate() {
             if i >= cap {
                 planned.push(Err(json!({"error": format!(
@@ -639,41 +653,11 @@ impl Agent {
                 .to_string()));
                 continue;
             }
-            let tool = self
-                .config
-                .tools
-                .iter()
-                .find(|t| t.name() == call.function.name)
-                .cloned();
-            let args = parse_args(&call.function.arguments);
-            planned.push(match (tool, args) {
-                (None, _) if call.function.name.trim().is_empty() => Err("error: the tool call has an empty name".into()),
-                (None, _) => Err(json!({
-                    "error": format!("Unknown tool `{}`. Available tools: {}", call.function.name, available.join(", "))
-                })
-                .to_string()),
-                (Some(_), Err(e)) => Err(json!({
-                    "error": format!("Invalid JSON arguments ({e}); use {{}} for no-argument tools")
-                })
-                .to_string()),
-                (Some(t), Ok(args)) => match guard.before_call(&call.function.name, &args.to_string()) {
-                    Some(blocked) => Err(json!({ "error": blocked }).to_string()),
-                    None => Ok((t, args)),
-                },
-            });
-        }
-        for (call, plan) in calls.iter().zip(&planned) {
-            if let Ok((_, args)) = plan {
-                events(AgentEvent::ToolStarted {
-                    call_id: call.id.clone(),
-                    name: call.function.name.clone(),
-                    arguments: args.clone(),
-                });
-            }
+            planned.push(tool_call::prepare(&side, call, guard, events).await);
         }
         let all_parallel = planned
             .iter()
-            .all(|p| p.as_ref().map(|(t, _)| t.parallel_safe()).unwrap_or(true));
+            .all(|p| p.as_ref().map(|p| p.tool.parallel_safe()).unwrap_or(true));
         let (notify_tx, mut notify_rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
         let run_one = |call: &ToolCall, plan: &Planned| {
             let ctx = ToolContext {
@@ -690,23 +674,15 @@ impl Agent {
             };
             let plan = plan.clone();
             let plugins = self.config.plugins.clone();
-            let mut fields = Map::new();
-            fields.insert("tool_name".into(), json!(call.function.name));
-            fields.insert("task_id".into(), json!(ids.task_id));
-            fields.insert("session_id".into(), json!(self.config.session_id));
-            fields.insert("tool_call_id".into(), json!(call.id));
-            fields.insert("turn_id".into(), json!(ids.turn_id));
-            fields.insert("api_request_id".into(), json!(ids.api_request_id));
-            fields.insert("platform".into(), json!(self.config.platform));
             async move {
                 match plan {
                     Err(e) => (e, true),
-                    Ok((tool, args)) => {
+                    Ok(prepared) => {
                         if ctx.is_interrupted() {
                             return ("cancelled: skipped due to interrupt".to_owned(), true);
                         }
-                        let span = herald_trace::span!("tool.call", tool = %tool.name());
-                        run_tool_pipeline(tool, args, ctx, plugins, fields)
+                        let span = herald_trace::span!("tool.call", tool = %prepared.tool.name());
+                        tool_call::execute(prepared, ctx, plugins)
                             .instrument(span)
                             .await
                     }
@@ -746,7 +722,7 @@ impl Agent {
             .zip(outputs)
             .map(|((call, plan), (mut out, is_error))| {
                 let args_key = match plan {
-                    Ok((_, args)) => args.to_string(),
+                    Ok(prepared) => prepared.args.to_string(),
                     Err(_) => call.function.arguments.clone(),
                 };
                 if let Some(warning) =
@@ -1133,155 +1109,6 @@ fn forward_delta(d: DeltaEvent, events: &mut (dyn FnMut(AgentEvent) + Send)) {
         DeltaEvent::Text(t) => events(AgentEvent::MessageDelta(t)),
         DeltaEvent::Reasoning(r) => events(AgentEvent::ReasoningDelta(r)),
         DeltaEvent::ToolCallStarted { .. } => {}
-    }
-}
-
-/// One tool call after parsing (middleware.md A10.2): `tool_request`, `pre_tool_call`,
-/// the `tool_execution` chain around the tool, `post_tool_call`, size cap and wrapping.
-async fn run_tool_pipeline(
-    tool: Arc<dyn Tool>,
-    args: Value,
-    ctx: ToolContext,
-    plugins: Plugins,
-    fields: Map<String, Value>,
-) -> (String, bool) {
-    let started = std::time::Instant::now();
-    let pass = run_request_chain(
-        Kind::ToolRequest,
-        &plugins.tool_request,
-        args,
-        &fields,
-        &plugins.reporter,
-    )
-    .await;
-    let trace = Value::Array(pass.trace.clone());
-    let mut observed = fields.clone();
-    observed.insert("args".into(), pass.effective.clone());
-    observed.insert("middleware_trace".into(), trace.clone());
-    let observed_value = Value::Object(observed.clone());
-    let block = plugins
-        .answers(Ask::PreToolCall, &observed_value)
-        .await
-        .into_iter()
-        .next();
-    // Hermes's post_tool_call arguments: error_type and error_message always there.
-    let post_payload = |status: &str, result: &str, error: Option<(&str, String)>| {
-        let mut p = observed.clone();
-        let (error_type, error_message) = error.unzip();
-        p.insert("status".into(), json!(status));
-        p.insert("result".into(), json!(result));
-        p.insert(
-            "duration_ms".into(),
-            json!(started.elapsed().as_millis() as u64),
-        );
-        p.insert("error_type".into(), json!(error_type));
-        p.insert("error_message".into(), json!(error_message));
-        p
-    };
-    if let Some(message) = block {
-        let out = json!({ "error": message }).to_string();
-        let p = post_payload("blocked", &out, Some(("plugin_block", message)));
-        plugins
-            .notify(Notice::PostToolCall, &Value::Object(p))
-            .await;
-        return (out, true);
-    }
-    let out = if plugins.tool_execution.is_empty() {
-        Ok(tool.run(pass.effective.clone(), &ctx).await)
-    } else {
-        let (t, c) = (tool.clone(), ctx.clone());
-        let terminal: Terminal<String> = Arc::new(move |payload: Value| {
-            let (t, c) = (t.clone(), c.clone());
-            Box::pin(async move { Ok(Value::String(t.run(payload, &c).await)) })
-        });
-        let mut exec_fields = fields.clone();
-        exec_fields.insert("original_args".into(), pass.original_payload().clone());
-        exec_fields.insert("middleware_trace".into(), trace);
-        run_execution_chain(
-            Kind::ToolExecution,
-            Arc::new(plugins.tool_execution.clone()),
-            0,
-            pass.effective.clone(),
-            Arc::new(exec_fields),
-            terminal,
-            plugins.reporter.clone(),
-        )
-        .await
-        .map(|v| match v {
-            Value::String(s) => s,
-            other => other.to_string(),
-        })
-    };
-    let (out, status, blocked) = match out {
-        Ok(s) => (s, "ok", None),
-        Err(MiddlewareError::Block { reason, .. }) => (
-            json!({ "error": reason }).to_string(),
-            "blocked",
-            Some(("middleware_block", reason)),
-        ),
-        Err(MiddlewareError::Downstream(e) | MiddlewareError::Failed(e)) => {
-            (json!({ "error": e }).to_string(), "error", None)
-        }
-        Err(MiddlewareError::NextAlreadyUsed) => (
-            json!({ "error": "next_call may be used only once per frame" }).to_string(),
-            "error",
-            None,
-        ),
-    };
-    // A truthy `error` marks a failed result, as Hermes reads it.
-    let truthy = |e: &Value| match e {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::String(t) => !t.is_empty(),
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    };
-    let failure = serde_json::from_str::<Value>(&out)
-        .ok()
-        .and_then(|v| v.get("error").filter(|e| truthy(e)).cloned())
-        .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
-    let is_error = status != "ok" || failure.is_some();
-    let error = blocked.or_else(|| failure.map(|m| ("tool_error", m)));
-    let status = if is_error && status == "ok" {
-        "error"
-    } else {
-        status
-    };
-    let mut p = post_payload(status, &out, error);
-    plugins
-        .notify(Notice::PostToolCall, &Value::Object(p.clone()))
-        .await;
-    // transform_tool_result: the same arguments without the middleware trace.
-    p.remove("middleware_trace");
-    let transform = Value::Object(p);
-    let out = plugins
-        .answers(Ask::TransformToolResult, &transform)
-        .await
-        .into_iter()
-        .next()
-        .unwrap_or(out);
-    let out = cap_result(out, MAX_RESULT_CHARS);
-    let out = if tool.untrusted_output() {
-        wrap_untrusted(tool.name(), out)
-    } else {
-        out
-    };
-    (out, is_error)
-}
-
-/// A tool call ready to run (the tool and its parsed arguments), or its error result.
-type Planned = Result<(Arc<dyn Tool>, Value), String>;
-
-/// Tool arguments: a JSON object (empty text means `{}`).
-fn parse_args(text: &str) -> Result<Value, String> {
-    if text.trim().is_empty() {
-        return Ok(Value::Object(Map::new()));
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("arguments must be a JSON object".into()),
-        Err(e) => Err(e.to_string()),
     }
 }
 

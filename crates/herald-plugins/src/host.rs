@@ -599,16 +599,99 @@ async fn write_lines(
 /// Longest stderr line kept for the log (the rest of the line is read and dropped).
 const MAX_LOGGED_LINE: usize = 2000;
 
-/// The host's stderr (plugins' prints and logs) into herald's log at DEBUG. Read as
-/// bytes, a line at a time and at most [`MAX_LOGGED_LINE`] of it kept: bytes that are
-/// not UTF-8 are shown replaced and never stop the pipe from being drained (a full
+/// The host's stderr (plugins' prints and logs) into herald's log: a plugin's WARNING,
+/// ERROR and CRITICAL records at their own level, named by their logger (the host
+/// writes records as `LEVEL logger: message`; its own are left to herald), at most [`LOUD_PER_MINUTE`] a minute
+/// (the rest at DEBUG, the first of them said once); everything else at DEBUG. Read
+/// as bytes, a line at a time and at most [`MAX_LOGGED_LINE`] of it kept: bytes that
+/// are not UTF-8 are shown replaced and never stop the pipe from being drained (a full
 /// pipe would stall the host).
 async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
     let mut lines = FramedRead::new(stderr, LineCodec::new(MAX_LOGGED_LINE));
+    let mut budget = LoudBudget::default();
     while let Some(Ok(line)) = lines.next().await {
         let (Line::Frame(kept) | Line::TooLong(kept)) = line;
         let shown = String::from_utf8_lossy(&kept);
-        tracing::debug!(target: "herald::plugin", pid, "{shown}");
+        match PluginRecord::read(&shown).filter(|_| budget.take()) {
+            Some(PluginRecord {
+                error: true,
+                logger,
+                message,
+            }) => {
+                tracing::error!(target: "herald::plugin", pid, plugin = logger, "{message}")
+            }
+            Some(PluginRecord {
+                logger, message, ..
+            }) => {
+                tracing::warn!(target: "herald::plugin", pid, plugin = logger, "{message}")
+            }
+            None => tracing::debug!(target: "herald::plugin", pid, "{shown}"),
+        }
+    }
+}
+
+/// Most WARNING and ERROR records of a plugin host logged at their level a minute.
+const LOUD_PER_MINUTE: u32 = 30;
+
+/// How many loud records this minute may still have.
+#[derive(Default)]
+struct LoudBudget {
+    since: Option<std::time::Instant>,
+    used: u32,
+    told: bool,
+}
+
+impl LoudBudget {
+    fn take(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        let fresh = self
+            .since
+            .is_none_or(|s| now.duration_since(s) >= std::time::Duration::from_secs(60));
+        if fresh {
+            self.since = Some(now);
+            self.used = 0;
+            self.told = false;
+        }
+        self.used += 1;
+        if self.used <= LOUD_PER_MINUTE {
+            return true;
+        }
+        if !self.told {
+            self.told = true;
+            tracing::warn!(target: "herald::plugin", "plugins log more than {LOUD_PER_MINUTE} warnings a minute; the rest of this minute's go to DEBUG");
+        }
+        false
+    }
+}
+
+/// A plugin's WARNING or worse log record, as the host writes it.
+#[derive(Debug, PartialEq, Eq)]
+struct PluginRecord<'a> {
+    /// ERROR or CRITICAL (else WARNING).
+    error: bool,
+    logger: &'a str,
+    message: &'a str,
+}
+
+impl<'a> PluginRecord<'a> {
+    fn read(line: &'a str) -> Option<PluginRecord<'a>> {
+        let (level, rest) = line.split_once(' ')?;
+        let error = match level {
+            "WARNING" => false,
+            "ERROR" | "CRITICAL" => true,
+            _ => return None,
+        };
+        let (logger, message) = rest.split_once(": ")?;
+        // The host's own records (`herald.plugin_host`) stay at DEBUG: herald reports
+        // what they say (a plugin that failed to load) itself.
+        if logger.is_empty() || logger.contains(' ') || logger.starts_with("herald.") {
+            return None;
+        }
+        Some(PluginRecord {
+            error,
+            logger,
+            message,
+        })
     }
 }
 
@@ -691,6 +774,37 @@ fn dispatch(link: &Weak<Link>, process: &Arc<Process>, message: Incoming) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plugin_records_are_read_by_level_and_logger() {
+        let r = PluginRecord::read("ERROR atbash.guard: guard initialization failed");
+        assert_eq!(
+            r,
+            Some(PluginRecord {
+                error: true,
+                logger: "atbash.guard",
+                message: "guard initialization failed"
+            })
+        );
+        assert!(!PluginRecord::read("WARNING x: y").is_some_and(|r| r.error));
+        assert_eq!(PluginRecord::read("INFO x: y"), None);
+        assert_eq!(PluginRecord::read("noise line 5"), None);
+        assert_eq!(
+            PluginRecord::read("WARNING herald.plugin_host: failed"),
+            None
+        );
+        assert_eq!(
+            PluginRecord::read("Traceback (most recent call last):"),
+            None
+        );
+    }
+
+    #[test]
+    fn loud_records_are_bounded_a_minute() {
+        let mut budget = LoudBudget::default();
+        let taken = (0..100).filter(|_| budget.take()).count();
+        assert_eq!(taken, LOUD_PER_MINUTE as usize);
+    }
 
     const SLOW: &str = "import time\n\ndef slow(request, **kwargs):\n    time.sleep(1.5)\n\ndef register(ctx):\n    ctx.register_middleware('llm_request', slow)\n";
 

@@ -4,10 +4,10 @@
 
 use crate::host::{CallError, Link};
 use futures_util::future::BoxFuture;
-use herald_agent::Observer;
 use herald_agent::middleware::{
     BoxFut, ExecutionMiddleware, FailureReporter, Kind, MiddlewareError, Next, RequestMiddleware,
 };
+use herald_agent::{Observer, ToolDirective};
 use herald_llm::LlmError;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
@@ -342,24 +342,18 @@ impl Observer for RemoteHooks {
     async fn api_request_error(&self, payload: &Value) {
         self.notify("api_request_error", payload).await
     }
-    /// The first `{"action": "block", "message"}` blocks; a failing callback blocks too
-    /// (fails closed) unless `pre_tool_call_when_down: allow`.
-    async fn pre_tool_call(&self, payload: &Value) -> Option<String> {
+    /// The first valid directive of the callbacks, in hook order, as Hermes reads them
+    /// (see [`ToolDirective::read`]); a failing callback blocks (fails closed) unless
+    /// `pre_tool_call_when_down: allow`.
+    async fn pre_tool_call(&self, payload: &Value) -> Option<ToolDirective> {
         match self
             .invoke("pre_tool_call", payload, self.block_when_down)
             .await
         {
-            Err((callback, error)) => Some(format!(
+            Err((callback, error)) => Some(ToolDirective::Block(format!(
                 "blocked: the pre_tool_call hook {callback} failed ({error})"
-            )),
-            Ok(answers) => answers.into_iter().find_map(|v| {
-                (v.get("action").and_then(Value::as_str) == Some("block")).then(|| {
-                    v.get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("blocked by a plugin")
-                        .to_owned()
-                })
-            }),
+            ))),
+            Ok(answers) => answers.iter().find_map(ToolDirective::read),
         }
     }
     async fn post_tool_call(&self, payload: &Value) {

@@ -59,7 +59,7 @@ pub async fn info(live: &Live) -> Info {
         reasoning_effort: "",
         service_tier: "",
         fast: false,
-        yolo: runtime.approvals.yolo,
+        yolo: runtime.approvals.yolo || runtime.approvals.mode_off,
         approval_mode: mode.unwrap_or_else(|| "manual".into()),
         tools,
         skills,

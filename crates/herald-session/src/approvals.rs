@@ -1,6 +1,8 @@
-//! One approval policy for every surface: `approvals.mode` (`off` approves everything but
-//! the floor and the deny rules), `approvals.deny`, `approvals.timeout`,
-//! `command_allowlist` and `HERMES_YOLO_MODE`. Only who answers differs between surfaces.
+//! One approval policy for every surface: `approvals.mode` (`off` approves every command
+//! but the floor and the deny rules), `approvals.deny`, `approvals.timeout`,
+//! `command_allowlist` and `HERMES_YOLO_MODE` (which also answers plugins' requests for
+//! approval, as `approvals.mode: off` does not). Only who answers differs between
+//! surfaces.
 
 use herald_agent::{Approvals, Approver};
 use herald_config::AgentSettings;
@@ -18,9 +20,12 @@ pub enum Attendance {
 /// The approval settings of a profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalPolicy {
-    /// Approve everything but the hard-line floor and `deny` (`approvals.mode: off`,
-    /// `HERMES_YOLO_MODE`, `--yolo`).
+    /// Approve everything but the hard-line floor and `deny`, plugins' requests for
+    /// approval too (`HERMES_YOLO_MODE`, `--yolo`).
     pub yolo: bool,
+    /// Approve every command but the hard-line floor and `deny` (`approvals.mode:
+    /// off`); a plugin's request for approval still goes to a human.
+    pub mode_off: bool,
     pub deny: Vec<String>,
     pub allowlist: Vec<String>,
     pub timeout: Option<Duration>,
@@ -38,7 +43,8 @@ impl ApprovalPolicy {
         let mode_off = settings.approvals_mode.as_deref() == Some("off");
         let yolo_env = env("HERMES_YOLO_MODE").is_some_and(|v| !v.is_empty() && v != "0");
         ApprovalPolicy {
-            yolo: mode_off || yolo_env,
+            yolo: yolo_env,
+            mode_off,
             deny: settings.approvals_deny.clone(),
             allowlist: settings.command_allowlist.clone(),
             timeout: settings.approvals_timeout_secs.map(Duration::from_secs),
@@ -62,6 +68,7 @@ impl ApprovalPolicy {
         let attended = approver.is_some();
         let mut approvals = Approvals::new(self.yolo, self.deny.clone(), approver)
             .with_allowlist(self.allowlist.clone());
+        approvals.mode_off = self.mode_off;
         if let Some(t) = self.timeout {
             approvals.timeout = t;
         }
@@ -96,6 +103,7 @@ impl ApprovalPolicy {
     pub async fn check_unasked(&self, command: &str, attended: bool) -> herald_agent::Verdict {
         let mut approvals = Approvals::new(self.yolo, self.deny.clone(), None)
             .with_allowlist(self.allowlist.clone());
+        approvals.mode_off = self.mode_off;
         if attended {
             approvals = approvals.with_attended_always(self.attended_always());
         }

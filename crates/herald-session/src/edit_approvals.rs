@@ -7,7 +7,7 @@
 
 use crate::answers::Pending;
 use crate::runs::RunEventKind;
-use herald_agent::{Decision, Observer};
+use herald_agent::{Decision, Observer, ToolDirective};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,7 @@ impl Observer for EditApprover {
         false
     }
 
-    async fn pre_tool_call(&self, payload: &Value) -> Option<String> {
+    async fn pre_tool_call(&self, payload: &Value) -> Option<ToolDirective> {
         let tool = payload.get("tool_name").and_then(Value::as_str)?;
         let args = payload.get("args").cloned().unwrap_or(Value::Null);
         if !is_edit(tool) || self.rule.approves(tool, &args) {
@@ -58,13 +58,11 @@ impl Observer for EditApprover {
         };
         let pending = &self.pending;
         let answer = pending.wait(&pending.approvals, "", ask);
-        match tokio::time::timeout(self.within, answer).await {
-            Ok(Some(Decision::Once | Decision::Session | Decision::Always)) => None,
-            Ok(_) => Some(denied),
-            Err(_) => Some(format!(
-                "{denied} (no answer within {}s)",
-                self.within.as_secs()
-            )),
-        }
+        let blocked = match tokio::time::timeout(self.within, answer).await {
+            Ok(Some(Decision::Once | Decision::Session | Decision::Always)) => return None,
+            Ok(_) => denied,
+            Err(_) => format!("{denied} (no answer within {}s)", self.within.as_secs()),
+        };
+        Some(ToolDirective::Block(blocked))
     }
 }

@@ -56,8 +56,8 @@ pub use edit_approvals::{EditRule, is_edit};
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};
 pub use herald_agent::{
-    ApprovalRequest, Approver, Decision, Observer, SubagentEvent, SubagentKind, approval, skills,
-    string_list, toolsets,
+    ApprovalRequest, Approver, Decision, Observer, SubagentEvent, SubagentKind, ToolDirective,
+    approval, skills, string_list, toolsets,
 };
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;

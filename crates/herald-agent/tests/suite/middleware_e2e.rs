@@ -88,12 +88,13 @@ impl Observer for Recorder {
             .unwrap()
             .push(("post_api_request".into(), p.clone()));
     }
-    async fn pre_tool_call(&self, p: &Value) -> Option<String> {
+    async fn pre_tool_call(&self, p: &Value) -> Option<herald_agent::ToolDirective> {
         self.seen
             .lock()
             .unwrap()
             .push(("pre_tool_call".into(), p.clone()));
-        self.block_tools.then(|| "tools are off today".to_owned())
+        self.block_tools
+            .then(|| herald_agent::ToolDirective::Block("tools are off today".to_owned()))
     }
     async fn post_tool_call(&self, p: &Value) {
         self.seen

@@ -297,10 +297,18 @@ async fn open(
     // Auto-approval never gives a child what its parent lacks: under a parent nobody
     // can answer for (a webhook run), the child's commands are denied as its are.
     let parents = &parent.0.approvals;
-    let approvals = match d.subagent_auto_approve && (parents.approver.is_some() || parents.yolo) {
-        true => Arc::new(Approvals::new(true, parents.deny.clone(), None)),
-        false => parents.clone(),
-    };
+    // Auto-approval covers commands; a plugin's request for approval stays denied in
+    // the child unless the parent runs in yolo.
+    let commands_unasked = parents.yolo || parents.mode_off;
+    let approvals =
+        match d.subagent_auto_approve && (parents.approver.is_some() || commands_unasked) {
+            true => {
+                let mut child = Approvals::new(parents.yolo, parents.deny.clone(), None);
+                child.mode_off = true;
+                Arc::new(child)
+            }
+            false => parents.clone(),
+        };
     let note = child_note(&ChildBrief {
         goal: &task.goal,
         context: task.context.as_deref(),
