@@ -200,6 +200,7 @@ async fn follow(
                 request_id,
                 command,
                 reason,
+                ..
             } => {
                 let within = server.host.runtime().approvals.answer_within();
                 if let Some(decision) = permission::ask(cx, &id, &command, &reason, within).await {

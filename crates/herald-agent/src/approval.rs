@@ -52,6 +52,9 @@ pub struct ApprovalRequest<'a> {
     pub command: &'a str,
     /// Why the command needs approval.
     pub reason: &'a str,
+    /// What a "session" or "always" answer covers: the danger's pattern key, or a
+    /// plugin's `plugin_rule:<key>`.
+    pub key: &'a str,
 }
 
 /// Asks a human (CLI prompt, API, RPC ...).
@@ -398,6 +401,7 @@ impl Approvals {
                 id: q.id,
                 command: q.shown,
                 reason: q.reason,
+                key: &q.key,
             }),
         )
         .await;

@@ -56,10 +56,6 @@ pub fn response_fields(fields: &mut Map<String, Value>, c: &ChatCompletion, mess
     let choice = c.choices.first();
     let finish_reason = choice.and_then(|ch| ch.finish_reason.clone());
     let message = choice.map(|ch| &ch.message);
-    let assistant = message.map_or(
-        Value::Null,
-        |m| json!({"role": "assistant", "content": m.content, "tool_calls": m.tool_calls}),
-    );
     let usage = json!({
         "input_tokens": c.usage.prompt_tokens,
         "output_tokens": c.usage.completion_tokens,
@@ -69,6 +65,12 @@ pub fn response_fields(fields: &mut Map<String, Value>, c: &ChatCompletion, mess
         "request_count": 1,
         "prompt_tokens": c.usage.prompt_tokens,
         "total_tokens": c.usage.total_tokens,
+    });
+    // Hermes passes the SDK's message object: these attributes (the plugin host lets
+    // them be read as attributes and as keys).
+    let assistant = message.map_or(Value::Null, |m| {
+        json!({"role": "assistant", "content": m.content, "tool_calls": m.tool_calls,
+               "finish_reason": finish_reason, "reasoning": m.reasoning, "usage": usage})
     });
     let chars = message
         .and_then(|m| m.content.as_ref())

@@ -587,6 +587,10 @@ impl Agent {
             });
             plugins.notify(Notice::PostLlmCall, &post).await;
         }
+        // As Hermes: a turn that died on a provider error ends no session.
+        if result.failed && !result.interrupted {
+            return;
+        }
         let end = json!({
             "session_id": session_id, "task_id": turn.task_id, "turn_id": turn.turn_id,
             "completed": result.completed, "interrupted": result.interrupted,

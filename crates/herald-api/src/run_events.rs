@@ -281,9 +281,10 @@ fn event_fields(
             request_id,
             command,
             reason,
+            pattern_key,
         } => json!({
             "request_id": request_id, "command": command, "description": reason,
-            "pattern_key": reason, "pattern_keys": [reason], "smart_denied": false,
+            "pattern_key": pattern_key, "pattern_keys": [pattern_key], "smart_denied": false,
             "allow_permanent": true, "choices": choices_for(true),
         }),
         RunEventKind::ApprovalResponded {

@@ -184,6 +184,7 @@ fn wire(e: RunEvent, door: &str) -> Option<Value> {
             request_id,
             command,
             reason,
+            ..
         } => {
             json!({"request_id": request_id, "command": command, "reason": reason})
         }

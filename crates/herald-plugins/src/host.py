@@ -520,7 +520,28 @@ def _invoke(method, params, opened):
         return cb.call(_with_originals(fields, key))
     # Every hook call carries it, as Hermes's invoke_hook adds it.
     fields.setdefault("telemetry_schema_version", TELEMETRY_SCHEMA_VERSION)
+    # Hermes passes the SDK's message object: attributes, still readable as keys.
+    if isinstance(fields.get("assistant_message"), dict):
+        fields["assistant_message"] = _attrs(fields["assistant_message"])
     return cb.call(fields)
+
+
+class Attrs(dict):
+    """A mapping whose keys read as attributes too (where Hermes passes objects)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _attrs(value):
+    if isinstance(value, dict):
+        return Attrs({k: _attrs(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_attrs(v) for v in value]
+    return value
 
 
 def _handle(message):

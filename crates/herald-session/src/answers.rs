@@ -200,6 +200,7 @@ impl Approver for RequestApprover {
                 request_id,
                 command: request.command.to_owned(),
                 reason: request.reason.to_owned(),
+                pattern_key: request.key.to_owned(),
             };
             let pending = &self.0;
             let answer = pending.wait(&pending.approvals, request.id, ask).await;

@@ -204,6 +204,8 @@ pub enum RunEventKind {
         request_id: String,
         command: String,
         reason: String,
+        /// What a "session" or "always" answer covers.
+        pattern_key: String,
     },
     /// A file edit waits for a decision (a session opened with an edit rule): answer
     /// with [`RunHandle::approve`]; only an allow lets it run.
@@ -389,6 +391,7 @@ impl RunCell {
                 request_id,
                 command,
                 reason,
+                ..
             } => asked.push(PendingApproval {
                 request_id: request_id.clone(),
                 command: command.clone(),

@@ -23,8 +23,8 @@ use std::time::Duration;
 /// What the client saw: updates in order, and the permission requests it answered.
 #[derive(Default)]
 pub(super) struct Seen {
-    updates: Vec<SessionUpdate>,
-    asked: Vec<RequestPermissionRequest>,
+    pub(super) updates: Vec<SessionUpdate>,
+    pub(super) asked: Vec<RequestPermissionRequest>,
 }
 
 fn agent(home: &Path) -> AcpAgent {

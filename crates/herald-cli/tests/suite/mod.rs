@@ -23,6 +23,7 @@ mod mcp_hostile;
 mod metrics;
 mod operations;
 mod platforms;
+mod plugin_verdicts;
 mod plugins;
 mod recovery;
 mod requesters;

@@ -1,0 +1,164 @@
+//! Issue 43: a plugin's `pre_tool_call` directives as Hermes 0.19.0 reads them, on every
+//! door, and the tool-call pipeline in the middleware seed's order (arguments aligned
+//! to the schema, then `tool_request`, then on its output the verdict, the guardrails
+//! and `tool.started`).
+
+use super::acp::{Seen, initialized_session, text, with_agent};
+use super::plugins::install_plugins;
+use super::rpc::{Piped, rpc_home};
+use super::support::BIN;
+use agent_client_protocol::Agent;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{PromptRequest, StopReason};
+use herald_test_support::{FakeProvider, Scripted};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+/// A home whose terminal runs in `work`, with the `approving` test plugin.
+fn home_with_plugin(provider: &FakeProvider, work: &Path) -> tempfile::TempDir {
+    let home = rpc_home(
+        &provider.base_url,
+        &format!("terminal:\n  cwd: {}\n", work.display()),
+    );
+    install_plugins(home.path(), &["approving"]);
+    home
+}
+
+/// What the plugin's first `pre_tool_call` hook saw, a line per call.
+fn pre_tool_args(home: &Path) -> Vec<Value> {
+    std::fs::read_to_string(home.join("pre_tool.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["args"].clone())
+        .collect()
+}
+
+#[test]
+fn an_approval_a_plugin_asks_for_is_denied_where_nobody_can_answer() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[
+            ("a1", "terminal", r#"{"command": "touch ask-me"}"#),
+            (
+                "a2",
+                "terminal",
+                r#"{"command": "touch REWRITE", "timeout": "5"}"#,
+            ),
+        ]),
+        Scripted::text("Done."),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let home = home_with_plugin(&provider, work.path());
+    let out = Command::new(BIN)
+        .args(["-v", "chat", "-Q", "-q", "go"])
+        .env("HERALD_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let results = provider.requests()[1].body["messages"].to_string();
+    assert!(
+        results.contains("requires approval") && results.contains("the policy asks a human"),
+        "{results}"
+    );
+    assert!(
+        !results.contains("a later block never wins"),
+        "the first valid directive wins: {results}"
+    );
+    assert!(!work.path().join("ask-me").exists(), "it ran unasked");
+    assert!(
+        err.contains("nobody can answer here"),
+        "the denial is logged: {err}"
+    );
+    // The rewrite of tool_request is what ran, and the aligned arguments what the
+    // hooks saw ("5" for an integer became 5).
+    assert!(work.path().join("rewritten").exists());
+    assert!(!work.path().join("REWRITE").exists());
+    let seen = pre_tool_args(home.path());
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[1]["command"], "touch rewritten");
+    assert_eq!(seen[1]["timeout"], 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_puts_a_plugins_approval_to_its_client_and_shows_the_rewritten_call() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("r1", "terminal", r#"{"command": "touch ask-me-REWRITE"}"#)]),
+        Scripted::text("Done."),
+        Scripted::tool_calls(&[("r2", "terminal", r#"{"command": "touch ask-me-again"}"#)]),
+        Scripted::text("Done again."),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let home = home_with_plugin(&provider, work.path());
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    c.call("prompt.submit", json!({"session_id": sid, "text": "go"}))
+        .await;
+    let asked = c.until("approval.request").await;
+    assert!(
+        !asked.iter().any(|e| e["type"] == "tool.start"),
+        "a call starts only once it may run: {asked:?}"
+    );
+    let request = &asked.last().unwrap()["payload"];
+    assert_eq!(request["command"], "<terminal> (plugin approval rule)");
+    assert_eq!(request["description"], "the policy asks a human");
+    assert_eq!(request["pattern_key"], "plugin_rule:asker");
+    c.call(
+        "approval.respond",
+        json!({"session_id": sid, "choice": "session"}),
+    )
+    .await;
+    let rest = c.until("message.complete").await;
+    let start = rest.iter().find(|e| e["type"] == "tool.start").unwrap();
+    let shown: Value =
+        serde_json::from_str(start["payload"]["args_text"].as_str().unwrap()).unwrap();
+    assert_eq!(shown["command"], "touch ask-me-rewritten", "{start}");
+    assert!(work.path().join("ask-me-rewritten").exists());
+    // The session answer covers the rule's key: the next call is not asked about.
+    c.call("prompt.submit", json!({"session_id": sid, "text": "again"}))
+        .await;
+    let rest = c.until("message.complete").await;
+    assert!(
+        !rest.iter().any(|e| e["type"] == "approval.request"),
+        "{rest:?}"
+    );
+    assert!(work.path().join("ask-me-again").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_asks_its_client_and_a_denial_keeps_the_call_from_running() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("p1", "terminal", r#"{"command": "touch ask-me"}"#)]),
+        Scripted::text("Not done."),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let home = home_with_plugin(&provider, work.path());
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let cwd = work.path().to_path_buf();
+    with_agent(
+        home.path(),
+        vec!["deny"],
+        seen.clone(),
+        async move |cx: ConnectionTo<Agent>| {
+            let session = initialized_session(&cx, cwd).await?;
+            let r = cx
+                .send_request(PromptRequest::new(session, text("go")))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, StopReason::EndTurn);
+            Ok(())
+        },
+    )
+    .await;
+    let asked = seen.lock().unwrap().asked.len();
+    assert_eq!(asked, 1, "the client was asked");
+    assert!(
+        !work.path().join("ask-me").exists(),
+        "denied, it did not run"
+    );
+    let results = provider.requests()[1].body["messages"].to_string();
+    assert!(results.contains("not given"), "{results}");
+}
