@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum PluginsCommand {
-    /// List the plugins under <home>/plugins/ and whether each is enabled.
+    /// List the plugins under <home>/plugins/ and those installed Python packages
+    /// declare (entry points `hermes_agent.plugins`), and whether each is enabled.
     List {
         /// One JSON array instead of a table.
         #[arg(long)]
@@ -17,7 +18,8 @@ pub enum PluginsCommand {
     },
     /// Enable a plugin (add it to plugins.enabled, drop it from plugins.disabled).
     Enable {
-        /// The plugin's folder name or manifest name.
+        /// The plugin's folder name or manifest name, or an installed package's entry
+        /// point name.
         #[arg(allow_hyphen_values = true)]
         name: String,
     },
@@ -35,7 +37,10 @@ pub enum PluginsCommand {
 pub fn run(home: &Home, command: PluginsCommand) -> anyhow::Result<ExitCode> {
     let config = Config::load(home, &process_env)
         .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
-    let plugins = herald_plugins::list(home, &config.agent);
+    let (plugins, unlisted) = herald_plugins::inventory(home, &config.agent);
+    if let Some(why) = unlisted {
+        eprintln!("herald: installed packages' plugins are not shown: {why}");
+    }
     match command {
         PluginsCommand::List { json } => list(home, &plugins, json),
         PluginsCommand::Enable { name } => switch(home, &plugins, &name, true),
@@ -61,13 +66,13 @@ fn list(home: &Home, plugins: &[herald_plugins::Plugin], json: bool) -> anyhow::
     }
     if plugins.is_empty() {
         outln!(
-            "No plugins in {}. A plugin is a folder there with plugin.yaml and __init__.py.",
+            "No plugins in {} and none from installed packages. A plugin is a folder there with plugin.yaml and __init__.py, or a package's `hermes_agent.plugins` entry point.",
             herald_plugins::plugins_dir(home).display()
         );
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{:<28} {:<10} {:<22} DESCRIPTION",
+        "{:<28} {:<10} {:<26} DESCRIPTION",
         "NAME",
         "VERSION",
         "STATUS"
@@ -79,7 +84,7 @@ fn list(home: &Home, plugins: &[herald_plugins::Plugin], json: bool) -> anyhow::
             .clone()
             .or_else(|| p.manifest.description.clone())
             .unwrap_or_default();
-        outln!("{:<28} {:<10} {:<22} {about}", p.name, version, p.status());
+        outln!("{:<28} {:<10} {:<26} {about}", p.name, version, p.status());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -92,11 +97,8 @@ fn switch(
 ) -> anyhow::Result<ExitCode> {
     let (key, changed) = match herald_plugins::switch(home, plugins, name, on) {
         Ok(switched) => switched,
-        Err(herald_plugins::SwitchError::NotInstalled { .. }) => {
-            eprintln!(
-                "herald: plugin '{name}' is not installed (no folder with plugin.yaml and __init__.py in {})",
-                herald_plugins::plugins_dir(home).display()
-            );
+        Err(e @ herald_plugins::SwitchError::NotInstalled { .. }) => {
+            eprintln!("herald: {e}");
             return Ok(ExitCode::FAILURE);
         }
         Err(e) => {

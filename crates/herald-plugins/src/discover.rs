@@ -33,15 +33,20 @@ pub struct Plugin {
     /// Why the manifest could not be read, if it could not.
     pub problem: Option<String>,
     pub enabled: bool,
+    /// Whether it is there to load: a folder, or an entry point an installed package
+    /// declares (an enabled name found nowhere is not).
+    pub installed: bool,
 }
 
 impl Plugin {
     /// How `herald plugins list` and the TUI's plugin hub show it.
     pub fn status(&self) -> &'static str {
-        match (self.enabled, self.path.is_some()) {
-            (true, true) => "enabled",
-            (true, false) => "enabled (entry point)",
-            (false, _) => "not enabled",
+        match (self.enabled, self.installed, self.path.is_some()) {
+            (true, false, _) => "enabled, not installed",
+            (true, true, true) => "enabled",
+            (true, true, false) => "enabled (entry point)",
+            (false, _, true) => "not enabled",
+            (false, _, false) => "not enabled (entry point)",
         }
     }
 
@@ -66,7 +71,7 @@ impl Plugin {
 }
 
 /// Whether `names` lists this plugin (by key or manifest name).
-fn named(names: &[String], key: &str, name: &str) -> bool {
+pub(crate) fn named(names: &[String], key: &str, name: &str) -> bool {
     names.iter().any(|n| n == key || n == name)
 }
 
@@ -89,7 +94,7 @@ fn read_manifest(dir: &Path) -> (Manifest, Option<String>) {
 }
 
 /// Every folder plugin under `plugins_dir`, sorted by key, then the enabled names with
-/// no folder (entry points).
+/// no folder (taken for entry points: the plugin host looks them up).
 pub fn discover(plugins_dir: &Path, enabled: &[String], disabled: &[String]) -> Vec<Plugin> {
     let mut found: Vec<Plugin> = std::fs::read_dir(plugins_dir)
         .map(|entries| {
@@ -109,6 +114,7 @@ pub fn discover(plugins_dir: &Path, enabled: &[String], disabled: &[String]) -> 
                         manifest,
                         problem,
                         enabled,
+                        installed: true,
                     })
                 })
                 .collect()
@@ -125,6 +131,7 @@ pub fn discover(plugins_dir: &Path, enabled: &[String], disabled: &[String]) -> 
                 manifest: Manifest::default(),
                 problem: None,
                 enabled: true,
+                installed: true,
             });
         }
     }

@@ -5,6 +5,7 @@
 //! Nothing runs, and nothing costs, when no Python plugin is enabled.
 
 pub mod discover;
+pub mod entry_points;
 pub mod host;
 pub mod remote;
 pub mod tools;
@@ -31,15 +32,21 @@ pub fn plugins_dir(home: &Home) -> std::path::PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum SwitchError {
     #[error(
-        "plugin '{name}' is not installed (no folder with plugin.yaml and __init__.py in {dir})"
+        "plugin '{name}' is not installed (no folder with plugin.yaml and __init__.py in {dir}, and no installed package's `hermes_agent.plugins` entry point of that name){}",
+        suggestion.as_ref().map(|s| format!("; did you mean '{s}'?")).unwrap_or_default()
     )]
-    NotInstalled { name: String, dir: String },
+    NotInstalled {
+        name: String,
+        dir: String,
+        suggestion: Option<String>,
+    },
     #[error(transparent)]
     Config(#[from] herald_config::ConfigError),
 }
 
-/// Enables or disables the installed plugin `name` (its key or manifest name) in
-/// `config.yaml`: its key, and whether that changed anything.
+/// Enables or disables the installed plugin `name` (a folder's key or manifest name,
+/// or an installed package's entry point) in `config.yaml`: its key, and whether that
+/// changed anything. `plugins` is the home's [`inventory`].
 pub fn switch(
     home: &Home,
     plugins: &[Plugin],
@@ -48,17 +55,30 @@ pub fn switch(
 ) -> Result<(String, bool), SwitchError> {
     let Some(p) = plugins
         .iter()
-        .find(|p| p.path.is_some() && (p.key == name || p.name == name))
+        .find(|p| p.installed && (p.key == name || p.name == name))
     else {
         return Err(SwitchError::NotInstalled {
             name: name.to_owned(),
             dir: plugins_dir(home).display().to_string(),
+            suggestion: closest(plugins, name),
         });
     };
     let names = [p.key.as_str(), p.name.as_str()];
     let changed =
         herald_config::default_config::set_plugin_enabled(&home.config_file(), &p.key, &names, on)?;
     Ok((p.key.clone(), changed))
+}
+
+/// The installed plugin whose name is nearest `name`, if one is near.
+fn closest(plugins: &[Plugin], name: &str) -> Option<String> {
+    plugins
+        .iter()
+        .filter(|p| p.installed)
+        .flat_map(|p| [&p.key, &p.name])
+        .map(|n| (strsim::jaro_winkler(n, name), n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n.clone())
 }
 
 /// The plugins of a home, enabled or not, as `plugins.enabled` / `disabled` say.
@@ -68,6 +88,58 @@ pub fn list(home: &Home, settings: &AgentSettings) -> Vec<Plugin> {
         &settings.plugins_enabled,
         &settings.plugins_disabled,
     )
+}
+
+/// Every plugin a home can use: its folders, and the entry points of the packages the
+/// plugin host's interpreter (`plugins.python`) has installed, each with whether it is
+/// enabled; an enabled name found in neither is listed as not installed. Also why the
+/// entry points could not be listed, if they could not (then only the folders are
+/// known, and enabled names without one are taken for entry points).
+pub fn inventory(home: &Home, settings: &AgentSettings) -> (Vec<Plugin>, Option<String>) {
+    let (on, off) = (&settings.plugins_enabled, &settings.plugins_disabled);
+    let folders = discover(&plugins_dir(home), on, off);
+    let python = settings.plugins_python.as_deref().unwrap_or("python3");
+    let installed = match entry_points::installed(python) {
+        Ok(found) => found,
+        Err(why) => return (folders, Some(why)),
+    };
+    let mut all: Vec<Plugin> = folders.into_iter().filter(|p| p.path.is_some()).collect();
+    for ep in installed {
+        if all.iter().any(|p| p.key == ep.name || p.name == ep.name) {
+            continue;
+        }
+        all.push(Plugin {
+            enabled: discover::named(on, &ep.name, &ep.name)
+                && !discover::named(off, &ep.name, &ep.name),
+            key: ep.name.clone(),
+            name: ep.name,
+            path: None,
+            manifest: discover::Manifest {
+                version: ep.version,
+                description: ep.description,
+                ..discover::Manifest::default()
+            },
+            problem: None,
+            installed: true,
+        });
+    }
+    for name in on {
+        if !off.contains(name) && !all.iter().any(|p| &p.key == name || &p.name == name) {
+            all.push(Plugin {
+                key: name.clone(),
+                name: name.clone(),
+                path: None,
+                manifest: discover::Manifest::default(),
+                problem: Some(format!(
+                    "enabled, but no folder in {} and no installed package's entry point is named so",
+                    plugins_dir(home).display()
+                )),
+                enabled: true,
+                installed: false,
+            });
+        }
+    }
+    (all, None)
 }
 
 /// How one plugin fared in the host.

@@ -25,6 +25,7 @@ mod operations;
 mod platforms;
 mod plugin_verdicts;
 mod plugins;
+mod pypi_plugins;
 mod recovery;
 mod requesters;
 mod rpc;

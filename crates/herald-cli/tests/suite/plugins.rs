@@ -505,8 +505,22 @@ fn an_entry_point_plugin_of_an_installed_package_loads() {
     let site_path = site.path().display().to_string();
     let (code, out, err) = chat_with(home.path(), "hi", &[("PYTHONPATH", &site_path)]);
     assert_eq!(code, 0, "{out}{err}");
-    let (_, listed, _) = super::support::run_cli(home.path(), &["plugins", "list"]);
-    assert!(listed.contains("enabled (entry point)"), "{listed}");
+    let listed = Command::new(BIN)
+        .args(["plugins", "list"])
+        .env("HERALD_HOME", home.path())
+        .env("PYTHONPATH", &site_path)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("enabled (entry point)") && listed.contains("0.1.0"),
+        "{listed}"
+    );
+    let (_, unseen, _) = super::support::run_cli(home.path(), &["plugins", "list"]);
+    assert!(
+        unseen.contains("enabled, not installed"),
+        "where the interpreter cannot find it: {unseen}"
+    );
     assert_eq!(
         provider.requests()[0].body["metadata"]["packaged"],
         true,
