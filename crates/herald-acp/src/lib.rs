@@ -63,6 +63,11 @@ pub struct AcpServer {
 }
 
 impl AcpServer {
+    /// At exit: the open sessions finalized for the plugins (`on_session_finalize`).
+    pub async fn finalize_sessions(&self) {
+        self.sessions.finalize_all().await;
+    }
+
     pub fn new(
         host: Arc<Host>,
         tool_names: Vec<String>,

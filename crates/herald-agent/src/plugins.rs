@@ -84,6 +84,8 @@ pub trait Observer: Send + Sync {
     }
     async fn post_llm_call(&self, _payload: &Value) {}
     async fn on_session_end(&self, _payload: &Value) {}
+    /// A session is over for good: closed, replaced (`/new`, a resume) or left at exit.
+    async fn on_session_finalize(&self, _payload: &Value) {}
     /// A child agent of `delegate_task` was built and is about to run.
     async fn subagent_start(&self, _payload: &Value) {}
     /// A child agent of `delegate_task` ended (told once per child, after the batch).
@@ -100,6 +102,7 @@ pub enum Notice {
     SessionStart,
     PostLlmCall,
     SessionEnd,
+    SessionFinalize,
     SubagentStart,
     SubagentStop,
 }
@@ -145,6 +148,7 @@ impl Plugins {
                 Notice::SessionStart => o.on_session_start(payload).await,
                 Notice::PostLlmCall => o.post_llm_call(payload).await,
                 Notice::SessionEnd => o.on_session_end(payload).await,
+                Notice::SessionFinalize => o.on_session_finalize(payload).await,
                 Notice::SubagentStart => o.subagent_start(payload).await,
                 Notice::SubagentStop => o.subagent_stop(payload).await,
             }

@@ -79,12 +79,13 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
         let server = AcpServer::new(host.clone(), tools, provider);
         // Until stdin closes or a SIGTERM or SIGINT comes; then every run is stopped.
         let served = tokio::select! {
-            served = herald_acp::serve_stdio(server) => {
+            served = herald_acp::serve_stdio(server.clone()) => {
                 served.map_err(|e| anyhow::anyhow!("ACP connection: {e}"))
             }
             () = crate::gateway_cmd::shutdown_signal() => Ok(()),
         };
         host.stop_all(crate::rpc_cmd::STOP_WITHIN).await;
+        server.finalize_sessions().await;
         if let Some(t) = traces {
             t.finish().await;
         }

@@ -338,10 +338,18 @@ impl Chat {
             Err(e) => return Err(e.into()),
         };
         eprintln!("session_id: {}", session.id());
-        match query {
-            Some(q) => self.one_turn(&session, q).await,
-            None => self.interactive(session).await,
-        }
+        let id = session.id().to_owned();
+        let (code, last) = match query {
+            Some(q) => (self.one_turn(&session, q).await, id),
+            None => {
+                let conversation = Conversation::new(self.host.clone(), session);
+                let code = self.interactive(&conversation).await;
+                (code, conversation.session().id().to_owned())
+            }
+        };
+        // The session is over for good when herald chat leaves (Hermes: at exit).
+        herald_session::finalize_session(&self.host, &last, "shutdown").await;
+        code
     }
 
     /// Runs one turn, printing as it goes; returns the exit code.
@@ -466,9 +474,8 @@ impl Chat {
     /// An interactive session: each line is a turn or a slash command (`/help` lists
     /// them). Ctrl-C stops a running turn and keeps what it produced; at an empty
     /// prompt, Ctrl-C twice or Ctrl-D leaves. Line editing and history on a terminal.
-    async fn interactive(&self, session: Session) -> anyhow::Result<ExitCode> {
+    async fn interactive(&self, conversation: &Conversation) -> anyhow::Result<ExitCode> {
         eprintln!("herald chat — /help for commands, /quit to leave");
-        let conversation = Conversation::new(self.host.clone(), session);
         let ctrl_c = CtrlC::watch();
         loop {
             let line = match self.input.read_input("› ".to_owned()).await {
@@ -483,7 +490,7 @@ impl Chat {
             if line.is_empty() {
                 continue;
             }
-            let prompt = match self.command(&line, &conversation).await? {
+            let prompt = match self.command(&line, conversation).await? {
                 Next::Send(prompt) => prompt,
                 Next::Stay => continue,
                 Next::Quit => return Ok(ExitCode::SUCCESS),

@@ -77,10 +77,11 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
         let host = built.start().await;
         let gw = Gateway::new(host.clone(), tools);
         let served = match &args.ws {
-            None => serve_stdio(gw).await,
-            Some(addr) => serve_ws(gw, addr, &args, metrics).await,
+            None => serve_stdio(gw.clone()).await,
+            Some(addr) => serve_ws(gw.clone(), addr, &args, metrics).await,
         };
         host.stop_all(STOP_WITHIN).await;
+        gw.finalize_sessions().await;
         if let Some(t) = traces {
             t.finish().await;
         }

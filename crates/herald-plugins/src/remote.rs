@@ -392,6 +392,9 @@ impl Observer for RemoteHooks {
     async fn on_session_end(&self, payload: &Value) {
         self.notify("on_session_end", payload).await
     }
+    async fn on_session_finalize(&self, payload: &Value) {
+        self.notify("on_session_finalize", payload).await
+    }
     async fn subagent_start(&self, payload: &Value) {
         self.notify("subagent_start", payload).await
     }

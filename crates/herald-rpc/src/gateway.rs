@@ -54,6 +54,11 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// At exit: the live sessions finalized for the plugins (`on_session_finalize`).
+    pub async fn finalize_sessions(&self) {
+        self.live.finalize_all().await;
+    }
+
     pub fn new(host: Arc<Host>, tool_names: Vec<String>) -> Arc<Gateway> {
         let gw = Arc::new(Gateway {
             live: Conversations::new(host.clone()),

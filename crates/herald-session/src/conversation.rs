@@ -66,10 +66,14 @@ impl Conversation {
         lock(&self.session).clone()
     }
 
-    /// Holds `session` from now on (`/new`, `/resume`); the queue is dropped.
+    /// Holds `session` from now on (`/new`, `/resume`); the queue is dropped, and the
+    /// session it held is finalized for the plugins.
     pub fn set_session(&self, session: Session) {
-        *lock(&self.session) = session;
+        let before = std::mem::replace(&mut *lock(&self.session), session);
         lock(&self.queued).clear();
+        if before.id() != self.session().id() {
+            finalize_later(&self.host, before.id().to_owned(), "new_session");
+        }
     }
 
     /// A turn runs now.
@@ -259,12 +263,52 @@ impl<W> Conversations<W> {
             .cloned()
     }
 
-    /// Ends a live conversation (its turn interrupted); false when it was not live.
+    /// Ends a live conversation (its turn interrupted, its session finalized for the
+    /// plugins); false when it was not live.
     pub fn close(&self, id: &str) -> bool {
         let removed = lock(&self.live).remove(id);
         if let Some(live) = &removed {
             live.conversation.interrupt();
+            let session = live.conversation.session().id().to_owned();
+            finalize_later(&self.host, session, "close");
         }
         removed.is_some()
     }
+
+    /// At exit: every live conversation's session finalized for the plugins.
+    pub async fn finalize_all(&self) {
+        let sessions: Vec<String> = self
+            .all()
+            .iter()
+            .map(|l| l.conversation.session().id().to_owned())
+            .collect();
+        for session in sessions {
+            finalize_session(&self.host, &session, "shutdown").await;
+        }
+    }
+}
+
+/// Tells the plugins a session is over for good (`on_session_finalize`, with Hermes's
+/// arguments: the session's id, the platform and why).
+pub async fn finalize_session(host: &Host, session_id: &str, reason: &str) {
+    let rt = host.runtime();
+    let plugins = rt.current_plugins();
+    if !plugins.has_observers() {
+        return;
+    }
+    let payload = serde_json::json!({
+        "session_id": session_id, "platform": rt.platform.name(), "reason": reason,
+    });
+    plugins
+        .notify(herald_agent::Notice::SessionFinalize, &payload)
+        .await;
+}
+
+/// [`finalize_session`] in the background (from code that cannot wait).
+fn finalize_later(host: &Arc<Host>, session_id: String, reason: &'static str) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let host = host.clone();
+    runtime.spawn(async move { finalize_session(&host, &session_id, reason).await });
 }

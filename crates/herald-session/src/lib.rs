@@ -49,7 +49,9 @@ pub mod stopping;
 
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder, start_together};
-pub use conversation::{CapReached, Conversation, Conversations, Live, Steered, SwitchRefused};
+pub use conversation::{
+    CapReached, Conversation, Conversations, Live, Steered, SwitchRefused, finalize_session,
+};
 pub use delegation::{DelegationStatus, SubagentError, SubagentInfo};
 pub use edit_approvals::{EditRule, is_edit};
 /// What a front door needs of the agent core, so that it depends on the host alone: the

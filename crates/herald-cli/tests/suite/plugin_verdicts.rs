@@ -162,3 +162,66 @@ async fn acp_asks_its_client_and_a_denial_keeps_the_call_from_running() {
     let results = provider.requests()[1].body["messages"].to_string();
     assert!(results.contains("not given"), "{results}");
 }
+
+/// What the lifecycle test plugin recorded.
+fn lifecycle(home: &Path) -> Vec<Value> {
+    std::fs::read_to_string(home.join("lifecycle.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn chat_once(home: &Path) -> (bool, String) {
+    let out = Command::new(BIN)
+        .args(["chat", "-Q", "-q", "hi"])
+        .env("HERALD_HOME", home)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn session_hooks_fire_when_hermes_fires_them_and_the_answer_reads_as_an_object() {
+    let provider = FakeProvider::start(vec![Scripted::text("Hello there.")]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["lifecycle"]);
+    let (ok, err) = chat_once(home.path());
+    assert!(ok, "{err}");
+    let seen = lifecycle(home.path());
+    let hooks: Vec<&str> = seen.iter().map(|e| e["hook"].as_str().unwrap()).collect();
+    assert_eq!(
+        hooks,
+        ["post_api_request", "on_session_end", "on_session_finalize"],
+        "{seen:?}"
+    );
+    assert_eq!(seen[0]["content"], "Hello there.");
+    assert_eq!(seen[0]["as_key"], "Hello there.");
+    assert_eq!(seen[0]["finish_reason"], "stop");
+    assert_eq!(seen[0]["usage_is_set"], true);
+    assert_eq!(seen[1]["completed"], true);
+    assert_eq!(seen[2]["reason"], "shutdown");
+    assert_eq!(seen[2]["platform"], "cli");
+    assert!(
+        seen[2]["session_id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+    );
+
+    // A turn that dies on a provider error ends no session (Hermes does not fire
+    // on_session_end there); the session is still finalized at exit.
+    let failing = FakeProvider::start(vec![Scripted::Status(400, "bad request".into())]);
+    let home = rpc_home(&failing.base_url, "");
+    install_plugins(home.path(), &["lifecycle"]);
+    let (ok, _) = chat_once(home.path());
+    assert!(!ok);
+    let hooks: Vec<String> = lifecycle(home.path())
+        .iter()
+        .map(|e| e["hook"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(hooks, ["on_session_finalize"]);
+}
