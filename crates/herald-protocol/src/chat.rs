@@ -147,12 +147,22 @@ enum WireContent {
     Parts(Vec<Value>),
 }
 
+/// A list written as `null` read as empty (the openai SDK's `model_dump()` writes
+/// `"tool_calls": null`, and providers do too).
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
 #[derive(Deserialize)]
 struct WireMessage {
     role: Role,
     #[serde(default)]
     content: Option<WireContent>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     tool_calls: Vec<ToolCall>,
     #[serde(default)]
     tool_call_id: Option<String>,
@@ -307,7 +317,7 @@ pub struct ChatChunk {
     pub model: Option<String>,
     #[serde(default)]
     pub created: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub choices: Vec<ChunkChoice>,
     #[serde(default)]
     pub usage: Option<Usage>,
@@ -339,7 +349,7 @@ pub struct Delta {
     /// DeepSeek, vLLM, llama.cpp.
     #[serde(default)]
     pub reasoning_content: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub tool_calls: Vec<ToolCallDelta>,
 }
 
@@ -393,6 +403,20 @@ pub struct CompletionChoice {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lists_written_as_null_read_as_empty() {
+        let m: ChatMessage = serde_json::from_value(
+            json!({"role": "assistant", "content": "hi", "tool_calls": null}),
+        )
+        .unwrap();
+        assert!(m.tool_calls.is_empty());
+        let c: ChatCompletion = serde_json::from_value(json!({"choices": [
+            {"message": {"role": "assistant", "content": null, "tool_calls": null}}
+        ]}))
+        .unwrap();
+        assert!(c.choices[0].message.tool_calls.is_empty());
+    }
 
     #[test]
     fn a_message_with_images_is_sent_as_parts_and_read_back() {
