@@ -225,3 +225,18 @@ fn session_hooks_fire_when_hermes_fires_them_and_the_answer_reads_as_an_object()
         .collect();
     assert_eq!(hooks, ["on_session_finalize"]);
 }
+
+#[test]
+fn a_plugins_error_records_reach_the_log_at_their_level_without_verbose() {
+    let provider = FakeProvider::start(vec![Scripted::text("Hi.")]);
+    let home = rpc_home(&provider.base_url, "");
+    install_plugins(home.path(), &["loud"]);
+    let (ok, err) = chat_once(home.path());
+    assert!(ok, "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("guard initialization failed"))
+        .unwrap_or_else(|| panic!("the ERROR record is not in the log: {err}"));
+    assert!(line.contains("ERROR") && line.contains("loud.guard"), "{line}");
+    assert!(!err.contains("starting the guard"), "INFO stays at DEBUG: {err}");
+}

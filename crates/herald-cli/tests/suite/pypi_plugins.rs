@@ -141,6 +141,20 @@ fn governance() -> (String, Arc<Mutex<Vec<String>>>) {
     (base, asked)
 }
 
+/// The terminal's folder, a home with acp-hermes enabled, and the user's home (where
+/// acp-hermes keeps its files).
+fn acp_homes(provider: &FakeProvider) -> (tempfile::TempDir, tempfile::TempDir, tempfile::TempDir) {
+    let work = tempfile::tempdir().unwrap();
+    let home = rpc_home(
+        &provider.base_url,
+        &format!(
+            "terminal:\n  cwd: {}\nplugins:\n  enabled: [acp]\n",
+            work.path().display()
+        ),
+    );
+    (work, home, tempfile::tempdir().unwrap())
+}
+
 fn acp_env(base: &str, user_home: &Path) -> Vec<(&'static str, String)> {
     vec![
         ("ACP_BEARER_TOKEN", "gsk_test".to_owned()),
@@ -161,15 +175,7 @@ fn acp_hermes_asks_are_denied_unattended_its_denials_block_and_the_rest_runs() {
         ]),
         Scripted::text("Done."),
     ]);
-    let work = tempfile::tempdir().unwrap();
-    let home = rpc_home(
-        &provider.base_url,
-        &format!(
-            "terminal:\n  cwd: {}\nplugins:\n  enabled: [acp]\n",
-            work.path().display()
-        ),
-    );
-    let user = tempfile::tempdir().unwrap();
+    let (work, home, user) = acp_homes(&provider);
     let env = acp_env(&base, user.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let (code, out, err) = herald(home.path(), &["chat", "-Q", "-q", "go"], &env);
@@ -199,15 +205,7 @@ async fn acp_hermes_asks_are_put_to_the_rpc_client() {
         Scripted::tool_calls(&[("g1", "terminal", r#"{"command": "touch acp-ask"}"#)]),
         Scripted::text("Done."),
     ]);
-    let work = tempfile::tempdir().unwrap();
-    let home = rpc_home(
-        &provider.base_url,
-        &format!(
-            "terminal:\n  cwd: {}\nplugins:\n  enabled: [acp]\n",
-            work.path().display()
-        ),
-    );
-    let user = tempfile::tempdir().unwrap();
+    let (work, home, user) = acp_homes(&provider);
     let site = site().display().to_string();
     let mut env = acp_env(&base, user.path());
     env.push(("PYTHONPATH", site));
