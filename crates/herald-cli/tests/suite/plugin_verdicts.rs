@@ -237,6 +237,12 @@ fn a_plugins_error_records_reach_the_log_at_their_level_without_verbose() {
         .lines()
         .find(|l| l.contains("guard initialization failed"))
         .unwrap_or_else(|| panic!("the ERROR record is not in the log: {err}"));
-    assert!(line.contains("ERROR") && line.contains("loud.guard"), "{line}");
-    assert!(!err.contains("starting the guard"), "INFO stays at DEBUG: {err}");
+    assert!(
+        line.contains("ERROR") && line.contains("loud.guard"),
+        "{line}"
+    );
+    assert!(
+        !err.contains("starting the guard"),
+        "INFO stays at DEBUG: {err}"
+    );
 }
