@@ -212,6 +212,8 @@ pub struct Approvals {
     /// `approvals.mode: off`: dangerous commands run unasked; a plugin's request for
     /// approval is still put to a human (as Hermes: only yolo skips that gate).
     pub mode_off: bool,
+    /// A session's `/yolo`: yolo for this session, switched on and off while it lives.
+    session_yolo: std::sync::atomic::AtomicBool,
     pub deny: Vec<String>,
     pub timeout: Duration,
     pub approver: Option<Box<dyn Approver>>,
@@ -246,6 +248,7 @@ impl Approvals {
         Approvals {
             yolo,
             mode_off: false,
+            session_yolo: std::sync::atomic::AtomicBool::new(false),
             deny,
             timeout: DEFAULT_TIMEOUT,
             allowlist: Mutex::new(Vec::new()),
@@ -310,7 +313,7 @@ impl Approvals {
         if let Some(rule) = denied_by(&self.deny, command) {
             return Verdict::Blocked(format!("BLOCKED by the approvals.deny rule `{rule}`."));
         }
-        if self.yolo || self.mode_off {
+        if self.in_yolo() || self.mode_off {
             return Verdict::Allowed;
         }
         let Some(why) = dangerous(command) else {
@@ -343,7 +346,7 @@ impl Approvals {
         rule_key: Option<&str>,
         on_ask: impl FnOnce(&str, &str),
     ) -> Verdict {
-        if self.yolo {
+        if self.in_yolo() {
             return Verdict::Allowed;
         }
         let reason = message.map_or_else(
@@ -367,6 +370,19 @@ impl Approvals {
         };
         self.gate(question, listed, |reason| on_ask(&shown, reason))
             .await
+    }
+
+    /// Whether every approval is given unasked now (`--yolo`, `HERMES_YOLO_MODE`, or
+    /// the session's `/yolo`).
+    pub fn in_yolo(&self) -> bool {
+        self.yolo || self.session_yolo.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A session's `/yolo`: switches its own yolo; whether it is on now.
+    pub fn toggle_session_yolo(&self) -> bool {
+        !self
+            .session_yolo
+            .fetch_xor(true, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether `key` was let through for good: in `command_allowlist`, or answered

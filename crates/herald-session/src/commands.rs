@@ -26,6 +26,8 @@ pub enum ChatCommand {
     /// A prompt to run after the current turn.
     Queue(String),
     Version,
+    /// Switches the session's yolo (every approval given unasked) on or off.
+    Yolo,
     /// A skill's slash command: the skill's name and the text after the command.
     Skill {
         name: String,
@@ -52,6 +54,10 @@ pub const BUILT_INS: &[(&str, &str)] = &[
     ("/steer TEXT", "add guidance to the running turn"),
     ("/queue TEXT", "run TEXT after the current turn"),
     ("/version", "herald's version"),
+    (
+        "/yolo",
+        "approve every command and plugin request unasked in this session, or stop",
+    ),
     (
         "/quit",
         "leave (also /exit, Ctrl-D, or Ctrl-C twice at an empty prompt)",
@@ -80,6 +86,7 @@ pub fn parse(line: &str, installed: &[Skill]) -> ChatCommand {
         "steer" => ChatCommand::Steer(arg),
         "queue" => ChatCommand::Queue(arg),
         "version" => ChatCommand::Version,
+        "yolo" => ChatCommand::Yolo,
         _ => match installed.iter().find(|s| skills::slug(&s.name) == word) {
             Some(skill) => ChatCommand::Skill {
                 name: skill.name.clone(),

@@ -62,6 +62,7 @@ impl Conversation {
                 Reply::Output(format!("Queued for the next turn. ({n} queued)"))
             }
             ChatCommand::Version => Reply::Output(format!("herald {}", env!("CARGO_PKG_VERSION"))),
+            ChatCommand::Yolo => Reply::Output(self.toggle_yolo()),
             ChatCommand::Skill { name, text } => {
                 let id = self.session().id().to_owned();
                 let read = move || skills.invocation_message(&[name], &text, &id).0;
@@ -85,6 +86,15 @@ impl Conversation {
                 c.removed, c.kept
             ),
             Err(e) => format!("Could not compact: {e}"),
+        }
+    }
+
+    /// `/yolo`: as Hermes's, for this session only; the hard-line floor and
+    /// `approvals.deny` still hold.
+    fn toggle_yolo(&self) -> String {
+        match self.session().0.approvals.toggle_session_yolo() {
+            true => "YOLO mode on: commands and plugins' approval requests in this session run unasked (the floor and approvals.deny still hold). /yolo again to stop.".to_owned(),
+            false => "YOLO mode off: dangerous commands and plugins' approval requests ask again.".to_owned(),
         }
     }
 

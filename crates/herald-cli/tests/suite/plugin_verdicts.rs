@@ -246,3 +246,44 @@ fn a_plugins_error_records_reach_the_log_at_their_level_without_verbose() {
         "INFO stays at DEBUG: {err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_yolo_answers_a_plugins_approval_request_until_it_is_switched_off() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("y1", "terminal", r#"{"command": "touch ask-me-1"}"#)]),
+        Scripted::text("Done."),
+        Scripted::tool_calls(&[("y2", "terminal", r#"{"command": "touch ask-me-2"}"#)]),
+        Scripted::text("Not done."),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let home = home_with_plugin(&provider, work.path());
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let on = c
+        .call("slash.exec", json!({"session_id": sid, "command": "/yolo"}))
+        .await;
+    assert!(on.to_string().contains("YOLO mode on"), "{on}");
+    c.call("prompt.submit", json!({"session_id": sid, "text": "one"}))
+        .await;
+    let events = c.until("message.complete").await;
+    assert!(
+        !events.iter().any(|e| e["type"] == "approval.request"),
+        "{events:?}"
+    );
+    assert!(work.path().join("ask-me-1").exists());
+    let off = c
+        .call("slash.exec", json!({"session_id": sid, "command": "/yolo"}))
+        .await;
+    assert!(off.to_string().contains("YOLO mode off"), "{off}");
+    c.call("prompt.submit", json!({"session_id": sid, "text": "two"}))
+        .await;
+    c.until("approval.request").await;
+    c.call(
+        "approval.respond",
+        json!({"session_id": sid, "choice": "deny"}),
+    )
+    .await;
+    c.until("message.complete").await;
+    assert!(!work.path().join("ask-me-2").exists());
+}

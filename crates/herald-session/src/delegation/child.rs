@@ -299,11 +299,11 @@ async fn open(
     let parents = &parent.0.approvals;
     // Auto-approval covers commands; a plugin's request for approval stays denied in
     // the child unless the parent runs in yolo.
-    let commands_unasked = parents.yolo || parents.mode_off;
+    let commands_unasked = parents.in_yolo() || parents.mode_off;
     let approvals =
         match d.subagent_auto_approve && (parents.approver.is_some() || commands_unasked) {
             true => {
-                let mut child = Approvals::new(parents.yolo, parents.deny.clone(), None);
+                let mut child = Approvals::new(parents.in_yolo(), parents.deny.clone(), None);
                 child.mode_off = true;
                 Arc::new(child)
             }
