@@ -287,3 +287,106 @@ async fn a_sessions_yolo_answers_a_plugins_approval_request_until_it_is_switched
     c.until("message.complete").await;
     assert!(!work.path().join("ask-me-2").exists());
 }
+
+/// The runs API of a gateway whose home has the `approving` plugin: a run waits for
+/// the approval its plugin asks for and runs once it is answered over HTTP; a chat
+/// completion, which nobody can answer for, is denied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_api_waits_for_a_plugins_approval_and_a_chat_completion_is_denied() {
+    use super::api::KEY;
+    use super::support::{Herald, http_client, wait_for};
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("w1", "terminal", r#"{"command": "touch ask-me-run"}"#)]),
+        Scripted::text("Ran."),
+        Scripted::tool_calls(&[("w2", "terminal", r#"{"command": "touch ask-me-chat"}"#)]),
+        Scripted::text("Not run."),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model:\n  default: fake-model\n  base_url: {}\nagent:\n  api_max_retries: 1\nterminal:\n  cwd: {}\nplatforms:\n  api_server:\n    enabled: true\n    extra:\n      port: 0\n      key: {KEY}\n",
+            provider.base_url,
+            work.path().display()
+        ),
+    )
+    .unwrap();
+    install_plugins(home.path(), &["approving"]);
+    let h = Herald::start_in(home, &[]);
+    let file = h.home().join("gateway.json");
+    let state: Value = wait_for(std::time::Duration::from_secs(10), "gateway.json", || {
+        serde_json::from_str(&std::fs::read_to_string(&file).ok()?).ok()
+    })
+    .await;
+    let base = state["api"][0].as_str().unwrap().to_owned();
+    let client = http_client(std::time::Duration::from_secs(30));
+    let call = |method: &str, path: String, body: Value| {
+        client
+            .request(method.parse().unwrap(), format!("{base}{path}"))
+            .header("Authorization", format!("Bearer {KEY}"))
+            .json(&body)
+    };
+    let started: Value = call("POST", "/v1/runs".into(), json!({"input": "go"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s: Value = call("GET", format!("/v1/runs/{run}"), json!(null))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if s["status"] == "waiting_for_approval" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{s}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let resolved: Value = call(
+        "POST",
+        format!("/v1/runs/{run}/approval"),
+        json!({"choice": "once"}),
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(resolved["resolved"], 1, "{resolved}");
+    wait_for(
+        std::time::Duration::from_secs(20),
+        "the approved call",
+        || work.path().join("ask-me-run").exists().then_some(()),
+    )
+    .await;
+    let answer: Value = call(
+        "POST",
+        "/v1/chat/completions".into(),
+        json!({"model": "fake-model", "messages": [{"role": "user", "content": "go"}]}),
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "Not run.",
+        "{answer}"
+    );
+    assert!(
+        !work.path().join("ask-me-chat").exists(),
+        "nobody to ask: denied"
+    );
+    let results = provider.requests()[3].body["messages"].to_string();
+    assert!(results.contains("requires approval"), "{results}");
+}
