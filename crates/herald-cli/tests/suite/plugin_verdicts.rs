@@ -290,9 +290,9 @@ async fn a_sessions_yolo_answers_a_plugins_approval_request_until_it_is_switched
 
 /// The runs API of a gateway whose home has the `approving` plugin: a run waits for
 /// the approval its plugin asks for and runs once it is answered over HTTP; a chat
-/// completion, which nobody can answer for, is denied.
+/// completion and a webhook run, which nobody can answer for, are denied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_runs_api_waits_for_a_plugins_approval_and_a_chat_completion_is_denied() {
+async fn the_runs_api_waits_for_a_plugins_approval_chat_completions_and_webhook_runs_deny_it() {
     use super::api::KEY;
     use super::support::{Herald, http_client, wait_for};
     let provider = FakeProvider::start(vec![
@@ -300,15 +300,20 @@ async fn the_runs_api_waits_for_a_plugins_approval_and_a_chat_completion_is_deni
         Scripted::text("Ran."),
         Scripted::tool_calls(&[("w2", "terminal", r#"{"command": "touch ask-me-chat"}"#)]),
         Scripted::text("Not run."),
+        Scripted::tool_calls(&[("w3", "terminal", r#"{"command": "touch ask-me-hook"}"#)]),
+        Scripted::text("Not run either."),
     ]);
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     std::fs::write(
         home.path().join("config.yaml"),
         format!(
-            "model:\n  default: fake-model\n  base_url: {}\nagent:\n  api_max_retries: 1\nterminal:\n  cwd: {}\nplatforms:\n  api_server:\n    enabled: true\n    extra:\n      port: 0\n      key: {KEY}\n",
+            "model:\n  default: fake-model\n  base_url: {}\nagent:\n  api_max_retries: 1\nterminal:\n  cwd: {}\n{}  api_server:\n    enabled: true\n    extra:\n      port: 0\n      key: {KEY}\n",
             provider.base_url,
-            work.path().display()
+            work.path().display(),
+            super::support::config_with_routes(
+                "        r:\n          prompt: 'go'\n          deliver: log\n          toolsets: [terminal]\n"
+            ),
         ),
     )
     .unwrap();
@@ -389,4 +394,33 @@ async fn the_runs_api_waits_for_a_plugins_approval_and_a_chat_completion_is_deni
     );
     let results = provider.requests()[3].body["messages"].to_string();
     assert!(results.contains("requires approval"), "{results}");
+    // A webhook run: nobody to ask, denied.
+    let hook = state["webhook"][0].as_str().unwrap().to_owned();
+    let body = r#"{"what": "x"}"#;
+    let status = client
+        .post(format!("{hook}/webhooks/r"))
+        .header("x-github-event", "push")
+        .header(
+            "x-hub-signature-256",
+            herald_webhook::verify::sign::github(super::support::SECRET, body.as_bytes()),
+        )
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 202);
+    let second = wait_for(
+        std::time::Duration::from_secs(15),
+        "the webhook run's second call",
+        || provider.requests().get(5).cloned(),
+    )
+    .await;
+    let results = second.body["messages"].to_string();
+    assert!(results.contains("requires approval"), "{results}");
+    assert!(
+        !work.path().join("ask-me-hook").exists(),
+        "the webhook run ran it"
+    );
 }
