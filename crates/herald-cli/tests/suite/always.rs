@@ -19,7 +19,7 @@ fn config(provider: &str) -> String {
 }
 
 /// The listeners' bases (`api`, `webhook`), as the gateway records them.
-async fn bases(h: &Herald) -> (String, String) {
+pub(super) async fn bases(h: &Herald) -> (String, String) {
     let file = h.home().join("gateway.json");
     let state: Value = wait_for(Duration::from_secs(10), "gateway.json", || {
         serde_json::from_str(&std::fs::read_to_string(&file).ok()?).ok()
@@ -29,7 +29,7 @@ async fn bases(h: &Herald) -> (String, String) {
     (at("api"), at("webhook"))
 }
 
-async fn api(method: &str, url: String, body: Option<Value>) -> Value {
+pub(super) async fn api(method: &str, url: String, body: Option<Value>) -> Value {
     let mut r = http_client(Duration::from_secs(30))
         .request(method.parse().unwrap(), url)
         .header("Authorization", format!("Bearer {KEY}"));
@@ -40,7 +40,7 @@ async fn api(method: &str, url: String, body: Option<Value>) -> Value {
 }
 
 /// Polls a run until its status is one of `states`.
-async fn until(api_base: &str, run: &str, states: &[&str]) -> Value {
+pub(super) async fn until(api_base: &str, run: &str, states: &[&str]) -> Value {
     let started = Instant::now();
     loop {
         let s = api("GET", format!("{api_base}/v1/runs/{run}"), None).await;

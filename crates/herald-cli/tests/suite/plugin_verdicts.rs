@@ -293,6 +293,7 @@ async fn a_sessions_yolo_answers_a_plugins_approval_request_until_it_is_switched
 /// completion and a webhook run, which nobody can answer for, are denied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runs_api_waits_for_a_plugins_approval_chat_completions_and_webhook_runs_deny_it() {
+    use super::always::{api, bases, until};
     use super::api::KEY;
     use super::support::{Herald, http_client, wait_for};
     let provider = FakeProvider::start(vec![
@@ -319,53 +320,17 @@ async fn the_runs_api_waits_for_a_plugins_approval_chat_completions_and_webhook_
     .unwrap();
     install_plugins(home.path(), &["approving"]);
     let h = Herald::start_in(home, &[]);
-    let file = h.home().join("gateway.json");
-    let state: Value = wait_for(std::time::Duration::from_secs(10), "gateway.json", || {
-        serde_json::from_str(&std::fs::read_to_string(&file).ok()?).ok()
-    })
-    .await;
-    let base = state["api"][0].as_str().unwrap().to_owned();
-    let client = http_client(std::time::Duration::from_secs(30));
-    let call = |method: &str, path: String, body: Value| {
-        client
-            .request(method.parse().unwrap(), format!("{base}{path}"))
-            .header("Authorization", format!("Bearer {KEY}"))
-            .json(&body)
-    };
-    let started: Value = call("POST", "/v1/runs".into(), json!({"input": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = started["run_id"].as_str().unwrap().to_owned();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let s: Value = call("GET", format!("/v1/runs/{run}"), json!(null))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if s["status"] == "waiting_for_approval" {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{s}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let resolved: Value = call(
+    let (base, hook) = bases(&h).await;
+    let started = api(
         "POST",
-        format!("/v1/runs/{run}/approval"),
-        json!({"choice": "once"}),
+        format!("{base}/v1/runs"),
+        Some(json!({"input": "go"})),
     )
-    .send()
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .await;
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    until(&base, &run, &["waiting_for_approval"]).await;
+    let answer = Some(json!({"choice": "once"}));
+    let resolved = api("POST", format!("{base}/v1/runs/{run}/approval"), answer).await;
     assert_eq!(resolved["resolved"], 1, "{resolved}");
     wait_for(
         std::time::Duration::from_secs(20),
@@ -373,17 +338,8 @@ async fn the_runs_api_waits_for_a_plugins_approval_chat_completions_and_webhook_
         || work.path().join("ask-me-run").exists().then_some(()),
     )
     .await;
-    let answer: Value = call(
-        "POST",
-        "/v1/chat/completions".into(),
-        json!({"model": "fake-model", "messages": [{"role": "user", "content": "go"}]}),
-    )
-    .send()
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let chat = json!({"model": "fake-model", "messages": [{"role": "user", "content": "go"}]});
+    let answer = api("POST", format!("{base}/v1/chat/completions"), Some(chat)).await;
     assert_eq!(
         answer["choices"][0]["message"]["content"], "Not run.",
         "{answer}"
@@ -395,9 +351,8 @@ async fn the_runs_api_waits_for_a_plugins_approval_chat_completions_and_webhook_
     let results = provider.requests()[3].body["messages"].to_string();
     assert!(results.contains("requires approval"), "{results}");
     // A webhook run: nobody to ask, denied.
-    let hook = state["webhook"][0].as_str().unwrap().to_owned();
     let body = r#"{"what": "x"}"#;
-    let status = client
+    let status = http_client(std::time::Duration::from_secs(10))
         .post(format!("{hook}/webhooks/r"))
         .header("x-github-event", "push")
         .header(
