@@ -282,16 +282,13 @@ impl Approvals {
     /// attended surface, when this session's approvals hold those.
     fn listed(&self, key: &str, command: &str) -> bool {
         let plain = !has_shell_operators(command);
-        let in_allowlist = self.allowlist.lock().is_ok_and(|entries| {
-            entries
-                .iter()
-                .any(|e| e == key || (plain && (e == command || glob_match(e, command))))
-        });
-        in_allowlist
-            || self
-                .attended_always
-                .lock()
-                .is_ok_and(|a| a.iter().any(|e| e == key))
+        self.listed_key(key)
+            || (plain
+                && self.allowlist.lock().is_ok_and(|entries| {
+                    entries
+                        .iter()
+                        .any(|e| e == command || glob_match(e, command))
+                }))
     }
 
     /// Nobody to ask, no yolo: dangerous commands are denied.
