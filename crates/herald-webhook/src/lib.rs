@@ -13,6 +13,7 @@ pub mod pick;
 pub mod pyjson;
 pub mod quoted;
 pub mod raw_render;
+pub mod sender;
 pub mod template;
 pub mod verify;
 

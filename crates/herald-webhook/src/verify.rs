@@ -64,6 +64,8 @@ pub enum SignatureScheme {
     GenericV2,
     GenericV1,
     Insecure,
+    /// A route's `source:` preset decided.
+    Preset(crate::sender::Sender),
 }
 
 impl SignatureScheme {
@@ -76,6 +78,7 @@ impl SignatureScheme {
             SignatureScheme::GenericV2 => "generic_v2",
             SignatureScheme::GenericV1 => "generic_v1",
             SignatureScheme::Insecure => "insecure",
+            SignatureScheme::Preset(sender) => sender.name(),
         }
     }
 }
@@ -92,12 +95,21 @@ pub enum VerifyError {
     },
     #[error("{scheme} signature: timestamp is not an integer")]
     BadTimestamp { scheme: &'static str },
-    #[error("{scheme} signature: timestamp is {skew}s away from now (limit 300s)")]
-    StaleTimestamp { scheme: &'static str, skew: i64 },
+    #[error("{scheme} signature: timestamp is {skew}s away from now (limit {limit}s)")]
+    StaleTimestamp {
+        scheme: &'static str,
+        skew: i64,
+        limit: i64,
+    },
     #[error("{scheme} signature does not match")]
     Mismatch { scheme: &'static str },
     #[error("secret starts with whsec_ but the rest is not valid base64")]
     BadWhsecSecret,
+    #[error("{scheme}: {why}")]
+    Unsupported {
+        scheme: &'static str,
+        why: &'static str,
+    },
 }
 
 impl VerifyError {
@@ -109,7 +121,8 @@ impl VerifyError {
             VerifyError::MissingHeader { scheme, .. }
             | VerifyError::BadTimestamp { scheme }
             | VerifyError::StaleTimestamp { scheme, .. }
-            | VerifyError::Mismatch { scheme } => scheme,
+            | VerifyError::Mismatch { scheme }
+            | VerifyError::Unsupported { scheme, .. } => scheme,
         }
     }
 
@@ -122,6 +135,7 @@ impl VerifyError {
             VerifyError::StaleTimestamp { .. } => "stale_timestamp",
             VerifyError::Mismatch { .. } => "mismatch",
             VerifyError::BadWhsecSecret => "bad_secret",
+            VerifyError::Unsupported { .. } => "unsupported",
         }
     }
 }
@@ -143,7 +157,7 @@ const LENIENT_PADDING: GeneralPurpose = GeneralPurpose::new(
 );
 
 /// A header's value as bytes, with an empty value counted as absent.
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a [u8]> {
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a [u8]> {
     headers
         .get(name)
         .map(|v| v.as_bytes())
@@ -183,6 +197,17 @@ pub fn verify(
         return Ok(SignatureScheme::Insecure);
     }
     let scheme = select_scheme(headers).ok_or(VerifyError::NoSignatureHeader)?;
+    verify_as(scheme, secret, headers, body, clock).map(|()| scheme)
+}
+
+/// Verifies a request under one scheme, whatever other headers it carries.
+pub(crate) fn verify_as(
+    scheme: SignatureScheme,
+    secret: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    clock: &dyn Clock,
+) -> Result<(), VerifyError> {
     match scheme {
         SignatureScheme::Svix => verify_standard_like(secret, headers, body, clock, SVIX),
         SignatureScheme::Standard => {
@@ -216,9 +241,8 @@ pub fn verify(
             let want = hex::encode(hmac_sha256(secret.as_bytes(), &[body]));
             check_eq(got, want.as_bytes(), "generic_v1")
         }
-        SignatureScheme::Insecure => Ok(()),
+        SignatureScheme::Insecure | SignatureScheme::Preset(_) => Ok(()),
     }
-    .map(|()| scheme)
 }
 
 struct StandardHeaders {
@@ -282,6 +306,16 @@ fn verify_standard_like(
 }
 
 fn check_timestamp(ts: &[u8], clock: &dyn Clock, scheme: &'static str) -> Result<(), VerifyError> {
+    check_timestamp_within(ts, clock.now_unix(), scheme, TIMESTAMP_TOLERANCE_SECS)
+}
+
+/// A Unix-seconds timestamp no further than `limit` seconds from `now` either way.
+pub(crate) fn check_timestamp_within(
+    ts: &[u8],
+    now: i64,
+    scheme: &'static str,
+    limit: i64,
+) -> Result<(), VerifyError> {
     let text = std::str::from_utf8(ts).map_err(|_| VerifyError::BadTimestamp { scheme })?;
     let valid_digits = {
         let digits = text.strip_prefix('-').unwrap_or(text);
@@ -293,17 +327,18 @@ fn check_timestamp(ts: &[u8], clock: &dyn Clock, scheme: &'static str) -> Result
     let ts: i64 = text
         .parse()
         .map_err(|_| VerifyError::BadTimestamp { scheme })?;
-    let skew = clock.now_unix().saturating_sub(ts);
-    if skew
-        .checked_abs()
-        .is_none_or(|s| s > TIMESTAMP_TOLERANCE_SECS)
-    {
-        return Err(VerifyError::StaleTimestamp { scheme, skew });
+    let skew = now.saturating_sub(ts);
+    if skew.checked_abs().is_none_or(|s| s > limit) {
+        return Err(VerifyError::StaleTimestamp {
+            scheme,
+            skew,
+            limit,
+        });
     }
     Ok(())
 }
 
-fn check_eq(got: &[u8], want: &[u8], scheme: &'static str) -> Result<(), VerifyError> {
+pub(crate) fn check_eq(got: &[u8], want: &[u8], scheme: &'static str) -> Result<(), VerifyError> {
     if bool::from(ct_eq(got, want)) {
         Ok(())
     } else {
@@ -312,7 +347,7 @@ fn check_eq(got: &[u8], want: &[u8], scheme: &'static str) -> Result<(), VerifyE
 }
 
 /// Constant-time comparison (the length itself is not secret).
-fn ct_eq(a: &[u8], b: &[u8]) -> subtle::Choice {
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> subtle::Choice {
     if a.len() != b.len() {
         return subtle::Choice::from(0u8);
     }

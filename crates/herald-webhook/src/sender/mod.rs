@@ -1,0 +1,197 @@
+//! Sender presets (`source:` on a route): for one named sender, the signature check,
+//! where the event type comes from and which id is the delivery id. A route without a
+//! preset keeps the header detection of [`crate::verify`] and [`crate::event`].
+
+mod check;
+mod fields;
+pub mod sign;
+
+pub use check::verify;
+pub use fields::{delivery_id, event_type, header_event_type, payload_paths};
+
+use serde_json::{Map, Value, json};
+
+/// A sender herald has a preset for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sender {
+    Stripe,
+    Jira,
+    Shopify,
+    Slack,
+    Linear,
+    Pagerduty,
+    Sentry,
+    Paddle,
+    Bitbucket,
+    Gitea,
+    Forgejo,
+    Twilio,
+    Discord,
+    Token,
+    StandardWebhooks,
+    Svix,
+}
+
+impl Sender {
+    /// Every preset, in the order the docs list them.
+    pub const ALL: [Sender; 16] = [
+        Sender::Stripe,
+        Sender::Jira,
+        Sender::Shopify,
+        Sender::Slack,
+        Sender::Linear,
+        Sender::Pagerduty,
+        Sender::Sentry,
+        Sender::Paddle,
+        Sender::Bitbucket,
+        Sender::Gitea,
+        Sender::Forgejo,
+        Sender::Twilio,
+        Sender::Discord,
+        Sender::Token,
+        Sender::StandardWebhooks,
+        Sender::Svix,
+    ];
+
+    /// The name `source:` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sender::Stripe => "stripe",
+            Sender::Jira => "jira",
+            Sender::Shopify => "shopify",
+            Sender::Slack => "slack",
+            Sender::Linear => "linear",
+            Sender::Pagerduty => "pagerduty",
+            Sender::Sentry => "sentry",
+            Sender::Paddle => "paddle",
+            Sender::Bitbucket => "bitbucket",
+            Sender::Gitea => "gitea",
+            Sender::Forgejo => "forgejo",
+            Sender::Twilio => "twilio",
+            Sender::Discord => "discord",
+            Sender::Token => "token",
+            Sender::StandardWebhooks => "standard-webhooks",
+            Sender::Svix => "svix",
+        }
+    }
+
+    /// The preset a `source:` value names (exact, lower-case).
+    pub fn parse(name: &str) -> Option<Sender> {
+        Sender::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Every name, for messages and did-you-mean.
+    pub fn names() -> Vec<&'static str> {
+        Sender::ALL.iter().map(|s| s.name()).collect()
+    }
+
+    /// Whether the route needs a `secret:` (Discord verifies with a public key).
+    pub fn needs_secret(self) -> bool {
+        self != Sender::Discord
+    }
+
+    /// The route keys this preset reads besides `secret:`, and whether each is required.
+    pub fn settings(self) -> &'static [(&'static str, bool)] {
+        match self {
+            Sender::Discord => &[("public_key", true)],
+            Sender::Twilio => &[("public_url", true)],
+            Sender::Token => &[("header", false)],
+            Sender::Paddle => &[("tolerance_seconds", false)],
+            _ => &[],
+        }
+    }
+}
+
+impl std::fmt::Display for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every route key a preset may read (besides `source:` and `secret:`).
+pub const SETTING_KEYS: [&str; 4] = ["public_key", "public_url", "header", "tolerance_seconds"];
+
+/// Paddle's SDKs accept a `Paddle-Signature` this many seconds old by default.
+pub const PADDLE_DEFAULT_TOLERANCE_SECS: i64 = 5;
+
+/// A route's preset: the sender and the settings its check needs, checked when the
+/// route is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SenderPreset {
+    pub sender: Sender,
+    /// Discord: the application's Ed25519 public key.
+    pub public_key: Option<[u8; 32]>,
+    /// Twilio: the URL as configured in Twilio (what it signs).
+    pub public_url: Option<String>,
+    /// Token: the header holding the bare secret (`None`: `Authorization: Bearer`).
+    pub header: Option<http::HeaderName>,
+    /// Paddle: the timestamp window.
+    pub tolerance_secs: i64,
+}
+
+impl SenderPreset {
+    /// A preset with no settings (enough for every sender but Discord and Twilio).
+    pub fn new(sender: Sender) -> Self {
+        SenderPreset {
+            sender,
+            public_key: None,
+            public_url: None,
+            header: None,
+            tolerance_secs: PADDLE_DEFAULT_TOLERANCE_SECS,
+        }
+    }
+}
+
+/// Reads a Discord public key: 64 hex digits.
+pub fn parse_public_key(text: &str) -> Option<[u8; 32]> {
+    let bytes = hex::decode(text.trim()).ok()?;
+    bytes.try_into().ok()
+}
+
+/// A sender's verification handshake, answered inline (never enqueued).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handshake {
+    /// The JSON body of the 200 answer.
+    pub answer: Value,
+    /// What it was, for the log.
+    pub kind: &'static str,
+}
+
+/// The handshake this verified payload is, if any: Slack's `url_verification` (answered
+/// with its challenge) and Discord's PING (answered `{"type": 1}`).
+pub fn handshake(sender: Sender, payload: &Map<String, Value>) -> Option<Handshake> {
+    match sender {
+        Sender::Slack if payload.get("type")? == "url_verification" => {
+            let challenge = payload.get("challenge").cloned().unwrap_or(Value::Null);
+            Some(Handshake {
+                answer: json!({ "challenge": challenge }),
+                kind: "slack url_verification",
+            })
+        }
+        Sender::Discord if payload.get("type")?.as_i64() == Some(DISCORD_PING) => Some(Handshake {
+            answer: json!({ "type": 1 }),
+            kind: "discord ping",
+        }),
+        _ => None,
+    }
+}
+
+/// Discord's interaction type PING.
+const DISCORD_PING: i64 = 1;
+
+/// Discord's answer to an interaction herald committed: a deferred channel message
+/// (the agent's answer follows by editing it).
+pub fn discord_deferred_answer() -> Value {
+    json!({ "type": 5 })
+}
+
+/// What herald needs to send an interaction's follow-up: the application id and the
+/// interaction token (valid 15 minutes), read from a committed Discord interaction.
+pub fn discord_followup(payload: &Map<String, Value>) -> Option<(String, String)> {
+    let app = payload.get("application_id")?.as_str()?;
+    let token = payload.get("token")?.as_str()?;
+    (!app.is_empty() && !token.is_empty()).then(|| (app.to_owned(), token.to_owned()))
+}
+
+#[cfg(test)]
+mod tests;
