@@ -4,7 +4,6 @@
 use clap::Subcommand;
 use herald_config::{Config, Home, Route, SubscriptionsFile, load_dotenv, process_env};
 use herald_gateway::subscriptions_admin::{self, SubscribeRequest, Subscribed, SubscriptionError};
-use serde_json::Value;
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
@@ -26,9 +25,10 @@ pub enum WebhookCommand {
         /// Skills, comma-separated.
         #[arg(long)]
         skills: Option<String>,
-        /// Delivery target (log, telegram, discord, slack, github_comment, ...).
-        #[arg(long, default_value = "log")]
-        deliver: String,
+        /// Delivery target (log, telegram, discord, slack, github_comment, ...; default
+        /// log, or discord_interaction with --source discord).
+        #[arg(long)]
+        deliver: Option<String>,
         /// Chat id for the target (stored as deliver_extra.chat_id).
         #[arg(long)]
         deliver_chat_id: Option<String>,
@@ -41,6 +41,23 @@ pub enum WebhookCommand {
         /// Script under the home's scripts/ folder.
         #[arg(long)]
         script: Option<String>,
+        /// The sender's preset: stripe, jira, shopify, slack, linear, pagerduty, sentry,
+        /// paddle, bitbucket, gitea, forgejo, twilio, discord, token, standard-webhooks,
+        /// svix (default: detected from the request's headers). See docs/senders.md.
+        #[arg(long, value_name = "NAME")]
+        source: Option<String>,
+        /// Discord: the application's public key (hex).
+        #[arg(long, value_name = "HEX")]
+        public_key: Option<String>,
+        /// Twilio: the URL exactly as configured in Twilio's console.
+        #[arg(long, value_name = "URL")]
+        public_url: Option<String>,
+        /// Token: the header holding the bare secret (default: Authorization: Bearer).
+        #[arg(long, value_name = "NAME")]
+        header: Option<String>,
+        /// Paddle: how old a signature may be, in seconds (default 5).
+        #[arg(long, value_name = "SECONDS")]
+        tolerance_seconds: Option<u32>,
     },
     /// List subscriptions.
     #[command(visible_alias = "ls")]
@@ -55,11 +72,13 @@ pub enum WebhookCommand {
     Test {
         /// The route's name: a subscription or a route in config.yaml.
         name: String,
-        /// JSON body to send.
-        #[arg(long)]
+        /// JSON body to send, or `@FILE` to read it from a file (default: a realistic
+        /// sample for the route's `source:`, else a small test payload).
+        #[arg(long, allow_hyphen_values = true)]
         payload: Option<String>,
-        /// Event type to send as `X-GitHub-Event` (default: the route's first listed
-        /// event, else `test`).
+        /// Event type to send, where the route's sender names it (`X-GitHub-Event`
+        /// without a `source:`; default: the route's first listed event, else the
+        /// sample's, else `test`).
         #[arg(long)]
         event: Option<String>,
     },
@@ -111,6 +130,11 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             secret,
             deliver_only,
             script,
+            source,
+            public_key,
+            public_url,
+            header,
+            tolerance_seconds,
         } => {
             let list = |s: &Option<String>| -> Vec<String> {
                 s.as_deref()
@@ -129,11 +153,18 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 events: list(&events),
                 prompt: prompt.clone(),
                 skills: list(&skills),
-                deliver: deliver.clone(),
+                deliver: deliver.unwrap_or_default(),
                 deliver_chat_id,
                 secret,
                 deliver_only,
                 script: script.clone(),
+                sender: herald_config::SenderFields {
+                    source,
+                    public_key,
+                    public_url,
+                    header,
+                    tolerance_seconds,
+                },
             };
             let config_routes: Vec<String> = config.routes.iter().map(|r| r.name.clone()).collect();
             let s = Stores::open(home)?;
@@ -163,7 +194,10 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             outln!("  URL:    {}/webhooks/{name}", base_url(&config));
             outln!("  Secret: {secret}");
             outln!("  Events: {events_text}");
-            outln!("  Deliver: {deliver}");
+            outln!("  Deliver: {}", entry.deliver);
+            if let Some(source) = &entry.sender.source {
+                outln!("  Source: {source}");
+            }
             if deliver_only {
                 outln!("  Mode: direct delivery (no agent, zero LLM cost)");
             }
@@ -183,9 +217,14 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 outln!("  Script: {s}");
             }
             outln!();
-            outln!(
-                "Point the sender at the URL and sign requests with the secret (GitHub: X-Hub-Signature-256)."
-            );
+            match &entry.sender.source {
+                Some(source) => outln!(
+                    "Paste the URL and the secret into {source}'s webhook settings (docs/senders.md says where)."
+                ),
+                None => outln!(
+                    "Point the sender at the URL and sign requests with the secret (GitHub: X-Hub-Signature-256)."
+                ),
+            }
             outln!("A running gateway picks this up on its next request; no restart needed.");
             Ok(ExitCode::SUCCESS)
         }
@@ -209,6 +248,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 }
                 outln!("    URL:     {}/webhooks/{name}", base_url(&config));
                 print_route_lines(&entry.events, &entry.deliver, entry.deliver_only);
+                print_source(entry.source.as_deref());
                 if let Some(s) = &entry.script {
                     outln!("    Script:  {s}");
                 }
@@ -231,6 +271,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 }
                 outln!("    URL:     {}/webhooks/{name}", base_url(&config));
                 print_route_lines(&route.events, &route.deliver, route.deliver_only);
+                print_source(route.sender.as_ref().map(|p| p.sender.name()));
                 if let Some(s) = &route.script {
                     outln!("    Script:  {s}");
                 }
@@ -274,16 +315,13 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 }
                 return Ok(ExitCode::FAILURE);
             };
-            let body = payload.unwrap_or_else(|| {
-                r#"{"test": true, "event_type": "test", "message": "Hello from herald webhook test"}"#.to_owned()
-            });
-            if let Err(e) = serde_json::from_str::<Value>(&body) {
-                outln!("Error: --payload is not valid JSON: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
-            let event = event
-                .or_else(|| route.events.first().cloned())
-                .unwrap_or_else(|| "test".to_owned());
+            let payload = match payload.as_deref().map(read_payload).transpose() {
+                Ok(p) => p,
+                Err(e) => {
+                    outln!("Error: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
             let url = format!("{}/webhooks/{name}", base_url(&config));
             outln!("Sending test POST to {url}");
             crate::webhook_test::send(
@@ -291,12 +329,29 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 &route,
                 &crate::webhook_test::TestRequest {
                     url: &url,
-                    event: &event,
-                    body,
+                    event: event.as_deref(),
+                    payload,
                 },
             )
         }
     }
+}
+
+/// `--payload`: the text, or `@FILE`'s.
+fn read_payload(given: &str) -> anyhow::Result<String> {
+    match given.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read --payload file {path}: {e}")),
+        None => Ok(given.to_owned()),
+    }
+}
+
+/// The Source line of `webhook list`.
+fn print_source(source: Option<&str>) {
+    outln!(
+        "    Source:  {}",
+        source.unwrap_or("(detected from the request's headers)")
+    );
 }
 
 /// The Events and Deliver lines of `webhook list`.

@@ -496,6 +496,7 @@ impl Config {
         let metrics = crate::metrics_settings::read_metrics_settings(&mut r, &doc, env);
         let inbox = crate::inbox_settings::read_inbox_settings(&mut r, &doc);
         let tracing = crate::tracing_settings::read_tracing_settings(&mut r, &doc);
+        note_top_level_webhooks(&mut r, &doc);
         if doc.get("dashboard").is_some_and(|n| !n.is_null()) {
             r.findings.push(
                 "`dashboard:` configures Hermes's web dashboard, which herald does not run: herald serves its own at /dashboard on the API listener (or on the webhook listener when the API is off); log in with the API key or the token `herald dashboard token` prints. The block is ignored.".into(),
@@ -557,6 +558,24 @@ fn note_misplaced_routes(r: &mut Reader, webhook: &Node, prefix: &str) {
     let noun = if count == 1 { "route" } else { "routes" };
     r.findings.push(format!(
         "{count} {noun} under `{prefix}.routes` {} not served: routes live under `{prefix}.extra.routes`",
+        if count == 1 { "is" } else { "are" }
+    ));
+}
+
+/// A top-level `webhooks: routes:` block (as the seed's forum-topic example writes it)
+/// is never served.
+fn note_top_level_webhooks(r: &mut Reader, doc: &Node) {
+    let Some(routes) = doc
+        .get("webhooks")
+        .and_then(|w| w.get("routes"))
+        .filter(|n| !n.is_null())
+    else {
+        return;
+    };
+    let count = routes.entries().len();
+    let noun = if count == 1 { "route" } else { "routes" };
+    r.findings.push(format!(
+        "{count} {noun} under a top-level `webhooks: routes:` block {} not served: routes belong under `platforms.webhook.extra.routes` (move the block there, indented under `platforms:` `webhook:` `extra:`)",
         if count == 1 { "is" } else { "are" }
     ));
 }

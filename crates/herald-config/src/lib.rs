@@ -24,6 +24,8 @@ pub mod platforms;
 pub mod pyyaml;
 pub mod reader;
 pub mod route;
+mod route_sender;
+pub use route_sender::check_sender_fields;
 pub(crate) mod start_guard;
 pub mod store_settings;
 pub mod subscriptions;
@@ -56,5 +58,5 @@ pub use route::{ExtraValue, Route, RouteContext, RouteSource, is_loopback_host, 
 pub use store_settings::{PostgresSettings, SslMode, StoreBackend, StoreSettings};
 pub use subscriptions::{Subscriptions, SubscriptionsError, load_subscriptions};
 pub use subscriptions_file::{
-    DeliverChat, Listed, NewSubscription, SubscriptionsFile, SubscriptionsFileError,
+    DeliverChat, Listed, NewSubscription, SenderFields, SubscriptionsFile, SubscriptionsFileError,
 };

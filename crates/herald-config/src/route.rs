@@ -5,6 +5,7 @@ use crate::node::{Node, NodeValue};
 use crate::reader::{Reader, join_key};
 use herald_webhook::filter::{self, CompiledFilter};
 use herald_webhook::pick::PayloadPaths;
+use herald_webhook::sender::{Sender, SenderPreset};
 use herald_webhook::template::Template;
 use herald_webhook::verify::INSECURE_NO_AUTH;
 use serde_json::Value;
@@ -26,6 +27,11 @@ pub const ROUTE_KEYS: &[&str] = &[
     "profile",
     "description",
     "created_at",
+    "source",
+    "public_key",
+    "public_url",
+    "header",
+    "tolerance_seconds",
 ];
 
 /// What leaving a route key out means, for a finding about a misspelt one.
@@ -42,6 +48,7 @@ fn meaning_of_absent(key: &str) -> &'static str {
         "enabled" => "is enabled",
         "toolsets" => "gets the default toolsets",
         "skills" => "loads no skill",
+        "source" => "detects the sender from its headers",
         _ => "ignores that setting",
     }
 }
@@ -61,6 +68,9 @@ fn note_misspelt_keys(reader: &mut Reader, name: &str, node: &Node) {
         }
     }
 }
+
+/// The target a `source: discord` route delivers to unless it names another.
+pub const DISCORD_INTERACTION_TARGET: &str = "discord_interaction";
 
 /// Hosts on which `INSECURE_NO_AUTH` is allowed.
 pub const LOOPBACK_HOSTS: &[&str] = &[
@@ -106,6 +116,8 @@ pub struct Route {
     pub profile: Option<String>,
     pub description: Option<String>,
     pub created_at: Option<String>,
+    /// The sender's preset (`source:`); `None` detects the scheme from the headers.
+    pub sender: Option<SenderPreset>,
     /// The payload paths the route's filters and templates read (everything when it
     /// uses the default prompt, `{__raw__}` or a script).
     pub payload_paths: PayloadPaths,
@@ -204,8 +216,7 @@ pub fn read_route(
         .unwrap_or_default();
     let deliver = opt(node, "deliver")
         .and_then(|n| reader.string(n, &key("deliver")))
-        .flatten()
-        .unwrap_or_else(|| "log".to_owned());
+        .flatten();
     let deliver_extra = match opt(node, "deliver_extra") {
         None => Vec::new(),
         Some(n) => match &n.value {
@@ -259,8 +270,18 @@ pub fn read_route(
         .and_then(|n| reader.string(n, &key("created_at")))
         .flatten();
 
+    let sender = crate::route_sender::read_sender(reader, name, node, prefix);
+    // A Discord interaction is answered by editing its deferred response.
+    let deliver = deliver.unwrap_or_else(|| match &sender {
+        Ok(Some(p)) if p.sender == Sender::Discord => DISCORD_INTERACTION_TARGET.to_owned(),
+        _ => "log".to_owned(),
+    });
+    let needs_secret = match &sender {
+        Ok(Some(preset)) => preset.sender.needs_secret(),
+        _ => true,
+    };
     // Start-up rules (spec §2.2).
-    if secret.is_empty() {
+    if secret.is_empty() && needs_secret {
         reader.error(
             node.get("secret").or(Some(node)),
             &key("secret"),
@@ -279,10 +300,14 @@ pub fn read_route(
             ),
         );
     }
-    if let Some(rest) = secret.strip_prefix("whsec_")
+    let standard = match &sender {
+        Ok(Some(p)) => matches!(p.sender, Sender::StandardWebhooks | Sender::Svix),
+        _ => true,
+    };
+    if standard
+        && secret.starts_with("whsec_")
         && herald_webhook::verify::standard_key(&secret).is_err()
     {
-        let _ = rest;
         reader.warn(
             node.get("secret"),
             &key("secret"),
@@ -298,6 +323,9 @@ pub fn read_route(
         );
     }
 
+    let Ok(sender) = sender else {
+        return None;
+    };
     if reader.errors.len() > errors_before {
         return None;
     }
@@ -314,6 +342,9 @@ pub fn read_route(
                 if let ExtraValue::Template(t) = value {
                     t.add_paths(&mut paths);
                 }
+            }
+            if let Some(preset) = &sender {
+                herald_webhook::sender::payload_paths(preset.sender, &mut paths);
             }
             paths
         }
@@ -337,6 +368,7 @@ pub fn read_route(
         profile,
         description,
         created_at,
+        sender,
         payload_paths,
     })
 }

@@ -44,6 +44,24 @@ pub struct NewSubscription {
     pub script: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deliver_extra: Option<DeliverChat>,
+    /// The sender's preset and its settings (`source:`, `public_key:`, ...).
+    #[serde(flatten)]
+    pub sender: SenderFields,
+}
+
+/// A subscription's `source:` and the settings its preset reads, as written to the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SenderFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerance_seconds: Option<u32>,
 }
 
 /// `deliver_extra` with the chat to deliver to.
@@ -61,6 +79,7 @@ pub struct Listed {
     pub deliver: String,
     pub deliver_only: bool,
     pub script: Option<String>,
+    pub source: Option<String>,
 }
 
 /// The subscriptions file, read whole (a missing file is empty).
@@ -137,6 +156,7 @@ impl SubscriptionsFile {
                 deliver: text(e, "deliver").unwrap_or_else(|| "log".into()),
                 deliver_only: e.get("deliver_only") == Some(&Value::Bool(true)),
                 script: text(e, "script"),
+                source: text(e, "source"),
             })
             .collect()
     }

@@ -400,6 +400,10 @@ function trafficChart(minutes) {
   return chart;
 }
 
+// The sender presets a route's `source:` may name (docs/senders.md).
+const SENDERS = ["stripe", "jira", "shopify", "slack", "linear", "pagerduty", "sentry", "paddle", "bitbucket",
+  "gitea", "forgejo", "twilio", "discord", "token", "standard-webhooks", "svix"];
+
 async function routesPage() {
   const body = await api("/routes");
   const form = el("form", { id: "subscribe", class: "filters" },
@@ -408,6 +412,10 @@ async function routesPage() {
     el("input", { name: "prompt", placeholder: "Prompt template" }),
     el("input", { name: "deliver", placeholder: "Deliver (log, telegram, ...)" }),
     el("input", { name: "deliver_chat_id", placeholder: "Chat id" }),
+    el("input", { name: "source", placeholder: "Sender preset (stripe, slack, ...; detected when empty)", list: "senders" }),
+    el("datalist", { id: "senders" }, SENDERS.map((s) => el("option", { value: s }))),
+    el("input", { name: "public_key", placeholder: "Public key (discord)" }),
+    el("input", { name: "public_url", placeholder: "Public URL (twilio)" }),
     el("label", {}, el("input", { type: "checkbox", name: "deliver_only" }), " direct"),
     el("button", { type: "submit" }, "Subscribe"));
   const made = el("div", { id: "made" });
@@ -418,6 +426,7 @@ async function routesPage() {
       const r = await api("/routes", { method: "POST", body: {
         name: d.get("name"), prompt: d.get("prompt") || "", deliver: d.get("deliver") || null,
         deliver_chat_id: d.get("deliver_chat_id") || null, deliver_only: d.get("deliver_only") === "on",
+        source: d.get("source") || null, public_key: d.get("public_key") || null, public_url: d.get("public_url") || null,
         events: String(d.get("events") || "").split(","),
       } });
       made.replaceChildren(el("p", { class: "notice" }, "Subscribed " + r.name + ": POST to " + r.url + " signed with secret "), pre(r.secret, "secret"));
@@ -428,9 +437,9 @@ async function routesPage() {
   const routesTable = async () => {
     const b = await api("/routes");
     holder.replaceChildren(el("table", { id: "routes" },
-      el("tr", {}, ["Route", "Source", "Events", "Deliver", "Prompt", "Last hour", ""].map((h) => el("th", {}, h))),
+      el("tr", {}, ["Route", "Source", "Sender", "Events", "Deliver", "Prompt", "Last hour", ""].map((h) => el("th", {}, h))),
       b.routes.map((r) => el("tr", {},
-        el("td", {}, r.name, r.enabled ? "" : " (disabled)"), el("td", {}, r.source),
+        el("td", {}, r.name, r.enabled ? "" : " (disabled)"), el("td", {}, r.source), el("td", {}, r.sender || "detected"),
         el("td", {}, r.events.length ? r.events.join(", ") : "all"),
         el("td", {}, r.deliver + (r.deliver_only ? " (direct)" : "")),
         el("td", { class: "prompt" }, r.prompt || ""), el("td", {}, trafficChart(r.traffic)),

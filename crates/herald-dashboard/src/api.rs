@@ -213,6 +213,7 @@ async fn routes(State(dash): State<Arc<Dashboard>>) -> Response {
                     herald_config::RouteSource::Config => "config",
                     herald_config::RouteSource::Subscription => "subscription",
                 },
+                "sender": r.sender.as_ref().map(|p| p.sender.name()),
                 "description": r.description,
                 "events": r.events,
                 "deliver": r.deliver,
@@ -242,6 +243,14 @@ struct SubscribeForm {
     deliver_chat_id: Option<String>,
     #[serde(default)]
     deliver_only: bool,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    public_key: Option<String>,
+    #[serde(default)]
+    public_url: Option<String>,
+    #[serde(default)]
+    header: Option<String>,
 }
 
 async fn subscribe(
@@ -260,11 +269,18 @@ async fn subscribe(
             .collect(),
         prompt: form.prompt,
         skills: Vec::new(),
-        deliver: nonempty(form.deliver).unwrap_or_else(|| "log".into()),
+        deliver: nonempty(form.deliver).unwrap_or_default(),
         deliver_chat_id: nonempty(form.deliver_chat_id),
         secret: None,
         deliver_only: form.deliver_only,
         script: None,
+        sender: herald_config::SenderFields {
+            source: nonempty(form.source),
+            public_key: nonempty(form.public_key),
+            public_url: nonempty(form.public_url),
+            header: nonempty(form.header),
+            tolerance_seconds: None,
+        },
     };
     let made = subscriptions_admin::subscribe(
         &dash.subscriptions_file,

@@ -65,32 +65,46 @@ impl Discord {
         };
         let mut receipt = Receipt::default();
         for part in split_message(&message.text, DISCORD_MAX_CHARS, char_len) {
-            let mut req = self.client.post(&url).json(&json!({ "content": part }));
-            if let Some(a) = &auth {
-                req = req.header(reqwest::header::AUTHORIZATION, a);
-            }
-            let resp = req
-                .timeout(self.timeout)
-                .send()
-                .await
-                .map_err(|e| network_error("discord", &e))?;
-            let (status, retry_after, text) = read_answer("discord", resp).await?;
-            let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            if (200..300).contains(&status) {
-                if let Some(id) = answer["id"].as_str() {
-                    receipt.message_ids.push(id.to_owned());
-                }
-                continue;
-            }
-            let retry_after = answer["retry_after"]
-                .as_f64()
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                .or(retry_after);
-            let detail = answer["message"].as_str().unwrap_or(&text);
-            return Err(status_error("discord", status, retry_after, detail));
+            let sent = self
+                .request(reqwest::Method::POST, &url, auth.as_deref(), &part)
+                .await?;
+            receipt.message_ids.extend(sent);
         }
         Ok(receipt)
+    }
+
+    /// Sends one message part; the message id Discord gave it, if any.
+    pub(crate) async fn request(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        auth: Option<&str>,
+        content: &str,
+    ) -> Result<Option<String>, SendError> {
+        let mut req = self
+            .client
+            .request(method, url)
+            .json(&json!({ "content": content }));
+        if let Some(a) = auth {
+            req = req.header(reqwest::header::AUTHORIZATION, a);
+        }
+        let resp = req
+            .timeout(self.timeout)
+            .send()
+            .await
+            .map_err(|e| network_error("discord", &e))?;
+        let (status, retry_after, text) = read_answer("discord", resp).await?;
+        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if (200..300).contains(&status) {
+            return Ok(answer["id"].as_str().map(str::to_owned));
+        }
+        let retry_after = answer["retry_after"]
+            .as_f64()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .or(retry_after);
+        let detail = answer["message"].as_str().unwrap_or(&text);
+        Err(status_error("discord", status, retry_after, detail))
     }
 }
 

@@ -6,6 +6,7 @@
 //! failed send says whether it is worth retrying ([`SendError::retryable`]).
 
 mod discord;
+pub mod discord_interaction;
 mod email;
 mod github;
 mod http;

@@ -3,6 +3,7 @@
 
 use crate::Target;
 use crate::discord::Discord;
+use crate::discord_interaction::DiscordInteraction;
 use crate::github::GithubComment;
 use crate::log_target::LogTarget;
 use crate::matrix::Matrix;
@@ -103,6 +104,15 @@ impl TargetSet {
             .or_else(|| s.env("DISCORD_BASE_URL"))
             .unwrap_or_else(|| "https://discord.com/api/v10".to_owned());
         let home_channel = s.home(&p, "DISCORD_HOME_CHANNEL");
+        // Answers to interactions need no bot token: the interaction's own token is the
+        // credential.
+        set.add(Arc::new(DiscordInteraction(Discord {
+            client: client.clone(),
+            timeout: timeout_of(&p),
+            base_url: base_url.clone(),
+            token: None,
+            home_channel: None,
+        })));
         set.enable_if(&p, token.is_some(), "discord", "DISCORD_BOT_TOKEN", || {
             Arc::new(Discord {
                 client: client.clone(),

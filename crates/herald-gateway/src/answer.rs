@@ -197,6 +197,22 @@ impl Answer {
             json!({"status": "ignored", "reason": reason, "route": route}),
         )
     }
+    /// A sender's verification handshake, answered inline (never enqueued).
+    pub fn handshake(body: Value) -> Self {
+        Answer::new(StatusCode::OK, "handshake", body)
+    }
+    /// The answer a sender's protocol needs instead of herald's own (Discord's deferred
+    /// response to a committed interaction), counted as the same outcome.
+    pub fn replaced_by(self, body: Value) -> Self {
+        Answer::new(StatusCode::OK, self.outcome, body)
+    }
+    /// The same answer with status 200 (senders that take no other success status).
+    pub fn with_status_ok(mut self) -> Self {
+        if self.status == StatusCode::ACCEPTED {
+            self.status = StatusCode::OK;
+        }
+        self
+    }
     pub fn duplicate(delivery_id: &str) -> Self {
         Answer::new(
             StatusCode::OK,

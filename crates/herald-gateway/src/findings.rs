@@ -29,6 +29,7 @@ pub fn gather(config: &Config, targets: &TargetSet) -> Vec<String> {
         Err(e) => findings.push(format!("no subscription is served: {e}")),
     }
     findings.extend(undeliverable(&routes, targets));
+    findings.extend(unreachable_profiles(&routes, config.multiplex_profiles));
     findings.extend(chat_platforms(config, targets));
     findings
 }
@@ -65,6 +66,24 @@ fn chat_platforms(config: &Config, targets: &TargetSet) -> Vec<String> {
         .collect()
 }
 
+/// Routes bound to a profile while multi-profile routing is off: no URL reaches them
+/// (`/webhooks/<name>` serves only the default profile's routes).
+fn unreachable_profiles(routes: &[Route], multiplex: bool) -> Vec<String> {
+    if multiplex {
+        return Vec::new();
+    }
+    routes
+        .iter()
+        .filter_map(|r| {
+            let profile = r.profile.as_deref().filter(|p| *p != "default")?;
+            Some(format!(
+                "route `{}` has `profile: {profile}`, but multi-profile routing is off (`multiplex_profiles: true` or GATEWAY_MULTIPLEX_PROFILES=1 turns it on), so no URL reaches it: every request gets 404. Remove `profile:`, or turn it on and POST to /p/{profile}/webhooks/{}",
+                r.name, r.name
+            ))
+        })
+        .collect()
+}
+
 /// Every `deliver:` value herald has a target for (for the did-you-mean).
 const DELIVER_NAMES: &[&str] = &[
     "telegram",
@@ -74,6 +93,7 @@ const DELIVER_NAMES: &[&str] = &[
     "matrix",
     "email",
     "github_comment",
+    "discord_interaction",
     "log",
 ];
 

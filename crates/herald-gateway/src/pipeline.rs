@@ -11,6 +11,7 @@ use crate::routes::RouteRegistry;
 use crate::script::{self, ScriptOutcome};
 use axum::body::Body;
 use herald_config::{Config, ExtraValue, Route};
+use herald_deliver::discord_interaction::{APPLICATION_ID, INTERACTION_TOKEN};
 use herald_deliver::{OutgoingMessage, TargetSet};
 use herald_http::body::BodyError;
 use herald_http::body_budget::{self, BodyBudget};
@@ -19,8 +20,9 @@ use herald_webhook::event::BodyKind;
 use herald_webhook::filter::{FileListCache, FilterInput};
 use herald_webhook::quoted::{cut, quoted};
 use herald_webhook::raw_render;
+use herald_webhook::sender::{self, Sender, SignedRequest};
 use herald_webhook::template::{RAW_MAX_CHARS, RenderContext, default_prompt};
-use herald_webhook::verify::{Clock, SignatureScheme};
+use herald_webhook::verify::{Clock, INSECURE_NO_AUTH, SignatureScheme};
 use herald_webhook::{event, pyjson};
 use http::{HeaderMap, header};
 use serde_json::{Map, Value};
@@ -171,6 +173,7 @@ impl Gateway {
         route_name: &str,
         profile: Option<&str>,
         headers: &HeaderMap,
+        query: Option<&str>,
         body: Body,
     ) -> Answer {
         let span = herald_trace::span!(
@@ -181,7 +184,7 @@ impl Gateway {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         herald_trace::continue_from(&span, header("traceparent"), header("tracestate"));
         let answer = self
-            .answer(route_name, profile, headers, body)
+            .answer(route_name, profile, headers, query, body)
             .instrument(span.clone())
             .await;
         span.record("outcome", answer.outcome);
@@ -198,6 +201,7 @@ impl Gateway {
         route_name: &str,
         profile: Option<&str>,
         headers: &HeaderMap,
+        query: Option<&str>,
         body: Body,
     ) -> Answer {
         // 1. Reload subscriptions if changed (inside `current`).
@@ -251,11 +255,23 @@ impl Gateway {
             .webhook
             .body_read(route_name, body.len());
         // 7–8. Secret and signature.
-        if route.secret.is_empty() {
+        let sender = route.sender.as_ref().map(|p| p.sender);
+        if route.secret.is_empty() && sender.is_none_or(Sender::needs_secret) {
             return Answer::missing_secret();
         }
         let verified = self.heavy.run(body.len(), || {
-            herald_webhook::verify(&route.secret, headers, &body, self.clock.as_ref())
+            let clock = self.clock.as_ref();
+            match &route.sender {
+                Some(preset) if route.secret != INSECURE_NO_AUTH => {
+                    let request = SignedRequest {
+                        headers,
+                        body: &body,
+                        query,
+                    };
+                    sender::verify(preset, &route.secret, &request, clock)
+                }
+                _ => herald_webhook::verify(&route.secret, headers, &body, clock),
+            }
         });
         match verified
             .instrument(herald_trace::span!("webhook.verify"))
@@ -290,9 +306,13 @@ impl Gateway {
         // payload is only validated, not built (same answers as the full parse). GitLab
         // requests take the full parse: their `object_kind` may admit the event.
         let content_type = headers.get(header::CONTENT_TYPE).map(|v| v.as_bytes());
+        let header_event = match sender {
+            Some(s) => sender::header_event_type(s, headers),
+            None if event::is_gitlab(headers) => None,
+            None => event::header_event_type(headers),
+        };
         if !route.events.is_empty()
-            && !event::is_gitlab(headers)
-            && let Some(header_event) = event::header_event_type(headers)
+            && let Some(header_event) = header_event
             && !route.events.iter().any(|e| e.as_bytes() == header_event)
         {
             let valid = self
@@ -328,13 +348,31 @@ impl Gateway {
             }
         };
         let mut payload_changed = false;
+        // 10b. A sender's verification handshake is answered here, never enqueued.
+        if let Some(s) = sender
+            && let Some(handshake) = sender::handshake(s, &payload)
+        {
+            tracing::info!(
+                route = route_name,
+                kind = handshake.kind,
+                "answered a handshake"
+            );
+            return Answer::handshake(handshake.answer);
+        }
         // 11. Event type.
-        let event_type = event::event_type(headers, &payload);
+        let event_type = match sender {
+            Some(s) => sender::event_type(s, headers, &payload),
+            None => event::event_type(headers, &payload),
+        };
         let event_text = match &event_type {
             Value::String(s) => s.clone(),
             other => pyjson::text_form(other),
         };
-        if !event::event_admitted(&route.events, &event_type, headers, &payload) {
+        let admitted = match sender {
+            Some(_) => event::event_allowed(&route.events, &event_type),
+            None => event::event_admitted(&route.events, &event_type, headers, &payload),
+        };
+        if !admitted {
             tracing::info!(
                 route = route_name,
                 event = &*cut(&event_text),
@@ -382,9 +420,23 @@ impl Gateway {
             Some(t) => t.render(&ctx),
             None => default_prompt(route_name, &ctx),
         };
-        let deliver_extra = render_extra(route, &ctx);
+        let mut deliver_extra = render_extra(route, &ctx);
         // 15–16. Delivery id, dedup, and the hand-over.
-        let delivery_id = event::delivery_id(headers);
+        let delivery_id = sender
+            .and_then(|s| sender::delivery_id(s, headers, &payload))
+            .unwrap_or_else(|| event::delivery_id(headers));
+        let interaction = (sender == Some(Sender::Discord))
+            .then(|| sender::discord_followup(&payload))
+            .flatten();
+        if let Some((application, token)) = &interaction {
+            deliver_extra.insert(APPLICATION_ID.into(), Value::String(application.clone()));
+            deliver_extra.insert(INTERACTION_TOKEN.into(), Value::String(token.clone()));
+        }
+        // A Discord interaction on a direct route is answered with the message itself.
+        if route.deliver_only && interaction.is_some() {
+            return Answer::delivered(route_name, "discord_interaction", &delivery_id)
+                .replaced_by(sender::discord_message_answer(&prompt));
+        }
         if route.deliver_only {
             let send = DirectSend {
                 route: route_name,
@@ -416,6 +468,25 @@ impl Gateway {
                 .as_ref()
                 .and_then(|t| serde_json::to_string(t).ok()),
         };
+        let answer = self.enqueue(item).await;
+        // Discord needs its interaction answered within 3 s: a deferred response once
+        // the event is committed; the agent's answer edits it later.
+        match (&interaction, answer.outcome) {
+            (Some(_), "accepted" | "duplicate") => {
+                answer.replaced_by(sender::discord_deferred_answer())
+            }
+            _ if sender.is_some_and(sender::wants_200) => answer.with_status_ok(),
+            _ => answer,
+        }
+    }
+
+    /// Commits an event to the inbox: the answer says whether it was new.
+    async fn enqueue(&self, item: NewInboxItem) -> Answer {
+        let route_name = item.route.clone();
+        let route_name = route_name.as_str();
+        let event_text = item.event_type.clone();
+        let delivery_id = item.delivery_id.clone();
+        let event_type = Value::String(event_text.clone());
         let enqueued = self
             .store
             .enqueue(item)

@@ -55,7 +55,7 @@ async fn webhook(
         return Answer::not_found().into_response();
     };
     let (parts, body): (_, Body) = request.into_parts();
-    gw.handle(&route, None, &parts.headers, body)
+    gw.handle(&route, None, &parts.headers, parts.uri.query(), body)
         .await
         .into_response()
 }
@@ -70,7 +70,7 @@ async fn profiled_webhook(
     };
     let (parts, body): (_, Body) = request.into_parts();
     let profile = gw.multiplex_profiles.then_some(profile.as_str());
-    gw.handle(&route, profile, &parts.headers, body)
+    gw.handle(&route, profile, &parts.headers, parts.uri.query(), body)
         .await
         .into_response()
 }

@@ -3,7 +3,7 @@
 //! the change pushed to every instance.
 
 use herald_config::default_config::generate_secret;
-use herald_config::{DeliverChat, NewSubscription, SubscriptionsFile};
+use herald_config::{DeliverChat, NewSubscription, SenderFields, SubscriptionsFile};
 use herald_store::Store;
 use std::path::Path;
 
@@ -22,6 +22,8 @@ pub struct SubscribeRequest {
     pub secret: Option<String>,
     pub deliver_only: bool,
     pub script: Option<String>,
+    /// The sender's preset (`--source`) and its settings.
+    pub sender: SenderFields,
 }
 
 /// What was made.
@@ -50,6 +52,8 @@ pub enum SubscriptionError {
         "'{0}' is already a route in config.yaml; config.yaml wins on a name clash, so this subscription would never be used. Choose another name."
     )]
     ConfigRoute(String),
+    #[error("{0}")]
+    Source(String),
     #[error("No subscription named '{0}'.")]
     NotFound(String),
     #[error("{0}")]
@@ -82,7 +86,16 @@ pub async fn subscribe(
     if !NAME_RE.as_ref().is_some_and(|re| re.is_match(&name)) {
         return Err(SubscriptionError::InvalidName(name));
     }
-    let deliver = req.deliver.trim().to_owned();
+    let sender =
+        herald_config::check_sender_fields(&req.sender).map_err(SubscriptionError::Source)?;
+    // A Discord interaction is answered by editing its deferred response.
+    let deliver = match req.deliver.trim() {
+        "" if sender == Some(herald_webhook::sender::Sender::Discord) => {
+            herald_config::route::DISCORD_INTERACTION_TARGET.to_owned()
+        }
+        "" => "log".to_owned(),
+        given => given.to_owned(),
+    };
     if req.deliver_only && (deliver.is_empty() || deliver.eq_ignore_ascii_case("log")) {
         return Err(SubscriptionError::DeliverOnlyToLog);
     }
@@ -109,6 +122,7 @@ pub async fn subscribe(
         deliver_only: req.deliver_only,
         script: req.script,
         deliver_extra: req.deliver_chat_id.map(|chat_id| DeliverChat { chat_id }),
+        sender: req.sender,
     };
     let replaced = change(path, store, |subs| {
         let existed = subs.contains(&name);

@@ -284,7 +284,8 @@ pub(super) fn twilio_fields(body: &[u8]) -> String {
     pairs.into_iter().map(|(k, v)| k + &v).collect()
 }
 
-/// The URL as given, and with its default port added (or removed when present).
+/// The URL as given, without its port, and with its scheme's default port added when
+/// it has none: the forms Twilio's own validators accept.
 fn with_and_without_port(url: &str) -> Vec<String> {
     let mut out = vec![url.to_owned()];
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -305,8 +306,7 @@ fn with_and_without_port(url: &str) -> Vec<String> {
         .rfind(':')
         .filter(|i| !host_port[*i..].contains(']'));
     let other = match port_at {
-        Some(i) if &host_port[i + 1..] == default => host_port[..i].to_owned(),
-        Some(_) => return out,
+        Some(i) => host_port[..i].to_owned(),
         None => format!("{host_port}:{default}"),
     };
     out.push(format!("{scheme}://{userinfo}{other}{tail}"));

@@ -36,7 +36,7 @@ fn field_text(payload: &Map<String, Value>, path: &[&str]) -> Option<String> {
 }
 
 /// The header naming the event type for the presets that send one.
-fn event_header(sender: Sender) -> Option<&'static str> {
+pub(super) fn event_header(sender: Sender) -> Option<&'static str> {
     match sender {
         Sender::Shopify => Some("x-shopify-topic"),
         Sender::Sentry => Some("sentry-hook-resource"),
@@ -48,7 +48,7 @@ fn event_header(sender: Sender) -> Option<&'static str> {
 }
 
 /// The payload paths naming the event type, in order.
-fn event_paths(sender: Sender) -> &'static [&'static [&'static str]] {
+pub(super) fn event_paths(sender: Sender) -> &'static [&'static [&'static str]] {
     match sender {
         Sender::Stripe | Sender::Linear => &[&["type"]],
         Sender::Jira => &[&["webhookEvent"]],
@@ -62,7 +62,7 @@ fn event_paths(sender: Sender) -> &'static [&'static [&'static str]] {
 }
 
 /// The payload paths naming the delivery id (several are joined with `:`).
-fn id_paths(sender: Sender) -> &'static [&'static [&'static str]] {
+pub(super) fn id_paths(sender: Sender) -> &'static [&'static [&'static str]] {
     match sender {
         Sender::Stripe | Sender::Discord => &[&["id"]],
         Sender::Slack => &[&["event_id"]],
@@ -73,7 +73,7 @@ fn id_paths(sender: Sender) -> &'static [&'static [&'static str]] {
 }
 
 /// The headers naming the delivery id, in order of preference.
-fn id_headers(sender: Sender) -> &'static [&'static str] {
+pub(super) fn id_headers(sender: Sender) -> &'static [&'static str] {
     match sender {
         Sender::Jira => &["x-atlassian-webhook-identifier"],
         Sender::Shopify => &["x-shopify-event-id", "x-shopify-webhook-id"],

@@ -4,9 +4,10 @@
 
 mod check;
 mod fields;
+pub mod sample;
 pub mod sign;
 
-pub use check::verify;
+pub use check::{SignedRequest, verify};
 pub use fields::{delivery_id, event_type, header_event_type, payload_paths};
 
 use serde_json::{Map, Value, json};
@@ -158,7 +159,7 @@ pub struct Handshake {
 }
 
 /// The handshake this verified payload is, if any: Slack's `url_verification` (answered
-/// with its challenge) and Discord's PING (answered `{"type": 1}`).
+/// with its challenge), Discord's PING (answered `{"type": 1}`) and autocomplete.
 pub fn handshake(sender: Sender, payload: &Map<String, Value>) -> Option<Handshake> {
     match sender {
         Sender::Slack if payload.get("type")? == "url_verification" => {
@@ -168,22 +169,48 @@ pub fn handshake(sender: Sender, payload: &Map<String, Value>) -> Option<Handsha
                 kind: "slack url_verification",
             })
         }
-        Sender::Discord if payload.get("type")?.as_i64() == Some(DISCORD_PING) => Some(Handshake {
-            answer: json!({ "type": 1 }),
-            kind: "discord ping",
-        }),
+        Sender::Discord => match payload.get("type")?.as_i64()? {
+            DISCORD_PING => Some(Handshake {
+                answer: json!({ "type": 1 }),
+                kind: "discord ping",
+            }),
+            // Autocomplete fires on every keystroke and takes only choices: none are
+            // offered, and nothing reaches the agent.
+            DISCORD_AUTOCOMPLETE => Some(Handshake {
+                answer: json!({ "type": 8, "data": { "choices": [] } }),
+                kind: "discord autocomplete",
+            }),
+            _ => None,
+        },
         _ => None,
     }
 }
 
-/// Discord's interaction type PING.
+/// Discord's interaction types PING and APPLICATION_COMMAND_AUTOCOMPLETE.
 const DISCORD_PING: i64 = 1;
+const DISCORD_AUTOCOMPLETE: i64 = 4;
+
+/// Whether the sender documents `200` as its only success answer (herald's accepted
+/// answer is otherwise `202`).
+pub fn wants_200(sender: Sender) -> bool {
+    matches!(sender, Sender::Linear | Sender::Paddle)
+}
 
 /// Discord's answer to an interaction herald committed: a deferred channel message
 /// (the agent's answer follows by editing it).
 pub fn discord_deferred_answer() -> Value {
     json!({ "type": 5 })
 }
+
+/// Discord's answer carrying a message at once (a direct route's rendered prompt), cut
+/// to Discord's 2,000 characters.
+pub fn discord_message_answer(text: &str) -> Value {
+    let content: String = text.chars().take(DISCORD_MAX_CHARS).collect();
+    json!({ "type": 4, "data": { "content": content } })
+}
+
+/// The most characters a Discord message holds.
+const DISCORD_MAX_CHARS: usize = 2000;
 
 /// What herald needs to send an interaction's follow-up: the application id and the
 /// interaction token (valid 15 minutes), read from a committed Discord interaction.

@@ -190,7 +190,10 @@ fn twilio_signs_the_url_with_and_without_the_default_port() {
     assert!(verify(&p, "tok", &req, &FixedClock(NOW)).is_ok());
     p.public_url = Some("https://herald.example.com:443/webhooks/sms".into());
     assert!(verify(&p, "tok", &req, &FixedClock(NOW)).is_ok());
+    // Twilio's validators drop any port.
     p.public_url = Some("https://herald.example.com:8443/webhooks/sms".into());
+    assert!(verify(&p, "tok", &req, &FixedClock(NOW)).is_ok());
+    p.public_url = Some("https://herald.example.org/webhooks/sms".into());
     assert!(verify(&p, "tok", &req, &FixedClock(NOW)).is_err());
     // A JSON body is covered by bodySHA256 in the query.
     let p = preset(Sender::Twilio);
@@ -315,4 +318,59 @@ fn names_round_trip() {
         assert_eq!(Sender::parse(sender.name()), Some(sender));
     }
     assert_eq!(Sender::parse("Stripe"), None);
+}
+
+#[test]
+fn every_bundled_sample_is_signed_accepted_and_named() {
+    use crate::event::parse_body;
+    for sender in Sender::ALL {
+        let mut sample = sample::bundled(sender);
+        assert!(!sample.body.is_null(), "{sender}: no sample");
+        sample.set_delivery_id(sender, "test-id");
+        sample.set_event_type(sender, "test.event");
+        if let Some(p) = sample.payload_mut()
+            && sender == Sender::Linear
+        {
+            sign::stamp_linear(p, NOW * 1000);
+        }
+        let body = sample.body_text();
+        let mut h = HeaderMap::new();
+        for (k, v) in &sample.headers {
+            h.insert(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        let payload = parse_body(body.as_bytes(), None).unwrap();
+        let id = delivery_id(sender, &h, &payload);
+        if sender == Sender::Twilio {
+            assert_eq!(id.as_deref(), Some("test-id"));
+        } else if sender != Sender::Token {
+            assert_eq!(id.as_deref(), Some("test-id"), "{sender}");
+        }
+        let event = event_type(sender, &h, &payload);
+        if !matches!(sender, Sender::Twilio | Sender::Token | Sender::Discord) {
+            assert_eq!(event, serde_json::json!("test.event"), "{sender}");
+        }
+        if sender == Sender::Discord {
+            continue;
+        }
+        let p = preset(sender);
+        let signed = sign::request(&p, "s3cret", body.as_bytes(), NOW).unwrap();
+        for (k, v) in &signed.headers {
+            h.insert(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        let req = SignedRequest {
+            headers: &h,
+            body: body.as_bytes(),
+            query: signed.query.as_deref(),
+        };
+        assert!(
+            verify(&p, "s3cret", &req, &FixedClock(NOW)).is_ok(),
+            "{sender}"
+        );
+    }
 }
