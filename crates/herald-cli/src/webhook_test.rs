@@ -62,8 +62,14 @@ fn build(route: &Route, request: &TestRequest<'_>, delivery_id: &str) -> Result<
     let sample = preset_sample(preset, route, request, delivery_id)?;
     let body = sample.body_text();
     let now = jiff::Timestamp::now().as_second();
-    let signed = sender_sign::request(preset, &route.secret, body.as_bytes(), now)
-        .map_err(|e| e.to_string())?;
+    let signed = sender_sign::request(
+        preset,
+        &route.secret,
+        body.as_bytes(),
+        now,
+        Some(delivery_id),
+    )
+    .map_err(|e| e.to_string())?;
     let url = match &signed.query {
         Some(q) => format!("{}?{q}", request.url),
         None => request.url.to_owned(),

@@ -30,6 +30,7 @@ mod recovery;
 mod requesters;
 mod rpc;
 mod scale;
+mod senders;
 mod setup;
 mod shutdown;
 mod signatures;

@@ -59,6 +59,9 @@ impl Sample {
             self.set_path(path, Value::String(id.to_owned()));
         } else if sender == Sender::Twilio {
             self.set_header("i-twilio-idempotency-token", id);
+        } else if sender == Sender::Token {
+            // As without a preset: the first of the generic id headers a sender can set.
+            self.set_header("x-request-id", id);
         }
     }
 
@@ -113,6 +116,14 @@ impl Sample {
         let Some((last, parents)) = path.split_last() else {
             return;
         };
+        if let Value::String(form) = &self.body {
+            let text = match &value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            self.body = Value::String(set_form_field(form, last, &text));
+            return;
+        }
         let Some(mut map) = self.body.as_object_mut() else {
             return;
         };
@@ -127,4 +138,18 @@ impl Sample {
         }
         map.insert((*last).to_owned(), value);
     }
+}
+
+/// Form text with `name` set to `value` (replaced where present, else appended).
+fn set_form_field(form: &str, name: &str, value: &str) -> String {
+    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(form.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    match pairs.iter_mut().find(|(k, _)| k == name) {
+        Some(pair) => pair.1 = value.to_owned(),
+        None => pairs.push((name.to_owned(), value.to_owned())),
+    }
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }

@@ -30,12 +30,14 @@ pub enum SignError {
 }
 
 /// Signs `body` as `preset`'s sender would at `now` (Unix seconds). A Linear body must
-/// already carry its `webhookTimestamp` ([`stamp_linear`]).
+/// already carry its `webhookTimestamp` ([`stamp_linear`]). `message_id` is the id
+/// Standard Webhooks and Svix sign (a fresh one when `None`).
 pub fn request(
     preset: &SenderPreset,
     secret: &str,
     body: &[u8],
     now: i64,
+    message_id: Option<&str>,
 ) -> Result<Signed, SignError> {
     let key = secret.as_bytes();
     let ts = now.to_string();
@@ -81,7 +83,10 @@ pub fn request(
             } else {
                 ["webhook-id", "webhook-timestamp", "webhook-signature"]
             };
-            let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+            let id = message_id.map_or_else(
+                || format!("msg_{}", uuid::Uuid::now_v7().simple()),
+                str::to_owned,
+            );
             let sig = verify::sign::standard(secret, &id, &ts, body)?;
             vec![(prefix[0], id), (prefix[1], ts.clone()), (prefix[2], sig)]
         }

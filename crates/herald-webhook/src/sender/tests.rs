@@ -63,7 +63,7 @@ fn check(
                 query: None,
             }
         }
-        _ => sign::request(&p, secret, body, signed_at).unwrap(),
+        _ => sign::request(&p, secret, body, signed_at, None).unwrap(),
     };
     let h = headers(&signed);
     let request = SignedRequest {
@@ -180,7 +180,7 @@ fn a_rolled_secret_may_sign_beside_the_old_one() {
 fn twilio_signs_the_url_with_and_without_the_default_port() {
     let mut p = preset(Sender::Twilio);
     let body = b"CallSid=CA1&Digits=1234&From=%2B1&From=%2B1";
-    let signed = sign::request(&p, "tok", body, NOW).unwrap();
+    let signed = sign::request(&p, "tok", body, NOW, None).unwrap();
     let h = headers(&signed);
     let req = SignedRequest {
         headers: &h,
@@ -198,7 +198,7 @@ fn twilio_signs_the_url_with_and_without_the_default_port() {
     // A JSON body is covered by bodySHA256 in the query.
     let p = preset(Sender::Twilio);
     let json = br#"{"a":1}"#;
-    let signed = sign::request(&p, "tok", json, NOW).unwrap();
+    let signed = sign::request(&p, "tok", json, NOW, None).unwrap();
     let query = signed.query.clone().unwrap();
     assert!(query.starts_with("bodySHA256="));
     let h = headers(&signed);
@@ -356,7 +356,14 @@ fn every_bundled_sample_is_signed_accepted_and_named() {
             continue;
         }
         let p = preset(sender);
-        let signed = sign::request(&p, "s3cret", body.as_bytes(), NOW).unwrap();
+        let id = sample
+            .headers
+            .iter()
+            .find(|(k, _)| {
+                k.eq_ignore_ascii_case("webhook-id") || k.eq_ignore_ascii_case("svix-id")
+            })
+            .map(|(_, v)| v.clone());
+        let signed = sign::request(&p, "s3cret", body.as_bytes(), NOW, id.as_deref()).unwrap();
         for (k, v) in &signed.headers {
             h.insert(
                 HeaderName::from_bytes(k.as_bytes()).unwrap(),
