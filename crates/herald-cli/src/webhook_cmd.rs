@@ -6,6 +6,8 @@ use herald_config::{Config, Home, Route, SubscriptionsFile, load_dotenv, process
 use herald_gateway::subscriptions_admin::{self, SubscribeRequest, Subscribed, SubscriptionError};
 use std::process::ExitCode;
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum WebhookCommand {
     /// Create or replace a subscription (a dynamic route).

@@ -197,6 +197,7 @@ mod tests {
             deliver_extra: Some(DeliverChat {
                 chat_id: "-100".into(),
             }),
+            sender: SenderFields::default(),
         }
     }
 

@@ -115,7 +115,7 @@ pub fn event_type(sender: Sender, headers: &HeaderMap, payload: &Map<String, Val
         return event::event_type(headers, payload);
     }
     if let Some(name) = event_header(sender) {
-        return header_text(headers, name).map_or_else(|| unknown(), Value::String);
+        return header_text(headers, name).map_or_else(unknown, Value::String);
     }
     event_paths(sender)
         .iter()
