@@ -11,7 +11,7 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-co
  -Cllvm-args=-sanitizer-coverage-trace-compares -Cdebug-assertions -Coverflow-checks"
 cargo build --release --target "$target"
 [ "$seconds" = 0 ] && exit 0
-for t in verify_headers template_render filter_compile_eval sse_decode payload_pick \
+for t in verify_headers sender_verify template_render filter_compile_eval sse_decode payload_pick \
   api_chat_request api_response_request rpc_frame acp_lines plugin_lines; do
   mkdir -p "corpus/$t" "seeds/$t"
   echo "fuzz: $t for ${seconds}s"

@@ -40,7 +40,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// What bare `herald` prints, and what `herald --help` opens with.
 const OVERVIEW: &str = "\
 herald turns events into agent work: it receives signed webhooks (GitHub, GitLab, Stripe,
-Standard Webhooks, ...), then delivers a message to a chat or runs an LLM agent on the event.
+Jira, Shopify, Slack, Discord, Twilio, ... and Standard Webhooks; `source:` on a route names
+the sender, docs/senders.md), then delivers a message to a chat or runs an LLM agent on it.
 
 Everyday commands:
   herald gateway run                 Start the gateway (writes config.yaml on the first start)
