@@ -49,6 +49,24 @@ const KEPT_HEADERS: &[&str] = &[
     "svix-timestamp",
     "x-request-id",
     "x-webhook-timestamp",
+    // The sender presets' event and delivery headers (never `Authorization`, which a
+    // `source: token` route's secret travels in).
+    "x-shopify-topic",
+    "x-shopify-event-id",
+    "x-shopify-webhook-id",
+    "x-slack-retry-num",
+    "linear-delivery",
+    "x-webhook-id",
+    "sentry-hook-resource",
+    "request-id",
+    "x-event-key",
+    "x-request-uuid",
+    "x-gitea-event",
+    "x-gitea-delivery",
+    "x-forgejo-event",
+    "x-forgejo-delivery",
+    "x-atlassian-webhook-identifier",
+    "i-twilio-idempotency-token",
     "traceparent",
     "tracestate",
 ];
@@ -262,7 +280,10 @@ impl Gateway {
         let verified = self.heavy.run(body.len(), || {
             let clock = self.clock.as_ref();
             match &route.sender {
-                Some(preset) if route.secret != INSECURE_NO_AUTH => {
+                // Discord's check needs no secret, so INSECURE_NO_AUTH does not turn it off.
+                Some(preset)
+                    if route.secret != INSECURE_NO_AUTH || !preset.sender.needs_secret() =>
+                {
                     let request = SignedRequest {
                         headers,
                         body: &body,
@@ -453,7 +474,11 @@ impl Gateway {
             delivery_id: delivery_id.clone(),
             received_at_ms: self.clock.now_ms(),
             profile: route.profile.clone(),
-            headers: kept_headers(headers, herald_trace::current_traceparent()),
+            headers: kept_headers(
+                headers,
+                herald_trace::current_traceparent(),
+                route.sender.as_ref().and_then(|p| p.header.as_ref()),
+            ),
             // An unchanged JSON body is stored as received (it is valid UTF-8 JSON).
             payload: match stored.as_deref().map(std::str::from_utf8) {
                 Some(Ok(text)) if !payload_changed => text.to_owned(),
@@ -677,12 +702,20 @@ fn render_extra(route: &Route, ctx: &RenderContext<'_>) -> Map<String, Value> {
         .collect()
 }
 
-/// The headers kept with an accepted event, as a JSON object. `traceparent` is the
-/// ingress span's when traces are exported (the worker continues it), else the
-/// sender's as it came.
-fn kept_headers(headers: &HeaderMap, traceparent: Option<String>) -> String {
+/// The headers kept with an accepted event (never the one holding a token route's
+/// secret), as a JSON object. `traceparent` is the ingress span's when traces are
+/// exported (the worker continues it), else the sender's as it came.
+fn kept_headers(
+    headers: &HeaderMap,
+    traceparent: Option<String>,
+    secret_header: Option<&http::HeaderName>,
+) -> String {
     let mut map = Map::new();
-    for name in KEPT_HEADERS {
+    // A `source: token` route's own header holds its secret.
+    let kept = KEPT_HEADERS
+        .iter()
+        .filter(|name| secret_header.is_none_or(|h| h.as_str() != **name));
+    for name in kept {
         if let Some(v) = headers.get(*name) {
             map.insert(
                 (*name).to_owned(),

@@ -93,7 +93,11 @@ fn bench_presets(c: &mut Criterion) {
     let mut group = c.benchmark_group("preset");
     group.throughput(Throughput::Bytes(BODY.len() as u64));
     for s in Sender::ALL {
-        let body: &[u8] = if s == Sender::Linear { &linear_body } else { BODY };
+        let body: &[u8] = if s == Sender::Linear {
+            &linear_body
+        } else {
+            BODY
+        };
         let mut p = SenderPreset::new(s);
         p.public_url = Some("https://herald.example.com/webhooks/bench".into());
         let mut headers = HeaderMap::new();
@@ -130,9 +134,19 @@ fn bench_presets(c: &mut Criterion) {
             body,
             query: signed.query.as_deref(),
         };
-        assert!(sender::verify(&p, "bench-secret", &request, &FixedClock(NOW)).is_ok(), "{s}");
+        assert!(
+            sender::verify(&p, "bench-secret", &request, &FixedClock(NOW)).is_ok(),
+            "{s}"
+        );
         group.bench_function(s.name(), |b| {
-            b.iter(|| sender::verify(black_box(&p), "bench-secret", black_box(&request), &FixedClock(NOW)))
+            b.iter(|| {
+                sender::verify(
+                    black_box(&p),
+                    "bench-secret",
+                    black_box(&request),
+                    &FixedClock(NOW),
+                )
+            })
         });
     }
     group.finish();

@@ -413,6 +413,15 @@ async fn every_preset_with_the_senders_own_code() {
             .collect();
         assert_eq!(ids, vec![format!("{name}-delivery-1")], "{name}");
     }
+    // The sender's event and delivery headers are kept; a token route's secret is not.
+    let entry = |route: &str| inbox.iter().find(|e| e["route"] == route).unwrap();
+    assert_eq!(
+        entry("shopify")["headers"]["x-shopify-topic"],
+        "orders/create"
+    );
+    assert_eq!(entry("bitbucket")["headers"]["x-event-key"], "repo:push");
+    let token_headers = entry("token")["headers"].to_string();
+    assert!(!token_headers.contains("alert-token"), "{token_headers}");
     let log = h.log();
     for case in CASES {
         assert!(
@@ -690,7 +699,8 @@ async fn subscribe_list_and_test_know_the_presets() {
     );
     let (_, out, _) = h.cli(&["config", "check"]);
     assert!(
-        out.contains("subscription `pay.source` is not served") && out.contains("did you mean `stripe`"),
+        out.contains("subscription `pay.source` is not served")
+            && out.contains("did you mean `stripe`"),
         "{out}"
     );
 }
@@ -704,4 +714,25 @@ fn webhook_test_says_why_discord_cannot_be_sent() {
     let (code, out, _) = run_cli(home.path(), &["webhook", "test", "bot"]);
     assert_eq!(code, 1);
     assert!(out.contains("private key"), "{out}");
+}
+
+#[tokio::test]
+async fn insecure_no_auth_never_turns_off_a_public_key_check() {
+    let routes = format!(
+        "        bot:\n          source: discord\n          public_key: {}\n        open:\n          source: stripe\n",
+        "a".repeat(64)
+    );
+    let config = config_with_routes(&routes)
+        .replace(&format!("secret: {SECRET}"), "secret: INSECURE_NO_AUTH");
+    let h = Herald::start(&config);
+    let (s, _) = h.post("/webhooks/bot", r#"{"type":1}"#, &[]).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // A secret-keyed preset follows the loopback-only opt-out as every route does.
+    let (s, b) = h
+        .post("/webhooks/open", r#"{"type":"x","id":"evt_1"}"#, &[])
+        .await;
+    assert_eq!(
+        (s, b["status"].as_str()),
+        (StatusCode::ACCEPTED, Some("accepted"))
+    );
 }
