@@ -221,7 +221,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             outln!();
             match &entry.sender.source {
                 Some(source) => outln!(
-                    "Paste the URL and the secret into {source}'s webhook settings (docs/senders.md says where)."
+                    "Paste the URL into {source}'s webhook settings (docs/senders.md says where); the secret is the one {source} gave you or the one above."
                 ),
                 None => outln!(
                     "Point the sender at the URL and sign requests with the secret (GitHub: X-Hub-Signature-256)."

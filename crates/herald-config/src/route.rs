@@ -300,6 +300,16 @@ pub fn read_route(
             ),
         );
     }
+    if let Ok(Some(preset)) = &sender
+        && preset.sender.makes_secret()
+        && node.get("secret").is_none()
+        && !secret.is_empty()
+    {
+        reader.findings.push(format!(
+            "route `{name}` (`source: {}`) is checked with the global secret, but {} makes its own signing secret: set the route's `secret:` to the one {} shows",
+            preset.sender, preset.sender, preset.sender
+        ));
+    }
     let standard = match &sender {
         Ok(Some(p)) => matches!(p.sender, Sender::StandardWebhooks | Sender::Svix),
         _ => true,

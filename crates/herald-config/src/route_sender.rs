@@ -16,6 +16,24 @@ fn what_it_is(key: &str) -> &'static str {
     }
 }
 
+/// Whether herald reads `name` itself (event type, delivery id, content type): a token
+/// header may not be one, or its secret would be shown as an event type or id.
+fn is_read_header(name: &http::HeaderName) -> bool {
+    use herald_webhook::event::{DELIVERY_ID_HEADERS, EVENT_HEADERS};
+    let name = name.as_str();
+    DELIVERY_ID_HEADERS.contains(&name)
+        || EVENT_HEADERS.contains(&name)
+        || [
+            "content-type",
+            "content-length",
+            "user-agent",
+            "traceparent",
+            "tracestate",
+            "host",
+        ]
+        .contains(&name)
+}
+
 /// Reads `source:` and its settings. `Err(())` when any is an error (the reader has it).
 pub(crate) fn read_sender(
     reader: &mut Reader,
@@ -120,6 +138,13 @@ fn read_setting(
             }
         }
         "header" => match http::HeaderName::from_bytes(text.as_bytes()) {
+            Ok(h) if is_read_header(&h) => reader.error(
+                Some(value),
+                key,
+                format!(
+                    "{text:?} is a header herald reads as an event type or delivery id: the secret in it would be shown and stored; name another header"
+                ),
+            ),
             Ok(h) => preset.header = Some(h),
             Err(_) => reader.error(Some(value), key, format!("{text:?} is not a header name")),
         },

@@ -414,8 +414,10 @@ async function routesPage() {
     el("input", { name: "deliver_chat_id", placeholder: "Chat id" }),
     el("input", { name: "source", placeholder: "Sender preset (stripe, slack, ...; detected when empty)", list: "senders" }),
     el("datalist", { id: "senders" }, SENDERS.map((s) => el("option", { value: s }))),
+    el("input", { name: "secret", placeholder: "Secret (the sender's; generated when empty)", autocomplete: "off" }),
     el("input", { name: "public_key", placeholder: "Public key (discord)" }),
     el("input", { name: "public_url", placeholder: "Public URL (twilio)" }),
+    el("input", { name: "header", placeholder: "Token header (token; Authorization when empty)" }),
     el("label", {}, el("input", { type: "checkbox", name: "deliver_only" }), " direct"),
     el("button", { type: "submit" }, "Subscribe"));
   const made = el("div", { id: "made" });
@@ -427,6 +429,7 @@ async function routesPage() {
         name: d.get("name"), prompt: d.get("prompt") || "", deliver: d.get("deliver") || null,
         deliver_chat_id: d.get("deliver_chat_id") || null, deliver_only: d.get("deliver_only") === "on",
         source: d.get("source") || null, public_key: d.get("public_key") || null, public_url: d.get("public_url") || null,
+        secret: d.get("secret") || null, header: d.get("header") || null,
         events: String(d.get("events") || "").split(","),
       } });
       made.replaceChildren(el("p", { class: "notice" }, "Subscribed " + r.name + ": POST to " + r.url + " signed with secret "), pre(r.secret, "secret"));

@@ -251,6 +251,8 @@ struct SubscribeForm {
     public_url: Option<String>,
     #[serde(default)]
     header: Option<String>,
+    #[serde(default)]
+    secret: Option<String>,
 }
 
 async fn subscribe(
@@ -271,7 +273,7 @@ async fn subscribe(
         skills: Vec::new(),
         deliver: nonempty(form.deliver).unwrap_or_default(),
         deliver_chat_id: nonempty(form.deliver_chat_id),
-        secret: None,
+        secret: nonempty(form.secret),
         deliver_only: form.deliver_only,
         script: None,
         sender: herald_config::SenderFields {

@@ -25,9 +25,15 @@ impl DiscordInteraction {
             ));
         };
         let is_id = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        // Only the characters Discord's tokens use, never a `..` path segment.
         let token_ok = token
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+            && !token.contains("..")
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
         if !is_id(&app) || !token_ok {
             return Err(SendError::permanent(
                 "discord_interaction: the interaction's application id or token is malformed",

@@ -201,10 +201,19 @@ impl Gateway {
         );
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         herald_trace::continue_from(&span, header("traceparent"), header("tracestate"));
-        let answer = self
+        let mut answer = self
             .answer(route_name, profile, headers, query, body)
             .instrument(span.clone())
             .await;
+        if matches!(answer.outcome, "ignored" | "filtered" | "script_dropped")
+            && self
+                .registry
+                .current()
+                .get(route_name)
+                .is_some_and(|r| r.sender.as_ref().map(|p| p.sender) == Some(Sender::Discord))
+        {
+            answer = answer.replaced_by(sender::discord_not_handled_answer());
+        }
         span.record("outcome", answer.outcome);
         // A name from the request is a label only when it names a route herald knows.
         let known = !matches!(answer.outcome, "unknown_route" | "unknown_profile");

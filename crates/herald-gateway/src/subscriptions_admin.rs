@@ -102,10 +102,15 @@ pub async fn subscribe(
     if config_routes.contains(&name) {
         return Err(SubscriptionError::ConfigRoute(name));
     }
-    let secret = req
-        .secret
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(generate_secret);
+    let given = req.secret.filter(|s| !s.trim().is_empty());
+    if let Some(sender) = sender.filter(|s| s.makes_secret())
+        && given.is_none()
+    {
+        return Err(SubscriptionError::Source(format!(
+            "{sender} makes the signing secret itself: copy it from {sender}'s webhook settings (docs/senders.md says where) and give it with --secret"
+        )));
+    }
+    let secret = given.unwrap_or_else(generate_secret);
     let entry = NewSubscription {
         description: req
             .description

@@ -140,7 +140,7 @@ fn is_json_media_type(content_type: &[u8]) -> bool {
 }
 
 /// Header names that can carry the event type, in order of preference.
-const EVENT_HEADERS: [&str; 3] = ["x-github-event", "x-gitlab-event", "webhook-event-type"];
+pub const EVENT_HEADERS: [&str; 3] = ["x-github-event", "x-gitlab-event", "webhook-event-type"];
 
 /// Resolves the event type: headers, then payload `event_type`, `type`, else `unknown`.
 pub fn event_type(headers: &HeaderMap, payload: &Map<String, Value>) -> Value {

@@ -4,15 +4,6 @@
 use super::support::*;
 use std::process::{Command, Stdio};
 
-/// Points the CLI's base URL at a running gateway (the gateway itself listens on port 0).
-fn point_cli_at(h: &Herald) {
-    let port = h.addr().rsplit(':').next().unwrap().to_owned();
-    let config = std::fs::read_to_string(h.home().join("config.yaml"))
-        .unwrap()
-        .replace("port: 0", &format!("port: {port}"));
-    std::fs::write(h.home().join("config.yaml"), config).unwrap();
-}
-
 #[test]
 fn option_values_may_start_with_a_hyphen() {
     let home = tempfile::tempdir().unwrap();
@@ -194,7 +185,7 @@ async fn webhook_test_sends_the_routes_event_and_explains_the_answer() {
         "        github-pr:\n          events: [pull_request, issues]\n          deliver: log\n          prompt: hi\n        filtered:\n          filters: {field: action, equals: opened}\n          prompt: hi\n        tg:\n          deliver_only: true\n          deliver: telegram\n          prompt: hi\n          deliver_extra: {chat_id: '1'}\n",
     );
     let h = Herald::start_with(&config, &[("TELEGRAM_BOT_TOKEN", "")]);
-    point_cli_at(&h);
+    h.point_cli_here();
     // A config.yaml route, sent its first listed event.
     let (code, out, err) = h.cli(&["webhook", "test", "github-pr"]);
     assert_eq!(code, 0, "{out}{err}");

@@ -164,6 +164,16 @@ impl Herald {
         (resp.status(), resp.text().await.unwrap())
     }
 
+    /// Points the CLI's base URL (read from config.yaml) at this gateway, which listens
+    /// on the port it was given (config says port 0).
+    pub fn point_cli_here(&self) {
+        let port = self.addr().rsplit(':').next().unwrap().to_owned();
+        let config = std::fs::read_to_string(self.home().join("config.yaml"))
+            .unwrap()
+            .replace("port: 0", &format!("port: {port}"));
+        std::fs::write(self.home().join("config.yaml"), config).unwrap();
+    }
+
     /// Runs `herald <args>` on this home and returns (exit code, stdout, stderr).
     pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
         run_cli(self.home(), args)

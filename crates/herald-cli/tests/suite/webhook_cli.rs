@@ -14,12 +14,8 @@ fn secret_from(out: &str) -> String {
 #[tokio::test]
 async fn subscribe_post_list_test_remove_without_restart() {
     let h = Herald::start(&config_with_routes("        static-route: {}\n"));
+    h.point_cli_here();
     let port = h.addr().rsplit(':').next().unwrap().to_owned();
-    // The CLI reads host/port from config: point it at the running gateway.
-    let config = std::fs::read_to_string(h.home().join("config.yaml"))
-        .unwrap()
-        .replace("port: 0", &format!("port: {port}"));
-    std::fs::write(h.home().join("config.yaml"), config).unwrap();
 
     let (code, out, err) = h.cli(&[
         "webhook",

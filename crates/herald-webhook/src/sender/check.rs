@@ -34,10 +34,12 @@ pub fn verify(
     let body = request.body;
     let key = secret.as_bytes();
     match sender {
-        Sender::Stripe => stripe(key, headers, body, clock),
+        Sender::Stripe => item_header(&STRIPE, key, headers, body, clock, TIMESTAMP_TOLERANCE_SECS),
         Sender::Jira => jira(key, headers, body),
         Sender::Shopify => {
-            let got = required(headers, name, "X-Shopify-Hmac-Sha256")?;
+            // Event-style webhooks send the same headers without the `X-` prefix.
+            let got = header(headers, "shopify-hmac-sha256")
+                .map_or_else(|| required(headers, name, "X-Shopify-Hmac-Sha256"), Ok)?;
             let want = STANDARD.encode(hmac_sha256(key, &[body]));
             check_eq(got, want.as_bytes(), name)
         }
@@ -58,7 +60,7 @@ pub fn verify(
             any_matches(got.split(|b| *b == b','), want.as_bytes(), name)
         }
         Sender::Sentry => hex_body(key, headers, body, name, "Sentry-Hook-Signature", ""),
-        Sender::Paddle => paddle(key, headers, body, clock, preset.tolerance_secs),
+        Sender::Paddle => item_header(&PADDLE, key, headers, body, clock, preset.tolerance_secs),
         Sender::Bitbucket => hex_body(key, headers, body, name, "X-Hub-Signature", "sha256="),
         Sender::Gitea => hex_body(key, headers, body, name, "X-Gitea-Signature", ""),
         Sender::Forgejo => hex_body(key, headers, body, name, "X-Forgejo-Signature", ""),
@@ -140,22 +142,68 @@ fn check_timestamp(
     verify::check_timestamp_within(ts, clock.now_unix(), scheme, limit)
 }
 
+/// A header of `key=value` items: one timestamp and one or more signatures (any may
+/// match, for a secret roll), each the hex HMAC-SHA256 of `"<ts><join><body>"`.
+struct ItemHeader {
+    scheme: &'static str,
+    header: &'static str,
+    separator: u8,
+    ts_key: &'static [u8],
+    sig_key: &'static [u8],
+    join: &'static [u8],
+    /// Only an old timestamp is refused (Stripe's SDKs set no bound on a future one).
+    past_only: bool,
+}
+
 /// `Stripe-Signature: t=<unix>,v1=<hex>[,v1=...]` over `"<t>.<body>"`, keyed with the
 /// `whsec_` string's own bytes.
-fn stripe(
+const STRIPE: ItemHeader = ItemHeader {
+    scheme: "stripe",
+    header: "Stripe-Signature",
+    separator: b',',
+    ts_key: b"t",
+    sig_key: b"v1",
+    join: b".",
+    past_only: true,
+};
+
+/// `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=...]` over `"<ts>:<body>"`.
+const PADDLE: ItemHeader = ItemHeader {
+    scheme: "paddle",
+    header: "Paddle-Signature",
+    separator: b';',
+    ts_key: b"ts",
+    sig_key: b"h1",
+    join: b":",
+    past_only: false,
+};
+
+fn item_header(
+    format: &ItemHeader,
     key: &[u8],
     headers: &HeaderMap,
     body: &[u8],
     clock: &dyn Clock,
+    limit: i64,
 ) -> Result<(), VerifyError> {
-    let scheme = "stripe";
-    let value = required(headers, scheme, "Stripe-Signature")?;
-    let ts = items(value, b',', b"t")
+    let scheme = format.scheme;
+    let value = required(headers, scheme, format.header)?;
+    let ts = items(value, format.separator, format.ts_key)
         .next()
         .ok_or(VerifyError::BadTimestamp { scheme })?;
-    let want = hex::encode(hmac_sha256(key, &[ts, b".", body]));
-    any_matches(items(value, b',', b"v1"), want.as_bytes(), scheme)?;
-    check_timestamp(ts, clock, scheme, TIMESTAMP_TOLERANCE_SECS)
+    let want = hex::encode(hmac_sha256(key, &[ts, format.join, body]));
+    let signatures = items(value, format.separator, format.sig_key);
+    any_matches(signatures, want.as_bytes(), scheme)?;
+    let now = clock.now_unix();
+    let reference = match format.past_only {
+        // A timestamp ahead of herald's clock is measured from itself: never too old.
+        true => std::str::from_utf8(ts)
+            .ok()
+            .and_then(|t| t.parse::<i64>().ok())
+            .map_or(now, |t| t.max(now)),
+        false => now,
+    };
+    verify::check_timestamp_within(ts, reference, scheme, limit)
 }
 
 /// Admin-registered Jira webhooks: `X-Hub-Signature: sha256=<hex>`. Connect apps and
@@ -209,24 +257,6 @@ fn linear(
 /// Linear's SDK refuses a `webhookTimestamp` further than this from now.
 const LINEAR_WINDOW_MS: i64 = 60_000;
 
-/// `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=...]` over `"<ts>:<body>"`.
-fn paddle(
-    key: &[u8],
-    headers: &HeaderMap,
-    body: &[u8],
-    clock: &dyn Clock,
-    tolerance: i64,
-) -> Result<(), VerifyError> {
-    let scheme = "paddle";
-    let value = required(headers, scheme, "Paddle-Signature")?;
-    let ts = items(value, b';', b"ts")
-        .next()
-        .ok_or(VerifyError::BadTimestamp { scheme })?;
-    let want = hex::encode(hmac_sha256(key, &[ts, b":", body]));
-    any_matches(items(value, b';', b"h1"), want.as_bytes(), scheme)?;
-    check_timestamp(ts, clock, scheme, tolerance)
-}
-
 /// `X-Twilio-Signature`: base64 HMAC-SHA1 (the Auth Token as key) of the URL Twilio
 /// called, then for a form body each field name and value, sorted. A JSON body is
 /// covered by the URL's `bodySHA256` query parameter instead. As Twilio's validators,
@@ -259,7 +289,7 @@ fn twilio(
             )?;
             String::new()
         }
-        None => twilio_fields(request.body),
+        None => twilio_fields(request.body).ok_or(VerifyError::Mismatch { scheme })?,
     };
     let mut matched = subtle::Choice::from(0u8);
     for candidate in with_and_without_port(&url) {
@@ -275,14 +305,21 @@ fn twilio(
 
 /// A form body's fields as Twilio signs them: names sorted, each name's distinct values
 /// sorted, `name` then `value` appended.
-pub(super) fn twilio_fields(body: &[u8]) -> String {
-    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(body)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+pub(super) fn twilio_fields(body: &[u8]) -> Option<String> {
+    let mut pairs: Vec<_> = form_urlencoded::parse(body)
+        .take(TWILIO_MAX_FIELDS + 1)
         .collect();
+    if pairs.len() > TWILIO_MAX_FIELDS {
+        return None;
+    }
     pairs.sort();
     pairs.dedup();
-    pairs.into_iter().map(|(k, v)| k + &v).collect()
+    Some(pairs.into_iter().map(|(k, v)| k + v).collect())
 }
+
+/// Twilio's callbacks carry a few dozen fields: a forged body with more is refused
+/// before it costs a sort.
+const TWILIO_MAX_FIELDS: usize = 500;
 
 /// The URL as given, without its port, and with its scheme's default port added when
 /// it has none: the forms Twilio's own validators accept.

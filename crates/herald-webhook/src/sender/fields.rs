@@ -76,7 +76,12 @@ pub(super) fn id_paths(sender: Sender) -> &'static [&'static [&'static str]] {
 pub(super) fn id_headers(sender: Sender) -> &'static [&'static str] {
     match sender {
         Sender::Jira => &["x-atlassian-webhook-identifier"],
-        Sender::Shopify => &["x-shopify-event-id", "x-shopify-webhook-id"],
+        Sender::Shopify => &[
+            "x-shopify-event-id",
+            "x-shopify-webhook-id",
+            "shopify-event-id",
+            "shopify-webhook-id",
+        ],
         Sender::Linear => &["linear-delivery"],
         Sender::Pagerduty => &["x-webhook-id"],
         Sender::Sentry => &["request-id"],
@@ -103,10 +108,17 @@ pub fn header_event_type(sender: Sender, headers: &HeaderMap) -> Option<&[u8]> {
     if detects(sender) {
         return event::header_event_type(headers);
     }
-    headers
-        .get(event_header(sender)?)
-        .filter(|v| !v.is_empty())
-        .map(|v| v.as_bytes())
+    let named = |name: &str| {
+        headers
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| v.as_bytes())
+    };
+    named(event_header(sender)?).or_else(|| {
+        (sender == Sender::Shopify)
+            .then(|| named("shopify-topic"))
+            .flatten()
+    })
 }
 
 /// The event type under the preset (`unknown` when the sender did not name one).
@@ -115,7 +127,13 @@ pub fn event_type(sender: Sender, headers: &HeaderMap, payload: &Map<String, Val
         return event::event_type(headers, payload);
     }
     if let Some(name) = event_header(sender) {
-        return header_text(headers, name).map_or_else(unknown, Value::String);
+        return header_text(headers, name)
+            .or_else(|| {
+                (sender == Sender::Shopify)
+                    .then(|| header_text(headers, "shopify-topic"))
+                    .flatten()
+            })
+            .map_or_else(unknown, Value::String);
     }
     event_paths(sender)
         .iter()

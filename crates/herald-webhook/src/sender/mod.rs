@@ -91,6 +91,24 @@ impl Sender {
         self != Sender::Discord
     }
 
+    /// Whether the sender generates the signing secret (it cannot be typed in its
+    /// settings): a secret herald generates would never match.
+    pub fn makes_secret(self) -> bool {
+        matches!(
+            self,
+            Sender::Stripe
+                | Sender::Shopify
+                | Sender::Slack
+                | Sender::Linear
+                | Sender::Pagerduty
+                | Sender::Sentry
+                | Sender::Paddle
+                | Sender::Twilio
+                | Sender::StandardWebhooks
+                | Sender::Svix
+        )
+    }
+
     /// The route keys this preset reads besides `secret:`, and whether each is required.
     pub fn settings(self) -> &'static [(&'static str, bool)] {
         match self {
@@ -211,6 +229,13 @@ pub fn discord_message_answer(text: &str) -> Value {
 
 /// The most characters a Discord message holds.
 const DISCORD_MAX_CHARS: usize = 2000;
+
+/// Discord's answer to a verified interaction the route does not take (another
+/// `events:` type, a filter or script): a message only the user sees, since Discord
+/// shows "This interaction failed" for any answer that is not an interaction response.
+pub fn discord_not_handled_answer() -> Value {
+    json!({ "type": 4, "data": { "content": "This command is not handled here.", "flags": 64 } })
+}
 
 /// What herald needs to send an interaction's follow-up: the application id and the
 /// interaction token (valid 15 minutes), read from a committed Discord interaction.

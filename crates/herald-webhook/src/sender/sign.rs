@@ -128,7 +128,7 @@ fn twilio(preset: &SenderPreset, secret: &str, body: &[u8]) -> Signed {
         let sep = if url.contains('?') { '&' } else { '?' };
         (format!("{url}{sep}bodySHA256={hash}"), String::new())
     } else {
-        (url, twilio_fields(body))
+        (url, twilio_fields(body).unwrap_or_default())
     };
     let mac = hmac_sha1(
         secret.as_bytes(),
