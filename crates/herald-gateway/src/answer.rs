@@ -23,6 +23,8 @@ pub struct Answer {
 pub enum AnswerBody {
     Json(Value),
     Fixed(&'static str),
+    /// An XML document (Twilio's TwiML).
+    Xml(&'static str),
 }
 
 impl AnswerBody {
@@ -30,7 +32,7 @@ impl AnswerBody {
     pub fn status(&self) -> Option<&str> {
         match self {
             AnswerBody::Json(v) => v.get("status").and_then(Value::as_str),
-            AnswerBody::Fixed(_) => None,
+            AnswerBody::Fixed(_) | AnswerBody::Xml(_) => None,
         }
     }
 }
@@ -206,6 +208,16 @@ impl Answer {
     pub fn replaced_by(self, body: Value) -> Self {
         Answer::new(StatusCode::OK, self.outcome, body)
     }
+    /// Twilio's empty TwiML answer (no reply is sent), with status 200, counted as the
+    /// same outcome.
+    pub fn as_empty_twiml(self) -> Self {
+        Answer {
+            status: StatusCode::OK,
+            body: AnswerBody::Xml(EMPTY_TWIML),
+            retry_after_secs: None,
+            outcome: self.outcome,
+        }
+    }
     /// The same answer with status 200 (senders that take no other success status).
     pub fn with_status_ok(mut self) -> Self {
         if self.status == StatusCode::ACCEPTED {
@@ -243,20 +255,26 @@ impl Answer {
     }
 }
 
+/// An empty TwiML document: Twilio sends no reply.
+const EMPTY_TWIML: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response/>";
+
 impl IntoResponse for Answer {
     fn into_response(self) -> Response {
+        let content_type = match self.body {
+            AnswerBody::Xml(_) => "text/xml; charset=utf-8",
+            _ => "application/json; charset=utf-8",
+        };
         let body = match self.body {
             AnswerBody::Json(v) => {
                 Body::from(serde_json::to_vec(&v).unwrap_or_else(|_| b"{}".to_vec()))
             }
-            AnswerBody::Fixed(text) => Body::from(text),
+            AnswerBody::Fixed(text) | AnswerBody::Xml(text) => Body::from(text),
         };
         let mut response = Response::new(body);
         *response.status_mut() = self.status;
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json; charset=utf-8"),
-        );
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         if let Some(secs) = self.retry_after_secs {
             response
                 .headers_mut()

@@ -201,19 +201,12 @@ impl Gateway {
         );
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         herald_trace::continue_from(&span, header("traceparent"), header("tracestate"));
-        let mut answer = self
-            .answer(route_name, profile, headers, query, body)
+        let mut route_sender = None;
+        let answer = self
+            .answer(route_name, profile, headers, query, body, &mut route_sender)
             .instrument(span.clone())
             .await;
-        if matches!(answer.outcome, "ignored" | "filtered" | "script_dropped")
-            && self
-                .registry
-                .current()
-                .get(route_name)
-                .is_some_and(|r| r.sender.as_ref().map(|p| p.sender) == Some(Sender::Discord))
-        {
-            answer = answer.replaced_by(sender::discord_not_handled_answer());
-        }
+        let answer = fit_to_sender(answer, route_sender);
         span.record("outcome", answer.outcome);
         // A name from the request is a label only when it names a route herald knows.
         let known = !matches!(answer.outcome, "unknown_route" | "unknown_profile");
@@ -230,6 +223,7 @@ impl Gateway {
         headers: &HeaderMap,
         query: Option<&str>,
         body: Body,
+        route_sender: &mut Option<Sender>,
     ) -> Answer {
         // 1. Reload subscriptions if changed (inside `current`).
         let table = self.registry.current();
@@ -259,6 +253,7 @@ impl Gateway {
                 .record(Reason::UnknownRoute, route_name, &detail);
             return Answer::unknown_route(route_name);
         }
+        *route_sender = route.sender.as_ref().map(|p| p.sender);
         // 4. Disabled.
         if !route.enabled {
             self.rejects.record(Reason::RouteDisabled, route_name, &"");
@@ -644,6 +639,20 @@ impl Gateway {
                 Ok(Some(map))
             }
         }
+    }
+}
+
+/// The answer in the form the route's sender needs once it is verified: Discord takes
+/// only interaction responses (an interaction the route does not take is told so, to
+/// its user alone); Twilio reads TwiML from an incoming message's answer (an empty
+/// `<Response/>` sends no reply).
+fn fit_to_sender(answer: Answer, sender: Option<Sender>) -> Answer {
+    match (sender, answer.outcome) {
+        (Some(Sender::Discord), "ignored" | "filtered" | "script_dropped") => {
+            answer.replaced_by(sender::discord_not_handled_answer())
+        }
+        (Some(Sender::Twilio), _) if answer.status.is_success() => answer.as_empty_twiml(),
+        _ => answer,
     }
 }
 
