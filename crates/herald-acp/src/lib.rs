@@ -47,6 +47,28 @@ pub struct AcpWire {
     gate: Arc<EditGate>,
     /// Config options herald does not act on, as the client set them.
     other_options: Mutex<HashMap<String, String>>,
+    /// The MCP servers the client gave the session (to reopen it with them).
+    servers: Vec<agent_client_protocol::v1::schema::McpServer>,
+}
+
+/// What ACP keeps of a session closed at the cap: where it worked, the client's MCP
+/// servers and its edit mode (ACP has one client per process: it is always there).
+#[derive(Clone)]
+pub struct AcpMemo {
+    cwd: std::path::PathBuf,
+    servers: Vec<agent_client_protocol::v1::schema::McpServer>,
+    policy: modes::EditPolicy,
+}
+
+impl herald_session::DoorWire for AcpWire {
+    type Memo = AcpMemo;
+    fn memo(&self) -> AcpMemo {
+        AcpMemo {
+            cwd: self.gate.cwd(),
+            servers: self.servers.clone(),
+            policy: self.gate.policy(),
+        }
+    }
 }
 
 /// An ACP session: a live conversation of the host (its id the first stored session's).
@@ -58,7 +80,8 @@ pub struct AcpServer {
     tool_names: Vec<String>,
     /// The provider whose credentials resolved, if any (an auth method of its own).
     provider: Option<String>,
-    /// The open sessions, at most `max_live_sessions` (a client that opens more is refused).
+    /// The open sessions, at most `max_live_sessions` (past it the least recently used idle
+    /// one is closed, and reopened when prompted).
     sessions: Conversations<AcpWire>,
 }
 
@@ -144,20 +167,60 @@ impl AcpServer {
         &self,
         session: Session,
         gate: Arc<EditGate>,
+        servers: &[agent_client_protocol::v1::schema::McpServer],
     ) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
         gate.attach(session.id(), session.cwd());
-        let wire = AcpWire {
-            cancelled: AtomicBool::new(false),
-            interrupted: Mutex::new(None),
-            gate,
-            other_options: Mutex::new(HashMap::new()),
-        };
+        let wire = Self::wire(gate, servers);
         let id = session.id().to_owned();
         self.sessions.add(Some(id), session, wire).map_err(refused)
     }
 
+    fn wire(
+        gate: Arc<EditGate>,
+        servers: &[agent_client_protocol::v1::schema::McpServer],
+    ) -> AcpWire {
+        AcpWire {
+            cancelled: AtomicBool::new(false),
+            interrupted: Mutex::new(None),
+            gate,
+            other_options: Mutex::new(HashMap::new()),
+            servers: servers.to_vec(),
+        }
+    }
+
     fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
         self.sessions.get(id)
+    }
+
+    /// The live session `id`, reopened when it was closed at the cap (the client still
+    /// holds its id, so it never sees it missing).
+    async fn session_or_reopen(
+        &self,
+        id: &str,
+        cx: &agent_client_protocol::v1::ConnectionTo<Client>,
+    ) -> Option<Arc<AcpSession>> {
+        if let Some(live) = self.session(id) {
+            return Some(live);
+        }
+        let memo = self.sessions.closed(id)?.memo;
+        let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
+        gate.set_policy(memo.policy);
+        let options = self.options(&memo.cwd, &gate, &memo.servers);
+        let wire = Self::wire(gate.clone(), &memo.servers);
+        match self.sessions.reopen(id, options, wire).await {
+            Ok(Some(live)) => {
+                gate.attach(
+                    live.conversation.session().id(),
+                    live.conversation.session().cwd(),
+                );
+                Some(live)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(session = id, error = %e, "acp: cannot reopen a session closed at the cap");
+                None
+            }
+        }
     }
 
     fn cancel(&self, id: &str) {

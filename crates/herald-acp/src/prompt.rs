@@ -82,7 +82,7 @@ pub async fn run(
     cx: &ConnectionTo<Client>,
 ) -> PromptResponse {
     let id = request.session_id.to_string();
-    let Some(live) = server.session(&id) else {
+    let Some(live) = server.session_or_reopen(&id, cx).await else {
         return PromptResponse::new(StopReason::Refusal);
     };
     let text = idle_steer(&live, prompt_text(&request.prompt));

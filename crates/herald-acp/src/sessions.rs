@@ -49,7 +49,7 @@ impl AcpServer {
             .open_session(self.options(&request.cwd, &gate, &request.mcp_servers))
             .await
             .map_err(|e| internal(e.told()))?;
-        let live = self.add(session, gate)?;
+        let live = self.add(session, gate, &request.mcp_servers)?;
         let d = self.describe(&live);
         let inner = NewSessionResponse::new(live.id.clone())
             .modes(d.modes)
@@ -79,7 +79,7 @@ impl AcpServer {
             .resume_session(id, self.options(cwd, &gate, servers))
             .await
         {
-            Ok(session) => self.add(session, gate).map(Some),
+            Ok(session) => self.add(session, gate, servers).map(Some),
             Err(SessionError::NotFound(_)) => Ok(None),
             Err(e) => Err(internal(e.told())),
         }
@@ -104,7 +104,7 @@ impl AcpServer {
             .open_session(options)
             .await
             .map_err(|e| internal(e.told()))?;
-        self.add(session, gate)
+        self.add(session, gate, servers)
     }
 
     /// A new session holding a copy of the parent's history; `None` when there is no
@@ -122,7 +122,7 @@ impl AcpServer {
         }
         let options = self.options(&request.cwd, &gate, &request.mcp_servers);
         match self.host.branch_session(&parent, None, options).await {
-            Ok((session, _title)) => self.add(session, gate).map(Some),
+            Ok((session, _title)) => self.add(session, gate, &request.mcp_servers).map(Some),
             Err(SessionError::NotFound(_)) => Ok(None),
             Err(e) => Err(internal(e.told())),
         }

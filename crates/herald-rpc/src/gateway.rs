@@ -16,6 +16,28 @@ use std::sync::{Arc, Mutex};
 pub struct Wire {
     sink: Mutex<Outbox>,
     pub close_on_disconnect: bool,
+    /// The connections open now (shared with the gateway).
+    open: Arc<Mutex<HashSet<u64>>>,
+}
+
+/// What the gateway keeps of a session closed at the cap: whose it was.
+#[derive(Debug, Clone, Copy)]
+pub struct Memo {
+    owner: u64,
+    close_on_disconnect: bool,
+}
+
+impl herald_session::DoorWire for Wire {
+    type Memo = Memo;
+    fn client_present(&self) -> bool {
+        lock(&self.open).contains(&self.owner())
+    }
+    fn memo(&self) -> Memo {
+        Memo {
+            owner: self.owner(),
+            close_on_disconnect: self.close_on_disconnect,
+        }
+    }
 }
 
 impl Wire {
@@ -48,7 +70,7 @@ pub struct Gateway {
     live: Conversations<Wire>,
     next_conn: AtomicU64,
     /// The connections open now.
-    open: Mutex<HashSet<u64>>,
+    open: Arc<Mutex<HashSet<u64>>>,
     /// The tools a session is offered.
     pub tool_names: Vec<String>,
 }
@@ -64,7 +86,7 @@ impl Gateway {
             live: Conversations::new(host.clone()),
             host,
             next_conn: AtomicU64::new(1),
-            open: Mutex::new(HashSet::new()),
+            open: Arc::new(Mutex::new(HashSet::new())),
             tool_names,
         });
         gw.watch_jobs();
@@ -100,20 +122,55 @@ impl Gateway {
         own
     }
 
-    /// Makes `session` live, bound to `outbox`; 4090 at the cap (`max_live_sessions`).
+    /// Makes `session` live, bound to `outbox` (at the cap an idle one is closed first);
+    /// 4090 only when every live session runs a turn.
     pub fn add_live(
         &self,
         session: Session,
         outbox: Outbox,
         close_on_disconnect: bool,
     ) -> Result<Arc<Live>, RpcError> {
-        let wire = Wire {
-            sink: Mutex::new(outbox),
-            close_on_disconnect,
-        };
+        let wire = self.wire(outbox, close_on_disconnect);
         self.live
             .add(None, session, wire)
             .map_err(|e| RpcError::new(RpcError::LIVE_CAP, e.to_string()))
+    }
+
+    fn wire(&self, outbox: Outbox, close_on_disconnect: bool) -> Wire {
+        Wire {
+            sink: Mutex::new(outbox),
+            close_on_disconnect,
+            open: self.open.clone(),
+        }
+    }
+
+    /// Reopens the session `id` names when it was closed at the cap and the caller is
+    /// its client (or takes it over with `session.activate` once that client has
+    /// gone), so the client never sees it missing.
+    pub async fn reopen_closed(
+        &self,
+        method: &str,
+        id: Option<&str>,
+        outbox: &Outbox,
+    ) -> Result<(), RpcError> {
+        let Some(id) = id else {
+            return Ok(());
+        };
+        let Some(closed) = self.live.closed(id) else {
+            return Ok(());
+        };
+        let owner = closed.memo.owner;
+        let taken_over = method == "session.activate" && !lock(&self.open).contains(&owner);
+        if owner != outbox.conn && !taken_over {
+            return Ok(());
+        }
+        let options = crate::sessions::options(self, None)?;
+        let wire = self.wire(outbox.clone(), closed.memo.close_on_disconnect);
+        self.live
+            .reopen(id, options, wire)
+            .await
+            .map(|_| ())
+            .map_err(|e| RpcError::session(e, RpcError::FAILED))
     }
 
     /// The live session `id` names; 4001 otherwise.
@@ -173,6 +230,8 @@ impl Gateway {
         for id in gone {
             self.close(&id);
         }
+        self.live
+            .forget_closed(|m| m.owner == conn && m.close_on_disconnect);
         lock(&self.open).remove(&conn);
     }
 }

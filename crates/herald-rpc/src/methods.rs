@@ -49,6 +49,8 @@ pub async fn call(
 ) -> Result<Value, RpcError> {
     let p = Value::Object(p);
     let target: crate::params::Target = read(&p);
+    gw.reopen_closed(method, target.session_id.as_deref(), outbox)
+        .await?;
     gw.check_owner(method, target.session_id.as_deref(), outbox.conn)?;
     match method {
         "session.create" => answer(sessions::create(gw, outbox, read(&p)).await),

@@ -8,6 +8,7 @@ use crate::runs::{RunError, RunHandle};
 use crate::sessions::SessionError;
 use crate::{SelectError, UserInput, now_secs};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// A poisoned lock of a conversation still holds usable state (plain values with no
@@ -175,21 +176,101 @@ pub struct Live<W> {
     pub id: String,
     pub conversation: Conversation,
     pub wire: W,
+    /// When the door last reached it, in [`next_use`]'s order (for closing the least
+    /// recently used at the cap).
+    used: AtomicU64,
 }
 
-/// The session cap was reached.
+impl<W> Live<W> {
+    fn touch(&self) {
+        self.used.store(next_use(), Ordering::Relaxed);
+    }
+
+    /// Whether it may be closed to make room: no turn runs and none waits.
+    fn idle(&self) -> bool {
+        !self.conversation.busy() && lock(&self.conversation.queued).is_empty()
+    }
+}
+
+/// A number larger than every one given before: the order in which conversations were
+/// last used.
+fn next_use() -> u64 {
+    static USES: AtomicU64 = AtomicU64::new(0);
+    USES.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Every conversation at the cap is running a turn.
 #[derive(Debug, thiserror::Error)]
-#[error("too many live sessions (max {0}); close one first")]
+#[error(
+    "too many live sessions (max {0}), every one of them running a turn; try again when one ends"
+)]
 pub struct CapReached(pub usize);
 
-/// The live conversations of one front door, at most `max_live_sessions` of them.
-pub struct Conversations<W> {
+/// What a front door's wire tells the cap, and keeps of a conversation closed to make
+/// room so that the door can reopen it on its client's next call.
+pub trait DoorWire: Send + Sync + 'static {
+    /// What the door needs to reopen the conversation for the same client.
+    type Memo: Clone + Send + Sync + 'static;
+    /// Whether the client the conversation answers to is still connected (those whose
+    /// client is gone are closed first).
+    fn client_present(&self) -> bool {
+        true
+    }
+    fn memo(&self) -> Self::Memo;
+}
+
+impl DoorWire for () {
+    type Memo = ();
+    fn memo(&self) {}
+}
+
+/// A conversation closed to make room: its stored session, its model, the door's memo.
+#[derive(Debug, Clone)]
+pub struct Closed<M> {
+    pub stored: String,
+    pub model: String,
+    pub memo: M,
+}
+
+/// The conversations closed at the cap, newest last; at most [`MAX_CLOSED`] kept.
+struct ClosedSet<M> {
+    by_id: std::collections::HashMap<String, Closed<M>>,
+    order: VecDeque<String>,
+}
+
+/// How many closed conversations are remembered for reopening.
+const MAX_CLOSED: usize = 4096;
+
+impl<M> ClosedSet<M> {
+    fn insert(&mut self, id: String, closed: Closed<M>) {
+        if self.by_id.insert(id.clone(), closed).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > MAX_CLOSED {
+            if let Some(oldest) = self.order.pop_front() {
+                self.by_id.remove(&oldest);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Closed<M>> {
+        let closed = self.by_id.remove(id)?;
+        self.order.retain(|k| k != id);
+        Some(closed)
+    }
+}
+
+/// The live conversations of one front door, at most `max_live_sessions` of them. At
+/// the cap the least recently used idle one is closed (those whose client is gone
+/// first); it stays stored and its door can reopen it under the same id.
+pub struct Conversations<W: DoorWire> {
     host: Arc<Host>,
     cap: usize,
     live: Mutex<std::collections::HashMap<String, Arc<Live<W>>>>,
+    closed: Mutex<ClosedSet<W::Memo>>,
 }
 
-impl<W> Conversations<W> {
+impl<W: DoorWire> Conversations<W> {
     /// The cap is the host's `max_live_sessions` (16 unless configured).
     pub fn new(host: Arc<Host>) -> Conversations<W> {
         let cap = host.runtime().max_live_sessions;
@@ -197,6 +278,10 @@ impl<W> Conversations<W> {
             host,
             cap,
             live: Mutex::new(std::collections::HashMap::new()),
+            closed: Mutex::new(ClosedSet {
+                by_id: std::collections::HashMap::new(),
+                order: VecDeque::new(),
+            }),
         }
     }
 
@@ -204,15 +289,87 @@ impl<W> Conversations<W> {
         &self.host
     }
 
-    /// Refuses a new conversation at the cap.
+    /// Refuses a new conversation only when every live one at the cap runs a turn.
     pub fn room(&self) -> Result<(), CapReached> {
-        match lock(&self.live).len() >= self.cap {
-            true => Err(CapReached(self.cap)),
-            false => Ok(()),
+        let live = lock(&self.live);
+        match live.len() < self.cap || live.values().any(|l| l.idle()) {
+            true => Ok(()),
+            false => Err(CapReached(self.cap)),
         }
     }
 
-    /// Makes `session` live under `id` (a fresh 8-hex id when `None`).
+    /// Closes the least recently used idle conversation (one whose client is gone
+    /// first), remembering it for its door; false when every one runs a turn.
+    fn make_room(&self, live: &mut std::collections::HashMap<String, Arc<Live<W>>>) -> bool {
+        let victim = live
+            .values()
+            .filter(|l| l.idle())
+            .min_by_key(|l| (l.wire.client_present(), l.used.load(Ordering::Relaxed)))
+            .map(|l| l.id.clone());
+        let Some(entry) = victim.and_then(|id| live.remove(&id)) else {
+            return false;
+        };
+        let closed = Closed {
+            stored: entry.conversation.session().id().to_owned(),
+            model: entry.conversation.model(),
+            memo: entry.wire.memo(),
+        };
+        tracing::debug!(id = %entry.id, stored = %closed.stored, "closed at the live-session cap; reopened on its next call");
+        lock(&self.closed).insert(entry.id.clone(), closed);
+        true
+    }
+
+    /// A conversation closed to make room, as its door remembers it.
+    pub fn closed(&self, id: &str) -> Option<Closed<W::Memo>> {
+        lock(&self.closed).by_id.get(id).cloned()
+    }
+
+    /// Forgets the closed conversations `forget` picks (their client closed them).
+    pub fn forget_closed(&self, forget: impl Fn(&W::Memo) -> bool) {
+        let mut closed = lock(&self.closed);
+        let gone: Vec<String> = closed
+            .by_id
+            .iter()
+            .filter(|(_, c)| forget(&c.memo))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            closed.remove(&id);
+        }
+    }
+
+    /// Reopens a conversation closed to make room, under its id, with `wire` and the
+    /// model it had; `Ok(None)` when `id` was not closed here.
+    pub async fn reopen(
+        &self,
+        id: &str,
+        options: crate::SessionOptions,
+        wire: W,
+    ) -> Result<Option<Arc<Live<W>>>, crate::SessionError> {
+        let Some(closed) = lock(&self.closed).remove(id) else {
+            return Ok(None);
+        };
+        let session = match self.host.resume_session(&closed.stored, options).await {
+            Ok(s) => s,
+            Err(e) => {
+                lock(&self.closed).insert(id.to_owned(), closed);
+                return Err(e);
+            }
+        };
+        let live = self
+            .add(Some(id.to_owned()), session, wire)
+            .map_err(|e| crate::SessionError::TooManyRuns(e.0))?;
+        if live.conversation.model() != closed.model {
+            let _ = live
+                .conversation
+                .submit(crate::Op::SetModel(closed.model))
+                .await;
+        }
+        Ok(Some(live))
+    }
+
+    /// Makes `session` live under `id` (a fresh 8-hex id when `None`); at the cap the
+    /// least recently used idle conversation is closed first.
     pub fn add(
         &self,
         id: Option<String>,
@@ -220,7 +377,7 @@ impl<W> Conversations<W> {
         wire: W,
     ) -> Result<Arc<Live<W>>, CapReached> {
         let mut live = lock(&self.live);
-        if live.len() >= self.cap {
+        if live.len() >= self.cap && !self.make_room(&mut live) {
             return Err(CapReached(self.cap));
         }
         let id = id.unwrap_or_else(|| {
@@ -235,13 +392,20 @@ impl<W> Conversations<W> {
             id: id.clone(),
             conversation: Conversation::new(self.host.clone(), session),
             wire,
+            used: AtomicU64::new(next_use()),
         });
+        lock(&self.closed).remove(&id);
         live.insert(id, entry.clone());
         Ok(entry)
     }
 
+    /// The live conversation `id` (its use noted for the cap).
     pub fn get(&self, id: &str) -> Option<Arc<Live<W>>> {
-        lock(&self.live).get(id).cloned()
+        let found = lock(&self.live).get(id).cloned();
+        if let Some(l) = &found {
+            l.touch();
+        }
+        found
     }
 
     /// Every live conversation, oldest first.
@@ -266,6 +430,7 @@ impl<W> Conversations<W> {
     /// Ends a live conversation (its turn interrupted, its session finalized for the
     /// plugins); false when it was not live.
     pub fn close(&self, id: &str) -> bool {
+        lock(&self.closed).remove(id);
         let removed = lock(&self.live).remove(id);
         if let Some(live) = &removed {
             live.conversation.interrupt();

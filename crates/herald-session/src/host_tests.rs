@@ -610,33 +610,80 @@ async fn the_run_registry_is_bounded_and_finished_runs_make_room() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conversations_are_capped_at_max_live_sessions_and_closing_makes_room() {
+async fn at_the_cap_the_least_recently_used_idle_conversation_is_closed_and_reopens() {
     let f = fixture(vec![]);
     let conversations: crate::Conversations<()> = crate::Conversations::new(f.host.clone());
     assert_eq!(f.host.runtime().max_live_sessions, 16, "Hermes's default");
-    let mut ids = Vec::new();
-    for _ in 0..16 {
-        let session = f
-            .host
+    let open = || async {
+        f.host
             .open_session(options(&[], Answers::Nobody))
             .await
-            .unwrap();
-        ids.push(conversations.add(None, session, ()).unwrap().id.clone());
+            .unwrap()
+    };
+    let mut ids = Vec::new();
+    for _ in 0..16 {
+        ids.push(
+            conversations
+                .add(None, open().await, ())
+                .unwrap()
+                .id
+                .clone(),
+        );
     }
-    let session = f
-        .host
-        .open_session(options(&[], Answers::Nobody))
-        .await
-        .unwrap();
-    let stored = session.id().to_owned();
-    assert!(conversations.add(None, session.clone(), ()).is_err());
-    assert!(conversations.room().is_err());
-    assert!(conversations.close(&ids[0]));
-    assert!(!conversations.close(&ids[0]), "closed once");
-    let live = conversations.add(Some("mine".into()), session, ()).unwrap();
-    assert_eq!(live.id, "mine");
-    assert_eq!(conversations.holding(&stored).unwrap().id, "mine");
+    // The first is used again (and switches its model), so the second is the least
+    // recently used.
+    let first = conversations.get(&ids[0]).unwrap();
+    assert!(matches!(
+        first
+            .conversation
+            .submit(crate::Op::SetModel("other".into()))
+            .await,
+        Ok(crate::Outcome::ModelSet(_))
+    ));
+    assert!(conversations.room().is_ok(), "an idle one can be closed");
+    let seventeenth = conversations.add(None, open().await, ()).unwrap();
     assert_eq!(conversations.all().len(), 16);
+    assert!(
+        conversations.get(&ids[1]).is_none(),
+        "the least recently used was closed"
+    );
+    let closed = conversations.closed(&ids[1]).unwrap();
+    assert!(conversations.get(&ids[0]).is_some());
+    // Reopened under its id, from the store, for its client's next call.
+    let stored = closed.stored.clone();
+    let back = conversations
+        .reopen(&ids[1], options(&[], Answers::Nobody), ())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (back.id.as_str(), back.conversation.session().id()),
+        (ids[1].as_str(), stored.as_str())
+    );
+    assert!(conversations.closed(&ids[1]).is_none());
+    // Closing it made room by closing another; the model a closed one had comes back.
+    let model_of_first = conversations.get(&ids[0]).map(|l| l.conversation.model());
+    assert_eq!(model_of_first.as_deref(), Some("other"));
+    // A conversation with a turn (or a queued prompt) is never closed: when every one
+    // has one, the cap refuses.
+    for live in conversations.all() {
+        live.conversation.queue("waiting");
+    }
+    assert!(conversations.room().is_err());
+    assert!(conversations.add(None, open().await, ()).is_err());
+    assert!(conversations.close(&seventeenth.id));
+    assert!(!conversations.close(&seventeenth.id), "closed once");
+    let live = conversations
+        .add(Some("mine".into()), open().await, ())
+        .unwrap();
+    assert_eq!(live.id, "mine");
+    assert!(
+        conversations
+            .reopen("never-closed", options(&[], Answers::Nobody), ())
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

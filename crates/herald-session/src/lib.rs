@@ -50,7 +50,8 @@ pub mod stopping;
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder, start_together};
 pub use conversation::{
-    CapReached, Conversation, Conversations, Live, Steered, SwitchRefused, finalize_session,
+    CapReached, Closed, Conversation, Conversations, DoorWire, Live, Steered, SwitchRefused,
+    finalize_session,
 };
 pub use delegation::{DelegationStatus, SubagentError, SubagentInfo};
 pub use edit_approvals::{EditRule, is_edit};

@@ -2006,3 +2006,38 @@ async fn a_store_failure_reaches_rpc_and_acp_clients_as_a_generic_error_its_deta
     assert!(text.contains("the reason is in its log"), "{answer}");
     assert!(!text.contains("no such table"), "{answer}");
 }
+
+/// A client that opens sessions without closing them (as IDEs and Hermes's clients do
+/// over a day) is never refused: at the cap the least recently used idle session is
+/// closed, stays stored, and comes back under its id on the client's next call.
+#[tokio::test]
+async fn the_live_session_cap_closes_idle_sessions_and_reopens_them_on_use() {
+    let provider = FakeProvider::start(vec![Scripted::text("First answer.")]);
+    provider.set_fallback(Scripted::text("Later answer."));
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    c.event().await;
+    let first = c.session().await;
+    c.turn(&first, "hello").await;
+    let mut ids = vec![first.clone()];
+    for _ in 0..40 {
+        ids.push(c.session().await);
+    }
+    let live = c.call("session.active_list", json!({})).await;
+    let shown = live["sessions"].as_array().map_or(0, Vec::len);
+    assert_eq!(shown, 16, "{live}");
+    // The first was closed long ago; its client still holds the id and uses it.
+    let history = c
+        .call("session.history", json!({"session_id": first}))
+        .await;
+    let said: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(said, vec!["hello", "First answer."], "{history}");
+    let events = c.turn(&first, "again").await;
+    assert_eq!(events.last().unwrap()["session_id"], first);
+}
