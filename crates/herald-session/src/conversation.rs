@@ -351,6 +351,8 @@ impl<W: DoorWire> Conversations<W> {
         };
         let session = match self.host.resume_session(&closed.stored, options).await {
             Ok(s) => s,
+            // Deleted meanwhile: it is gone for its client too.
+            Err(crate::SessionError::NotFound(_)) => return Ok(None),
             Err(e) => {
                 lock(&self.closed).insert(id.to_owned(), closed);
                 return Err(e);
