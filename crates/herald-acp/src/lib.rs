@@ -375,6 +375,8 @@ pub async fn serve(
             {
                 let s = server.clone();
                 async move |request: SetSessionModeRequest, responder, cx: Cx| {
+                    s.session_or_reopen(&request.session_id.to_string(), &cx)
+                        .await;
                     responder.respond_with_result(s.set_mode(&request, &cx))
                 }
             },
@@ -384,6 +386,8 @@ pub async fn serve(
             {
                 let s = server.clone();
                 async move |request: SetSessionConfigOptionRequest, responder, cx: Cx| {
+                    s.session_or_reopen(&request.session_id.to_string(), &cx)
+                        .await;
                     responder.respond_with_result(s.set_config_option(&request, &cx))
                 }
             },
@@ -392,8 +396,8 @@ pub async fn serve(
         .on_receive_request(
             {
                 let s = server.clone();
-                async move |request: wire::SetModel, responder, _cx| {
-                    let answer = match s.session(&request.session_id) {
+                async move |request: wire::SetModel, responder, cx: Cx| {
+                    let answer = match s.session_or_reopen(&request.session_id, &cx).await {
                         None => Ok(wire::SetModelAnswer(None)),
                         Some(live) => s
                             .switch_model(&live, &request.model_id)
