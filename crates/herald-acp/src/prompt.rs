@@ -95,7 +95,15 @@ pub async fn run(
         return PromptResponse::new(StopReason::EndTurn);
     }
     let input = UserInput { text, images };
-    let mut next = Some(input);
+    // Prompts queued before a cancel still wait: they run first, in their order, and
+    // this one after them.
+    let mut next = match !live.conversation.busy() && live.conversation.queued() > 0 {
+        true => {
+            live.conversation.queue(input);
+            live.conversation.next_queued()
+        }
+        false => Some(input),
+    };
     let mut first = true;
     let mut answer = PromptResponse::new(StopReason::EndTurn);
     while let Some(input) = next {

@@ -96,6 +96,11 @@ impl Conversation {
         Ok(run)
     }
 
+    /// How many prompts wait.
+    pub fn queued(&self) -> usize {
+        lock(&self.queued).len()
+    }
+
     /// Queues `input` behind the running turn; how many wait now.
     pub fn queue(&self, input: impl Into<UserInput>) -> usize {
         let mut q = lock(&self.queued);

@@ -892,3 +892,51 @@ async fn a_line_that_is_not_utf8_or_too_long_is_answered_and_the_connection_stay
         "herald acp runs on"
     );
 }
+
+/// After `session/cancel` the prompts queued behind the cancelled turn still run before
+/// a prompt sent later.
+#[tokio::test]
+async fn prompts_queued_before_a_cancel_run_before_a_later_one() {
+    let provider = FakeProvider::start(vec![
+        Scripted::Delayed(Duration::from_secs(3), Box::new(Scripted::text("One."))),
+        Scripted::text("Two."),
+        Scripted::text("Three."),
+    ]);
+    let home = rpc_home(&provider.base_url, "");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let cwd = home.path().to_path_buf();
+    with_agent(
+        home.path(),
+        vec![],
+        seen.clone(),
+        async move |cx: ConnectionTo<Agent>| {
+            let session = initialized_session(&cx, cwd).await?;
+            let first = cx.send_request(PromptRequest::new(session.clone(), text("one")));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let queued = cx
+                .send_request(PromptRequest::new(session.clone(), text("two")))
+                .block_task()
+                .await?;
+            assert_eq!(queued.stop_reason, StopReason::EndTurn);
+            cx.send_notification(CancelNotification::new(session.clone()))?;
+            assert_eq!(first.block_task().await?.stop_reason, StopReason::Cancelled);
+            let later = cx
+                .send_request(PromptRequest::new(session.clone(), text("three")))
+                .block_task()
+                .await?;
+            assert_eq!(later.stop_reason, StopReason::EndTurn);
+            Ok(())
+        },
+    )
+    .await;
+    let asked: Vec<String> = provider
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let messages = r.body["messages"].as_array()?;
+            let user = messages.iter().rev().find(|m| m["role"] == "user")?;
+            user["content"].as_str().map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(asked, vec!["one", "two", "three"], "{asked:?}");
+}
