@@ -497,16 +497,7 @@ impl Gateway {
                 .as_ref()
                 .and_then(|t| serde_json::to_string(t).ok()),
         };
-        let answer = self.enqueue(item).await;
-        // Discord needs its interaction answered within 3 s: a deferred response once
-        // the event is committed; the agent's answer edits it later.
-        match (&interaction, answer.outcome) {
-            (Some(_), "accepted" | "duplicate") => {
-                answer.replaced_by(sender::discord_deferred_answer())
-            }
-            _ if sender.is_some_and(sender::wants_200) => answer.with_status_ok(),
-            _ => answer,
-        }
+        self.enqueue(item).await
     }
 
     /// Commits an event to the inbox: the answer says whether it was new.
@@ -642,16 +633,23 @@ impl Gateway {
     }
 }
 
-/// The answer in the form the route's sender needs once it is verified: Discord takes
-/// only interaction responses (an interaction the route does not take is told so, to
-/// its user alone); Twilio reads TwiML from an incoming message's answer (an empty
-/// `<Response/>` sends no reply).
+/// The answer in the form the route's sender needs once it is verified:
+/// - Discord takes only interaction responses, within 3 s: a committed interaction is
+///   deferred (the agent's answer edits it later), one the route does not take is told
+///   so, to its user alone;
+/// - Twilio reads TwiML from an incoming message's answer (an empty `<Response/>` sends
+///   no reply);
+/// - Linear and Paddle document 200 as the only success.
 fn fit_to_sender(answer: Answer, sender: Option<Sender>) -> Answer {
     match (sender, answer.outcome) {
+        (Some(Sender::Discord), "accepted" | "duplicate") => {
+            answer.replaced_by(sender::discord_deferred_answer())
+        }
         (Some(Sender::Discord), "ignored" | "filtered" | "script_dropped") => {
             answer.replaced_by(sender::discord_not_handled_answer())
         }
         (Some(Sender::Twilio), _) if answer.status.is_success() => answer.as_empty_twiml(),
+        (Some(s), _) if sender::wants_200(s) => answer.with_status_ok(),
         _ => answer,
     }
 }
