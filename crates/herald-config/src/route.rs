@@ -72,6 +72,15 @@ fn note_misspelt_keys(reader: &mut Reader, name: &str, node: &Node) {
 /// The target a `source: discord` route delivers to unless it names another.
 pub const DISCORD_INTERACTION_TARGET: &str = "discord_interaction";
 
+/// A route's `deliver:` when it names none: a Discord interaction is answered by
+/// editing its deferred response, anything else goes to the log.
+pub fn default_deliver(sender: Option<Sender>) -> &'static str {
+    match sender {
+        Some(Sender::Discord) => DISCORD_INTERACTION_TARGET,
+        _ => "log",
+    }
+}
+
 /// Hosts on which `INSECURE_NO_AUTH` is allowed.
 pub const LOOPBACK_HOSTS: &[&str] = &[
     "127.0.0.1",
@@ -271,10 +280,9 @@ pub fn read_route(
         .flatten();
 
     let sender = crate::route_sender::read_sender(reader, name, node, prefix);
-    // A Discord interaction is answered by editing its deferred response.
-    let deliver = deliver.unwrap_or_else(|| match &sender {
-        Ok(Some(p)) if p.sender == Sender::Discord => DISCORD_INTERACTION_TARGET.to_owned(),
-        _ => "log".to_owned(),
+    let deliver = deliver.unwrap_or_else(|| {
+        let preset = sender.as_ref().ok().and_then(|p| p.as_ref());
+        default_deliver(preset.map(|p| p.sender)).to_owned()
     });
     let needs_secret = match &sender {
         Ok(Some(preset)) => preset.sender.needs_secret(),

@@ -16,22 +16,20 @@ fn what_it_is(key: &str) -> &'static str {
     }
 }
 
-/// Whether herald reads `name` itself (event type, delivery id, content type): a token
-/// header may not be one, or its secret would be shown as an event type or id.
+/// Whether herald reads or keeps `name` itself (event type, delivery id, the headers
+/// stored with an event): a token header may not be one, or its secret would be shown
+/// and stored as one.
 fn is_read_header(name: &http::HeaderName) -> bool {
-    use herald_webhook::event::{DELIVERY_ID_HEADERS, EVENT_HEADERS};
+    use herald_webhook::event::{DELIVERY_ID_HEADERS, EVENT_HEADERS, KEPT_HEADERS};
     let name = name.as_str();
-    DELIVERY_ID_HEADERS.contains(&name)
-        || EVENT_HEADERS.contains(&name)
-        || [
-            "content-type",
-            "content-length",
-            "user-agent",
-            "traceparent",
-            "tracestate",
-            "host",
-        ]
-        .contains(&name)
+    [
+        &DELIVERY_ID_HEADERS[..],
+        &EVENT_HEADERS,
+        KEPT_HEADERS,
+        &["content-length", "host"],
+    ]
+    .iter()
+    .any(|names| names.contains(&name))
 }
 
 /// Reads `source:` and its settings. `Err(())` when any is an error (the reader has it).
@@ -142,7 +140,7 @@ fn read_setting(
                 Some(value),
                 key,
                 format!(
-                    "{text:?} is a header herald reads as an event type or delivery id: the secret in it would be shown and stored; name another header"
+                    "{text:?} is a header herald reads as an event type or delivery id, or keeps with each event: the secret in it would be shown and stored; name another header"
                 ),
             ),
             Ok(h) => preset.header = Some(h),

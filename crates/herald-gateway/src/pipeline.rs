@@ -32,45 +32,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
-/// Headers kept with an inbox entry (never secrets such as `X-Gitlab-Token`).
-const KEPT_HEADERS: &[&str] = &[
-    "content-type",
-    "user-agent",
-    "x-github-event",
-    "x-github-delivery",
-    "x-github-hook-id",
-    "x-gitlab-event",
-    "x-gitlab-event-uuid",
-    "idempotency-key",
-    "webhook-id",
-    "webhook-timestamp",
-    "webhook-event-type",
-    "svix-id",
-    "svix-timestamp",
-    "x-request-id",
-    "x-webhook-timestamp",
-    // The sender presets' event and delivery headers (never `Authorization`, which a
-    // `source: token` route's secret travels in).
-    "x-shopify-topic",
-    "x-shopify-event-id",
-    "x-shopify-webhook-id",
-    "x-slack-retry-num",
-    "linear-delivery",
-    "x-webhook-id",
-    "sentry-hook-resource",
-    "request-id",
-    "x-event-key",
-    "x-request-uuid",
-    "x-gitea-event",
-    "x-gitea-delivery",
-    "x-forgejo-event",
-    "x-forgejo-delivery",
-    "x-atlassian-webhook-identifier",
-    "i-twilio-idempotency-token",
-    "traceparent",
-    "tracestate",
-];
-
 /// Everything a request needs, shared by all requests.
 pub struct Gateway {
     pub registry: RouteRegistry,
@@ -331,13 +292,8 @@ impl Gateway {
         // payload is only validated, not built (same answers as the full parse). GitLab
         // requests take the full parse: their `object_kind` may admit the event.
         let content_type = headers.get(header::CONTENT_TYPE).map(|v| v.as_bytes());
-        let header_event = match sender {
-            Some(s) => sender::header_event_type(s, headers),
-            None if event::is_gitlab(headers) => None,
-            None => event::header_event_type(headers),
-        };
         if !route.events.is_empty()
-            && let Some(header_event) = header_event
+            && let Some(header_event) = header_event(sender, headers)
             && !route.events.iter().any(|e| e.as_bytes() == header_event)
         {
             let valid = self
@@ -478,11 +434,7 @@ impl Gateway {
             delivery_id: delivery_id.clone(),
             received_at_ms: self.clock.now_ms(),
             profile: route.profile.clone(),
-            headers: kept_headers(
-                headers,
-                herald_trace::current_traceparent(),
-                route.sender.as_ref().and_then(|p| p.header.as_ref()),
-            ),
+            headers: kept_headers(headers, herald_trace::current_traceparent(), sender),
             // An unchanged JSON body is stored as received (it is valid UTF-8 JSON).
             payload: match stored.as_deref().map(std::str::from_utf8) {
                 Some(Ok(text)) if !payload_changed => text.to_owned(),
@@ -633,6 +585,16 @@ impl Gateway {
     }
 }
 
+/// The event type a header names, for the fast path: the preset's header, else the
+/// detected one (none for GitLab, whose `object_kind` may admit the event).
+fn header_event(sender: Option<Sender>, headers: &HeaderMap) -> Option<&[u8]> {
+    match sender {
+        Some(s) => sender::header_event_type(s, headers),
+        None if event::is_gitlab(headers) => None,
+        None => event::header_event_type(headers),
+    }
+}
+
 /// The answer in the form the route's sender needs once it is verified:
 /// - Discord takes only interaction responses, within 3 s: a committed interaction is
 ///   deferred (the agent's answer edits it later), one the route does not take is told
@@ -718,23 +680,21 @@ fn render_extra(route: &Route, ctx: &RenderContext<'_>) -> Map<String, Value> {
         .collect()
 }
 
-/// The headers kept with an accepted event (never the one holding a token route's
-/// secret), as a JSON object. `traceparent` is the ingress span's when traces are
-/// exported (the worker continues it), else the sender's as it came.
+/// The headers kept with an accepted event (the common ones, and a preset's event and
+/// delivery headers), as a JSON object. `traceparent` is the ingress span's when traces
+/// are exported (the worker continues it), else the sender's as it came.
 fn kept_headers(
     headers: &HeaderMap,
     traceparent: Option<String>,
-    secret_header: Option<&http::HeaderName>,
+    sender: Option<Sender>,
 ) -> String {
     let mut map = Map::new();
-    // A `source: token` route's own header holds its secret.
-    let kept = KEPT_HEADERS
-        .iter()
-        .filter(|name| secret_header.is_none_or(|h| h.as_str() != **name));
+    let preset = sender.into_iter().flat_map(sender::kept_headers);
+    let kept = event::KEPT_HEADERS.iter().copied().chain(preset);
     for name in kept {
-        if let Some(v) = headers.get(*name) {
+        if let Some(v) = headers.get(name) {
             map.insert(
-                (*name).to_owned(),
+                name.to_owned(),
                 Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned()),
             );
         }

@@ -88,12 +88,8 @@ pub async fn subscribe(
     }
     let sender =
         herald_config::check_sender_fields(&req.sender).map_err(SubscriptionError::Source)?;
-    // A Discord interaction is answered by editing its deferred response.
     let deliver = match req.deliver.trim() {
-        "" if sender == Some(herald_webhook::sender::Sender::Discord) => {
-            herald_config::route::DISCORD_INTERACTION_TARGET.to_owned()
-        }
-        "" => "log".to_owned(),
+        "" => herald_config::route::default_deliver(sender).to_owned(),
         given => given.to_owned(),
     };
     if req.deliver_only && (deliver.is_empty() || deliver.eq_ignore_ascii_case("log")) {

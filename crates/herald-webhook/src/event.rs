@@ -200,6 +200,28 @@ pub fn is_gitlab(headers: &HeaderMap) -> bool {
     headers.get("x-gitlab-event").is_some()
 }
 
+/// Headers kept with every inbox entry (never secrets such as `X-Gitlab-Token`); a
+/// route with `source:` also keeps its sender's ([`crate::sender::kept_headers`]).
+pub const KEPT_HEADERS: &[&str] = &[
+    "content-type",
+    "user-agent",
+    "x-github-event",
+    "x-github-delivery",
+    "x-github-hook-id",
+    "x-gitlab-event",
+    "x-gitlab-event-uuid",
+    "idempotency-key",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-event-type",
+    "svix-id",
+    "svix-timestamp",
+    "x-request-id",
+    "x-webhook-timestamp",
+    "traceparent",
+    "tracestate",
+];
+
 /// Header names that carry the sender's delivery id, in order of preference.
 pub const DELIVERY_ID_HEADERS: [&str; 6] = [
     "x-github-delivery",

@@ -231,7 +231,7 @@ pub(crate) fn verify_as(
                 scheme: scheme_name,
                 header: "X-Webhook-Timestamp",
             })?;
-            check_timestamp(ts, clock, scheme_name)?;
+            check_timestamp(ts, clock, scheme_name, TIMESTAMP_TOLERANCE_SECS)?;
             let got = header(headers, "x-webhook-signature-v2").unwrap_or_default();
             let want = hex::encode(hmac_sha256(secret.as_bytes(), &[ts, b".", body]));
             check_eq(got, want.as_bytes(), scheme_name)
@@ -280,7 +280,7 @@ fn verify_standard_like(
     let id = header(headers, names.id).ok_or(missing(names.id))?;
     let ts = header(headers, names.timestamp).ok_or(missing(names.timestamp))?;
     let sigs = header(headers, names.signature).ok_or(missing(names.signature))?;
-    check_timestamp(ts, clock, names.scheme)?;
+    check_timestamp(ts, clock, names.scheme, TIMESTAMP_TOLERANCE_SECS)?;
     let key = standard_key(secret)?;
     let expected = STANDARD.encode(hmac_sha256(&key, &[id, b".", ts, b".", body]));
     let mut matched = subtle::Choice::from(0u8);
@@ -305,8 +305,14 @@ fn verify_standard_like(
     }
 }
 
-fn check_timestamp(ts: &[u8], clock: &dyn Clock, scheme: &'static str) -> Result<(), VerifyError> {
-    check_timestamp_within(ts, clock.now_unix(), scheme, TIMESTAMP_TOLERANCE_SECS)
+/// A Unix-seconds timestamp no further than `limit` seconds from the clock's now.
+pub(crate) fn check_timestamp(
+    ts: &[u8],
+    clock: &dyn Clock,
+    scheme: &'static str,
+    limit: i64,
+) -> Result<(), VerifyError> {
+    check_timestamp_within(ts, clock.now_unix(), scheme, limit)
 }
 
 /// A Unix-seconds timestamp no further than `limit` seconds from `now` either way.

@@ -52,6 +52,19 @@ pub(super) async fn until(api_base: &str, run: &str, states: &[&str]) -> Value {
     }
 }
 
+/// Starts an API run on `input` and waits until it asks for an approval; its id.
+pub(super) async fn run_waiting_for_approval(api_base: &str, input: &str) -> String {
+    let started = api(
+        "POST",
+        format!("{api_base}/v1/runs"),
+        Some(json!({"input": input})),
+    )
+    .await;
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    until(api_base, &run, &["waiting_for_approval"]).await;
+    run
+}
+
 fn rm(dir: &std::path::Path, name: &str) -> Scripted {
     let path = dir.join(name);
     std::fs::create_dir_all(&path).unwrap();
@@ -67,14 +80,7 @@ async fn an_always_given_on_an_attended_surface_never_reaches_a_webhook_run() {
     let (api_base, _) = bases(&h).await;
 
     // The API's run asks; "always" answers it.
-    let started = api(
-        "POST",
-        format!("{api_base}/v1/runs"),
-        Some(json!({"input": "clean a"})),
-    )
-    .await;
-    let run = started["run_id"].as_str().unwrap().to_owned();
-    until(&api_base, &run, &["waiting_for_approval"]).await;
+    let run = run_waiting_for_approval(&api_base, "clean a").await;
     let answer = json!({"choice": "always"});
     let resolved = api(
         "POST",

@@ -293,7 +293,7 @@ async fn a_sessions_yolo_answers_a_plugins_approval_request_until_it_is_switched
 /// completion and a webhook run, which nobody can answer for, are denied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runs_api_waits_for_a_plugins_approval_chat_completions_and_webhook_runs_deny_it() {
-    use super::always::{api, bases, until};
+    use super::always::{api, bases, run_waiting_for_approval};
     use super::api::KEY;
     use super::support::{Herald, http_client, wait_for};
     let provider = FakeProvider::start(vec![
@@ -321,14 +321,7 @@ async fn the_runs_api_waits_for_a_plugins_approval_chat_completions_and_webhook_
     install_plugins(home.path(), &["approving"]);
     let h = Herald::start_in(home, &[]);
     let (base, hook) = bases(&h).await;
-    let started = api(
-        "POST",
-        format!("{base}/v1/runs"),
-        Some(json!({"input": "go"})),
-    )
-    .await;
-    let run = started["run_id"].as_str().unwrap().to_owned();
-    until(&base, &run, &["waiting_for_approval"]).await;
+    let run = run_waiting_for_approval(&base, "go").await;
     let answer = Some(json!({"choice": "once"}));
     let resolved = api("POST", format!("{base}/v1/runs/{run}/approval"), answer).await;
     assert_eq!(resolved["resolved"], 1, "{resolved}");

@@ -3,12 +3,11 @@
 //! listed, enabled and run as their users run them.
 
 use super::rpc::{Piped, rpc_home};
-use super::support::BIN;
+use super::support::run_cli_with;
 use herald_test_support::{FakeProvider, Scripted};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 /// Where scripts/test installed the PyPI plugins.
@@ -24,19 +23,10 @@ fn site() -> PathBuf {
 
 /// `herald ARGS` on `home` with the PyPI plugins installed: exit code, stdout, stderr.
 fn herald(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("HERALD_HOME", home)
-        .env("PYTHONPATH", site())
-        .envs(env.iter().copied())
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let site = site();
+    let mut all = vec![("PYTHONPATH", site.to_str().unwrap_or_default())];
+    all.extend_from_slice(env);
+    run_cli_with(home, args, &all)
 }
 
 /// The row of `name` in `herald plugins list`.

@@ -215,10 +215,16 @@ impl Drop for Herald {
 }
 
 pub fn run_cli(home: &Path, args: &[&str]) -> (i32, String, String) {
+    run_cli_with(home, args, &[])
+}
+
+/// [`run_cli`] with `env` set for the command.
+pub fn run_cli_with(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(args)
         .env("HERALD_HOME", home)
         .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     (

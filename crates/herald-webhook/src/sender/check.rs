@@ -4,8 +4,8 @@
 
 use super::{Sender, SenderPreset};
 use crate::verify::{
-    self, Clock, SignatureScheme, TIMESTAMP_TOLERANCE_SECS, VerifyError, check_eq, ct_eq, header,
-    hmac_sha256,
+    self, Clock, SignatureScheme, TIMESTAMP_TOLERANCE_SECS, VerifyError, check_eq, check_timestamp,
+    ct_eq, header, hmac_sha256,
 };
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -131,15 +131,6 @@ fn items<'a>(value: &'a [u8], separator: u8, key: &'a [u8]) -> impl Iterator<Ite
             let eq = item.iter().position(|b| *b == b'=')?;
             (&item[..eq] == key).then(|| &item[eq + 1..])
         })
-}
-
-fn check_timestamp(
-    ts: &[u8],
-    clock: &dyn Clock,
-    scheme: &'static str,
-    limit: i64,
-) -> Result<(), VerifyError> {
-    verify::check_timestamp_within(ts, clock.now_unix(), scheme, limit)
 }
 
 /// A header of `key=value` items: one timestamp and one or more signatures (any may

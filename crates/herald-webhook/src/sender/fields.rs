@@ -3,15 +3,13 @@
 use super::Sender;
 use crate::event;
 use crate::pick::PayloadPaths;
+use crate::verify::header;
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
 /// A header's text, an empty value counted as absent.
 fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .filter(|v| !v.is_empty())
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    header(headers, name).map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 /// The value at a payload path, when it is a non-empty string or a number.
@@ -35,15 +33,16 @@ fn field_text(payload: &Map<String, Value>, path: &[&str]) -> Option<String> {
     })
 }
 
-/// The header naming the event type for the presets that send one.
-pub(super) fn event_header(sender: Sender) -> Option<&'static str> {
+/// The headers naming the event type for the presets that send one, in order
+/// (Shopify's event-style webhooks drop the `X-` prefix).
+pub(super) fn event_headers(sender: Sender) -> &'static [&'static str] {
     match sender {
-        Sender::Shopify => Some("x-shopify-topic"),
-        Sender::Sentry => Some("sentry-hook-resource"),
-        Sender::Bitbucket => Some("x-event-key"),
-        Sender::Gitea => Some("x-gitea-event"),
-        Sender::Forgejo => Some("x-forgejo-event"),
-        _ => None,
+        Sender::Shopify => &["x-shopify-topic", "shopify-topic"],
+        Sender::Sentry => &["sentry-hook-resource"],
+        Sender::Bitbucket => &["x-event-key"],
+        Sender::Gitea => &["x-gitea-event"],
+        Sender::Forgejo => &["x-forgejo-event"],
+        _ => &[],
     }
 }
 
@@ -108,17 +107,9 @@ pub fn header_event_type(sender: Sender, headers: &HeaderMap) -> Option<&[u8]> {
     if detects(sender) {
         return event::header_event_type(headers);
     }
-    let named = |name: &str| {
-        headers
-            .get(name)
-            .filter(|v| !v.is_empty())
-            .map(|v| v.as_bytes())
-    };
-    named(event_header(sender)?).or_else(|| {
-        (sender == Sender::Shopify)
-            .then(|| named("shopify-topic"))
-            .flatten()
-    })
+    event_headers(sender)
+        .iter()
+        .find_map(|name| header(headers, name))
 }
 
 /// The event type under the preset (`unknown` when the sender did not name one).
@@ -126,13 +117,11 @@ pub fn event_type(sender: Sender, headers: &HeaderMap, payload: &Map<String, Val
     if detects(sender) {
         return event::event_type(headers, payload);
     }
-    if let Some(name) = event_header(sender) {
-        return header_text(headers, name)
-            .or_else(|| {
-                (sender == Sender::Shopify)
-                    .then(|| header_text(headers, "shopify-topic"))
-                    .flatten()
-            })
+    let named = event_headers(sender);
+    if !named.is_empty() {
+        return named
+            .iter()
+            .find_map(|name| header_text(headers, name))
             .map_or_else(unknown, Value::String);
     }
     event_paths(sender)
@@ -172,6 +161,20 @@ pub fn delivery_id(
             .iter()
             .find_map(|path| field_text(payload, path)),
     }
+}
+
+/// The headers worth keeping with a preset's inbox entry: those naming its event and
+/// its delivery id (and Slack's retry count).
+pub fn kept_headers(sender: Sender) -> impl Iterator<Item = &'static str> {
+    let retry: &[&str] = match sender {
+        Sender::Slack => &["x-slack-retry-num"],
+        _ => &[],
+    };
+    event_headers(sender)
+        .iter()
+        .chain(id_headers(sender))
+        .chain(retry)
+        .copied()
 }
 
 /// Adds the payload paths the preset reads (event type, delivery id, handshakes,

@@ -8,7 +8,7 @@ pub mod sample;
 pub mod sign;
 
 pub use check::{SignedRequest, verify};
-pub use fields::{delivery_id, event_type, header_event_type, payload_paths};
+pub use fields::{delivery_id, event_type, header_event_type, kept_headers, payload_paths};
 
 use serde_json::{Map, Value, json};
 

@@ -3,7 +3,7 @@
 //! `herald webhook test`.
 
 use super::Sender;
-use super::fields::{event_header, event_paths, id_headers, id_paths};
+use super::fields::{event_headers, event_paths, id_headers, id_paths};
 use serde_json::{Map, Value};
 
 /// A sample: the sender's own non-signature headers and the body's text.
@@ -81,7 +81,7 @@ impl Sample {
             } else {
                 self.set_path(&["type"], Value::String(event.to_owned()));
             }
-        } else if let Some(name) = event_header(sender) {
+        } else if let Some(name) = event_headers(sender).first() {
             self.set_header(name, event);
         } else if let Some(path) = event_paths(sender).first() {
             let value = match sender {
