@@ -317,7 +317,12 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
                 }
                 return Ok(ExitCode::FAILURE);
             };
-            let payload = match payload.as_deref().map(read_payload).transpose() {
+            let limit = config.webhook.max_body_bytes;
+            let payload = match payload
+                .as_deref()
+                .map(|p| read_payload(p, limit))
+                .transpose()
+            {
                 Ok(p) => p,
                 Err(e) => {
                     outln!("Error: {e}");
@@ -339,13 +344,20 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `--payload`: the text, or `@FILE`'s.
-fn read_payload(given: &str) -> anyhow::Result<String> {
-    match given.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read --payload file {path}: {e}")),
-        None => Ok(given.to_owned()),
+/// `--payload`: the text, or `@FILE`'s (refused past the gateway's body limit, which
+/// would answer it 413, before it is read).
+fn read_payload(given: &str, limit: u64) -> anyhow::Result<String> {
+    let Some(path) = given.strip_prefix('@') else {
+        return Ok(given.to_owned());
+    };
+    let cannot = |e: std::io::Error| anyhow::anyhow!("cannot read --payload file {path}: {e}");
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    if size > limit {
+        anyhow::bail!(
+            "--payload file {path} is {size} bytes, over the webhook's max_body_bytes ({limit}): the gateway would answer 413"
+        );
     }
+    std::fs::read_to_string(path).map_err(cannot)
 }
 
 /// The Source line of `webhook list`.

@@ -95,7 +95,11 @@ fn preset_sample(
             _ => json_payload(text)?,
         };
     }
-    if let Some(event) = request.event.or(route.events.first().map(String::as_str)) {
+    // The sample takes the route's first event; your own payload keeps its own unless
+    // `--event` names one.
+    let route_event = route.events.first().map(String::as_str);
+    let default_event = route_event.filter(|_| request.payload.is_none());
+    if let Some(event) = request.event.or(default_event) {
         sample.set_event_type(sender, event);
     }
     sample.set_delivery_id(sender, delivery_id);

@@ -1149,3 +1149,62 @@ async fn a_run_watch_that_reads_nothing_for_ten_seconds_is_dropped() {
     assert_eq!(state, "cancelled");
     reader.abort();
 }
+
+/// The subscribe form takes a sender preset and its settings; an unknown source or a
+/// preset's missing secret is a 400 with the reason, and the routes list names each
+/// route's sender.
+#[tokio::test]
+async fn the_subscribe_form_takes_a_sender_preset() {
+    let provider = FakeProvider::start(vec![]);
+    let h = gateway(&provider, "");
+    let session = Session::logged_in(&h, KEY).await;
+    let subscribe =
+        |body: serde_json::Value| session.post(&h, "/dashboard/api/routes").json(&body).send();
+    let r = subscribe(serde_json::json!({"name": "pay", "source": "strpe"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("did you mean `stripe`"));
+    let r = subscribe(serde_json::json!({"name": "pay", "source": "stripe"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("stripe makes the signing secret itself")
+    );
+    let r = subscribe(serde_json::json!({
+        "name": "pay", "source": "stripe", "secret": "whsec_from_stripe",
+        "events": ["payment_intent.succeeded"],
+    }))
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let made: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(made["secret"], "whsec_from_stripe");
+    let stored: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(h.home().join("webhook_subscriptions.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stored["pay"]["source"], "stripe");
+    let routes: serde_json::Value = session
+        .get(&h, "/dashboard/api/routes")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sender = |name: &str| {
+        routes["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .map(|r| r["sender"].clone())
+    };
+    assert_eq!(sender("pay"), Some(serde_json::json!("stripe")));
+    assert_eq!(sender("gh"), Some(serde_json::Value::Null));
+}

@@ -2041,3 +2041,55 @@ async fn the_live_session_cap_closes_idle_sessions_and_reopens_them_on_use() {
     let events = c.turn(&first, "again").await;
     assert_eq!(events.last().unwrap()["session_id"], first);
 }
+
+/// A session closed at the cap is reopened only for the connection that owned it:
+/// another one gets 4001 as for any id it cannot see, and may take it over with
+/// `session.activate` only once that connection is gone.
+#[tokio::test]
+async fn a_session_closed_at_the_cap_reopens_only_for_its_own_client() {
+    let provider = FakeProvider::start(vec![]);
+    let home = rpc_home(&provider.base_url, "");
+    let server = WsServer::start(home.path(), "127.0.0.1:0", None).await;
+    let (mut a, mut b) = (server.client(None).await, server.client(None).await);
+    for c in [&mut a, &mut b] {
+        assert_eq!(c.event().await["type"], "gateway.ready");
+    }
+    let first = a
+        .call("session.create", json!({"close_on_disconnect": false}))
+        .await["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    a.until("session.info").await;
+    for _ in 0..16 {
+        b.session().await;
+    }
+    let listed = a.call("session.active_list", json!({})).await;
+    assert_eq!(
+        listed["sessions"],
+        json!([]),
+        "a's session was closed: {listed}"
+    );
+    let history = json!({"session_id": first});
+    assert_eq!(b.code("session.history", history.clone()).await, 4001);
+    assert_eq!(b.code("session.activate", history.clone()).await, 4001);
+    a.call("session.history", history.clone()).await;
+    // Closed again at the cap (16 newer sessions), then its client goes: the other may
+    // take it over.
+    for _ in 0..16 {
+        b.session().await;
+    }
+    drop(a);
+    let gone = json!({"session_id": first});
+    let mut activated = None;
+    for _ in 0..100 {
+        let answer = b.answer("session.activate", gone.clone()).await;
+        if answer.get("error").is_none() {
+            activated = Some(answer);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let activated = activated.expect("session.activate never took the closed session over");
+    assert_eq!(activated["result"]["session_id"], first, "{activated}");
+}

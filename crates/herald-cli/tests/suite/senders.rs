@@ -657,6 +657,10 @@ fn config_check_and_the_start_name_what_is_wrong() {
         "{out}"
     );
     assert!(out.contains("route `p` has `profile: work`"), "{out}");
+    // The start says both too, and serves anyway.
+    let h = Herald::start_in(home, &[]);
+    let log = h.log_once_it_has("route `p` has `profile: work`");
+    assert!(log.contains("top-level `webhooks: routes:`"), "{log}");
 }
 
 #[tokio::test]
@@ -717,9 +721,53 @@ async fn subscribe_list_and_test_know_the_presets() {
     let (code, out, err) = h.cli(&["webhook", "test", "sms"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("Response (200): <?xml"), "{out}");
+    // `--payload @FILE`: your own body, its own event type, signed the same way.
+    let own = h.home().join("refund.json");
+    std::fs::write(
+        &own,
+        r#"{"id": "evt_own", "type": "charge.refunded", "data": {}}"#,
+    )
+    .unwrap();
+    let at_file = format!("@{}", own.display());
+    let (code, out, _) = h.cli(&["webhook", "test", "pay", "--payload", &at_file]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("\"status\":\"ignored\"") && out.contains("charge.refunded"),
+        "{out}"
+    );
+    let (code, out, _) = h.cli(&[
+        "webhook",
+        "test",
+        "pay",
+        "--payload",
+        &at_file,
+        "--event",
+        "payment_intent.succeeded",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    // A file past the gateway's body limit is refused before it is read.
+    let big = h.home().join("big.json");
+    std::fs::write(&big, vec![b' '; 2 * 1024 * 1024]).unwrap();
+    let (code, out, _) = h.cli(&[
+        "webhook",
+        "test",
+        "pay",
+        "--payload",
+        &format!("@{}", big.display()),
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.contains("over the webhook's max_body_bytes"), "{out}");
     let inbox = h.inbox();
-    let pay = inbox.iter().find(|e| e["route"] == "pay").unwrap();
-    assert_eq!(pay["event_type"], "payment_intent.succeeded");
+    let pay: Vec<&Value> = inbox.iter().filter(|e| e["route"] == "pay").collect();
+    assert_eq!(
+        pay.len(),
+        2,
+        "the sample and the file sent as the route's event"
+    );
+    assert!(
+        pay.iter()
+            .all(|e| e["event_type"] == "payment_intent.succeeded")
+    );
     let sms = inbox.iter().find(|e| e["route"] == "sms").unwrap();
     assert!(
         sms["delivery_id"]
