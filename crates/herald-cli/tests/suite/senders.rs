@@ -620,7 +620,8 @@ fn config_check_and_the_start_name_what_is_wrong() {
         err.contains("unknown source \"strpe\"") && err.contains("did you mean `stripe`"),
         "{err}"
     );
-    assert!(err.contains("config.yaml"), "{err}");
+    // Where: the file, the line and the column of `source:`.
+    assert!(err.contains("config.yaml:11:11:"), "{err}");
     // A preset's required setting.
     let (code, err) = start_expect_failure(&config_with_routes(
         "        bot:\n          source: discord\n        sms:\n          source: twilio\n          secret: s\n",
@@ -906,9 +907,35 @@ async fn what_real_senders_also_do() {
         (StatusCode::ACCEPTED, Some("wh-events-1")),
         "{b}"
     );
+    // Twilio with a JSON body: covered by `bodySHA256` in the URL Twilio's SDK signs.
+    let twilio = &CASES[11];
+    let json_body = r#"{"MessageSid": "SMjson", "MessageStatus": "delivered"}"#;
+    let json_sample = Sample {
+        headers: vec![
+            ("Content-Type".into(), "application/json".into()),
+            ("I-Twilio-Idempotency-Token".into(), "twilio-json-1".into()),
+        ],
+        body: Value::Null,
+    };
+    let sig = signed(twilio, twilio.secret, None, json_body, now);
+    assert!(
+        sig.1
+            .as_deref()
+            .is_some_and(|q| q.starts_with("bodySHA256=")),
+        "{sig:?}"
+    );
+    let (s, b) = send(&h, twilio, &json_sample, json_body, &sig).await;
+    assert_eq!((s, b), (StatusCode::OK, json!(EMPTY_TWIML)));
+    let tampered = json_body.replace("SMjson", "SMother");
+    let (s, _) = send(&h, twilio, &json_sample, &tampered, &sig).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert!(
+        h.inbox()
+            .iter()
+            .any(|e| e["delivery_id"] == "twilio-json-1")
+    );
     // Twilio without an idempotency token: a message's status callbacks are told apart by
     // their status, a repeated one is a duplicate.
-    let twilio = &CASES[11];
     let mut sample = sample::bundled(Sender::Twilio);
     sample
         .headers

@@ -298,6 +298,18 @@ fn event_types_and_delivery_ids() {
         event_type(Sender::Sentry, &empty, &Map::new()),
         json!("unknown")
     );
+    // Bitbucket Data Center sends X-Request-Id where Cloud sends X-Request-UUID.
+    let dc = one("x-request-id", "dc-1");
+    assert_eq!(
+        delivery_id(Sender::Bitbucket, &dc, &Map::new()).as_deref(),
+        Some("dc-1")
+    );
+    let mut cloud = dc.clone();
+    cloud.insert("x-request-uuid", HeaderValue::from_static("cloud-1"));
+    assert_eq!(
+        delivery_id(Sender::Bitbucket, &cloud, &Map::new()).as_deref(),
+        Some("cloud-1")
+    );
     let ping = map(json!({"type": 1}));
     assert_eq!(
         handshake(Sender::Discord, &ping).unwrap().answer,
