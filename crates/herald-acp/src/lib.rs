@@ -27,7 +27,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use edits::EditGate;
 use herald_session::conversation::lock;
-use herald_session::{Answers, Conversations, Host, Observer, Session, SessionOptions};
+use herald_session::{Answers, Conversations, Host, Observer, SessionOptions};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -37,13 +37,10 @@ pub const SOURCE: &str = "acp";
 /// The terminal auth method: run the binary with `--setup`.
 pub const SETUP_METHOD: &str = "hermes-setup";
 
-/// What ACP adds to a live conversation: the cancel flag of its prompt, the prompt
-/// `session/cancel` stopped last, its edit approval gate and the config options herald
-/// does not act on.
+/// What ACP adds to a live conversation: the cancel flag of its prompt, its edit
+/// approval gate and the config options herald does not act on.
 pub struct AcpWire {
     cancelled: AtomicBool,
-    /// The prompt `session/cancel` stopped last (an idle `/steer` sends it again).
-    interrupted: Mutex<Option<String>>,
     gate: Arc<EditGate>,
     /// Config options herald does not act on, as the client set them.
     other_options: Mutex<HashMap<String, String>>,
@@ -158,30 +155,12 @@ impl AcpServer {
         o
     }
 
-    /// Refuses a session past the cap.
-    fn room(&self) -> Result<(), agent_client_protocol::Error> {
-        self.sessions.room().map_err(refused)
-    }
-
-    fn add(
-        &self,
-        session: Session,
-        gate: Arc<EditGate>,
-        servers: &[agent_client_protocol::v1::schema::McpServer],
-    ) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
-        gate.attach(session.id(), session.cwd());
-        let wire = Self::wire(gate, servers);
-        let id = session.id().to_owned();
-        self.sessions.add(Some(id), session, wire).map_err(refused)
-    }
-
     fn wire(
         gate: Arc<EditGate>,
         servers: &[agent_client_protocol::v1::schema::McpServer],
     ) -> AcpWire {
         AcpWire {
             cancelled: AtomicBool::new(false),
-            interrupted: Mutex::new(None),
             gate,
             other_options: Mutex::new(HashMap::new()),
             servers: servers.to_vec(),
@@ -223,17 +202,17 @@ impl AcpServer {
         }
     }
 
-    fn cancel(&self, id: &str) {
+    async fn cancel(&self, id: &str) {
         if let Some(s) = self.session(id) {
             s.wire
                 .cancelled
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            s.conversation.interrupt();
+            let _ = s.conversation.submit(herald_session::Op::Cancel).await;
         }
     }
 }
 
-fn refused(e: herald_session::CapReached) -> agent_client_protocol::Error {
+pub(crate) fn refused(e: herald_session::CapReached) -> agent_client_protocol::Error {
     agent_client_protocol::Error::invalid_request().data(e.to_string())
 }
 
@@ -388,7 +367,7 @@ pub async fn serve(
                 async move |request: SetSessionConfigOptionRequest, responder, cx: Cx| {
                     s.session_or_reopen(&request.session_id.to_string(), &cx)
                         .await;
-                    responder.respond_with_result(s.set_config_option(&request, &cx))
+                    responder.respond_with_result(s.set_config_option(&request, &cx).await)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -401,6 +380,7 @@ pub async fn serve(
                         None => Ok(wire::SetModelAnswer(None)),
                         Some(live) => s
                             .switch_model(&live, &request.model_id)
+                            .await
                             .map(|()| wire::SetModelAnswer(Some(Default::default())))
                             .map_err(|e| agent_client_protocol::Error::invalid_params().data(e)),
                     };
@@ -413,7 +393,7 @@ pub async fn serve(
             {
                 let s = server;
                 async move |n: CancelNotification, _cx| {
-                    s.cancel(&n.session_id.to_string());
+                    s.cancel(&n.session_id.to_string()).await;
                     Ok(())
                 }
             },

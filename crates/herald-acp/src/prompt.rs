@@ -1,7 +1,7 @@
 //! `session/prompt` (acp.md §3): the prompt's blocks as text, a run of the session,
 //! its events as `session/update` notifications, then the stop reason.
 
-use crate::{AcpServer, AcpSession, edits, lock, permission, slash, tools};
+use crate::{AcpServer, AcpSession, edits, permission, slash, tools};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
 };
 use herald_protocol::Role;
 use herald_session::{
-    Decision, ImageUrl, Op, Outcome, RunEventKind, RunHandle, RunState, UserInput,
+    ConversationEvent, Decision, ImageUrl, Op, Outcome, RunEventKind, RunState, UserInput,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -75,7 +75,7 @@ fn tool_call_id() -> String {
 }
 
 /// Runs one prompt to its end: a slash command answered here, a prompt queued behind
-/// a running turn, or a turn (then the queued ones).
+/// a running turn, or a turn (then the queued ones), its events streamed.
 pub async fn run(
     server: &AcpServer,
     request: PromptRequest,
@@ -85,95 +85,98 @@ pub async fn run(
     let Some(live) = server.session_or_reopen(&id, cx).await else {
         return PromptResponse::new(StopReason::Refusal);
     };
-    let text = idle_steer(&live, prompt_text(&request.prompt));
+    let mut text = prompt_text(&request.prompt);
     let images = prompt_images(&request.prompt);
     if text.trim().is_empty() && images.is_empty() {
         return PromptResponse::new(StopReason::EndTurn);
     }
-    if let Some(reply) = slash::answer(server, &live, text.trim()).await {
-        update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(reply)));
-        return PromptResponse::new(StopReason::EndTurn);
+    match slash::answer(server, &live, text.trim()).await {
+        Some(slash::Answered::Said(reply)) => {
+            update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(reply)));
+            return PromptResponse::new(StopReason::EndTurn);
+        }
+        Some(slash::Answered::Send(message)) => text = message,
+        None => {}
     }
+    // ACP queues a prompt sent while a turn runs (its client waits for each answer);
+    // the prompts a cancel held run first, in their order.
     let input = UserInput { text, images };
-    // Prompts queued before a cancel still wait: they run first, in their order, and
-    // this one after them.
-    let mut next = match !live.conversation.busy() && live.conversation.queued() > 0 {
-        true => {
-            live.conversation.queue(input);
-            live.conversation.next_queued()
+    let ours = match live.conversation.submit(Op::Queue(input)).await {
+        Ok(Outcome::Started(run)) => run.id(),
+        Ok(Outcome::Queued(n)) => {
+            let note = format!("Queued for the next turn. ({n} queued)");
+            update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(note)));
+            return PromptResponse::new(StopReason::EndTurn);
         }
-        false => Some(input),
+        Ok(_) => return PromptResponse::new(StopReason::EndTurn),
+        Err(e) => {
+            let said = chunk(format!("herald: {}", e.told()));
+            update(cx, &id, SessionUpdate::AgentMessageChunk(said));
+            return PromptResponse::new(StopReason::EndTurn);
+        }
     };
-    let mut first = true;
+    live.wire.cancelled.store(false, Ordering::SeqCst);
+    follow_turns(server, &live, &ours, cx).await
+}
+
+/// Streams the turns from the one `ours` names until the conversation is idle; how the
+/// last one stopped.
+async fn follow_turns(
+    server: &AcpServer,
+    live: &AcpSession,
+    ours: &str,
+    cx: &ConnectionTo<Client>,
+) -> PromptResponse {
+    let id = live.id.clone();
+    let mut stream = live.conversation.listen().await;
     let mut answer = PromptResponse::new(StopReason::EndTurn);
-    while let Some(input) = next {
-        // A turn now, or behind the running one (which runs it when it ends).
-        let run = match live.conversation.submit(Op::Queue(input.clone())).await {
-            Ok(Outcome::Started(run)) => run,
-            Ok(Outcome::Queued(n)) if first => {
-                let note = format!("Queued for the next turn. ({n} queued)");
-                update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(note)));
-                return answer;
+    let mut turn = Turn::default();
+    // What an earlier reader left unread is not this prompt's.
+    let mut reached = false;
+    while let Some(event) = stream.next_event().await {
+        match event {
+            ConversationEvent::TurnStarted { run, .. } => {
+                reached |= run.id() == ours;
+                turn = Turn::default();
             }
-            Ok(_) => return answer,
-            Err(e) => {
-                let said = chunk(format!("herald: {}", e.told()));
+            _ if !reached => {}
+            ConversationEvent::Run(e) => {
+                if let Some(end) = turn.follow(server, live, e.kind, cx).await {
+                    answer = end;
+                }
+            }
+            ConversationEvent::TurnFailed(message) => {
+                let said = chunk(format!("herald: {message}"));
                 update(cx, &id, SessionUpdate::AgentMessageChunk(said));
-                return answer;
             }
-        };
-        if first {
-            live.wire.cancelled.store(false, Ordering::SeqCst);
-            first = false;
+            ConversationEvent::Idle => break,
         }
-        answer = follow(server, &live, &run, cx).await;
-        next = if answer.stop_reason == StopReason::Cancelled {
-            *lock(&live.wire.interrupted) = Some(input.text);
-            None
-        } else {
-            live.conversation.next_queued()
-        };
     }
     answer
 }
 
-/// `/steer TEXT` while nothing runs is a prompt: the one `session/cancel` interrupted
-/// with the guidance added, or else the guidance alone. Anything else is as sent.
-fn idle_steer(live: &AcpSession, text: String) -> String {
-    let guidance = match text.trim().strip_prefix("/steer") {
-        Some(rest) if rest.starts_with(char::is_whitespace) && !live.conversation.busy() => {
-            rest.trim()
-        }
-        _ => return text,
-    };
-    if guidance.is_empty() {
-        return text;
-    }
-    match lock(&live.wire.interrupted).take() {
-        Some(before) => format!("{before}\n\nUser correction/guidance after interrupt: {guidance}"),
-        None => guidance.to_owned(),
-    }
+/// What one turn has shown so far.
+#[derive(Default)]
+struct Turn {
+    streamed: bool,
+    calls: HashMap<String, Started>,
+    /// The subagents' steps so far, by the `delegate_task` call that started them.
+    progress: HashMap<String, Vec<String>>,
 }
 
-/// One turn of `live`, its events streamed; how it stopped.
-async fn follow(
-    server: &AcpServer,
-    live: &AcpSession,
-    run: &RunHandle,
-    cx: &ConnectionTo<Client>,
-) -> PromptResponse {
-    let id = live.id.clone();
-    let Some(mut events) = run.take_events() else {
-        return PromptResponse::new(StopReason::EndTurn);
-    };
-    let mut streamed = false;
-    let mut calls: HashMap<String, Started> = HashMap::new();
-    // The subagents' steps so far, by the `delegate_task` call that started them.
-    let mut progress: HashMap<String, Vec<String>> = HashMap::new();
-    while let Some(e) = events.recv().await {
-        match e.kind {
+impl Turn {
+    /// Shows one of the turn's events; how the turn stopped, at its end.
+    async fn follow(
+        &mut self,
+        server: &AcpServer,
+        live: &AcpSession,
+        kind: RunEventKind,
+        cx: &ConnectionTo<Client>,
+    ) -> Option<PromptResponse> {
+        let id = live.id.clone();
+        match kind {
             RunEventKind::MessageDelta(t) => {
-                streamed = true;
+                self.streamed = true;
                 update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(t)));
             }
             // Chunks cannot be taken back: the middleware's text follows them.
@@ -191,7 +194,7 @@ async fn follow(
             } => {
                 let (call, started) =
                     start_call(live, &tool_call_id(), &call_id, &name, &arguments);
-                calls.insert(call_id, started);
+                self.calls.insert(call_id, started);
                 update(cx, &id, SessionUpdate::ToolCall(call));
             }
             RunEventKind::ToolCompleted {
@@ -200,7 +203,7 @@ async fn follow(
                 result,
                 is_error,
             } => {
-                let started = calls.remove(&call_id);
+                let started = self.calls.remove(&call_id);
                 let call = end_call(live, &call_id, started, &name, result, is_error);
                 update(cx, &id, SessionUpdate::ToolCallUpdate(call));
             }
@@ -212,7 +215,7 @@ async fn follow(
             } => {
                 let within = server.host.runtime().approvals.answer_within();
                 if let Some(decision) = permission::ask(cx, &id, &command, &reason, within).await {
-                    let _ = run.approve(Some(&request_id), decision, false);
+                    answer(live, request_id, decision).await;
                 }
             }
             RunEventKind::EditApprovalRequested {
@@ -222,48 +225,79 @@ async fn follow(
                 arguments,
             } => {
                 if let Some(allowed) = live.wire.gate.ask(&call_id, &tool, &arguments).await {
-                    let decision = if allowed {
-                        Decision::Once
-                    } else {
-                        Decision::Deny
+                    let decision = match allowed {
+                        true => Decision::Once,
+                        false => Decision::Deny,
                     };
-                    let _ = run.approve(Some(&request_id), decision, false);
+                    answer(live, request_id, decision).await;
                 }
             }
-            RunEventKind::Subagent(e) => {
-                if let Some(call) = calls.get(&e.call_id)
-                    && let Some(line) = subagent_line(&e)
-                {
-                    let log = progress.entry(e.call_id.clone()).or_default();
-                    if log.len() >= 20 {
-                        log.remove(0);
-                    }
-                    log.push(line);
-                    let update_call = subagent_update(&call.minted, log);
-                    update(cx, &id, SessionUpdate::ToolCallUpdate(update_call));
-                }
-            }
+            RunEventKind::Subagent(e) => self.subagent(live, &e, cx),
             RunEventKind::ClarifyRequested { request_id, .. } => {
                 // ACP has no question-and-answer request: the model hears nobody answered.
-                let _ = run.clarify(&request_id, String::new());
+                let op = Op::Clarify {
+                    request_id,
+                    answer: String::new(),
+                };
+                let _ = live.conversation.submit(op).await;
             }
-            RunEventKind::Finished(end) => {
-                live.wire.gate.forget_all();
-                if !streamed && let Some(text) = end.output.clone().filter(|t| !t.is_empty()) {
-                    update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(text)));
-                }
-                let cancelled =
-                    live.wire.cancelled.load(Ordering::SeqCst) || end.state == RunState::Cancelled;
-                if cancelled {
-                    return PromptResponse::new(StopReason::Cancelled);
-                }
-                after_turn(server, live, cx).await;
-                return PromptResponse::new(StopReason::EndTurn).usage(Some(usage(&end)));
-            }
+            RunEventKind::Finished(end) => return Some(self.finish(server, live, &end, cx).await),
             _ => {}
         }
+        None
     }
-    PromptResponse::new(StopReason::EndTurn)
+
+    /// A subagent's step, shown under its `delegate_task` call.
+    fn subagent(
+        &mut self,
+        live: &AcpSession,
+        e: &herald_session::SubagentEvent,
+        cx: &ConnectionTo<Client>,
+    ) {
+        let (Some(call), Some(line)) = (self.calls.get(&e.call_id), subagent_line(e)) else {
+            return;
+        };
+        let log = self.progress.entry(e.call_id.clone()).or_default();
+        if log.len() >= 20 {
+            log.remove(0);
+        }
+        log.push(line);
+        let update_call = subagent_update(&call.minted, log);
+        update(cx, &live.id, SessionUpdate::ToolCallUpdate(update_call));
+    }
+
+    /// The turn's end: its answer when nothing streamed, and how it stopped.
+    async fn finish(
+        &mut self,
+        server: &AcpServer,
+        live: &AcpSession,
+        end: &herald_session::RunStatus,
+        cx: &ConnectionTo<Client>,
+    ) -> PromptResponse {
+        live.wire.gate.forget_all();
+        if !self.streamed
+            && let Some(text) = end.output.clone().filter(|t| !t.is_empty())
+        {
+            update(cx, &live.id, SessionUpdate::AgentMessageChunk(chunk(text)));
+        }
+        let cancelled =
+            live.wire.cancelled.load(Ordering::SeqCst) || end.state == RunState::Cancelled;
+        if cancelled {
+            return PromptResponse::new(StopReason::Cancelled);
+        }
+        after_turn(server, live, cx).await;
+        PromptResponse::new(StopReason::EndTurn).usage(Some(usage(end)))
+    }
+}
+
+/// Answers a pending approval of the running turn.
+async fn answer(live: &AcpSession, request_id: String, decision: Decision) {
+    let op = Op::Approve {
+        request_id: Some(request_id),
+        decision,
+        all: false,
+    };
+    let _ = live.conversation.submit(op).await;
 }
 
 /// One line of a subagent's progress under its `delegate_task` call (its start, each

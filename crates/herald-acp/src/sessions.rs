@@ -10,8 +10,8 @@ use agent_client_protocol::v1::schema::{
     ForkSessionRequest, ForkSessionResponse, LoadSessionResponse, McpServer, NewSessionRequest,
     NewSessionResponse, ResumeSessionResponse, SessionConfigOption, SessionModeState,
 };
-use herald_session::SessionError;
 use herald_session::model_options::configured_models;
+use herald_session::{LiveError, LiveId, SessionError};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -42,14 +42,11 @@ impl AcpServer {
         request: &NewSessionRequest,
         cx: &ConnectionTo<Client>,
     ) -> AcpResult<WithModels<NewSessionResponse>> {
-        self.room()?;
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
-        let session = self
-            .host
-            .open_session(self.options(&request.cwd, &gate, &request.mcp_servers))
-            .await
-            .map_err(|e| internal(e.told()))?;
-        let live = self.add(session, gate, &request.mcp_servers)?;
+        let options = self.options(&request.cwd, &gate, &request.mcp_servers);
+        let wire = Self::wire(gate, &request.mcp_servers);
+        let opened = self.sessions.open(LiveId::Stored, options, wire).await;
+        let live = made_live(opened).map_err(not_live)?;
         let d = self.describe(&live);
         let inner = NewSessionResponse::new(live.id.clone())
             .modes(d.modes)
@@ -72,16 +69,17 @@ impl AcpServer {
         if let Some(live) = self.session(id) {
             return Ok(Some(live));
         }
-        self.room()?;
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
-        match self
-            .host
-            .resume_session(id, self.options(cwd, &gate, servers))
-            .await
-        {
-            Ok(session) => self.add(session, gate, servers).map(Some),
-            Err(SessionError::NotFound(_)) => Ok(None),
-            Err(e) => Err(internal(e.told())),
+        let options = self.options(cwd, &gate, servers);
+        let wire = Self::wire(gate, servers);
+        let resumed = self
+            .sessions
+            .resume(LiveId::Stored, id, options, wire)
+            .await;
+        match made_live(resumed) {
+            Ok(live) => Ok(Some(live)),
+            Err(LiveError::Session(SessionError::NotFound(_))) => Ok(None),
+            Err(e) => Err(not_live(e)),
         }
     }
 
@@ -99,12 +97,9 @@ impl AcpServer {
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         let mut options = self.options(cwd, &gate, servers);
         options.id = Some(id.to_owned());
-        let session = self
-            .host
-            .open_session(options)
-            .await
-            .map_err(|e| internal(e.told()))?;
-        self.add(session, gate, servers)
+        let wire = Self::wire(gate, servers);
+        let opened = self.sessions.open(LiveId::Stored, options, wire).await;
+        made_live(opened).map_err(not_live)
     }
 
     /// A new session holding a copy of the parent's history; `None` when there is no
@@ -114,17 +109,21 @@ impl AcpServer {
         request: &ForkSessionRequest,
         cx: &ConnectionTo<Client>,
     ) -> AcpResult<Option<Arc<AcpSession>>> {
-        self.room()?;
         let parent = request.session_id.to_string();
         let gate = EditGate::new(cx.clone(), self.host.runtime().approvals.answer_within());
         if let Some(live) = self.session(&parent) {
             gate.set_policy(live.wire.gate.policy());
         }
         let options = self.options(&request.cwd, &gate, &request.mcp_servers);
-        match self.host.branch_session(&parent, None, options).await {
-            Ok((session, _title)) => self.add(session, gate, &request.mcp_servers).map(Some),
-            Err(SessionError::NotFound(_)) => Ok(None),
-            Err(e) => Err(internal(e.told())),
+        let wire = Self::wire(gate, &request.mcp_servers);
+        let branched = self
+            .sessions
+            .branch(LiveId::Stored, &parent, None, options, wire)
+            .await;
+        match made_live(branched.map(|(live, _title)| live)) {
+            Ok(live) => Ok(Some(live)),
+            Err(LiveError::Session(SessionError::NotFound(_))) => Ok(None),
+            Err(e) => Err(not_live(e)),
         }
     }
 
@@ -168,5 +167,21 @@ impl AcpServer {
                 .config_options(d.options),
             models: d.models,
         }
+    }
+}
+
+/// A session just made live: its edit gate knows its stored id and folder.
+fn made_live(made: Result<Arc<AcpSession>, LiveError>) -> Result<Arc<AcpSession>, LiveError> {
+    let live = made?;
+    let session = live.conversation.session();
+    live.wire.gate.attach(session.id(), session.cwd());
+    Ok(live)
+}
+
+/// What the client is told when no session was made live.
+fn not_live(e: LiveError) -> agent_client_protocol::Error {
+    match e {
+        LiveError::Cap(cap) => crate::refused(cap),
+        LiveError::Session(e) => internal(e.told()),
     }
 }

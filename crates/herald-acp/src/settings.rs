@@ -39,7 +39,7 @@ impl AcpServer {
 
     /// Sets an option; a changed edit approval policy also sends `current_mode_update`
     /// (a herald extension: Hermes sends none, and the IDE's mode picker went stale).
-    pub(crate) fn set_config_option(
+    pub(crate) async fn set_config_option(
         &self,
         request: &SetSessionConfigOptionRequest,
         cx: &ConnectionTo<Client>,
@@ -60,7 +60,7 @@ impl AcpServer {
                     tell_mode(cx, &live, policy);
                 }
             }
-            MODEL_OPTION => self.switch_model(&live, &value).map_err(invalid)?,
+            MODEL_OPTION => self.switch_model(&live, &value).await.map_err(invalid)?,
             other => {
                 lock(&live.wire.other_options).insert(other.to_owned(), value);
             }
@@ -72,11 +72,13 @@ impl AcpServer {
 
     /// Switches `live` to the model of `spec` (`provider:model` allowed) for its next
     /// turns.
-    pub(crate) fn switch_model(&self, live: &AcpSession, spec: &str) -> Result<(), String> {
+    pub(crate) async fn switch_model(&self, live: &AcpSession, spec: &str) -> Result<(), String> {
+        let op = herald_session::Op::SetModel(spec.to_owned());
         live.conversation
-            .switch_model(spec)
+            .submit(op)
+            .await
             .map(drop)
-            .map_err(|e| format!("cannot switch the model: {e}"))
+            .map_err(|e| format!("cannot switch the model: {}", e.told()))
     }
 }
 

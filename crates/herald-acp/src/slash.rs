@@ -4,7 +4,7 @@
 //! `/new`). Any other `/word` goes to the model as text.
 
 use crate::{AcpServer, AcpSession};
-use herald_session::{Op, OpError, Outcome, Reply, SwitchRefused};
+use herald_session::{Op, OpError, Opening, Outcome, Reply, SwitchRefused};
 
 /// The commands, with what each does (also offered to the IDE).
 pub const COMMANDS: [(&str, &str); 9] = [
@@ -25,18 +25,27 @@ pub const COMMANDS: [(&str, &str); 9] = [
     ("version", "herald's version"),
 ];
 
+/// What a slash command came to.
+pub enum Answered {
+    /// The reply to show.
+    Said(String),
+    /// A prompt to run instead (an idle `/steer` or `/queue`).
+    Send(String),
+}
+
 /// The reply to a slash command, or `None` when `line` is not one of ours.
-pub async fn answer(server: &AcpServer, live: &AcpSession, line: &str) -> Option<String> {
+pub async fn answer(server: &AcpServer, live: &AcpSession, line: &str) -> Option<Answered> {
     let rest = line.strip_prefix('/')?;
     let word = rest.split(char::is_whitespace).next().unwrap_or(rest);
     if !COMMANDS.iter().any(|(c, _)| *c == word) {
         return None;
     }
     if word == "help" {
-        return Some(help());
+        return Some(Answered::Said(help()));
     }
-    Some(
+    Some(Answered::Said(
         match live.conversation.submit(Op::Command(line.to_owned())).await {
+            Ok(Outcome::Reply(Reply::Send(text))) => return Some(Answered::Send(text)),
             Ok(Outcome::Reply(Reply::Output(text))) => text,
             Ok(Outcome::Reply(Reply::ModelSwitched(name))) => {
                 format!("Model switched to {name} for this session.")
@@ -48,7 +57,7 @@ pub async fn answer(server: &AcpServer, live: &AcpSession, line: &str) -> Option
             }
             Err(e) => format!("Could not switch: cannot switch the model: {e}"),
         },
-    )
+    ))
 }
 
 /// ACP's own list: the nine commands it answers.
@@ -60,21 +69,19 @@ fn help() -> String {
         .join("\n")
 }
 
+/// `/reset`: a new session from now on, with the one carry-over rule (the model and
+/// the client's MCP servers stay).
 async fn reset(server: &AcpServer, live: &AcpSession) -> String {
-    if live.conversation.busy() {
-        return "A turn is running; reset when it ends.".to_owned();
-    }
     let old = live.conversation.session();
-    let mut options = server.options(old.cwd(), &live.wire.gate, &[]);
-    // The client's MCP servers stay with the conversation, running.
-    options.own_mcp_pool = old.own_mcp_pool();
-    match server.host.open_session(options).await {
-        Ok(fresh) => {
-            if let Some(endpoint) = old.endpoint() {
-                fresh.set_endpoint(endpoint);
-            }
-            live.conversation.set_session(fresh);
+    let options = server.options(old.cwd(), &live.wire.gate, &[]);
+    match live.conversation.submit(Op::New(Opening(options))).await {
+        Ok(_) => {
+            let fresh = live.conversation.session();
+            live.wire.gate.attach(fresh.id(), fresh.cwd());
             "Started afresh: the conversation so far is kept in its own session.".to_owned()
+        }
+        Err(OpError::Session(herald_session::SessionError::Busy(_))) => {
+            "A turn is running; reset when it ends.".to_owned()
         }
         Err(e) => format!("Cannot reset: {}", e.told()),
     }

@@ -5,9 +5,9 @@ use crate::chat_status::StatusLine;
 use anyhow::Context;
 use herald_config::Home;
 use herald_session::{
-    Answers, Approver, Conversation, Decision, Host, HostBuilder, ModelChoice, Op, Outcome,
-    Platform, Reply, RunEvent, RunEventKind, RunState, RunStatus, Runtime, Session, SessionError,
-    SessionOptions, UserInput, toolsets,
+    Answers, Approver, Conversation, ConversationEvent, Decision, Host, HostBuilder, ModelChoice,
+    Op, OpError, Opening, Outcome, Platform, Reply, RunEventKind, RunState, RunStatus, Runtime,
+    SessionError, SessionOptions, UserInput, toolsets,
 };
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -338,51 +338,66 @@ impl Chat {
             Err(e) => return Err(e.into()),
         };
         eprintln!("session_id: {}", session.id());
-        let id = session.id().to_owned();
-        let (code, last) = match query {
-            Some(q) => (self.one_turn(&session, q).await, id),
-            None => {
-                let conversation = Conversation::new(self.host.clone(), session);
-                let code = self.interactive(&conversation).await;
-                (code, conversation.session().id().to_owned())
-            }
+        let conversation = Conversation::single(self.host.clone(), session);
+        let code = match query {
+            Some(q) => self.turns(&conversation, q).await,
+            None => self.interactive(&conversation).await,
         };
+        let last = conversation.session().id().to_owned();
         // The session is over for good when herald chat leaves (Hermes: at exit).
         herald_session::finalize_session(&self.host, &last, "shutdown").await;
         code
     }
 
-    /// Runs one turn, printing as it goes; returns the exit code.
-    async fn one_turn(
+    /// Runs a turn on `prompt` and then the prompts queued behind it, printing as they
+    /// go; the exit code of the last. Ctrl-C (or SIGTERM) stops the running turn.
+    async fn turns(
         &self,
-        session: &Session,
+        conversation: &Conversation,
         prompt: impl Into<UserInput>,
     ) -> anyhow::Result<ExitCode> {
-        let model = session.endpoint().map(|e| e.model).unwrap_or_default();
+        let model = conversation.model();
         self.status.show(model.clone());
-        let run = self.host.start_run(session, prompt)?;
-        let mut events = run
-            .take_events()
-            .context("internal: the run's events were taken")?;
-        let mut printed_text = false;
-        let mut signalled = false;
+        let ours = match conversation.submit(Op::Prompt(prompt.into())).await? {
+            Outcome::Started(run) => run.id(),
+            other => anyhow::bail!("internal: a prompt was answered with {other:?}"),
+        };
+        let mut stream = conversation.listen().await;
+        let mut shown = Shown::default();
+        let mut code = ExitCode::SUCCESS;
         let signal = stop_signal();
         tokio::pin!(signal);
-        let end = loop {
+        loop {
             tokio::select! {
-                e = events.recv() => match e {
-                    Some(RunEvent { kind: RunEventKind::Finished(end), .. }) => break end,
-                    Some(e) => printed_text |= self.show(e.kind, &model),
-                    None => break run.status(),
+                event = stream.next_event() => match event {
+                    None => break,
+                    Some(ConversationEvent::TurnStarted { run, .. }) => {
+                        shown = Shown { reached: shown.reached || run.id() == ours, ..Shown::default() };
+                        signal.set(stop_signal());
+                        self.status.show(model.clone());
+                    }
+                    Some(_) if !shown.reached => {}
+                    Some(ConversationEvent::Run(e)) => match e.kind {
+                        RunEventKind::Finished(end) => {
+                            self.status.hide();
+                            code = self.report(&end, shown.signalled, shown.printed_text);
+                        }
+                        kind => shown.printed_text |= self.show(kind, &model),
+                    },
+                    Some(ConversationEvent::TurnFailed(message)) => {
+                        eprintln!("herald: error: {message}");
+                        code = ExitCode::FAILURE;
+                    }
+                    Some(ConversationEvent::Idle) => break,
                 },
-                () = &mut signal, if !signalled => {
-                    signalled = true;
-                    run.interrupt();
+                () = &mut signal, if !shown.signalled => {
+                    shown.signalled = true;
+                    conversation.submit(Op::Interrupt).await?;
                 }
             }
-        };
+        }
         self.status.hide();
-        Ok(self.report(&end, signalled, printed_text))
+        Ok(code)
     }
 
     /// Shows one event; true when it printed answer text.
@@ -495,15 +510,10 @@ impl Chat {
                 Next::Stay => continue,
                 Next::Quit => return Ok(ExitCode::SUCCESS),
             };
-            // The prompts `/queue` put behind this one run after it.
-            let mut next = Some(UserInput::from(prompt));
-            while let Some(prompt) = next {
-                ctrl_c.turn_running(true);
-                let turn = self.one_turn(&conversation.session(), prompt).await;
-                ctrl_c.turn_running(false);
-                turn?;
-                next = conversation.next_queued();
-            }
+            ctrl_c.turn_running(true);
+            let turns = self.turns(conversation, prompt).await;
+            ctrl_c.turn_running(false);
+            turns?;
         }
     }
 
@@ -533,22 +543,36 @@ impl Chat {
                 eprintln!("herald: unknown command /{word} (nothing was sent to the model)\n{help}")
             }
             Reply::New => {
-                let session = self.host.open_session(self.options()).await?;
-                eprintln!("session_id: {}", session.id());
-                conversation.set_session(session);
-            }
-            Reply::Resume(id) => match self.host.resume_session(&id, self.options()).await {
-                Ok(session) => {
-                    let n = session.with_history(<[_]>::len);
-                    eprintln!("session_id: {} ({n} messages)", session.id());
-                    conversation.set_session(session);
+                let fresh = Op::New(Opening(self.options()));
+                if let Outcome::Switched { id, .. } = conversation.submit(fresh).await? {
+                    eprintln!("session_id: {id}");
                 }
-                Err(SessionError::NotFound(_)) => eprintln!("herald: no session with id {id}"),
-                Err(e) => eprintln!("herald: cannot read the session store: {e}"),
-            },
+            }
+            Reply::Resume(id) => {
+                let resume = Op::Resume(id.clone(), Opening(self.options()));
+                match conversation.submit(resume).await {
+                    Ok(Outcome::Switched { id, messages }) => {
+                        eprintln!("session_id: {id} ({messages} messages)")
+                    }
+                    Ok(_) => {}
+                    Err(OpError::Session(SessionError::NotFound(_))) => {
+                        eprintln!("herald: no session with id {id}")
+                    }
+                    Err(e) => eprintln!("herald: cannot read the session store: {e}"),
+                }
+            }
         }
         Ok(Next::Stay)
     }
+}
+
+/// What the turns of one prompt have shown so far.
+#[derive(Default)]
+struct Shown {
+    /// The prompt's own turn has started (what came before was not this prompt's).
+    reached: bool,
+    printed_text: bool,
+    signalled: bool,
 }
 
 /// What a line at the prompt leads to.

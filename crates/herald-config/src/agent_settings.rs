@@ -64,6 +64,8 @@ pub struct AgentSettings {
     pub plugins_pre_tool_call_when_down: Option<String>,
     /// `max_live_sessions`: conversations a front door holds live at once (`None`: 16).
     pub max_live_sessions: Option<usize>,
+    /// `display.busy_input_mode`: what a prompt sent while a turn runs does.
+    pub busy_input_mode: crate::default_config::BusyInputMode,
 }
 
 /// Reads the agent settings from the top-level document; problems go to `r`.
@@ -124,6 +126,9 @@ pub fn read_agent_settings(r: &mut Reader, doc: &Node) -> AgentSettings {
             .filter(|n| !n.is_null())
             .and_then(|n| r.int(n, "max_live_sessions", 1, 4096))
             .and_then(|v| usize::try_from(v).ok()),
+        busy_input_mode: text(r, "display", "busy_input_mode")
+            .and_then(|t| crate::default_config::BusyInputMode::parse(&t))
+            .unwrap_or_default(),
         plugins_callback_timeout_secs: host_int(r, doc, "callback_timeout"),
         plugins_startup_timeout_secs: host_int(r, doc, "startup_timeout"),
         plugins_pre_tool_call_when_down: doc

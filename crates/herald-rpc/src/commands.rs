@@ -9,7 +9,7 @@ use crate::results::{
     AgentShown, Catalog, Category, CommandInfo, ConfigSet, ConfigShown, ConfigValue, ModelShown,
     Slash,
 };
-use herald_config::default_config::{BusyInputMode, busy_input_mode, set_busy_input_mode};
+use herald_config::default_config::{BusyInputMode, set_busy_input_mode};
 use herald_session::skills;
 use herald_session::{Op, Outcome, Reply};
 use std::collections::BTreeMap;
@@ -174,9 +174,7 @@ pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcErr
             value: runtime.provider.clone(),
         }),
         "busy" => Ok(ConfigValue::Value {
-            value: busy_input_mode(&runtime.home.config_file())
-                .as_str()
-                .to_owned(),
+            value: runtime.busy_input_mode().as_str().to_owned(),
         }),
         "home" => Ok(ConfigValue::Home {
             home: home(),
@@ -239,13 +237,14 @@ fn set_busy(gw: &Gateway, key: String, value: Option<String>) -> Result<ConfigSe
         .map(|v| v.trim().to_ascii_lowercase())
         .filter(|v| v != "status");
     let Some(asked) = asked else {
-        let value = busy_input_mode(&config).as_str().to_owned();
+        let value = gw.host.runtime().busy_input_mode().as_str().to_owned();
         return Ok(ConfigSet { key, value });
     };
     let mode = BusyInputMode::parse(&asked)
         .ok_or_else(|| RpcError::new(RpcError::BAD_VALUE, format!("unknown busy mode: {asked}")))?;
     set_busy_input_mode(&config, mode)
         .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))?;
+    gw.host.runtime().set_busy_input_mode(mode);
     Ok(ConfigSet {
         key,
         value: mode.as_str().to_owned(),

@@ -117,7 +117,7 @@ pub fn image_attach(gw: &Gateway, p: params::Attach) -> Result<Attached, RpcErro
             format!("at most {MAX_ATTACHED} images go with one prompt"),
         ));
     }
-    let count = live.conversation.attach(raw.clone());
+    let count = attach(&live, raw.clone());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     Ok(Attached {
         attached: true,
@@ -128,6 +128,15 @@ pub fn image_attach(gw: &Gateway, p: params::Attach) -> Result<Attached, RpcErro
 }
 
 /// `clipboard.paste`: a gateway has no clipboard of its user's.
+/// Adds an image for the session's next prompt (from a blocking worker); how many wait.
+pub fn attach(live: &crate::gateway::Live, path: String) -> usize {
+    let op = live.conversation.submit(herald_session::Op::Attach(path));
+    match tokio::runtime::Handle::current().block_on(op) {
+        Ok(herald_session::Outcome::Attached(n)) => n,
+        _ => live.conversation.attached(),
+    }
+}
+
 pub fn clipboard_paste(gw: &Gateway, p: params::Target) -> Result<(), RpcError> {
     gw.live(p.session_id.as_deref())?;
     Err(RpcError::new(

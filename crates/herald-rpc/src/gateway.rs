@@ -7,7 +7,7 @@
 use crate::errors::RpcError;
 use crate::outbox::{Out, Outbox};
 use herald_session::conversation::lock;
-use herald_session::{Conversations, Host, Session};
+use herald_session::{Conversations, Host, LiveError, LiveId, SessionError, SessionOptions};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -122,18 +122,50 @@ impl Gateway {
         own
     }
 
-    /// Makes `session` live, bound to `outbox` (at the cap an idle one is closed first);
-    /// 4090 only when every live session runs a turn.
-    pub fn add_live(
+    /// Opens a new session live, bound to `outbox` (at the cap an idle one is closed
+    /// first); 4090 only when every live session runs a turn.
+    pub async fn open_live(
         &self,
-        session: Session,
-        outbox: Outbox,
+        options: SessionOptions,
+        outbox: &Outbox,
         close_on_disconnect: bool,
     ) -> Result<Arc<Live>, RpcError> {
-        let wire = self.wire(outbox, close_on_disconnect);
-        self.live
-            .add(None, session, wire)
-            .map_err(|e| RpcError::new(RpcError::LIVE_CAP, e.to_string()))
+        let wire = self.wire(outbox.clone(), close_on_disconnect);
+        let opened = self.live.open(LiveId::Short, options, wire).await;
+        Ok(made_live(opened.map_err(|e| live_error(e, None))?))
+    }
+
+    /// Makes the stored session `stored` live again, bound to `outbox`.
+    pub async fn resume_live(
+        &self,
+        stored: &str,
+        options: SessionOptions,
+        outbox: &Outbox,
+        close_on_disconnect: bool,
+    ) -> Result<Arc<Live>, RpcError> {
+        let wire = self.wire(outbox.clone(), close_on_disconnect);
+        let resumed = self.live.resume(LiveId::Short, stored, options, wire).await;
+        Ok(made_live(resumed.map_err(|e| live_error(e, Some(stored)))?))
+    }
+
+    /// Branches `parent`'s session into a new live one bound to `outbox`; its title.
+    pub async fn branch_live(
+        &self,
+        parent: &str,
+        name: Option<String>,
+        options: SessionOptions,
+        outbox: &Outbox,
+    ) -> Result<(Arc<Live>, String), RpcError> {
+        let wire = self.wire(outbox.clone(), true);
+        let branched = self
+            .live
+            .branch(LiveId::Short, parent, name, options, wire)
+            .await;
+        let (live, title) = branched.map_err(|e| match e {
+            LiveError::Session(e) => RpcError::new(RpcError::PERSIST_FAILED, e.told()),
+            cap => live_error(cap, None),
+        })?;
+        Ok((made_live(live), title))
     }
 
     fn wire(&self, outbox: Outbox, close_on_disconnect: bool) -> Wire {
@@ -166,11 +198,11 @@ impl Gateway {
         }
         let options = crate::sessions::options(self, None)?;
         let wire = self.wire(outbox.clone(), closed.memo.close_on_disconnect);
-        self.live
-            .reopen(id, options, wire)
-            .await
-            .map(|_| ())
-            .map_err(|e| RpcError::session(e, RpcError::FAILED))
+        let reopened = self.live.reopen(id, options, wire).await;
+        if let Some(live) = reopened.map_err(|e| RpcError::session(e, RpcError::FAILED))? {
+            made_live(live);
+        }
+        Ok(())
     }
 
     /// The live session `id` names; 4001 otherwise.
@@ -233,5 +265,24 @@ impl Gateway {
         self.live
             .forget_closed(|m| m.owner == conn && m.close_on_disconnect);
         lock(&self.open).remove(&conn);
+    }
+}
+
+/// A conversation just made live: its stream carried to its client from now on.
+fn made_live(live: Arc<Live>) -> Arc<Live> {
+    tokio::spawn(crate::turns::pump(live.clone()));
+    live
+}
+
+/// What a client is told when no session was made live: 4090 at the cap, 4007 for a
+/// stored session that is not there.
+fn live_error(e: LiveError, stored: Option<&str>) -> RpcError {
+    match (e, stored) {
+        (LiveError::Cap(cap), _) => RpcError::new(RpcError::LIVE_CAP, cap.to_string()),
+        (LiveError::Session(SessionError::NotFound(_)), Some(stored)) => RpcError::new(
+            RpcError::STORED_NOT_FOUND,
+            format!("session not found: {stored}"),
+        ),
+        (LiveError::Session(e), _) => RpcError::session(e, RpcError::FAILED),
     }
 }

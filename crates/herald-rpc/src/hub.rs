@@ -117,7 +117,7 @@ pub fn detect_drop(gw: &Gateway, p: params::Paste) -> Result<Value, RpcError> {
         if live.conversation.attached() >= crate::extras::MAX_ATTACHED {
             return Ok(json!({"matched": false}));
         }
-        let count = live.conversation.attach(shown.clone());
+        let count = crate::extras::attach(&live, shown.clone());
         let label = name.clone().unwrap_or_default();
         let text = match rest.is_empty() {
             true => format!("[User attached image: {label}]"),

@@ -144,6 +144,15 @@ pub async fn announce(live: &Live) {
     live.wire.emit(Out::Frame(event)).await;
 }
 
+/// `session.info` after a turn, as Hermes sends it: `running` false (a queued turn
+/// that follows announces itself with its `message.start`).
+pub async fn announce_turn_end(live: &Live) {
+    let mut payload = info(live).await;
+    payload.running = false;
+    let event = frame::event("session.info", Some(&live.id), Some(payload));
+    live.wire.emit(Out::Frame(event)).await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

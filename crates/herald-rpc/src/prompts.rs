@@ -4,13 +4,11 @@ use crate::errors::RpcError;
 use crate::events::BackgroundComplete;
 use crate::frame;
 use crate::gateway::Gateway;
-use crate::gateway::Live;
 use crate::outbox::Out;
 use crate::params::{self, required};
 use crate::results::{Submitted, Task};
 use crate::{sessions, turns};
-use herald_config::default_config::{BusyInputMode, busy_input_mode};
-use herald_session::{Op, Outcome, RewindRequest, RunState, Steered};
+use herald_session::{Op, Outcome, RewindRequest, RunState};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -73,61 +71,43 @@ const STREAMING: Submitted = Submitted {
     survivor_user_row_ids: None,
 };
 
+/// `prompt.submit`: a turn now, or while one runs (Pi's `follow_up` too) as
+/// `display.busy_input_mode` says: `interrupt` (the default: queued, and the turn
+/// interrupted), `queue` (queued behind the turn) or `steer` (into the running turn at
+/// its next tool result; queued when it cannot be).
 pub async fn submit(gw: &Arc<Gateway>, p: params::Prompt) -> Result<Submitted, RpcError> {
     let live = gw.live(p.session_id.as_deref())?;
     let text = required(p.text.clone(), "text", RpcError::BAD_VALUE)?;
-    let rewind = rewind_of(&p)?;
-    if live.conversation.busy() {
-        if rewind.is_some() {
+    let mut result = STREAMING;
+    let op = match rewind_of(&p)? {
+        Some(_) if live.conversation.busy() => {
             return Err(RpcError::new(RpcError::BUSY, "session busy"));
         }
-        return busy_submit(gw, &live, text).await;
-    }
-    let mut result = STREAMING;
-    if let Some(request) = rewind {
-        let rewound = live.conversation.submit(Op::Rewind(request)).await;
-        match rewound.map_err(|e| RpcError::op(e, RpcError::PERSIST_FAILED))? {
-            Outcome::Rewound(survivors) => result.survivor_user_row_ids = Some(survivors),
-            other => return turns::unreachable_outcome(other),
+        Some(request) => {
+            let rewound = live.conversation.submit(Op::Rewind(request)).await;
+            match rewound.map_err(|e| RpcError::op(e, RpcError::PERSIST_FAILED))? {
+                Outcome::Rewound(survivors) => result.survivor_user_row_ids = Some(survivors),
+                other => return turns::unreachable_outcome(other),
+            }
+            Op::Prompt(text.into())
         }
-    }
-    turns::start(&live, text.into()).await?;
-    Ok(result)
-}
-
-/// A prompt sent while a turn runs, as `display.busy_input_mode` says: `interrupt` (the
-/// default: queued, and the turn interrupted), `queue` (queued behind the turn) or
-/// `steer` (into the running turn at its next tool result; queued when it cannot be).
-async fn busy_submit(gw: &Gateway, live: &Arc<Live>, text: String) -> Result<Submitted, RpcError> {
-    let mode = busy_input_mode(&gw.host.runtime().home.config_file());
-    if mode == BusyInputMode::Steer {
-        let steered = live.conversation.submit(Op::Steer(text.clone())).await;
-        if let Ok(Outcome::Steered(Steered::Queued)) = steered {
-            return Ok(Submitted {
-                status: "steered",
-                position: None,
-                survivor_user_row_ids: None,
-            });
-        }
-    }
-    let queued = live.conversation.submit(Op::Queue(text.into())).await;
-    let position = match queued.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
-        Outcome::Queued(position) => position,
-        // The turn ended meanwhile: this one runs now.
-        Outcome::Started(run) => {
-            tokio::spawn(turns::relay(live.clone(), run));
-            return Ok(STREAMING);
-        }
-        other => return turns::unreachable_outcome(other),
+        None => Op::Submit(text.into()),
     };
-    if mode != BusyInputMode::Queue {
-        let _ = live.conversation.submit(Op::Interrupt).await;
+    let done = live.conversation.submit(op).await;
+    match done.map_err(|e| RpcError::op(e, RpcError::FAILED))? {
+        Outcome::Started(_) => Ok(result),
+        Outcome::Queued(position) => Ok(Submitted {
+            status: "queued",
+            position: Some(position),
+            survivor_user_row_ids: None,
+        }),
+        Outcome::Steered(_) => Ok(Submitted {
+            status: "steered",
+            position: None,
+            survivor_user_row_ids: None,
+        }),
+        other => turns::unreachable_outcome(other),
     }
-    Ok(Submitted {
-        status: "queued",
-        position: Some(position),
-        survivor_user_row_ids: None,
-    })
 }
 
 pub async fn background(gw: &Arc<Gateway>, p: params::Prompt) -> Result<Task, RpcError> {

@@ -78,12 +78,8 @@ async fn made_live(live: &Arc<Live>) -> Opened {
 }
 
 pub async fn create(gw: &Gateway, outbox: &Outbox, p: params::Create) -> Result<Opened, RpcError> {
-    let session = gw
-        .host
-        .open_session(options(gw, p.cwd)?)
-        .await
-        .map_err(|e| RpcError::session(e, RpcError::FAILED))?;
-    let live = gw.add_live(session, outbox.clone(), p.close_on_disconnect)?;
+    let options = options(gw, p.cwd)?;
+    let live = gw.open_live(options, outbox, p.close_on_disconnect).await?;
     if let Some(model) = p.model
         && let Err(e) = live.conversation.submit(Op::SetModel(model)).await
     {
@@ -138,18 +134,10 @@ pub async fn most_recent(gw: &Gateway) -> Result<MostRecent, RpcError> {
 
 pub async fn resume(gw: &Gateway, outbox: &Outbox, p: params::Resume) -> Result<Opened, RpcError> {
     let stored = required(p.session_id, "session_id", RpcError::ID_REQUIRED)?;
-    let session = gw
-        .host
-        .resume_session(&stored, options(gw, p.cwd)?)
-        .await
-        .map_err(|e| match e {
-            herald_session::SessionError::NotFound(_) => RpcError::new(
-                RpcError::STORED_NOT_FOUND,
-                format!("session not found: {stored}"),
-            ),
-            other => RpcError::session(other, RpcError::FAILED),
-        })?;
-    let live = gw.add_live(session, outbox.clone(), p.close_on_disconnect)?;
+    let options = options(gw, p.cwd)?;
+    let live = gw
+        .resume_live(&stored, options, outbox, p.close_on_disconnect)
+        .await?;
     Ok(made_live(&live).await)
 }
 
@@ -305,12 +293,8 @@ pub async fn branch(
             "nothing to branch",
         ));
     }
-    let (session, title) = gw
-        .host
-        .branch_session(parent.id(), p.name, options(gw, None)?)
-        .await
-        .map_err(|e| RpcError::new(RpcError::PERSIST_FAILED, e.told()))?;
-    let branched = gw.add_live(session, outbox.clone(), true)?;
+    let options = options(gw, None)?;
+    let (branched, title) = gw.branch_live(parent.id(), p.name, options, outbox).await?;
     let _ = made_live(&branched).await;
     Ok(Branched {
         session_id: branched.id.clone(),

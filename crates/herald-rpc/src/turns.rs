@@ -9,9 +9,7 @@ use crate::events::{
 use crate::frame;
 use crate::gateway::Live;
 use crate::outbox::Out;
-use herald_session::{
-    Op, Outcome, PromptAsk, RunEventKind, RunHandle, RunState, RunStatus, UserInput,
-};
+use herald_session::{ConversationEvent, Outcome, PromptAsk, RunEventKind, RunState, RunStatus};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -20,17 +18,6 @@ use std::time::Instant;
 
 /// The choices an approval request offers.
 const CHOICES: [&str; 4] = ["once", "session", "always", "deny"];
-
-/// Starts a turn of `live` on `input`; its events follow on the session's client.
-pub async fn start(live: &Arc<Live>, input: UserInput) -> Result<RunHandle, RpcError> {
-    let run = match live.conversation.submit(Op::Prompt(input)).await {
-        Ok(Outcome::Started(run)) => run,
-        Ok(other) => unreachable_outcome(other)?,
-        Err(e) => return Err(RpcError::op(e, RpcError::FAILED)),
-    };
-    tokio::spawn(relay(live.clone(), run.clone()));
-    Ok(run)
-}
 
 /// An outcome an operation does not have (a bug in the mapping, answered as one).
 pub fn unreachable_outcome<T>(outcome: Outcome) -> Result<T, RpcError> {
@@ -180,43 +167,44 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
     })
 }
 
-/// Passes one run's events on, then starts the next queued prompt.
-pub async fn relay(live: Arc<Live>, mut run: RunHandle) {
-    loop {
-        relay_one(&live, &run).await;
-        let Some(next) = live.conversation.next_queued() else {
-            return;
-        };
-        match live.conversation.start(next).await {
-            Ok(started) => run = started,
-            Err(e) => {
-                let e = RpcError::session(e, RpcError::FAILED);
-                let payload = Failed { message: e.message };
-                live.wire.emit(event(&live, "error", payload)).await;
-                return;
+/// Carries a live session's stream to its client for as long as it is live: each
+/// turn's events as the gateway's events (`message.start` ... `message.complete`,
+/// then `session.info`), a queued prompt that could not start as `error`.
+pub async fn pump(live: Arc<Live>) {
+    let mut stream = live.conversation.listen().await;
+    let mut turn = Turn::default();
+    while let Some(next) = stream.next_event().await {
+        match next {
+            ConversationEvent::TurnStarted { .. } => {
+                turn = Turn::default();
+                let start = frame::bare_event("message.start", Some(&live.id));
+                live.wire.emit(Out::Frame(start)).await;
             }
+            ConversationEvent::Run(e) => turn.relay(&live, e.kind).await,
+            ConversationEvent::TurnFailed(message) => {
+                live.wire
+                    .emit(event(&live, "error", Failed { message }))
+                    .await;
+            }
+            ConversationEvent::Idle => {}
         }
     }
 }
 
-/// Passes one run's events on.
-async fn relay_one(live: &Live, run: &RunHandle) {
-    let Some(mut events) = run.take_events() else {
-        return;
-    };
-    live.wire
-        .emit(Out::Frame(frame::bare_event(
-            "message.start",
-            Some(&live.id),
-        )))
-        .await;
-    let mut streamed = String::new();
-    let mut reasoning = String::new();
-    let mut started = Started::new();
-    while let Some(e) = events.recv().await {
-        let out = match e.kind {
+/// What one turn has streamed so far.
+#[derive(Default)]
+struct Turn {
+    streamed: String,
+    reasoning: String,
+    started: Started,
+}
+
+impl Turn {
+    /// Passes one of the turn's events on.
+    async fn relay(&mut self, live: &Live, kind: RunEventKind) {
+        let out = match kind {
             RunEventKind::MessageDelta(text) => {
-                streamed.push_str(&text);
+                self.streamed.push_str(&text);
                 Out::Delta {
                     kind: "message.delta",
                     session_id: live.id.clone(),
@@ -224,7 +212,7 @@ async fn relay_one(live: &Live, run: &RunHandle) {
                 }
             }
             RunEventKind::ReasoningDelta(text) => {
-                reasoning.push_str(&text);
+                self.reasoning.push_str(&text);
                 Out::Delta {
                     kind: "reasoning.delta",
                     session_id: live.id.clone(),
@@ -235,34 +223,38 @@ async fn relay_one(live: &Live, run: &RunHandle) {
                 content: Some(text),
                 tool_calls,
             } if tool_calls > 0 && !text.trim().is_empty() => {
-                let already = streamed.contains(text.as_str());
+                let already = self.streamed.contains(text.as_str());
                 let payload = Interim {
                     text,
                     already_streamed: already,
                 };
                 event(live, "message.interim", payload)
             }
-            RunEventKind::Finished(end) => {
-                if !reasoning.is_empty() {
-                    let text = Text { text: &reasoning };
-                    live.wire
-                        .emit(event(live, "reasoning.available", text))
-                        .await;
-                }
-                let payload = complete(&end, &streamed, &reasoning);
-                live.wire
-                    .emit(event(live, "message.complete", payload))
-                    .await;
-                // As Hermes does after every turn: running false, the usage after it.
-                crate::info::announce(live).await;
-                break;
-            }
-            other => match tool_event(live, other, &mut started) {
+            RunEventKind::Finished(end) => return self.finish(live, &end).await,
+            other => match tool_event(live, other, &mut self.started) {
                 Some(out) => out,
-                None => continue,
+                None => return,
             },
         };
         live.wire.emit(out).await;
+    }
+
+    /// `reasoning.available` when there was reasoning, `message.complete`, and as
+    /// Hermes does after every turn, `session.info` (running false, the usage after it).
+    async fn finish(&mut self, live: &Live, end: &RunStatus) {
+        if !self.reasoning.is_empty() {
+            let text = Text {
+                text: &self.reasoning,
+            };
+            live.wire
+                .emit(event(live, "reasoning.available", text))
+                .await;
+        }
+        let payload = complete(end, &self.streamed, &self.reasoning);
+        live.wire
+            .emit(event(live, "message.complete", payload))
+            .await;
+        crate::info::announce_turn_end(live).await;
     }
 }
 

@@ -667,7 +667,8 @@ async fn at_the_cap_the_least_recently_used_idle_conversation_is_closed_and_reop
     // A conversation with a turn (or a queued prompt) is never closed: when every one
     // has one, the cap refuses.
     for live in conversations.all() {
-        live.conversation.queue("waiting");
+        let mut turns = crate::conversation::lock(&live.conversation.inner.turns);
+        turns.queue.push_back("waiting".into());
     }
     assert!(conversations.room().is_err());
     assert!(conversations.add(None, open().await, ()).is_err());
@@ -704,7 +705,8 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
     let png = f.dir.path().join("cat.png");
     std::fs::write(&png, [0x89, b'P', b'N', b'G']).unwrap();
     assert_eq!(c.attach(png.display().to_string()), 1);
-    let run = c.start("look").await.unwrap();
+    let mut stream = c.listen().await;
+    let run = c.prompt_now("look".into()).await.unwrap();
     assert!(c.busy());
     assert!(matches!(
         c.switch_model("other"),
@@ -714,9 +716,15 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
         c.command("/model other").await,
         Err(crate::SwitchRefused::Busy)
     ));
-    assert_eq!(c.queue("next"), 1);
+    assert!(matches!(
+        c.enqueue("next".into()).await,
+        Ok(crate::turns::Placed::Queued(1))
+    ));
     run.finished().await;
-    assert_eq!(c.next_queued().unwrap().text, "next");
+    // The queued prompt runs when the turn ends, on the same stream.
+    let turns = turns_until_idle(&mut stream).await;
+    assert_eq!(turns, [(false, "one".into()), (true, "two".into())]);
+    drop(stream);
     let sent = f.provider.requests()[0].body["messages"][1]["content"].clone();
     assert_eq!(sent[0]["type"], "text");
     let text = sent[0]["text"].as_str().unwrap();
@@ -735,6 +743,34 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
         c.command("/nope").await.unwrap(),
         crate::Reply::Unknown { .. }
     ));
+}
+
+/// The turns a conversation's stream carries until it is idle: whether each came off
+/// the queue, and its answer (or its state when it did not complete).
+async fn turns_until_idle(stream: &mut crate::Listener<'_>) -> Vec<(bool, String)> {
+    use crate::ConversationEvent;
+    let mut turns = Vec::new();
+    let mut queued = false;
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(10), stream.next_event()).await;
+        match next
+            .expect("the conversation went idle")
+            .expect("stream open")
+        {
+            ConversationEvent::TurnStarted { queued: q, .. } => queued = q,
+            ConversationEvent::Run(e) => {
+                if let RunEventKind::Finished(end) = e.kind {
+                    let said = match end.state {
+                        RunState::Completed => end.output.unwrap_or_default(),
+                        other => other.as_str().to_owned(),
+                    };
+                    turns.push((queued, said));
+                }
+            }
+            ConversationEvent::TurnFailed(e) => turns.push((true, format!("failed: {e}"))),
+            ConversationEvent::Idle => return turns,
+        }
+    }
 }
 
 /// An edit rule that lets through edits of `free.txt` alone.
@@ -838,11 +874,8 @@ async fn operations_on_a_conversation_answer_with_their_outcomes() {
         Err(OpError::Run(crate::RunError::NotPending))
     ));
     run.finished().await;
-    let next = c.next_queued().unwrap();
-    let Ok(Outcome::Started(second)) = c.submit(Op::Queue(next)).await else {
-        panic!("an idle conversation runs a queued prompt at once");
-    };
-    second.finished().await;
+    let turns = turns_until_idle(&mut c.listen().await).await;
+    assert_eq!(turns, [(false, "one".into()), (true, "two".into())]);
     let title = c.submit(Op::Title("Two turns".into())).await;
     assert!(matches!(title, Ok(Outcome::Titled(t)) if t == "Two turns"));
     let context = c.submit(Op::Command("/context".into())).await;
@@ -910,4 +943,130 @@ async fn a_session_a_crash_left_mid_tool_goes_on_with_a_stub_sent_and_nothing_st
         "the stub is never stored: {stored:?}"
     );
     drop(f.dir);
+}
+
+/// Waits until the provider has been asked `n` times.
+async fn asked(provider: &FakeProvider, n: usize) {
+    let started = Instant::now();
+    while provider.requests().len() < n {
+        assert!(started.elapsed() < Duration::from_secs(10), "never asked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The lifecycle's rules, in one place for every door: a busy prompt per
+/// `display.busy_input_mode`, what the queue does after an interrupt, a cancel and a
+/// stop, and what `/new` carries over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_turn_lifecycle_rules_hold_for_every_door() {
+    use crate::ops::Opening;
+    use crate::{Op, Outcome, Steered};
+    use herald_config::default_config::BusyInputMode;
+    let slow =
+        |text: &str| Scripted::Delayed(Duration::from_millis(1500), Box::new(Scripted::text(text)));
+    let f = fixture(vec![
+        slow("never"),
+        Scripted::text("Second."),
+        Scripted::Delayed(Duration::from_millis(600), Box::new(Scripted::text("A"))),
+        Scripted::text("B"),
+        slow("never"),
+        Scripted::text("D"),
+        Scripted::text("E"),
+        slow("never"),
+        Scripted::tool_calls(&[("s1", "terminal", r#"{"command": "sleep 1"}"#)]),
+        Scripted::text("Steered."),
+    ]);
+    let session = f
+        .host
+        .open_session(options(&["terminal"], Answers::Nobody))
+        .await
+        .unwrap();
+    let c = crate::Conversation::single(f.host.clone(), session);
+    let mut stream = c.listen().await;
+    let submit = |text: &str| Op::Submit(text.into());
+    // interrupt (the default): queued, the turn cut short, then it runs.
+    assert!(matches!(
+        c.submit(submit("one")).await,
+        Ok(Outcome::Started(_))
+    ));
+    asked(&f.provider, 1).await;
+    assert!(matches!(
+        c.submit(submit("two")).await,
+        Ok(Outcome::Queued(1))
+    ));
+    let turns = turns_until_idle(&mut stream).await;
+    assert_eq!(
+        turns,
+        [(false, "cancelled".into()), (true, "Second.".into())]
+    );
+    // queue: the turn goes on, the prompt after it.
+    f.host.runtime().set_busy_input_mode(BusyInputMode::Queue);
+    c.submit(submit("a")).await.unwrap();
+    asked(&f.provider, 3).await;
+    assert!(matches!(
+        c.submit(submit("b")).await,
+        Ok(Outcome::Queued(1))
+    ));
+    let turns = turns_until_idle(&mut stream).await;
+    assert_eq!(turns, [(false, "A".into()), (true, "B".into())]);
+    // A cancel holds the queue: the next prompt runs after the held ones, in order.
+    c.submit(submit("c")).await.unwrap();
+    asked(&f.provider, 5).await;
+    assert!(matches!(
+        c.submit(Op::Queue("d".into())).await,
+        Ok(Outcome::Queued(1))
+    ));
+    c.submit(Op::Cancel).await.unwrap();
+    assert_eq!(
+        turns_until_idle(&mut stream).await,
+        [(false, "cancelled".into())]
+    );
+    assert_eq!(c.queued(), 1, "held");
+    assert!(matches!(
+        c.submit(submit("e")).await,
+        Ok(Outcome::Started(_))
+    ));
+    let turns = turns_until_idle(&mut stream).await;
+    assert_eq!(turns, [(false, "D".into()), (true, "E".into())]);
+    let sent = f.provider.requests()[5].body["messages"].to_string();
+    assert!(sent.contains("\"d\""), "the held prompt ran first: {sent}");
+    // A stop drops the queue.
+    c.submit(submit("f")).await.unwrap();
+    asked(&f.provider, 8).await;
+    c.submit(Op::Queue("g".into())).await.unwrap();
+    c.submit(Op::Stop).await.unwrap();
+    assert_eq!(
+        turns_until_idle(&mut stream).await,
+        [(false, "cancelled".into())]
+    );
+    assert_eq!(c.queued(), 0, "dropped");
+    // steer: into the running turn at its next tool result.
+    f.host.runtime().set_busy_input_mode(BusyInputMode::Steer);
+    c.submit(submit("h")).await.unwrap();
+    asked(&f.provider, 9).await;
+    let steered = c.submit(submit("also this")).await;
+    assert!(
+        matches!(steered, Ok(Outcome::Steered(Steered::Queued))),
+        "{steered:?}"
+    );
+    assert_eq!(
+        turns_until_idle(&mut stream).await,
+        [(false, "Steered.".into())]
+    );
+    let last = f.provider.requests().pop().unwrap().body["messages"].to_string();
+    assert!(last.contains("also this"), "{last}");
+    // /new carries the model over; the history starts afresh.
+    c.submit(Op::SetModel("other".into())).await.unwrap();
+    let before = c.session().id().to_owned();
+    let fresh = c
+        .submit(Op::New(Opening(options(&[], Answers::Nobody))))
+        .await;
+    let Ok(Outcome::Switched { id, messages: 0 }) = fresh else {
+        panic!("{fresh:?}");
+    };
+    assert_ne!(id, before);
+    assert_eq!(c.model(), "other");
+    // Closed: the stream ends.
+    c.submit(Op::Close).await.unwrap();
+    assert!(stream.next_event().await.is_none());
 }

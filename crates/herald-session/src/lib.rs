@@ -30,6 +30,7 @@ pub mod builder;
 pub mod bundled_skills;
 pub mod commands;
 pub mod conversation;
+pub mod conversations;
 pub mod delegation;
 pub mod edit_approvals;
 pub mod host;
@@ -46,13 +47,12 @@ pub mod runtime;
 pub mod sessions;
 pub mod slash;
 pub mod stopping;
+pub mod turns;
 
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder, start_together};
-pub use conversation::{
-    CapReached, Closed, Conversation, Conversations, DoorWire, Live, Steered, SwitchRefused,
-    finalize_session,
-};
+pub use conversation::{Conversation, Steered, SwitchRefused, finalize_session};
+pub use conversations::{CapReached, Closed, Conversations, DoorWire, Live, LiveError, LiveId};
 pub use delegation::{DelegationStatus, SubagentError, SubagentInfo};
 pub use edit_approvals::{EditRule, is_edit};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
@@ -77,7 +77,7 @@ pub use host::{
     Answers, Compressed, EventRelay, Host, RewindRequest, Saved, Session, SessionOptions,
 };
 pub use model_select::SelectError;
-pub use ops::{Op, OpError, Outcome};
+pub use ops::{Op, OpError, Opening, Outcome};
 pub use reload::{reload_env, reload_mcp, reload_on_sighup, reload_python_plugins};
 pub use runs::{
     PendingApproval, PromptAsk, RunError, RunEvent, RunEventKind, RunEvents, RunHandle, RunState,
@@ -86,6 +86,7 @@ pub use runs::{
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
 pub use sessions::{FAILED_INSIDE, SessionError};
 pub use slash::Reply;
+pub use turns::{ConversationEvent, Listener};
 
 #[cfg(test)]
 mod host_tests;

@@ -2,23 +2,53 @@
 //! ([`Conversation::submit`]), and what came of it. A door maps its wire onto `Op`s and
 //! the [`Outcome`]s (and the run's typed [`crate::RunEvents`]) back onto its wire.
 
+use crate::SessionOptions;
 use crate::conversation::{Conversation, Steered, SwitchRefused};
 use crate::host::{Compressed, RewindRequest};
 use crate::runs::{RunError, RunHandle};
 use crate::sessions::SessionError;
 use crate::slash::Reply;
+use crate::turns::{AfterTurn, Placed};
 use crate::{Decision, TitleRefused, UserInput};
 
 /// One operation on a live conversation.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Op {
     /// A turn on this input now; refused as busy while one runs.
     Prompt(UserInput),
-    /// This input after the running turn (at once when none runs).
+    /// A prompt as its client sent it: now when nothing runs, else as the busy-input
+    /// policy says (`display.busy_input_mode`: interrupt, queue or steer).
+    Submit(UserInput),
+    /// This input after the running turn and the prompts queued before it (at once
+    /// when none runs).
     Queue(UserInput),
     /// Guidance for the running turn at its next tool result.
     Steer(String),
+    /// Stops the running turn; the queued prompts run on.
     Interrupt,
+    /// Stops the running turn; the queued prompts wait for the next prompt, which runs
+    /// after them (ACP's `session/cancel`).
+    Cancel,
+    /// Stops the running turn and drops the queued prompts (`/stop`).
+    Stop,
+    /// An image file for the next prompt.
+    Attach(String),
+    /// Answers a tool's pending sudo-password or secret request.
+    Answer {
+        request_id: String,
+        answer: String,
+    },
+    /// A new session from now on, with the door's options; the model and the client's
+    /// MCP servers carry over.
+    New(Opening),
+    /// The stored session of this id from now on, with the model it last had; the
+    /// client's MCP servers carry over.
+    Resume(String, Opening),
+    /// A branch of the session (named) from now on; the model and the client's MCP
+    /// servers carry over.
+    Branch(Option<String>, Opening),
+    /// Ends the conversation: its turn stopped, its stream closed after it.
+    Close,
     /// Answers a pending approval (the oldest when `request_id` is `None`; every one
     /// with `all`).
     Approve {
@@ -44,6 +74,15 @@ pub enum Op {
     Command(String),
 }
 
+/// The options a door opens a session with (its tools, answers, folder ...).
+pub struct Opening(pub SessionOptions);
+
+impl std::fmt::Debug for Opening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Opening").field(&self.0.source).finish()
+    }
+}
+
 /// What an operation did.
 #[derive(Debug)]
 pub enum Outcome {
@@ -55,6 +94,19 @@ pub enum Outcome {
     Interrupted,
     /// How many pending requests were answered.
     Answered(usize),
+    /// How many images wait for the next prompt.
+    Attached(usize),
+    /// The conversation holds this stored session now, with this many messages.
+    Switched {
+        id: String,
+        messages: usize,
+    },
+    /// The conversation holds this branch now, titled so.
+    Branched {
+        id: String,
+        title: String,
+    },
+    Closed,
     /// The model's name.
     ModelSet(String),
     Compressed(Compressed),
@@ -97,16 +149,15 @@ impl OpError {
 impl Conversation {
     /// Does `op` on this conversation.
     pub async fn submit(&self, op: Op) -> Result<Outcome, OpError> {
-        let host = self.host().clone();
         Ok(match op {
-            Op::Prompt(input) => Outcome::Started(self.start(input).await?),
-            Op::Queue(input) if self.busy() => Outcome::Queued(self.queue(input)),
-            Op::Queue(input) => Outcome::Started(self.start(input).await?),
+            Op::Prompt(input) => Outcome::Started(self.prompt_now(input).await?),
+            Op::Submit(input) => placed(self.submit_prompt(input).await?),
+            Op::Queue(input) => placed(self.enqueue(input).await?),
             Op::Steer(text) => Outcome::Steered(self.steer(&text)?),
-            Op::Interrupt => {
-                self.interrupt();
-                Outcome::Interrupted
-            }
+            Op::Interrupt => self.stopped(AfterTurn::GoOn),
+            Op::Cancel => self.stopped(AfterTurn::Hold),
+            Op::Stop => self.stopped(AfterTurn::Drop),
+            Op::Attach(path) => Outcome::Attached(self.attach(path)),
             Op::Approve {
                 request_id,
                 decision,
@@ -120,7 +171,31 @@ impl Conversation {
                 run.clarify(&request_id, answer)?;
                 Outcome::Answered(1)
             }
+            Op::Answer { request_id, answer } => {
+                let run = self.run().ok_or(OpError::NothingRunning)?;
+                run.answer_prompt(&request_id, answer)?;
+                Outcome::Answered(1)
+            }
             Op::SetModel(spec) => Outcome::ModelSet(self.switch_model(&spec)?),
+            Op::New(Opening(options)) => switched(&self.fresh(options).await?),
+            Op::Resume(id, Opening(options)) => switched(&self.resumed(&id, options).await?),
+            Op::Branch(name, Opening(options)) => {
+                let (session, title) = self.branched(name, options).await?;
+                let id = session.id().to_owned();
+                Outcome::Branched { id, title }
+            }
+            Op::Close => {
+                self.close();
+                Outcome::Closed
+            }
+            other => self.on_history(other).await?,
+        })
+    }
+
+    /// The operations on the stored history.
+    async fn on_history(&self, op: Op) -> Result<Outcome, OpError> {
+        let host = self.host().clone();
+        Ok(match op {
             Op::Compress(focus) => {
                 Outcome::Compressed(host.compress(&self.session(), focus.as_deref()).await?)
             }
@@ -131,6 +206,30 @@ impl Conversation {
                 Outcome::Titled(host.set_session_title(&id, title).await??)
             }
             Op::Command(line) => Outcome::Reply(self.command(&line).await?),
+            other => {
+                tracing::error!(?other, "an operation reached the history's handler");
+                return Err(OpError::NothingRunning);
+            }
         })
+    }
+
+    fn stopped(&self, after: AfterTurn) -> Outcome {
+        self.interrupt_then(after);
+        Outcome::Interrupted
+    }
+}
+
+fn switched(session: &crate::Session) -> Outcome {
+    Outcome::Switched {
+        id: session.id().to_owned(),
+        messages: session.with_history(<[_]>::len),
+    }
+}
+
+fn placed(placed: Placed) -> Outcome {
+    match placed {
+        Placed::Started(run) => Outcome::Started(run),
+        Placed::Queued(n) => Outcome::Queued(n),
+        Placed::Steered => Outcome::Steered(Steered::Queued),
     }
 }

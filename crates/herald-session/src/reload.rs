@@ -2,6 +2,7 @@
 //! `herald plugins reload` send; RPC `reload.env`):
 //! - `.env` is read again and each runtime's endpoint chosen again, so a rotated key is
 //!   used by the sessions opened from then on (open ones keep theirs, as in Hermes);
+//!   `display.busy_input_mode` is read again with it;
 //! - `mcp_servers`: changed servers are connected again, the others keep theirs
 //!   (SIGHUP, RPC `reload.mcp`);
 //! - the Python plugins: the configuration is read again, a new plugin host started for
@@ -25,7 +26,9 @@ pub fn reload_env(runtimes: &[Arc<Runtime>]) -> Result<usize, ConfigError> {
         return Ok(0);
     };
     let changed = herald_config::reload_dotenv(&first.home)?;
+    let busy = herald_config::default_config::busy_input_mode(&first.home.config_file());
     for rt in runtimes {
+        rt.set_busy_input_mode(busy);
         if let Err(e) = rt.reselect_endpoint() {
             tracing::warn!(
                 platform = rt.platform.name(),

@@ -504,7 +504,7 @@ impl RunCell {
 }
 
 /// The bytes of streamed text an event carries (what back-pressure counts).
-fn streamed_bytes(kind: &RunEventKind) -> u64 {
+pub(crate) fn streamed_bytes(kind: &RunEventKind) -> u64 {
     match kind {
         RunEventKind::MessageDelta(t)
         | RunEventKind::ReasoningDelta(t)

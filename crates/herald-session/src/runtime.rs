@@ -115,6 +115,8 @@ pub struct Runtime {
     pub approvals: ApprovalPolicy,
     /// Conversations a front door holds live at once (`max_live_sessions`, 16).
     pub max_live_sessions: usize,
+    /// `display.busy_input_mode`, read at start and on every reload.
+    busy_input_mode: std::sync::RwLock<herald_config::default_config::BusyInputMode>,
     /// The middleware chain and observers every agent of this runtime runs with:
     /// registered by the embedder ([`Runtime::with_plugins`]) ahead of plugins.
     pub plugins: Plugins,
@@ -185,6 +187,7 @@ impl Runtime {
             max_live_sessions: settings
                 .max_live_sessions
                 .unwrap_or(DEFAULT_MAX_LIVE_SESSIONS),
+            busy_input_mode: std::sync::RwLock::new(settings.busy_input_mode),
             plugins: Plugins::default(),
             python: std::sync::RwLock::new(None),
             mcp: std::sync::RwLock::new(None),
@@ -194,6 +197,22 @@ impl Runtime {
             prompt_files: PromptFileCache::default(),
             settings,
         })
+    }
+
+    /// What a prompt sent while a turn runs does (`display.busy_input_mode`).
+    pub fn busy_input_mode(&self) -> herald_config::default_config::BusyInputMode {
+        *self
+            .busy_input_mode
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Uses `mode` for busy prompts from now on (a reload, the TUI's `/busy`).
+    pub fn set_busy_input_mode(&self, mode: herald_config::default_config::BusyInputMode) {
+        *self
+            .busy_input_mode
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = mode;
     }
 
     /// This runtime with the embedder's middleware and observers.

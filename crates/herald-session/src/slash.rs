@@ -53,14 +53,20 @@ impl Conversation {
                 self.session().with_history(<[_]>::len)
             )),
             ChatCommand::Compact => Reply::Output(self.compact().await),
+            ChatCommand::Steer(text) if text.is_empty() => {
+                Reply::Output("Usage: /steer TEXT".to_owned())
+            }
+            // As Hermes: with nothing running, /steer and /queue send their text as a
+            // prompt.
+            ChatCommand::Steer(text) if !self.busy() => {
+                Reply::Send(self.inner.after_interrupt(text))
+            }
             ChatCommand::Steer(text) => Reply::Output(self.steer_line(&text)),
             ChatCommand::Queue(text) if text.is_empty() => {
                 Reply::Output("Usage: /queue TEXT".to_owned())
             }
-            ChatCommand::Queue(text) => {
-                let n = self.queue(text);
-                Reply::Output(format!("Queued for the next turn. ({n} queued)"))
-            }
+            ChatCommand::Queue(text) if !self.busy() => Reply::Send(text),
+            ChatCommand::Queue(text) => self.queue_line(text).await,
             ChatCommand::Version => Reply::Output(format!("herald {}", env!("CARGO_PKG_VERSION"))),
             ChatCommand::Yolo => Reply::Output(self.toggle_yolo()),
             ChatCommand::Skill { name, text } => {
@@ -98,10 +104,17 @@ impl Conversation {
         }
     }
 
-    fn steer_line(&self, text: &str) -> String {
-        if text.is_empty() {
-            return "Usage: /steer TEXT".to_owned();
+    async fn queue_line(&self, text: String) -> Reply {
+        match self.enqueue(text.into()).await {
+            Ok(crate::turns::Placed::Queued(n)) => {
+                Reply::Output(format!("Queued for the next turn. ({n} queued)"))
+            }
+            Ok(_) => Reply::Output("Nothing was running: it runs now.".to_owned()),
+            Err(e) => Reply::Output(format!("Cannot queue: {}", e.told())),
         }
+    }
+
+    fn steer_line(&self, text: &str) -> String {
         match self.steer(text) {
             Ok(Steered::Queued) => "Noted: the guidance rides on the next tool result.".to_owned(),
             Ok(Steered::Rejected) => "Nothing is running to steer; send it as a prompt.".to_owned(),

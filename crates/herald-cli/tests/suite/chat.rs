@@ -890,17 +890,17 @@ async fn a_skill_command_gives_the_same_user_message_in_chat_and_over_rpc() {
     assert_eq!(message.replace(&stored, &chat_session), sent);
 }
 
-/// `/context`, `/queue` and `/version` come from the one command table: chat, RPC and
+/// `/context`, `/queue` (with nothing to queue) and `/version` come from the one command table: chat, RPC and
 /// ACP answer them with the same words, and none of them calls the model.
 #[tokio::test]
 async fn the_slash_commands_answer_the_same_in_chat_over_rpc_and_over_acp() {
     let provider = FakeProvider::start(vec![]);
     let home = home_for(&provider);
-    let lines = ["/context", "/queue later", "/version"];
+    let lines = ["/context", "/queue", "/version"];
     let (code, _, err) = chat(
         home.path(),
         &[],
-        Some("/context\n/queue later\n/version\n/quit\n"),
+        Some("/context\n/queue\n/version\n/quit\n"),
     );
     assert_eq!(code, 0, "{err}");
 
@@ -937,7 +937,7 @@ async fn the_slash_commands_answer_the_same_in_chat_over_rpc_and_over_acp() {
     for said in &over_rpc {
         assert!(err.contains(said.as_str()), "chat said {said:?}: {err}");
     }
-    assert_eq!(over_rpc[1], "Queued for the next turn. (1 queued)");
+    assert_eq!(over_rpc[1], "Usage: /queue TEXT");
     assert!(provider.requests().is_empty(), "no model call");
 }
 

@@ -1604,9 +1604,15 @@ async fn a_prompt_sent_during_a_turn_follows_display_busy_input_mode() {
             ("complete".to_owned(), "Queued one.".to_owned())
         ]
     );
-    // steer, written by hand in config.yaml: read at the next busy prompt.
+    // steer, written by hand in config.yaml: read at the next reload (`reload.env`,
+    // as SIGHUP), never parsed per prompt.
     let text = saved.replace("busy_input_mode: queue", "busy_input_mode: steer");
     std::fs::write(home.path().join("config.yaml"), text).unwrap();
+    assert_eq!(
+        c.call("config.get", json!({"key": "busy"})).await["value"],
+        "queue"
+    );
+    c.call("reload.env", json!({})).await;
     c.call("prompt.submit", submit("five")).await;
     asked(5);
     let r = c.call("prompt.submit", submit("also this")).await;
