@@ -58,6 +58,7 @@ pub struct AcpMemo {
 }
 
 impl herald_session::DoorWire for AcpWire {
+    const DOOR: herald_session::Door = herald_session::Door::Acp;
     type Memo = AcpMemo;
     fn memo(&self) -> AcpMemo {
         AcpMemo {

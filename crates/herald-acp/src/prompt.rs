@@ -433,9 +433,8 @@ async fn after_turn(server: &AcpServer, live: &AcpSession, cx: &ConnectionTo<Cli
 
 /// Tells the IDE which slash commands this agent answers.
 pub fn offer_commands(session_id: &str, cx: &ConnectionTo<Client>) {
-    let commands = slash::COMMANDS
-        .iter()
-        .map(|(name, what)| AvailableCommand::new(*name, *what))
+    let commands = herald_session::commands::offered(herald_session::Door::Acp)
+        .map(|c| AvailableCommand::new(c.name, c.described()))
         .collect();
     update(
         cx,

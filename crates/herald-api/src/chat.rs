@@ -266,7 +266,7 @@ async fn subagent_progress(
         return true;
     };
     let id = format!("{}:{}:{}", e.call_id, e.subagent_id, e.tool_count);
-    let label: String = e.text.as_deref().unwrap_or("").chars().take(80).collect();
+    let label = herald_session::preview::one_line(e.text.as_deref().unwrap_or(""), 80);
     let running = json!({"tool": tool, "emoji": "🔀", "label": format!("[{}] {label}", e.subagent_id), "toolCallId": id, "status": "running"});
     open.insert(e.subagent_id.clone(), (id, tool.to_owned()));
     frames.event("hermes.tool.progress", &running).await
@@ -296,7 +296,8 @@ async fn relay(mut events: RunEvents, ids: &Ids, frames: &sse::Frames) -> bool {
                 name,
                 arguments,
             } if !name.starts_with('_') => {
-                let label: String = arguments.to_string().chars().take(80).collect();
+                let label = herald_session::preview::tool_preview(&name, &arguments, 80)
+                    .unwrap_or_else(|| name.clone());
                 running.insert(call_id.clone());
                 let progress = json!({"tool": name, "emoji": "⚙", "label": label, "toolCallId": call_id, "status": "running"});
                 frames.event("hermes.tool.progress", &progress).await

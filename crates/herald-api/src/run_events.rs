@@ -262,7 +262,8 @@ fn event_fields(
             arguments,
         } => {
             started.insert(call_id.clone(), Instant::now());
-            let preview: String = arguments.to_string().chars().take(120).collect();
+            let preview =
+                herald_session::preview::tool_preview(&name, &arguments, 120).unwrap_or_default();
             json!({"tool": name, "preview": preview, "tool_call_id": call_id})
         }
         RunEventKind::ToolCompleted {

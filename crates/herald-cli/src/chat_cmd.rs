@@ -7,7 +7,7 @@ use herald_config::Home;
 use herald_session::{
     Answers, Approver, Conversation, ConversationEvent, Decision, Host, HostBuilder, ModelChoice,
     Op, OpError, Opening, Outcome, Platform, Reply, RunEventKind, RunState, RunStatus, Runtime,
-    SessionError, SessionOptions, UserInput, toolsets,
+    SessionError, SessionOptions, UserInput, preview, toolsets,
 };
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -421,7 +421,7 @@ impl Chat {
                 name, arguments, ..
             } => {
                 self.status.hide();
-                let args: String = arguments.to_string().chars().take(120).collect();
+                let args = preview::tool_preview(&name, &arguments, 120).unwrap_or_default();
                 eprintln!("\n⚙ {name} {args}");
                 self.status.show(format!("running {name}"));
             }
@@ -443,7 +443,7 @@ impl Chat {
         let line = match e.kind {
             SubagentKind::Start => format!("{who} {}", e.goal),
             SubagentKind::Tool => {
-                let preview: String = e.text.as_deref().unwrap_or("").chars().take(100).collect();
+                let preview = preview::one_line(e.text.as_deref().unwrap_or(""), 120);
                 format!(
                     "{who} ⚙ {} {preview}",
                     e.tool_name.as_deref().unwrap_or("tool")
@@ -536,6 +536,7 @@ impl Chat {
             Reply::Send(message) => return Ok(Next::Send(message)),
             Reply::Quit => return Ok(Next::Quit),
             Reply::Output(text) => eprintln!("{text}"),
+            Reply::SetHome => eprintln!("herald: /sethome is a chat platform's command"),
             Reply::ModelSwitched(model) => {
                 eprintln!("(model switched to {model} for this session)")
             }

@@ -1,7 +1,7 @@
 //! Slash commands, config and models (rpc-gateway.md §5): the command table of
 //! `herald-session::commands`, `/model` switching a live session's model for good.
 
-use crate::catalog::{self, COMMANDS, TUI_EXTRA};
+use crate::catalog::{self, TUI_EXTRA};
 use crate::errors::RpcError;
 use crate::gateway::{Gateway, Live};
 use crate::params::{self, required};
@@ -19,7 +19,7 @@ pub fn catalog(gw: &Gateway) -> Catalog {
     let installed = gw.host.runtime().skills.discover();
     let mut categories: Vec<Category> = Vec::new();
     let (mut sub, mut canon) = (BTreeMap::new(), BTreeMap::new());
-    for c in COMMANDS {
+    for c in catalog::offered() {
         let name = format!("/{}", c.name);
         let pair = (name.clone(), c.described());
         match categories.iter_mut().find(|k| k.name == c.category) {
@@ -116,7 +116,7 @@ async fn run_line(live: &Arc<Live>, line: &str) -> Result<Slash, RpcError> {
         Reply::NotACommand => {
             return Err(RpcError::new(RpcError::MALFORMED, "not a slash command"));
         }
-        Reply::New | Reply::Resume(_) | Reply::Quit | Reply::Unknown { .. } => {
+        Reply::New | Reply::Resume(_) | Reply::Quit | Reply::SetHome | Reply::Unknown { .. } => {
             return Err(RpcError::new(
                 RpcError::NOT_IN_HISTORY,
                 "not a quick/plugin/bundle/skill command",

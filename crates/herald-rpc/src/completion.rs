@@ -2,7 +2,7 @@
 //! installed skills, `complete.path` over a folder's entries (and the `@` context tags),
 //! in Hermes's shapes (`{items: [{text, display, meta}], replace_from}`).
 
-use crate::catalog::{COMMANDS, TUI_EXTRA, canonical};
+use crate::catalog::{TUI_EXTRA, canonical, offered};
 use crate::errors::RpcError;
 use crate::gateway::Gateway;
 use crate::params;
@@ -78,7 +78,7 @@ fn top_level(text: &str, skills: &[(String, String)]) -> Vec<Item> {
         false => name.to_owned(),
     };
     let mut items = Vec::new();
-    for c in COMMANDS {
+    for c in offered() {
         if c.name.starts_with(word) {
             items.push(item(
                 completed(c.name),

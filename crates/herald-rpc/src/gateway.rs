@@ -28,6 +28,7 @@ pub struct Memo {
 }
 
 impl herald_session::DoorWire for Wire {
+    const DOOR: herald_session::Door = herald_session::Door::Rpc;
     type Memo = Memo;
     fn client_present(&self) -> bool {
         lock(&self.open).contains(&self.owner())

@@ -11,7 +11,6 @@ use crate::results::{
 use crate::{frame, turns};
 use herald_protocol::Role;
 use herald_session::{Answers, Op, Outcome, Saved, Session, SessionOptions, Steered};
-use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -44,7 +43,7 @@ fn shown(saved: &Saved) -> Option<Shown> {
         Role::Tool => Some(Shown::Tool {
             role: "tool",
             name: m.name.clone(),
-            context: turns::preview(&Value::String(text)),
+            context: herald_session::preview::one_line(&text, turns::PREVIEW_CHARS),
         }),
         Role::Assistant if text.is_empty() && m.reasoning.is_none() => None,
         role => Some(Shown::Text {

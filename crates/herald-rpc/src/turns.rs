@@ -32,18 +32,13 @@ fn event(live: &Live, kind: &str, payload: impl Serialize) -> Out {
     Out::Frame(frame::event(kind, Some(&live.id), Some(payload)))
 }
 
-/// A one-line preview of a tool call's arguments.
-pub fn preview(arguments: &Value) -> String {
-    let first = match arguments {
-        Value::Object(m) => ["command", "path", "query", "url", "name"]
-            .iter()
-            .find_map(|k| m.get(*k).and_then(Value::as_str).map(str::to_owned)),
-        _ => None,
-    };
-    let text = first.unwrap_or_else(|| arguments.to_string());
-    let line = text.lines().next().unwrap_or_default();
-    line.chars().take(120).collect()
+/// The one-line view of a tool call the TUI shows (the session's one rule).
+pub fn preview(tool: &str, arguments: &Value) -> String {
+    herald_session::preview::tool_preview(tool, arguments, PREVIEW_CHARS).unwrap_or_default()
 }
+
+/// How long a tool call's one-line view is at most.
+pub const PREVIEW_CHARS: usize = 120;
 
 /// The token counters of a finished turn.
 pub fn usage(end: &RunStatus) -> TurnUsage {
@@ -93,10 +88,11 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             name,
             arguments,
         } => {
+            let context = preview(&name, &arguments);
             let payload = ToolStart {
                 tool_id: call_id.clone(),
                 name,
-                context: preview(&arguments),
+                context,
                 args_text: arguments.to_string(),
             };
             started.insert(call_id, (Instant::now(), arguments));

@@ -5,6 +5,7 @@
 //! asks everything of them as an [`crate::Op`]; the turn lifecycle (queue order, busy
 //! input, what follows an interrupt) lives here and in [`crate::turns`], not in a door.
 
+use crate::commands::Door;
 use crate::host::{Host, Session};
 use crate::runs::{RunError, RunHandle};
 use crate::sessions::SessionError;
@@ -46,6 +47,8 @@ const STREAM_BYTES: usize = herald_llm::flow::FLOW_LIMIT as usize;
 /// One live session and what runs in it.
 pub struct Conversation {
     pub(crate) inner: Arc<Inner>,
+    /// The door it is live at: which commands it answers.
+    door: Door,
     events: tokio::sync::Mutex<mpsc::Receiver<Carried>>,
     /// When it was made live (seconds since the epoch).
     pub started_at: f64,
@@ -91,7 +94,7 @@ impl Sink {
 }
 
 impl Conversation {
-    pub(crate) fn new(host: Arc<Host>, session: Session) -> Conversation {
+    pub(crate) fn new(host: Arc<Host>, session: Session, door: Door) -> Conversation {
         let (tx, rx) = mpsc::channel(EVENT_ROOM);
         let room = Arc::new(Semaphore::new(STREAM_BYTES));
         let inner = Inner {
@@ -105,6 +108,7 @@ impl Conversation {
         };
         Conversation {
             inner: Arc::new(inner),
+            door,
             events: tokio::sync::Mutex::new(rx),
             started_at: now_secs(),
         }
@@ -113,7 +117,12 @@ impl Conversation {
     /// A conversation of `session` outside any [`crate::Conversations`] set (`herald
     /// chat`'s one conversation).
     pub fn single(host: Arc<Host>, session: Session) -> Conversation {
-        Conversation::new(host, session)
+        Conversation::new(host, session, Door::Chat)
+    }
+
+    /// The door it is live at.
+    pub fn door(&self) -> Door {
+        self.door
     }
 
     pub fn host(&self) -> &Arc<Host> {

@@ -3,6 +3,7 @@
 //! is closed (those whose client is gone first); it stays stored and its door reopens
 //! it under the same id on its client's next call.
 
+use crate::commands::Door;
 use crate::conversation::{Conversation, finalize_later, finalize_session, lock};
 use crate::host::{Host, Session};
 use crate::{SessionError, SessionOptions};
@@ -79,6 +80,8 @@ pub enum LiveError {
 /// What a front door's wire tells the cap, and keeps of a conversation closed to make
 /// room so that the door can reopen it on its client's next call.
 pub trait DoorWire: Send + Sync + 'static {
+    /// The door: which slash commands its conversations answer.
+    const DOOR: Door;
     /// What the door needs to reopen the conversation for the same client.
     type Memo: Clone + Send + Sync + 'static;
     /// Whether the client the conversation answers to is still connected (those whose
@@ -90,6 +93,7 @@ pub trait DoorWire: Send + Sync + 'static {
 }
 
 impl DoorWire for () {
+    const DOOR: Door = Door::Chat;
     type Memo = ();
     fn memo(&self) {}
 }
@@ -310,7 +314,7 @@ impl<W: DoorWire> Conversations<W> {
         });
         let entry = Arc::new(Live {
             id: id.clone(),
-            conversation: Conversation::new(self.host.clone(), session),
+            conversation: Conversation::new(self.host.clone(), session, W::DOOR),
             wire,
             used: AtomicU64::new(next_use()),
         });

@@ -701,7 +701,7 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
         .open_session(options(&[], Answers::Nobody))
         .await
         .unwrap();
-    let c = crate::Conversation::new(f.host.clone(), session);
+    let c = crate::Conversation::single(f.host.clone(), session);
     let png = f.dir.path().join("cat.png");
     std::fs::write(&png, [0x89, b'P', b'N', b'G']).unwrap();
     assert_eq!(c.attach(png.display().to_string()), 1);
@@ -844,7 +844,7 @@ async fn operations_on_a_conversation_answer_with_their_outcomes() {
         .open_session(options(&[], Answers::ByRequest))
         .await
         .unwrap();
-    let c = crate::Conversation::new(f.host.clone(), session);
+    let c = crate::Conversation::single(f.host.clone(), session);
     let approve = || Op::Approve {
         request_id: None,
         decision: Decision::Once,
@@ -1069,4 +1069,153 @@ async fn the_turn_lifecycle_rules_hold_for_every_door() {
     // Closed: the stream ends.
     c.submit(Op::Close).await.unwrap();
     assert!(stream.next_event().await.is_none());
+}
+
+/// A chat platform's wire, for the commands only that door offers.
+struct PlatformWire;
+
+impl crate::DoorWire for PlatformWire {
+    const DOOR: crate::Door = crate::Door::Platform;
+    type Memo = ();
+    fn memo(&self) {}
+}
+
+/// Waits on the stream for the running turn's approval request.
+async fn approval_asked(stream: &mut crate::Listener<'_>) {
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(10), stream.next_event()).await;
+        if let crate::ConversationEvent::Run(e) = next.expect("asked").expect("open")
+            && matches!(e.kind, RunEventKind::ApprovalRequested { .. })
+        {
+            return;
+        }
+    }
+}
+
+/// The commands a chat platform has besides the shared ones: `/approve`, `/deny` with a
+/// reason the model reads, `/stop` dropping the queue, `/status`, `/usage`,
+/// `/sethome`; the other doors do not offer them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_conversation_answers_approve_deny_stop_status_and_usage() {
+    use crate::{LiveId, Op, Outcome, Reply};
+    let rm = |call: &str, file: &str| {
+        let args = json!({"command": format!("rm -f {file}")}).to_string();
+        Scripted::tool_calls(&[(call, "terminal", args.as_str())])
+    };
+    let f = fixture(vec![
+        rm("c1", "one.txt"),
+        Scripted::text("removed"),
+        rm("c2", "two.txt"),
+        Scripted::text("kept it"),
+        Scripted::Delayed(
+            Duration::from_millis(1500),
+            Box::new(Scripted::text("never")),
+        ),
+    ]);
+    for name in ["one.txt", "two.txt"] {
+        std::fs::write(f.dir.path().join(name), "x").unwrap();
+    }
+    let set = crate::Conversations::<PlatformWire>::new(f.host.clone());
+    let mut opts = options(&["terminal"], Answers::ByRequest);
+    opts.cwd = Some(f.dir.path().to_path_buf());
+    let live = set
+        .open(LiveId::Given("telegram:42".into()), opts, PlatformWire)
+        .await
+        .unwrap();
+    assert_eq!(live.id, "telegram:42");
+    let c = &live.conversation;
+    let said = |r: Result<Outcome, crate::OpError>| match r {
+        Ok(Outcome::Reply(Reply::Output(text))) => text,
+        other => panic!("{other:?}"),
+    };
+    let command = |line: &str| c.submit(Op::Command(line.into()));
+    let mut stream = c.listen().await;
+    assert_eq!(
+        said(command("/approve").await),
+        "No pending command to approve."
+    );
+    c.submit(Op::Submit("clean up".into())).await.unwrap();
+    approval_asked(&mut stream).await;
+    // Once: the next `rm` asks again.
+    assert_eq!(
+        said(command("/approve").await),
+        "✅ Command approved. The agent is resuming..."
+    );
+    assert_eq!(
+        turns_until_idle(&mut stream).await,
+        [(false, "removed".into())]
+    );
+    assert!(!f.dir.path().join("one.txt").exists());
+    c.submit(Op::Submit("and that one".into())).await.unwrap();
+    approval_asked(&mut stream).await;
+    assert_eq!(
+        said(command("/deny it is still needed").await),
+        "❌ Command denied. Reason relayed to the agent: \"it is still needed\""
+    );
+    assert_eq!(
+        turns_until_idle(&mut stream).await,
+        [(false, "kept it".into())]
+    );
+    assert!(f.dir.path().join("two.txt").exists());
+    let last = f.provider.requests()[3].body["messages"].to_string();
+    assert!(last.contains("it is still needed"), "{last}");
+    let status = said(command("/status").await);
+    assert!(
+        status.contains("Running: no") && status.contains("Model: m (auto)"),
+        "{status}"
+    );
+    let usage = said(command("/usage").await);
+    assert!(usage.contains("over 4 API calls"), "{usage}");
+    assert_eq!(said(command("/stop").await), "No active task to stop.");
+    c.submit(Op::Submit("slow".into())).await.unwrap();
+    asked(&f.provider, 5).await;
+    c.submit(Op::Queue("waiting".into())).await.unwrap();
+    assert_eq!(
+        said(command("/stop").await),
+        "⚡ Stopped. You can continue this session."
+    );
+    assert_eq!(
+        turns_until_idle(&mut stream).await,
+        [(false, "cancelled".into())]
+    );
+    assert_eq!(c.queued(), 0);
+    assert!(matches!(
+        command("/sethome").await,
+        Ok(Outcome::Reply(Reply::SetHome))
+    ));
+    // A door that does not offer a command does not answer it.
+    let chat = crate::Conversation::single(f.host.clone(), c.session());
+    assert!(matches!(
+        chat.submit(Op::Command("/approve".into())).await,
+        Ok(Outcome::Reply(Reply::Unknown { .. }))
+    ));
+}
+
+/// rpc-gateway.md §3.1's hazard: a conversation is idle before its turn's end is told,
+/// so a prompt sent on seeing it starts a turn instead of being taken for a busy one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_is_idle_before_its_turns_end_is_told() {
+    use crate::{ConversationEvent, Op, Outcome};
+    let f = fixture(vec![Scripted::text("one"), Scripted::text("two")]);
+    let session = f
+        .host
+        .open_session(options(&[], Answers::Nobody))
+        .await
+        .unwrap();
+    let c = crate::Conversation::single(f.host.clone(), session);
+    let mut stream = c.listen().await;
+    c.submit(Op::Submit("first".into())).await.unwrap();
+    loop {
+        if let Some(ConversationEvent::Run(e)) = stream.next_event().await
+            && matches!(e.kind, RunEventKind::Finished(_))
+        {
+            break;
+        }
+    }
+    assert!(!c.busy(), "idle when the end is told");
+    let again = c.submit(Op::Submit("second".into())).await;
+    assert!(matches!(again, Ok(Outcome::Started(_))), "{again:?}");
+    // The first turn's idle, then the second turn.
+    assert!(turns_until_idle(&mut stream).await.is_empty());
+    assert_eq!(turns_until_idle(&mut stream).await, [(false, "two".into())]);
 }

@@ -39,6 +39,7 @@ pub mod mcp_sampling;
 pub mod model_options;
 pub mod model_select;
 pub mod ops;
+pub mod preview;
 pub mod prompt;
 pub mod prompt_files;
 pub mod reload;
@@ -51,6 +52,7 @@ pub mod turns;
 
 pub use approvals::{ApprovalPolicy, Attendance};
 pub use builder::{BuildError, Built, HostBuilder, start_together};
+pub use commands::{CommandDef, Door};
 pub use conversation::{Conversation, Steered, SwitchRefused, finalize_session};
 pub use conversations::{CapReached, Closed, Conversations, DoorWire, Live, LiveError, LiveId};
 pub use delegation::{DelegationStatus, SubagentError, SubagentInfo};

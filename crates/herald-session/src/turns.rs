@@ -192,11 +192,7 @@ async fn carry(inner: Arc<Inner>, mut turn: Turn) {
             queued: turn.queued,
         };
         send(&sender, started).await;
-        forward(&sender, &turn.run).await;
-        if turn.run.status().state == RunState::Cancelled {
-            inner.note_interrupted(turn.text);
-        }
-        let Some(next) = next_turn(&inner) else {
+        let Some(next) = forward(&sender, &inner, turn).await else {
             send(&sender, ConversationEvent::Idle).await;
             return;
         };
@@ -227,21 +223,41 @@ async fn carry(inner: Arc<Inner>, mut turn: Turn) {
     }
 }
 
-/// The run's events, in order, ending with its `Finished`.
-async fn forward(sender: &Option<Sink>, run: &RunHandle) {
-    let Some(mut events) = run.take_events() else {
-        let end = run.finished().await;
-        let finished = RunEvent {
-            run_id: end.run_id.clone(),
-            session_id: end.session_id.clone(),
-            at: crate::now_secs(),
-            kind: RunEventKind::Finished(end),
+/// The turn's events, in order; before its last (`Finished`) goes out, what follows
+/// is decided: the next queued prompt, taken off the queue, or the conversation marked
+/// idle, so that a prompt sent on seeing the turn's end is never taken for a busy one.
+async fn forward(sender: &Option<Sink>, inner: &Inner, turn: Turn) -> Option<UserInput> {
+    let mut events = turn.run.take_events();
+    loop {
+        let event = match events.as_mut() {
+            Some(events) => events.recv().await,
+            None => None,
         };
-        send(sender, ConversationEvent::Run(Box::new(finished))).await;
-        return;
-    };
-    while let Some(event) = events.recv().await {
+        let event = match event {
+            Some(e) if !matches!(e.kind, RunEventKind::Finished(_)) => {
+                send(sender, ConversationEvent::Run(Box::new(e))).await;
+                continue;
+            }
+            Some(finished) => finished,
+            None => finished_event(&turn.run).await,
+        };
+        if turn.run.status().state == RunState::Cancelled {
+            inner.note_interrupted(turn.text);
+        }
+        let next = next_turn(inner);
         send(sender, ConversationEvent::Run(Box::new(event))).await;
+        return next;
+    }
+}
+
+/// The `Finished` event of a run whose events were not there to read.
+async fn finished_event(run: &RunHandle) -> RunEvent {
+    let end = run.finished().await;
+    RunEvent {
+        run_id: end.run_id.clone(),
+        session_id: end.session_id.clone(),
+        at: crate::now_secs(),
+        kind: RunEventKind::Finished(end),
     }
 }
 

@@ -684,7 +684,14 @@ fn slash_commands_are_answered_locally() {
         ],
     );
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("/new") && out.contains("/resume ID"), "{out}");
+    assert!(
+        out.contains("/new") && out.contains("/resume [name]"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("/sethome"),
+        "a platform's command is not listed: {out}"
+    );
     assert!(
         out.contains("/code-review TEXT"),
         "a skill's command: {out}"

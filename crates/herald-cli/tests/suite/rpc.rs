@@ -2099,3 +2099,47 @@ async fn a_session_closed_at_the_cap_reopens_only_for_its_own_client() {
     let activated = activated.expect("session.activate never took the closed session over");
     assert_eq!(activated["result"]["session_id"], first, "{activated}");
 }
+
+/// `/status` and `/stop` come from the session's one command table over `slash.exec`:
+/// the state of a running turn, then the turn stopped with its queue dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_status_and_stop_act_on_the_running_turn() {
+    let provider = FakeProvider::start(vec![Scripted::Delayed(
+        Duration::from_millis(3000),
+        Box::new(Scripted::text("never seen")),
+    )]);
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    c.call("config.set", json!({"key": "busy", "value": "queue"}))
+        .await;
+    c.call("prompt.submit", json!({"session_id": sid, "text": "slow"}))
+        .await;
+    let started = std::time::Instant::now();
+    while provider.requests().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let queued = c
+        .call("prompt.submit", json!({"session_id": sid, "text": "later"}))
+        .await;
+    assert_eq!(queued["status"], "queued", "{queued}");
+    let slash = |line: &str| json!({"session_id": sid, "command": line});
+    let status = c.call("slash.exec", slash("/status")).await;
+    let shown = status["output"].as_str().unwrap_or_default();
+    assert!(
+        shown.contains("Running: yes") && shown.contains("Queued: 1"),
+        "{status}"
+    );
+    let stop = c.call("slash.exec", slash("/stop")).await;
+    assert_eq!(stop["output"], "⚡ Stopped. You can continue this session.");
+    let events = c.until("message.complete").await;
+    assert_eq!(events.last().unwrap()["payload"]["status"], "interrupted");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        provider.requests().len(),
+        1,
+        "the queued prompt was dropped"
+    );
+}

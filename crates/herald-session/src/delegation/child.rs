@@ -381,7 +381,7 @@ async fn relay(run: RunHandle, active: Arc<Active>, me: Identity, ctx: ToolConte
                 };
                 let mut e = me.event(SubagentKind::Tool, count);
                 e.tool_name = Some(name.clone());
-                e.text = Some(preview(&arguments));
+                e.text = crate::preview::tool_preview(&name, &arguments, 120);
                 tell(&ctx, e);
                 recent.push(name);
                 if recent.len() == 5 {
@@ -415,19 +415,6 @@ fn progress(me: &Identity, count: usize, recent: &mut Vec<String>) -> SubagentEv
     e.text = Some(format!("🔀 {prefix}{}", recent.join(", ")));
     recent.clear();
     e
-}
-
-/// A short view of a tool call's arguments.
-fn preview(arguments: &Value) -> String {
-    let text = match arguments {
-        Value::Object(map) => map
-            .values()
-            .find_map(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| arguments.to_string()),
-        other => other.to_string(),
-    };
-    text.chars().take(120).collect()
 }
 
 /// How long an interrupted child gets to end before its call stops waiting for it.
