@@ -580,6 +580,7 @@ fn session_row(r: &tokio_postgres::Row) -> Result<SessionRow, tokio_postgres::Er
         title: r.try_get(5)?,
         parent_session_id: r.try_get(6)?,
         message_count: r.try_get(7)?,
+        model_config: r.try_get(8)?,
     })
 }
 
@@ -826,6 +827,26 @@ impl SessionBackend for PgSessions {
         .await
     }
 
+    async fn set_model(
+        &self,
+        id: String,
+        model: String,
+        model_config: String,
+    ) -> Result<bool, StoreError> {
+        self.write(move |pool| async move {
+            let changed = get(&pool)
+                .await?
+                .execute(
+                    "UPDATE sessions SET model = $2, model_config = $3 WHERE id = $1",
+                    &[&id, &model, &model_config],
+                )
+                .await
+                .map_err(db_error)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
     async fn delete_session(&self, id: String) -> Result<bool, StoreError> {
         self.write(move |pool| async move {
             in_transaction!(pool, |tx| {
@@ -899,7 +920,7 @@ impl SessionBackend for PgSessions {
             .conn()
             .await?
             .query_opt(
-                "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count FROM sessions WHERE id = $1",
+                "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count, model_config FROM sessions WHERE id = $1",
                 &[&id],
             )
             .await

@@ -207,11 +207,11 @@ impl Conversation {
     }
 
     /// Switches the session's model for its later turns; refused while a turn runs.
-    pub(crate) fn switch_model(&self, spec: &str) -> Result<String, SwitchRefused> {
+    pub(crate) async fn switch_model(&self, spec: &str) -> Result<String, SwitchRefused> {
         if self.busy() {
             return Err(SwitchRefused::Busy);
         }
-        Ok(self.host().switch_model(&self.session(), spec)?)
+        Ok(self.host().switch_model(&self.session(), spec).await?)
     }
 
     /// Adds an image for the next prompt; how many wait now.

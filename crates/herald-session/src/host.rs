@@ -19,9 +19,13 @@ use herald_llm::{Endpoint, LlmClient};
 use herald_protocol::{ChatMessage, UserInput};
 use herald_store::SessionStore;
 use herald_store::sessions::{NewSession, RewindTarget, StoredResponse};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
+
+/// The key of `model_config` that keeps a session's `/model` switch (its spec).
+const MODEL_SWITCH_KEY: &str = "herald_model_switch";
 
 mod admin;
 mod relay;
@@ -732,7 +736,12 @@ impl Host {
             Some(prompt) => prompt,
             None => self.new_prompt(&opts, &placed).await?,
         };
-        Ok(self.build_session(opts, placed, id.to_owned(), prompt, history))
+        let restored = self.restored_model(id, row.model_config.as_deref());
+        let session = self.build_session(opts, placed, id.to_owned(), prompt, history);
+        if let Some(endpoint) = restored {
+            session.set_endpoint(endpoint);
+        }
+        Ok(session)
     }
 
     /// Branches a stored session into a new one (a copy of its live rows) and opens it;
@@ -769,8 +778,9 @@ impl Host {
     }
 
     /// Switches `session` to the model of `spec` (`provider:model` allowed) for its
-    /// later turns; the model's name.
-    pub fn switch_model(
+    /// later turns, and keeps the switch with the stored session so that resuming it
+    /// restores the model (as Hermes keeps it in `model_config`); the model's name.
+    pub async fn switch_model(
         &self,
         session: &Session,
         spec: &str,
@@ -778,7 +788,53 @@ impl Host {
         let endpoint = self.runtime.switch_model(spec)?;
         let model = endpoint.model.clone();
         session.set_endpoint(endpoint);
+        if let Err(e) = self.keep_model_switch(session.id(), &model, spec).await {
+            tracing::warn!(
+                session = session.id(),
+                "the model switch is not kept with the session: {e}"
+            );
+        }
         Ok(model)
+    }
+
+    /// Writes a switch into the session's `model_config`, keeping what else is there.
+    async fn keep_model_switch(
+        &self,
+        id: &str,
+        model: &str,
+        spec: &str,
+    ) -> Result<(), herald_store::StoreError> {
+        let row = self.store.session(id.to_owned()).await?;
+        let mut config = row
+            .and_then(|r| r.model_config)
+            .and_then(|c| serde_json::from_str::<serde_json::Map<String, Value>>(&c).ok())
+            .unwrap_or_default();
+        config.insert("model".into(), Value::String(model.to_owned()));
+        config.insert(MODEL_SWITCH_KEY.into(), Value::String(spec.to_owned()));
+        let config = Value::Object(config).to_string();
+        self.store
+            .set_model(id.to_owned(), model.to_owned(), config)
+            .await?;
+        Ok(())
+    }
+
+    /// The model a stored session was switched to, chosen again for its resumption;
+    /// `None` when it never was, or the switch no longer resolves (then the
+    /// configured model serves it, and the log says why).
+    fn restored_model(&self, id: &str, model_config: Option<&str>) -> Option<Endpoint> {
+        let config: serde_json::Map<String, Value> = serde_json::from_str(model_config?).ok()?;
+        let spec = config.get(MODEL_SWITCH_KEY)?.as_str()?;
+        match self.runtime.switch_model(spec) {
+            Ok(endpoint) => Some(endpoint),
+            Err(e) => {
+                tracing::warn!(
+                    session = id,
+                    spec,
+                    "the session's model switch is not restored: {e}"
+                );
+                None
+            }
+        }
     }
 
     /// Starts a turn of `session` on `input` as a run; its events are queued from now.

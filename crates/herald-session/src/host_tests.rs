@@ -709,7 +709,7 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
     let run = c.prompt_now("look".into()).await.unwrap();
     assert!(c.busy());
     assert!(matches!(
-        c.switch_model("other"),
+        c.switch_model("other").await,
         Err(crate::SwitchRefused::Busy)
     ));
     assert!(matches!(
@@ -733,7 +733,7 @@ async fn a_conversation_queues_refuses_a_busy_model_switch_and_sends_attached_im
         sent[1],
         serde_json::json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}})
     );
-    assert_eq!(c.switch_model("other").unwrap(), "other");
+    assert_eq!(c.switch_model("other").await.unwrap(), "other");
     assert_eq!(
         c.command("/model").await.unwrap(),
         crate::Reply::Output("Model: other".into())
@@ -1218,4 +1218,30 @@ async fn a_conversation_is_idle_before_its_turns_end_is_told() {
     // The first turn's idle, then the second turn.
     assert!(turns_until_idle(&mut stream).await.is_empty());
     assert_eq!(turns_until_idle(&mut stream).await, [(false, "two".into())]);
+}
+
+/// A `/model` switch is kept with the stored session and restored when it is resumed
+/// ("kept afterwards"); a session never switched follows the configured model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_switch_is_stored_with_the_session_and_restored_on_resume() {
+    use crate::{LiveId, Op};
+    let f = fixture(vec![]);
+    let set = crate::Conversations::<()>::new(f.host.clone());
+    let open = || set.open(LiveId::Short, options(&[], Answers::Nobody), ());
+    let (switched, plain) = (open().await.unwrap(), open().await.unwrap());
+    switched
+        .conversation
+        .submit(Op::SetModel("other".into()))
+        .await
+        .unwrap();
+    let stored = |l: &crate::Live<()>| l.conversation.session().id().to_owned();
+    let (a, b) = (stored(&switched), stored(&plain));
+    assert!(set.close(&switched.id) && set.close(&plain.id));
+    let opts = || options(&[], Answers::Nobody);
+    let again = set.resume(LiveId::Stored, &a, opts(), ()).await.unwrap();
+    assert_eq!(again.conversation.model(), "other");
+    let other = set.resume(LiveId::Stored, &b, opts(), ()).await.unwrap();
+    assert_eq!(other.conversation.model(), "m");
+    let row = f.host.store().session(a).await.unwrap().unwrap();
+    assert_eq!(row.model.as_deref(), Some("other"));
 }

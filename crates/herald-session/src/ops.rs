@@ -176,7 +176,7 @@ impl Conversation {
                 run.answer_prompt(&request_id, answer)?;
                 Outcome::Answered(1)
             }
-            Op::SetModel(spec) => Outcome::ModelSet(self.switch_model(&spec)?),
+            Op::SetModel(spec) => Outcome::ModelSet(self.switch_model(&spec).await?),
             Op::New(Opening(options)) => switched(&self.fresh(options).await?),
             Op::Resume(id, Opening(options)) => switched(&self.resumed(&id, options).await?),
             Op::Branch(name, Opening(options)) => {

@@ -72,7 +72,7 @@ impl Conversation {
             "resume" => Ok(Reply::Resume(arg)),
             "sethome" => Ok(Reply::SetHome),
             "model" if arg.is_empty() => said(format!("Model: {}", self.model())),
-            "model" => Ok(Reply::ModelSwitched(self.switch_model(&arg)?)),
+            "model" => Ok(Reply::ModelSwitched(self.switch_model(&arg).await?)),
             "tools" => said(self.session().tool_names().join(", ")),
             "context" => said(format!(
                 "{} messages in this session.",

@@ -122,6 +122,8 @@ pub struct SessionRow {
     pub title: Option<String>,
     pub parent_session_id: Option<String>,
     pub message_count: i64,
+    /// Hermes's JSON of the session's runtime (herald keeps a `/model` switch there).
+    pub model_config: Option<String>,
 }
 
 /// A message to append.
@@ -297,6 +299,16 @@ impl SessionStore {
             .set_title(id, title.clone())
             .await?
             .map(|()| title))
+    }
+
+    /// Keeps a session's model and its runtime JSON; false without the session.
+    pub async fn set_model(
+        &self,
+        id: String,
+        model: String,
+        model_config: String,
+    ) -> Result<bool, StoreError> {
+        self.backend.set_model(id, model, model_config).await
     }
 
     /// Ends a turn in one write: its API calls and tokens added to its session's
@@ -516,6 +528,22 @@ impl SessionBackend for SqliteSessions {
             .await
     }
 
+    async fn set_model(
+        &self,
+        id: String,
+        model: String,
+        model_config: String,
+    ) -> Result<bool, StoreError> {
+        self.write(move |c| {
+            let changed = c.execute(
+                "UPDATE sessions SET model = ?2, model_config = ?3 WHERE id = ?1",
+                params![id, model, model_config],
+            )?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
     async fn delete_session(&self, id: String) -> Result<bool, StoreError> {
         self.write(move |c| admin::delete_in(c, &id)).await
     }
@@ -728,7 +756,7 @@ fn branch_in(
 
 fn session_in(c: &Connection, id: &str) -> rusqlite::Result<Option<SessionRow>> {
     c.query_row(
-        "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count FROM sessions WHERE id = ?1",
+        "SELECT id, source, model, system_prompt, cwd, title, parent_session_id, message_count, model_config FROM sessions WHERE id = ?1",
         [id],
         |r| {
             Ok(SessionRow {
@@ -740,6 +768,7 @@ fn session_in(c: &Connection, id: &str) -> rusqlite::Result<Option<SessionRow>> 
                 title: r.get(5)?,
                 parent_session_id: r.get(6)?,
                 message_count: r.get(7)?,
+                model_config: r.get(8)?,
             })
         },
     )

@@ -1045,3 +1045,19 @@ fn a_refused_key_names_the_setting_that_supplied_it() {
         "{err}"
     );
 }
+
+/// A `/model` switch stays with the session: `herald chat -c` continues it on the
+/// model it was switched to, and a new session starts on the configured one.
+#[test]
+fn a_model_switch_is_kept_with_the_session_for_chat_continue() {
+    let provider = FakeProvider::start(vec![]);
+    let home = home_for(&provider);
+    let (code, _, err) = chat(home.path(), &[], Some("/model other-model\n/quit\n"));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("model switched to other-model"), "{err}");
+    let (code, _, err) = chat(home.path(), &["-c"], Some("/model\n/quit\n"));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("Model: other-model"), "continued: {err}");
+    let (_, _, err) = chat(home.path(), &[], Some("/model\n/quit\n"));
+    assert!(err.contains("Model: fake-model"), "a new session: {err}");
+}

@@ -58,6 +58,14 @@ pub trait SessionBackend: Send + Sync {
         id: String,
         title: String,
     ) -> Result<Result<(), TitleRefused>, StoreError>;
+    /// Keeps the session's model and its runtime JSON (`model_config`); false without
+    /// the session.
+    async fn set_model(
+        &self,
+        id: String,
+        model: String,
+        model_config: String,
+    ) -> Result<bool, StoreError>;
     async fn delete_session(&self, id: String) -> Result<bool, StoreError>;
     /// Soft-deletes the last user message and what followed it; how many rows.
     async fn undo(&self, id: String) -> Result<usize, StoreError>;
