@@ -62,6 +62,14 @@ pub struct ToolStart {
     pub args_text: String,
 }
 
+/// `tool.progress`: a running tool's line (a long-running tool's time, a child's step).
+#[derive(Debug, Serialize)]
+pub struct ToolProgress {
+    pub tool_id: String,
+    pub name: String,
+    pub preview: String,
+}
+
 /// `tool.complete`.
 #[derive(Debug, Serialize)]
 pub struct ToolComplete {

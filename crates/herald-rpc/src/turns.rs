@@ -4,7 +4,7 @@
 use crate::errors::RpcError;
 use crate::events::{
     ApprovalRequest, ClarifyRequest, Expired, Failed, Interim, MessageComplete, SecretAsk,
-    SecretMetadata, Text, ToolComplete, ToolStart, TurnUsage,
+    SecretMetadata, Text, ToolComplete, ToolProgress, ToolStart, TurnUsage,
 };
 use crate::frame;
 use crate::gateway::Live;
@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The choices an approval request offers.
 const CHOICES: [&str; 4] = ["once", "session", "always", "deny"];
@@ -76,8 +76,22 @@ fn complete(end: &RunStatus, streamed: &str, reasoning: &str) -> MessageComplete
     }
 }
 
-/// The tools started and not yet complete: when, and with what arguments.
-type Started = HashMap<String, (Instant, Value)>;
+/// A tool started and not yet complete.
+struct Running {
+    at: Instant,
+    name: String,
+    arguments: Value,
+    /// Its `tool.start` context, which its progress lines extend.
+    context: String,
+    /// When its last `tool.progress` went out (seconds it had run then).
+    told_at: u64,
+}
+
+/// The tools started and not yet complete, by call id.
+type Started = HashMap<String, Running>;
+
+/// How long a tool runs before its first `tool.progress`, and between two.
+const PROGRESS_EVERY: u64 = 5;
 
 fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<Out> {
     // The event's name as the run names it (`sudo.expire`, `secret.expire` ...).
@@ -91,11 +105,18 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             let context = preview(&name, &arguments);
             let payload = ToolStart {
                 tool_id: call_id.clone(),
-                name,
-                context,
+                name: name.clone(),
+                context: context.clone(),
                 args_text: arguments.to_string(),
             };
-            started.insert(call_id, (Instant::now(), arguments));
+            let running = Running {
+                at: Instant::now(),
+                name,
+                arguments,
+                context,
+                told_at: 0,
+            };
+            started.insert(call_id, running);
             event(live, "tool.start", payload)
         }
         RunEventKind::ToolCompleted {
@@ -106,7 +127,7 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
         } => {
             let (at, args) = started
                 .remove(&call_id)
-                .unwrap_or((Instant::now(), Value::Null));
+                .map_or((Instant::now(), Value::Null), |r| (r.at, r.arguments));
             let parsed = serde_json::from_str::<Value>(&result).unwrap_or(Value::String(result));
             let duration = (at.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
             let payload = ToolComplete {
@@ -158,7 +179,6 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             prompt_event(live, name, request_id, ask)
         }
         RunEventKind::PromptExpired { request_id, .. } => event(live, name, Expired { request_id }),
-        RunEventKind::Subagent(e) => event(live, name, crate::events::Subagent::from(*e)),
         _ => return None,
     })
 }
@@ -169,7 +189,19 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
 pub async fn pump(live: Arc<Live>) {
     let mut stream = live.conversation.listen().await;
     let mut turn = Turn::default();
-    while let Some(next) = stream.next_event().await {
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let next = tokio::select! {
+            next = stream.next_event() => next,
+            _ = ticks.tick(), if !turn.started.is_empty() => {
+                turn.long_running(&live).await;
+                continue;
+            }
+        };
+        let Some(next) = next else {
+            return;
+        };
         match next {
             ConversationEvent::TurnStarted { .. } => {
                 turn = Turn::default();
@@ -185,6 +217,16 @@ pub async fn pump(live: Arc<Live>) {
             ConversationEvent::Idle => {}
         }
     }
+}
+
+/// `tool.progress`: what a running tool shows in its line.
+fn progress(live: &Live, tool_id: &str, name: &str, preview: String) -> Out {
+    let payload = ToolProgress {
+        tool_id: tool_id.to_owned(),
+        name: name.to_owned(),
+        preview,
+    };
+    event(live, "tool.progress", payload)
 }
 
 /// What one turn has streamed so far.
@@ -227,12 +269,50 @@ impl Turn {
                 event(live, "message.interim", payload)
             }
             RunEventKind::Finished(end) => return self.finish(live, &end).await,
+            RunEventKind::Subagent(e) => return self.subagent(live, *e).await,
             other => match tool_event(live, other, &mut self.started) {
                 Some(out) => out,
                 None => return,
             },
         };
         live.wire.emit(out).await;
+    }
+
+    /// A child's step as `subagent.*`, and a child's tool call also as the
+    /// `tool.progress` of the `delegate_task` call that started it.
+    async fn subagent(&mut self, live: &Live, e: herald_session::SubagentEvent) {
+        let line = match (&e.kind, &e.tool_name) {
+            (herald_session::SubagentKind::Tool, Some(tool)) => Some(format!(
+                "[{}] {tool} {}",
+                e.task_index + 1,
+                e.text.as_deref().unwrap_or_default()
+            )),
+            _ => None,
+        };
+        let parent = self.started.get(&e.call_id).map(|r| r.name.clone());
+        let call_id = e.call_id.clone();
+        let sub = event(live, e.kind.name(), crate::events::Subagent::from(e));
+        live.wire.emit(sub).await;
+        if let (Some(line), Some(parent)) = (line, parent) {
+            let line = herald_session::preview::one_line(&line, PREVIEW_CHARS);
+            live.wire
+                .emit(progress(live, &call_id, &parent, line))
+                .await;
+        }
+    }
+
+    /// `tool.progress` for each tool running longer than [`PROGRESS_EVERY`]: its
+    /// context and how long it has run.
+    async fn long_running(&mut self, live: &Live) {
+        for (id, r) in &mut self.started {
+            let secs = r.at.elapsed().as_secs();
+            if secs < r.told_at + PROGRESS_EVERY {
+                continue;
+            }
+            r.told_at = secs;
+            let shown = format!("{} ({secs}s)", r.context).trim().to_owned();
+            live.wire.emit(progress(live, id, &r.name, shown)).await;
+        }
     }
 
     /// `reasoning.available` when there was reasoning, `message.complete`, and as

@@ -211,6 +211,22 @@ async fn a_delegation_with_two_children_one_interrupted_one_steered() {
 
     let rest = c.until("message.complete").await;
     assert_eq!(rest.last().unwrap()["payload"]["text"], "Both came back.");
+    // Each child's tool call is also the `tool.progress` of the delegate_task call.
+    let progress: Vec<&Value> = early
+        .iter()
+        .chain(&rest)
+        .filter(|e| e["type"] == "tool.progress")
+        .collect();
+    assert!(
+        progress
+            .iter()
+            .any(|e| e["payload"]["name"] == "delegate_task"
+                && e["payload"]["tool_id"] == "d1"
+                && e["payload"]["preview"]
+                    .as_str()
+                    .is_some_and(|p| p.contains("terminal sleep"))),
+        "{progress:?}"
+    );
     let complete = |id: &str| {
         rest.iter()
             .find(|e| e["type"] == "subagent.complete" && e["payload"]["subagent_id"] == id)

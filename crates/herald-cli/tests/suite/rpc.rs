@@ -2143,3 +2143,37 @@ async fn slash_status_and_stop_act_on_the_running_turn() {
         "the queued prompt was dropped"
     );
 }
+
+/// A tool that runs long tells so: `tool.progress` with its context and time, every
+/// few seconds until it completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_running_tool_sends_tool_progress() {
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("long", "terminal", r#"{"command": "sleep 6"}"#)]),
+        Scripted::text("Slept."),
+    ]);
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    c.call("prompt.submit", json!({"session_id": sid, "text": "wait"}))
+        .await;
+    let events = c.until("message.complete").await;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let progress = events
+        .iter()
+        .find(|e| e["type"] == "tool.progress")
+        .unwrap_or_else(|| panic!("no tool.progress: {kinds:?}"));
+    let p = &progress["payload"];
+    assert_eq!(
+        (p["tool_id"].as_str(), p["name"].as_str()),
+        (Some("long"), Some("terminal"))
+    );
+    let shown = p["preview"].as_str().unwrap();
+    assert!(
+        shown.starts_with("sleep 6 (") && shown.ends_with("s)"),
+        "{shown}"
+    );
+    let at = |kind: &str| kinds.iter().position(|k| *k == kind).unwrap();
+    assert!(at("tool.start") < at("tool.progress") && at("tool.progress") < at("tool.complete"));
+}
