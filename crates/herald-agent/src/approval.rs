@@ -375,6 +375,12 @@ impl Approvals {
         self.yolo || self.session_yolo.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Sets a session's own yolo (RPC `config.set yolo`).
+    pub fn set_session_yolo(&self, on: bool) {
+        self.session_yolo
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// A session's `/yolo`: switches its own yolo; whether it is on now.
     pub fn toggle_session_yolo(&self) -> bool {
         !self

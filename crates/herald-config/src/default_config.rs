@@ -258,6 +258,33 @@ pub fn set_platform_toolsets(
     write_doc(path, &doc)
 }
 
+/// The `display:` section of the config file as it is now (empty when it is missing
+/// or unreadable): the display toggles Hermes's TUI reads back.
+pub fn display_settings(path: &Path) -> serde_json::Map<String, Value> {
+    match read_doc(path).unwrap_or_default().get("display") {
+        Some(Value::Object(display)) => display.clone(),
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// Writes keys of `display:` (a dotted key such as `sections.thinking` goes under
+/// `display.sections`), as the TUI's display toggles do.
+pub fn set_display(path: &Path, changes: &[(&str, Value)]) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    for (key, value) in changes {
+        let mut at = entry(&mut doc, "display");
+        let mut parts = key.split('.').peekable();
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                at[part] = value.clone();
+            } else {
+                at = entry(at, part);
+            }
+        }
+    }
+    write_doc(path, &doc)
+}
+
 /// Writes `display.busy_input_mode` (the TUI's `/busy MODE`).
 pub fn set_busy_input_mode(path: &Path, mode: BusyInputMode) -> Result<(), ConfigError> {
     let mut doc = read_doc(path)?;

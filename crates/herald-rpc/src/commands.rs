@@ -11,7 +11,7 @@ use crate::results::{
 };
 use herald_config::default_config::{BusyInputMode, set_busy_input_mode};
 use herald_session::skills;
-use herald_session::{Op, Outcome, Reply};
+use herald_session::{Op, Outcome, Reply, Setting};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -200,10 +200,30 @@ pub fn config_get(gw: &Gateway, p: params::Config) -> Result<ConfigValue, RpcErr
                 },
             },
         }),
-        other => Err(RpcError::new(
-            RpcError::BAD_VALUE,
-            format!("unknown config key: {other}"),
-        )),
+        "reasoning" => {
+            let effort = gw
+                .live(p.session_id.as_deref())
+                .ok()
+                .and_then(|l| l.conversation.reasoning_effort());
+            Ok(ConfigValue::Reasoning {
+                value: effort.unwrap_or_else(|| "medium".into()),
+                display: crate::display::reasoning_display(&runtime.home.config_file()),
+            })
+        }
+        "fast" => {
+            let live = gw.live(p.session_id.as_deref()).ok();
+            let fast = live.is_some_and(|l| l.conversation.fast());
+            Ok(ConfigValue::Value {
+                value: if fast { "fast" } else { "normal" }.into(),
+            })
+        }
+        other => match crate::display::get(&runtime.home.config_file(), other) {
+            Some(value) => Ok(ConfigValue::Value { value }),
+            None => Err(RpcError::new(
+                RpcError::BAD_VALUE,
+                format!("unknown config key: {other}"),
+            )),
+        },
     }
 }
 
@@ -218,15 +238,133 @@ pub async fn config_set(gw: &Gateway, p: params::Config) -> Result<ConfigSet, Rp
                 other => return crate::turns::unreachable_outcome(other),
             };
             crate::info::announce(&live).await;
-            Ok(ConfigSet { key, value: model })
+            Ok(ConfigSet {
+                key,
+                value: model,
+                scope: None,
+            })
         }
         ("model", None) => Err(RpcError::new(RpcError::BAD_VALUE, "model needs a value")),
         ("busy", value) => set_busy(gw, key, value),
-        (other, _) => Err(RpcError::new(
-            RpcError::BAD_VALUE,
-            format!("config key {other} cannot be set here"),
-        )),
+        ("fast", value) => set_fast(gw, p.session_id.as_deref(), value).await,
+        ("yolo", value) => set_yolo(gw, p.session_id.as_deref(), p.scope, value).await,
+        (_, value) => {
+            let value = value.unwrap_or_default();
+            let path = gw.host.runtime().home.config_file();
+            let (k, v) = (key.clone(), value.clone());
+            let shown = crate::blocking(move || Ok(crate::display::set(&path, &k, &v))).await?;
+            match shown {
+                Some(done) => done.map(|value| ConfigSet {
+                    key,
+                    value,
+                    scope: None,
+                }),
+                None if key == "reasoning" => set_effort(gw, p.session_id.as_deref(), value).await,
+                None => Err(RpcError::new(
+                    RpcError::BAD_VALUE,
+                    format!("unknown config key: {key}"),
+                )),
+            }
+        }
     }
+}
+
+/// A turn setting of the live session (`fast`, `reasoning`'s effort, `yolo`), as
+/// Hermes keeps them per session; `session.info` follows the change.
+async fn set_on_session(
+    gw: &Gateway,
+    session_id: Option<&str>,
+    key: &str,
+    setting: Setting,
+) -> Result<String, RpcError> {
+    let live = gw.live(session_id)?;
+    let done = live.conversation.submit(Op::Set(setting)).await;
+    let value = match done.map_err(|e| RpcError::op(e, RpcError::CONFIG_FAILED))? {
+        Outcome::Set(value) => value,
+        other => return crate::turns::unreachable_outcome(other),
+    };
+    tracing::debug!(key, value, "session setting changed");
+    crate::info::announce(&live).await;
+    Ok(value)
+}
+
+/// `config.set fast`: `status`, `toggle` (or nothing), `fast`/`on`, `normal`/`off`.
+async fn set_fast(
+    gw: &Gateway,
+    session_id: Option<&str>,
+    value: Option<String>,
+) -> Result<ConfigSet, RpcError> {
+    let raw = value.unwrap_or_default().to_ascii_lowercase();
+    let asked = match raw.as_str() {
+        "status" => {
+            let fast = gw.live(session_id)?.conversation.fast();
+            let value = if fast { "fast" } else { "normal" }.to_owned();
+            return Ok(ConfigSet {
+                key: "fast".into(),
+                value,
+                scope: None,
+            });
+        }
+        "" | "toggle" => None,
+        "fast" | "on" => Some(true),
+        "normal" | "off" => Some(false),
+        _ => {
+            return Err(RpcError::new(
+                RpcError::BAD_VALUE,
+                format!("unknown fast mode: {raw}"),
+            ));
+        }
+    };
+    let value = set_on_session(gw, session_id, "fast", Setting::Fast(asked)).await?;
+    Ok(ConfigSet {
+        key: "fast".into(),
+        value,
+        scope: None,
+    })
+}
+
+/// `config.set reasoning LEVEL`: the session's reasoning effort.
+async fn set_effort(
+    gw: &Gateway,
+    session_id: Option<&str>,
+    value: String,
+) -> Result<ConfigSet, RpcError> {
+    let level = value.to_ascii_lowercase();
+    let value = set_on_session(gw, session_id, "reasoning", Setting::Reasoning(level)).await?;
+    Ok(ConfigSet {
+        key: "reasoning".into(),
+        value,
+        scope: None,
+    })
+}
+
+/// `config.set yolo`: the session's own (`1`/`on`/`true`/`yes`, `0`/`off`/`false`/
+/// `no`, anything else switches it). The global scope (`approvals.mode`) is read at
+/// start and is not switched here.
+async fn set_yolo(
+    gw: &Gateway,
+    session_id: Option<&str>,
+    scope: Option<String>,
+    value: Option<String>,
+) -> Result<ConfigSet, RpcError> {
+    if scope.is_some_and(|s| s.eq_ignore_ascii_case("global")) {
+        return Err(RpcError::new(
+            RpcError::BAD_VALUE,
+            "yolo for every session is approvals.mode in config.yaml, read at start",
+        ));
+    }
+    let raw = value.unwrap_or_default().to_ascii_lowercase();
+    let asked = match raw.as_str() {
+        "1" | "on" | "true" | "yes" => Some(true),
+        "0" | "off" | "false" | "no" => Some(false),
+        _ => None,
+    };
+    let value = set_on_session(gw, session_id, "yolo", Setting::Yolo(asked)).await?;
+    Ok(ConfigSet {
+        key: "yolo".into(),
+        value,
+        scope: Some("session"),
+    })
 }
 
 /// `config.set {key: "busy", value}`: `display.busy_input_mode` written (no value, or
@@ -238,7 +376,11 @@ fn set_busy(gw: &Gateway, key: String, value: Option<String>) -> Result<ConfigSe
         .filter(|v| v != "status");
     let Some(asked) = asked else {
         let value = gw.host.runtime().busy_input_mode().as_str().to_owned();
-        return Ok(ConfigSet { key, value });
+        return Ok(ConfigSet {
+            key,
+            value,
+            scope: None,
+        });
     };
     let mode = BusyInputMode::parse(&asked)
         .ok_or_else(|| RpcError::new(RpcError::BAD_VALUE, format!("unknown busy mode: {asked}")))?;
@@ -248,5 +390,6 @@ fn set_busy(gw: &Gateway, key: String, value: Option<String>) -> Result<ConfigSe
     Ok(ConfigSet {
         key,
         value: mode.as_str().to_owned(),
+        scope: None,
     })
 }

@@ -96,6 +96,7 @@ impl RpcError {
                 RpcError::new(RpcError::TITLE_REQUIRED, "title is required")
             }
             OpError::Title(e) => RpcError::new(RpcError::TITLE_INVALID, e.to_string()),
+            OpError::Setting(e) => RpcError::new(RpcError::BAD_VALUE, e.to_string()),
             OpError::NothingRunning => RpcError::new(RpcError::BUSY, e.to_string()),
         }
     }

@@ -22,7 +22,7 @@ pub struct Skin {
 pub struct Info {
     pub model: String,
     pub provider: String,
-    pub reasoning_effort: &'static str,
+    pub reasoning_effort: String,
     pub service_tier: &'static str,
     pub fast: bool,
     pub yolo: bool,

@@ -56,10 +56,14 @@ pub async fn info(live: &Live) -> Info {
     Info {
         model: usage.model.clone(),
         provider: runtime.provider.clone(),
-        reasoning_effort: "",
-        service_tier: "",
-        fast: false,
-        yolo: runtime.approvals.yolo || runtime.approvals.mode_off,
+        reasoning_effort: live.conversation.reasoning_effort().unwrap_or_default(),
+        service_tier: if live.conversation.fast() {
+            "priority"
+        } else {
+            ""
+        },
+        fast: live.conversation.fast(),
+        yolo: runtime.approvals.mode_off || live.conversation.yolo(),
         approval_mode: mode.unwrap_or_else(|| "manual".into()),
         tools,
         skills,

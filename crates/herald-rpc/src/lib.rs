@@ -12,6 +12,7 @@ mod commands;
 mod completion;
 pub mod connection;
 mod delegation;
+mod display;
 pub mod errors;
 pub mod events;
 mod extras;

@@ -41,6 +41,16 @@ fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     })
 }
 
+/// A setting's value: a string (trimmed), or a boolean or number as its text.
+fn scalar<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
 /// A string as sent (a live session id is matched exactly).
 fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(match Value::deserialize(d)? {
@@ -301,10 +311,12 @@ pub struct Config {
     pub session_id: Option<String>,
     #[serde(deserialize_with = "text")]
     pub key: Option<String>,
-    #[serde(deserialize_with = "text")]
+    #[serde(deserialize_with = "scalar")]
     pub value: Option<String>,
     #[serde(deserialize_with = "text")]
     pub cwd: Option<String>,
+    #[serde(deserialize_with = "text")]
+    pub scope: Option<String>,
 }
 
 /// `model.options`.

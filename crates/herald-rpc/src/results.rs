@@ -268,6 +268,11 @@ pub enum ConfigValue {
     Mtime {
         mtime: f64,
     },
+    /// `reasoning`: the session's effort and how the TUI shows thinking.
+    Reasoning {
+        value: String,
+        display: &'static str,
+    },
 }
 
 /// `config.get config`: what a client shows of the configuration.
@@ -294,6 +299,9 @@ pub struct AgentShown {
 pub struct ConfigSet {
     pub key: String,
     pub value: String,
+    /// Where a `yolo` applies (`session`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<&'static str>,
 }
 
 /// `cli.exec`.

@@ -211,7 +211,10 @@ impl Conversation {
         if self.busy() {
             return Err(SwitchRefused::Busy);
         }
-        Ok(self.host().switch_model(&self.session(), spec).await?)
+        let before = self.session().endpoint();
+        let model = self.host().switch_model(&self.session(), spec).await?;
+        self.carry_settings(before.as_ref());
+        Ok(model)
     }
 
     /// Adds an image for the next prompt; how many wait now.

@@ -46,6 +46,7 @@ pub mod reload;
 pub mod runs;
 pub mod runtime;
 pub mod sessions;
+pub mod settings;
 pub mod slash;
 pub mod stopping;
 pub mod turns;
@@ -87,6 +88,7 @@ pub use runs::{
 };
 pub use runtime::{ModelChoice, Platform, Runtime, RuntimeError, start_python_plugins};
 pub use sessions::{FAILED_INSIDE, SessionError};
+pub use settings::{Setting, SettingRefused};
 pub use slash::Reply;
 pub use turns::{ConversationEvent, Listener};
 

@@ -49,6 +49,8 @@ pub enum Op {
     Branch(Option<String>, Opening),
     /// Ends the conversation: its turn stopped, its stream closed after it.
     Close,
+    /// A turn setting of this session (fast mode, reasoning effort, yolo).
+    Set(crate::Setting),
     /// Answers a pending approval (the oldest when `request_id` is `None`; every one
     /// with `all`).
     Approve {
@@ -107,6 +109,8 @@ pub enum Outcome {
         title: String,
     },
     Closed,
+    /// The setting's value now, as Hermes answers it.
+    Set(String),
     /// The model's name.
     ModelSet(String),
     Compressed(Compressed),
@@ -130,6 +134,8 @@ pub enum OpError {
     Switch(#[from] SwitchRefused),
     #[error(transparent)]
     Title(#[from] TitleRefused),
+    #[error(transparent)]
+    Setting(#[from] crate::SettingRefused),
     /// Nothing runs that could take the answer.
     #[error("nothing is waiting for an answer")]
     NothingRunning,
@@ -188,6 +194,7 @@ impl Conversation {
                 self.close();
                 Outcome::Closed
             }
+            Op::Set(setting) => Outcome::Set(self.apply(setting)?),
             other => self.on_history(other).await?,
         })
     }

@@ -2177,3 +2177,105 @@ async fn a_long_running_tool_sends_tool_progress() {
     let at = |kind: &str| kinds.iter().position(|k| *k == kind).unwrap();
     assert!(at("tool.start") < at("tool.progress") && at("tool.progress") < at("tool.complete"));
 }
+
+/// The settings Hermes's TUI toggles, answered as Hermes answers them: `fast` and the
+/// reasoning effort kept with the session and sent with its requests, the session's
+/// `yolo`, and the display toggles kept in config.yaml.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_get_and_set_serve_the_tuis_toggles() {
+    let provider = FakeProvider::start(vec![Scripted::text("Quick.")]);
+    let home = rpc_home(&provider.base_url, "");
+    let mut rpc = Piped::start(home.path());
+    let c = &mut rpc.client;
+    let sid = c.session().await;
+    let set = |key: &str, value: Value| json!({"session_id": sid, "key": key, "value": value});
+    let get = |key: &str| json!({"session_id": sid, "key": key});
+    assert_eq!(
+        c.code("config.set", set("fast", json!("on"))).await,
+        4002,
+        "fake-model has no fast mode"
+    );
+    c.call("config.set", set("model", json!("gpt-5-mini")))
+        .await;
+    assert_eq!(
+        c.call("config.set", set("fast", json!(""))).await["value"],
+        "fast"
+    );
+    assert_eq!(c.call("config.get", get("fast")).await["value"], "fast");
+    assert_eq!(
+        c.call("config.set", set("reasoning", json!("high"))).await["value"],
+        "high"
+    );
+    assert_eq!(
+        c.code("config.set", set("reasoning", json!("loud"))).await,
+        4002
+    );
+    let yolo = c.call("config.set", set("yolo", json!(true))).await;
+    assert_eq!(
+        (yolo["value"].as_str(), yolo["scope"].as_str()),
+        (Some("1"), Some("session"))
+    );
+    c.call("prompt.submit", json!({"session_id": sid, "text": "go"}))
+        .await;
+    c.until("message.complete").await;
+    let body = &provider.requests()[0].body;
+    assert_eq!(
+        (
+            body["service_tier"].as_str(),
+            body["reasoning_effort"].as_str()
+        ),
+        (Some("priority"), Some("high")),
+        "{body}"
+    );
+    assert_eq!(body["model"], "gpt-5-mini");
+    let info = c.call("session.status", json!({"session_id": sid})).await;
+    assert!(info.to_string().contains("gpt-5-mini"), "{info}");
+    // The display toggles: written to config.yaml and read back.
+    assert_eq!(
+        c.call("config.set", set("reasoning", json!("hide"))).await["value"],
+        "hide"
+    );
+    let r = c.call("config.get", get("reasoning")).await;
+    assert_eq!(
+        (r["value"].as_str(), r["display"].as_str()),
+        (Some("high"), Some("hide")),
+        "{r}"
+    );
+    for (key, value, answer) in [
+        ("skin", json!("mono"), "mono"),
+        ("compact", json!(""), "on"),
+        ("statusbar", json!("bottom"), "bottom"),
+        ("mouse", json!(false), "off"),
+        ("indicator", json!("emoji"), "emoji"),
+        ("details_mode", json!("expanded"), "expanded"),
+        ("thinking_mode", json!("truncated"), "truncated"),
+        ("verbose", json!("new"), "new"),
+    ] {
+        assert_eq!(
+            c.call("config.set", set(key, value)).await["value"],
+            answer,
+            "{key}"
+        );
+        assert_eq!(
+            c.call("config.get", get(key)).await["value"],
+            answer,
+            "{key} read back"
+        );
+    }
+    assert_eq!(
+        c.call("config.set", set("details_mode.tools", json!("hidden")))
+            .await["value"],
+        "hidden"
+    );
+    let saved = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert!(
+        saved.contains("skin: mono") && saved.contains("tools: hidden"),
+        "{saved}"
+    );
+    assert_eq!(
+        c.code("config.set", set("indicator", json!("blink"))).await,
+        4002
+    );
+    assert_eq!(c.code("config.set", set("pets", json!("on"))).await, 4002);
+    assert_eq!(c.code("config.get", get("pets")).await, 4002);
+}
