@@ -2,8 +2,9 @@
 
 use anyhow::Context;
 use herald_acp::AcpServer;
+use herald_app::HostFor;
 use herald_config::Home;
-use herald_session::{Host, HostBuilder, Platform, toolsets};
+use herald_session::{Host, HostBuilder, ModelChoice, Platform};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -60,23 +61,25 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
     if args.check {
         return check(home);
     }
-    let built = match HostBuilder::new(home, Platform::Acp).build() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("herald: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let provider = resolved_provider(&built.host);
-    let tools = toolsets::resolve(&Platform::Acp.default_toolsets(&built.config)).0;
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let tokio_rt = herald_app::runtime().context("cannot start the async runtime")?;
     let served = tokio_rt.block_on(async {
-        let traces = crate::trace_export::start(&built.config.tracing);
-        let host = built.start().await;
-        let server = AcpServer::new(host.clone(), tools, provider);
+        let door = HostFor {
+            home,
+            platform: Platform::Acp,
+            choice: ModelChoice::default(),
+            reload_on_sighup: true,
+            toolsets: None,
+        };
+        let opened = match herald_app::open_interactive(door).await {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("herald: {e}");
+                return Ok(false);
+            }
+        };
+        let host = opened.host.clone();
+        let provider = resolved_provider(&host);
+        let server = AcpServer::new(host.clone(), opened.tool_names.clone(), provider);
         // Until stdin closes or a SIGTERM or SIGINT comes; then every run is stopped.
         let served = tokio::select! {
             served = herald_acp::serve_stdio(server.clone()) => {
@@ -84,15 +87,15 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
             }
             () = crate::gateway_cmd::shutdown_signal() => Ok(()),
         };
-        host.stop_all(crate::rpc_cmd::STOP_WITHIN).await;
+        opened.stop_runs(crate::rpc_cmd::STOP_WITHIN).await;
         server.finalize_sessions().await;
-        if let Some(t) = traces {
-            t.finish().await;
-        }
-        served
+        opened.finish().await;
+        served.map(|()| true)
     });
     // stdin's reader may still be blocked in a read: do not wait for it.
     tokio_rt.shutdown_background();
-    served?;
-    Ok(ExitCode::SUCCESS)
+    Ok(match served? {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    })
 }

@@ -3,11 +3,12 @@
 
 use crate::chat_status::StatusLine;
 use anyhow::Context;
+use herald_app::HostFor;
 use herald_config::Home;
 use herald_session::{
-    Answers, Approver, Conversation, ConversationEvent, Decision, Host, HostBuilder, ModelChoice,
-    Op, OpError, Opening, Outcome, Platform, Reply, RunEventKind, RunState, RunStatus, Runtime,
-    SessionError, SessionOptions, UserInput, preview, toolsets,
+    Answers, Approver, Conversation, ConversationEvent, Decision, Host, ModelChoice, Op, OpError,
+    Opening, Outcome, Platform, Reply, RunEventKind, RunState, RunStatus, Runtime, SessionError,
+    SessionOptions, UserInput, preview,
 };
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -189,43 +190,35 @@ impl Approver for TerminalApprover {
 }
 
 pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let choice = ModelChoice {
-        model: args.model.as_deref(),
-        provider: args.provider.as_deref(),
-    };
-    let built = match HostBuilder::new(home, Platform::Cli)
-        .model(choice)
-        .reload_on_sighup(false)
-        .build()
-    {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("herald: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let requested = args
-        .toolsets
-        .clone()
-        .unwrap_or_else(|| Platform::Cli.default_toolsets(&built.config));
-    let (tool_names, unknown) = toolsets::resolve(&requested);
-    let Some(preloaded) = preload_skills(home, built.host.runtime(), &args.skills) else {
-        return Ok(ExitCode::FAILURE);
-    };
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let tokio_rt = herald_app::runtime().context("cannot start the async runtime")?;
     tokio_rt.block_on(async {
-        let host = built.start().await;
-        // MCP servers and plugin toolsets are known once the host started.
-        let outside = |u: &str| host.runtime().names_outside_toolset(u);
-        for u in unknown.iter().filter(|u| !outside(u)) {
+        let door = HostFor {
+            home,
+            platform: Platform::Cli,
+            choice: ModelChoice {
+                model: args.model.as_deref(),
+                provider: args.provider.as_deref(),
+            },
+            reload_on_sighup: false,
+            toolsets: args.toolsets.clone(),
+        };
+        let opened = match herald_app::open_interactive(door).await {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("herald: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        for u in &opened.unknown_toolsets {
             eprintln!("herald: warning: unknown toolset `{u}` ignored");
         }
+        let Some(preloaded) = preload_skills(home, opened.host.runtime(), &args.skills) else {
+            opened.finish().await;
+            return Ok(ExitCode::FAILURE);
+        };
         let chat = Chat {
-            host,
-            tool_names,
+            host: opened.host.clone(),
+            tool_names: opened.tool_names.clone(),
             toolsets: args.toolsets.clone(),
             preloaded,
             cwd: std::env::current_dir().ok(),
@@ -235,10 +228,17 @@ pub fn run(home: &Home, args: ChatArgs) -> anyhow::Result<ExitCode> {
             status: StatusLine::start(!args.quiet && std::io::stderr().is_terminal()),
             quiet: args.quiet,
         };
-        chat.start(args.query, args.resume, args.continue_last)
-            .await
+        let code = chat
+            .start(args.query, args.resume, args.continue_last)
+            .await;
+        opened.stop_runs(STOP_WITHIN).await;
+        opened.finish().await;
+        code
     })
 }
+
+/// How long a turn left running gets to end when `herald chat` leaves.
+const STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The `-s` skills' bodies; `None` (after saying so) when none of those asked for exist.
 fn preload_skills(

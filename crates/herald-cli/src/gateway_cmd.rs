@@ -160,7 +160,7 @@ fn profile_templates(home: Home, client: LlmClient, store: StoreSettings) -> Pro
 }
 
 async fn serve_gateway(config: Config, fronts: Fronts) -> anyhow::Result<ExitCode> {
-    let traces = crate::trace_export::start(&config.tracing);
+    let traces = herald_app::traces::start(&config.tracing);
     let served = serve_fronts(config, fronts).await;
     if let Some(t) = traces {
         t.finish().await;

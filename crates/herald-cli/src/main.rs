@@ -23,7 +23,6 @@ mod setup_cmd;
 mod store_cmd;
 mod stores;
 mod systemd;
-mod trace_export;
 mod webhook_cmd;
 mod webhook_test;
 

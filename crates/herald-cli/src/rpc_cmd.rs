@@ -1,11 +1,12 @@
 //! `herald rpc`: the JSON-RPC gateway on stdio, or on WebSocket with `--ws HOST:PORT`.
 
 use anyhow::Context;
+use herald_app::HostFor;
 use herald_config::Home;
 use herald_config::metrics_settings::MetricsSettings;
 use herald_http::ConnectionLimits;
 use herald_rpc::Gateway;
-use herald_session::{HostBuilder, Platform, toolsets};
+use herald_session::{ModelChoice, Platform};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,32 +60,31 @@ fn token_of(args: &RpcArgs) -> Result<(String, bool), String> {
 }
 
 pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let tokio_rt = herald_app::runtime().context("cannot start the async runtime")?;
     let code = tokio_rt.block_on(async {
-        let built = match HostBuilder::new(home, Platform::Tui).build() {
-            Ok(b) => b,
+        let door = HostFor {
+            home,
+            platform: Platform::Tui,
+            choice: ModelChoice::default(),
+            reload_on_sighup: true,
+            toolsets: None,
+        };
+        let opened = match herald_app::open_interactive(door).await {
+            Ok(o) => o,
             Err(e) => {
                 eprintln!("herald: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         };
-        let tools = toolsets::resolve(&Platform::Tui.default_toolsets(&built.config)).0;
-        let metrics = built.config.metrics.clone();
-        let traces = crate::trace_export::start(&built.config.tracing);
-        let host = built.start().await;
-        let gw = Gateway::new(host.clone(), tools);
+        let metrics = opened.config.metrics.clone();
+        let gw = Gateway::new(opened.host.clone(), opened.tool_names.clone());
         let served = match &args.ws {
             None => serve_stdio(gw.clone()).await,
             Some(addr) => serve_ws(gw.clone(), addr, &args, metrics).await,
         };
-        host.stop_all(STOP_WITHIN).await;
+        opened.stop_runs(STOP_WITHIN).await;
         gw.finalize_sessions().await;
-        if let Some(t) = traces {
-            t.finish().await;
-        }
+        opened.finish().await;
         served
     });
     // stdin's reader may still be blocked in a read: do not wait for it.

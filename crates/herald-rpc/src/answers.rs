@@ -53,7 +53,7 @@ pub async fn clarify(gw: &Gateway, outbox: &Outbox, p: params::Answer) -> Result
 /// `sudo.respond {request_id, password}` / `secret.respond {request_id, value}`: the
 /// caller's live run asking under `request_id` gets the answer (`""` skips it). An id
 /// that waits no more has expired; no id at all is 4009, as Hermes answers.
-pub fn prompt(
+pub async fn prompt(
     gw: &Gateway,
     outbox: &Outbox,
     method: &str,
@@ -68,12 +68,12 @@ pub fn prompt(
         ));
     };
     let answer = if sudo { p.password } else { p.value }.unwrap_or_default();
-    let runs = gw
-        .sessions_of(outbox.conn)
-        .into_iter()
-        .filter_map(|l| l.conversation.run());
-    for run in runs {
-        if run.answer_prompt(&request, answer.clone()).is_ok() {
+    for live in gw.sessions_of(outbox.conn) {
+        let op = Op::Answer {
+            request_id: request.clone(),
+            answer: answer.clone(),
+        };
+        if live.conversation.submit(op).await.is_ok() {
             return Ok(Status { status: "ok" });
         }
     }

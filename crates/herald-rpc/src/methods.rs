@@ -74,7 +74,9 @@ pub async fn call(
         "prompt.background" => answer(prompts::background(gw, read(&p)).await),
         "approval.respond" => answer(answers::approval(gw, read(&p)).await),
         "clarify.respond" => answer(answers::clarify(gw, outbox, read(&p)).await),
-        "sudo.respond" | "secret.respond" => answer(answers::prompt(gw, outbox, method, read(&p))),
+        "sudo.respond" | "secret.respond" => {
+            answer(answers::prompt(gw, outbox, method, read(&p)).await)
+        }
         "commands.catalog" => {
             let catalog = |gw: &Gateway, _: crate::params::Target| Ok(commands::catalog(gw));
             off_workers(gw, &p, catalog).await

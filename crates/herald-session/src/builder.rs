@@ -99,11 +99,7 @@ impl<'a> HostBuilder<'a> {
         let home = self.home;
         let config = match self.loaded {
             Some(config) => config,
-            None => {
-                load_dotenv(home).map_err(|e| BuildError::Dotenv(e.to_string()))?;
-                crate::bundled_skills::install_quietly(home);
-                Config::load(home, &process_env).map_err(|e| BuildError::Config(e.to_string()))?
-            }
+            None => prepare(home)?,
         };
         let runtime = Runtime::build(home, &config, self.platform, self.choice)?;
         let store = match self.store {
@@ -121,6 +117,14 @@ impl<'a> HostBuilder<'a> {
             sighup: self.sighup,
         })
     }
+}
+
+/// What building on `home` reads first: its `.env` (into the process), herald's
+/// bundled skills installed into a new home, and the configuration.
+pub fn prepare(home: &Home) -> Result<Config, BuildError> {
+    load_dotenv(home).map_err(|e| BuildError::Dotenv(e.to_string()))?;
+    crate::bundled_skills::install_quietly(home);
+    Config::load(home, &process_env).map_err(|e| BuildError::Config(e.to_string()))
 }
 
 impl Built {

@@ -1082,3 +1082,65 @@ async fn keyed_as(h: &Herald, body: &str, key: &str) -> (StatusCode, String) {
     .await;
     (r.status(), r.text().await.unwrap())
 }
+
+/// With `store.url`, `herald chat` and `herald rpc` keep their sessions in the shared
+/// database, not the home's `state.db`: a chat session of one home is listed and
+/// resumed over RPC from another home on the same database, and its model switch is
+/// kept there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_interactive_doors_keep_their_sessions_in_the_shared_store() {
+    let url = database("door_sessions");
+    let provider = FakeProvider::start(vec![Scripted::text("stored in postgres")]);
+    let config = format!(
+        "store:\n  url: {url}\nmodel:\n  default: fake-model\n  base_url: {}\n",
+        provider.base_url
+    );
+    let homes = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    for h in &homes {
+        std::fs::write(h.path().join("config.yaml"), &config).unwrap();
+    }
+    let out = std::process::Command::new(BIN)
+        .args(["chat", "-Q", "-q", "hello there"])
+        .env("HERALD_HOME", homes[0].path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("stored in postgres"));
+    assert!(
+        !homes[0].path().join("state.db").exists(),
+        "nothing in the home's state.db"
+    );
+    let stored = cluster()
+        .psql(
+            "door_sessions",
+            "SELECT id FROM sessions WHERE source = 'cli'",
+        )
+        .unwrap();
+    assert!(!stored.is_empty());
+    let mut rpc = super::rpc::Piped::start(homes[1].path());
+    let c = &mut rpc.client;
+    let list = c.call("session.list", serde_json::json!({})).await;
+    assert!(list.to_string().contains(stored.trim()), "{list}");
+    let resumed = c
+        .call(
+            "session.resume",
+            serde_json::json!({"session_id": stored.trim()}),
+        )
+        .await;
+    assert_eq!(resumed["message_count"], 2, "{resumed}");
+    let sid = resumed["session_id"].clone();
+    c.call(
+        "config.set",
+        serde_json::json!({"session_id": sid, "key": "model", "value": "other-model"}),
+    )
+    .await;
+    let model = cluster()
+        .psql(
+            "door_sessions",
+            &format!("SELECT model FROM sessions WHERE id = '{}'", stored.trim()),
+        )
+        .unwrap();
+    assert_eq!(model.trim(), "other-model");
+}

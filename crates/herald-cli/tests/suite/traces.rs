@@ -182,3 +182,32 @@ async fn a_json_rpc_request_is_traced_through_its_turn() {
     assert_child(&spans, "llm.call", "agent.run");
     assert_eq!(run.service, "herald-rpc-test");
 }
+
+/// `herald chat` exports its turns like every other door (it never did): the run and
+/// its provider call, sent before the process leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_turn_is_traced_and_sent_before_chat_leaves() {
+    let receiver = OtlpReceiver::start();
+    let provider = FakeProvider::start(vec![Scripted::text("Hi.")]);
+    let home = super::rpc::rpc_home(&provider.base_url, "");
+    let out = tokio::process::Command::new(BIN)
+        .args(["chat", "-Q", "-q", "hello"])
+        .env("HERALD_HOME", home.path())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str())
+        .env("OTEL_SERVICE_NAME", "herald-chat-test")
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Flushed at exit: nothing waits for a batch delay.
+    let spans = receiver.spans();
+    let run = one(&spans, "agent.run");
+    assert_eq!(run.attributes["door"], "cli");
+    assert_eq!(run.service, "herald-chat-test");
+    assert_child(&spans, "llm.call", "agent.run");
+}

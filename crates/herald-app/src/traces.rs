@@ -1,5 +1,6 @@
-//! `tracing:` and the `OTEL_*` variables applied: OTLP export of herald's trace in the
-//! processes that serve (the gateway, `herald rpc`, `herald acp`).
+//! `tracing:` and the `OTEL_*` variables applied: OTLP export of herald's trace in
+//! every process that runs agents (the gateway, `herald rpc`, `herald acp`, `herald
+//! chat`).
 
 use herald_config::tracing_settings::TracingSettings;
 use herald_trace::{Guard, Protocol, Settings};

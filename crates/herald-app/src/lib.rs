@@ -1,0 +1,25 @@
+//! The herald process below its binary: the async runtime every command runs on, the
+//! store the home keeps ([`stores`]), OTLP trace export ([`traces`]) and the session
+//! host of an interactive door ([`interactive`]), so that `herald chat`, `rpc` and
+//! `acp` are assembled in one place, with the same store and trace export as the
+//! gateway.
+
+pub mod interactive;
+pub mod stores;
+pub mod traces;
+
+pub use interactive::{HostFor, Interactive, InteractiveError, open_interactive};
+
+/// The multi-threaded async runtime a serving command runs on.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+/// A one-thread runtime for a command's store calls.
+pub fn command_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
