@@ -3,7 +3,9 @@
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`).
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig};
+#[cfg(feature = "grpc")]
+use opentelemetry_otlp::WithTonicConfig;
+use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use std::collections::HashMap;
@@ -51,6 +53,11 @@ pub enum ExportError {
     Build(String),
     #[error("{0} is `{1}`: use grpc, http/protobuf or http/json")]
     Protocol(&'static str, String),
+    /// gRPC export is a build feature (`otlp-grpc`).
+    #[error(
+        "OTLP over gRPC is not built into this herald (cargo build --features otlp-grpc); use http/protobuf, the default, or http/json"
+    )]
+    GrpcNotBuilt,
     #[error("the trace layer is not installed in this process's subscriber")]
     NoSubscriber,
     #[error("the trace layer cannot be installed: {0}")]
@@ -133,16 +140,7 @@ pub fn start(settings: &Settings) -> Result<Option<Guard>, ExportError> {
 
 fn exporter(settings: &Settings, protocol: Protocol) -> Result<SpanExporter, ExportError> {
     let built = match protocol {
-        Protocol::Grpc => {
-            let mut b = SpanExporter::builder().with_tonic();
-            if let Some(e) = &settings.endpoint {
-                b = b.with_endpoint(e.clone());
-            }
-            if !settings.headers.is_empty() {
-                b = b.with_metadata(metadata(&settings.headers));
-            }
-            b.build()
-        }
+        Protocol::Grpc => grpc_exporter(settings)?,
         Protocol::HttpProtobuf | Protocol::HttpJson => {
             let wire = match protocol {
                 Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
@@ -173,7 +171,29 @@ fn traces_url(base: &str) -> String {
     }
 }
 
+#[cfg(feature = "grpc")]
+fn grpc_exporter(
+    settings: &Settings,
+) -> Result<Result<SpanExporter, opentelemetry_otlp::ExporterBuildError>, ExportError> {
+    let mut b = SpanExporter::builder().with_tonic();
+    if let Some(e) = &settings.endpoint {
+        b = b.with_endpoint(e.clone());
+    }
+    if !settings.headers.is_empty() {
+        b = b.with_metadata(metadata(&settings.headers));
+    }
+    Ok(b.build())
+}
+
+#[cfg(not(feature = "grpc"))]
+fn grpc_exporter(
+    _: &Settings,
+) -> Result<Result<SpanExporter, opentelemetry_otlp::ExporterBuildError>, ExportError> {
+    Err(ExportError::GrpcNotBuilt)
+}
+
 /// The headers as gRPC metadata (a name or value HTTP would refuse is left out).
+#[cfg(feature = "grpc")]
 fn metadata(
     headers: &[(String, String)],
 ) -> opentelemetry_otlp::tonic_types::metadata::MetadataMap {
@@ -204,5 +224,39 @@ mod tests {
         assert_eq!(Protocol::parse("grpc"), Some(Protocol::Grpc));
         assert_eq!(Protocol::parse("http/json"), Some(Protocol::HttpJson));
         assert_eq!(Protocol::parse("thrift"), None);
+    }
+
+    #[cfg(not(feature = "grpc"))]
+    #[test]
+    fn grpc_export_says_it_is_not_built_in() {
+        let asked = exporter(&Settings::default(), Protocol::Grpc);
+        let told = asked.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(told.contains("--features otlp-grpc"), "{told}");
+    }
+
+    /// With the feature, a span goes over gRPC to a collector that decodes it.
+    #[cfg(feature = "grpc")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_span_goes_over_grpc() {
+        use opentelemetry::trace::{Tracer, TracerProvider as _};
+        let receiver = herald_test_support::otlp::OtlpReceiver::start();
+        let settings = Settings {
+            endpoint: Some(receiver.url.clone()),
+            headers: vec![("x-api-key".into(), "k".into())],
+            ..Settings::default()
+        };
+        let exporter = exporter(&settings, Protocol::Grpc).unwrap();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter)
+            .build();
+        provider.tracer("t").in_span("over.grpc", |_| {});
+        let _ = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        let spans = receiver.spans();
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.name == "over.grpc" && s.via == "grpc"),
+            "{spans:?}"
+        );
     }
 }

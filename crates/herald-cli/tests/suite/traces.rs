@@ -1,7 +1,8 @@
 //! OpenTelemetry traces exported over OTLP to a local receiver that decodes them: one
 //! webhook event from its request to its delivery, across a restart of the worker
-//! (OTLP/HTTP with protobuf); one API request through its turn (OTLP/gRPC); one
-//! JSON-RPC request through its turn.
+//! (OTLP/HTTP with protobuf); one API request through its turn (`tracing:` in config.yaml;
+//! gRPC is a build feature, tested in herald-trace); one JSON-RPC request through its
+//! turn; one `herald chat` turn.
 
 use super::support::*;
 use herald_test_support::otlp::{OtlpReceiver, ReceivedSpan};
@@ -107,14 +108,14 @@ async fn one_events_spans_link_from_its_request_to_its_delivery_across_a_restart
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_api_request_is_traced_through_its_turn_over_grpc() {
+async fn an_api_request_is_traced_through_its_turn_from_the_tracing_block() {
     let receiver = OtlpReceiver::start();
     let provider = FakeProvider::start(vec![
         Scripted::tool_calls(&[("c1", "terminal", r#"{"command": "true"}"#)]),
         Scripted::text("Done."),
     ]);
     let tracing_block = format!(
-        "tracing:\n  endpoint: {}\n  protocol: grpc\n  service_name: herald-api-test\n",
+        "tracing:\n  endpoint: {}\n  protocol: http/protobuf\n  service_name: herald-api-test\n",
         receiver.url
     );
     let config = format!(
@@ -152,7 +153,7 @@ async fn an_api_request_is_traced_through_its_turn_over_grpc() {
     assert!(
         spans
             .iter()
-            .all(|s| s.via == "grpc" && s.service == "herald-api-test")
+            .all(|s| s.via == "http" && s.service == "herald-api-test")
     );
 }
 
