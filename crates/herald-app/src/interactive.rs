@@ -42,6 +42,20 @@ pub struct HostFor<'a> {
     pub toolsets: Option<Vec<String>>,
 }
 
+impl<'a> HostFor<'a> {
+    /// A serving door (`herald rpc`, `herald acp`): the configured model, the
+    /// platform's toolsets, reloaded on SIGHUP.
+    pub fn serving(home: &'a Home, platform: Platform) -> HostFor<'a> {
+        HostFor {
+            home,
+            platform,
+            choice: ModelChoice::default(),
+            reload_on_sighup: true,
+            toolsets: None,
+        }
+    }
+}
+
 /// Builds a door's host on the store the home keeps, with its tools, and starts it
 /// and trace export (within the async runtime).
 pub async fn open_interactive(door: HostFor<'_>) -> Result<Interactive, InteractiveError> {

@@ -4,7 +4,7 @@ use anyhow::Context;
 use herald_acp::AcpServer;
 use herald_app::HostFor;
 use herald_config::Home;
-use herald_session::{Host, HostBuilder, ModelChoice, Platform};
+use herald_session::{Host, HostBuilder, Platform};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -63,13 +63,7 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
     }
     let tokio_rt = herald_app::runtime().context("cannot start the async runtime")?;
     let served = tokio_rt.block_on(async {
-        let door = HostFor {
-            home,
-            platform: Platform::Acp,
-            choice: ModelChoice::default(),
-            reload_on_sighup: true,
-            toolsets: None,
-        };
+        let door = HostFor::serving(home, Platform::Acp);
         let opened = match herald_app::open_interactive(door).await {
             Ok(o) => o,
             Err(e) => {

@@ -6,7 +6,7 @@ use herald_config::Home;
 use herald_config::metrics_settings::MetricsSettings;
 use herald_http::ConnectionLimits;
 use herald_rpc::Gateway;
-use herald_session::{ModelChoice, Platform};
+use herald_session::Platform;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,13 +62,7 @@ fn token_of(args: &RpcArgs) -> Result<(String, bool), String> {
 pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
     let tokio_rt = herald_app::runtime().context("cannot start the async runtime")?;
     let code = tokio_rt.block_on(async {
-        let door = HostFor {
-            home,
-            platform: Platform::Tui,
-            choice: ModelChoice::default(),
-            reload_on_sighup: true,
-            toolsets: None,
-        };
+        let door = HostFor::serving(home, Platform::Tui);
         let opened = match herald_app::open_interactive(door).await {
             Ok(o) => o,
             Err(e) => {
