@@ -2,13 +2,13 @@
 //! GitHub CLI, as an argument vector (no shell), with a 30-second limit.
 
 use crate::{OutgoingMessage, Receipt, SendError, SendFuture, Target};
-use std::process::Stdio;
 use std::sync::LazyLock;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 /// The time limit for one `gh` run.
 pub const GH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much of gh's output is kept (its error text is what is reported).
+const GH_OUTPUT: usize = 8192;
 
 static REPO: LazyLock<Option<regex::Regex>> =
     LazyLock::new(|| regex::Regex::new(r"^[A-Za-z0-9._-]+/[A-Za-z0-9._-]+$").ok());
@@ -47,32 +47,37 @@ pub fn validate(message: &OutgoingMessage) -> Result<(String, u64), SendError> {
 impl GithubComment {
     async fn comment(&self, message: &OutgoingMessage) -> Result<Receipt, SendError> {
         let (repo, pr) = validate(message)?;
-        let mut child = tokio::process::Command::new(&self.program)
-            .args(["pr", "comment", &pr.to_string(), "--repo", &repo, "--body", &message.text])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                SendError::permanent(format!(
+        let mut cmd = herald_process::command(&self.program);
+        cmd.args([
+            "pr",
+            "comment",
+            &pr.to_string(),
+            "--repo",
+            &repo,
+            "--body",
+            &message.text,
+        ]);
+        let done = match herald_process::run_bounded(cmd, GH_TIMEOUT, GH_OUTPUT).await {
+            Ok(done) => Ok(done),
+            Err(herald_process::RunFailed::Spawn(e)) => {
+                return Err(SendError::permanent(format!(
                     "github_comment: cannot run `{}` ({e}): install the GitHub CLI and run `gh auth login`",
                     self.program
-                ))
-            })?;
-        let mut stderr = child.stderr.take();
-        let run = async {
-            let mut err = Vec::new();
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.take(8192).read_to_end(&mut err).await;
+                )));
             }
-            (child.wait().await, err)
+            Err(herald_process::RunFailed::Timeout) => {
+                return Err(SendError::transient(
+                    "github_comment: gh timed out after 30s",
+                    None,
+                ));
+            }
+            Err(herald_process::RunFailed::Wait(e)) => Err(e),
         };
-        let (status, err) = tokio::time::timeout(GH_TIMEOUT, run)
-            .await
-            .map_err(|_| SendError::transient("github_comment: gh timed out after 30s", None))?;
-        let err = String::from_utf8_lossy(&err).trim().to_owned();
-        match status {
+        let err = match &done {
+            Ok(d) => String::from_utf8_lossy(&d.stderr).trim().to_owned(),
+            Err(_) => String::new(),
+        };
+        match done.map(|d| d.status) {
             Ok(s) if s.success() => Ok(Receipt::default()),
             Ok(s) => {
                 let hint = if err.contains("auth login")

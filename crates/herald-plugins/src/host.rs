@@ -205,15 +205,11 @@ impl Link {
     }
 
     fn spawn(self: &Arc<Self>) -> std::io::Result<Arc<Process>> {
-        let mut child = tokio::process::Command::new(&self.settings.python)
+        let mut child = herald_process::command(&self.settings.python)
             .arg(&self.settings.script)
             .env("HERMES_HOME", &self.settings.hermes_home)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0)
             .spawn()?;
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {

@@ -55,3 +55,101 @@ pub fn kill(pid: i32) {
         libc::kill(pid, libc::SIGKILL);
     }
 }
+
+/// What a child started with [`command`] left when it ended: its exit status and the
+/// start of its stdout and stderr (at most the bound given each).
+#[derive(Debug)]
+pub struct Finished {
+    pub status: std::process::ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Why a bounded run did not finish.
+#[derive(Debug)]
+pub enum RunFailed {
+    /// It could not start.
+    Spawn(std::io::Error),
+    /// It ran past the limit: its whole group was killed.
+    Timeout,
+    /// Waiting for it failed.
+    Wait(std::io::Error),
+}
+
+/// Runs `cmd` (from [`command`]) to its end within `limit`, keeping at most
+/// `max_output` bytes of each of stdout and stderr (the rest is read and dropped, so a
+/// chatty child never blocks on a full pipe); past `limit` its whole group is killed.
+pub async fn run_bounded(
+    mut cmd: tokio::process::Command,
+    limit: std::time::Duration,
+    max_output: usize,
+) -> Result<Finished, RunFailed> {
+    let mut child = cmd.spawn().map_err(RunFailed::Spawn)?;
+    let pid = child.id();
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let run = async {
+        let (stdout, stderr) =
+            tokio::join!(read_bounded(out, max_output), read_bounded(err, max_output));
+        let status = child.wait().await.map_err(RunFailed::Wait)?;
+        Ok(Finished {
+            status,
+            stdout,
+            stderr,
+        })
+    };
+    match tokio::time::timeout(limit, run).await {
+        Ok(done) => done,
+        Err(_) => {
+            kill_group(pid);
+            Err(RunFailed::Timeout)
+        }
+    }
+}
+
+/// The first `max` bytes of `pipe`, reading it to its end.
+async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>, max: usize) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let Some(mut pipe) = pipe else {
+        return Vec::new();
+    };
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = max.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_bounded_run_keeps_the_start_of_its_output_and_kills_its_group_at_the_limit() {
+        let mut cmd = command("sh");
+        cmd.args(["-c", "head -c 100000 /dev/zero; echo oops >&2; exit 3"]);
+        let done = run_bounded(cmd, Duration::from_secs(10), 1000)
+            .await
+            .unwrap();
+        assert_eq!(done.status.code(), Some(3));
+        assert_eq!(
+            (done.stdout.len(), done.stderr.as_slice()),
+            (1000, &b"oops\n"[..])
+        );
+        let mut cmd = command("sh");
+        // A grandchild in the group holds the pipe open: the group is killed.
+        cmd.args(["-c", "sleep 30 & sleep 30"]);
+        let started = std::time::Instant::now();
+        let late = run_bounded(cmd, Duration::from_millis(300), 1000).await;
+        assert!(matches!(late, Err(RunFailed::Timeout)));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let missing = run_bounded(command("/no/such/program"), Duration::from_secs(1), 10).await;
+        assert!(matches!(missing, Err(RunFailed::Spawn(_))));
+    }
+}

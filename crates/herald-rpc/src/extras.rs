@@ -64,20 +64,20 @@ pub async fn cli_exec(p: params::CliExec) -> Result<CliRun, RpcError> {
     let exe =
         std::env::current_exe().map_err(|e| RpcError::new(RpcError::CLI_FAILED, e.to_string()))?;
     let limit = Duration::from_secs(p.timeout.unwrap_or(30).clamp(1, 300) as u64);
-    let run = tokio::process::Command::new(exe)
-        .args(&argv)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = match tokio::time::timeout(limit, run).await {
-        Err(_) => {
+    let mut cmd = herald_process::command(&exe.to_string_lossy());
+    cmd.args(&argv);
+    // Read to its end, at most MAX_OUTPUT of each stream kept; the group killed at the limit.
+    let out = match herald_process::run_bounded(cmd, limit, MAX_OUTPUT).await {
+        Ok(out) => out,
+        Err(herald_process::RunFailed::Timeout) => {
             return Err(RpcError::new(
                 RpcError::CLI_TIMEOUT,
                 format!("timed out after {}s", limit.as_secs()),
             ));
         }
-        Ok(Err(e)) => return Err(RpcError::new(RpcError::CLI_FAILED, e.to_string())),
-        Ok(Ok(out)) => out,
+        Err(herald_process::RunFailed::Spawn(e) | herald_process::RunFailed::Wait(e)) => {
+            return Err(RpcError::new(RpcError::CLI_FAILED, e.to_string()));
+        }
     };
     let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
     output.push_str(&String::from_utf8_lossy(&out.stderr));
