@@ -70,7 +70,7 @@ impl RpcError {
             SessionError::WouldEmpty => RpcError::WOULD_EMPTY,
             SessionError::StaleTarget(_) => RpcError::NOT_IN_HISTORY,
             SessionError::Disagree => RpcError::DISAGREE,
-            SessionError::TooManyRuns(_) => RpcError::BUSY,
+            SessionError::TooManyRuns(_) | SessionError::QueueFull(_) => RpcError::BUSY,
             SessionError::Store(_) => fallback,
             SessionError::Compress(_) => RpcError::COMPRESS_FAILED,
         };

@@ -1030,10 +1030,21 @@ async fn the_turn_lifecycle_rules_hold_for_every_door() {
     assert_eq!(turns, [(false, "D".into()), (true, "E".into())]);
     let sent = f.provider.requests()[5].body["messages"].to_string();
     assert!(sent.contains("\"d\""), "the held prompt ran first: {sent}");
-    // A stop drops the queue.
-    c.submit(submit("f")).await.unwrap();
+    // The queue is bounded: past MAX_QUEUED a prompt is refused as busy.
+    c.submit(submit("f0")).await.unwrap();
     asked(&f.provider, 8).await;
-    c.submit(Op::Queue("g".into())).await.unwrap();
+    for n in 0..crate::turns::MAX_QUEUED {
+        c.submit(Op::Queue(format!("q{n}").into())).await.unwrap();
+    }
+    let full = c.submit(Op::Queue("one too many".into())).await;
+    assert!(
+        matches!(
+            full,
+            Err(crate::OpError::Session(SessionError::QueueFull(64)))
+        ),
+        "{full:?}"
+    );
+    // A stop drops the queue.
     c.submit(Op::Stop).await.unwrap();
     assert_eq!(
         turns_until_idle(&mut stream).await,

@@ -29,6 +29,9 @@ pub enum SessionError {
     /// The ordinal and the row id name different turns.
     #[error("truncate_before_user_ordinal and truncate_before_row_id name different turns")]
     Disagree,
+    /// As many prompts as a conversation keeps wait already behind its turn.
+    #[error("{0} prompts wait already; send this one when the turn ends")]
+    QueueFull(usize),
     /// Too many runs are live at once.
     #[error("too many runs at once ({0}); try again when one has finished")]
     TooManyRuns(usize),

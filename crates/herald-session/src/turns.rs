@@ -63,6 +63,10 @@ pub(crate) struct Turns {
     held: bool,
 }
 
+/// How many prompts wait behind a turn at most: a client that sends faster than turns
+/// run is refused (busy) rather than held in memory without end.
+pub const MAX_QUEUED: usize = 64;
+
 /// What a prompt led to.
 pub(crate) enum Placed {
     Started(RunHandle),
@@ -97,6 +101,9 @@ impl Conversation {
     pub(crate) async fn enqueue(&self, input: UserInput) -> Result<Placed, SessionError> {
         let first = {
             let mut turns = lock(&self.inner.turns);
+            if turns.queue.len() >= MAX_QUEUED {
+                return Err(SessionError::QueueFull(MAX_QUEUED));
+            }
             if turns.active {
                 turns.queue.push_back(input);
                 return Ok(Placed::Queued(turns.queue.len()));
