@@ -10,10 +10,12 @@ pub mod traces;
 
 pub use interactive::{HostFor, Interactive, InteractiveError, open_interactive};
 
-/// The multi-threaded async runtime a serving command runs on.
+/// The multi-threaded async runtime every serving command runs on (its threads named
+/// `herald-worker`).
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_name("herald-worker")
         .build()
 }
 

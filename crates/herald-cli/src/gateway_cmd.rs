@@ -55,11 +55,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
         eprintln!("herald: not serving; fix the configuration and start again");
         return Ok(ExitCode::FAILURE);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("herald-worker")
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = herald_app::runtime().context("cannot start the async runtime")?;
     let client = LlmClient::new();
     // One session store for the home, shared by every host of this process.
     let sessions = runtime.block_on(crate::stores::open_sessions(

@@ -35,10 +35,7 @@ pub fn run(home: &Home, args: HealthArgs) -> anyhow::Result<ExitCode> {
             }
         },
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = herald_app::command_runtime().context("cannot start the async runtime")?;
     let answer = runtime.block_on(check(&url, Duration::from_secs(args.timeout)));
     match answer {
         Ok(()) => {

@@ -66,10 +66,7 @@ pub struct AddArgs {
 pub fn run(home: &Home, command: McpCommand) -> anyhow::Result<ExitCode> {
     let config = Config::load(home, &process_env)
         .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = herald_app::runtime().context("cannot start the async runtime")?;
     runtime.block_on(async {
         match command {
             McpCommand::List { json } => list(&config, json).await,

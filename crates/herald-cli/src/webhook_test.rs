@@ -121,9 +121,7 @@ fn json_payload(text: &str) -> Result<Value, String> {
 
 /// Sends the request and prints the answer with its explanation. Exit 0 on a 2xx.
 pub fn send(home: &Home, route: &Route, request: &TestRequest<'_>) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = herald_app::command_runtime()?;
     // A fresh delivery id: repeated tests are not duplicates, and the delivery record of
     // this very request can be found.
     let delivery_id = format!("herald-test-{}", uuid::Uuid::new_v4());

@@ -1196,8 +1196,10 @@ async fn bad_input_on_every_route_gets_a_clear_answer_and_slows_nothing() {
         StatusCode::OK,
         "the long transcript is answered: {answer}"
     );
+    // 1 s floor: under the whole suite on two cores, health once took 0.59 s here with a
+    // calm of 41 ms (a blocked worker would hold it for the whole multi-second request).
     assert!(
-        slowest < Duration::from_millis(500).max(calm * 4),
+        slowest < Duration::from_millis(1000).max(calm * 4),
         "health took {slowest:?} (at most {calm:?} with nothing in flight)"
     );
     let sent = provider.requests().last().unwrap().body["messages"]
