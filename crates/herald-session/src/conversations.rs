@@ -98,11 +98,11 @@ impl DoorWire for () {
     fn memo(&self) {}
 }
 
-/// A conversation closed to make room: its stored session, its model, the door's memo.
+/// A conversation closed to make room: its stored session and the door's memo (its
+/// model is kept with the stored session and restored when it is resumed).
 #[derive(Debug, Clone)]
 pub struct Closed<M> {
     pub stored: String,
-    pub model: String,
     pub memo: M,
 }
 
@@ -186,7 +186,6 @@ impl<W: DoorWire> Conversations<W> {
         entry.conversation.close();
         let closed = Closed {
             stored: entry.conversation.session().id().to_owned(),
-            model: entry.conversation.model(),
             memo: entry.wire.memo(),
         };
         tracing::debug!(id = %entry.id, stored = %closed.stored, "closed at the live-session cap; reopened on its next call");
@@ -260,8 +259,8 @@ impl<W: DoorWire> Conversations<W> {
         Ok((self.add(id.of(&session), session, wire)?, title))
     }
 
-    /// Reopens a conversation closed to make room, under its id, with `wire` and the
-    /// model it had; `Ok(None)` when `id` was not closed here.
+    /// Reopens a conversation closed to make room, under its id, with `wire` (its model
+    /// comes back with its stored session); `Ok(None)` when `id` was not closed here.
     pub async fn reopen(
         &self,
         id: &str,
@@ -283,12 +282,6 @@ impl<W: DoorWire> Conversations<W> {
         let live = self
             .add(Some(id.to_owned()), session, wire)
             .map_err(|e| SessionError::TooManyRuns(e.0))?;
-        if live.conversation.model() != closed.model {
-            let _ = live
-                .conversation
-                .submit(crate::Op::SetModel(closed.model))
-                .await;
-        }
         Ok(Some(live))
     }
 
