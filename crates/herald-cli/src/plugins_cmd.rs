@@ -37,7 +37,8 @@ pub enum PluginsCommand {
 pub fn run(home: &Home, command: PluginsCommand) -> anyhow::Result<ExitCode> {
     let config = Config::load(home, &process_env)
         .map_err(|e| anyhow::anyhow!("configuration error:\n{e}"))?;
-    let (plugins, unlisted) = herald_plugins::inventory(home, &config.agent);
+    let (plugins, unlisted) =
+        herald_app::command_runtime()?.block_on(herald_plugins::inventory(home, &config.agent));
     if let Some(why) = unlisted {
         eprintln!("herald: installed packages' plugins are not shown: {why}");
     }

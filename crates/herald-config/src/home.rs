@@ -24,6 +24,11 @@ impl Home {
     pub fn root(&self) -> &Path {
         &self.root
     }
+    /// A path as written in config (`in_file`, `skills.external_dirs`, a script) resolved
+    /// against this home: see [`resolve_home_path`].
+    pub fn resolve(&self, raw: &str) -> PathBuf {
+        resolve_home_path(raw, &self.root)
+    }
     /// Creates the home folder if it does not exist yet, owner-only (0700): it holds
     /// secrets (`.env`, `config.yaml`) and the stored events. An existing folder is
     /// left as it is.
@@ -79,6 +84,65 @@ pub fn user_home() -> PathBuf {
     dirs::home_dir().unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Resolves `in_file` paths: `$VAR` expanded, `~/.hermes` and `~/.herald` map to the
+/// home, other `~` to the user's home, relative paths to the home.
+pub fn resolve_home_path(raw: &str, home: &Path) -> PathBuf {
+    let expanded = expand_env(raw.trim());
+    let expanded = expanded.trim();
+    for prefix in ["~/.hermes", "~/.herald"] {
+        if expanded == prefix {
+            return home.to_path_buf();
+        }
+        if let Some(rest) = expanded
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix('/'))
+        {
+            return home.join(rest);
+        }
+    }
+    if expanded == "~" {
+        return user_home();
+    }
+    if let Some(rest) = expanded.strip_prefix("~/") {
+        return user_home().join(rest);
+    }
+    let path = PathBuf::from(expanded);
+    if path.is_absolute() {
+        path
+    } else {
+        home.join(path)
+    }
+}
+
+/// `$VAR` and `${VAR}` expansion; unknown variables are left as written (Python's
+/// `os.path.expandvars`).
+pub fn expand_env(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        let (name, consumed) = if let Some(inner) = after.strip_prefix('{') {
+            match inner.find('}') {
+                Some(end) => (&inner[..end], end + 2),
+                None => ("", 0),
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        match std::env::var(name).ok().filter(|_| !name.is_empty()) {
+            Some(value) => out.push_str(&value),
+            None => out.push_str(&rest[pos..pos + 1 + consumed]),
+        }
+        rest = &after[consumed..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Creates `dir` and any missing parents, owner-only (0700) where created whatever the
 /// umask; folders that exist keep their permissions.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -97,4 +161,24 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         std::fs::set_permissions(created, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_paths() {
+        let home = Path::new("/h");
+        assert_eq!(
+            resolve_home_path("~/.hermes/x.txt", home),
+            PathBuf::from("/h/x.txt")
+        );
+        assert_eq!(
+            resolve_home_path(" lists/a ", home),
+            PathBuf::from("/h/lists/a")
+        );
+        assert_eq!(resolve_home_path("/abs", home), PathBuf::from("/abs"));
+        assert_eq!(expand_env("$HERALD_NO_SUCH_VAR/x"), "$HERALD_NO_SUCH_VAR/x");
+    }
 }

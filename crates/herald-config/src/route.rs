@@ -197,7 +197,9 @@ pub fn read_route(
         .and_then(|n| reader.string_list(n, &key("events")))
         .unwrap_or_default();
     let filters_json = opt(node, "filters").map(Node::to_json);
-    let (filter, issues) = filter::compile(filters_json.as_ref(), ctx.home);
+    let (filter, issues) = filter::compile(filters_json.as_ref(), &|raw| {
+        crate::home::resolve_home_path(raw, ctx.home)
+    });
     if !issues.is_empty() {
         reader.findings.push(format!(
             "route `{name}` ignores every request: its `filters` cannot be used ({})",

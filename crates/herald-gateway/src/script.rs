@@ -3,7 +3,7 @@
 //! everything it started is killed, including processes that left its group.
 
 use crate::process_tree;
-use herald_webhook::filter::{expand_env, resolve_home_path};
+use herald_config::home::{expand_env, resolve_home_path};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -2,10 +2,9 @@
 //! Hermes reads them), as the plugin host's interpreter finds them, with their
 //! distribution's version and summary.
 
+use herald_process::RunFailed;
 use serde::Deserialize;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// An installed package's plugin.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -39,46 +38,28 @@ json.dump(found, sys.stdout)
 /// Longest the interpreter may take to list them.
 const WITHIN: Duration = Duration::from_secs(20);
 /// Most output read from it.
-const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
+const MAX_OUTPUT: usize = 4 * 1024 * 1024;
 
 /// The entry points `python` finds, or why they could not be listed.
-pub fn installed(python: &str) -> Result<Vec<EntryPoint>, String> {
-    let mut child = Command::new(python)
-        .args(["-c", LISTER, GROUP])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run {python}: {e}"))?;
-    let Some(stdout) = child.stdout.take() else {
-        return Err(format!("{python} gave no output"));
-    };
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.take(MAX_OUTPUT).read_to_string(&mut text);
-        text
-    });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < WITHIN => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) | Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{python} did not list the installed plugins within {}s",
-                    WITHIN.as_secs()
-                ));
-            }
-        }
-    };
-    let text = reader.join().unwrap_or_default();
-    if !status.success() {
+pub async fn installed(python: &str) -> Result<Vec<EntryPoint>, String> {
+    let mut cmd = herald_process::command(python);
+    cmd.args(["-c", LISTER, GROUP]);
+    let done = herald_process::run_bounded(cmd, WITHIN, MAX_OUTPUT)
+        .await
+        .map_err(|failed| match failed {
+            RunFailed::Spawn(e) => format!("cannot run {python}: {e}"),
+            RunFailed::Timeout => format!(
+                "{python} did not list the installed plugins within {}s",
+                WITHIN.as_secs()
+            ),
+            RunFailed::Wait(e) => format!("{python} could not be waited for: {e}"),
+        })?;
+    if !done.status.success() {
         return Err(format!(
-            "{python} could not list the installed plugins ({status})"
+            "{python} could not list the installed plugins ({})",
+            done.status
         ));
     }
-    serde_json::from_str(&text)
+    serde_json::from_slice(&done.stdout)
         .map_err(|e| format!("{python} listed the installed plugins unreadably: {e}"))
 }

@@ -95,11 +95,11 @@ pub fn list(home: &Home, settings: &AgentSettings) -> Vec<Plugin> {
 /// enabled; an enabled name found in neither is listed as not installed. Also why the
 /// entry points could not be listed, if they could not (then only the folders are
 /// known, and enabled names without one are taken for entry points).
-pub fn inventory(home: &Home, settings: &AgentSettings) -> (Vec<Plugin>, Option<String>) {
+pub async fn inventory(home: &Home, settings: &AgentSettings) -> (Vec<Plugin>, Option<String>) {
     let (on, off) = (&settings.plugins_enabled, &settings.plugins_disabled);
     let folders = discover(&plugins_dir(home), on, off);
     let python = settings.plugins_python.as_deref().unwrap_or("python3");
-    let installed = match entry_points::installed(python) {
+    let installed = match entry_points::installed(python).await {
         Ok(found) => found,
         Err(why) => return (folders, Some(why)),
     };

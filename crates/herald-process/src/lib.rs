@@ -1,7 +1,8 @@
 //! Child processes in a process group of their own, and killing the whole group: the one
-//! implementation behind the `terminal` and `process` tools, the gateway's route scripts
-//! and the Python plugin host. A crate of its own so that none of them pulls in another
-//! to reach it. Kept by hand rather than through `process-wrap`: the callers kill by pid from
+//! implementation behind every child herald starts: the `terminal` and `process` tools, the
+//! gateway's route scripts, `gh` in GitHub delivery, RPC `cli.exec`, MCP servers, and
+//! the Python plugin host and its package lister. A crate of its own so that none of them
+//! pulls in another to reach it. Kept by hand rather than through `process-wrap`: the callers kill by pid from
 //! other tasks (a job registry keeps pids, not the child handle), and route scripts also
 //! need their `setsid` descendants found and killed, which a process-group wrapper
 //! cannot reach.

@@ -539,7 +539,7 @@ fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> S
         external_dirs: settings
             .skills_external_dirs
             .iter()
-            .map(|d| herald_webhook::filter::resolve_home_path(d, home.root()))
+            .map(|d| home.resolve(d))
             .collect(),
         disabled,
         plugin_skills: Default::default(),

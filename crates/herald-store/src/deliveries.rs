@@ -78,7 +78,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Delivery> {
 }
 
 /// Lists deliveries, newest first.
-pub fn list(conn: &Connection, q: &DeliveryQuery) -> rusqlite::Result<Vec<Delivery>> {
+pub(crate) fn list(conn: &Connection, q: &DeliveryQuery) -> rusqlite::Result<Vec<Delivery>> {
     let mut sql = "SELECT id, kind, route, delivery_id, target, status, attempts, latency_ms, error, message, created_at_ms
                    FROM deliveries WHERE 1=1"
         .to_owned();

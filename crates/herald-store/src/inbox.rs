@@ -165,7 +165,7 @@ pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<InboxItem> {
 }
 
 /// Lists entries, newest first.
-pub fn list(conn: &Connection, query: &InboxQuery) -> rusqlite::Result<Vec<InboxItem>> {
+pub(crate) fn list(conn: &Connection, query: &InboxQuery) -> rusqlite::Result<Vec<InboxItem>> {
     let mut sql = format!("SELECT {COLUMNS} FROM inbox WHERE 1=1");
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     if let Some(state) = &query.state {
@@ -190,7 +190,7 @@ pub fn list(conn: &Connection, query: &InboxQuery) -> rusqlite::Result<Vec<Inbox
 }
 
 /// One entry by id.
-pub fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<InboxItem>> {
+pub(crate) fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<InboxItem>> {
     conn.query_row(
         &format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"),
         [id],
@@ -223,7 +223,7 @@ pub fn every_state(counts: Vec<(String, i64)>) -> Vec<(String, i64)> {
 }
 
 /// Counts per state.
-pub fn counts(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
+pub(crate) fn counts(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
     let mut stmt =
         conn.prepare("SELECT state, COUNT(*) FROM inbox GROUP BY state ORDER BY state")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -239,7 +239,7 @@ pub struct InboxGauges {
     pub leases_held: i64,
 }
 
-pub fn gauges(conn: &Connection, now_ms: i64) -> rusqlite::Result<InboxGauges> {
+pub(crate) fn gauges(conn: &Connection, now_ms: i64) -> rusqlite::Result<InboxGauges> {
     let oldest_queued_at_ms = conn
         .query_row(
             "SELECT received_at_ms FROM inbox WHERE state = 'queued' ORDER BY id LIMIT 1",
@@ -270,7 +270,7 @@ pub struct Attempt {
 }
 
 /// Every attempt at an entry, oldest first.
-pub fn attempts(conn: &Connection, inbox_id: i64) -> rusqlite::Result<Vec<Attempt>> {
+pub(crate) fn attempts(conn: &Connection, inbox_id: i64) -> rusqlite::Result<Vec<Attempt>> {
     let mut stmt = conn.prepare(
         "SELECT stage, started_at_ms, finished_at_ms, outcome, error FROM inbox_attempts
          WHERE inbox_id = ?1 ORDER BY id",

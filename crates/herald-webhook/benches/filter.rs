@@ -33,7 +33,7 @@ fn bench(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("filter");
     for (name, spec) in &specs {
-        let (compiled, _) = compile(Some(spec), Path::new("/"));
+        let (compiled, _) = compile(Some(spec), &|p| Path::new("/").join(p));
         group.bench_function(*name, |b| {
             b.iter(|| {
                 compiled.matches(

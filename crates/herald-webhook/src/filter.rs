@@ -82,73 +82,15 @@ pub struct FilterInput<'a> {
     pub headers: &'a HeaderMap,
 }
 
-/// Resolves `in_file` paths: `$VAR` expanded, `~/.hermes` and `~/.herald` map to the
-/// home, other `~` to the user's home, relative paths to the home.
-pub fn resolve_home_path(raw: &str, home: &Path) -> PathBuf {
-    let expanded = expand_env(raw.trim());
-    let expanded = expanded.trim();
-    for prefix in ["~/.hermes", "~/.herald"] {
-        if expanded == prefix {
-            return home.to_path_buf();
-        }
-        if let Some(rest) = expanded
-            .strip_prefix(prefix)
-            .and_then(|r| r.strip_prefix('/'))
-        {
-            return home.join(rest);
-        }
-    }
-    if expanded == "~" {
-        return user_home();
-    }
-    if let Some(rest) = expanded.strip_prefix("~/") {
-        return user_home().join(rest);
-    }
-    let path = PathBuf::from(expanded);
-    if path.is_absolute() {
-        path
-    } else {
-        home.join(path)
-    }
-}
-
-fn user_home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
-/// `$VAR` and `${VAR}` expansion; unknown variables are left as written (Python's
-/// `os.path.expandvars`).
-pub fn expand_env(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        let (name, consumed) = if let Some(inner) = after.strip_prefix('{') {
-            match inner.find('}') {
-                Some(end) => (&inner[..end], end + 2),
-                None => ("", 0),
-            }
-        } else {
-            let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(after.len());
-            (&after[..end], end)
-        };
-        match std::env::var(name).ok().filter(|_| !name.is_empty()) {
-            Some(value) => out.push_str(&value),
-            None => out.push_str(&rest[pos..pos + 1 + consumed]),
-        }
-        rest = &after[consumed..];
-    }
-    out.push_str(rest);
-    out
-}
+/// Turns an `in_file` value into the path to read (the home decides: see herald-config's
+/// `Home::resolve`).
+pub type PathResolver<'a> = &'a dyn Fn(&str) -> PathBuf;
 
 /// Compiles a route's `filters` value; `None` (absent) matches everything.
-pub fn compile(filters: Option<&Value>, home: &Path) -> (CompiledFilter, Vec<FilterIssue>) {
+pub fn compile(
+    filters: Option<&Value>,
+    home: PathResolver<'_>,
+) -> (CompiledFilter, Vec<FilterIssue>) {
     let mut issues = Vec::new();
     let compiled = match filters {
         None => CompiledFilter::Always,
@@ -175,7 +117,7 @@ pub fn compile(filters: Option<&Value>, home: &Path) -> (CompiledFilter, Vec<Fil
 fn compile_spec(
     spec: &Value,
     at: &str,
-    home: &Path,
+    home: PathResolver<'_>,
     issues: &mut Vec<FilterIssue>,
 ) -> CompiledFilter {
     let Value::Object(map) = spec else {
@@ -256,7 +198,7 @@ fn compile_spec(
     }
     if let Some(v) = map.get("in_file") {
         return match v {
-            Value::String(path) => CompiledFilter::InFile(field, resolve_home_path(path, home)),
+            Value::String(path) => CompiledFilter::InFile(field, home(path)),
             _ => {
                 issue("`in_file` must be a file path".into());
                 CompiledFilter::Never
@@ -551,7 +493,7 @@ mod tests {
     }
 
     fn check_with(filters: Value, payload: Value, event: &str, headers: HeaderMap) -> bool {
-        let (compiled, _) = compile(Some(&filters), Path::new("/nonexistent-home"));
+        let (compiled, _) = compile(Some(&filters), &|p| Path::new("/nonexistent-home").join(p));
         let payload = payload.as_object().cloned().unwrap();
         let event = json!(event);
         compiled.matches(
@@ -635,7 +577,9 @@ mod tests {
 
     #[test]
     fn bad_regex_is_reported_and_never_matches() {
-        let (_, issues) = compile(Some(&json!([{"field": "a", "regex": "("}])), Path::new("/"));
+        let (_, issues) = compile(Some(&json!([{"field": "a", "regex": "("}])), &|p| {
+            Path::new("/").join(p)
+        });
         assert_eq!(issues.len(), 1);
         assert_eq!(issues[0].at, "filters[0]");
     }
@@ -649,20 +593,5 @@ mod tests {
             vec![json!("alice"), json!("bob")]
         );
         assert_eq!(parse_list_file("7"), vec![json!(7)]);
-    }
-
-    #[test]
-    fn home_paths() {
-        let home = Path::new("/h");
-        assert_eq!(
-            resolve_home_path("~/.hermes/x.txt", home),
-            PathBuf::from("/h/x.txt")
-        );
-        assert_eq!(
-            resolve_home_path(" lists/a ", home),
-            PathBuf::from("/h/lists/a")
-        );
-        assert_eq!(resolve_home_path("/abs", home), PathBuf::from("/abs"));
-        assert_eq!(expand_env("$HERALD_NO_SUCH_VAR/x"), "$HERALD_NO_SUCH_VAR/x");
     }
 }

@@ -59,7 +59,7 @@ fn arb_spec() -> impl Strategy<Value = Value> {
 }
 
 fn eval(spec: &Value, payload: &Map<String, Value>) -> bool {
-    let (f, _) = compile(Some(spec), Path::new("/nonexistent"));
+    let (f, _) = compile(Some(spec), &|p| Path::new("/nonexistent").join(p));
     let ev = json!("push");
     let headers = HeaderMap::new();
     f.matches(
