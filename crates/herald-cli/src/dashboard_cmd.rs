@@ -67,7 +67,7 @@ pub fn mount(
         return None;
     }
     let parts = DashboardParts {
-        gateway,
+        inbox: gateway.map(|g| g.inbox_view()),
         hosts,
         subscriptions_file: config.home.subscriptions_file(),
         config_routes: config.routes.iter().map(|r| r.name.clone()).collect(),

@@ -334,10 +334,10 @@ async fn prepare_webhook(config: &Config) -> anyhow::Result<Option<WebhookFront>
         // The subscriptions every instance shares, in this home's file before the
         // route table is built from it.
         let path = config.home.subscriptions_file();
-        if let Err(e) = herald_gateway::shared_subscriptions::pull(&store, &path).await {
+        if let Err(e) = herald_admin::shared_subscriptions::pull(&store, &path).await {
             tracing::warn!(error = %e, "the shared subscriptions could not be read");
         }
-        herald_gateway::shared_subscriptions::keep_in_step(store.clone(), path);
+        herald_admin::shared_subscriptions::keep_in_step(store.clone(), path);
     }
     let targets = TargetSet::build(&TargetSettings {
         platforms: &config.platforms,

@@ -2,8 +2,8 @@
 //! `webhook_subscriptions.json`, picked up by a running gateway without a restart.
 
 use clap::Subcommand;
+use herald_admin::subscriptions::{self, SubscribeRequest, Subscribed, SubscriptionError};
 use herald_config::{Config, Home, Route, SubscriptionsFile, load_dotenv, process_env};
-use herald_gateway::subscriptions_admin::{self, SubscribeRequest, Subscribed, SubscriptionError};
 use std::process::ExitCode;
 
 // Parsed once per process: the size of the largest variant costs nothing.
@@ -170,7 +170,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             };
             let config_routes: Vec<String> = config.routes.iter().map(|r| r.name.clone()).collect();
             let s = Stores::open(home)?;
-            let made = s.rt.block_on(subscriptions_admin::subscribe(
+            let made = s.rt.block_on(subscriptions::subscribe(
                 &path,
                 &config_routes,
                 s.store.as_ref(),
@@ -232,7 +232,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
         }
         WebhookCommand::List => {
             let s = Stores::open(home)?;
-            s.rt.block_on(subscriptions_admin::refresh(&path, s.store.as_ref()))
+            s.rt.block_on(subscriptions::refresh(&path, s.store.as_ref()))
                 .map_err(anyhow::Error::msg)?;
             let subs = SubscriptionsFile::open(&path)?.listed();
             if subs.is_empty() {
@@ -284,7 +284,7 @@ pub fn run(home: &Home, command: WebhookCommand) -> anyhow::Result<ExitCode> {
             let name = name.trim().to_lowercase();
             let s = Stores::open(home)?;
             let removed =
-                s.rt.block_on(subscriptions_admin::remove(&path, s.store.as_ref(), &name));
+                s.rt.block_on(subscriptions::remove(&path, s.store.as_ref(), &name));
             match removed {
                 Ok(()) => {}
                 Err(SubscriptionError::NotFound(_)) => {

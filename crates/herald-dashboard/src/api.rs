@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use herald_gateway::subscriptions_admin::{self, SubscribeRequest, SubscriptionError};
+use herald_admin::subscriptions::{self, SubscribeRequest, SubscriptionError};
 use herald_store::events::EventQuery;
 use herald_store::{CancelOutcome, DeliveryQuery, ReplayOutcome};
 use serde::Deserialize;
@@ -90,7 +90,7 @@ async fn events(State(dash): State<Arc<Dashboard>>, Query(p): Query<EventsParams
     if holds_nul(&[&p.route, &p.state, &p.q, &p.delivery_id]) {
         return nul_refused();
     }
-    let Some(gw) = &dash.gateway else {
+    let Some(gw) = &dash.inbox else {
         return no_inbox();
     };
     let query = EventQuery {
@@ -110,7 +110,7 @@ async fn events(State(dash): State<Arc<Dashboard>>, Query(p): Query<EventsParams
 }
 
 async fn event(State(dash): State<Arc<Dashboard>>, Path(id): Path<i64>) -> Response {
-    let Some(gw) = &dash.gateway else {
+    let Some(gw) = &dash.inbox else {
         return no_inbox();
     };
     let store = &gw.store;
@@ -130,7 +130,7 @@ async fn event(State(dash): State<Arc<Dashboard>>, Path(id): Path<i64>) -> Respo
 }
 
 async fn replay(State(dash): State<Arc<Dashboard>>, Path(id): Path<i64>) -> Response {
-    let Some(gw) = &dash.gateway else {
+    let Some(gw) = &dash.inbox else {
         return no_inbox();
     };
     match gw.store.replay(id).await {
@@ -150,7 +150,7 @@ async fn replay(State(dash): State<Arc<Dashboard>>, Path(id): Path<i64>) -> Resp
 }
 
 async fn cancel(State(dash): State<Arc<Dashboard>>, Path(id): Path<i64>) -> Response {
-    let Some(gw) = &dash.gateway else {
+    let Some(gw) = &dash.inbox else {
         return no_inbox();
     };
     match gw.store.cancel(id).await {
@@ -181,7 +181,7 @@ async fn deliveries(
     if holds_nul(&[&p.route, &p.status, &p.delivery_id]) {
         return nul_refused();
     }
-    let Some(gw) = &dash.gateway else {
+    let Some(gw) = &dash.inbox else {
         return no_inbox();
     };
     let q = DeliveryQuery {
@@ -197,15 +197,14 @@ async fn deliveries(
 }
 
 async fn routes(State(dash): State<Arc<Dashboard>>) -> Response {
-    let Some(gw) = &dash.gateway else {
+    let Some(gw) = &dash.inbox else {
         return Json(json!({"routes": [], "base": dash.webhook_base})).into_response();
     };
-    let table = gw.registry.current();
     let traffic = &herald_metrics::get().webhook.traffic;
-    let routes: Vec<Value> = table
-        .names()
+    let routes: Vec<Value> = gw
+        .routes
+        .routes()
         .into_iter()
-        .filter_map(|name| table.get(name))
         .map(|r| {
             json!({
                 "name": r.name,
@@ -259,7 +258,7 @@ async fn subscribe(
     State(dash): State<Arc<Dashboard>>,
     Json(form): Json<SubscribeForm>,
 ) -> Response {
-    let store = dash.gateway.as_ref().map(|g| &g.store);
+    let store = dash.inbox.as_ref().map(|g| &g.store);
     let request = SubscribeRequest {
         name: form.name,
         description: form.description,
@@ -284,7 +283,7 @@ async fn subscribe(
             tolerance_seconds: None,
         },
     };
-    let made = subscriptions_admin::subscribe(
+    let made = subscriptions::subscribe(
         &dash.subscriptions_file,
         &dash.config_routes,
         store,
@@ -304,8 +303,8 @@ async fn subscribe(
 }
 
 async fn unsubscribe(State(dash): State<Arc<Dashboard>>, Path(name): Path<String>) -> Response {
-    let store = dash.gateway.as_ref().map(|g| &g.store);
-    match subscriptions_admin::remove(&dash.subscriptions_file, store, &name).await {
+    let store = dash.inbox.as_ref().map(|g| &g.store);
+    match subscriptions::remove(&dash.subscriptions_file, store, &name).await {
         Ok(()) => Json(json!({"removed": name})).into_response(),
         Err(e) => subscription_error(e),
     }
@@ -347,8 +346,8 @@ async fn sessions(State(dash): State<Arc<Dashboard>>) -> Response {
 }
 
 async fn health(State(dash): State<Arc<Dashboard>>) -> Response {
-    let inbox = match &dash.gateway {
-        Some(gw) => match gw.inbox_counts().await {
+    let inbox = match &dash.inbox {
+        Some(gw) => match gw.counts().await {
             Ok(counts) => {
                 let map: serde_json::Map<String, Value> =
                     counts.into_iter().map(|(s, n)| (s, json!(n))).collect();

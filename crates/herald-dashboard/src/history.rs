@@ -2,9 +2,9 @@
 //! read by a background task.
 
 use crate::Dashboard;
-use herald_gateway::Gateway;
+use herald_admin::InboxView;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
 /// Samples kept (one a minute: an hour).
@@ -63,7 +63,7 @@ pub(crate) fn depth_of(counts: &[(String, i64)], at_ms: i64) -> DepthSample {
 }
 
 /// Reads the inbox depth now and every minute, for as long as the dashboard lives.
-pub(crate) fn spawn_sampler(dash: Weak<Dashboard>, gw: Arc<Gateway>) {
+pub(crate) fn spawn_sampler(dash: Weak<Dashboard>, gw: InboxView) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(SAMPLE_EVERY);
         loop {
@@ -71,7 +71,7 @@ pub(crate) fn spawn_sampler(dash: Weak<Dashboard>, gw: Arc<Gateway>) {
             let Some(dash) = dash.upgrade() else {
                 return;
             };
-            match gw.inbox_counts().await {
+            match gw.counts().await {
                 Ok(counts) => dash.history.push(depth_of(&counts, herald_store::now_ms())),
                 Err(e) => tracing::warn!(error = %e, "dashboard: cannot read the inbox depth"),
             }

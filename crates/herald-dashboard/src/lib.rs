@@ -17,7 +17,7 @@ mod login_budget;
 mod runs;
 pub mod token;
 
-use herald_gateway::Gateway;
+use herald_admin::InboxView;
 use herald_session::Host;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub use auth::Credentials;
 /// What the dashboard shows and acts on.
 pub struct Dashboard {
     /// The webhook front door (its inbox, routes and subscriptions), when it runs.
-    gateway: Option<Arc<Gateway>>,
+    inbox: Option<InboxView>,
     /// The hosts whose runs and sessions are shown (webhook runs, the API's).
     hosts: Vec<Arc<Host>>,
     /// Where subscriptions are written, and the names config.yaml takes.
@@ -42,7 +42,7 @@ pub struct Dashboard {
 
 /// How a dashboard is made.
 pub struct DashboardParts {
-    pub gateway: Option<Arc<Gateway>>,
+    pub inbox: Option<InboxView>,
     pub hosts: Vec<Arc<Host>>,
     pub subscriptions_file: PathBuf,
     pub config_routes: Vec<String>,
@@ -58,7 +58,7 @@ impl Dashboard {
     /// minute, the search index kept up).
     pub fn start(parts: DashboardParts) -> Arc<Dashboard> {
         let dash = Arc::new(Dashboard {
-            gateway: parts.gateway,
+            inbox: parts.inbox,
             hosts: parts.hosts,
             subscriptions_file: parts.subscriptions_file,
             config_routes: parts.config_routes,
@@ -67,7 +67,7 @@ impl Dashboard {
             loopback: parts.loopback,
             history: history::DepthHistory::default(),
         });
-        if let Some(gw) = &dash.gateway {
+        if let Some(gw) = &dash.inbox {
             history::spawn_sampler(Arc::downgrade(&dash), gw.clone());
         }
         dash
@@ -76,7 +76,7 @@ impl Dashboard {
     /// Starts keeping the search index up with the inbox (from the first login on: a
     /// gateway whose dashboard nobody uses pays nothing for it; the store starts it once).
     pub(crate) fn keep_search_index(&self) {
-        if let Some(gw) = &self.gateway {
+        if let Some(gw) = &self.inbox {
             gw.store.keep_search_index();
         }
     }

@@ -18,8 +18,6 @@ pub mod retention;
 pub mod routes;
 pub mod script;
 pub mod server;
-pub mod shared_subscriptions;
-pub mod subscriptions_admin;
 pub mod worker;
 
 pub use answer::Answer;

@@ -108,7 +108,16 @@ impl Gateway {
 
     /// The inbox's entries per state, every state present (0 when empty).
     pub async fn inbox_counts(&self) -> Result<Vec<(String, i64)>, herald_store::StoreError> {
-        Ok(herald_store::inbox::every_state(self.store.counts().await?))
+        herald_admin::inbox_view::state_counts(&self.store).await
+    }
+
+    /// This gateway's inbox as the dashboard reads and steers it.
+    pub fn inbox_view(self: &Arc<Self>) -> herald_admin::InboxView {
+        herald_admin::InboxView {
+            store: self.store.clone(),
+            work_notify: self.work_notify.clone(),
+            routes: self.clone(),
+        }
     }
 
     /// The inbox's figures for the metrics.
@@ -703,4 +712,15 @@ fn kept_headers(
         map.insert("traceparent".into(), Value::String(ours));
     }
     Value::Object(map).to_string()
+}
+
+impl herald_admin::LiveRoutes for Gateway {
+    fn routes(&self) -> Vec<Arc<herald_config::Route>> {
+        let table = self.registry.current();
+        table
+            .names()
+            .into_iter()
+            .filter_map(|name| table.get(name).cloned())
+            .collect()
+    }
 }
