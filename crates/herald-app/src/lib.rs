@@ -1,11 +1,16 @@
 //! The herald process below its binary: the async runtime every command runs on, the
-//! store the home keeps ([`stores`]), OTLP trace export ([`traces`]) and the session
-//! host of an interactive door ([`interactive`]), so that `herald chat`, `rpc` and
-//! `acp` are assembled in one place, with the same store and trace export as the
-//! gateway.
+//! store the home keeps ([`stores`]), OTLP trace export ([`traces`]), the signals it
+//! stops on ([`signals`], [`systemd`]), the session host of an interactive door
+//! ([`interactive`]) and the whole gateway server ([`server`]), so that `herald
+//! gateway run`, `chat`, `rpc` and `acp` are assembled in one place, with the same store
+//! and trace export.
 
+pub mod gateway_state;
 pub mod interactive;
+pub mod server;
+pub mod signals;
 pub mod stores;
+pub mod systemd;
 pub mod traces;
 
 pub use interactive::{HostFor, Interactive, InteractiveError, open_interactive};

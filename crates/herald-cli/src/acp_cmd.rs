@@ -79,7 +79,7 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
             served = herald_acp::serve_stdio(server.clone()) => {
                 served.map_err(|e| anyhow::anyhow!("ACP connection: {e}"))
             }
-            () = crate::gateway_cmd::shutdown_signal() => Ok(()),
+            () = herald_app::signals::shutdown_signal() => Ok(()),
         };
         opened.stop_runs(crate::rpc_cmd::STOP_WITHIN).await;
         server.finalize_sessions().await;

@@ -3,8 +3,8 @@
 //! the webhook listener's `/health/detailed` (which reads the inbox), else the API's
 //! `/health`, at the addresses the running gateway recorded, or at `--url`.
 
-use crate::gateway_status::running_gateway;
 use anyhow::Context;
+use herald_app::gateway_state::running_gateway;
 use herald_config::Home;
 use std::process::ExitCode;
 use std::time::Duration;

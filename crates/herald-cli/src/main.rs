@@ -16,13 +16,11 @@ mod hermes_import;
 mod inbox_cmd;
 mod logging;
 mod mcp_cmd;
-mod metrics_wiring;
 mod plugins_cmd;
 mod rpc_cmd;
 mod setup_cmd;
 mod store_cmd;
 mod stores;
-mod systemd;
 mod webhook_cmd;
 mod webhook_test;
 

@@ -97,7 +97,7 @@ async fn serve_stdio(gw: Arc<Gateway>) -> anyhow::Result<ExitCode> {
         served = herald_rpc::stdio::serve(gw, input, tokio::io::stdout()) => {
             served.context("reading stdin")?;
         }
-        () = crate::gateway_cmd::shutdown_signal() => {}
+        () = herald_app::signals::shutdown_signal() => {}
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -164,9 +164,9 @@ async fn serve_ws(
         // local listener is never open to every page and process.
         metrics.token = metrics.token.or(Some(token));
     }
-    let app = crate::metrics_wiring::with_metrics(app, &metrics, loopback);
+    let app = herald_app::server::wiring::with_metrics(app, &metrics, loopback);
     let stop = async move {
-        crate::gateway_cmd::shutdown_signal().await;
+        herald_app::signals::shutdown_signal().await;
         host.stop_all(STOP_WITHIN).await;
     };
     herald_http::serve(listeners, app, limits, stop).await?;

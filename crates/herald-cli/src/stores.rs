@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 
-pub use herald_app::stores::{Access, open, open_for_gateway, open_sessions};
+pub use herald_app::stores::{Access, open};
 
 /// A one-thread runtime for a command's store calls.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -31,7 +31,7 @@ async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, 
 
 #[tokio::test]
 async fn slow_headers_are_cut_off_by_the_header_timeout() {
-    let herald = Herald::start(&config("      header_timeout_seconds: 1\n"));
+    let herald = InProcess::start(&config("      header_timeout_seconds: 1\n"));
     let mut stream = TcpStream::connect(herald.addr()).await.unwrap();
     let started = Instant::now();
     stream
@@ -62,7 +62,7 @@ async fn slow_headers_are_cut_off_by_the_header_timeout() {
 
 #[tokio::test]
 async fn bodies_that_never_finish_are_answered_within_the_body_timeout() {
-    let herald = Herald::start(&config("      body_timeout_seconds: 1\n"));
+    let herald = InProcess::start(&config("      body_timeout_seconds: 1\n"));
     // The same for a route with a sender preset: its check comes after the read.
     let requests = ["hook", "slack"].map(|route| {
         [
@@ -84,7 +84,7 @@ async fn bodies_that_never_finish_are_answered_within_the_body_timeout() {
 
 #[tokio::test]
 async fn idle_keep_alive_connections_are_closed() {
-    let herald = Herald::start(&config(
+    let herald = InProcess::start(&config(
         "      idle_timeout_seconds: 1\n      header_timeout_seconds: 30\n",
     ));
     let mut stream = TcpStream::connect(herald.addr()).await.unwrap();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn health_paths_and_methods() {
-    let h = Herald::start(&config_with_routes("        r: {}\n"));
+    let h = InProcess::start(&config_with_routes("        r: {}\n"));
     let (s, body) = h.get("/health").await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(
@@ -65,7 +65,7 @@ async fn body_size_limits() {
         "rate_limit: 100000",
         "rate_limit: 100000\n      max_body_bytes: 100",
     );
-    let h = Herald::start(&config);
+    let h = InProcess::start(&config);
     // Exactly the limit is accepted.
     let body = format!("{{\"k\":\"{}\"}}", "a".repeat(92));
     assert_eq!(body.len(), 100);
@@ -121,7 +121,7 @@ async fn body_size_limits() {
 
 #[tokio::test]
 async fn body_parsing() {
-    let h = Herald::start(&config_with_routes(
+    let h = InProcess::start(&config_with_routes(
         "        r:\n          prompt: 'a={a} b={b}'\n",
     ));
     let post = |body: &'static [u8], ct: Option<&'static str>| {
@@ -187,7 +187,7 @@ async fn body_parsing() {
 
 #[tokio::test]
 async fn valid_json_as_python_reads_it_is_never_an_empty_payload() {
-    let h = Herald::start(&config_with_routes(
+    let h = InProcess::start(&config_with_routes(
         "        r:\n          prompt: 'a={a} action={action}'\n",
     ));
     let post = |body: Vec<u8>, ct: Option<&'static str>| {
@@ -252,7 +252,7 @@ async fn valid_json_as_python_reads_it_is_never_an_empty_payload() {
 async fn rate_limit_counts_only_authenticated_requests() {
     let config = config_with_routes("        r: {}\n        other: {}\n")
         .replace("rate_limit: 100000", "rate_limit: 3");
-    let h = Herald::start(&config);
+    let h = InProcess::start(&config);
     for _ in 0..5 {
         let (s, _) = h
             .post(
@@ -289,7 +289,7 @@ async fn rate_limit_counts_only_authenticated_requests() {
 
 #[tokio::test]
 async fn zero_rate_limit_rejects_everything() {
-    let h = Herald::start(
+    let h = InProcess::start(
         &config_with_routes("        r: {}\n").replace("rate_limit: 100000", "rate_limit: 0"),
     );
     let (s, _) = h.github("r", "push", "{}", None).await;
@@ -342,7 +342,7 @@ async fn disabled_routes_and_profiles() {
 
 #[tokio::test]
 async fn profile_prefix_is_ignored_without_multiplexing() {
-    let h = Herald::start(&config_with_routes("        plain: {}\n"));
+    let h = InProcess::start(&config_with_routes("        plain: {}\n"));
     let sig = vec![("x-hub-signature-256", sign::github(SECRET, b"{}"))];
     let (s, _) = h.post("/p/anything/webhooks/plain", "{}", &sig).await;
     assert_eq!(s, StatusCode::ACCEPTED);
@@ -350,7 +350,7 @@ async fn profile_prefix_is_ignored_without_multiplexing() {
 
 #[tokio::test]
 async fn subscriptions_are_reloaded_and_config_wins() {
-    let h = Herald::start(&config_with_routes(
+    let h = InProcess::start(&config_with_routes(
         "        clash:\n          prompt: from-config\n",
     ));
     let (s, _) = h.github("dyn", "push", "{}", None).await;
@@ -397,7 +397,7 @@ async fn subscriptions_are_reloaded_and_config_wins() {
 /// up: the file is `stat`ed at least once a second.
 #[tokio::test]
 async fn a_subscriptions_change_the_watch_cannot_see_is_found_within_a_second() {
-    let h = Herald::start(&config_with_routes("        r:\n          prompt: x\n"));
+    let h = InProcess::start(&config_with_routes("        r:\n          prompt: x\n"));
     let elsewhere = h.home().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     let other_name = elsewhere.join("subs.json");
@@ -414,7 +414,7 @@ async fn a_subscriptions_change_the_watch_cannot_see_is_found_within_a_second() 
 
 #[tokio::test]
 async fn direct_delivery_without_a_connected_target_is_502_and_not_recorded() {
-    let h = Herald::start(&config_with_routes(
+    let h = InProcess::start(&config_with_routes(
         "        push:\n          deliver_only: true\n          deliver: telegram\n          prompt: hi\n",
     ));
     for _ in 0..2 {
@@ -432,7 +432,7 @@ async fn direct_delivery_without_a_connected_target_is_502_and_not_recorded() {
 
 #[tokio::test]
 async fn hostile_requests_never_break_herald() {
-    let h = Herald::start(&config_with_routes(
+    let h = InProcess::start(&config_with_routes(
         "        r:\n          secret: INSECURE_NO_AUTH\n          prompt: '{a.b} {__raw__}'\n",
     ));
     let cases: Vec<Vec<u8>> = vec![

@@ -81,7 +81,7 @@ async fn github_scheme() {
 
 #[tokio::test]
 async fn gitlab_scheme() {
-    let h = Herald::start(&config_with_routes(ROUTES));
+    let h = InProcess::start(&config_with_routes(ROUTES));
     let (s, b) = h
         .post(
             "/webhooks/gl",
@@ -180,7 +180,7 @@ async fn generic_v2_and_v1() {
 
 #[tokio::test]
 async fn standard_webhooks_both_spellings() {
-    let h = Herald::start(&config_with_routes(ROUTES));
+    let h = InProcess::start(&config_with_routes(ROUTES));
     let body = r#"{"type":"event","data":{"id":"srun_1","type":"forward.schedule_run.succeeded"}}"#;
     let secret = "whsec_MDEyMzQ1Njc4OQ";
     for (prefix, id) in [("webhook", "whe_1"), ("svix", "msg_1")] {
@@ -282,7 +282,7 @@ async fn standard_webhooks_both_spellings() {
 #[tokio::test]
 async fn gitlab_event_names_and_retries_as_gitlab_sends_them() {
     let routes = "        mrs:\n          secret: gitlab-token\n          events: [\"merge_request\"]\n          prompt: '{object_attributes.title}'\n        gh:\n          events: [merge_request]\n";
-    let h = Herald::start(&config_with_routes(routes));
+    let h = InProcess::start(&config_with_routes(routes));
     let body = r#"{"object_kind":"merge_request","object_attributes":{"title":"Fix"}}"#;
     let send = |event: &'static str, uuid: &'static str| {
         let h = &h;

@@ -19,13 +19,32 @@ pub fn config_with_routes(routes: &str) -> String {
     )
 }
 
+/// A gateway serving on its own home, in a process of its own ([`Herald`]) or in this
+/// one ([`InProcess`]): its home, where it listens, and requests to it.
+pub struct Served {
+    pub home: tempfile::TempDir,
+    pub base: String,
+    client: reqwest::Client,
+}
+
 /// A running herald with its own home.
 pub struct Herald {
-    pub home: tempfile::TempDir,
+    served: Served,
     pub child: Child,
-    pub base: String,
     pub stdout_lines: Vec<String>,
-    client: reqwest::Client,
+}
+
+impl std::ops::Deref for Herald {
+    type Target = Served;
+    fn deref(&self) -> &Served {
+        &self.served
+    }
+}
+
+impl std::ops::DerefMut for Herald {
+    fn deref_mut(&mut self) -> &mut Served {
+        &mut self.served
+    }
 }
 
 impl Herald {
@@ -82,13 +101,47 @@ impl Herald {
                 sink.clear();
             }
         });
-        let client = http_client(Duration::from_secs(30));
         Herald {
-            home,
+            served: Served::new(home, base),
             child,
-            base,
             stdout_lines: lines,
-            client,
+        }
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then the exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        unsafe_sigterm(self.child.id());
+        wait_timeout(&mut self.child, Duration::from_secs(10))
+    }
+
+    /// Stops herald and hands back its home for a restart.
+    pub fn into_home(mut self) -> tempfile::TempDir {
+        self.kill9();
+        let home = tempfile::tempdir().unwrap();
+        let old = std::mem::replace(&mut self.served.home, home);
+        std::mem::forget(self);
+        old
+    }
+}
+
+impl Drop for Herald {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    fn new(home: tempfile::TempDir, base: String) -> Served {
+        Served {
+            home,
+            base,
+            client: http_client(Duration::from_secs(30)),
         }
     }
 
@@ -185,32 +238,78 @@ impl Herald {
         assert_eq!(code, 0, "{err}");
         serde_json::from_str::<Vec<Value>>(&out).unwrap()
     }
+}
 
-    pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A gateway served by herald-app in this test process, on a thread and runtime of its
+/// own: no binary to start, so a test that only speaks HTTP to it starts faster. Its
+/// config is read with no environment (the test's own variables never reach it).
+pub struct InProcess {
+    served: Served,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
 
-    /// SIGTERM, then the exit code.
-    pub fn terminate(&mut self) -> Option<i32> {
-        unsafe_sigterm(self.child.id());
-        wait_timeout(&mut self.child, Duration::from_secs(10))
-    }
-
-    /// Stops herald and hands back its home for a restart.
-    pub fn into_home(mut self) -> tempfile::TempDir {
-        self.kill9();
-        let home = tempfile::tempdir().unwrap();
-        let old = std::mem::replace(&mut self.home, home);
-        std::mem::forget(self);
-        old
+impl std::ops::Deref for InProcess {
+    type Target = Served;
+    fn deref(&self) -> &Served {
+        &self.served
     }
 }
 
-impl Drop for Herald {
+impl InProcess {
+    /// Serves `config` (config.yaml's text) on a new home.
+    pub fn start(config: &str) -> InProcess {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.yaml"), config).unwrap();
+        std::fs::create_dir_all(home.path().join("scripts")).unwrap();
+        let loaded =
+            herald_config::Config::load(&herald_config::Home::new(home.path()), &|_| None).unwrap();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (url_tx, url_rx) = std::sync::mpsc::channel::<String>();
+        let thread = std::thread::spawn(move || {
+            let url_tx = std::sync::Mutex::new(url_tx);
+            let say = move |notice: herald_app::server::Notice<'_>| {
+                use herald_app::server::Notice;
+                if let Notice::WebhookListening { url, .. } | Notice::ApiListening { url } = notice
+                {
+                    let _ = url_tx.lock().unwrap().send(url.to_owned());
+                }
+            };
+            let runtime = herald_app::runtime().map_err(|e| e.to_string())?;
+            runtime
+                .block_on(herald_app::server::serve(loaded, &say, async {
+                    let _ = stop_rx.await;
+                }))
+                .map_err(|e| e.to_string())
+        });
+        let base = match url_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(url) => url,
+            Err(_) => panic!("the gateway did not listen: {:?}", thread.join()),
+        };
+        InProcess {
+            served: Served::new(home, base),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it (as SIGTERM would) and waits for the drain: what serving ended with.
+    pub fn stop(&mut self) -> Result<(), String> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err("the server panicked".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for InProcess {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.stop();
     }
 }
 

@@ -1,0 +1,266 @@
+//! `herald gateway run` below the binary: the webhook listener with its inbox workers,
+//! the OpenAI-compatible API and the dashboard, assembled on one config and served until
+//! `stop` resolves, with trace export, metrics and systemd's notify protocol. The binary
+//! only loads the config and says what it is told ([`Notice`]); a test can serve a
+//! gateway in its own process the same way.
+
+mod fronts;
+mod hosts;
+pub mod wiring;
+
+use crate::stores::OpenError;
+use fronts::{ApiFront, WebhookFront};
+use herald_config::Config;
+use herald_gateway::{RunTemplate, Workers, router};
+use herald_http::BindError;
+use herald_session::{Host, LlmClient, Platform, start_together};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use wiring::Mount;
+
+/// What a serving gateway tells its operator as it starts.
+#[derive(Debug, Clone, Copy)]
+pub enum Notice<'a> {
+    /// The webhook listener accepts on `url` with this many routes.
+    WebhookListening { url: &'a str, routes: usize },
+    /// The API accepts on `url` (its routes under `/v1`).
+    ApiListening { url: &'a str },
+    /// The configuration mistakes the gateway serves through.
+    Findings(&'a [String]),
+}
+
+/// Where [`serve`] says its [`Notice`]s.
+pub type Notices<'a> = &'a (dyn Fn(Notice<'_>) + Sync);
+
+/// Why the gateway did not serve, or stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A store could not be opened.
+    #[error(transparent)]
+    Store(#[from] OpenError),
+    /// The API cannot start as configured (its key, its port).
+    #[error("{0}")]
+    Refused(String),
+    /// The webhook port could not be bound; `from_env` when `WEBHOOK_PORT` chose it.
+    #[error("{error}")]
+    WebhookBind {
+        error: BindError,
+        port: u16,
+        from_env: bool,
+    },
+    /// The inbox could not be read to start its workers.
+    #[error("cannot start the inbox workers: {0}")]
+    Workers(#[from] herald_store::StoreError),
+    /// `gateway.json` could not be written, or a listener failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves the gateway `config` describes until `stop` resolves (then drains within the
+/// grace period), exporting traces while it runs.
+pub async fn serve(
+    config: Config,
+    notices: Notices<'_>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let traces = crate::traces::start(&config.tracing);
+    let served = serve_fronts(config, notices, stop).await;
+    if let Some(t) = traces {
+        t.finish().await;
+    }
+    served
+}
+
+/// The started hosts: the webhook runs' (as their template) and the API's.
+struct Hosts {
+    webhook: Option<RunTemplate>,
+    api: Option<Arc<Host>>,
+    client: LlmClient,
+}
+
+impl Hosts {
+    /// The hosts whose runs the dashboard shows.
+    fn shown(&self) -> Vec<Arc<Host>> {
+        let webhook = self.webhook.iter().map(|t| t.host.clone());
+        webhook.chain(self.api.iter().cloned()).collect()
+    }
+}
+
+/// Builds and starts the hosts together: they share one provider client, one session
+/// store, one plugin host and its reload.
+async fn start_hosts(config: &Config) -> Result<Hosts, ServeError> {
+    let client = LlmClient::new();
+    let home = &config.home;
+    let sessions = crate::stores::open_sessions(&config.store, home, home, None).await?;
+    let webhook = hosts::webhook_host(config, &client, sessions.clone());
+    let api = match config.api_server.enabled {
+        true => Some(
+            hosts::build_host(home, Platform::Api, config, &client, sessions)
+                .map_err(|e| ServeError::Refused(e.to_string()))?,
+        ),
+        false => None,
+    };
+    let has_webhook = webhook.is_some();
+    let mut started = start_together(webhook.into_iter().chain(api).collect())
+        .await
+        .into_iter();
+    let webhook = match has_webhook {
+        true => started.next().map(|h| hosts::run_template(config, h)),
+        false => None,
+    };
+    Ok(Hosts {
+        webhook,
+        api: started.next(),
+        client,
+    })
+}
+
+async fn serve_fronts(
+    config: Config,
+    notices: Notices<'_>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let hosts = start_hosts(&config).await?;
+    let shown = hosts.shown();
+    let api = match &hosts.api {
+        Some(host) => Some(fronts::api(&config, host.clone(), notices).await?),
+        None => None,
+    };
+    let webhook = match config.webhook.enabled {
+        true => Some(fronts::webhook(&config, notices).await?),
+        false => None,
+    };
+    let webhook_urls = webhook.as_ref().map(|w| w.urls.clone()).unwrap_or_default();
+    let webhook_base = webhook_urls
+        .first()
+        .cloned()
+        .unwrap_or_else(|| format!("http://localhost:{}", config.webhook.port));
+    let gateway = webhook.as_ref().map(|w| w.gateway.clone());
+    let mount = wiring::dashboard(&config, gateway.clone(), shown, webhook_base);
+    let api_urls = api.as_ref().map(|a| a.urls.clone()).unwrap_or_default();
+    let _state = crate::gateway_state::record(&config.home, webhook_urls, api_urls)?;
+    let workers = start_workers(&config, webhook.as_ref(), hosts).await?;
+    // One signal starts every drain at once, so the grace period bounds the whole stop.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        crate::systemd::stopping();
+        let _ = stop_tx.send(true);
+    });
+    crate::systemd::ready(gateway.clone());
+    if let Some(gw) = &gateway {
+        herald_gateway::retention::spawn(gw.store.clone(), config.inbox.retention.clone());
+    }
+    if config.metrics.enabled {
+        herald_metrics::enable();
+        if let Some(gw) = &gateway {
+            gw.measure_inbox();
+        }
+    }
+    let drain_workers = {
+        let rx = stop_rx.clone();
+        async move {
+            if let Some(workers) = workers {
+                stopped(rx).await;
+                workers.shutdown().await;
+            }
+        }
+    };
+    let (on_api, on_webhook) = Mount::split(mount);
+    let (webhook_served, api_served, ()) = tokio::join!(
+        serve_webhook(&config, webhook, on_webhook, stop_rx.clone()),
+        serve_api(&config, api, on_api, stop_rx),
+        drain_workers
+    );
+    webhook_served?;
+    api_served?;
+    tracing::info!("gateway stopped");
+    Ok(())
+}
+
+/// The inbox workers, when there is a webhook listener and a host for its runs.
+async fn start_workers(
+    config: &Config,
+    webhook: Option<&WebhookFront>,
+    hosts: Hosts,
+) -> Result<Option<Workers>, ServeError> {
+    let (Some(w), Some(template)) = (webhook, hosts.webhook) else {
+        return Ok(None);
+    };
+    let profiles = hosts::profile_templates(
+        config.home.clone(),
+        hosts.client.clone(),
+        config.store.clone(),
+    );
+    let workers = Workers::start(
+        w.gateway.clone(),
+        template,
+        Some(profiles),
+        &config.webhook.workers,
+        config.store.lease,
+    )
+    .await?;
+    Ok(Some(workers))
+}
+
+fn shutdown_grace(config: &Config) -> Duration {
+    Duration::from_secs(config.webhook.workers.shutdown_grace_secs)
+}
+
+async fn serve_webhook(
+    config: &Config,
+    webhook: Option<WebhookFront>,
+    dashboard: Option<axum::Router>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let Some(w) = webhook else {
+        return Ok(());
+    };
+    let limits = wiring::connection_limits(
+        &config.webhook.connections,
+        shutdown_grace(config),
+        "webhook",
+    );
+    let loopback = config
+        .webhook
+        .host
+        .as_deref()
+        .is_some_and(herald_config::is_loopback_name);
+    let app = wiring::health_guarded(router(w.gateway), loopback);
+    let app = wiring::with_metrics(app, &config.metrics, loopback);
+    let app = wiring::with_dashboard(app, dashboard);
+    herald_http::serve(w.listeners, app, limits, stopped(stop)).await
+}
+
+async fn serve_api(
+    config: &Config,
+    api: Option<ApiFront>,
+    dashboard: Option<axum::Router>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let Some(a) = api else {
+        return Ok(());
+    };
+    let grace = shutdown_grace(config);
+    let limits = wiring::connection_limits(&config.api_server.connections, grace, "api");
+    let draining = {
+        let api = a.api.clone();
+        async move {
+            stopped(stop).await;
+            // Half the grace for the runs to end, the rest for their answers.
+            api.stop(grace / 2).await;
+        }
+    };
+    let loopback = herald_config::is_loopback_name(&config.api_server.host);
+    let app = herald_trace::traced(herald_api::router(a.api), "api");
+    let app = herald_metrics::counted(app, "api");
+    let app = wiring::health_guarded(app, loopback);
+    let app = wiring::with_metrics(app, &config.metrics, loopback);
+    let app = wiring::with_dashboard(app, dashboard);
+    herald_http::serve(a.listeners, app, limits, draining).await
+}
+
+async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
