@@ -1,12 +1,14 @@
 //! The herald process below its binary: the async runtime every command runs on, the
 //! store the home keeps ([`stores`]), OTLP trace export ([`traces`]), the signals it
 //! stops on ([`signals`], [`systemd`]), the session host of an interactive door
-//! ([`interactive`]) and the whole gateway server ([`server`]), so that `herald
+//! ([`interactive`]), the whole gateway server ([`server`]) and the JSON-RPC WebSocket
+//! listener ([`rpc_server`]), so that `herald
 //! gateway run`, `chat`, `rpc` and `acp` are assembled in one place, with the same store
 //! and trace export.
 
 pub mod gateway_state;
 pub mod interactive;
+pub mod rpc_server;
 pub mod server;
 pub mod signals;
 pub mod stores;

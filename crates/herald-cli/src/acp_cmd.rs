@@ -81,7 +81,7 @@ pub fn run(home: &Home, args: AcpArgs) -> anyhow::Result<ExitCode> {
             }
             () = herald_app::signals::shutdown_signal() => Ok(()),
         };
-        opened.stop_runs(crate::rpc_cmd::STOP_WITHIN).await;
+        opened.stop_runs(herald_app::rpc_server::STOP_WITHIN).await;
         server.finalize_sessions().await;
         opened.finish().await;
         served.map(|()| true)

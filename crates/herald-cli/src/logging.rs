@@ -23,7 +23,7 @@ pub fn init(verbose: u8, format: LogFormat, conversation: bool) {
     // Library noise stays at warn unless asked for explicitly; the MCP SDK's own
     // warnings (a refused request from a server, per request) at error.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("warn,herald={default},herald_gateway={default},herald_store={default},herald_webhook={default},herald_config={default},herald_plugins={default},herald_mcp={default},rmcp=error")));
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,herald={default},herald_app={default},herald_gateway={default},herald_store={default},herald_webhook={default},herald_config={default},herald_plugins={default},herald_mcp={default},rmcp=error")));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     // herald's trace spans are exported (when an exporter starts), never logged.
     let filter = filter.add_directive(

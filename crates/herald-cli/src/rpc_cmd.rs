@@ -2,14 +2,13 @@
 
 use anyhow::Context;
 use herald_app::HostFor;
+use herald_app::rpc_server::STOP_WITHIN;
 use herald_config::Home;
 use herald_config::metrics_settings::MetricsSettings;
-use herald_http::ConnectionLimits;
 use herald_rpc::Gateway;
 use herald_session::Platform;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct RpcArgs {
@@ -86,10 +85,6 @@ pub fn run(home: &Home, args: RpcArgs) -> anyhow::Result<ExitCode> {
     code
 }
 
-/// How long runs get to end once `herald rpc` or `herald acp` is told to stop (their
-/// clients are local: the whole exit stays within 2 s of the signal).
-pub(crate) const STOP_WITHIN: Duration = Duration::from_secs(1);
-
 /// Serves stdin until it closes or a SIGTERM or SIGINT comes.
 async fn serve_stdio(gw: Arc<Gateway>) -> anyhow::Result<ExitCode> {
     let input = tokio::io::BufReader::new(tokio::io::stdin());
@@ -106,7 +101,7 @@ async fn serve_ws(
     gw: Arc<Gateway>,
     addr: &str,
     args: &RpcArgs,
-    mut metrics: MetricsSettings,
+    metrics: MetricsSettings,
 ) -> anyhow::Result<ExitCode> {
     let Some((host, port)) = addr.rsplit_once(':') else {
         eprintln!("herald: --ws takes HOST:PORT (for example 127.0.0.1:8765)");
@@ -130,45 +125,29 @@ async fn serve_ws(
             return Ok(ExitCode::from(2));
         }
     };
-    let listeners = match herald_http::bind(Some(host), port, "--ws").await {
-        Ok(l) => l,
-        Err(e) => {
+    let listen = herald_app::rpc_server::WsListen {
+        host,
+        port,
+        token: &token,
+        origins,
+        metrics,
+    };
+    let say = |url: &str| {
+        outln!("herald: JSON-RPC gateway listening on {url}");
+        // Said once, as Jupyter does: the token was made for this run.
+        if made {
+            outln!("herald: connect with {url}?token={token}");
+        }
+    };
+    let served =
+        herald_app::rpc_server::serve_ws(gw, listen, &say, herald_app::signals::shutdown_signal());
+    match served.await {
+        Ok(()) => {}
+        Err(herald_app::rpc_server::WsError::Bind(e)) => {
             eprintln!("herald: {e}");
             return Ok(ExitCode::FAILURE);
         }
-    };
-    for l in &listeners {
-        if let Ok(a) = l.local_addr() {
-            outln!("herald: JSON-RPC gateway listening on ws://{a}/api/ws");
-            // Said once, as Jupyter does: the token was made for this run.
-            if made {
-                outln!("herald: connect with ws://{a}/api/ws?token={token}");
-            }
-        }
+        Err(herald_app::rpc_server::WsError::Io(e)) => return Err(e.into()),
     }
-    let limits = ConnectionLimits {
-        max_connections: 1024,
-        header_timeout: Duration::from_secs(10),
-        idle_timeout: Duration::from_secs(60),
-        shutdown_grace: Duration::from_millis(500),
-        door: "rpc",
-    }
-    .within_fd_limit();
-    // The bind address, before `host` names the session host.
-    let loopback = herald_config::is_loopback_name(host);
-    let host = gw.host.clone();
-    let app = herald_rpc::ws::router(gw, token.clone(), origins);
-    if metrics.enabled {
-        herald_metrics::enable();
-        // The socket's own token guards `/metrics` when `metrics.token` sets none: a
-        // local listener is never open to every page and process.
-        metrics.token = metrics.token.or(Some(token));
-    }
-    let app = herald_app::server::wiring::with_metrics(app, &metrics, loopback);
-    let stop = async move {
-        herald_app::signals::shutdown_signal().await;
-        host.stop_all(STOP_WITHIN).await;
-    };
-    herald_http::serve(listeners, app, limits, stop).await?;
     Ok(ExitCode::SUCCESS)
 }
