@@ -11,6 +11,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, Usage, UsageUpdate,
 };
 use herald_protocol::Role;
+use herald_session::TurnProgress;
 use herald_session::{
     ConversationEvent, Decision, ImageUrl, Op, Outcome, RunEventKind, RunState, UserInput,
 };
@@ -175,7 +176,7 @@ impl Turn {
     ) -> Option<PromptResponse> {
         let id = live.id.clone();
         match kind {
-            RunEventKind::MessageDelta(t) => {
+            RunEventKind::Progress(TurnProgress::MessageDelta(t)) => {
                 self.streamed = true;
                 update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(t)));
             }
@@ -184,25 +185,25 @@ impl Turn {
                 let text = format!("\n\n{t}");
                 update(cx, &id, SessionUpdate::AgentMessageChunk(chunk(text)));
             }
-            RunEventKind::ReasoningDelta(t) => {
+            RunEventKind::Progress(TurnProgress::ReasoningDelta(t)) => {
                 update(cx, &id, SessionUpdate::AgentThoughtChunk(chunk(t)))
             }
-            RunEventKind::ToolStarted {
+            RunEventKind::Progress(TurnProgress::ToolStarted {
                 call_id,
                 name,
                 arguments,
-            } => {
+            }) => {
                 let (call, started) =
                     start_call(live, &tool_call_id(), &call_id, &name, &arguments);
                 self.calls.insert(call_id, started);
                 update(cx, &id, SessionUpdate::ToolCall(call));
             }
-            RunEventKind::ToolCompleted {
+            RunEventKind::Progress(TurnProgress::ToolCompleted {
                 call_id,
                 name,
                 result,
                 is_error,
-            } => {
+            }) => {
                 let started = self.calls.remove(&call_id);
                 let call = end_call(live, &call_id, started, &name, result, is_error);
                 update(cx, &id, SessionUpdate::ToolCallUpdate(call));
@@ -232,7 +233,7 @@ impl Turn {
                     answer(live, request_id, decision).await;
                 }
             }
-            RunEventKind::Subagent(e) => self.subagent(live, &e, cx),
+            RunEventKind::Progress(TurnProgress::Subagent(e)) => self.subagent(live, &e, cx),
             RunEventKind::ClarifyRequested { request_id, .. } => {
                 // ACP has no question-and-answer request: the model hears nobody answered.
                 let op = Op::Clarify {

@@ -5,6 +5,34 @@ use serde_json::Value;
 /// Something that happened during a turn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
+    /// The turn's progress, as front doors show it.
+    Progress(TurnProgress),
+    /// The model asked the human a question (`clarify`).
+    ClarifyRequested {
+        call_id: String,
+        question: String,
+    },
+    /// A guarded action waits for a human decision.
+    ApprovalRequested {
+        call_id: String,
+        command: String,
+        reason: String,
+    },
+    /// A message was added to the conversation (user, assistant or tool): front doors
+    /// persist it as it happens.
+    MessageAppended(herald_protocol::ChatMessage),
+    TurnCompleted {
+        final_response: String,
+    },
+    TurnFailed {
+        error: String,
+    },
+}
+
+/// What a turn shows as it goes: passed through the session host to every front door
+/// unchanged (inside its run events).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnProgress {
     /// Assistant text as it streams.
     MessageDelta(String),
     /// Reasoning text as it streams.
@@ -24,26 +52,6 @@ pub enum AgentEvent {
         name: String,
         result: String,
         is_error: bool,
-    },
-    /// A guarded action waits for a human decision.
-    /// The model asked the human a question (`clarify`).
-    ClarifyRequested {
-        call_id: String,
-        question: String,
-    },
-    ApprovalRequested {
-        call_id: String,
-        command: String,
-        reason: String,
-    },
-    /// A message was added to the conversation (user, assistant or tool): front doors
-    /// persist it as it happens.
-    MessageAppended(herald_protocol::ChatMessage),
-    TurnCompleted {
-        final_response: String,
-    },
-    TurnFailed {
-        error: String,
     },
     /// A child agent of `delegate_task` started, worked or finished.
     Subagent(Box<SubagentEvent>),

@@ -21,7 +21,7 @@ pub mod turn;
 
 pub use approval::{ApprovalRequest, Approvals, Approver, DEFAULT_TIMEOUT, Decision, Verdict};
 pub use budget::TreeBudget;
-pub use event::{AgentEvent, SubagentEvent, SubagentKind};
+pub use event::{AgentEvent, SubagentEvent, SubagentKind, TurnProgress};
 pub use plugins::{Ask, Notice, Observer, Plugins, ToolDirective};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};
 pub use turn::{Agent, AgentConfig, AgentHandle, TurnResult};

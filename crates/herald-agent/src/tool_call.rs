@@ -9,6 +9,7 @@
 
 use crate::approval::{Approvals, Verdict};
 use crate::event::AgentEvent;
+use crate::event::TurnProgress;
 use crate::guardrails::LoopGuard;
 use crate::middleware::{Kind, MiddlewareError, Terminal, run_execution_chain, run_request_chain};
 use crate::plugins::{Ask, Notice, Plugins, ToolDirective};
@@ -96,11 +97,11 @@ pub(crate) async fn prepare(
         report_blocked(side.plugins, &prepared, &out, "guardrail_block", blocked).await;
         return Err(out);
     }
-    events(AgentEvent::ToolStarted {
+    events(AgentEvent::Progress(TurnProgress::ToolStarted {
         call_id: call.id.clone(),
         name: name.to_owned(),
         arguments: prepared.args.clone(),
-    });
+    }));
     Ok(prepared)
 }
 

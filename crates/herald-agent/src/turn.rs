@@ -4,6 +4,7 @@
 
 use crate::approval::Approvals;
 use crate::event::AgentEvent;
+use crate::event::TurnProgress;
 use crate::hook_fields;
 use crate::middleware::{Kind, MiddlewareError, Terminal, run_execution_chain, run_request_chain};
 use crate::plugins::{Ask, Notice, Plugins};
@@ -277,10 +278,10 @@ impl Agent {
                 result.last_reasoning = message.reasoning.clone();
             }
             let text = message.content.clone().unwrap_or_default();
-            events(AgentEvent::MessageComplete {
+            events(AgentEvent::Progress(TurnProgress::MessageComplete {
                 content: message.content.clone(),
                 tool_calls: message.tool_calls.len(),
-            });
+            }));
             if !message.tool_calls.is_empty() && !at_cap {
                 let step = ToolStep {
                     message,
@@ -515,7 +516,7 @@ impl Agent {
     ) -> Called {
         let mut partial = String::new();
         let mut tracking = |e: AgentEvent| {
-            if let AgentEvent::MessageDelta(t) = &e {
+            if let AgentEvent::Progress(TurnProgress::MessageDelta(t)) = &e {
                 partial.push_str(t);
             }
             events(e);
@@ -745,12 +746,12 @@ impl Agent {
                     },
                     if is_error { "error" } else { "ok" },
                 );
-                events(AgentEvent::ToolCompleted {
+                events(AgentEvent::Progress(TurnProgress::ToolCompleted {
                     call_id: call.id.clone(),
                     name: call.function.name.clone(),
                     result: out.clone(),
                     is_error,
-                });
+                }));
                 ChatMessage::tool_result(call.id.clone(), call.function.name.clone(), out)
             })
             .collect()
@@ -1110,8 +1111,8 @@ fn llm_error_of(e: MiddlewareError<LlmError>) -> LlmError {
 
 fn forward_delta(d: DeltaEvent, events: &mut (dyn FnMut(AgentEvent) + Send)) {
     match d {
-        DeltaEvent::Text(t) => events(AgentEvent::MessageDelta(t)),
-        DeltaEvent::Reasoning(r) => events(AgentEvent::ReasoningDelta(r)),
+        DeltaEvent::Text(t) => events(AgentEvent::Progress(TurnProgress::MessageDelta(t))),
+        DeltaEvent::Reasoning(r) => events(AgentEvent::Progress(TurnProgress::ReasoningDelta(r))),
         DeltaEvent::ToolCallStarted { .. } => {}
     }
 }

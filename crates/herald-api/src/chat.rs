@@ -12,6 +12,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use herald_session::TurnProgress;
 use herald_session::runs::RunEvents;
 use herald_session::{RunEventKind, RunState, RunStatus, SubagentEvent, SubagentKind};
 use serde_json::{Value, json};
@@ -282,7 +283,7 @@ async fn relay(mut events: RunEvents, ids: &Ids, frames: &sse::Frames) -> bool {
     let mut children: HashMap<String, (String, String)> = HashMap::new();
     while let Some(event) = events.recv().await {
         let sent = match event.kind {
-            RunEventKind::MessageDelta(text) => {
+            RunEventKind::Progress(TurnProgress::MessageDelta(text)) => {
                 let chunk = ids.chunk(json!({"content": text}), None);
                 frames.data(&chunk).await
             }
@@ -291,22 +292,26 @@ async fn relay(mut events: RunEvents, ids: &Ids, frames: &sse::Frames) -> bool {
                 let chunk = ids.chunk(json!({"content": format!("\n\n{text}")}), None);
                 frames.data(&chunk).await
             }
-            RunEventKind::ToolStarted {
+            RunEventKind::Progress(TurnProgress::ToolStarted {
                 call_id,
                 name,
                 arguments,
-            } if !name.starts_with('_') => {
+            }) if !name.starts_with('_') => {
                 let label = herald_session::preview::tool_preview(&name, &arguments, 80)
                     .unwrap_or_else(|| name.clone());
                 running.insert(call_id.clone());
                 let progress = json!({"tool": name, "emoji": "⚙", "label": label, "toolCallId": call_id, "status": "running"});
                 frames.event("hermes.tool.progress", &progress).await
             }
-            RunEventKind::ToolCompleted { call_id, name, .. } if running.remove(&call_id) => {
+            RunEventKind::Progress(TurnProgress::ToolCompleted { call_id, name, .. })
+                if running.remove(&call_id) =>
+            {
                 let progress = json!({"tool": name, "toolCallId": call_id, "status": "completed"});
                 frames.event("hermes.tool.progress", &progress).await
             }
-            RunEventKind::Subagent(e) => subagent_progress(&e, &mut children, frames).await,
+            RunEventKind::Progress(TurnProgress::Subagent(e)) => {
+                subagent_progress(&e, &mut children, frames).await
+            }
             RunEventKind::Finished(end) => return finish(ids, &end, frames).await,
             _ => true,
         };

@@ -16,6 +16,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use herald_protocol::{ChatMessage, Role, UserInput};
+use herald_session::TurnProgress;
 use herald_session::runs::RunEvents;
 use herald_session::{Answers, RunEventKind, RunHandle, RunState, RunStatus, StoredResponse};
 use serde_json::{Map, Value, json};
@@ -283,22 +284,22 @@ impl Made {
     /// Takes one event in; the item it adds, if any.
     fn take(&mut self, kind: &RunEventKind) -> Option<Value> {
         match kind {
-            RunEventKind::MessageDelta(t) => {
+            RunEventKind::Progress(TurnProgress::MessageDelta(t)) => {
                 self.text.push_str(t);
                 None
             }
-            RunEventKind::ToolStarted {
+            RunEventKind::Progress(TurnProgress::ToolStarted {
                 call_id,
                 name,
                 arguments,
-            } => {
+            }) => {
                 let item = json!({"type": "function_call", "id": format!("fc_{call_id}"), "name": name, "arguments": arguments.to_string(), "call_id": call_id, "status": "completed"});
                 self.items.push(item.clone());
                 Some(item)
             }
-            RunEventKind::ToolCompleted {
+            RunEventKind::Progress(TurnProgress::ToolCompleted {
                 call_id, result, ..
-            } => {
+            }) => {
                 let item = json!({"type": "function_call_output", "id": format!("fco_{call_id}"), "call_id": call_id, "output": result, "status": "completed"});
                 self.items.push(item.clone());
                 Some(item)
@@ -426,7 +427,7 @@ impl Turn {
             if let RunEventKind::Finished(end) = &e.kind {
                 return self.close(&mut out, end, &made, text_open, &msg_id).await;
             }
-            if let RunEventKind::MessageDelta(t) = &e.kind {
+            if let RunEventKind::Progress(TurnProgress::MessageDelta(t)) = &e.kind {
                 let index = made.items.len();
                 if !text_open {
                     text_open = true;

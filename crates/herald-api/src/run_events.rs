@@ -11,6 +11,7 @@ use crate::sse::{self, Frames};
 use crate::wire::*;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
+use herald_session::TurnProgress;
 use herald_session::{
     EventRelay, Followed, Host, RelayedEvents, RunEvent, RunEventKind, RunEvents, RunHandle,
     RunState, RunStatus, SubagentEvent, SubagentKind,
@@ -249,29 +250,29 @@ fn event_fields(
     kind: RunEventKind,
     started: &mut HashMap<String, Instant>,
 ) -> Option<(&'static str, Map<String, Value>)> {
-    if let RunEventKind::Subagent(e) = &kind {
+    if let RunEventKind::Progress(TurnProgress::Subagent(e)) = &kind {
         return subagent_progress(e);
     }
     let name = kind.name();
     let fields = match kind {
-        RunEventKind::MessageDelta(delta) => json!({"delta": delta}),
-        RunEventKind::ReasoningDelta(text) => json!({"text": text}),
-        RunEventKind::ToolStarted {
+        RunEventKind::Progress(TurnProgress::MessageDelta(delta)) => json!({"delta": delta}),
+        RunEventKind::Progress(TurnProgress::ReasoningDelta(text)) => json!({"text": text}),
+        RunEventKind::Progress(TurnProgress::ToolStarted {
             call_id,
             name,
             arguments,
-        } => {
+        }) => {
             started.insert(call_id.clone(), Instant::now());
             let preview =
                 herald_session::preview::tool_preview(&name, &arguments, 120).unwrap_or_default();
             json!({"tool": name, "preview": preview, "tool_call_id": call_id})
         }
-        RunEventKind::ToolCompleted {
+        RunEventKind::Progress(TurnProgress::ToolCompleted {
             call_id,
             name,
             is_error,
             ..
-        } => {
+        }) => {
             let secs = started
                 .remove(&call_id)
                 .map(|t| t.elapsed().as_secs_f64())
@@ -320,11 +321,11 @@ fn event_fields(
         }
         // `run.completed` carries the corrected output; the API opens no session with
         // an edit rule.
-        RunEventKind::MessageComplete { .. }
+        RunEventKind::Progress(TurnProgress::MessageComplete { .. })
         | RunEventKind::EditApprovalRequested { .. }
         | RunEventKind::MessageSaved { .. }
         | RunEventKind::MessageCorrected(_)
-        | RunEventKind::Subagent(_) => return None,
+        | RunEventKind::Progress(TurnProgress::Subagent(_)) => return None,
     };
     match fields {
         Value::Object(m) => Some((name, m)),

@@ -5,6 +5,7 @@ use crate::chat_status::StatusLine;
 use anyhow::Context;
 use herald_app::HostFor;
 use herald_config::Home;
+use herald_session::TurnProgress;
 use herald_session::{
     Answers, Approver, Conversation, ConversationEvent, Decision, Host, ModelChoice, Op, OpError,
     Opening, Outcome, Platform, Reply, RunEventKind, RunState, RunStatus, Runtime, SessionError,
@@ -406,7 +407,7 @@ impl Chat {
             return false;
         }
         match kind {
-            RunEventKind::MessageDelta(t) => {
+            RunEventKind::Progress(TurnProgress::MessageDelta(t)) => {
                 self.status.hide();
                 out!("{t}");
                 return true;
@@ -417,20 +418,20 @@ impl Chat {
                 out!("\n\n{t}");
                 return true;
             }
-            RunEventKind::ToolStarted {
+            RunEventKind::Progress(TurnProgress::ToolStarted {
                 name, arguments, ..
-            } => {
+            }) => {
                 self.status.hide();
                 let args = preview::tool_preview(&name, &arguments, 120).unwrap_or_default();
                 eprintln!("\n⚙ {name} {args}");
                 self.status.show(format!("running {name}"));
             }
-            RunEventKind::ToolCompleted { name, is_error, .. } => {
+            RunEventKind::Progress(TurnProgress::ToolCompleted { name, is_error, .. }) => {
                 self.status.hide();
                 eprintln!("  {} {name}", if is_error { "✗" } else { "✓" });
                 self.status.show(model.to_owned());
             }
-            RunEventKind::Subagent(e) => self.show_subagent(&e),
+            RunEventKind::Progress(TurnProgress::Subagent(e)) => self.show_subagent(&e),
             _ => {}
         }
         false

@@ -12,6 +12,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use herald_session::TurnProgress;
 use herald_session::{Decision, RunEvent, RunEventKind, RunHandle, RunStatus};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -164,19 +165,19 @@ where
 fn wire(e: RunEvent, door: &str) -> Option<Value> {
     let name = e.kind.name();
     let fields = match e.kind {
-        RunEventKind::MessageDelta(delta) => json!({"delta": delta}),
-        RunEventKind::ToolStarted {
+        RunEventKind::Progress(TurnProgress::MessageDelta(delta)) => json!({"delta": delta}),
+        RunEventKind::Progress(TurnProgress::ToolStarted {
             name, arguments, ..
-        } => {
+        }) => {
             let preview: String = arguments.to_string().chars().take(300).collect();
             json!({"tool": name, "arguments": preview})
         }
-        RunEventKind::ToolCompleted {
+        RunEventKind::Progress(TurnProgress::ToolCompleted {
             name,
             result,
             is_error,
             ..
-        } => {
+        }) => {
             let preview: String = result.chars().take(500).collect();
             json!({"tool": name, "result": preview, "error": is_error})
         }

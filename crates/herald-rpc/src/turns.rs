@@ -9,6 +9,7 @@ use crate::events::{
 use crate::frame;
 use crate::gateway::Live;
 use crate::outbox::Out;
+use herald_session::TurnProgress;
 use herald_session::{ConversationEvent, Outcome, PromptAsk, RunEventKind, RunState, RunStatus};
 use serde::Serialize;
 use serde_json::Value;
@@ -97,11 +98,11 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
     // The event's name as the run names it (`sudo.expire`, `secret.expire` ...).
     let name = kind.name();
     Some(match kind {
-        RunEventKind::ToolStarted {
+        RunEventKind::Progress(TurnProgress::ToolStarted {
             call_id,
             name,
             arguments,
-        } => {
+        }) => {
             let context = preview(&name, &arguments);
             let payload = ToolStart {
                 tool_id: call_id.clone(),
@@ -119,12 +120,12 @@ fn tool_event(live: &Live, kind: RunEventKind, started: &mut Started) -> Option<
             started.insert(call_id, running);
             event(live, "tool.start", payload)
         }
-        RunEventKind::ToolCompleted {
+        RunEventKind::Progress(TurnProgress::ToolCompleted {
             call_id,
             name,
             result,
             is_error,
-        } => {
+        }) => {
             let (at, args) = started
                 .remove(&call_id)
                 .map_or((Instant::now(), Value::Null), |r| (r.at, r.arguments));
@@ -241,7 +242,7 @@ impl Turn {
     /// Passes one of the turn's events on.
     async fn relay(&mut self, live: &Live, kind: RunEventKind) {
         let out = match kind {
-            RunEventKind::MessageDelta(text) => {
+            RunEventKind::Progress(TurnProgress::MessageDelta(text)) => {
                 self.streamed.push_str(&text);
                 Out::Delta {
                     kind: "message.delta",
@@ -249,7 +250,7 @@ impl Turn {
                     text,
                 }
             }
-            RunEventKind::ReasoningDelta(text) => {
+            RunEventKind::Progress(TurnProgress::ReasoningDelta(text)) => {
                 self.reasoning.push_str(&text);
                 Out::Delta {
                     kind: "reasoning.delta",
@@ -257,10 +258,10 @@ impl Turn {
                     text,
                 }
             }
-            RunEventKind::MessageComplete {
+            RunEventKind::Progress(TurnProgress::MessageComplete {
                 content: Some(text),
                 tool_calls,
-            } if tool_calls > 0 && !text.trim().is_empty() => {
+            }) if tool_calls > 0 && !text.trim().is_empty() => {
                 let already = self.streamed.contains(text.as_str());
                 let payload = Interim {
                     text,
@@ -269,7 +270,9 @@ impl Turn {
                 event(live, "message.interim", payload)
             }
             RunEventKind::Finished(end) => return self.finish(live, &end).await,
-            RunEventKind::Subagent(e) => return self.subagent(live, *e).await,
+            RunEventKind::Progress(TurnProgress::Subagent(e)) => {
+                return self.subagent(live, *e).await;
+            }
             other => match tool_event(live, other, &mut self.started) {
                 Some(out) => out,
                 None => return,

@@ -10,6 +10,7 @@ use crate::prompt;
 use crate::runs::{RunCell, RunEventKind, RunHandle, RunRegistry, RunState, RunStatus};
 use crate::runtime::Runtime;
 use crate::sessions::{SessionError, message_row, to_message};
+use herald_agent::TurnProgress;
 use herald_agent::tool::Clarifier;
 use herald_agent::{
     Agent, AgentConfig, AgentEvent, Approvals, Approver, Observer, Plugins, Tool, TurnResult,
@@ -1042,11 +1043,11 @@ impl Host {
 /// call's end.
 fn corrected(streamed: &mut String, event: &AgentEvent) -> Option<String> {
     match event {
-        AgentEvent::MessageDelta(t) => {
+        AgentEvent::Progress(TurnProgress::MessageDelta(t)) => {
             streamed.push_str(t);
             None
         }
-        AgentEvent::MessageComplete { content, .. } => {
+        AgentEvent::Progress(TurnProgress::MessageComplete { content, .. }) => {
             let sent = std::mem::take(streamed);
             let text = content.clone().unwrap_or_default();
             (!sent.is_empty() && sent != text).then_some(text)
@@ -1196,36 +1197,7 @@ impl Drive {
                 });
                 RunEventKind::MessageSaved { row_id, message }
             }
-            AgentEvent::MessageDelta(t) => RunEventKind::MessageDelta(t),
-            AgentEvent::ReasoningDelta(t) => RunEventKind::ReasoningDelta(t),
-            AgentEvent::MessageComplete {
-                content,
-                tool_calls,
-            } => RunEventKind::MessageComplete {
-                content,
-                tool_calls,
-            },
-            AgentEvent::ToolStarted {
-                call_id,
-                name,
-                arguments,
-            } => RunEventKind::ToolStarted {
-                call_id,
-                name,
-                arguments,
-            },
-            AgentEvent::ToolCompleted {
-                call_id,
-                name,
-                result,
-                is_error,
-            } => RunEventKind::ToolCompleted {
-                call_id,
-                name,
-                result,
-                is_error,
-            },
-            AgentEvent::Subagent(e) => RunEventKind::Subagent(e),
+            AgentEvent::Progress(progress) => RunEventKind::Progress(progress),
             // The end comes from the turn's result; requests from the answer table.
             AgentEvent::TurnCompleted { .. }
             | AgentEvent::TurnFailed { .. }

@@ -7,6 +7,7 @@ use crate::runs::{RunEvent, RunEventKind, RunHandle, RunState};
 use crate::runtime::{ModelChoice, Platform, Runtime};
 use crate::sessions::SessionError;
 use herald_agent::Decision;
+use herald_agent::TurnProgress;
 use herald_config::{Config, Home};
 use herald_store::SessionStore;
 use herald_test_support::{FakeProvider, Scripted};
@@ -166,7 +167,9 @@ async fn next_approval(rx: &mut crate::runs::RunEvents) -> (String, String) {
             .unwrap()
             .unwrap();
         match e.kind {
-            RunEventKind::ToolStarted { call_id, .. } => started.push(call_id),
+            RunEventKind::Progress(TurnProgress::ToolStarted { call_id, .. }) => {
+                started.push(call_id)
+            }
             RunEventKind::ApprovalRequested {
                 request_id,
                 command,
@@ -252,7 +255,8 @@ async fn approvals_are_answered_by_request_id_in_any_order() {
             seen.push(format!("{name} {request_id} {decision:?}"));
         } else if !matches!(
             e.kind,
-            RunEventKind::MessageDelta(_) | RunEventKind::MessageSaved { .. }
+            RunEventKind::Progress(TurnProgress::MessageDelta(_))
+                | RunEventKind::MessageSaved { .. }
         ) {
             seen.push(name.to_owned());
         }

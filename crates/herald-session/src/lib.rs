@@ -63,7 +63,7 @@ pub use edit_approvals::{EditRule, is_edit};
 pub use herald_agent::tool::{Clarifier, ClarifyRequest};
 pub use herald_agent::{
     ApprovalRequest, Approver, Decision, Observer, SubagentEvent, SubagentKind, ToolDirective,
-    approval, skills, string_list, toolsets,
+    TurnProgress, approval, skills, string_list, toolsets,
 };
 /// The provider client, for hosts that share one (and its connection pool).
 pub use herald_llm::LlmClient;

@@ -3,11 +3,11 @@
 //! in `state.db`, so a client asking after a restart still gets the final answer.
 
 use crate::answers::Pending;
+use herald_agent::TurnProgress;
 use herald_agent::{AgentHandle, Decision};
 use herald_llm::flow::Flow;
 use herald_protocol::ChatMessage;
 use herald_store::sessions::RunRow;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -174,25 +174,9 @@ pub struct RunEvent {
 /// What happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEventKind {
-    /// Assistant text as it streams.
-    MessageDelta(String),
-    ReasoningDelta(String),
-    /// The assistant message of one API call is complete.
-    MessageComplete {
-        content: Option<String>,
-        tool_calls: usize,
-    },
-    ToolStarted {
-        call_id: String,
-        name: String,
-        arguments: Value,
-    },
-    ToolCompleted {
-        call_id: String,
-        name: String,
-        result: String,
-        is_error: bool,
-    },
+    /// The turn's progress as the agent reports it: text and reasoning as they stream,
+    /// each API call's message, tool calls, subagents.
+    Progress(herald_agent::TurnProgress),
     /// A message was saved, after every transform; `row_id` is its row in `state.db`
     /// (`None` when the store could not keep it).
     MessageSaved {
@@ -228,10 +212,7 @@ pub enum RunEventKind {
     },
     /// A tool asks the user for a sudo password or a secret: answer with
     /// [`RunHandle::answer_prompt`] (only sessions opened with prompts ask).
-    PromptRequested {
-        request_id: String,
-        ask: PromptAsk,
-    },
+    PromptRequested { request_id: String, ask: PromptAsk },
     /// Nobody answered the prompt in time (`sudo`: 120 s, `secret`: 300 s).
     PromptExpired {
         request_id: String,
@@ -242,8 +223,6 @@ pub enum RunEventKind {
     /// Execution middleware changed an API call's answer after its text had streamed:
     /// the text the answer has instead (the streamed deltas carried the provider's).
     MessageCorrected(String),
-    /// A child agent of `delegate_task` started, worked or finished.
-    Subagent(Box<herald_agent::SubagentEvent>),
     /// The last event of every run.
     Finished(RunStatus),
 }
@@ -277,11 +256,11 @@ impl RunEventKind {
     /// The event's name on the runs API's wire.
     pub fn name(&self) -> &'static str {
         match self {
-            RunEventKind::MessageDelta(_) => "message.delta",
-            RunEventKind::ReasoningDelta(_) => "reasoning.available",
-            RunEventKind::MessageComplete { .. } => "message.complete",
-            RunEventKind::ToolStarted { .. } => "tool.started",
-            RunEventKind::ToolCompleted { .. } => "tool.completed",
+            RunEventKind::Progress(TurnProgress::MessageDelta(_)) => "message.delta",
+            RunEventKind::Progress(TurnProgress::ReasoningDelta(_)) => "reasoning.available",
+            RunEventKind::Progress(TurnProgress::MessageComplete { .. }) => "message.complete",
+            RunEventKind::Progress(TurnProgress::ToolStarted { .. }) => "tool.started",
+            RunEventKind::Progress(TurnProgress::ToolCompleted { .. }) => "tool.completed",
             RunEventKind::MessageSaved { .. } => "message.saved",
             RunEventKind::ApprovalRequested { .. } => "approval.request",
             RunEventKind::EditApprovalRequested { .. } => "approval.edit_request",
@@ -297,7 +276,7 @@ impl RunEventKind {
             },
             RunEventKind::Steered => "run.steered",
             RunEventKind::MessageCorrected(_) => "message.corrected",
-            RunEventKind::Subagent(e) => e.kind.name(),
+            RunEventKind::Progress(TurnProgress::Subagent(e)) => e.kind.name(),
             RunEventKind::Finished(s) => match s.state {
                 RunState::Completed => "run.completed",
                 RunState::Cancelled => "run.cancelled",
@@ -506,8 +485,8 @@ impl RunCell {
 /// The bytes of streamed text an event carries (what back-pressure counts).
 pub(crate) fn streamed_bytes(kind: &RunEventKind) -> u64 {
     match kind {
-        RunEventKind::MessageDelta(t)
-        | RunEventKind::ReasoningDelta(t)
+        RunEventKind::Progress(TurnProgress::MessageDelta(t))
+        | RunEventKind::Progress(TurnProgress::ReasoningDelta(t))
         | RunEventKind::MessageCorrected(t) => t.len() as u64,
         _ => 0,
     }
@@ -798,13 +777,19 @@ mod tests {
     async fn a_reader_that_falls_the_backlog_behind_gets_what_came_and_then_the_end() {
         let run = RunHandle { cell: cell(1.0) };
         for _ in 0..EVENT_BACKLOG + 10 {
-            run.cell.emit(RunEventKind::MessageDelta("x".into()));
+            run.cell
+                .emit(RunEventKind::Progress(TurnProgress::MessageDelta(
+                    "x".into(),
+                )));
         }
         assert!(run.cell.unread(), "the stream was cut off");
         let mut rx = run.take_events().unwrap();
         let mut read = 0;
         while let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(50), rx.recv()).await {
-            assert!(matches!(e.kind, RunEventKind::MessageDelta(_)));
+            assert!(matches!(
+                e.kind,
+                RunEventKind::Progress(TurnProgress::MessageDelta(_))
+            ));
             read += 1;
         }
         assert_eq!(read, EVENT_BACKLOG);

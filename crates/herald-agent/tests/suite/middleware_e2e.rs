@@ -1,6 +1,7 @@
 //! Middleware and observers inside real turns over the fake provider (middleware.md A11,
 //! items 6–8).
 
+use herald_agent::TurnProgress;
 use herald_agent::middleware::{
     BoxFut, ExecutionMiddleware, MiddlewareError, Next, RequestMiddleware,
 };
@@ -213,7 +214,7 @@ async fn llm_middleware_replaces_the_request_and_reruns_on_retry_with_the_same_i
     assert!(
         deltas
             .iter()
-            .any(|e| matches!(e, herald_agent::AgentEvent::MessageDelta(t) if t == "done"))
+            .any(|e| matches!(e, herald_agent::AgentEvent::Progress(TurnProgress::MessageDelta(t)) if t == "done"))
     );
 }
 

@@ -1,3 +1,4 @@
+use herald_agent::TurnProgress;
 use herald_agent::turn::{STEER_MARKER, SUMMARY_REQUEST};
 use herald_agent::{Agent, AgentConfig, AgentEvent, Approvals, Tool, ToolContext};
 use herald_llm::{Endpoint, RetryConfig};
@@ -60,7 +61,11 @@ async fn plain_answer() {
     assert_eq!(r.final_response, "Hello there");
     assert_eq!(r.api_calls, 1);
     assert_eq!(r.messages.len(), 2);
-    assert!(events.contains(&AgentEvent::MessageDelta("Hello there".into())));
+    assert!(
+        events.contains(&AgentEvent::Progress(TurnProgress::MessageDelta(
+            "Hello there".into()
+        )))
+    );
     assert_eq!(
         events.last(),
         Some(&AgentEvent::TurnCompleted {
@@ -121,9 +126,9 @@ async fn multi_step_tool_calls_feed_results_back() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, AgentEvent::ToolStarted { name, .. } if name == "terminal"))
+            .any(|e| matches!(e, AgentEvent::Progress(TurnProgress::ToolStarted { name, .. }) if name == "terminal"))
     );
-    assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolCompleted { name, is_error: false, .. } if name == "write_file")));
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Progress(TurnProgress::ToolCompleted { name, is_error: false, .. }) if name == "write_file")));
     // messages: user, assistant(tool), tool, assistant(tool), tool, assistant(final)
     assert_eq!(r.messages.len(), 6);
 }

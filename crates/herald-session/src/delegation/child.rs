@@ -8,6 +8,7 @@ use super::tool::round2;
 use super::{Active, BLOCKED_TOOLS, ChildParts, SubagentInfo};
 use crate::host::{Answers, Host, Session, SessionOptions};
 use crate::runs::{RunEventKind, RunHandle, RunState, RunStatus};
+use herald_agent::TurnProgress;
 use herald_agent::plugins::Notice;
 use herald_agent::tool::{Tool, ToolContext};
 use herald_agent::{AgentEvent, Approvals, SubagentEvent, SubagentKind};
@@ -260,7 +261,9 @@ fn tool_count(active: &Active) -> usize {
 }
 
 fn tell(ctx: &ToolContext, event: SubagentEvent) {
-    ctx.notify(AgentEvent::Subagent(Box::new(event)));
+    ctx.notify(AgentEvent::Progress(TurnProgress::Subagent(Box::new(
+        event,
+    ))));
 }
 
 /// The child's session: the parent's tools less the blocked ones, the parent's
@@ -370,9 +373,9 @@ async fn relay(run: RunHandle, active: Arc<Active>, me: Identity, ctx: ToolConte
     let mut recent: Vec<String> = Vec::new();
     while let Some(event) = events.recv().await {
         match event.kind {
-            RunEventKind::ToolStarted {
+            RunEventKind::Progress(TurnProgress::ToolStarted {
                 name, arguments, ..
-            } => {
+            }) => {
                 let count = {
                     let mut info = crate::conversation::lock(&active.info);
                     info.tool_count += 1;
@@ -388,14 +391,20 @@ async fn relay(run: RunHandle, active: Arc<Active>, me: Identity, ctx: ToolConte
                     tell(&ctx, progress(&me, count, &mut recent));
                 }
             }
-            RunEventKind::ReasoningDelta(t) if thinking.len() < 4096 => thinking.push_str(&t),
-            RunEventKind::MessageComplete { .. } if !thinking.trim().is_empty() => {
+            RunEventKind::Progress(TurnProgress::ReasoningDelta(t)) if thinking.len() < 4096 => {
+                thinking.push_str(&t)
+            }
+            RunEventKind::Progress(TurnProgress::MessageComplete { .. })
+                if !thinking.trim().is_empty() =>
+            {
                 let mut e = me.event(SubagentKind::Thinking, tool_count(&active));
                 e.text = Some(std::mem::take(&mut thinking).chars().take(500).collect());
                 tell(&ctx, e);
             }
             // A grandchild's events, passed up as they are (they name their parent).
-            RunEventKind::Subagent(e) => ctx.notify(AgentEvent::Subagent(e)),
+            RunEventKind::Progress(TurnProgress::Subagent(e)) => {
+                ctx.notify(AgentEvent::Progress(TurnProgress::Subagent(e)))
+            }
             RunEventKind::Finished(_) => break,
             _ => {}
         }
