@@ -7,10 +7,9 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
+use herald_http::{Outbox, Outgoing};
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Bytes of frames buffered for a reader before the producer waits.
 pub const BUFFERED: usize = 512 * 1024;
@@ -19,32 +18,20 @@ pub const BUFFERED: usize = 512 * 1024;
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 const KEEPALIVE: Duration = Duration::from_secs(30);
 
-/// A frame and the room it holds in the queue's byte budget.
-type Queued = (Bytes, OwnedSemaphorePermit);
-
 /// The producer's side: `false` from a send means the reader is gone (or stalled past
 /// the write timeout).
 pub struct Frames {
-    tx: mpsc::UnboundedSender<Queued>,
-    room: Arc<Semaphore>,
+    queue: Outbox<Bytes>,
 }
 
 impl Frames {
     pub async fn raw(&self, text: String) -> bool {
-        let bytes = Bytes::from(text);
-        // A frame bigger than the whole budget takes all of it.
-        let wanted = bytes.len().clamp(1, BUFFERED) as u32;
-        let permit =
-            tokio::time::timeout(WRITE_TIMEOUT, self.room.clone().acquire_many_owned(wanted));
-        match permit.await {
-            Ok(Ok(permit)) => self.tx.send((bytes, permit)).is_ok(),
-            _ => false,
-        }
+        self.queue.send(Bytes::from(text)).await
     }
 
     /// Whether the reader is gone.
     pub fn gone(&self) -> bool {
-        self.tx.is_closed()
+        self.queue.is_closed()
     }
 
     /// What `produce` gives, unless the reader goes away first (`false`): a producer
@@ -53,7 +40,7 @@ impl Frames {
     pub async fn unless_gone(&self, produce: impl Future<Output = bool>) -> bool {
         tokio::select! {
             done = produce => done,
-            () = self.tx.closed() => false,
+            () = self.queue.closed() => false,
         }
     }
 
@@ -72,14 +59,13 @@ impl Frames {
 
 /// A streaming response and the producer's side of its queue.
 pub fn channel() -> (Frames, Response) {
-    let (tx, rx) = mpsc::unbounded_channel::<Queued>();
-    let room = Arc::new(Semaphore::new(BUFFERED));
+    let (queue, rx): (_, Outgoing<Bytes>) = herald_http::outbox(BUFFERED, Some(WRITE_TIMEOUT));
     // Counted as an open stream until the body is dropped.
     let open = herald_metrics::get().doors.open("sse");
     // A frame's room is given back as the body hands it to the connection.
     let stream = futures_util::stream::unfold((rx, open), |(mut rx, open)| async move {
         tokio::select! {
-            frame = rx.recv() => frame.map(|(f, _room)| (Ok::<_, std::convert::Infallible>(f), (rx, open))),
+            frame = rx.recv() => frame.map(|f| (Ok::<_, std::convert::Infallible>(f), (rx, open))),
             () = tokio::time::sleep(KEEPALIVE) => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, open))),
         }
     });
@@ -91,5 +77,5 @@ pub fn channel() -> (Frames, Response) {
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    (Frames { tx, room }, response)
+    (Frames { queue }, response)
 }

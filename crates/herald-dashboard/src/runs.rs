@@ -12,6 +12,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use herald_http::Outbox;
 use herald_session::TurnProgress;
 use herald_session::{Decision, RunEvent, RunEventKind, RunHandle, RunStatus};
 use serde_json::{Value, json};
@@ -30,8 +31,8 @@ pub(crate) fn router() -> Router<Arc<Dashboard>> {
 /// A watching page that takes nothing for this long is dropped (the API's SSE
 /// deadline, herald-api's `sse::WRITE_TIMEOUT`).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Events queued for a watching page before the deadline starts.
-const QUEUED: usize = 64;
+/// Bytes of events queued for a watching page before the deadline starts.
+const QUEUED_BYTES: usize = 256 * 1024;
 
 /// A choice the page offers: once, session or deny. `always` is not one: an answer
 /// given here never becomes a standing rule that unattended runs would use.
@@ -134,14 +135,14 @@ async fn events(State(dash): State<Arc<Dashboard>>, Path(id): Path<String>) -> R
 /// Queues `v` for the page; false when the page is gone, or has taken nothing for
 /// [`WRITE_TIMEOUT`] with the queue full: then the watch ends, and with it everything
 /// it holds of the run.
-async fn deliver(tx: &tokio::sync::mpsc::Sender<Value>, v: Value) -> bool {
-    match tokio::time::timeout(WRITE_TIMEOUT, tx.send(v)).await {
-        Ok(sent) => sent.is_ok(),
-        Err(_) => {
-            tracing::info!("dashboard: a run watch took nothing for 10 s and was dropped");
-            false
-        }
+async fn deliver(tx: &Outbox<String>, v: Value) -> bool {
+    if tx.send(v.to_string()).await {
+        return true;
     }
+    if !tx.is_closed() {
+        tracing::info!("dashboard: a run watch took nothing for 10 s and was dropped");
+    }
+    false
 }
 
 /// Values from a producer task as a stream of SSE events (the producer stops when the
@@ -150,14 +151,14 @@ fn async_stream<F, Fut>(
     produce: F,
 ) -> impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>>
 where
-    F: FnOnce(tokio::sync::mpsc::Sender<Value>) -> Fut,
+    F: FnOnce(Outbox<String>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(QUEUED);
+    let (tx, rx) = herald_http::outbox::<String>(QUEUED_BYTES, Some(WRITE_TIMEOUT));
     tokio::spawn(produce(tx));
     futures_util::stream::unfold(rx, |mut rx| async move {
         let v = rx.recv().await?;
-        Some((Ok(Event::default().data(v.to_string())), rx))
+        Some((Ok(Event::default().data(v)), rx))
     })
 }
 

@@ -5,8 +5,6 @@
 //! provider.
 
 use crate::frame;
-use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Bytes waiting for a slow client at most; producers then wait (back-pressure).
 pub const OUTBOX_BYTES: usize = 512 * 1024;
@@ -66,26 +64,13 @@ impl Out {
 pub struct Outbox {
     /// Which connection this is (sessions remember the one they are bound to).
     pub conn: u64,
-    tx: mpsc::UnboundedSender<(Out, OwnedSemaphorePermit)>,
-    room: Arc<Semaphore>,
+    queue: herald_http::Outbox<Out>,
 }
 
-/// The writer's side of an [`Outbox`]: each item's room is given back as it is taken.
-pub struct Outgoing(mpsc::UnboundedReceiver<(Out, OwnedSemaphorePermit)>);
+/// The writer's side of an [`Outbox`].
+pub type Outgoing = herald_http::Outgoing<Out>;
 
-impl Outgoing {
-    pub async fn recv(&mut self) -> Option<Out> {
-        self.0.recv().await.map(|(out, _room)| out)
-    }
-
-    /// Nothing more waits now.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl Out {
-    /// What an item weighs in the outbox's byte budget.
+impl herald_http::Weight for Out {
     fn weight(&self) -> usize {
         match self {
             Out::Frame(f) => f.len(),
@@ -95,19 +80,16 @@ impl Out {
 }
 
 impl Outbox {
+    /// No write timeout here: the WebSocket writer gives up on a client that takes
+    /// nothing for its own timeout, and stdio's reader is the process that started us.
     pub fn new(conn: u64) -> (Outbox, Outgoing) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let room = Arc::new(Semaphore::new(OUTBOX_BYTES));
-        (Outbox { conn, tx, room }, Outgoing(rx))
+        let (queue, rx) = herald_http::outbox(OUTBOX_BYTES, None);
+        (Outbox { conn, queue }, rx)
     }
 
     /// Sends one item once there is room for it; false when the client has gone.
     pub async fn send(&self, out: Out) -> bool {
-        let wanted = out.weight().clamp(1, OUTBOX_BYTES) as u32;
-        match self.room.clone().acquire_many_owned(wanted).await {
-            Ok(room) => self.tx.send((out, room)).is_ok(),
-            Err(_) => false,
-        }
+        self.queue.send(out).await
     }
 
     pub async fn frame(&self, frame: String) -> bool {
@@ -115,6 +97,6 @@ impl Outbox {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        self.queue.is_closed()
     }
 }
