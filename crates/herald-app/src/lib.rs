@@ -11,6 +11,7 @@ pub mod interactive;
 pub mod rpc_server;
 pub mod server;
 pub mod signals;
+pub mod start_pages;
 pub mod stores;
 pub mod systemd;
 pub mod traces;

@@ -149,6 +149,7 @@ async fn serve_fronts(
         let _ = stop_tx.send(true);
     });
     crate::systemd::ready(gateway.clone());
+    crate::start_pages::release_once_serving();
     if let Some(gw) = &gateway {
         herald_gateway::retention::spawn(gw.store.clone(), config.inbox.retention.clone());
     }
