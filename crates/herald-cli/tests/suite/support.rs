@@ -241,8 +241,9 @@ impl Served {
 }
 
 /// A gateway served by herald-app in this test process, on a thread and runtime of its
-/// own: no binary to start, so a test that only speaks HTTP to it starts faster. Its
-/// config is read with no environment (the test's own variables never reach it).
+/// own: no binary to start. Its config.yaml is read without the environment's overlay
+/// (`WEBHOOK_*` and the like); what the server reads later (delivery targets' tokens, a
+/// provider key) comes from this process's environment, as a child's would.
 pub struct InProcess {
     served: Served,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -284,7 +285,11 @@ impl InProcess {
         });
         let base = match url_rx.recv_timeout(Duration::from_secs(30)) {
             Ok(url) => url,
-            Err(_) => panic!("the gateway did not listen: {:?}", thread.join()),
+            Err(_) => {
+                // Told to stop, so the join below cannot wait on a server that serves on.
+                drop(stop_tx);
+                panic!("the gateway did not listen: {:?}", thread.join())
+            }
         };
         InProcess {
             served: Served::new(home, base),
