@@ -20,11 +20,11 @@ fuzz_target!(|data: &[u8]| {
     let headers = HeaderMap::new();
     let lists = FileListCache::default();
     let input = FilterInput { payload: &payload, event_type: &event, headers: &headers };
-    let home = Path::new("/nonexistent-fuzz-home");
-    let (f, _) = compile(Some(&spec), home);
+    let home = |raw: &str| Path::new("/nonexistent-fuzz-home").join(raw);
+    let (f, _) = compile(Some(&spec), &home);
     let base = f.matches(&input, &lists);
     if spec.is_object() {
-        let (negated, _) = compile(Some(&json!({ "not": spec })), home);
+        let (negated, _) = compile(Some(&json!({ "not": spec })), &home);
         assert_eq!(negated.matches(&input, &lists), !base);
     }
 });

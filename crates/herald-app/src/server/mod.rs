@@ -228,9 +228,7 @@ async fn serve_webhook(
         .host
         .as_deref()
         .is_some_and(herald_config::is_loopback_name);
-    let app = wiring::health_guarded(router(w.gateway), loopback);
-    let app = wiring::with_metrics(app, &config.metrics, loopback);
-    let app = wiring::with_dashboard(app, dashboard);
+    let app = wiring::beside(router(w.gateway), &config.metrics, loopback, dashboard);
     herald_http::serve(w.listeners, app, limits, stopped(stop)).await
 }
 
@@ -256,9 +254,7 @@ async fn serve_api(
     let loopback = herald_config::is_loopback_name(&config.api_server.host);
     let app = herald_trace::traced(herald_api::router(a.api), "api");
     let app = herald_metrics::counted(app, "api");
-    let app = wiring::health_guarded(app, loopback);
-    let app = wiring::with_metrics(app, &config.metrics, loopback);
-    let app = wiring::with_dashboard(app, dashboard);
+    let app = wiring::beside(app, &config.metrics, loopback, dashboard);
     herald_http::serve(a.listeners, app, limits, draining).await
 }
 

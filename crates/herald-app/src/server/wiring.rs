@@ -27,7 +27,7 @@ pub fn with_metrics(app: axum::Router, settings: &MetricsSettings, loopback: boo
 
 /// `app` whose `/health/detailed` answers only to loopback host names when the
 /// listener is bound to loopback (as `/metrics` and the dashboard do).
-pub fn health_guarded(app: axum::Router, loopback: bool) -> axum::Router {
+fn health_guarded(app: axum::Router, loopback: bool) -> axum::Router {
     match loopback {
         true => loopback_names_only(app, Checked::Paths(&["/health/detailed"])),
         false => app,
@@ -109,8 +109,15 @@ pub(super) fn dashboard(
     })
 }
 
-/// `app` with the dashboard's routes when it is served on this listener.
-pub(super) fn with_dashboard(app: axum::Router, dashboard: Option<axum::Router>) -> axum::Router {
+/// A listening door's `app` with what every listener serves beside it: the loopback
+/// guard on `/health/detailed`, `/metrics`, and the dashboard when it is served here.
+pub(super) fn beside(
+    app: axum::Router,
+    metrics: &MetricsSettings,
+    loopback: bool,
+    dashboard: Option<axum::Router>,
+) -> axum::Router {
+    let app = with_metrics(health_guarded(app, loopback), metrics, loopback);
     match dashboard {
         Some(d) => app.merge(d),
         None => app,
