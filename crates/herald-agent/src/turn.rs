@@ -21,6 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tracing::Instrument;
 
+/// Steers waiting for a run's next tool boundary at most: as many as a conversation's
+/// queue holds prompts.
+pub const MAX_PENDING_STEERS: usize = 64;
 /// Default `agent.max_turns`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 90;
 /// API calls retried because tool arguments were not valid JSON.
@@ -124,14 +127,15 @@ impl AgentHandle {
             woken.await;
         }
     }
-    /// Queues text for the next tool boundary.
+    /// Queues text for the next tool boundary; false when [`MAX_PENDING_STEERS`] already
+    /// wait (a client that steers without end is refused, not held in memory).
     pub fn steer(&self, text: &str) -> bool {
         match self.steer.lock() {
-            Ok(mut s) => {
+            Ok(mut s) if s.len() < MAX_PENDING_STEERS => {
                 s.push(text.to_owned());
                 true
             }
-            Err(_) => false,
+            _ => false,
         }
     }
     fn take_steer(&self) -> Option<String> {

@@ -79,7 +79,8 @@ pub enum RunFailed {
 
 /// Runs `cmd` (from [`command`]) to its end within `limit`, keeping at most
 /// `max_output` bytes of each of stdout and stderr (the rest is read and dropped, so a
-/// chatty child never blocks on a full pipe); past `limit` its whole group is killed.
+/// chatty child never blocks on a full pipe); at its end, or past `limit`, its whole
+/// group is killed.
 pub async fn run_bounded(
     mut cmd: tokio::process::Command,
     limit: std::time::Duration,
@@ -98,13 +99,10 @@ pub async fn run_bounded(
             stderr,
         })
     };
-    match tokio::time::timeout(limit, run).await {
-        Ok(done) => done,
-        Err(_) => {
-            kill_group(pid);
-            Err(RunFailed::Timeout)
-        }
-    }
+    let done = tokio::time::timeout(limit, run).await;
+    // Whatever it left in its group (a background child holding no pipe) goes with it.
+    kill_group(pid);
+    done.unwrap_or(Err(RunFailed::Timeout))
 }
 
 /// The first `max` bytes of `pipe`, reading it to its end.
@@ -152,5 +150,20 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
         let missing = run_bounded(command("/no/such/program"), Duration::from_secs(1), 10).await;
         assert!(matches!(missing, Err(RunFailed::Spawn(_))));
+        // A background child that let go of the pipes does not outlive a normal end.
+        let mut cmd = command("sh");
+        cmd.args(["-c", "sleep 30 >/dev/null 2>&1 </dev/null & echo $!"]);
+        let done = run_bounded(cmd, Duration::from_secs(10), 100)
+            .await
+            .unwrap();
+        let stray: u32 = String::from_utf8_lossy(&done.stdout)
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            has_exited(stray)
+        });
+        assert!(gone, "the background sleep {stray} outlived the run");
     }
 }

@@ -172,39 +172,18 @@ pub async fn shell_exec(gw: &Gateway, p: params::Shell) -> Result<Value, RpcErro
         .or_else(|| std::env::current_dir().ok());
     let dir = cwd.unwrap_or_else(|| std::path::PathBuf::from("."));
     // Its own process group, its output read up to a bound, the group killed after.
-    let mut child = herald_process::command("bash")
-        .args(["-c", &command])
-        .current_dir(dir)
-        .spawn()
-        .map_err(|e| RpcError::new(5003, e.to_string()))?;
-    let pid = child.id();
-    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
-    let collect = async {
-        use tokio::io::AsyncReadExt;
-        let (mut o, mut e) = (Vec::new(), Vec::new());
-        let read_o = async {
-            if let Some(s) = out.as_mut() {
-                let _ = s.take(MAX_SHELL_OUTPUT).read_to_end(&mut o).await;
-            }
-        };
-        let read_e = async {
-            if let Some(s) = err.as_mut() {
-                let _ = s.take(MAX_SHELL_OUTPUT).read_to_end(&mut e).await;
-            }
-        };
-        let (_, _, status) = tokio::join!(read_o, read_e, child.wait());
-        (o, e, status)
+    let mut cmd = herald_process::command("bash");
+    cmd.args(["-c", &command]).current_dir(dir);
+    let done = match herald_process::run_bounded(cmd, SHELL_WITHIN, MAX_SHELL_OUTPUT).await {
+        Ok(done) => done,
+        Err(herald_process::RunFailed::Timeout) => {
+            return Err(RpcError::new(5002, "command timed out (30s)"));
+        }
+        Err(herald_process::RunFailed::Spawn(e) | herald_process::RunFailed::Wait(e)) => {
+            return Err(RpcError::new(5003, e.to_string()));
+        }
     };
-    let done = tokio::time::timeout(Duration::from_secs(30), collect).await;
-    herald_process::kill_group(pid);
-    let (o, e, status) = match done {
-        Err(_) => return Err(RpcError::new(5002, "command timed out (30s)")),
-        Ok((o, e, status)) => (
-            o,
-            e,
-            status.map_err(|e| RpcError::new(5003, e.to_string()))?,
-        ),
-    };
+    let (o, e, status) = (done.stdout, done.stderr, done.status);
     Ok(json!({
         "stdout": tail(&String::from_utf8_lossy(&o), 4000),
         "stderr": tail(&String::from_utf8_lossy(&e), 2000),
@@ -214,7 +193,9 @@ pub async fn shell_exec(gw: &Gateway, p: params::Shell) -> Result<Value, RpcErro
 
 /// What `shell.exec` reads of each stream at most (the answer keeps the last 4,000 /
 /// 2,000 bytes).
-const MAX_SHELL_OUTPUT: u64 = 1024 * 1024;
+const MAX_SHELL_OUTPUT: usize = 1024 * 1024;
+/// How long `shell.exec` may run before its group is killed.
+const SHELL_WITHIN: Duration = Duration::from_secs(30);
 
 /// `skills.manage {action, query?, name?}` over the installed skills (herald has no
 /// skills hub: `install` says how to add one).

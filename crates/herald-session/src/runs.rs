@@ -293,7 +293,7 @@ pub enum RunError {
     NotAcceptingSteer(&'static str),
     #[error("the steer text is empty")]
     EmptySteer,
-    #[error("the agent did not accept the steer")]
+    #[error("the run did not take the steer: 64 already wait for its next tool boundary")]
     SteerNotAccepted,
     #[error("the run has finished: there is nothing to answer")]
     NotActive,

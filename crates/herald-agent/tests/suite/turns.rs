@@ -306,6 +306,11 @@ async fn steer_rides_on_the_next_tool_result_or_comes_back_pending() {
     handle.steer("late");
     let r = agent.run_turn(&[], "again", &mut |_| {}).await;
     assert_eq!(r.pending_steer.as_deref(), Some("late"));
+    // A client that steers without end is refused past the bound, not held in memory.
+    for i in 0..herald_agent::turn::MAX_PENDING_STEERS {
+        assert!(handle.steer(&format!("s{i}")), "steer {i}");
+    }
+    assert!(!handle.steer("one too many"));
 }
 
 #[tokio::test]
