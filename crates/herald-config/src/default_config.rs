@@ -287,9 +287,7 @@ pub fn set_display(path: &Path, changes: &[(&str, Value)]) -> Result<(), ConfigE
 
 /// Writes `display.busy_input_mode` (the TUI's `/busy MODE`).
 pub fn set_busy_input_mode(path: &Path, mode: BusyInputMode) -> Result<(), ConfigError> {
-    let mut doc = read_doc(path)?;
-    entry(&mut doc, "display")["busy_input_mode"] = json!(mode.as_str());
-    write_doc(path, &doc)
+    set_display(path, &[("busy_input_mode", json!(mode.as_str()))])
 }
 
 /// Sets only the model (and its provider entry) in the config file, leaving every other

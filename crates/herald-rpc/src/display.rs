@@ -19,17 +19,37 @@ fn text<'a>(display: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     display.get(key).and_then(Value::as_str).map(str::trim)
 }
 
-/// The value `config.get` answers for a display key; `None` for another key.
+/// The display keys `config.get` answers.
+const KEYS: [&str; 9] = [
+    "skin",
+    "personality",
+    "indicator",
+    "details_mode",
+    "thinking_mode",
+    "compact",
+    "statusbar",
+    "mouse",
+    "verbose",
+];
+
+/// The value `config.get` answers for a display key; `None` for another key (the file is
+/// read only for a display key).
 pub fn get(path: &Path, key: &str) -> Option<String> {
-    let d = display_settings(path);
-    let lower = |k: &str| text(&d, k).map(str::to_ascii_lowercase);
+    KEYS.contains(&key)
+        .then(|| get_in(&display_settings(path), key))
+        .flatten()
+}
+
+/// [`get`] on the `display:` settings already read.
+fn get_in(d: &Map<String, Value>, key: &str) -> Option<String> {
+    let lower = |k: &str| text(d, k).map(str::to_ascii_lowercase);
     let known = |v: Option<String>, allowed: &[&str], default: &str| match v {
         Some(v) if allowed.contains(&v.as_str()) => v,
         _ => default.to_owned(),
     };
     Some(match key {
-        "skin" => text(&d, "skin").unwrap_or("default").to_owned(),
-        "personality" => text(&d, "personality")
+        "skin" => text(d, "skin").unwrap_or("default").to_owned(),
+        "personality" => text(d, "personality")
             .filter(|p| !p.is_empty())
             .unwrap_or("none")
             .to_owned(),
@@ -42,7 +62,7 @@ pub fn get(path: &Path, key: &str) -> Option<String> {
         },
         "compact" => on_off(d.get("tui_compact") == Some(&Value::Bool(true))),
         "statusbar" => statusbar(d.get("tui_statusbar")),
-        "mouse" => mouse(&d),
+        "mouse" => mouse(d),
         "verbose" => match d.get("tool_progress") {
             Some(Value::Bool(false)) => "off".into(),
             Some(Value::String(m)) => {
@@ -108,12 +128,9 @@ fn bad(what: &str, value: &str) -> RpcError {
 /// key.
 pub fn set(path: &Path, key: &str, value: &str) -> Option<Result<String, RpcError>> {
     let raw = value.trim().to_ascii_lowercase();
-    let d = display_settings(path);
-    let write = |changes: &[(&str, Value)], answer: String| {
-        set_display(path, changes)
-            .map(|()| answer)
-            .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))
-    };
+    // Read only by the toggles, which answer from what is set now.
+    let d = || display_settings(path);
+    let write = |changes: &[(&str, Value)], answer: String| written(path, changes, answer);
     Some(match key {
         "skin" => write(
             &[("skin", Value::from(value.trim()))],
@@ -148,7 +165,7 @@ pub fn set(path: &Path, key: &str, value: &str) -> Option<Result<String, RpcErro
         }
         "thinking_mode" => Err(bad("thinking_mode", value)),
         "compact" => {
-            let now = d.get("tui_compact") == Some(&Value::Bool(true));
+            let now = d().get("tui_compact") == Some(&Value::Bool(true));
             match raw.as_str() {
                 "" | "toggle" => write(&[("tui_compact", Value::Bool(!now))], on_off(!now)),
                 "on" | "off" => write(&[("tui_compact", Value::Bool(raw == "on"))], raw),
@@ -157,7 +174,7 @@ pub fn set(path: &Path, key: &str, value: &str) -> Option<Result<String, RpcErro
         }
         "statusbar" => {
             let next = match raw.as_str() {
-                "" | "toggle" if statusbar(d.get("tui_statusbar")) == "off" => "top".to_owned(),
+                "" | "toggle" if statusbar(d().get("tui_statusbar")) == "off" => "top".to_owned(),
                 "" | "toggle" => "off".to_owned(),
                 "on" => "top".to_owned(),
                 m if STATUSBAR_MODES.contains(&m) => m.to_owned(),
@@ -167,7 +184,7 @@ pub fn set(path: &Path, key: &str, value: &str) -> Option<Result<String, RpcErro
         }
         "mouse" => {
             let next = match raw.as_str() {
-                "" | "toggle" if mouse(&d) == "off" => "all",
+                "" | "toggle" if mouse(&d()) == "off" => "all",
                 "" | "toggle" => "off",
                 other => match mouse_alias(other) {
                     Some(m) => m,
@@ -189,7 +206,7 @@ pub fn set(path: &Path, key: &str, value: &str) -> Option<Result<String, RpcErro
         "verbose" => {
             let next = match raw.as_str() {
                 "" | "cycle" => {
-                    let now = get(path, "verbose").unwrap_or_default();
+                    let now = get_in(&d(), "verbose").unwrap_or_default();
                     let at = VERBOSE_MODES.iter().position(|m| *m == now).unwrap_or(2);
                     VERBOSE_MODES[(at + 1) % VERBOSE_MODES.len()].to_owned()
                 }
@@ -219,8 +236,17 @@ fn section(path: &Path, key: &str, raw: &str) -> Result<String, RpcError> {
         true => Value::Null,
         false => Value::from(raw),
     };
-    set_display(path, &[(&format!("sections.{name}"), value)])
-        .map(|()| raw.to_owned())
+    written(
+        path,
+        &[(&format!("sections.{name}"), value)],
+        raw.to_owned(),
+    )
+}
+
+/// Writes `changes` under `display:`; `answer` once written.
+fn written(path: &Path, changes: &[(&str, Value)], answer: String) -> Result<String, RpcError> {
+    set_display(path, changes)
+        .map(|()| answer)
         .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string()))
 }
 
@@ -258,9 +284,5 @@ fn reasoning(path: &Path, raw: &str) -> Option<Result<String, RpcError>> {
         ),
         _ => return None,
     };
-    Some(
-        set_display(path, &changes)
-            .map(|()| answer.to_owned())
-            .map_err(|e| RpcError::new(RpcError::CONFIG_FAILED, e.to_string())),
-    )
+    Some(written(path, &changes, answer.to_owned()))
 }

@@ -53,16 +53,13 @@ pub async fn info(live: &Live) -> Info {
     let runtime = host.runtime();
     let tools = session.tools_by_toolset();
     let mode = runtime.settings.approvals_mode.clone();
+    let fast = live.conversation.fast();
     Info {
         model: usage.model.clone(),
         provider: runtime.provider.clone(),
         reasoning_effort: live.conversation.reasoning_effort().unwrap_or_default(),
-        service_tier: if live.conversation.fast() {
-            "priority"
-        } else {
-            ""
-        },
-        fast: live.conversation.fast(),
+        service_tier: if fast { "priority" } else { "" },
+        fast,
         yolo: runtime.approvals.mode_off || live.conversation.yolo(),
         approval_mode: mode.unwrap_or_else(|| "manual".into()),
         tools,

@@ -86,7 +86,7 @@ pub async fn call(
         "complete.path" => off_workers(gw, &p, crate::completion::path).await,
         "command.dispatch" => answer(commands::dispatch(gw, read(&p)).await),
         "slash.exec" => answer(commands::slash(gw, read(&p)).await),
-        "config.get" => answer(commands::config_get(gw, read(&p))),
+        "config.get" => off_workers(gw, &p, commands::config_get).await,
         "config.set" => answer(commands::config_set(gw, read(&p)).await),
         "model.options" => {
             let models: crate::params::Models = read(&p);

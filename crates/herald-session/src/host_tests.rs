@@ -1260,3 +1260,24 @@ async fn a_model_switch_is_stored_with_the_session_and_restored_on_resume() {
     let row = f.host.store().session(a).await.unwrap().unwrap();
     assert_eq!(row.model.as_deref(), Some("other"));
 }
+
+#[tokio::test]
+async fn config_set_yolo_answers_the_yolo_that_now_holds() {
+    use crate::{Op, Outcome, Setting};
+    let f = fixture(vec![]);
+    let session = f
+        .host
+        .open_session(options(&[], Answers::ByRequest))
+        .await
+        .unwrap();
+    let c = crate::Conversation::single(f.host.clone(), session);
+    let mut answers = Vec::new();
+    for setting in [None, None, Some(true), Some(true), Some(false)] {
+        match c.submit(Op::Set(Setting::Yolo(setting))).await {
+            Ok(Outcome::Set(value)) => answers.push(value),
+            _ => panic!("yolo not set"),
+        }
+    }
+    assert_eq!(answers, ["1", "0", "1", "1", "0"]);
+    assert!(!c.yolo());
+}

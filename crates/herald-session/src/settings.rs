@@ -47,12 +47,15 @@ pub fn fast_available(model: &str) -> bool {
         .any(|p| base.starts_with(p))
 }
 
+/// Whether `endpoint` asks for priority processing (fast mode).
+fn is_fast(endpoint: &Endpoint) -> bool {
+    endpoint.extra_body.get(SERVICE_TIER) == Some(&Value::from("priority"))
+}
+
 impl Conversation {
     /// Whether fast mode is on.
     pub fn fast(&self) -> bool {
-        self.session()
-            .endpoint()
-            .is_some_and(|e| e.extra_body.get(SERVICE_TIER) == Some(&Value::from("priority")))
+        self.session().endpoint().is_some_and(|e| is_fast(&e))
     }
 
     /// The reasoning effort asked of this session (`None`: the provider's default).
@@ -92,9 +95,15 @@ impl Conversation {
                 Ok(level)
             }
             Setting::Yolo(on) => {
-                let on = on.unwrap_or(!self.yolo());
-                self.session().0.approvals.set_session_yolo(on);
-                Ok(if on { "1" } else { "0" }.to_owned())
+                let approvals = &self.session().0.approvals;
+                match on {
+                    Some(on) => approvals.set_session_yolo(on),
+                    None => {
+                        approvals.toggle_session_yolo();
+                    }
+                }
+                // Yolo as it now holds: a process started with it stays in it.
+                Ok(if approvals.in_yolo() { "1" } else { "0" }.to_owned())
             }
         }
     }
@@ -129,7 +138,7 @@ impl Conversation {
         let Some(before) = before else {
             return;
         };
-        let fast = before.extra_body.get(SERVICE_TIER).is_some();
+        let fast = is_fast(before);
         let effort = before.extra_body.get(REASONING_EFFORT).cloned();
         let fast = fast && fast_available(&self.model());
         self.with_endpoint(|e| {
