@@ -50,14 +50,5 @@ impl Drop for StateGuard {
 pub fn running_gateway(home: &Home) -> Option<GatewayState> {
     let text = std::fs::read(home.gateway_state_file()).ok()?;
     let state: GatewayState = serde_json::from_slice(&text).ok()?;
-    is_alive(state.pid).then_some(state)
-}
-
-fn is_alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
-    let sent = unsafe { libc::kill(pid, 0) };
-    sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    (!herald_process::has_exited(state.pid)).then_some(state)
 }

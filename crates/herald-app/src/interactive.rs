@@ -6,7 +6,7 @@
 
 use crate::stores::{self, OpenError};
 use herald_config::{Config, Home};
-use herald_session::{BuildError, Host, HostBuilder, ModelChoice, Platform, toolsets};
+use herald_session::{BuildError, Built, Host, HostBuilder, ModelChoice, Platform, toolsets};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,9 +56,11 @@ impl<'a> HostFor<'a> {
     }
 }
 
-/// Builds a door's host on the store the home keeps, with its tools, and starts it
-/// and trace export (within the async runtime).
-pub async fn open_interactive(door: HostFor<'_>) -> Result<Interactive, InteractiveError> {
+/// Builds (does not start) a door's host on the store the home keeps, and the toolsets
+/// it asks for: what `open_interactive` starts, and what `herald acp --check` checks.
+pub async fn build_interactive(
+    door: HostFor<'_>,
+) -> Result<(Built, Vec<String>), InteractiveError> {
     let config = herald_session::builder::prepare(door.home)?;
     let store = stores::open_sessions(&config.store, door.home, door.home, None).await?;
     let asked = door
@@ -70,6 +72,13 @@ pub async fn open_interactive(door: HostFor<'_>) -> Result<Interactive, Interact
         .loaded(config)
         .store(store)
         .build()?;
+    Ok((built, asked))
+}
+
+/// Builds a door's host on the store the home keeps, with its tools, and starts it
+/// and trace export (within the async runtime).
+pub async fn open_interactive(door: HostFor<'_>) -> Result<Interactive, InteractiveError> {
+    let (built, asked) = build_interactive(door).await?;
     let (tool_names, unknown) = toolsets::resolve(&asked);
     let traces = crate::traces::start(&built.config.tracing);
     let config = built.config.clone();

@@ -11,12 +11,14 @@ pub mod interactive;
 pub mod rpc_server;
 pub mod server;
 pub mod signals;
-pub mod start_pages;
+pub(crate) mod start_pages;
 pub mod stores;
 pub mod systemd;
 pub mod traces;
 
-pub use interactive::{HostFor, Interactive, InteractiveError, open_interactive};
+pub use interactive::{
+    HostFor, Interactive, InteractiveError, build_interactive, open_interactive,
+};
 
 /// The multi-threaded async runtime every serving command runs on (its threads named
 /// `herald-worker`).

@@ -22,7 +22,7 @@ use std::time::Duration;
 const SERVING_AFTER: Duration = Duration::from_secs(2);
 
 /// Gives back the start-only pages once the gateway has served for [`SERVING_AFTER`].
-pub fn release_once_serving() {
+pub(crate) fn release_once_serving() {
     tokio::spawn(async {
         tokio::time::sleep(SERVING_AFTER).await;
         if let Some(bytes) = release() {
@@ -93,7 +93,7 @@ fn program_pages(smaps: &str, exe_inode: u64) -> Vec<(usize, usize)> {
 
 /// Asks the kernel to reclaim the program's read-only file pages now; bytes advised, or
 /// `None` where the kernel or platform cannot (nothing changes then).
-pub fn release() -> Option<usize> {
+fn release() -> Option<usize> {
     use std::os::unix::fs::MetadataExt;
     let exe_inode = std::fs::metadata("/proc/self/exe").ok()?.ino();
     let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;

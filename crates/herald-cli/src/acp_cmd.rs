@@ -4,7 +4,8 @@ use anyhow::Context;
 use herald_acp::AcpServer;
 use herald_app::HostFor;
 use herald_config::Home;
-use herald_session::{Host, HostBuilder, Platform};
+use herald_config::StoreBackend;
+use herald_session::{Built, Host, Platform};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -26,17 +27,23 @@ fn resolved_provider(host: &Host) -> Option<String> {
         .then(|| runtime.provider.clone())
 }
 
+/// Builds the host as serving would, on the store the home keeps (`state.db`, or
+/// PostgreSQL with `store.url`), without starting it.
 fn check(home: &Home) -> anyhow::Result<ExitCode> {
-    let why = match HostBuilder::new(home, Platform::Acp).build() {
-        Ok(built) => return Ok(report(home, &built.host)),
-        Err(why) => why,
-    };
-    eprintln!("herald ACP check failed: {why}");
-    Ok(ExitCode::FAILURE)
+    let door = HostFor::serving(home, Platform::Acp);
+    let built = herald_app::command_runtime()?.block_on(herald_app::build_interactive(door));
+    match built {
+        Ok((built, _)) => Ok(report(&built)),
+        Err(why) => {
+            eprintln!("herald ACP check failed: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 /// The check's verdict on a host that could be built.
-fn report(home: &Home, host: &Host) -> ExitCode {
+fn report(built: &Built) -> ExitCode {
+    let host = &built.host;
     let runtime = host.runtime();
     let Some(provider) = resolved_provider(host) else {
         eprintln!(
@@ -46,10 +53,13 @@ fn report(home: &Home, host: &Host) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
+    let sessions = match &built.config.store.backend {
+        StoreBackend::Postgres(_) => "the shared store (store.url)".to_owned(),
+        _ => runtime.home.state_db_file().display().to_string(),
+    };
     outln!(
-        "herald ACP check OK: model {} on provider {provider}, sessions in {}",
+        "herald ACP check OK: model {} on provider {provider}, sessions in {sessions}",
         runtime.endpoint().model,
-        home.state_db_file().display()
     );
     ExitCode::SUCCESS
 }

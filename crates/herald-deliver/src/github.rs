@@ -57,29 +57,10 @@ impl GithubComment {
             "--body",
             &message.text,
         ]);
-        let done = match herald_process::run_bounded(cmd, GH_TIMEOUT, GH_OUTPUT).await {
-            Ok(done) => Ok(done),
-            Err(herald_process::RunFailed::Spawn(e)) => {
-                return Err(SendError::permanent(format!(
-                    "github_comment: cannot run `{}` ({e}): install the GitHub CLI and run `gh auth login`",
-                    self.program
-                )));
-            }
-            Err(herald_process::RunFailed::Timeout) => {
-                return Err(SendError::transient(
-                    "github_comment: gh timed out after 30s",
-                    None,
-                ));
-            }
-            Err(herald_process::RunFailed::Wait(e)) => Err(e),
-        };
-        let err = match &done {
-            Ok(d) => String::from_utf8_lossy(&d.stderr).trim().to_owned(),
-            Err(_) => String::new(),
-        };
-        match done.map(|d| d.status) {
-            Ok(s) if s.success() => Ok(Receipt::default()),
-            Ok(s) => {
+        match herald_process::run_bounded(cmd, GH_TIMEOUT, GH_OUTPUT).await {
+            Ok(done) if done.status.success() => Ok(Receipt::default()),
+            Ok(done) => {
+                let err = String::from_utf8_lossy(&done.stderr).trim().to_owned();
                 let hint = if err.contains("auth login")
                     || err.contains("not logged")
                     || err.contains("authentication")
@@ -89,10 +70,22 @@ impl GithubComment {
                     ""
                 };
                 Err(SendError::permanent(format!(
-                    "github_comment: gh exited with {s}: {err}{hint}"
+                    "github_comment: gh exited with {}: {err}{hint}",
+                    done.status
                 )))
             }
-            Err(e) => Err(SendError::transient(
+            Err(herald_process::RunFailed::Spawn(e)) => Err(SendError::permanent(format!(
+                "github_comment: cannot run `{}` ({e}): install the GitHub CLI and run `gh auth login`",
+                self.program
+            ))),
+            Err(herald_process::RunFailed::Timeout) => Err(SendError::transient(
+                format!(
+                    "github_comment: gh timed out after {}s",
+                    GH_TIMEOUT.as_secs()
+                ),
+                None,
+            )),
+            Err(herald_process::RunFailed::Wait(e)) => Err(SendError::transient(
                 format!("github_comment: waiting for gh failed: {e}"),
                 None,
             )),

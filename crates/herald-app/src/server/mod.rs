@@ -6,7 +6,7 @@
 
 mod fronts;
 mod hosts;
-pub mod wiring;
+pub(crate) mod wiring;
 
 use crate::stores::OpenError;
 use fronts::{ApiFront, WebhookFront};

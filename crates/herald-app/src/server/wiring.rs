@@ -14,7 +14,11 @@ use std::time::Duration;
 /// `app` with `/metrics` when `metrics.enabled`. On a listener bound to loopback,
 /// `/metrics` answers only to loopback host names: a page of another site whose name
 /// points at 127.0.0.1 (DNS rebinding) is refused, as the dashboard refuses it.
-pub fn with_metrics(app: axum::Router, settings: &MetricsSettings, loopback: bool) -> axum::Router {
+pub(crate) fn with_metrics(
+    app: axum::Router,
+    settings: &MetricsSettings,
+    loopback: bool,
+) -> axum::Router {
     if !settings.enabled {
         return app;
     }
