@@ -14,13 +14,13 @@ fuzz_target!(|data: &[u8]| {
         _ => Map::new(),
     };
     let event = Value::String("push".into());
-    let ctx = RenderContext { payload: &payload, event_type: &event, raw: None };
+    let ctx = RenderContext { payload: &payload, event_type: &event, raw: None, text: None };
     let out = Template::compile(template).render(&ctx);
     if !template.contains('{') {
         assert_eq!(out, template);
     }
     let empty = Map::new();
-    let bare = Template::compile(template).render(&RenderContext { payload: &empty, event_type: &event, raw: None });
+    let bare = Template::compile(template).render(&RenderContext { payload: &empty, event_type: &event, raw: None, text: None });
     if !template.contains("{__raw__}") && !template.contains("{event_type}") {
         assert_eq!(bare, template, "with an empty payload nothing resolves");
     }

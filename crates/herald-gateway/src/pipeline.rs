@@ -15,6 +15,7 @@ use herald_deliver::discord_interaction::{APPLICATION_ID, INTERACTION_TOKEN};
 use herald_deliver::{OutgoingMessage, TargetSet};
 use herald_http::body::BodyError;
 use herald_http::body_budget::{self, BodyBudget};
+use herald_protocol::json_literal as literal;
 use herald_store::{EnqueueOutcome, NewInboxItem, Store};
 use herald_webhook::event::BodyKind;
 use herald_webhook::filter::{FileListCache, FilterInput};
@@ -23,7 +24,7 @@ use herald_webhook::raw_render;
 use herald_webhook::sender::{self, Sender, SignedRequest};
 use herald_webhook::template::{RAW_MAX_CHARS, RenderContext, default_prompt};
 use herald_webhook::verify::{Clock, INSECURE_NO_AUTH, SignatureScheme};
-use herald_webhook::{event, pyjson};
+use herald_webhook::{event, json_text, pyjson};
 use http::{HeaderMap, header};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -326,6 +327,7 @@ impl Gateway {
             mut payload,
             stored,
             raw,
+            exotic,
         } = match self
             .heavy
             .run(body.len(), || parse_payload(route, &body, content_type))
@@ -388,7 +390,8 @@ impl Gateway {
         }
         // 13. Script.
         if let Some(script_value) = &route.script {
-            match self.run_script(script_value, &payload).await {
+            let exact = stored.as_deref().filter(|_| exotic);
+            match self.run_script(script_value, &payload, exact).await {
                 Ok(Some(new_payload)) => {
                     payload = new_payload;
                     payload_changed = true;
@@ -405,6 +408,7 @@ impl Gateway {
             payload: &payload,
             event_type: &event_type,
             raw: raw.as_deref(),
+            text: stored.as_deref().filter(|_| exotic && !payload_changed),
         };
         let prompt = match &route.prompt {
             Some(t) => t.render(&ctx),
@@ -579,9 +583,10 @@ impl Gateway {
         &self,
         value: &str,
         payload: &Map<String, Value>,
+        text: Option<&[u8]>,
     ) -> Result<Option<Map<String, Value>>, String> {
         let path = script::resolve(value, &self.home)?;
-        match script::run(&path, payload, self.script_timeout).await {
+        match script::run(&path, payload, text, self.script_timeout).await {
             ScriptOutcome::Ignore(reason) => Err(reason),
             ScriptOutcome::Unchanged => Ok(None),
             ScriptOutcome::Replace(map) => Ok(Some(map)),
@@ -633,6 +638,9 @@ struct Parsed<'a> {
     stored: Option<Cow<'a, [u8]>>,
     /// `{__raw__}` and the default prompt, when rendered from the text.
     raw: Option<String>,
+    /// `stored` holds numbers the payload holds only through stand-ins: templates read
+    /// them from it (see herald-protocol's `json_literal`).
+    exotic: bool,
 }
 
 /// Only the paths the route reads when that gives the same answers (the payload shown
@@ -654,14 +662,26 @@ fn parse_payload<'a>(
                 payload: picked.payload,
                 stored: Some(picked.text),
                 raw,
+                exotic: picked.exotic,
             });
         }
     }
     let (payload, kind) = event::parse_body_kind(body, content_type)?;
+    // A JSON body is stored as its text: as received, or as it was read (without a
+    // byte-order mark, lone surrogates replaced), which keeps every number as written.
+    let (stored, exotic) = match kind {
+        BodyKind::Json => (Some(Cow::Borrowed(body)), literal::has_exotic(body)),
+        BodyKind::RewrittenJson => match json_text::readable(body) {
+            Some(text) => (Some(text.bytes), text.exotic),
+            None => (None, false),
+        },
+        BodyKind::Form => (None, false),
+    };
     Ok(Parsed {
         payload,
-        stored: (kind == BodyKind::Json).then_some(Cow::Borrowed(body)),
+        stored,
         raw: None,
+        exotic,
     })
 }
 

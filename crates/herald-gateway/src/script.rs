@@ -105,8 +105,15 @@ pub fn resolve(script: &str, home: &Path) -> Result<PathBuf, String> {
     Ok(resolved)
 }
 
-/// Runs a resolved script with the payload on stdin.
-pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -> ScriptOutcome {
+/// Runs a resolved script with the payload on stdin: as JSON, or as `text` when given
+/// (the body's own text, when it holds numbers the payload holds only through
+/// stand-ins).
+pub async fn run(
+    path: &Path,
+    payload: &Map<String, Value>,
+    text: Option<&[u8]>,
+    timeout: Duration,
+) -> ScriptOutcome {
     let is_shell = path
         .extension()
         .and_then(|e| e.to_str())
@@ -133,7 +140,10 @@ pub async fn run(path: &Path, payload: &Map<String, Value>, timeout: Duration) -
         Err(e) => return ScriptOutcome::Ignore(format!("could not start: {e}")),
     };
     let pid = child.id();
-    let stdin_bytes = serde_json::to_vec(payload).unwrap_or_default();
+    let stdin_bytes = match text {
+        Some(text) => text.to_vec(),
+        None => serde_json::to_vec(payload).unwrap_or_default(),
+    };
     let mut stdin = child.stdin.take();
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();

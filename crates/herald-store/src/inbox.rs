@@ -1,6 +1,7 @@
 //! The inbox: accepted agent-route events waiting to be processed.
 
 use herald_protocol::json_depth::nesting_depth;
+use herald_protocol::json_literal;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 use serde::Serialize;
 
@@ -110,8 +111,16 @@ impl StoredPayload {
         &self.text
     }
 
-    /// The payload as a JSON value (built now; a string when it is not JSON).
+    /// The payload as a JSON value (built now; a string when it is not JSON). Numbers a
+    /// tree cannot hold as Python reads them are stand-ins (see herald-protocol's
+    /// `json_literal`); the text keeps them.
     pub fn value(&self) -> serde_json::Value {
+        if self.is_json {
+            let tree = json_literal::tree_text(self.text.as_bytes());
+            if let Ok(value) = serde_json::from_slice(&tree) {
+                return value;
+            }
+        }
         json(self.text.clone())
     }
 }

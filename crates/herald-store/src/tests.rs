@@ -149,6 +149,19 @@ fn a_payload_is_listed_as_json_exactly_when_a_json_reader_takes_it() {
     assert_eq!(serde_json::to_string(&stored).unwrap(), "\"not json\"");
 }
 
+#[test]
+fn a_payload_keeps_numbers_a_tree_cannot_hold_as_written() {
+    let text = r#"{"big": 123456789012345678901234567890, "inf": 1e400, "z": -0}"#;
+    let stored = crate::inbox::StoredPayload::for_test(text.into());
+    // Listed as the JSON it is, every literal as written...
+    assert_eq!(serde_json::to_string(&stored).unwrap(), text);
+    // ...and built with stand-ins where a tree is needed.
+    assert_eq!(
+        stored.value(),
+        serde_json::json!({"big": 1.2345678901234568e29, "inf": f64::MAX, "z": 0})
+    );
+}
+
 #[tokio::test]
 async fn runs_are_kept_and_unfinished_ones_fail_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,9 +3,11 @@
 //! default recursion limit allows. serde_json refuses the last two, so a body with lone
 //! surrogates is parsed (and stored) with each one replaced by U+FFFD, as a Rust string
 //! cannot hold a lone surrogate, and deep bodies are parsed on a stack that grows as
-//! needed.
+//! needed. Number literals beyond what a tree holds (see [`herald_protocol::json_literal`]) are parsed
+//! through stand-ins.
 
 use herald_protocol::json_depth::nesting_depth;
+use herald_protocol::json_literal as literal;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -38,10 +40,11 @@ pub fn read(body: &[u8]) -> JsonRead {
         return JsonRead::TooDeep;
     };
     let rewritten = text.changed;
+    let tree = text.tree_bytes();
     let parsed = if text.shallow {
-        serde_json::from_slice::<Value>(&text.bytes)
+        serde_json::from_slice::<Value>(&tree)
     } else {
-        parse_deep(&text.bytes)
+        parse_deep(&tree)
     };
     match parsed {
         Ok(Value::Object(map)) => JsonRead::Object { map, rewritten },
@@ -59,6 +62,20 @@ pub struct Readable<'a> {
     pub changed: bool,
     /// Few enough `[`/`{` that serde_json's own nesting limit is never reached.
     pub shallow: bool,
+    /// Holds a number literal that a tree cannot hold as Python does (see
+    /// [`herald_protocol::json_literal`]): what renders the payload reads its numbers from `bytes`.
+    pub exotic: bool,
+}
+
+impl Readable<'_> {
+    /// The text a tree is parsed from: `bytes`, with stand-ins for exotic literals.
+    pub fn tree_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.exotic {
+            literal::tree_text(&self.bytes)
+        } else {
+            std::borrow::Cow::Borrowed(&self.bytes)
+        }
+    }
 }
 
 /// The body made readable for serde_json, or `None` when it nests deeper than
@@ -76,10 +93,12 @@ pub fn readable(body: &[u8]) -> Option<Readable<'_>> {
         Some(fixed) => (std::borrow::Cow::Owned(fixed), true),
         None => (std::borrow::Cow::Borrowed(text), bom),
     };
+    let exotic = literal::has_exotic(&bytes);
     Some(Readable {
         bytes,
         changed,
         shallow,
+        exotic,
     })
 }
 

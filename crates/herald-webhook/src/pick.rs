@@ -107,10 +107,11 @@ impl PayloadPaths {
         // Skipped strings are not checked by serde_json: a body that is not UTF-8 is
         // refused by the full parse, so it is not picked either.
         std::str::from_utf8(&text.bytes).ok()?;
-        let payload = pick_object(&text.bytes, &self.root, text.shallow).ok()?;
+        let payload = pick_object(&text.tree_bytes(), &self.root, text.shallow).ok()?;
         Some(Picked {
             payload,
             rewritten: text.changed,
+            exotic: text.exotic,
             text: text.bytes,
         })
     }
@@ -134,6 +135,9 @@ pub struct Picked<'a> {
     pub text: std::borrow::Cow<'a, [u8]>,
     /// Whether `text` differs from the body (then the payload cannot be stored as received).
     pub rewritten: bool,
+    /// `text` holds number literals the payload holds only through stand-ins (see
+    /// [`herald_protocol::json_literal`]): what renders reads them from `text`.
+    pub exotic: bool,
 }
 
 /// Picks `node`'s paths out of the JSON object `text`; a text with many `[`/`{` is read
@@ -152,6 +156,55 @@ fn pick_object(
     };
     de.end()?;
     Ok(map)
+}
+
+/// The text of the value at `path` in the JSON object `text`, found as
+/// [`crate::template::lookup`] finds it in the tree: keys through nested objects, the
+/// last of repeated keys.
+pub fn value_text<'t>(text: &'t [u8], path: &[String]) -> Option<&'t str> {
+    let mut current = std::str::from_utf8(text).ok()?.trim_start();
+    for segment in path {
+        current = member(current, segment)?;
+    }
+    Some(current)
+}
+
+/// The text of the last value under `key` when `text` is an object.
+fn member<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let found = if json_text::is_shallow(text.as_bytes()) {
+        de.deserialize_map(Member(key))
+    } else {
+        de.disable_recursion_limit();
+        serde_stacker::Deserializer::new(&mut de).deserialize_map(Member(key))
+    };
+    found.ok().flatten()
+}
+
+/// Visits an object for the text of the last value under one key.
+struct Member<'k>(&'k str);
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = Option<&'de str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(Key(key)) = access.next_key::<Key<'de>>()? {
+            if key == self.0 {
+                found = Some(access.next_value::<&'de RawValue>()?.get());
+            } else {
+                access.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
 }
 
 /// UTF-8 without `\u` escapes and with too few `[`/`{` to reach serde_json's nesting
@@ -224,9 +277,6 @@ impl<'de> Visitor<'de> for PickObject<'_> {
 /// more than the cut (each count is at most what its rendering writes).
 const SHOWN_BUDGET: usize = NESTED_MAX_CHARS + 1;
 
-/// The key under which serde_json (with arbitrary precision) hands over a number.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
-
 /// A value built only as far as its indented rendering, cut to [`NESTED_MAX_CHARS`],
 /// can show: once `budget` is spent, the rest of every open container is skipped.
 /// Rendering follows document order, so the cut text is the same as the whole value's.
@@ -296,11 +346,6 @@ impl<'de> Visitor<'de> for Shown<'_> {
         self.spend(2);
         let mut out = Map::new();
         while let Some(Key(key)) = access.next_key::<Key<'de>>()? {
-            if key == NUMBER_TOKEN && out.is_empty() {
-                // A number, as serde_json's arbitrary precision hands it over.
-                let digits: Cow<'de, str> = access.next_value::<Key<'de>>()?.0;
-                return serde_json::from_str(&digits).map_err(de::Error::custom);
-            }
             if !self.spent() {
                 self.spend(key.chars().count() + 4);
                 let value = access.next_value_seed(Shown(self.0))?;
@@ -369,13 +414,39 @@ mod tests {
             "missing.x",
         ])
         .pick(body)
-        .unwrap()
-        .payload;
+        .unwrap();
+        // An int past 64 bits is in the tree as the nearest float, and in the text.
+        assert!(picked.exotic);
         assert_eq!(
-            Value::Object(picked),
-            json!({"number": 42, "type": "pr", "pull_request": {"title": "Fix"},
-                   "list": [1, {"a": 2}], "big": 123456789012345678901234567890u128})
+            value_text(&picked.text, &["big".to_owned()]),
+            Some("123456789012345678901234567890")
         );
+        assert_eq!(
+            Value::Object(picked.payload),
+            json!({"number": 42, "type": "pr", "pull_request": {"title": "Fix"},
+                   "list": [1, {"a": 2}], "big": 1.2345678901234568e29})
+        );
+    }
+
+    #[test]
+    fn value_text_finds_what_lookup_finds() {
+        let body = br#" {"a": {"b": [1, 2], "b": {"c": -0}}, "s": "x", "a2": 1e400}"#;
+        let at = |path: &str| {
+            let path: Vec<String> = path.split('.').map(str::to_owned).collect();
+            value_text(body, &path)
+        };
+        assert_eq!(at("a.b"), Some(r#"{"c": -0}"#));
+        assert_eq!(at("a.b.c"), Some("-0"));
+        assert_eq!(at("a2"), Some("1e400"));
+        assert_eq!(at("s.x"), None);
+        assert_eq!(at("a.b.0"), None);
+        assert_eq!(at("missing"), None);
+        let deep = format!(
+            "{{\"x\": {}1{}, \"k\": 7}}",
+            "[".repeat(900),
+            "]".repeat(900)
+        );
+        assert_eq!(value_text(deep.as_bytes(), &["k".to_owned()]), Some("7"));
     }
 
     #[test]
@@ -454,6 +525,7 @@ mod tests {
                 payload,
                 event_type: &event,
                 raw: None,
+                text: None,
             })
         };
         assert_eq!(render(&picked), render(&full));

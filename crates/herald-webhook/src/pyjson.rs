@@ -4,6 +4,7 @@
 //! through `str()`/`json.dumps(sort_keys=True)`; herald must produce the same text so
 //! that a route's output does not change when a user switches.
 
+use herald_protocol::json_literal::{self as literal, NumberText};
 use serde_json::{Number, Value};
 use std::fmt::Write;
 
@@ -188,9 +189,19 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// A number as `json.dumps` writes it (floats that overflow become `Infinity`).
-pub(crate) fn json_number(n: &Number) -> String {
-    match classify(n) {
+/// A number as `json.dumps` writes it.
+fn json_number(n: &Number) -> String {
+    json_number_text(classify(n))
+}
+
+/// A number literal (JSON text) as `json.dumps` writes what Python read from it (floats
+/// that overflow become `Infinity`).
+pub(crate) fn json_literal(text: &str) -> String {
+    json_number_text(literal::classify(text))
+}
+
+fn json_number_text(n: NumberText) -> String {
+    match n {
         NumberText::Int(text) => text,
         NumberText::Float(f) if f.is_infinite() => {
             if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
@@ -201,38 +212,29 @@ pub(crate) fn json_number(n: &Number) -> String {
 
 /// A number as Python's `str()` writes it.
 pub fn number(n: &Number) -> String {
-    match classify(n) {
+    str_number_text(classify(n))
+}
+
+/// A number literal (JSON text) as Python's `str()` writes what it read from it.
+pub fn literal_str(text: &str) -> String {
+    str_number_text(literal::classify(text))
+}
+
+fn str_number_text(n: NumberText) -> String {
+    match n {
         NumberText::Int(text) => text,
         NumberText::Float(f) if f.is_infinite() => if f > 0.0 { "inf" } else { "-inf" }.to_owned(),
         NumberText::Float(f) => float_repr(f),
     }
 }
 
-enum NumberText {
-    Int(String),
-    Float(f64),
-}
-
-/// With `arbitrary_precision` a number keeps its source text; Python reads a literal
-/// without `.`, `e` or `E` as an int of any size and everything else as a float.
+/// A tree's number as Python holds it: serde_json keeps ints as ints and everything
+/// else as a finite float (see [`herald_protocol::json_literal`] for what only the text holds).
 fn classify(n: &Number) -> NumberText {
-    let text = n.to_string();
-    if text.contains(['.', 'e', 'E']) {
-        return NumberText::Float(text.parse::<f64>().unwrap_or(f64::NAN));
+    match n.as_f64() {
+        Some(f) if n.is_f64() => NumberText::Float(f),
+        _ => NumberText::Int(n.to_string()),
     }
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.as_str()),
-    };
-    let digits = digits.trim_start_matches('0');
-    if digits.is_empty() {
-        return NumberText::Int("0".to_owned());
-    }
-    NumberText::Int(if negative {
-        format!("-{digits}")
-    } else {
-        digits.to_owned()
-    })
 }
 
 /// Python's `repr(float)`: the shortest round-trip digits, fixed notation for decimal
@@ -357,18 +359,29 @@ mod tests {
             ("123456789012345.6", "123456789012345.6"),
             ("-2.5e-5", "-2.5e-05"),
             ("-0.0", "-0.0"),
-            ("1.0e400", "inf"),
         ] {
-            let v = parse(input);
-            assert_eq!(text_form(&v), want, "{input}");
+            assert_eq!(text_form(&parse(input)), want, "{input}");
+            assert_eq!(literal_str(input), want, "{input}");
         }
+        assert_eq!(literal_str("1.0e400"), "inf");
+        assert_eq!(json_literal("-1.0e400"), "-Infinity");
     }
 
     #[test]
-    fn integers_of_any_size_are_exact() {
-        let v = parse("123456789012345678901234567890");
-        assert_eq!(text_form(&v), "123456789012345678901234567890");
-        assert_eq!(text_form(&parse("-0")), "0");
+    fn integers_of_any_size_are_exact_from_their_text() {
+        assert_eq!(
+            literal_str("123456789012345678901234567890"),
+            "123456789012345678901234567890"
+        );
+        assert_eq!(literal_str("-0"), "0");
+        assert_eq!(
+            text_form(&parse("18446744073709551615")),
+            "18446744073709551615"
+        );
+        assert_eq!(
+            text_form(&parse("-9223372036854775808")),
+            "-9223372036854775808"
+        );
     }
 
     #[test]

@@ -61,6 +61,22 @@ pub fn indented_cut(text: &[u8], max_chars: usize) -> Option<String> {
     Some(pyjson::cut_chars(out, max_chars))
 }
 
+/// A value's rendering in a template ([`pyjson::template_value`]) written from its JSON
+/// text `text` (valid JSON, as the caller has checked): strings as themselves, numbers
+/// in Python's text form, `True`/`False`/`None`, containers as indented JSON cut to
+/// `max_chars`; `None` when a repeated key would change what is shown.
+pub fn template_value(text: &str, max_chars: usize) -> Option<String> {
+    let text = text.trim();
+    match text.as_bytes().first()? {
+        b'{' | b'[' => indented_cut(text.as_bytes(), max_chars),
+        b'"' => serde_json::from_str::<String>(text).ok(),
+        b't' => Some("True".to_owned()),
+        b'f' => Some("False".to_owned()),
+        b'n' => Some("None".to_owned()),
+        _ => Some(pyjson::literal_str(text)),
+    }
+}
+
 struct Reader<'a> {
     text: &'a [u8],
     at: usize,
@@ -180,8 +196,7 @@ impl Reader<'_> {
                 }
                 if writing {
                     let literal = std::str::from_utf8(&self.text[start..self.at]).ok()?;
-                    let number: serde_json::Number = literal.parse().ok()?;
-                    out.push_str(&pyjson::json_number(&number));
+                    out.push_str(&pyjson::json_literal(literal));
                 }
                 Some(false)
             }
@@ -232,7 +247,7 @@ mod tests {
         for text in [
             r#"{}"#,
             r#"{"a": 1, "b": [1, 2.50, {"c": null, "d": []}], "e": {}, "f": "x\u00e9\"y\n", "g": true, "h": false}"#,
-            r#"{"big": 123456789012345678901234567890, "f": 1e5, "g": -0.0, "u": "\ud83d\ude00"}"#,
+            r#"{"big": 18446744073709551615, "f": 1e5, "g": -0.0, "u": "\ud83d\ude00"}"#,
             r#"  {"nested": [[[[1]]], [[]], {"k": {"k": {"k": "v"}}}]}  "#,
         ] {
             assert_eq!(
@@ -249,6 +264,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn numbers_a_tree_cannot_hold_are_written_as_python_reads_them() {
+        let text = r#"{"big": 123456789012345678901234567890, "z": -0, "inf": 1e400, "ninf": -1E400, "l": [-0, 1.0e309]}"#;
+        assert_eq!(
+            indented_cut(text.as_bytes(), usize::MAX).as_deref(),
+            Some(
+                "{\n  \"big\": 123456789012345678901234567890,\n  \"z\": 0,\n  \"inf\": Infinity,\n  \"ninf\": -Infinity,\n  \"l\": [\n    0,\n    Infinity\n  ]\n}"
+            )
+        );
+        assert_eq!(
+            template_value("123456789012345678901234567890", 10).as_deref(),
+            Some("123456789012345678901234567890")
+        );
+        assert_eq!(template_value("-0", 10).as_deref(), Some("0"));
+        assert_eq!(template_value("1e400", 10).as_deref(), Some("inf"));
+        assert_eq!(
+            template_value(r#""a\u00e9""#, 10).as_deref(),
+            Some("a\u{e9}")
+        );
+        assert_eq!(template_value("true", 10).as_deref(), Some("True"));
+        assert_eq!(template_value("null", 10).as_deref(), Some("None"));
+        assert_eq!(template_value("[1, 2]", 3).as_deref(), Some("[\n "));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! A template is compiled once (when the route is loaded) into literal and placeholder
 //! segments; rendering is a single pass that never rescans replaced text.
 
-use crate::pyjson;
+use crate::{pyjson, raw_render};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// `{__raw__}` is cut to this many code points.
 pub const RAW_MAX_CHARS: usize = 4000;
@@ -33,17 +34,35 @@ pub struct RenderContext<'a> {
     /// The whole payload as `{__raw__}` shows it, when already rendered from the body's
     /// text (the payload then holds only the paths the route reads).
     pub raw: Option<&'a str>,
+    /// The payload's JSON text, when it holds numbers the payload holds only through
+    /// stand-ins (see [`herald_protocol::json_literal`]): placeholders are then rendered from it.
+    pub text: Option<&'a [u8]>,
 }
 
 impl RenderContext<'_> {
     /// `{__raw__}`: the whole payload as indented JSON, cut.
-    fn raw_text(&self) -> std::borrow::Cow<'_, str> {
-        match self.raw {
-            Some(text) => std::borrow::Cow::Borrowed(text),
-            None => {
-                std::borrow::Cow::Owned(pyjson::indented_object_cut(self.payload, RAW_MAX_CHARS))
-            }
+    fn raw_text(&self) -> Cow<'_, str> {
+        if let Some(text) = self.raw {
+            return Cow::Borrowed(text);
         }
+        if let Some(shown) = self
+            .text
+            .and_then(|text| raw_render::indented_cut(text, RAW_MAX_CHARS))
+        {
+            return Cow::Owned(shown);
+        }
+        Cow::Owned(pyjson::indented_object_cut(self.payload, RAW_MAX_CHARS))
+    }
+
+    /// A `{a.b}` placeholder's rendering, or `None` when the path does not resolve.
+    fn shown(&self, path: &[String]) -> Option<String> {
+        let from_text = self.text.and_then(|text| {
+            let found = crate::pick::value_text(text, path)?;
+            raw_render::template_value(found, NESTED_MAX_CHARS)
+        });
+        from_text.or_else(|| {
+            lookup(self.payload, path).map(|v| pyjson::template_value(v, NESTED_MAX_CHARS))
+        })
     }
 }
 
@@ -130,8 +149,8 @@ impl Template {
                 Segment::EventType => {
                     out.push_str(&pyjson::template_value(ctx.event_type, NESTED_MAX_CHARS))
                 }
-                Segment::Path(path, written) => match lookup(ctx.payload, path) {
-                    Some(value) => out.push_str(&pyjson::template_value(value, NESTED_MAX_CHARS)),
+                Segment::Path(path, written) => match ctx.shown(path) {
+                    Some(shown) => out.push_str(&shown),
                     None => out.push_str(written),
                 },
             }
@@ -185,7 +204,33 @@ mod tests {
             payload: &payload,
             event_type: &event,
             raw: None,
+            text: None,
         })
+    }
+
+    #[test]
+    fn numbers_only_the_text_holds_render_as_python_shows_them() {
+        let body = br#"{"big": 123456789012345678901234567890, "o": {"z": -0, "inf": 1e400}, "s": "1e400"}"#;
+        let crate::json_text::JsonRead::Object { map, .. } = crate::json_text::read(body) else {
+            panic!("not read");
+        };
+        let event = json!("push");
+        let ctx = RenderContext {
+            payload: &map,
+            event_type: &event,
+            raw: None,
+            text: Some(body),
+        };
+        assert_eq!(
+            Template::compile("{big} {o} {o.inf} {o.z} {s}").render(&ctx),
+            "123456789012345678901234567890 {\n  \"z\": 0,\n  \"inf\": Infinity\n} inf 0 1e400"
+        );
+        assert!(default_prompt("r", &ctx).contains(
+            "{\n  \"big\": 123456789012345678901234567890,\n  \"o\": {\n    \"z\": 0,\n    \"inf\": Infinity\n  },\n  \"s\": \"1e400\"\n}"
+        ));
+        // The tree holds stand-ins: the largest float for `inf`, the int 0 for `-0`.
+        assert_eq!(map["o"]["z"], json!(0));
+        assert_eq!(map["o"]["inf"], json!(f64::MAX));
     }
 
     #[test]
@@ -239,6 +284,7 @@ mod tests {
                 payload: &payload,
                 event_type: &ev,
                 raw: None,
+                text: None,
             },
         );
         assert_eq!(

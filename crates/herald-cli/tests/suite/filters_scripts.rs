@@ -197,6 +197,10 @@ async fn route_scripts() {
     assert_eq!(s, StatusCode::ACCEPTED, "{b}");
     let (s, _) = h.github("sh", "push", r#"{"a": 1}"#, Some("sh")).await;
     assert_eq!(s, StatusCode::ACCEPTED);
+    // A body with a number no tree holds reaches the script as written.
+    let exotic = r#"{"a": 123456789012345678901234567890, "b": 1e400}"#;
+    let (s, _) = h.github("sh", "push", exotic, Some("sh-exotic")).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
     let (s, _) = h.github("env", "push", r#"{}"#, Some("env")).await;
     assert_eq!(s, StatusCode::ACCEPTED);
     for route in ["drop", "escape", "abs", "fail", "missing", "flood"] {
@@ -242,6 +246,12 @@ async fn route_scripts() {
     };
     assert_eq!(prompt("py"), "p={script_output} k=py a=42");
     assert_eq!(prompt("sh"), "p=not json: {\"a\":1} k={kind} a=1");
+    assert!(
+        prompt("sh-exotic")
+            .starts_with("p=not json: {\"a\": 123456789012345678901234567890, \"b\": 1e400} "),
+        "{}",
+        prompt("sh-exotic")
+    );
     assert_eq!(prompt("env"), "p={script_output} k={kind} a=none-kept");
 }
 

@@ -248,6 +248,50 @@ async fn valid_json_as_python_reads_it_is_never_an_empty_payload() {
     );
 }
 
+/// Python reads `123456789012345678901234567890` as an int, `-0` as 0 and `1e400` as
+/// inf; herald's trees hold 64-bit ints and finite floats, so prompts and the stored
+/// payload are written from the body's text (the expected texts are Python's).
+#[tokio::test]
+async fn numbers_beyond_a_tree_render_and_are_stored_as_python_reads_them() {
+    let h = InProcess::start(&config_with_routes(
+        "        t:\n          prompt: '{big} {o} {o.z} {s}'\n        d: {}\n",
+    ));
+    let body =
+        r#"{"big": 123456789012345678901234567890, "o": {"z": -0, "inf": 1e400}, "s": "1e400"}"#;
+    for (route, body) in [
+        ("t", body.as_bytes().to_vec()),
+        ("d", body.as_bytes().to_vec()),
+        ("t", [b"\xEF\xBB\xBF".as_slice(), body.as_bytes()].concat()),
+    ] {
+        let headers = [("x-hub-signature-256", sign::github(SECRET, &body))];
+        let (s, b) = h.post(&format!("/webhooks/{route}"), body, &headers).await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    }
+    let mut items = h.inbox();
+    items.reverse();
+    let shown = "123456789012345678901234567890 {\n  \"z\": 0,\n  \"inf\": Infinity\n} 0 1e400";
+    assert_eq!(items[0]["prompt"], shown);
+    assert!(
+        items[1]["prompt"].as_str().unwrap().contains(
+            "{\n  \"big\": 123456789012345678901234567890,\n  \"o\": {\n    \"z\": 0,\n    \"inf\": Infinity\n  },\n  \"s\": \"1e400\"\n}"
+        ),
+        "{}",
+        items[1]["prompt"]
+    );
+    // A body read without its byte-order mark is stored as read, its numbers as written.
+    assert_eq!(items[2]["prompt"], shown);
+    let (code, listed, err) = h.cli(&["inbox", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        listed
+            .matches(r#""big": 123456789012345678901234567890,"#)
+            .count(),
+        3,
+        "{listed}"
+    );
+    assert_eq!(listed.matches(r#""inf": 1e400}"#).count(), 3, "{listed}");
+}
+
 #[tokio::test]
 async fn rate_limit_counts_only_authenticated_requests() {
     let config = config_with_routes("        r: {}\n        other: {}\n")

@@ -31,14 +31,14 @@ proptest! {
     #[test]
     fn text_without_braces_renders_to_itself(text in "[^{}]{0,200}", payload in arb_payload()) {
         let ev = json!("push");
-        let out = Template::compile(&text).render(&RenderContext { payload: &payload, event_type: &ev, raw: None });
+        let out = Template::compile(&text).render(&RenderContext { payload: &payload, event_type: &ev, raw: None, text: None });
         prop_assert_eq!(out, text);
     }
 
     #[test]
     fn rendering_never_panics(text in ".{0,200}", payload in arb_payload()) {
         let ev = json!("push");
-        let _ = Template::compile(&text).render(&RenderContext { payload: &payload, event_type: &ev, raw: None });
+        let _ = Template::compile(&text).render(&RenderContext { payload: &payload, event_type: &ev, raw: None, text: None });
     }
 
     #[test]
@@ -46,7 +46,7 @@ proptest! {
         let text: String = names.iter().map(|n| format!("{{{n}}} ")).collect();
         let ev = json!("push");
         let payload = Map::new();
-        let out = Template::compile(&text).render(&RenderContext { payload: &payload, event_type: &ev, raw: None });
+        let out = Template::compile(&text).render(&RenderContext { payload: &payload, event_type: &ev, raw: None, text: None });
         prop_assert_eq!(out, text);
     }
 
@@ -56,7 +56,7 @@ proptest! {
         let mut payload = Map::new();
         payload.insert(key.clone(), Value::String(value.clone()));
         let ev = json!("push");
-        let out = Template::compile(&format!("<{{{key}}}>")).render(&RenderContext { payload: &payload, event_type: &ev, raw: None });
+        let out = Template::compile(&format!("<{{{key}}}>")).render(&RenderContext { payload: &payload, event_type: &ev, raw: None, text: None });
         prop_assert_eq!(out, format!("<{value}>"));
     }
 }
