@@ -383,10 +383,7 @@ fn print_item(i: &InboxItem, waiting: Option<&str>, deliveries: &[herald_store::
     }
     outln!("headers:       {}", i.headers);
     outln!("\nprompt:\n{}\n", i.prompt);
-    outln!(
-        "payload:\n{}",
-        serde_json::to_string_pretty(&i.payload.value()).unwrap_or_default()
-    );
+    outln!("payload:\n{}", i.payload.display_text());
 }
 
 /// `herald inbox cancel ID`.

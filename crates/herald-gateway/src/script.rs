@@ -203,7 +203,9 @@ pub fn interpret(stdout: &str) -> ScriptOutcome {
     if text.is_empty() || text == "[SILENT]" {
         return ScriptOutcome::Ignore("no output".into());
     }
-    match serde_json::from_str::<Value>(text) {
+    // Read as Python reads it: numbers a tree cannot hold become stand-ins.
+    let tree = herald_protocol::json_literal::tree_text(text.as_bytes());
+    match serde_json::from_slice::<Value>(&tree) {
         Ok(Value::Object(map)) => {
             let flagged = |k: &str| map.get(k) == Some(&Value::Bool(true));
             if flagged("__hermes_ignore__") || flagged("[SILENT]") {
@@ -273,6 +275,11 @@ mod tests {
         assert_eq!(
             interpret(" hello \n"),
             ScriptOutcome::Output("hello".into())
+        );
+        // JSON as Python reads it: a number past a double is a number, not text.
+        assert_eq!(
+            interpret(r#"{"a": 1e400, "b": -0}"#),
+            ScriptOutcome::Replace(json!({"a": f64::MAX, "b": 0}).as_object().cloned().unwrap())
         );
     }
 

@@ -46,7 +46,8 @@ enum Exotic {
     Replaced(&'static [u8]),
 }
 
-/// `None` when serde_json reads `literal` as Python does.
+/// `None` when serde_json reads `literal` as Python does (or it is no JSON number at
+/// all: then serde_json refuses it, as Python does).
 fn exotic(literal: &[u8]) -> Option<Exotic> {
     let exponent = literal.iter().any(|b| matches!(b, b'e' | b'E'));
     let float = exponent || literal.contains(&b'.');
@@ -54,22 +55,60 @@ fn exotic(literal: &[u8]) -> Option<Exotic> {
     // overflows only past 309 digits, an int leaves 64 bits only past 18.
     if (float && !exponent && literal.len() < 309)
         || (!float && literal.len() < 19 && literal != b"-0")
+        || !is_json_number(literal)
     {
         return None;
     }
     let text = std::str::from_utf8(literal).ok()?;
-    if float {
-        return match text.parse::<f64>() {
-            Ok(f) if f == f64::INFINITY => Some(Exotic::Replaced(b"1.7976931348623157e308")),
-            Ok(f) if f == f64::NEG_INFINITY => Some(Exotic::Replaced(b"-1.7976931348623157e308")),
-            _ => None,
-        };
-    }
-    if text == "-0" {
+    if !float && text == "-0" {
         return Some(Exotic::Replaced(b"0"));
     }
-    let fits = text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok();
-    (!fits).then_some(Exotic::Kept)
+    if !float && (text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok()) {
+        return None;
+    }
+    // serde_json reads a float, or an int past 64 bits, as the nearest double; one
+    // that overflows it refuses.
+    match text.parse::<f64>() {
+        Ok(f) if f == f64::INFINITY => Some(Exotic::Replaced(b"1.7976931348623157e308")),
+        Ok(f) if f == f64::NEG_INFINITY => Some(Exotic::Replaced(b"-1.7976931348623157e308")),
+        _ if float => None,
+        _ => Some(Exotic::Kept),
+    }
+}
+
+/// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn is_json_number(literal: &[u8]) -> bool {
+    let digits = |at: usize| {
+        literal[at.min(literal.len())..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let mut at = usize::from(literal.first() == Some(&b'-'));
+    let int = digits(at);
+    if int == 0 || (int > 1 && literal[at] == b'0') {
+        return false;
+    }
+    at += int;
+    if literal.get(at) == Some(&b'.') {
+        let frac = digits(at + 1);
+        if frac == 0 {
+            return false;
+        }
+        at += 1 + frac;
+    }
+    if matches!(literal.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(literal.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        let exp = digits(at);
+        if exp == 0 {
+            return false;
+        }
+        at += exp;
+    }
+    at == literal.len()
 }
 
 /// Whether `text` (JSON) holds a number literal that a serde_json tree cannot hold as
@@ -159,6 +198,7 @@ mod tests {
             r#"{"a": -1E309}"#,
             r#"{"a": -9223372036854775809}"#,
             r#"{"a": 18446744073709551616}"#,
+            r#"{"a": 1E+400}"#,
         ] {
             assert!(has_exotic(body.as_bytes()), "{body}");
         }
@@ -166,6 +206,9 @@ mod tests {
             r#"{"a": "123456789012345678901234567890", "b": "-0", "c": "1e400"}"#,
             r#"{"a\"": "\"1e400", "b": -0.0, "c": 1e-400, "d": 0}"#,
             r#"{"a": -9223372036854775808, "b": 18446744073709551615, "c": 1.5e308}"#,
+            r#"{"a": 0e400, "b": -1e-400, "c": -0e5, "d": -0.0}"#,
+            // Not JSON: left for serde_json to refuse, as Python does.
+            r#"{"a": 1.e400, "b": 01e400, "c": -e400, "d": 1e}"#,
         ] {
             assert!(!has_exotic(body.as_bytes()), "{body}");
         }
@@ -181,6 +224,29 @@ mod tests {
         );
         assert!(serde_json::from_slice::<serde_json::Value>(&text).is_ok());
         assert!(matches!(tree_text(b"{\"a\": 1}"), Cow::Borrowed(_)));
+        // An int too large even for a double is read as the largest one.
+        let huge = format!(
+            "{{\"a\": 1{}, \"b\": -1{}}}",
+            "0".repeat(309),
+            "0".repeat(400)
+        );
+        assert!(has_exotic(huge.as_bytes()));
+        let text = tree_text(huge.as_bytes());
+        let tree: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(tree["a"], serde_json::json!(f64::MAX));
+        assert_eq!(tree["b"], serde_json::json!(-f64::MAX));
+    }
+
+    #[test]
+    fn only_json_numbers_are_numbers() {
+        for good in ["0", "-0", "12", "-1.5", "1e5", "1E+5", "2.50e-3"] {
+            assert!(is_json_number(good.as_bytes()), "{good}");
+        }
+        for bad in [
+            "", "-", "01", "1.", ".5", "1e", "1e+", "+1", "1.e4", "--1", "1-2", "0x1",
+        ] {
+            assert!(!is_json_number(bad.as_bytes()), "{bad}");
+        }
     }
 
     #[test]

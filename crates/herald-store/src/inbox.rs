@@ -111,6 +111,16 @@ impl StoredPayload {
         &self.text
     }
 
+    /// The payload for a person to read: indented JSON; the text as stored when it holds
+    /// numbers a tree would show otherwise (see herald-protocol's `json_literal`); a JSON
+    /// string when it is not JSON.
+    pub fn display_text(&self) -> String {
+        if self.is_json && json_literal::has_exotic(self.text.as_bytes()) {
+            return self.text.clone();
+        }
+        serde_json::to_string_pretty(&self.value()).unwrap_or_default()
+    }
+
     /// The payload as a JSON value (built now; a string when it is not JSON). Numbers a
     /// tree cannot hold as Python reads them are stand-ins (see herald-protocol's
     /// `json_literal`); the text keeps them.

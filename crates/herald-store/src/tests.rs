@@ -160,6 +160,10 @@ fn a_payload_keeps_numbers_a_tree_cannot_hold_as_written() {
         stored.value(),
         serde_json::json!({"big": 1.2345678901234568e29, "inf": f64::MAX, "z": 0})
     );
+    // Shown to a person as stored; other payloads indented.
+    assert_eq!(stored.display_text(), text);
+    let plain = crate::inbox::StoredPayload::for_test(r#"{"a":1}"#.into());
+    assert_eq!(plain.display_text(), "{\n  \"a\": 1\n}");
 }
 
 #[tokio::test]

@@ -258,7 +258,8 @@ impl<'de> Visitor<'de> for PickObject<'_> {
                     let value = access.next_value_seed(Shown(&budget))?;
                     out.insert(key.into_owned(), value);
                 }
-                Some(child) if child.whole || child.children.is_empty() => {
+                // Shown and read deeper too: built whole, as both need.
+                Some(child) if child.whole || child.shown || child.children.is_empty() => {
                     let value: Value = access.next_value()?;
                     out.insert(key.into_owned(), value);
                 }
@@ -538,6 +539,28 @@ mod tests {
         whole.add(&["a".to_owned()]);
         let picked = whole.pick(body.as_bytes()).unwrap().payload;
         assert_eq!(picked["a"], full["a"]);
+    }
+
+    #[test]
+    fn a_container_shown_and_read_deeper_is_built_whole() {
+        use crate::template::{RenderContext, Template};
+        let template = Template::compile("{a} {a.b}");
+        let mut shown = PayloadPaths::new();
+        template.add_paths(&mut shown);
+        let body = br#"{"a": {"b": 1, "c": 2}, "d": 3}"#;
+        let picked = shown.pick(body).unwrap().payload;
+        let full: Map<String, Value> = serde_json::from_slice(body).unwrap();
+        let event = Value::Null;
+        let render = |payload| {
+            template.render(&RenderContext {
+                payload,
+                event_type: &event,
+                raw: None,
+                text: None,
+            })
+        };
+        assert_eq!(render(&picked), "{\n  \"b\": 1,\n  \"c\": 2\n} 1");
+        assert_eq!(render(&picked), render(&full));
     }
 
     #[test]

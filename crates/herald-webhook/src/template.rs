@@ -55,14 +55,31 @@ impl RenderContext<'_> {
     }
 
     /// A `{a.b}` placeholder's rendering, or `None` when the path does not resolve.
+    /// A value that may hold a stand-in is written from the text, when there is one.
     fn shown(&self, path: &[String]) -> Option<String> {
-        let from_text = self.text.and_then(|text| {
-            let found = crate::pick::value_text(text, path)?;
-            raw_render::template_value(found, NESTED_MAX_CHARS)
-        });
-        from_text.or_else(|| {
-            lookup(self.payload, path).map(|v| pyjson::template_value(v, NESTED_MAX_CHARS))
-        })
+        let value = lookup(self.payload, path)?;
+        let from_text = self
+            .text
+            .filter(|_| may_hold_stand_in(value))
+            .and_then(|text| crate::pick::value_text(text, path))
+            .and_then(|found| raw_render::template_value(found, NESTED_MAX_CHARS));
+        Some(from_text.unwrap_or_else(|| pyjson::template_value(value, NESTED_MAX_CHARS)))
+    }
+}
+
+/// Whether `value` holds a number that may stand in for a literal only the text holds
+/// (see [`herald_protocol::json_literal`]): a double at or past 2^63 in size. `-0`'s
+/// stand-in, the int 0, renders as Python renders `-0`.
+fn may_hold_stand_in(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => {
+            n.is_f64()
+                && n.as_f64()
+                    .is_some_and(|f| f.abs() >= 9.223_372_036_854_776e18)
+        }
+        Value::Array(items) => items.iter().any(may_hold_stand_in),
+        Value::Object(map) => map.values().any(may_hold_stand_in),
+        _ => false,
     }
 }
 
