@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn a_shown_container_is_built_only_as_far_as_its_cut_shows_and_renders_the_same() {
-        use crate::template::{RenderContext, Template};
+        use crate::template::Template;
         let unit = format!("{}1{}", "[".repeat(50), "]".repeat(50));
         let chains = vec![unit; 5000].join(",");
         let late = "x".repeat(3000);
@@ -520,16 +520,7 @@ mod tests {
         template.add_paths(&mut shown);
         let picked = shown.pick(body.as_bytes()).unwrap().payload;
         let full: Map<String, Value> = serde_json::from_str(&body).unwrap();
-        let event = Value::Null;
-        let render = |payload| {
-            template.render(&RenderContext {
-                payload,
-                event_type: &event,
-                raw: None,
-                text: None,
-            })
-        };
-        assert_eq!(render(&picked), render(&full));
+        assert_eq!(render(&template, &picked), render(&template, &full));
         let kept = serde_json::to_string(&picked["a"]["list"]).unwrap();
         assert!(kept.len() < 20_000, "built {} bytes of a list", kept.len());
         // The repeated key replaced its value in the first one's place.
@@ -543,24 +534,26 @@ mod tests {
 
     #[test]
     fn a_container_shown_and_read_deeper_is_built_whole() {
-        use crate::template::{RenderContext, Template};
+        use crate::template::Template;
         let template = Template::compile("{a} {a.b}");
         let mut shown = PayloadPaths::new();
         template.add_paths(&mut shown);
         let body = br#"{"a": {"b": 1, "c": 2}, "d": 3}"#;
         let picked = shown.pick(body).unwrap().payload;
         let full: Map<String, Value> = serde_json::from_slice(body).unwrap();
-        let event = Value::Null;
-        let render = |payload| {
-            template.render(&RenderContext {
-                payload,
-                event_type: &event,
-                raw: None,
-                text: None,
-            })
-        };
-        assert_eq!(render(&picked), "{\n  \"b\": 1,\n  \"c\": 2\n} 1");
-        assert_eq!(render(&picked), render(&full));
+        let want = "{\n  \"b\": 1,\n  \"c\": 2\n} 1";
+        assert_eq!(render(&template, &picked), want);
+        assert_eq!(render(&template, &full), want);
+    }
+
+    /// `template` rendered on `payload` (no raw text, no body text).
+    fn render(template: &crate::template::Template, payload: &Map<String, Value>) -> String {
+        template.render(&crate::template::RenderContext {
+            payload,
+            event_type: &Value::Null,
+            raw: None,
+            text: None,
+        })
     }
 
     #[test]
