@@ -347,7 +347,7 @@ fn write_doc(path: &Path, doc: &Value) -> Result<(), ConfigError> {
     if path.exists() {
         std::fs::copy(path, path.with_extension("yaml.bak")).map_err(write_err)?;
     }
-    let yaml = serde_saphyr::to_string(&PlainNumbers(doc))
+    let yaml = serde_saphyr::to_string(doc)
         .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
     write_private_replace(path, yaml.as_bytes()).map_err(write_err)
 }
@@ -366,44 +366,6 @@ pub fn write_private_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let _ = std::fs::remove_file(&tmp);
     write_private_new(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
-}
-
-/// Serialises a JSON value with its numbers as plain numbers (serde_json's
-/// `arbitrary_precision` would otherwise hand other serialisers a private map).
-struct PlainNumbers<'a>(&'a Value);
-
-impl serde::Serialize for PlainNumbers<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
-        match self.0 {
-            Value::Null => s.serialize_unit(),
-            Value::Bool(b) => s.serialize_bool(*b),
-            Value::Number(n) => {
-                if let Some(i) = n.as_i64() {
-                    s.serialize_i64(i)
-                } else if let Some(u) = n.as_u64() {
-                    s.serialize_u64(u)
-                } else {
-                    s.serialize_f64(n.as_f64().unwrap_or(f64::NAN))
-                }
-            }
-            Value::String(v) => s.serialize_str(v),
-            Value::Array(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(&PlainNumbers(item))?;
-                }
-                seq.end()
-            }
-            Value::Object(map) => {
-                let mut m = s.serialize_map(Some(map.len()))?;
-                for (k, v) in map {
-                    m.serialize_entry(k, &PlainNumbers(v))?;
-                }
-                m.end()
-            }
-        }
-    }
 }
 
 /// Appends `value` to the top-level list `key` of a config file (created when missing),
