@@ -222,7 +222,10 @@ async fn expire_keys(
     mut dropped: tokio::sync::oneshot::Receiver<()>,
     deadline: crate::deadline::Deadline,
 ) {
-    let mut tick = tokio::time::interval(EXPIRE_EVERY);
+    // The first sweep waits a period: sweeping at open raced a caller's first
+    // enqueue of an old timestamp (the check ignores expired keys anyway).
+    let first = tokio::time::Instant::now() + EXPIRE_EVERY;
+    let mut tick = tokio::time::interval_at(first, EXPIRE_EVERY);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
