@@ -31,6 +31,19 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
         ],
     ),
     (
+        "hermes-telegram",
+        &[],
+        &[
+            "web",
+            "terminal",
+            "file",
+            "vision",
+            "skills",
+            "clarify",
+            "delegation",
+        ],
+    ),
+    (
         "hermes-acp",
         &[],
         &["web", "terminal", "file", "vision", "skills", "delegation"],

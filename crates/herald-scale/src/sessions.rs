@@ -158,6 +158,21 @@ impl PgSessions {
             .await
     }
 
+    /// The id in the first row of `sql` (one text parameter), if any.
+    async fn newest(&self, sql: &'static str, value: String) -> Result<Option<String>, StoreError> {
+        self.deadline
+            .bound(async {
+                let row = self
+                    .conn()
+                    .await?
+                    .query_opt(sql, &[&value])
+                    .await
+                    .map_err(db_error)?;
+                row.map(|r| r.try_get(0)).transpose().map_err(db_error)
+            })
+            .await
+    }
+
     async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
         get(&self.pool).await
     }
@@ -261,8 +276,8 @@ async fn insert_session(
         ""
     };
     let sql = format!(
-        "INSERT INTO sessions (id, source, model, system_prompt, started_at, cwd, parent_session_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) {conflict}"
+        "INSERT INTO sessions (id, source, model, system_prompt, started_at, cwd, parent_session_id, session_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) {conflict}"
     );
     let stmt = c.prepare_cached(&sql).await.map_err(db_error)?;
     c.execute(
@@ -275,6 +290,7 @@ async fn insert_session(
             &now_secs(),
             &text(&s.cwd),
             &opt_text(&s.parent_session_id),
+            &opt_text(&s.session_key),
         ],
     )
     .await
@@ -931,20 +947,19 @@ impl SessionBackend for PgSessions {
     }
 
     async fn latest(&self, source: String) -> Result<Option<String>, StoreError> {
-        self.deadline
-            .bound(async {
-        let row = self
-            .conn()
-            .await?
-            .query_opt(
-                "SELECT id FROM sessions WHERE source = $1 AND archived = 0 ORDER BY started_at DESC, n DESC LIMIT 1",
-                &[&source],
-            )
-            .await
-            .map_err(db_error)?;
-        row.map(|r| r.try_get(0)).transpose().map_err(db_error)
-            })
-            .await
+        self.newest(
+            "SELECT id FROM sessions WHERE source = $1 AND archived = 0 ORDER BY started_at DESC, n DESC LIMIT 1",
+            source,
+        )
+        .await
+    }
+
+    async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError> {
+        self.newest(
+            "SELECT id FROM sessions WHERE session_key = $1 AND archived = 0 ORDER BY started_at DESC, n DESC LIMIT 1",
+            session_key,
+        )
+        .await
     }
 
     async fn history(&self, session_id: String) -> Result<Vec<StoredMessage>, StoreError> {

@@ -98,6 +98,9 @@ pub struct SessionOptions {
     pub own_mcp_pool: Option<Arc<herald_mcp::McpPool>>,
     /// What a child agent of `delegate_task` takes from its parent.
     pub(crate) child: Option<crate::delegation::ChildParts>,
+    /// A chat platform's session key, stored with the session so that the key's next
+    /// message finds it ([`Host::keyed_session`]).
+    pub session_key: Option<String>,
 }
 
 impl SessionOptions {
@@ -121,6 +124,7 @@ impl SessionOptions {
             own_mcp: Vec::new(),
             own_mcp_pool: None,
             child: None,
+            session_key: None,
         }
     }
 }
@@ -530,6 +534,11 @@ impl Host {
         Ok(self.store.latest(source.to_owned()).await?)
     }
 
+    /// The newest stored session of a chat platform's session key.
+    pub async fn keyed_session(&self, key: &str) -> Result<Option<String>, SessionError> {
+        Ok(self.store.keyed(key.to_owned()).await?)
+    }
+
     /// Where a session opened with `opts` works: its folder, else `terminal.cwd`,
     /// else the process's.
     fn cwd_of(&self, opts: &SessionOptions) -> PathBuf {
@@ -692,6 +701,7 @@ impl Host {
     /// afresh: a webhook event tried again).
     pub async fn open_session(&self, opts: SessionOptions) -> Result<Session, SessionError> {
         let given = opts.id.clone();
+        let session_key = opts.session_key.clone();
         let id = given.clone().unwrap_or_else(prompt::new_session_id);
         let own_mcp = self.discover_mcp(&opts).await;
         let placed = self.place(&opts, own_mcp);
@@ -706,6 +716,7 @@ impl Host {
             system_prompt: session.0.system_prompt.clone(),
             cwd: session.0.cwd.display().to_string(),
             parent_session_id: session.0.delegation.parent_session.clone(),
+            session_key,
         };
         match given {
             Some(_) => self.store.ensure_session(header)?,

@@ -27,6 +27,8 @@ pub enum Platform {
     Api,
     /// Webhook-started runs.
     Webhook,
+    /// People talking to the Telegram bot.
+    Telegram,
 }
 
 impl Platform {
@@ -37,6 +39,7 @@ impl Platform {
             Platform::Acp => "acp",
             Platform::Api => "api_server",
             Platform::Webhook => "webhook",
+            Platform::Telegram => "telegram",
         }
     }
 
@@ -50,13 +53,14 @@ impl Platform {
             Platform::Cli | Platform::Tui => config.platform_toolsets.cli.clone(),
             Platform::Api => config.platform_toolsets.api_server.clone(),
             Platform::Webhook => config.platform_toolsets.webhook.clone(),
-            Platform::Acp => None,
+            Platform::Acp | Platform::Telegram => None,
         };
         let default = match self {
             Platform::Cli | Platform::Tui => "hermes-cli",
             Platform::Acp => "hermes-acp",
             Platform::Api => "hermes-api-server",
             Platform::Webhook => "hermes-webhook",
+            Platform::Telegram => "hermes-telegram",
         };
         configured
             .filter(|l| !l.is_empty())

@@ -40,7 +40,7 @@ pub use deliveries::{Delivery, DeliveryQuery, NewDelivery};
 pub use inbox::{
     Attempt, EnqueueOutcome, InboxGauges, InboxItem, InboxQuery, NewInboxItem, StoredPayload,
 };
-pub use queue::{CancelOutcome, ClaimRequest, ReplayOutcome, Stage};
+pub use queue::{CHAT_ROUTE_PREFIX, CancelOutcome, ClaimRequest, ClaimScope, ReplayOutcome, Stage};
 pub use sessions::{SessionBackend, SessionStore, SqliteSessions};
 pub use sqlite_inbox::SqliteInbox;
 pub use writer::{DEDUP_WINDOW_MS, Durability, MAX_BATCH};

@@ -45,6 +45,27 @@ pub struct ClaimRequest {
     pub running_per_route: HashMap<String, usize>,
     /// Most entries of one route running at once.
     pub per_route_limit: usize,
+    /// Which routes' entries: the webhook routes', or the chat platforms'.
+    pub scope: ClaimScope,
+}
+
+/// Which entries a claim takes: a chat platform's messages (routes named
+/// `chat:<platform>:<bot>`) are answered by the chat door, never by the webhook workers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClaimScope {
+    #[default]
+    Webhooks,
+    Chat,
+}
+
+/// The prefix of a chat platform's inbox routes.
+pub const CHAT_ROUTE_PREFIX: &str = "chat:";
+
+impl ClaimScope {
+    /// Whether the scope is the chat platforms' (for SQL).
+    pub fn chat(self) -> bool {
+        self == ClaimScope::Chat
+    }
 }
 
 /// The state an entry waits in, given whether it has an answer.
@@ -59,12 +80,14 @@ pub(crate) fn claim(conn: &Connection, req: &ClaimRequest) -> rusqlite::Result<V
     let look = (req.max * 8).max(64) as i64;
     let mut candidates: Vec<(i64, String)> = Vec::new();
     for sql in [
-        "SELECT id, route FROM inbox WHERE state = 'queued' AND next_attempt_at_ms <= ?1 ORDER BY id LIMIT ?2",
-        "SELECT id, route FROM inbox WHERE state = 'delivering' AND next_attempt_at_ms <= ?1 ORDER BY id LIMIT ?2",
-        "SELECT id, route FROM inbox WHERE state = 'running' AND lease_until_ms < ?1 ORDER BY id LIMIT ?2",
+        "SELECT id, route FROM inbox WHERE state = 'queued' AND next_attempt_at_ms <= ?1 AND (substr(route, 1, 5) = 'chat:') = ?3 ORDER BY id LIMIT ?2",
+        "SELECT id, route FROM inbox WHERE state = 'delivering' AND next_attempt_at_ms <= ?1 AND (substr(route, 1, 5) = 'chat:') = ?3 ORDER BY id LIMIT ?2",
+        "SELECT id, route FROM inbox WHERE state = 'running' AND lease_until_ms < ?1 AND (substr(route, 1, 5) = 'chat:') = ?3 ORDER BY id LIMIT ?2",
     ] {
         let mut stmt = conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params![req.now_ms, look], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows = stmt.query_map(params![req.now_ms, look, req.scope.chat()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
         for row in rows {
             candidates.push(row?);
         }

@@ -96,6 +96,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 4: the process that runs a run (`instance::current`), so recovery leaves the runs
     // of a process that still serves alone.
     "ALTER TABLE herald_runs ADD COLUMN owner TEXT;",
+    // 5: a chat platform's conversation is found by its session key, newest first (as
+    // Hermes's own index).
+    "CREATE INDEX IF NOT EXISTS idx_sessions_session_key ON sessions(session_key, started_at DESC);",
 ];
 
 /// A message row as stored.
@@ -149,6 +152,8 @@ pub struct NewSession {
     pub cwd: String,
     /// The session it was started from (a subagent's parent).
     pub parent_session_id: Option<String>,
+    /// A chat platform's session key (Hermes's `sessions.session_key`).
+    pub session_key: Option<String>,
 }
 
 /// A finished run to keep: its session (created unless it exists) and its messages.
@@ -247,9 +252,9 @@ fn insert_session(conn: &Connection, s: &NewSession, or_ignore: bool) -> rusqlit
         "INSERT"
     };
     conn.prepare_cached(&format!(
-        "{verb} INTO sessions (id, source, model, system_prompt, started_at, cwd, parent_session_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        "{verb} INTO sessions (id, source, model, system_prompt, started_at, cwd, parent_session_id, session_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
     ))?
-    .execute(params![s.id, s.source, s.model, s.system_prompt, now_secs(), s.cwd, s.parent_session_id])?;
+    .execute(params![s.id, s.source, s.model, s.system_prompt, now_secs(), s.cwd, s.parent_session_id, s.session_key])?;
     Ok(())
 }
 
@@ -569,6 +574,14 @@ impl SessionBackend for SqliteSessions {
     async fn latest(&self, source: String) -> Result<Option<String>, StoreError> {
         self.read(move |c| {
             c.query_row("SELECT id FROM sessions WHERE source = ?1 AND archived = 0 ORDER BY started_at DESC, rowid DESC LIMIT 1", [source], |r| r.get(0))
+                .optional()
+        })
+        .await
+    }
+
+    async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError> {
+        self.read(move |c| {
+            c.query_row("SELECT id FROM sessions WHERE session_key = ?1 AND archived = 0 ORDER BY started_at DESC, rowid DESC LIMIT 1", [session_key], |r| r.get(0))
                 .optional()
         })
         .await

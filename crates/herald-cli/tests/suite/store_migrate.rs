@@ -211,6 +211,7 @@ async fn sqlite_home(url: &str) -> tempfile::TempDir {
             system_prompt: "sys".into(),
             cwd: "/".into(),
             parent_session_id: None,
+            session_key: None,
         })
         .await
         .unwrap();
@@ -222,6 +223,7 @@ async fn sqlite_home(url: &str) -> tempfile::TempDir {
             system_prompt: "sys".into(),
             cwd: "/".into(),
             parent_session_id: Some("s1".into()),
+            session_key: None,
         })
         .await
         .unwrap();

@@ -17,7 +17,7 @@ use crate::pipeline::Gateway;
 use delivery::{log_store_error, process};
 use herald_config::WorkerSettings;
 use herald_session::RunHandle;
-use herald_store::{ClaimRequest, InboxItem, Stage, now_ms};
+use herald_store::{ClaimRequest, ClaimScope, InboxItem, Stage, now_ms};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -126,6 +126,7 @@ async fn dispatch(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
                 max: free,
                 running_per_route: per_route,
                 per_route_limit: shared.settings.max_runs_per_route,
+                scope: ClaimScope::Webhooks,
             };
             match shared.gateway.store.claim(req).await {
                 Ok(items) => {

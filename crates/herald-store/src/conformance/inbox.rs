@@ -2,8 +2,8 @@
 
 use super::Place;
 use crate::{
-    CancelOutcome, ClaimRequest, DEDUP_WINDOW_MS, DeliveryQuery, EnqueueOutcome, InboxQuery,
-    NewDelivery, NewInboxItem, ReplayOutcome, Stage, Store, now_ms,
+    CancelOutcome, ClaimRequest, ClaimScope, DEDUP_WINDOW_MS, DeliveryQuery, EnqueueOutcome,
+    InboxQuery, NewDelivery, NewInboxItem, ReplayOutcome, Stage, Store, now_ms,
 };
 use std::sync::Arc;
 
@@ -24,6 +24,7 @@ pub fn inbox_checks() -> Vec<(&'static str, super::Check)> {
         two_instances_accept_a_delivery_id_once,
         two_instances_never_claim_one_entry_twice,
         an_instance_takes_back_only_its_own_leases_and_a_dead_ones_when_they_expire,
+        chat_entries_are_claimed_only_by_the_chat_door,
     )
 }
 
@@ -51,6 +52,7 @@ fn claim_req(max: usize, per_route: usize, running: &[(&str, usize)]) -> ClaimRe
         max,
         running_per_route: running.iter().map(|(r, n)| ((*r).to_owned(), *n)).collect(),
         per_route_limit: per_route,
+        scope: ClaimScope::Webhooks,
     }
 }
 
@@ -696,4 +698,24 @@ async fn events_are_paged_filtered_and_searched(place: Arc<dyn Place>) {
         .await
         .unwrap();
     assert!(later.is_empty());
+}
+
+/// A chat platform's messages (`chat:` routes) and the webhook routes' events are
+/// claimed apart: neither worker takes the other's, however many wait ahead.
+async fn chat_entries_are_claimed_only_by_the_chat_door(place: Arc<dyn Place>) {
+    let store = place.open("one").await;
+    let t = now_ms();
+    for i in 0..70 {
+        let chat = item("chat:telegram:7", &i.to_string(), t);
+        assert!(accepted(store.enqueue(chat).await.unwrap()));
+    }
+    assert!(accepted(store.enqueue(item("hook", "h", t)).await.unwrap()));
+    let hooks = store.claim(claim_req(10, 10, &[])).await.unwrap();
+    assert_eq!(hooks.len(), 1, "the webhook entry behind 70 chat ones");
+    assert_eq!(hooks[0].route, "hook");
+    let mut chat = claim_req(100, 100, &[]);
+    chat.scope = ClaimScope::Chat;
+    let chats = store.claim(chat).await.unwrap();
+    assert_eq!(chats.len(), 70);
+    assert!(chats.iter().all(|c| c.route == "chat:telegram:7"));
 }

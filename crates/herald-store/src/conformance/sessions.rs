@@ -16,6 +16,7 @@ pub fn session_checks() -> Vec<(&'static str, super::Check)> {
         responses_are_an_lru_and_conversations_name_their_latest,
         list_title_undo_and_delete,
         two_instances_share_sessions_and_runs,
+        a_session_key_leads_to_its_newest_session,
     )
 }
 
@@ -83,6 +84,7 @@ async fn store_with_turns(place: &Arc<dyn Place>) -> (SessionStore, Vec<i64>) {
             system_prompt: "SYS".into(),
             cwd: "/".into(),
             parent_session_id: None,
+            session_key: None,
         })
         .await
         .unwrap();
@@ -366,4 +368,34 @@ async fn list_title_undo_and_delete(place: Arc<dyn Place>) {
     assert!(!store.delete_session("a".into()).await.unwrap());
     assert!(store.session("a".into()).await.unwrap().is_none());
     assert!(store.history("a".into()).await.unwrap().is_empty());
+}
+
+/// A chat platform's session key finds the newest session stored under it (`/new`
+/// starts another under the same key); a key never stored finds none.
+async fn a_session_key_leads_to_its_newest_session(place: Arc<dyn Place>) {
+    let store = place.open_sessions("one").await;
+    let key = "agent:main:telegram:dm:42";
+    assert_eq!(store.keyed(key.into()).await.unwrap(), None);
+    for id in ["first", "second"] {
+        let session = NewSession {
+            id: id.into(),
+            source: "telegram".into(),
+            session_key: Some(key.into()),
+            ..Default::default()
+        };
+        store.create_session(session).await.unwrap();
+        // started_at has a resolution of the clock; keep the two apart.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let other = NewSession {
+        id: "other".into(),
+        source: "telegram".into(),
+        session_key: Some("agent:main:telegram:dm:43".into()),
+        ..Default::default()
+    };
+    store.create_session(other).await.unwrap();
+    assert_eq!(
+        store.keyed(key.into()).await.unwrap().as_deref(),
+        Some("second")
+    );
 }

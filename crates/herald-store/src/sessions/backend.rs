@@ -80,6 +80,8 @@ pub trait SessionBackend: Send + Sync {
     async fn session(&self, id: String) -> Result<Option<SessionRow>, StoreError>;
     /// The most recently started session of a source.
     async fn latest(&self, source: String) -> Result<Option<String>, StoreError>;
+    /// The most recently started session of a chat platform's session key.
+    async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError>;
     /// The live messages of a session, in order.
     async fn history(&self, session_id: String) -> Result<Vec<StoredMessage>, StoreError>;
     async fn response(&self, id: String) -> Result<Option<StoredResponse>, StoreError>;
