@@ -18,7 +18,10 @@ mod slack;
 pub mod split;
 mod targets;
 mod telegram;
+pub mod telegram_html;
+pub mod telegram_split;
 
+pub use http::client as http_client;
 pub use retry::{RetryPolicy, send_with_retries};
 pub use targets::{TargetSet, TargetSettings};
 

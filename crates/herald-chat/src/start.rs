@@ -1,0 +1,243 @@
+//! Starting a bot inside `herald gateway run`: its door, its poller and its dispatcher,
+//! stopped together.
+
+use crate::BotStatus;
+use crate::door::ChatDoor;
+use crate::key::KeyRules;
+use crate::outbox::Governor;
+use crate::pairing::PairingStore;
+use crate::telegram::Telegram;
+use crate::telegram::access::Access;
+use crate::telegram::api::BotApi;
+use crate::telegram::poll::Poller;
+use crate::telegram::wire::Me;
+use herald_session::Host;
+use herald_store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+
+/// What a Telegram bot is started with.
+pub struct TelegramStart {
+    pub token: String,
+    /// `extra.base_url` (`https://api.telegram.org/bot`).
+    pub base_url: String,
+    pub access: Access,
+    pub rules: KeyRules,
+    /// How long one `getUpdates` waits.
+    pub long_poll: Duration,
+    /// The home's pairing files.
+    pub pairing: PairingStore,
+    /// Unknown users in private chats get a pairing code (else they are ignored).
+    pub pair_strangers: bool,
+    /// Webhook mode (`TELEGRAM_WEBHOOK_URL`): Telegram posts updates to herald's
+    /// listener; else herald polls.
+    pub webhook: Option<WebhookMode>,
+    pub client: reqwest::Client,
+}
+
+/// Where Telegram posts updates in webhook mode.
+#[derive(Debug, Clone)]
+pub struct WebhookMode {
+    /// The public HTTPS URL (`TELEGRAM_WEBHOOK_URL`).
+    pub url: String,
+    /// `TELEGRAM_WEBHOOK_SECRET`, sent back in `X-Telegram-Bot-Api-Secret-Token`.
+    pub secret: String,
+}
+
+impl WebhookMode {
+    /// The path herald serves: the URL's (`/telegram` when it has none).
+    pub fn path(&self) -> Result<String, StartError> {
+        let url =
+            reqwest::Url::parse(&self.url).map_err(|e| StartError::WebhookUrl(e.to_string()))?;
+        Ok(match url.path() {
+            "" | "/" => "/telegram".to_owned(),
+            p => p.to_owned(),
+        })
+    }
+}
+
+/// Why a bot did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("telegram: the bot token is not `<bot id>:<secret>` as BotFather gives it")]
+    Token,
+    #[error("telegram: TELEGRAM_WEBHOOK_URL is not a URL: {0}")]
+    WebhookUrl(String),
+}
+
+/// A running bot.
+pub struct ChatBot {
+    pub status: Arc<BotStatus>,
+    /// In webhook mode: the route to serve on herald's webhook listener.
+    pub webhook: Option<(String, axum::Router)>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl ChatBot {
+    /// Stops polling and claiming; turns that run go on until the process ends, and
+    /// their entries are taken again at the next start if they do not finish.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Starts a Telegram bot on `host` (its conversations) and `store` (its inbox).
+pub fn start_telegram(
+    mut start: TelegramStart,
+    host: Arc<Host>,
+    tools: Vec<String>,
+    store: Store,
+    lease: Duration,
+) -> Result<ChatBot, StartError> {
+    let bot_id = start
+        .token
+        .split_once(':')
+        .and_then(|(id, _)| id.parse::<i64>().ok())
+        .ok_or(StartError::Token)?;
+    let api = BotApi::new(
+        start.client.clone(),
+        &start.base_url,
+        &start.token,
+        Duration::from_secs(20),
+    );
+    let status = Arc::new(BotStatus::default());
+    let (stop, stopped) = watch::channel(false);
+    let wake = Arc::new(Notify::new());
+    let route = format!("{}telegram:{bot_id}", herald_store::CHAT_ROUTE_PREFIX);
+    let (intake, webhook) = match start.webhook.clone() {
+        None => {
+            let poller = Poller {
+                api: api.clone(),
+                store: store.clone(),
+                route,
+                wake: wake.clone(),
+                status: status.clone(),
+                long_poll: start.long_poll,
+            };
+            (tokio::spawn(poller.run(stopped.clone())), None)
+        }
+        Some(mode) => {
+            let path = mode.path()?;
+            let receiver = crate::telegram::webhook::Receiver {
+                store: store.clone(),
+                route,
+                secret: mode.secret.clone().into(),
+                wake: wake.clone(),
+                status: status.clone(),
+            };
+            let router = crate::telegram::webhook::router(&path, receiver);
+            let api = api.clone();
+            let stop = stopped.clone();
+            (
+                tokio::spawn(register_webhook(api, mode, stop)),
+                Some((path, router)),
+            )
+        }
+    };
+    let serving = tokio::spawn(async move {
+        let Some(me) = introduce(&api, stopped.clone()).await else {
+            return;
+        };
+        register_commands(&api, &host).await;
+        start.access.bot_id = me.id;
+        start.access.bot_username = me.username.clone().unwrap_or_default();
+        let pairing = start.pair_strangers.then(|| start.pairing.clone());
+        let platform = Arc::new(Telegram {
+            api,
+            governor: Governor::default(),
+            access: start.access,
+            pairing: start.pairing,
+        });
+        let door = ChatDoor::new(platform, store, host, tools, start.rules, pairing);
+        crate::dispatch::dispatch(door, wake, lease, stopped).await;
+    });
+    Ok(ChatBot {
+        status,
+        webhook,
+        stop,
+        tasks: vec![intake, serving],
+    })
+}
+
+/// The command menu: the door's commands and the installed skills.
+async fn register_commands(api: &BotApi, host: &Host) {
+    let library = host.runtime().skills.clone();
+    let skills = tokio::task::spawn_blocking(move || library.discover())
+        .await
+        .unwrap_or_default();
+    let named: Vec<(String, String)> = skills
+        .into_iter()
+        .map(|s| (s.name, s.description))
+        .collect();
+    let body = serde_json::json!({"commands": crate::telegram::menu::menu(&named)});
+    if let Err(e) = api
+        .call::<serde_json::Value>("setMyCommands", &body, Duration::ZERO)
+        .await
+    {
+        tracing::warn!(error = %e, "telegram: setMyCommands failed; the command menu is unchanged");
+    }
+}
+
+/// `setWebhook` with the secret, tried until Telegram takes it; pending updates are
+/// kept (never dropped).
+async fn register_webhook(api: BotApi, mode: WebhookMode, mut stop: watch::Receiver<bool>) {
+    let body = serde_json::json!({
+        "url": mode.url,
+        "secret_token": mode.secret,
+        "allowed_updates": ["message", "callback_query"],
+        "drop_pending_updates": false,
+    });
+    let mut wait = Duration::from_secs(1);
+    loop {
+        match api
+            .call::<serde_json::Value>("setWebhook", &body, Duration::ZERO)
+            .await
+        {
+            Ok(_) => {
+                tracing::info!("telegram: webhook set; updates arrive at the webhook listener");
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "telegram: setWebhook failed; trying again"),
+        }
+        tokio::select! {
+            _ = crate::stopped(&mut stop) => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(Duration::from_secs(60));
+    }
+}
+
+/// `getMe`, tried until it answers (or the bot stops): who the bot is, and whether
+/// its privacy mode hides group messages.
+async fn introduce(api: &BotApi, mut stop: watch::Receiver<bool>) -> Option<Me> {
+    let mut wait = Duration::from_secs(1);
+    loop {
+        match api
+            .call::<Me>("getMe", &serde_json::json!({}), Duration::ZERO)
+            .await
+        {
+            Ok(me) => {
+                let name = me.username.clone().unwrap_or_default();
+                tracing::info!(bot = %name, "telegram: connected");
+                if !me.can_read_all_group_messages {
+                    tracing::info!(
+                        bot = %name,
+                        "telegram: privacy mode is on: in groups the bot sees only commands, replies to it and mentions (BotFather /setprivacy turns it off)"
+                    );
+                }
+                return Some(me);
+            }
+            Err(e) => tracing::warn!(error = %e, "telegram: getMe failed; trying again"),
+        }
+        tokio::select! {
+            _ = crate::stopped(&mut stop) => return None,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(Duration::from_secs(60));
+    }
+}

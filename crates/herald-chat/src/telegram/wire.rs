@@ -1,0 +1,77 @@
+//! The parts of the Bot API's update objects the door reads (unknown fields are
+//! ignored, as Telegram adds them).
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Update {
+    pub update_id: i64,
+    pub message: Option<Message>,
+    pub callback_query: Option<CallbackQuery>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Message {
+    pub message_id: i64,
+    pub chat: Chat,
+    pub from: Option<User>,
+    pub text: Option<String>,
+    pub caption: Option<String>,
+    pub message_thread_id: Option<i64>,
+    #[serde(default)]
+    pub is_topic_message: bool,
+    #[serde(default)]
+    pub entities: Vec<Entity>,
+    pub reply_to_message: Option<Box<Message>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Chat {
+    pub id: i64,
+    /// `private`, `group`, `supergroup` or `channel`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub is_forum: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct User {
+    pub id: i64,
+    #[serde(default)]
+    pub is_bot: bool,
+    #[serde(default)]
+    pub first_name: String,
+    pub username: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Entity {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub offset: usize,
+    pub length: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CallbackQuery {
+    pub id: String,
+    pub from: User,
+    pub message: Option<Message>,
+    pub data: Option<String>,
+}
+
+/// What `getMe` says of the bot.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Me {
+    pub id: i64,
+    pub username: Option<String>,
+    #[serde(default)]
+    pub can_read_all_group_messages: bool,
+}
+
+/// What `sendMessage` answers.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Sent {
+    pub message_id: i64,
+}

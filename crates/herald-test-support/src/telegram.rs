@@ -1,0 +1,305 @@
+//! A fake Telegram Bot API on 127.0.0.1: `POST /bot<token>/<method>` with JSON bodies
+//! answered in the Bot API's envelope, `getUpdates` with its offset (confirming what is
+//! below it) and long-poll timeout, 429 with `retry_after` on demand, and a record of
+//! every call.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The token the fake accepts.
+pub const TOKEN: &str = "123456:TEST-token";
+
+#[derive(Default)]
+struct Inner {
+    /// Updates not yet confirmed by an offset.
+    pending: Vec<Value>,
+    next_update: i64,
+    next_message: i64,
+    /// Every call but `getUpdates`: (method, body).
+    calls: Vec<(String, Value)>,
+    /// The next this many `sendMessage` calls answer 429 with this wait.
+    floods: (u32, u64),
+    /// `getUpdates` answers 409 (another poller) while set.
+    conflict: bool,
+    polls: u64,
+}
+
+#[derive(Clone, Default)]
+struct Shared {
+    inner: Arc<Mutex<Inner>>,
+    arrived: Arc<tokio::sync::Notify>,
+}
+
+/// The fake; point herald at [`FakeTelegram::base_url`] (`extra.base_url`).
+pub struct FakeTelegram {
+    pub base_url: String,
+    shared: Shared,
+    _thread: std::thread::JoinHandle<()>,
+}
+
+impl FakeTelegram {
+    pub fn start() -> FakeTelegram {
+        let shared = Shared::default();
+        shared.inner.lock().unwrap().next_update = 1000;
+        let app = Router::new()
+            .route("/{bot}/{method}", axum::routing::post(call))
+            .with_state(shared.clone());
+        let (addr, thread) = crate::listen_in_thread(move |listener| async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeTelegram {
+            base_url: format!("http://{addr}/bot"),
+            shared,
+            _thread: thread,
+        }
+    }
+
+    /// A user writes `text` in a private chat; its update id.
+    pub fn dm(&self, user: i64, text: &str) -> i64 {
+        self.message(
+            json!({"id": user, "type": "private", "first_name": "U"}),
+            user,
+            text,
+        )
+    }
+
+    /// A user writes `text` in group `chat`; its update id.
+    pub fn group(&self, chat: i64, user: i64, text: &str) -> i64 {
+        self.message(
+            json!({"id": chat, "type": "supergroup", "title": "G"}),
+            user,
+            text,
+        )
+    }
+
+    fn message(&self, chat: Value, user: i64, text: &str) -> i64 {
+        let mut entities = Vec::new();
+        for (at, word) in text.split(' ').scan(0usize, |pos, w| {
+            let at = *pos;
+            *pos += w.encode_utf16().count() + 1;
+            Some((at, w))
+        }) {
+            let kind = match word.chars().next() {
+                Some('@') => "mention",
+                Some('/') if at == 0 => "bot_command",
+                _ => continue,
+            };
+            entities
+                .push(json!({"type": kind, "offset": at, "length": word.encode_utf16().count()}));
+        }
+        let mut inner = self.shared.inner.lock().unwrap();
+        inner.next_message += 1;
+        let message = json!({
+            "message_id": inner.next_message,
+            "date": 1_700_000_000,
+            "chat": chat,
+            "from": {"id": user, "is_bot": false, "first_name": "U", "username": format!("u{user}")},
+            "text": text,
+            "entities": entities,
+        });
+        drop(inner);
+        self.push_update(json!({"message": message}))
+    }
+
+    /// `user` presses a button whose data is `data` under the bot's message
+    /// `message_id` in private chat `user`; the update's id.
+    pub fn click(&self, user: i64, message_id: i64, data: &str) -> i64 {
+        let query = json!({
+            "id": format!("cq{message_id}{user}"),
+            "from": {"id": user, "is_bot": false, "first_name": "U"},
+            "message": {
+                "message_id": message_id,
+                "date": 1_700_000_000,
+                "chat": {"id": user, "type": "private"},
+                "from": {"id": 123456, "is_bot": true, "first_name": "Herald"},
+                "text": "approval",
+            },
+            "chat_instance": "1",
+            "data": data,
+        });
+        self.push_update(json!({"callback_query": query}))
+    }
+
+    /// The sendMessage calls to `chat` with buttons: (message id, the buttons' data).
+    pub fn button_messages(&self, chat: i64) -> Vec<(i64, Vec<String>)> {
+        self.calls()
+            .into_iter()
+            .filter(|(m, b)| {
+                m == "sendMessage" && b["chat_id"] == json!(chat) && b.get("reply_markup").is_some()
+            })
+            .map(|(_, b)| {
+                let data = b["reply_markup"]["inline_keyboard"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                    .filter_map(|button| button["callback_data"].as_str().map(str::to_owned))
+                    .collect();
+                (b["_message_id"].as_i64().unwrap_or(0), data)
+            })
+            .collect()
+    }
+
+    /// Adds an update (its `update_id` set here); its id.
+    pub fn push_update(&self, mut update: Value) -> i64 {
+        let mut inner = self.shared.inner.lock().unwrap();
+        inner.next_update += 1;
+        let id = inner.next_update;
+        update["update_id"] = json!(id);
+        inner.pending.push(update);
+        drop(inner);
+        self.shared.arrived.notify_waiters();
+        id
+    }
+
+    /// The same update again (a duplicate delivery).
+    pub fn repeat(&self, update_id: i64, update: Value) {
+        let mut update = update;
+        update["update_id"] = json!(update_id);
+        self.shared.inner.lock().unwrap().pending.push(update);
+        self.shared.arrived.notify_waiters();
+    }
+
+    /// The next `n` sendMessage calls answer 429 with `retry_after: secs`.
+    pub fn flood(&self, n: u32, secs: u64) {
+        self.shared.inner.lock().unwrap().floods = (n, secs);
+    }
+
+    /// Whether `getUpdates` answers 409 Conflict.
+    pub fn conflict(&self, on: bool) {
+        self.shared.inner.lock().unwrap().conflict = on;
+    }
+
+    /// Every call but `getUpdates`, in order.
+    pub fn calls(&self) -> Vec<(String, Value)> {
+        self.shared.inner.lock().unwrap().calls.clone()
+    }
+
+    /// The texts sent to `chat`, in order.
+    pub fn texts_to(&self, chat: i64) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .filter(|(m, b)| m == "sendMessage" && b["chat_id"] == json!(chat))
+            .filter_map(|(_, b)| b["text"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// Updates not yet confirmed.
+    pub fn pending(&self) -> usize {
+        self.shared.inner.lock().unwrap().pending.len()
+    }
+
+    /// `getUpdates` calls answered.
+    pub fn polls(&self) -> u64 {
+        self.shared.inner.lock().unwrap().polls
+    }
+
+    /// Waits until `chat` got `n` texts (panics after `within`).
+    pub fn wait_texts(&self, chat: i64, n: usize, within: Duration) -> Vec<String> {
+        let until = std::time::Instant::now() + within;
+        loop {
+            let texts = self.texts_to(chat);
+            if texts.len() >= n {
+                return texts;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "chat {chat} got {texts:?}, waited for {n}; calls: {:?}",
+                self.calls()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn ok(result: Value) -> (StatusCode, axum::Json<Value>) {
+    (
+        StatusCode::OK,
+        axum::Json(json!({"ok": true, "result": result})),
+    )
+}
+
+fn refused(code: u16, description: &str, params: Option<Value>) -> (StatusCode, axum::Json<Value>) {
+    let mut body = json!({"ok": false, "error_code": code, "description": description});
+    if let Some(p) = params {
+        body["parameters"] = p;
+    }
+    (StatusCode::from_u16(code).unwrap(), axum::Json(body))
+}
+
+async fn call(
+    State(shared): State<Shared>,
+    Path((bot, method)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> (StatusCode, axum::Json<Value>) {
+    if bot != format!("bot{TOKEN}") {
+        return refused(401, "Unauthorized", None);
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    if method == "getUpdates" {
+        return get_updates(&shared, &body).await;
+    }
+    let mut inner = shared.inner.lock().unwrap();
+    inner.calls.push((method.clone(), body.clone()));
+    match method.as_str() {
+        "getMe" => ok(
+            json!({"id": 123456, "is_bot": true, "first_name": "Herald", "username": "herald_test_bot", "can_read_all_group_messages": false}),
+        ),
+        "sendMessage" => {
+            if inner.floods.0 > 0 {
+                inner.floods.0 -= 1;
+                let secs = inner.floods.1;
+                return refused(
+                    429,
+                    &format!("Too Many Requests: retry after {secs}"),
+                    Some(json!({"retry_after": secs})),
+                );
+            }
+            let text = body["text"].as_str().unwrap_or("");
+            if text.encode_utf16().count() > 4096 {
+                return refused(400, "Bad Request: message is too long", None);
+            }
+            inner.next_message += 1;
+            let id = inner.next_message;
+            if let Some((_, recorded)) = inner.calls.last_mut() {
+                recorded["_message_id"] = json!(id);
+            }
+            ok(json!({"message_id": id, "chat": {"id": body["chat_id"]}, "text": text}))
+        }
+        _ => ok(json!(true)),
+    }
+}
+
+/// Confirms updates below `offset`, then answers those left, waiting up to `timeout`
+/// seconds for one when there are none.
+async fn get_updates(shared: &Shared, body: &Value) -> (StatusCode, axum::Json<Value>) {
+    let timeout = body["timeout"].as_u64().unwrap_or(0).min(50);
+    let until = tokio::time::Instant::now() + Duration::from_secs(timeout);
+    loop {
+        let arrived = shared.arrived.notified();
+        {
+            let mut inner = shared.inner.lock().unwrap();
+            if inner.conflict {
+                return refused(
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+                    None,
+                );
+            }
+            if let Some(offset) = body["offset"].as_i64() {
+                inner
+                    .pending
+                    .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+            }
+            if !inner.pending.is_empty() || tokio::time::Instant::now() >= until {
+                inner.polls += 1;
+                return ok(Value::Array(inner.pending.clone()));
+            }
+        }
+        let _ = tokio::time::timeout_at(until, arrived).await;
+    }
+}
