@@ -36,6 +36,15 @@ impl Held {
     }
 }
 
+/// A chat's worker: where its entries go, and when it was last given one.
+struct Worker {
+    tx: mpsc::UnboundedSender<InboxItem>,
+    last: tokio::time::Instant,
+}
+
+/// How long a chat's worker is kept without an entry before it is let go.
+const WORKER_IDLE: Duration = Duration::from_secs(60);
+
 /// Claims and hands out entries until `stop` is set.
 pub async fn dispatch<P: Platform>(
     door: Arc<ChatDoor<P>>,
@@ -43,30 +52,17 @@ pub async fn dispatch<P: Platform>(
     lease: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut chats: HashMap<i64, mpsc::UnboundedSender<InboxItem>> = HashMap::new();
+    let mut chats: HashMap<i64, Worker> = HashMap::new();
     let mut renew = tokio::time::interval(lease / 3);
     loop {
-        let req = ClaimRequest {
-            now_ms: now_ms(),
-            lease_ms: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
-            max: BATCH,
-            running_per_route: HashMap::new(),
-            per_route_limit: usize::MAX,
-            scope: ClaimScope::Chat,
-        };
-        let claimed = match door.store.claim(req).await {
-            Ok(items) => items,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot claim chat messages");
-                Vec::new()
-            }
-        };
+        let claimed = claim(&door, lease).await;
         let full = claimed.len() == BATCH;
         for item in claimed {
             if door.held.hold(item.id) {
                 hand_over(&door, &mut chats, item);
             }
         }
+        retire(&mut chats);
         tokio::select! {
             biased;
             _ = crate::stopped(&mut stop) => return,
@@ -76,8 +72,29 @@ pub async fn dispatch<P: Platform>(
                     tracing::warn!(error = %e, "cannot renew chat message leases");
                 }
             }
+            // A full batch: more wait, claim again at once.
+            _ = std::future::ready(()), if full => {}
             _ = wake.notified(), if !full => {}
             _ = tokio::time::sleep(POLL), if !full => {}
+        }
+    }
+}
+
+/// Up to a batch of ready chat entries, under a lease.
+async fn claim<P: Platform>(door: &ChatDoor<P>, lease: Duration) -> Vec<InboxItem> {
+    let req = ClaimRequest {
+        now_ms: now_ms(),
+        lease_ms: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
+        max: BATCH,
+        running_per_route: HashMap::new(),
+        per_route_limit: usize::MAX,
+        scope: ClaimScope::Chat,
+    };
+    match door.store.claim(req).await {
+        Ok(items) => items,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot claim chat messages");
+            Vec::new()
         }
     }
 }
@@ -85,37 +102,39 @@ pub async fn dispatch<P: Platform>(
 /// Gives `item` to its chat's worker, started when the chat has none.
 fn hand_over<P: Platform>(
     door: &Arc<ChatDoor<P>>,
-    chats: &mut HashMap<i64, mpsc::UnboundedSender<InboxItem>>,
+    chats: &mut HashMap<i64, Worker>,
     item: InboxItem,
 ) {
     let chat = door.platform.chat_of(&item).unwrap_or(0);
-    let item = match chats.get(&chat) {
-        Some(tx) => match tx.send(item) {
-            Ok(()) => return,
-            Err(mpsc::error::SendError(item)) => item,
-        },
-        None => item,
-    };
-    let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(item);
-    chats.insert(chat, tx);
-    chats.retain(|_, tx| !tx.is_closed());
-    tokio::spawn(chat_worker(door.clone(), rx));
+    let now = tokio::time::Instant::now();
+    let worker = chats.entry(chat).or_insert_with(|| {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(chat_worker(door.clone(), rx));
+        Worker { tx, last: now }
+    });
+    worker.last = now;
+    if let Err(mpsc::error::SendError(item)) = worker.tx.send(item) {
+        // Its worker ended (a panic): a new one takes the entry.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(item);
+        tokio::spawn(chat_worker(door.clone(), rx));
+        chats.insert(chat, Worker { tx, last: now });
+    }
 }
 
-/// How long a chat's worker waits for its next entry before it ends.
-const WORKER_IDLE: Duration = Duration::from_secs(60);
+/// Lets go of the workers of chats quiet for a while: their channel closes, and each
+/// ends after the entries it was given (only the dispatcher hands entries over, so
+/// no entry is handed to a worker that is ending).
+fn retire(chats: &mut HashMap<i64, Worker>) {
+    let now = tokio::time::Instant::now();
+    chats.retain(|_, w| now.duration_since(w.last) < WORKER_IDLE);
+}
 
 async fn chat_worker<P: Platform>(
     door: Arc<ChatDoor<P>>,
     mut rx: mpsc::UnboundedReceiver<InboxItem>,
 ) {
-    while let Ok(Some(item)) = tokio::time::timeout(WORKER_IDLE, rx.recv()).await {
-        door.take(item).await;
-    }
-    // What was handed over as the wait ran out is still this worker's.
-    rx.close();
-    while let Ok(item) = rx.try_recv() {
+    while let Some(item) = rx.recv().await {
         door.take(item).await;
     }
 }

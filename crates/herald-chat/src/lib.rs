@@ -16,7 +16,7 @@ pub mod pairing;
 pub mod start;
 pub mod telegram;
 
-pub use door::{ChatDoor, ChatRef, Inbound, Platform};
+pub use door::{ChatDoor, ChatRef, Inbound, Platform, SendFailure};
 pub use start::{ChatBot, StartError, TelegramStart, WebhookMode, start_telegram};
 
 use std::sync::Mutex;

@@ -49,6 +49,18 @@ pub struct ApprovedUser {
     pub user_name: String,
 }
 
+/// What a stranger's request came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requested {
+    /// A code to give them.
+    Code(String),
+    /// They asked within the last 10 minutes: no answer at all.
+    TooSoon,
+    /// Three codes wait already, or approvals are locked: they are told to try later
+    /// (and this counts as their request, as in Hermes).
+    TooMany,
+}
+
 /// The pairing files of one home.
 #[derive(Debug, Clone)]
 pub struct PairingStore {
@@ -157,6 +169,27 @@ impl PairingStore {
             .get(&key)
             .and_then(Value::as_f64)
             .is_some_and(|last| now() - last < RATE_LIMIT_SECONDS)
+    }
+
+    /// A stranger asks: a code, silence, or "too many requests".
+    pub fn request(
+        &self,
+        platform: &str,
+        user_id: &str,
+        user_name: &str,
+    ) -> Result<Requested, PairingError> {
+        if self.rate_limited(platform, user_id) {
+            return Ok(Requested::TooSoon);
+        }
+        if let Some(code) = self.generate_code(platform, user_id, user_name)? {
+            return Ok(Requested::Code(code));
+        }
+        self.locked(|s| {
+            let mut limits = s.load("_rate_limits.json");
+            limits.insert(format!("{platform}:{}", user_id.trim()), json!(now()));
+            s.save("_rate_limits.json", &limits)
+        })?;
+        Ok(Requested::TooMany)
     }
 
     /// A new code for `user_id`, or `None` when the user asked within 10 minutes, 3

@@ -33,6 +33,8 @@ pub struct TelegramStart {
     /// Webhook mode (`TELEGRAM_WEBHOOK_URL`): Telegram posts updates to herald's
     /// listener; else herald polls.
     pub webhook: Option<WebhookMode>,
+    /// `TELEGRAM_REPLY_TO_MODE`.
+    pub reply_mode: herald_config::telegram_settings::ReplyToMode,
     pub client: reqwest::Client,
 }
 
@@ -152,6 +154,7 @@ pub fn start_telegram(
             governor: Governor::default(),
             access: start.access,
             pairing: start.pairing,
+            reply_mode: start.reply_mode,
         });
         let door = ChatDoor::new(platform, store, host, tools, start.rules, pairing);
         crate::dispatch::dispatch(door, wake, lease, stopped).await;

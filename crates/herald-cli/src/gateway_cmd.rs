@@ -35,6 +35,16 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
+    if let Some(telegram) = &config.telegram {
+        eprintln!("herald: {}", herald_chat::telegram::serving_note(telegram));
+        let unserved = herald_chat::telegram::unserved(telegram);
+        if !unserved.is_empty() {
+            eprintln!(
+                "herald: telegram settings herald does not serve yet: {}",
+                unserved.join(", ")
+            );
+        }
+    }
     if !config.hermes_only.is_empty() {
         tracing::info!(
             "Hermes settings herald does not implement (ignored): {}",

@@ -16,6 +16,7 @@ mod hermes_import;
 mod inbox_cmd;
 mod logging;
 mod mcp_cmd;
+mod pairing_cmd;
 mod plugins_cmd;
 mod rpc_cmd;
 mod setup_cmd;
@@ -121,6 +122,11 @@ enum Command {
     Dashboard {
         #[command(subcommand)]
         command: dashboard_cmd::DashboardCommand,
+    },
+    /// Users who paired with a chat bot: list, approve a code, revoke, clear pending.
+    Pairing {
+        #[command(subcommand)]
+        command: pairing_cmd::PairingCommand,
     },
     /// Check that the gateway on this home answers its health check (exit 0 healthy, 1
     /// not, 3 when none runs): for a container's HEALTHCHECK.
@@ -262,6 +268,7 @@ fn main() -> ExitCode {
         Command::Mcp { command } => mcp_cmd::run(&home, command),
         Command::Health(args) => health_cmd::run(&home, args),
         Command::Dashboard { command } => dashboard_cmd::run(&home, command),
+        Command::Pairing { command } => pairing_cmd::run(&home, command),
     };
     match result {
         Ok(code) => code,

@@ -1,16 +1,16 @@
-//! Signs that a home's chat bot talks to people through Hermes's gateway: a Hermes
-//! per-platform block (`telegram:`, `discord:`, ... at the top level), a platform turned on
-//! with `platforms.<name>.enabled: true`, or an allow-list such as
-//! `TELEGRAM_ALLOWED_USERS`. herald sends to some of these platforms but receives from
-//! none, so each sign is reported (never a refused start).
+//! Signs that a home's chat bot talks to people through Hermes's gateway on a platform
+//! herald does not receive from yet: a Hermes per-platform block (`discord:`, `slack:`,
+//! ... at the top level), a platform turned on with `platforms.<name>.enabled: true`, or
+//! an allow-list such as `DISCORD_ALLOWED_USERS`. herald sends to some of these platforms
+//! but receives from none of them, so each sign is reported (never a refused start).
+//! Telegram is served (herald-chat), so it is not on this list.
 
 use crate::node::Node;
 
-/// Chat platforms Hermes's gateway receives messages from, with the prefix of their
-/// allow-list variables (`<PREFIX>_ALLOWED_USERS`, `<PREFIX>_ALLOW_ALL_USERS`,
-/// `<PREFIX>_GROUP_ALLOWED_USERS`).
+/// Chat platforms Hermes's gateway receives messages from and herald does not yet, with
+/// the prefix of their allow-list variables (`<PREFIX>_ALLOWED_USERS`,
+/// `<PREFIX>_ALLOW_ALL_USERS`, `<PREFIX>_GROUP_ALLOWED_USERS`).
 pub const CHAT_PLATFORMS: &[(&str, &str)] = &[
-    ("telegram", "TELEGRAM"),
     ("discord", "DISCORD"),
     ("slack", "SLACK"),
     ("whatsapp", "WHATSAPP"),

@@ -198,6 +198,9 @@ pub struct Config {
     pub model: crate::model_settings::ModelSettings,
     /// Other platforms' blocks (telegram, discord, ...), for the delivery targets.
     pub platforms: std::collections::BTreeMap<String, crate::platforms::PlatformSettings>,
+    /// Telegram's settings as Hermes reads them (`TELEGRAM_*`, `telegram:`,
+    /// `platforms.telegram`); `None` when Telegram is off (no token, or `enabled: false`).
+    pub telegram: Option<crate::telegram_settings::TelegramSettings>,
     /// The agent's settings (limits, terminal, approvals, web, skills), typed.
     pub agent: crate::agent_settings::AgentSettings,
     /// `mcp_servers:` and `mcp_discovery_timeout`.
@@ -350,16 +353,24 @@ impl Config {
             );
             return Err(ConfigError::Invalid(r.errors));
         }
-        let known: Vec<&str> = TOP_KEYS.iter().chain(AGENT_SECTIONS).copied().collect();
+        let known: Vec<&str> = TOP_KEYS
+            .iter()
+            .chain(AGENT_SECTIONS)
+            .chain(crate::telegram_settings::TOP_KEYS)
+            .copied()
+            .collect();
         let mut hermes_only = r.check_keys_knowing(&doc, "", &known, HERMES_TOP_KEYS);
+        hermes_only.extend(crate::telegram_settings::check_top_level_block(
+            &mut r, &doc,
+        ));
         let gateway = doc.get("gateway").filter(|n| !n.is_null());
         if let Some(g) = gateway {
-            hermes_only.extend(r.check_keys_knowing(
-                g,
-                "gateway",
-                GATEWAY_KEYS,
-                HERMES_GATEWAY_KEYS,
-            ));
+            let known: Vec<&str> = GATEWAY_KEYS
+                .iter()
+                .chain(crate::telegram_settings::GATEWAY_KEYS)
+                .copied()
+                .collect();
+            hermes_only.extend(r.check_keys_knowing(g, "gateway", &known, HERMES_GATEWAY_KEYS));
         }
         for section in SECTIONS {
             if let Some(node) = doc.get(section.name).filter(|n| !n.is_null()) {
@@ -416,6 +427,17 @@ impl Config {
                         .filter(|n| !n.is_null()),
                 ),
             ],
+            &mut hermes_only,
+        );
+        let telegram = crate::telegram_settings::read_telegram_settings(
+            &mut r,
+            &crate::telegram_settings::TelegramInput {
+                doc: &doc,
+                gateway,
+                platforms: &platforms,
+                env,
+                env_file: &home.env_file(),
+            },
         );
         let mut webhook = read_webhook_settings(&mut r, &sources);
         apply_env(&mut webhook, env);
@@ -538,6 +560,7 @@ impl Config {
             multiplex_profiles,
             platform_toolsets,
             platforms,
+            telegram,
             model,
             api_server,
             warnings: r.warnings,

@@ -30,6 +30,8 @@ pub(crate) mod start_guard;
 pub mod store_settings;
 pub mod subscriptions;
 pub mod subscriptions_file;
+pub mod telegram_settings;
+mod telegram_sources;
 pub mod tracing_settings;
 
 /// A small YAML document (a plugin's `plugin.yaml`) read into `T`: YAML is read in
@@ -59,4 +61,7 @@ pub use store_settings::{PostgresSettings, SslMode, StoreBackend, StoreSettings}
 pub use subscriptions::{Subscriptions, SubscriptionsError, load_subscriptions};
 pub use subscriptions_file::{
     DeliverChat, Listed, NewSubscription, SenderFields, SubscriptionsFile, SubscriptionsFileError,
+};
+pub use telegram_settings::{
+    AllowBots, HomeChannel, ReplyToMode, TelegramSettings, TelegramWebhook, UnauthorizedDm,
 };

@@ -21,10 +21,31 @@ pub struct PlatformSettings {
     pub extra: Map<String, Value>,
 }
 
-/// Reads every non-webhook platform block (top-level `platforms` over `gateway.platforms`).
+/// Checks a platform block's keys: a Telegram block also has the keys
+/// [`crate::telegram_settings`] reads, and the Hermes keys herald does not implement are
+/// added to `hermes_only` instead of warned about.
+fn check_platform_keys(
+    r: &mut Reader,
+    name: &str,
+    node: &Node,
+    key: &str,
+    hermes_only: &mut Vec<String>,
+) {
+    use crate::telegram_settings::{TELEGRAM_HERMES_KEYS, TELEGRAM_KEYS};
+    if name != "telegram" {
+        r.check_keys(node, key, PLATFORM_KEYS);
+        return;
+    }
+    let known: Vec<&str> = PLATFORM_KEYS.iter().chain(TELEGRAM_KEYS).copied().collect();
+    hermes_only.extend(r.check_keys_knowing(node, key, &known, TELEGRAM_HERMES_KEYS));
+}
+
+/// Reads every non-webhook platform block (top-level `platforms` over `gateway.platforms`);
+/// Hermes keys herald does not implement go to `hermes_only`.
 pub fn read_platforms(
     r: &mut Reader,
     sources: &[(&str, Option<&Node>)],
+    hermes_only: &mut Vec<String>,
 ) -> BTreeMap<String, PlatformSettings> {
     let mut out: BTreeMap<String, PlatformSettings> = BTreeMap::new();
     // Lower-priority sources first so the top-level block overwrites key by key.
@@ -35,7 +56,7 @@ pub fn read_platforms(
                 continue;
             }
             let key = format!("{prefix}.{name}");
-            r.check_keys(node, &key, PLATFORM_KEYS);
+            check_platform_keys(r, name, node, &key, hermes_only);
             let entry = out.entry(name.clone()).or_default();
             if let Some(n) = node.get("enabled").filter(|n| !n.is_null()) {
                 entry.enabled = r.bool(n, &format!("{key}.enabled"));

@@ -10,13 +10,22 @@ const MAX_ANSWER_BYTES: usize = 256 * 1024;
 
 /// Builds the shared client (rustls with the ring provider).
 pub fn client() -> reqwest::Client {
+    client_via(None).unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// The same client going through `proxy` (an `http(s)://` proxy URL), or why it
+/// cannot be built.
+pub fn client_via(proxy: Option<&str>) -> Result<reqwest::Client, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .connect_timeout(Duration::from_secs(5))
-        .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
+        .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")));
+    if let Some(url) = proxy {
+        let proxy = reqwest::Proxy::all(url).map_err(|e| format!("proxy {url}: {e}"))?;
+        builder = builder.proxy(proxy);
+    }
+    builder.build().map_err(|e| e.to_string())
 }
 
 /// A network-level failure: always worth a retry.

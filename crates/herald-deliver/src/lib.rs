@@ -21,7 +21,7 @@ mod telegram;
 pub mod telegram_html;
 pub mod telegram_split;
 
-pub use http::client as http_client;
+pub use http::{client as http_client, client_via as http_client_via};
 pub use retry::{RetryPolicy, send_with_retries};
 pub use targets::{TargetSet, TargetSettings};
 

@@ -89,6 +89,11 @@ pub trait DoorWire: Send + Sync + 'static {
     fn client_present(&self) -> bool {
         true
     }
+    /// Whether the door is working with the conversation although no turn runs (it
+    /// is not closed to make room then).
+    fn in_use(&self) -> bool {
+        false
+    }
     fn memo(&self) -> Self::Memo;
 }
 
@@ -148,6 +153,12 @@ impl<W: DoorWire> Conversations<W> {
     /// The cap is the host's `max_live_sessions` (16 unless configured).
     pub fn new(host: Arc<Host>) -> Conversations<W> {
         let cap = host.runtime().max_live_sessions;
+        Conversations::with_cap(host, cap)
+    }
+
+    /// A door's own cap (a chat platform's conversations do not count against the
+    /// cap of the RPC and ACP clients').
+    pub fn with_cap(host: Arc<Host>, cap: usize) -> Conversations<W> {
         Conversations {
             host,
             cap,
@@ -166,7 +177,7 @@ impl<W: DoorWire> Conversations<W> {
     /// Refuses a new conversation only when every live one at the cap runs a turn.
     pub fn room(&self) -> Result<(), CapReached> {
         let live = lock(&self.live);
-        match live.len() < self.cap || live.values().any(|l| l.idle()) {
+        match live.len() < self.cap || live.values().any(|l| l.idle() && !l.wire.in_use()) {
             true => Ok(()),
             false => Err(CapReached(self.cap)),
         }
@@ -177,7 +188,7 @@ impl<W: DoorWire> Conversations<W> {
     fn make_room(&self, live: &mut std::collections::HashMap<String, Arc<Live<W>>>) -> bool {
         let victim = live
             .values()
-            .filter(|l| l.idle())
+            .filter(|l| l.idle() && !l.wire.in_use())
             .min_by_key(|l| (l.wire.client_present(), l.used.load(Ordering::Relaxed)))
             .map(|l| l.id.clone());
         let Some(entry) = victim.and_then(|id| live.remove(&id)) else {

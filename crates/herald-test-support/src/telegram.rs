@@ -26,6 +26,8 @@ struct Inner {
     /// `getUpdates` answers 409 (another poller) while set.
     conflict: bool,
     polls: u64,
+    /// Files `getFile` names, by path.
+    files: std::collections::HashMap<String, Vec<u8>>,
 }
 
 #[derive(Clone, Default)]
@@ -47,6 +49,7 @@ impl FakeTelegram {
         shared.inner.lock().unwrap().next_update = 1000;
         let app = Router::new()
             .route("/{bot}/{method}", axum::routing::post(call))
+            .route("/file/{bot}/{*path}", axum::routing::get(serve_file))
             .with_state(shared.clone());
         let (addr, thread) = crate::listen_in_thread(move |listener| async move {
             axum::serve(listener, app).await.unwrap();
@@ -100,6 +103,29 @@ impl FakeTelegram {
             "from": {"id": user, "is_bot": false, "first_name": "U", "username": format!("u{user}")},
             "text": text,
             "entities": entities,
+        });
+        drop(inner);
+        self.push_update(json!({"message": message}))
+    }
+
+    /// A user sends a photo (`bytes`, a JPEG) with `caption` in private; its update id.
+    pub fn photo(&self, user: i64, bytes: &[u8], caption: &str) -> i64 {
+        let mut inner = self.shared.inner.lock().unwrap();
+        inner.next_message += 1;
+        let file_id = format!("photo{}", inner.next_message);
+        inner
+            .files
+            .insert(format!("photos/{file_id}.jpg"), bytes.to_vec());
+        let message = json!({
+            "message_id": inner.next_message,
+            "date": 1_700_000_000,
+            "chat": {"id": user, "type": "private"},
+            "from": {"id": user, "is_bot": false, "first_name": "U"},
+            "caption": caption,
+            "photo": [
+                {"file_id": format!("{file_id}-small"), "file_unique_id": "s", "width": 90, "height": 90, "file_size": 10},
+                {"file_id": file_id, "file_unique_id": "b", "width": 800, "height": 600, "file_size": bytes.len()},
+            ],
         });
         drop(inner);
         self.push_update(json!({"message": message}))
@@ -246,6 +272,20 @@ async fn call(
     let mut inner = shared.inner.lock().unwrap();
     inner.calls.push((method.clone(), body.clone()));
     match method.as_str() {
+        "getFile" => {
+            let id = body["file_id"].as_str().unwrap_or("");
+            let path = format!("photos/{id}.jpg");
+            match inner.files.get(&path) {
+                Some(bytes) => ok(
+                    json!({"file_id": id, "file_unique_id": "u", "file_size": bytes.len(), "file_path": path}),
+                ),
+                None => refused(
+                    400,
+                    "Bad Request: wrong file_id or the file is temporarily unavailable",
+                    None,
+                ),
+            }
+        }
         "getMe" => ok(
             json!({"id": 123456, "is_bot": true, "first_name": "Herald", "username": "herald_test_bot", "can_read_all_group_messages": false}),
         ),
@@ -260,7 +300,11 @@ async fn call(
                 );
             }
             let text = body["text"].as_str().unwrap_or("");
-            if text.encode_utf16().count() > 4096 {
+            let shown = match body["parse_mode"].as_str() {
+                Some("HTML") => visible_html(text),
+                _ => text.to_owned(),
+            };
+            if shown.encode_utf16().count() > 4096 {
                 return refused(400, "Bad Request: message is too long", None);
             }
             inner.next_message += 1;
@@ -271,6 +315,41 @@ async fn call(
             ok(json!({"message_id": id, "chat": {"id": body["chat_id"]}, "text": text}))
         }
         _ => ok(json!(true)),
+    }
+}
+
+/// The text of an HTML-formatted message as Telegram counts it: tags take no room and
+/// an entity (`&amp;`) is one character.
+fn visible_html(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(c) = rest.chars().next() {
+        match c {
+            '<' => rest = rest.find('>').map_or("", |end| &rest[end + 1..]),
+            '&' => {
+                let end = rest.find(';').filter(|e| *e < 12).unwrap_or(0);
+                out.push('&');
+                rest = &rest[end + 1..];
+            }
+            _ => {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    out
+}
+
+async fn serve_file(
+    State(shared): State<Shared>,
+    Path((bot, path)): Path<(String, String)>,
+) -> (StatusCode, Vec<u8>) {
+    if bot != format!("bot{TOKEN}") {
+        return (StatusCode::UNAUTHORIZED, Vec::new());
+    }
+    match shared.inner.lock().unwrap().files.get(&path) {
+        Some(bytes) => (StatusCode::OK, bytes.clone()),
+        None => (StatusCode::NOT_FOUND, Vec::new()),
     }
 }
 

@@ -46,6 +46,25 @@ pub(super) fn webhook_host(
     }
 }
 
+/// The Telegram bot's host, or `None` after saying why the bot is off (no model: the
+/// token still serves `deliver: telegram`).
+pub(super) fn telegram_host(
+    config: &Config,
+    client: &LlmClient,
+    store: SessionStore,
+) -> Option<Built> {
+    config.telegram.as_ref()?;
+    match build_host(&config.home, Platform::Telegram, config, client, store) {
+        Ok(built) => Some(built),
+        Err(e) => {
+            tracing::warn!(
+                "the Telegram bot is off (nobody writing to it is answered): {e}; `deliver: telegram` works"
+            );
+            None
+        }
+    }
+}
+
 /// What a webhook host's runs use: the platform's toolsets and the working folder.
 pub(super) fn run_template(config: &Config, host: Arc<Host>) -> RunTemplate {
     let runtime = host.runtime();

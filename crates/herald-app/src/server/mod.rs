@@ -4,6 +4,7 @@
 //! only loads the config and says what it is told ([`Notice`]); a test can serve a
 //! gateway in its own process the same way.
 
+mod chat;
 mod fronts;
 mod hosts;
 pub(crate) mod wiring;
@@ -76,6 +77,8 @@ pub async fn serve(
 struct Hosts {
     webhook: Option<RunTemplate>,
     api: Option<Arc<Host>>,
+    /// The Telegram bot's conversations' host.
+    telegram: Option<Arc<Host>>,
     client: LlmClient,
 }
 
@@ -83,7 +86,11 @@ impl Hosts {
     /// The hosts whose runs the dashboard shows.
     fn shown(&self) -> Vec<Arc<Host>> {
         let webhook = self.webhook.iter().map(|t| t.host.clone());
-        webhook.chain(self.api.iter().cloned()).collect()
+        let api = self.api.iter().cloned();
+        webhook
+            .chain(api)
+            .chain(self.telegram.iter().cloned())
+            .collect()
     }
 }
 
@@ -96,22 +103,27 @@ async fn start_hosts(config: &Config) -> Result<Hosts, ServeError> {
     let webhook = hosts::webhook_host(config, &client, sessions.clone());
     let api = match config.api_server.enabled {
         true => Some(
-            hosts::build_host(home, Platform::Api, config, &client, sessions)
+            hosts::build_host(home, Platform::Api, config, &client, sessions.clone())
                 .map_err(|e| ServeError::Refused(e.to_string()))?,
         ),
         false => None,
     };
-    let has_webhook = webhook.is_some();
-    let mut started = start_together(webhook.into_iter().chain(api).collect())
-        .await
-        .into_iter();
+    let telegram = hosts::telegram_host(config, &client, sessions);
+    let (has_webhook, has_api) = (webhook.is_some(), api.is_some());
+    let built = webhook.into_iter().chain(api).chain(telegram).collect();
+    let mut started = start_together(built).await.into_iter();
     let webhook = match has_webhook {
         true => started.next().map(|h| hosts::run_template(config, h)),
         false => None,
     };
+    let api = match has_api {
+        true => started.next(),
+        false => None,
+    };
     Ok(Hosts {
         webhook,
-        api: started.next(),
+        api,
+        telegram: started.next(),
         client,
     })
 }
@@ -140,7 +152,10 @@ async fn serve_fronts(
     let mount = wiring::dashboard(&config, gateway.clone(), shown, webhook_base);
     let api_urls = api.as_ref().map(|a| a.urls.clone()).unwrap_or_default();
     let _state = crate::gateway_state::record(&config.home, webhook_urls, api_urls)?;
+    let telegram_host = hosts.telegram.clone();
     let workers = start_workers(&config, webhook.as_ref(), hosts).await?;
+    let bot = chat::start(&config, telegram_host, gateway.as_ref(), workers.is_some()).await?;
+    let bot_hook = bot.as_ref().and_then(|b| b.webhook.clone()).map(|(_, r)| r);
     // One signal starts every drain at once, so the grace period bounds the whole stop.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -162,15 +177,18 @@ async fn serve_fronts(
     let drain_workers = {
         let rx = stop_rx.clone();
         async move {
+            stopped(rx).await;
+            if let Some(bot) = bot {
+                bot.shutdown().await;
+            }
             if let Some(workers) = workers {
-                stopped(rx).await;
                 workers.shutdown().await;
             }
         }
     };
     let (on_api, on_webhook) = Mount::split(mount);
     let (webhook_served, api_served, ()) = tokio::join!(
-        serve_webhook(&config, webhook, on_webhook, stop_rx.clone()),
+        serve_webhook(&config, webhook, on_webhook, bot_hook, stop_rx.clone()),
         serve_api(&config, api, on_api, stop_rx),
         drain_workers
     );
@@ -213,6 +231,7 @@ async fn serve_webhook(
     config: &Config,
     webhook: Option<WebhookFront>,
     dashboard: Option<axum::Router>,
+    bot_hook: Option<axum::Router>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let Some(w) = webhook else {
@@ -228,7 +247,11 @@ async fn serve_webhook(
         .host
         .as_deref()
         .is_some_and(herald_config::is_loopback_name);
-    let app = wiring::beside(router(w.gateway), &config.metrics, loopback, dashboard);
+    let gateway = match bot_hook {
+        Some(hook) => router(w.gateway).merge(hook),
+        None => router(w.gateway),
+    };
+    let app = wiring::beside(gateway, &config.metrics, loopback, dashboard);
     herald_http::serve(w.listeners, app, limits, stopped(stop)).await
 }
 

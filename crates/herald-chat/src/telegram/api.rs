@@ -37,6 +37,8 @@ pub struct BotApi {
     client: reqwest::Client,
     /// `<base_url><token>/`.
     base: String,
+    /// `<file base><token>/`, where `getFile`'s paths are downloaded.
+    files: String,
     /// Per-call limit besides a long poll's own wait.
     timeout: Duration,
 }
@@ -53,8 +55,28 @@ impl BotApi {
         BotApi {
             client,
             base: format!("{base_url}{token}/"),
+            files: format!("{}{token}/", file_base(base_url)),
             timeout,
         }
+    }
+
+    /// Downloads a file `getFile` named, refusing more than `max` bytes.
+    pub async fn download(&self, file_path: &str, max: usize) -> Result<Vec<u8>, ApiError> {
+        let resp = self
+            .client
+            .get(format!("{}{file_path}", self.files))
+            .timeout(self.timeout * 3)
+            .send()
+            .await
+            .map_err(|e| ApiError::Network(describe(&e)))?;
+        let status = resp.status().as_u16();
+        if status != 200 {
+            return Err(ApiError::Refused {
+                code: i64::from(status),
+                description: "the file could not be downloaded".into(),
+            });
+        }
+        read_capped(resp, max).await
     }
 
     /// Calls `method` with `body`, waiting at most the client's limit plus `extra`.
@@ -73,7 +95,7 @@ impl BotApi {
             .await
             .map_err(|e| ApiError::Network(describe(&e)))?;
         let status = resp.status().as_u16();
-        let bytes = read_capped(resp).await?;
+        let bytes = read_capped(resp, MAX_ANSWER_BYTES).await?;
         answer(status, &bytes)
     }
 }
@@ -81,13 +103,19 @@ impl BotApi {
 /// The largest answer read (a full `getUpdates` batch is far below it).
 const MAX_ANSWER_BYTES: usize = 16 << 20;
 
-/// Reads an answer's body, refusing one larger than [`MAX_ANSWER_BYTES`].
-async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, ApiError> {
-    let too_big = || ApiError::Network(format!("answer larger than {MAX_ANSWER_BYTES} bytes"));
-    if resp
-        .content_length()
-        .is_some_and(|n| n > MAX_ANSWER_BYTES as u64)
-    {
+/// Where files are downloaded from: `https://api.telegram.org/bot` gives
+/// `https://api.telegram.org/file/bot` (a local Bot API server's likewise).
+fn file_base(base_url: &str) -> String {
+    match base_url.strip_suffix("/bot") {
+        Some(host) => format!("{host}/file/bot"),
+        None => format!("{}/file/bot", base_url.trim_end_matches('/')),
+    }
+}
+
+/// Reads a body, refusing one larger than `max`.
+async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, ApiError> {
+    let too_big = || ApiError::Network(format!("answer larger than {max} bytes"));
+    if resp.content_length().is_some_and(|n| n > max as u64) {
         return Err(too_big());
     }
     let mut body = Vec::new();
@@ -96,7 +124,7 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, ApiError> {
         .await
         .map_err(|e| ApiError::Network(describe(&e)))?
     {
-        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+        if body.len() + chunk.len() > max {
             return Err(too_big());
         }
         body.extend_from_slice(&chunk);

@@ -10,17 +10,47 @@ pub mod poll;
 pub mod webhook;
 pub mod wire;
 
-use crate::door::{ChatRef, Inbound, Platform};
+use crate::door::{ChatRef, Inbound, Platform, SendFailure};
 use crate::key::{ChatType, Source};
 use crate::outbox::Governor;
 use crate::pairing::PairingStore;
 use access::Access;
 use api::{ApiError, BotApi};
+use herald_config::telegram_settings::ReplyToMode;
 use herald_deliver::split::{TELEGRAM_MAX_UTF16, split_message, utf16_len};
+use herald_deliver::telegram_split::html_to_plain;
 use herald_store::InboxItem;
 use serde_json::{Value, json};
 use std::time::Duration;
 use wire::{Sent, Update};
+
+/// What the start and `config check` say of a configured bot: how it receives, and
+/// that Hermes's own Telegram adapter must be off.
+pub fn serving_note(settings: &herald_config::telegram_settings::TelegramSettings) -> String {
+    let how = match &settings.webhook {
+        Some(w) => format!("by webhook at {}", w.url),
+        None => "by long polling".to_owned(),
+    };
+    format!(
+        "telegram: herald answers people who write to the bot ({how}); turn Hermes's own Telegram adapter off (or stop Hermes): two gateways on one token get 409 Conflict"
+    )
+}
+
+/// The Telegram settings in this home herald reads but does not act on yet, by the
+/// name a Hermes user knows them by.
+pub fn unserved(
+    settings: &herald_config::telegram_settings::TelegramSettings,
+) -> Vec<&'static str> {
+    use herald_config::telegram_settings::AllowBots;
+    let mut keys = Vec::new();
+    if settings.allow_bots != AllowBots::None {
+        keys.push("TELEGRAM_ALLOW_BOTS (messages from bots are ignored)");
+    }
+    if settings.reactions {
+        keys.push("TELEGRAM_REACTIONS (no reactions are set)");
+    }
+    keys
+}
 
 /// Floods in a row a send waits out before it gives up.
 const MAX_FLOODS: u32 = 3;
@@ -32,6 +62,8 @@ pub struct Telegram {
     pub access: Access,
     /// Users approved by pairing are allowed too (with the allow-lists).
     pub pairing: PairingStore,
+    /// Which parts of an answer reply to the message they answer.
+    pub reply_mode: ReplyToMode,
 }
 
 impl Telegram {
@@ -60,25 +92,68 @@ impl Telegram {
         }
     }
 
-    /// Sends the parts in order; the ids of those sent.
+    /// Sends the HTML parts in order: the ids of those sent. A part whose formatting
+    /// Telegram refuses goes as its plain text, whole (split again when it must be).
     async fn send_parts(
         &self,
         chat: &ChatRef,
         parts: &[String],
-        html: bool,
+        reply_to: Option<i64>,
     ) -> Result<Vec<String>, ApiError> {
         let mut ids = Vec::new();
-        for part in parts {
-            let mut body = json!({"chat_id": chat.chat_id, "text": part});
-            if html {
-                body["parse_mode"] = json!("HTML");
+        for (i, part) in parts.iter().enumerate() {
+            let replying = match self.reply_mode {
+                ReplyToMode::Off => None,
+                ReplyToMode::First => reply_to.filter(|_| i == 0),
+                ReplyToMode::All => reply_to,
+            };
+            let mut body = message(chat, part, true);
+            if let Some(to) = replying {
+                body["reply_parameters"] =
+                    json!({"message_id": to, "allow_sending_without_reply": true});
             }
-            if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
-                body["message_thread_id"] = json!(t);
+            match self.send_one(chat, &body).await {
+                Ok(id) => ids.push(id.to_string()),
+                Err(e) if e.bad_formatting() => {
+                    tracing::warn!(error = %e, "telegram: formatting refused; this part goes as plain text");
+                    let plain = html_to_plain(part);
+                    for piece in split_message(&plain, TELEGRAM_MAX_UTF16, utf16_len) {
+                        ids.push(
+                            self.send_one(chat, &message(chat, &piece, false))
+                                .await?
+                                .to_string(),
+                        );
+                    }
+                }
+                Err(e) => return Err(e),
             }
-            ids.push(self.send_one(chat, &body).await?.to_string());
         }
         Ok(ids)
+    }
+}
+
+/// A `sendMessage` body for `chat` (the General topic, 1, is addressed without an id).
+fn message(chat: &ChatRef, text: &str, html: bool) -> Value {
+    let mut body = json!({"chat_id": chat.chat_id, "text": text});
+    if html {
+        body["parse_mode"] = json!("HTML");
+    }
+    if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
+        body["message_thread_id"] = json!(t);
+    }
+    body
+}
+
+/// A failed call as the door judges it: worth another try, or not.
+fn failure(e: ApiError) -> SendFailure {
+    let transient = match &e {
+        ApiError::Network(_) | ApiError::Flood(_) => true,
+        ApiError::Refused { code, .. } => *code >= 500,
+        ApiError::Conflict(_) => false,
+    };
+    SendFailure {
+        message: e.to_string(),
+        transient,
     }
 }
 
@@ -135,20 +210,16 @@ impl Telegram {
 impl Platform for Telegram {
     const NAME: &'static str = "telegram";
 
-    async fn send(&self, chat: &ChatRef, text: &str) -> Result<Vec<String>, String> {
+    async fn send(
+        &self,
+        chat: &ChatRef,
+        text: &str,
+        reply_to: Option<i64>,
+    ) -> Result<Vec<String>, SendFailure> {
         let parts = format::html_parts(text);
-        match self.send_parts(chat, &parts, true).await {
-            Ok(ids) => Ok(ids),
-            // Telegram refused the formatting: the whole text, plain.
-            Err(e) if e.bad_formatting() => {
-                tracing::warn!(error = %e, "telegram: formatting refused; sending plain text");
-                let plain = split_message(text, TELEGRAM_MAX_UTF16, utf16_len);
-                self.send_parts(chat, &plain, false)
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-            Err(e) => Err(e.to_string()),
-        }
+        self.send_parts(chat, &parts, reply_to)
+            .await
+            .map_err(failure)
     }
 
     async fn typing(&self, chat: &ChatRef) {
@@ -170,7 +241,7 @@ impl Platform for Telegram {
         chat: &ChatRef,
         token: &str,
         text: &str,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, SendFailure> {
         let html = format::to_html(text);
         let button = |label: &str, choice: &str| json!({"text": label, "callback_data": format!("ap:{token}:{choice}")});
         let mut body = json!({
@@ -185,10 +256,7 @@ impl Platform for Telegram {
         if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
             body["message_thread_id"] = json!(t);
         }
-        let id = self
-            .send_one(chat, &body)
-            .await
-            .map_err(|e| e.to_string())?;
+        let id = self.send_one(chat, &body).await.map_err(failure)?;
         Ok(Some(id.to_string()))
     }
 
@@ -205,6 +273,29 @@ impl Platform for Telegram {
         {
             tracing::debug!(error = %e, "telegram: editMessageText failed");
         }
+    }
+
+    async fn image(&self, file_id: &str) -> Result<String, String> {
+        let max = herald_session::images::MAX_ATTACHED_BYTES;
+        let body = json!({"file_id": file_id});
+        let info: wire::FileInfo = self
+            .api
+            .call("getFile", &body, Duration::ZERO)
+            .await
+            .map_err(|e| e.to_string())?;
+        if info.file_size.is_some_and(|n| n > max) {
+            return Err(format!("larger than {} MB", max >> 20));
+        }
+        let path = info.file_path.ok_or("Telegram gave no file path")?;
+        let cap = usize::try_from(max).unwrap_or(usize::MAX);
+        let bytes = self
+            .api
+            .download(&path, cap)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mime =
+            herald_session::images::mime(std::path::Path::new(&path)).unwrap_or("image/jpeg");
+        Ok(herald_session::images::data_url(mime, &bytes))
     }
 
     async fn answer_click(&self, click_id: &str, text: &str) {
@@ -253,19 +344,37 @@ impl Platform for Telegram {
         let Some(m) = update.message else {
             return Err(format!("{} updates are not served yet", item.event_type));
         };
-        if !self.access.addressed(&m) {
+        if !self.access.addressed(&m, topic(&m)) {
             return Err("a group message not addressed to the bot".into());
         }
         let stranger = match self.allowed(&m) {
             true => None,
             false => Some(self.stranger(&m)?),
         };
-        let Some(text) = m.text.clone().or_else(|| m.caption.clone()) else {
-            return Err("a message without text is not served yet".into());
-        };
+        let text = m
+            .text
+            .clone()
+            .or_else(|| m.caption.clone())
+            .unwrap_or_default();
+        // The largest size of a photo.
+        let photo = m.photo.last().map(|p| p.file_id.clone());
+        if text.trim().is_empty() && photo.is_none() {
+            return Err("a message with neither text nor a photo is not served yet".into());
+        }
         let mut read = inbound(&m, self.access.without_mention(&text));
         read.stranger = stranger;
+        read.images.extend(photo);
         Ok(read)
+    }
+}
+
+/// The forum topic of a message (the General topic is 1); a reply anchor is no
+/// topic.
+fn topic(m: &wire::Message) -> Option<i64> {
+    match (m.chat.is_forum, m.message_thread_id, m.is_topic_message) {
+        (true, Some(t), true) => Some(t),
+        (true, _, _) => Some(1),
+        _ => None,
     }
 }
 
@@ -276,12 +385,7 @@ fn inbound(m: &wire::Message, text: String) -> Inbound {
         "channel" => ChatType::Channel,
         _ => ChatType::Group,
     };
-    // Only a forum's topics are threads (a reply anchor is not).
-    let thread = match (m.chat.is_forum, m.message_thread_id, m.is_topic_message) {
-        (true, Some(t), true) => Some(t),
-        (true, _, _) => Some(1),
-        _ => None,
-    };
+    let thread = topic(m);
     Inbound {
         source: Source {
             platform: "telegram",
@@ -298,5 +402,7 @@ fn inbound(m: &wire::Message, text: String) -> Inbound {
         text,
         stranger: None,
         click: None,
+        images: Vec::new(),
+        message_id: Some(m.message_id),
     }
 }

@@ -94,7 +94,11 @@ impl Poller {
             };
             if let Err(e) = self.commit(id, update).await {
                 tracing::error!(error = %e, update_id = id, "telegram: cannot store an update; it is fetched again");
-                return Err(None);
+                // Those stored before it are confirmed; it and the rest come again.
+                return match next {
+                    Some(n) => Ok(Some(n)),
+                    None => Err(None),
+                };
             }
             next = Some(id.saturating_add(1));
         }

@@ -22,7 +22,25 @@ pub struct Message {
     pub is_topic_message: bool,
     #[serde(default)]
     pub entities: Vec<Entity>,
+    #[serde(default)]
+    pub caption_entities: Vec<Entity>,
     pub reply_to_message: Option<Box<Message>>,
+    /// A photo in its sizes, smallest first.
+    #[serde(default)]
+    pub photo: Vec<PhotoSize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PhotoSize {
+    pub file_id: String,
+    pub file_size: Option<u64>,
+}
+
+/// What `getFile` answers.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FileInfo {
+    pub file_path: Option<String>,
+    pub file_size: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -36,6 +36,7 @@ mod shutdown;
 mod signatures;
 mod store_migrate;
 mod support;
+mod telegram;
 mod traces;
 mod tui;
 mod webhook_cli;
