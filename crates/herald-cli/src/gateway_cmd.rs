@@ -93,6 +93,9 @@ fn say(notice: Notice<'_>) {
         Notice::ApiListening { url } => {
             outln!("herald: OpenAI-compatible API listening on {url}/v1")
         }
+        Notice::BotServing { platform, how } => {
+            outln!("herald: {platform} bot answering ({how})")
+        }
         Notice::Findings(findings) => print_findings(findings),
     }
 }

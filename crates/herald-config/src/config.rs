@@ -544,6 +544,7 @@ impl Config {
             gateway,
             webhook_enabled: webhook.enabled,
             api: &api_server,
+            telegram: telegram.is_some(),
             env,
         });
         Ok(Config {

@@ -15,6 +15,8 @@ pub(crate) struct Guarded<'a> {
     pub gateway: Option<&'a Node>,
     pub webhook_enabled: bool,
     pub api: &'a ApiServerSettings,
+    /// A Telegram bot is configured (something to serve without a listener).
+    pub telegram: bool,
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -40,7 +42,7 @@ fn place_of(file: &Path, node: Option<&Node>, key: String) -> Place {
 
 pub(crate) fn start_refusals(g: &Guarded<'_>) -> Vec<Problem> {
     let mut refusals = Vec::new();
-    if !g.webhook_enabled && !g.api.enabled {
+    if !g.webhook_enabled && !g.api.enabled && !g.telegram {
         let node = platform_blocks(g).into_iter().find_map(|(prefix, p)| {
             let w = p?.get("webhook")?;
             Some((prefix, w.get("enabled").unwrap_or(w)))
@@ -52,7 +54,7 @@ pub(crate) fn start_refusals(g: &Guarded<'_>) -> Vec<Problem> {
         refusals.push(Problem {
             place: place_of(g.config_file, node.map(|(_, n)| n), key),
             message: format!(
-                "neither the webhook platform nor the API server is enabled, so `herald gateway run` does not start: set `platforms.webhook.enabled: true` (or WEBHOOK_ENABLED=true in {}); for the OpenAI-compatible API set `platforms.api_server.enabled: true`",
+                "neither the webhook platform nor the API server is enabled (nor a Telegram bot), so `herald gateway run` does not start: set `platforms.webhook.enabled: true` (or WEBHOOK_ENABLED=true in {}); for the OpenAI-compatible API set `platforms.api_server.enabled: true`; for a Telegram bot set TELEGRAM_BOT_TOKEN",
                 g.env_file.display()
             ),
         });

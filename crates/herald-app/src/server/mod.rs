@@ -27,6 +27,8 @@ pub enum Notice<'a> {
     WebhookListening { url: &'a str, routes: usize },
     /// The API accepts on `url` (its routes under `/v1`).
     ApiListening { url: &'a str },
+    /// A chat bot answers people (`how`: by long polling, or the webhook path).
+    BotServing { platform: &'a str, how: &'a str },
     /// The configuration mistakes the gateway serves through.
     Findings(&'a [String]),
 }
@@ -156,6 +158,16 @@ async fn serve_fronts(
     let workers = start_workers(&config, webhook.as_ref(), hosts).await?;
     let bot = chat::start(&config, telegram_host, gateway.as_ref(), workers.is_some()).await?;
     let bot_hook = bot.as_ref().and_then(|b| b.webhook.clone()).map(|(_, r)| r);
+    if let Some(b) = &bot {
+        let how = match &b.webhook {
+            Some((path, _)) => format!("webhook at {path} on the webhook listener"),
+            None => "long polling".to_owned(),
+        };
+        notices(Notice::BotServing {
+            platform: "telegram",
+            how: &how,
+        });
+    }
     // One signal starts every drain at once, so the grace period bounds the whole stop.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {

@@ -92,6 +92,10 @@ impl Herald {
             if let Some(rest) = line.strip_prefix("herald: OpenAI-compatible API listening on ") {
                 break rest.trim_end_matches("/v1").to_owned();
             }
+            // A home serving only a chat bot has no URL.
+            if line.starts_with("herald: telegram bot answering") {
+                break String::new();
+            }
             lines.push(line);
         };
         // Keep draining stdout so herald never blocks on a full pipe.

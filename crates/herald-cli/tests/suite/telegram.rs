@@ -474,3 +474,43 @@ async fn clarify_queue_and_replies_work_in_a_chat() {
         "the answer replies to the message: {asked_id}"
     );
 }
+
+/// A Hermes home with a Telegram block, moved with `herald setup --from-hermes`,
+/// answers on Telegram with no further change (no webhook listener, no API: the bot
+/// alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hermes_home_with_a_telegram_block_answers_after_the_migration() {
+    let provider = FakeProvider::start(vec![Scripted::text("hello from herald")]);
+    let tg = FakeTelegram::start();
+    let hermes = tempfile::tempdir().unwrap();
+    let config = format!(
+        "model:\n  default: fake-model\n  base_url: {}\nplatforms:\n  telegram:\n    enabled: true\n    extra:\n      base_url: {}\ntelegram:\n  require_mention: true\n",
+        provider.base_url, tg.base_url
+    );
+    std::fs::write(hermes.path().join("config.yaml"), config).unwrap();
+    std::fs::write(
+        hermes.path().join(".env"),
+        format!("TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS=7\n"),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) = run_cli_with(
+        home.path(),
+        &["setup", "--from-hermes", hermes.path().to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let h = Herald::start_in(home, &[]);
+    assert!(
+        h.log()
+            .contains("herald answers people who write to the bot"),
+        "{}",
+        h.log()
+    );
+    tg.dm(7, "are you there?");
+    assert_eq!(tg.wait_texts(7, 1, WAIT), ["hello from herald"]);
+    // require_mention is for groups: a group message without a mention is left alone.
+    tg.group(-5, 7, "no mention here");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(tg.texts_to(-5).is_empty());
+}
