@@ -2,105 +2,128 @@
 //! Telegram's limits once (about a message a second per chat, twenty a minute per
 //! group, thirty a second per bot), and a 429's `retry_after` pauses the chat it came
 //! from.
+//!
+//! Sends are given slots in the order they ask, on a grid of the bot's rate: each takes
+//! the earliest free slot at or after its chat's own next turn. So sends leave evenly
+//! (never a burst over the bot's rate), and a busy bot serves its chats in turn rather
+//! than letting some wait while others go again.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Spacing of messages to one private chat.
-const PER_CHAT: Duration = Duration::from_secs(1);
+/// Spacing of messages to one private chat (a second, with a margin for the network's
+/// jitter: Telegram counts arrivals).
+const PER_CHAT: Duration = Duration::from_millis(1050);
 /// Spacing of messages to one group (20 a minute).
-const PER_GROUP: Duration = Duration::from_secs(3);
-/// Messages a bot sends in any second.
-const PER_BOT: usize = 30;
+const PER_GROUP: Duration = Duration::from_millis(3050);
+/// Slots a second for the whole bot (Telegram allows 30).
+const PER_BOT: u32 = 28;
+/// Chats remembered at most (those whose next turn has passed are forgotten first).
+const MAX_CHATS: usize = 10_000;
 
 /// Telegram's limits for one bot, applied to every send.
-#[derive(Default)]
 pub struct Governor {
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
+    /// Slot numbers count from here.
+    epoch: Instant,
+    /// Slots given out that have not passed yet.
+    taken: BTreeSet<u64>,
     /// The earliest next send per chat.
     next: HashMap<i64, Instant>,
-    /// When the last [`PER_BOT`] sends left.
-    recent: VecDeque<Instant>,
     /// A bot-wide pause (several chats flooded at once).
     paused_until: Option<Instant>,
     /// Flood answers in the last second, to see a bot-wide limit.
-    floods: VecDeque<Instant>,
+    floods: Vec<Instant>,
+}
+
+impl Default for Governor {
+    fn default() -> Self {
+        Governor {
+            state: Mutex::new(State {
+                epoch: Instant::now(),
+                taken: BTreeSet::new(),
+                next: HashMap::new(),
+                paused_until: None,
+                floods: Vec::new(),
+            }),
+        }
+    }
+}
+
+/// A slot's length, rounded up so that no second holds more than [`PER_BOT`].
+fn slot_len() -> Duration {
+    Duration::from_nanos(1_000_000_000u64.div_ceil(u64::from(PER_BOT)))
 }
 
 impl Governor {
-    /// Waits for this chat's next slot and takes it.
+    /// Waits for this chat's next slot.
     pub async fn slot(&self, chat: i64, group: bool) {
-        loop {
-            let wait = self.take(chat, group, Instant::now());
-            match wait {
-                None => return,
-                Some(at) => tokio::time::sleep_until(at).await,
-            }
-        }
+        let at = self.reserve(chat, group, Instant::now());
+        tokio::time::sleep_until(at).await;
     }
 
-    /// Takes the slot when it is free now; else when to look again.
-    fn take(&self, chat: i64, group: bool, now: Instant) -> Option<Instant> {
-        let mut s = match self.state.lock() {
+    /// Reserves the earliest free slot at or after the chat's next turn (and any
+    /// pause): when to send.
+    fn reserve(&self, chat: i64, group: bool, now: Instant) -> Instant {
+        let mut s = self.lock();
+        let mut earliest = now;
+        if let Some(p) = s.paused_until.filter(|p| *p > now) {
+            earliest = earliest.max(p);
+        }
+        if let Some(n) = s.next.get(&chat) {
+            earliest = earliest.max(*n);
+        }
+        let len = slot_len();
+        let first = (earliest.duration_since(s.epoch).as_nanos()).div_ceil(len.as_nanos());
+        let mut slot = u64::try_from(first).unwrap_or(u64::MAX);
+        while s.taken.contains(&slot) {
+            slot += 1;
+        }
+        s.taken.insert(slot);
+        let len_ns = u64::try_from(len.as_nanos()).unwrap_or(u64::MAX);
+        let at = s.epoch + Duration::from_nanos(slot.saturating_mul(len_ns));
+        let spacing = if group { PER_GROUP } else { PER_CHAT };
+        s.next.insert(chat, at + spacing);
+        s.forget_before(now);
+        at
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        match self.state.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
-        };
-        while s
-            .recent
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
-        {
-            s.recent.pop_front();
         }
-        let mut ready = now;
-        if let Some(p) = s.paused_until.filter(|p| *p > now) {
-            ready = ready.max(p);
-        }
-        if let Some(n) = s.next.get(&chat).filter(|n| **n > now) {
-            ready = ready.max(*n);
-        }
-        if s.recent.len() >= PER_BOT
-            && let Some(first) = s.recent.front()
-        {
-            ready = ready.max(*first + Duration::from_secs(1));
-        }
-        if ready > now {
-            return Some(ready);
-        }
-        let spacing = if group { PER_GROUP } else { PER_CHAT };
-        s.next.insert(chat, now + spacing);
-        s.recent.push_back(now);
-        if s.next.len() > 10_000 {
-            s.next.retain(|_, n| *n > now);
-        }
-        None
     }
 
     /// A 429 for `chat`: the chat waits `wait`; when three chats flood within a second
     /// the whole bot does (the global bucket).
     pub fn flooded(&self, chat: i64, wait: Duration) {
         let now = Instant::now();
-        let mut s = match self.state.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut s = self.lock();
         s.next.insert(chat, now + wait);
-        while s
-            .floods
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
-        {
-            s.floods.pop_front();
-        }
-        s.floods.push_back(now);
+        s.floods
+            .retain(|t| now.duration_since(*t) < Duration::from_secs(1));
+        s.floods.push(now);
         if s.floods.len() >= 3 {
             s.paused_until = Some(now + wait);
+        }
+    }
+}
+
+impl State {
+    /// Drops slots that have passed, and chats whose next turn has passed when there
+    /// are many.
+    fn forget_before(&mut self, now: Instant) {
+        let passed = now.duration_since(self.epoch).as_nanos() / slot_len().as_nanos();
+        let passed = u64::try_from(passed).unwrap_or(u64::MAX);
+        self.taken = self.taken.split_off(&passed);
+        if self.next.len() > MAX_CHATS {
+            self.next.retain(|_, n| *n > now);
         }
     }
 }
@@ -116,25 +139,49 @@ mod tests {
         for _ in 0..3 {
             g.slot(1, false).await;
         }
-        assert_eq!(start.elapsed(), Duration::from_secs(2));
+        let took = start.elapsed();
+        assert!(
+            took >= PER_CHAT * 2 && took < PER_CHAT * 2 + slot_len() * 2,
+            "{took:?}"
+        );
         let start = Instant::now();
         for _ in 0..3 {
             g.slot(-5, true).await;
         }
-        assert_eq!(start.elapsed(), Duration::from_secs(6));
+        assert!(start.elapsed() >= PER_GROUP * 2, "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn sends_are_spread_evenly_and_in_the_order_they_asked() {
+        let g = Governor::default();
+        let now = Instant::now();
+        // 100 chats ask at once: slots a 28th of a second apart, in order.
+        let at: Vec<Instant> = (0..100).map(|c| g.reserve(c, false, now)).collect();
+        for pair in at.windows(2) {
+            assert_eq!(pair[1] - pair[0], slot_len());
+        }
+        // No second holds more than the bot's rate.
+        let in_first_second = at
+            .iter()
+            .filter(|t| **t < at[0] + Duration::from_secs(1))
+            .count();
+        assert!(in_first_second <= PER_BOT as usize, "{in_first_second}");
+        // Chat 0 asks again: the others asked first, so it goes after them.
+        let again = g.reserve(0, false, now);
+        assert_eq!(again, at[99] + slot_len());
+        // A quiet bot: a chat's next send waits only its own spacing.
+        let quiet = Governor::default();
+        let first = quiet.reserve(7, false, now);
+        let second = quiet.reserve(7, false, now);
+        assert!(second >= first + PER_CHAT && second < first + PER_CHAT + slot_len());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_bot_sends_thirty_a_second_and_a_flood_pauses_its_chat() {
+    async fn a_flood_pauses_its_chat() {
         let g = Governor::default();
-        let start = Instant::now();
-        for chat in 0..31 {
-            g.slot(chat, false).await;
-        }
-        assert_eq!(start.elapsed(), Duration::from_secs(1));
         g.flooded(100, Duration::from_secs(7));
         let start = Instant::now();
         g.slot(100, false).await;
-        assert_eq!(start.elapsed(), Duration::from_secs(7));
+        assert!(start.elapsed() >= Duration::from_secs(7));
     }
 }

@@ -48,6 +48,19 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
             for url in &state.api {
                 outln!("  API: {url}/v1");
             }
+            for bot in &state.bots {
+                let last = bot.last_update_check.as_deref().unwrap_or("not yet");
+                outln!(
+                    "  Bot: {} ({}), last checked for updates {last}, {} updates stored{}",
+                    bot.platform,
+                    bot.receiving,
+                    bot.received,
+                    bot.failure
+                        .as_deref()
+                        .map(|f| format!("; failing: {f}"))
+                        .unwrap_or_default()
+                );
+            }
         }
         None => outln!("Gateway: not running (start it with: herald gateway run)"),
     }

@@ -64,6 +64,36 @@ pub(super) async fn start(
     Ok(Some(bot))
 }
 
+/// How often `gateway.json` is refreshed with the bot's state.
+const STATE_EVERY: Duration = Duration::from_secs(5);
+
+/// Keeps the bot's state in `gateway.json` (for `herald gateway status`) while the
+/// gateway serves.
+pub(super) fn keep_state(
+    state: Arc<crate::gateway_state::StateGuard>,
+    status: Arc<herald_chat::BotStatus>,
+    receiving: String,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(STATE_EVERY);
+        loop {
+            tick.tick().await;
+            let last = status.last_poll_ms().and_then(|ms| {
+                jiff::Timestamp::from_millisecond(ms)
+                    .ok()
+                    .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            });
+            state.set_bots(vec![crate::gateway_state::BotState {
+                platform: "telegram".into(),
+                receiving: receiving.clone(),
+                last_update_check: last,
+                received: status.received_count(),
+                failure: status.failure(),
+            }]);
+        }
+    });
+}
+
 /// Paths of herald's own on the webhook listener, never a bot's.
 const OWN_PATHS: &[&str] = &[
     "/webhooks",

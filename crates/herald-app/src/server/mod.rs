@@ -153,7 +153,11 @@ async fn serve_fronts(
     let gateway = webhook.as_ref().map(|w| w.gateway.clone());
     let mount = wiring::dashboard(&config, gateway.clone(), shown, webhook_base);
     let api_urls = api.as_ref().map(|a| a.urls.clone()).unwrap_or_default();
-    let _state = crate::gateway_state::record(&config.home, webhook_urls, api_urls)?;
+    let state = Arc::new(crate::gateway_state::record(
+        &config.home,
+        webhook_urls,
+        api_urls,
+    )?);
     let telegram_host = hosts.telegram.clone();
     let workers = start_workers(&config, webhook.as_ref(), hosts).await?;
     let bot = chat::start(&config, telegram_host, gateway.as_ref(), workers.is_some()).await?;
@@ -167,6 +171,7 @@ async fn serve_fronts(
             platform: "telegram",
             how: &how,
         });
+        chat::keep_state(state.clone(), b.status.clone(), how);
     }
     // One signal starts every drain at once, so the grace period bounds the whole stop.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -351,11 +351,14 @@ impl Platform for Telegram {
             true => None,
             false => Some(self.stranger(&m)?),
         };
-        let text = m
+        let mut text = m
             .text
             .clone()
             .or_else(|| m.caption.clone())
             .unwrap_or_default();
+        if let Some(note) = m.unread_attachment() {
+            text = format!("{note}\n{text}").trim_end().to_owned();
+        }
         // The largest size of a photo.
         let photo = m.photo.last().map(|p| p.file_id.clone());
         if text.trim().is_empty() && photo.is_none() {

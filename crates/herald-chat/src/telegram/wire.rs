@@ -28,6 +28,41 @@ pub struct Message {
     /// A photo in its sizes, smallest first.
     #[serde(default)]
     pub photo: Vec<PhotoSize>,
+    pub document: Option<FileMeta>,
+    pub voice: Option<FileMeta>,
+    pub audio: Option<FileMeta>,
+    pub video: Option<FileMeta>,
+    pub sticker: Option<serde_json::Value>,
+}
+
+/// A file attached to a message (document, voice note, audio, video).
+#[derive(Debug, Clone, Deserialize)]
+pub struct FileMeta {
+    pub file_name: Option<String>,
+}
+
+impl Message {
+    /// A note for the model on an attachment herald does not read yet (as Hermes
+    /// notes what it cannot take), so nothing sent is dropped without a word.
+    pub fn unread_attachment(&self) -> Option<String> {
+        let named = |kind: &str, f: &FileMeta| match &f.file_name {
+            Some(name) => format!("a {kind} ({name})"),
+            None => format!("a {kind}"),
+        };
+        let what = [
+            self.document.as_ref().map(|f| named("document", f)),
+            self.voice.as_ref().map(|f| named("voice note", f)),
+            self.audio.as_ref().map(|f| named("audio file", f)),
+            self.video.as_ref().map(|f| named("video", f)),
+            self.sticker.as_ref().map(|_| "a sticker".to_owned()),
+        ]
+        .into_iter()
+        .flatten()
+        .next()?;
+        Some(format!(
+            "[The user sent {what}, which herald cannot open yet.]"
+        ))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
