@@ -135,6 +135,14 @@ async fn serve_fronts(
     notices: Notices<'_>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    // One signal starts every drain at once, so the grace period bounds the whole stop.
+    // Listened for first: a SIGTERM while the fronts start is a stop, never a kill.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        crate::systemd::stopping();
+        let _ = stop_tx.send(true);
+    });
     let hosts = start_hosts(&config).await?;
     let shown = hosts.shown();
     let api = match &hosts.api {
@@ -173,13 +181,6 @@ async fn serve_fronts(
         });
         chat::keep_state(state.clone(), b.status.clone(), how);
     }
-    // One signal starts every drain at once, so the grace period bounds the whole stop.
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        stop.await;
-        crate::systemd::stopping();
-        let _ = stop_tx.send(true);
-    });
     crate::systemd::ready(gateway.clone());
     crate::start_pages::release_once_serving();
     if let Some(gw) = &gateway {

@@ -112,13 +112,21 @@ async fn updates_queued_while_down_are_answered_once_and_strangers_are_not() {
     // stop the first, as it does when both come while herald runs).
     let config = format!("display:\n  busy_input_mode: queue\n{}", config(&provider));
     let _h = Herald::start_with(&config, &env(&tg, "7"));
-    let texts = tg.wait_texts(7, 3, WAIT);
-    assert!(texts[0].starts_with("⏳ Queued"), "{texts:?}");
-    assert_eq!(texts[1..], ["first", "second"]);
+    // Answers only (a busy note may come when the door took the second message as new).
+    let answers = || -> Vec<String> {
+        let texts = tg.texts_to(7);
+        texts.into_iter().filter(|t| !t.starts_with('⏳')).collect()
+    };
+    tg.wait_texts(7, 2, WAIT);
+    wait_for(WAIT, "both answers", || {
+        (answers().len() == 2).then_some(())
+    })
+    .await;
+    assert_eq!(answers(), ["first", "second"]);
     let update = json!({"message": {"message_id": 1, "chat": {"id": 7, "type": "private"}, "from": {"id": 7, "is_bot": false, "first_name": "U"}, "text": "while you were out"}});
     tg.repeat(one, update);
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(tg.texts_to(7).len(), 3, "{:?}", tg.texts_to(7));
+    assert_eq!(answers().len(), 2, "{:?}", tg.texts_to(7));
     assert!(tg.texts_to(99).is_empty());
     assert_eq!(provider.requests().len(), 2);
 }
