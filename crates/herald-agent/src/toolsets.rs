@@ -30,19 +30,8 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "delegation",
         ],
     ),
-    (
-        "hermes-telegram",
-        &[],
-        &[
-            "web",
-            "terminal",
-            "file",
-            "vision",
-            "skills",
-            "clarify",
-            "delegation",
-        ],
-    ),
+    // Hermes gives the Telegram bot the CLI's core tools.
+    ("hermes-telegram", &[], &["hermes-cli"]),
     (
         "hermes-acp",
         &[],

@@ -20,10 +20,7 @@ pub struct Held(Mutex<HashSet<i64>>);
 
 impl Held {
     fn set(&self) -> std::sync::MutexGuard<'_, HashSet<i64>> {
-        match self.0.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        herald_session::conversation::lock(&self.0)
     }
     pub fn hold(&self, id: i64) -> bool {
         self.set().insert(id)

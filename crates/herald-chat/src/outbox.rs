@@ -94,10 +94,7 @@ impl Governor {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        match self.state.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        herald_session::conversation::lock(&self.state)
     }
 
     /// A 429 for `chat`: the chat waits `wait`; when three chats flood within a second

@@ -52,10 +52,60 @@ impl WebhookMode {
     pub fn path(&self) -> Result<String, StartError> {
         let url =
             reqwest::Url::parse(&self.url).map_err(|e| StartError::WebhookUrl(e.to_string()))?;
-        Ok(match url.path() {
-            "" | "/" => "/telegram".to_owned(),
-            p => p.to_owned(),
-        })
+        let path = match url.path() {
+            "" | "/" => "/telegram",
+            p => p,
+        };
+        match servable(path) {
+            true => Ok(path.to_owned()),
+            false => Err(StartError::WebhookUrl(format!(
+                "its path {path} is not one herald can serve: use letters, digits and - _ . ~ between slashes (/telegram)"
+            ))),
+        }
+    }
+}
+
+/// A path the router takes as it is: segments of plain characters (no route syntax
+/// such as `:name`, `*rest` or `{x}`, no empty segment).
+fn servable(path: &str) -> bool {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.~%".contains(c);
+    path.strip_prefix('/').is_some_and(|rest| {
+        rest.split('/')
+            .all(|seg| !seg.is_empty() && seg.chars().all(plain))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_path_is_served_only_when_the_router_takes_it_as_it_is() {
+        let path = |url: &str| {
+            WebhookMode {
+                url: url.into(),
+                secret: "s".into(),
+            }
+            .path()
+            .ok()
+        };
+        assert_eq!(
+            path("https://bot.example.com").as_deref(),
+            Some("/telegram")
+        );
+        assert_eq!(
+            path("https://bot.example.com/tg/hook").as_deref(),
+            Some("/tg/hook")
+        );
+        assert_eq!(path("https://bot.example.com/:id"), None);
+        assert_eq!(path("https://bot.example.com/*all"), None);
+        assert_eq!(path("https://bot.example.com/a//b"), None);
+        // Braces arrive encoded, and are served as such.
+        assert_eq!(
+            path("https://bot.example.com/{x}").as_deref(),
+            Some("/%7Bx%7D")
+        );
+        assert_eq!(path("not a url"), None);
     }
 }
 

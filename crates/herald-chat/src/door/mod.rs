@@ -23,7 +23,8 @@ use crate::key::{KeyRules, session_key};
 use crate::pairing::PairingStore;
 use herald_config::default_config::BusyInputMode;
 use herald_session::{
-    Conversations, Host, Live, LiveError, LiveId, Op, Outcome, SessionOptions, UserInput,
+    Conversations, Host, Live, LiveError, LiveId, Op, OpError, Outcome, SessionError,
+    SessionOptions, UserInput,
 };
 use herald_store::{InboxItem, Stage, Store, now_ms};
 use std::collections::HashMap;
@@ -282,6 +283,12 @@ impl<P: Platform> ChatDoor<P> {
                     .await;
             }
             Ok(_) => {}
+            // The host keeps as many runs as it may: the message waits its turn.
+            Err(OpError::Session(SessionError::TooManyRuns(_))) => {
+                live.wire.withdraw(id);
+                self.retry(id, started, 0, Stage::Run, "too many runs at once")
+                    .await;
+            }
             Err(e) => {
                 live.wire.withdraw(id);
                 self.tell(&live.wire.chat, &format!("⚠️ {}", e.told()))

@@ -65,12 +65,7 @@ impl DoorWire for ChatWire {
     }
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
+pub(crate) use herald_session::conversation::lock;
 
 /// Marks an entry as being acted on while it lives.
 pub(crate) struct Taking<'a>(&'a ChatWire);

@@ -16,6 +16,8 @@ use tokio::sync::Notify;
 
 /// The largest update body read (Telegram's are a few KiB).
 pub const MAX_UPDATE_BYTES: usize = 1 << 20;
+/// How long a body may take to arrive (Telegram sends one in a single write).
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What the receiver needs.
 #[derive(Clone)]
@@ -47,8 +49,11 @@ async fn receive(State(r): State<Receiver>, request: Request) -> StatusCode {
     if !holds_secret(request.headers(), &r.secret) {
         return StatusCode::UNAUTHORIZED;
     }
-    let Ok(body) = axum::body::to_bytes(request.into_body(), MAX_UPDATE_BYTES).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE;
+    let read = axum::body::to_bytes(request.into_body(), MAX_UPDATE_BYTES);
+    let body = match tokio::time::timeout(BODY_TIMEOUT, read).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => return StatusCode::PAYLOAD_TOO_LARGE,
+        Err(_) => return StatusCode::REQUEST_TIMEOUT,
     };
     let Ok(update) = serde_json::from_slice::<Value>(&body) else {
         return StatusCode::BAD_REQUEST;

@@ -355,6 +355,21 @@ async fn webhook_mode_takes_only_requests_with_the_secret() {
         .unwrap();
     assert_eq!(wrong.status(), 401);
     assert!(h.inbox().is_empty());
+    // A hostile client: no secret and a body that never comes. It is refused at once,
+    // its body never awaited.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut raw = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    let head = format!(
+        "POST /tg/hook HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n",
+        h.addr()
+    );
+    raw.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(5), raw.read(&mut answer))
+        .await
+        .expect("answered without the body")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 401"));
     let right = client
         .post(h.url("/tg/hook"))
         .header("x-telegram-bot-api-secret-token", "s3cret-token")
