@@ -93,6 +93,23 @@ impl Governor {
         at
     }
 
+    /// Takes a slot of the bot's rate now, when one is free and the chat is neither
+    /// paused nor due a wait: for what is worth nothing late (typing). It does not
+    /// push the chat's next message back.
+    pub fn try_now(&self, chat: i64) -> bool {
+        let now = Instant::now();
+        let mut s = self.lock();
+        let paused = s.paused_until.is_some_and(|p| p > now);
+        let waiting = s.next.get(&chat).is_some_and(|n| *n > now);
+        let slot = now.duration_since(s.epoch).as_nanos() / slot_len().as_nanos();
+        let slot = u64::try_from(slot).unwrap_or(u64::MAX);
+        if paused || waiting || s.taken.contains(&slot) {
+            return false;
+        }
+        s.taken.insert(slot);
+        true
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         herald_session::conversation::lock(&self.state)
     }
@@ -171,6 +188,18 @@ mod tests {
         let first = quiet.reserve(7, false, now);
         let second = quiet.reserve(7, false, now);
         assert!(second >= first + PER_CHAT && second < first + PER_CHAT + slot_len());
+    }
+
+    #[test]
+    fn typing_takes_a_free_slot_or_is_skipped() {
+        let g = Governor::default();
+        assert!(g.try_now(1));
+        // The same slot of the bot is taken now.
+        assert!(!g.try_now(2));
+        // A chat waiting for its next turn gets no typing either.
+        let h = Governor::default();
+        h.reserve(3, false, Instant::now());
+        assert!(!h.try_now(3));
     }
 
     #[tokio::test(start_paused = true)]

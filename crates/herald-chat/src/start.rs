@@ -35,6 +35,8 @@ pub struct TelegramStart {
     pub webhook: Option<WebhookMode>,
     /// `TELEGRAM_REPLY_TO_MODE`.
     pub reply_mode: herald_config::telegram_settings::ReplyToMode,
+    /// Streaming, tool progress, the folders answers may send files from.
+    pub display: herald_config::chat_display::ChatDisplay,
     pub client: reqwest::Client,
 }
 
@@ -206,7 +208,15 @@ pub fn start_telegram(
             pairing: start.pairing,
             reply_mode: start.reply_mode,
         });
-        let door = ChatDoor::new(platform, store, host, tools, start.rules, pairing);
+        let door = ChatDoor::new(
+            platform,
+            store,
+            host,
+            tools,
+            start.rules,
+            pairing,
+            start.display,
+        );
         crate::dispatch::dispatch(door, wake, lease, stopped).await;
     });
     Ok(ChatBot {

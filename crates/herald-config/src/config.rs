@@ -357,6 +357,7 @@ impl Config {
             .iter()
             .chain(AGENT_SECTIONS)
             .chain(crate::telegram_settings::TOP_KEYS)
+            .chain(crate::chat_display::TOP_KEYS)
             .copied()
             .collect();
         let mut hermes_only = r.check_keys_knowing(&doc, "", &known, HERMES_TOP_KEYS);
@@ -368,6 +369,7 @@ impl Config {
             let known: Vec<&str> = GATEWAY_KEYS
                 .iter()
                 .chain(crate::telegram_settings::GATEWAY_KEYS)
+                .chain(crate::chat_display::GATEWAY_KEYS)
                 .copied()
                 .collect();
             hermes_only.extend(r.check_keys_knowing(g, "gateway", &known, HERMES_GATEWAY_KEYS));
@@ -438,7 +440,11 @@ impl Config {
                 env,
                 env_file: &home.env_file(),
             },
-        );
+        )
+        .map(|mut t| {
+            t.display = crate::chat_display::read_chat_display(&mut r, &doc, env, "telegram");
+            t
+        });
         let mut webhook = read_webhook_settings(&mut r, &sources);
         apply_env(&mut webhook, env);
         if !env_enables_webhook(env) {

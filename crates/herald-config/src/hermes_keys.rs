@@ -14,7 +14,7 @@ pub const HERMES_TOP_KEYS: &[&str] = &[
     "goals", "moa", "skills", "curator", "honcho", "timezone", "slack", "discord", "whatsapp",
     "telegram", "mattermost", "matrix", "approvals", "command_allowlist", "quick_commands",
     "platform_hints", "hooks", "hooks_auto_accept", "personalities", "security", "cron",
-    "code_execution", "tools", "logging", "model_catalog", "network", "gateway", "streaming",
+    "code_execution", "tools", "logging", "model_catalog", "network", "gateway",
     "sessions", "onboarding", "updates", "lsp", "x_search", "secrets",
     "paste_collapse_threshold", "paste_collapse_threshold_fallback",
     "paste_collapse_char_threshold", "computer_use", "desktop", "vertex", "_config_version",
@@ -24,7 +24,7 @@ pub const HERMES_TOP_KEYS: &[&str] = &[
 /// `multiplex_profiles` there).
 #[rustfmt::skip]
 pub const HERMES_GATEWAY_KEYS: &[&str] = &[
-    "delivery_ledger", "max_inbound_media_bytes", "media_delivery_allow_dirs",
+    "delivery_ledger", "max_inbound_media_bytes",
     "message_timestamps", "platform_connect_timeout", "respawn_storm", "restart_loop_guard",
     "scale_to_zero", "strict", "trust_recent_files", "trust_recent_files_seconds",
     "write_sessions_json",

@@ -7,6 +7,7 @@
 pub mod agent_settings;
 pub mod always_approvals;
 pub mod api_settings;
+pub mod chat_display;
 pub mod chat_platforms;
 pub mod config;
 pub mod default_config;

@@ -220,6 +220,9 @@ pub struct TelegramSettings {
     /// `extra.base_file_url`, else the base URL when one is set, else
     /// [`DEFAULT_BASE_FILE_URL`].
     pub base_file_url: String,
+    /// Streaming, tool progress and the folders answers may send files from
+    /// ([`crate::chat_display`]).
+    pub display: crate::chat_display::ChatDisplay,
 }
 
 impl std::fmt::Debug for TelegramSettings {
@@ -300,6 +303,7 @@ pub fn read_telegram_settings(
         thread_sessions_per_user: t.session_flag("thread_sessions_per_user", false),
         base_url,
         base_file_url,
+        display: Default::default(),
     };
     settings.unauthorized_dm = t.unauthorized_dm(settings.has_allow_list());
     Some(settings)

@@ -28,6 +28,10 @@ struct Inner {
     polls: u64,
     /// Files `getFile` names, by path.
     files: std::collections::HashMap<String, Vec<u8>>,
+    /// Paths of files by id (a photo's is `photos/<id>.jpg` when not here).
+    file_paths: std::collections::HashMap<String, String>,
+    /// The next this many `editMessageText` calls answer 429 with this wait.
+    edit_floods: (u32, u64),
 }
 
 #[derive(Clone, Default)]
@@ -190,6 +194,45 @@ impl FakeTelegram {
         self.shared.arrived.notify_waiters();
     }
 
+    /// A user sends a document (`name`, `mime`, `bytes`) with `caption` in private;
+    /// its update id. `kind`: `document`, `voice`, `audio` or `video`.
+    pub fn file(
+        &self,
+        user: i64,
+        kind: &str,
+        name: &str,
+        mime: &str,
+        bytes: &[u8],
+        caption: &str,
+    ) -> i64 {
+        let mut inner = self.shared.inner.lock().unwrap();
+        inner.next_message += 1;
+        let file_id = format!("{kind}{}", inner.next_message);
+        let ext = name.rsplit('.').next().unwrap_or("bin");
+        let path = format!("{kind}s/file_{}.{ext}", inner.next_message);
+        inner.files.insert(path.clone(), bytes.to_vec());
+        inner.file_paths.insert(file_id.clone(), path);
+        let mut meta = json!({"file_id": file_id, "file_unique_id": "d", "mime_type": mime, "file_size": bytes.len()});
+        if kind == "document" || kind == "audio" {
+            meta["file_name"] = json!(name);
+        }
+        let mut message = json!({
+            "message_id": inner.next_message,
+            "date": 1_700_000_000,
+            "chat": {"id": user, "type": "private"},
+            "from": {"id": user, "is_bot": false, "first_name": "U"},
+            "caption": caption,
+        });
+        message[kind] = meta;
+        drop(inner);
+        self.push_update(json!({"message": message}))
+    }
+
+    /// The next `n` editMessageText calls answer 429 with `retry_after: secs`.
+    pub fn flood_edits(&self, n: u32, secs: u64) {
+        self.shared.inner.lock().unwrap().edit_floods = (n, secs);
+    }
+
     /// The next `n` sendMessage calls answer 429 with `retry_after: secs`.
     pub fn flood(&self, n: u32, secs: u64) {
         self.shared.inner.lock().unwrap().floods = (n, secs);
@@ -260,12 +303,28 @@ fn refused(code: u16, description: &str, params: Option<Value>) -> (StatusCode, 
 async fn call(
     State(shared): State<Shared>,
     Path((bot, method)): Path<(String, String)>,
-    body: axum::body::Bytes,
+    request: axum::extract::Request,
 ) -> (StatusCode, axum::Json<Value>) {
     if bot != format!("bot{TOKEN}") {
         return refused(401, "Unauthorized", None);
     }
-    let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    let multipart = request
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    let body = match multipart {
+        true => match form_body(request).await {
+            Ok(b) => b,
+            Err(why) => return refused(400, &format!("Bad Request: {why}"), None),
+        },
+        false => {
+            let bytes = axum::body::to_bytes(request.into_body(), 64 << 20)
+                .await
+                .unwrap_or_default();
+            serde_json::from_slice(&bytes).unwrap_or(json!({}))
+        }
+    };
     if method == "getUpdates" {
         return get_updates(&shared, &body).await;
     }
@@ -274,7 +333,11 @@ async fn call(
     match method.as_str() {
         "getFile" => {
             let id = body["file_id"].as_str().unwrap_or("");
-            let path = format!("photos/{id}.jpg");
+            let path = inner
+                .file_paths
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| format!("photos/{id}.jpg"));
             match inner.files.get(&path) {
                 Some(bytes) => ok(
                     json!({"file_id": id, "file_unique_id": "u", "file_size": bytes.len(), "file_path": path}),
@@ -289,10 +352,14 @@ async fn call(
         "getMe" => ok(
             json!({"id": 123456, "is_bot": true, "first_name": "Herald", "username": "herald_test_bot", "can_read_all_group_messages": false}),
         ),
-        "sendMessage" => {
-            if inner.floods.0 > 0 {
-                inner.floods.0 -= 1;
-                let secs = inner.floods.1;
+        "sendMessage" | "editMessageText" => {
+            let floods = match method.as_str() {
+                "sendMessage" => &mut inner.floods,
+                _ => &mut inner.edit_floods,
+            };
+            if floods.0 > 0 {
+                floods.0 -= 1;
+                let secs = floods.1;
                 return refused(
                     429,
                     &format!("Too Many Requests: retry after {secs}"),
@@ -307,15 +374,53 @@ async fn call(
             if shown.encode_utf16().count() > 4096 {
                 return refused(400, "Bad Request: message is too long", None);
             }
-            inner.next_message += 1;
-            let id = inner.next_message;
+            let id = match body["message_id"].as_i64() {
+                Some(edited) => edited,
+                None => {
+                    inner.next_message += 1;
+                    inner.next_message
+                }
+            };
             if let Some((_, recorded)) = inner.calls.last_mut() {
                 recorded["_message_id"] = json!(id);
             }
             ok(json!({"message_id": id, "chat": {"id": body["chat_id"]}, "text": text}))
         }
+        "sendPhoto" | "sendDocument" | "sendVoice" | "sendAudio" | "sendVideo" => {
+            inner.next_message += 1;
+            let id = inner.next_message;
+            if let Some((_, recorded)) = inner.calls.last_mut() {
+                recorded["_message_id"] = json!(id);
+            }
+            ok(json!({"message_id": id, "chat": {"id": body["chat_id"]}}))
+        }
         _ => ok(json!(true)),
     }
+}
+
+/// A multipart form as a JSON body: text fields as strings, a file as
+/// `{"file_name", "len", "text"}` (its content as text, lossily).
+async fn form_body(request: axum::extract::Request) -> Result<Value, String> {
+    use axum::extract::FromRequest;
+    let mut form = axum::extract::Multipart::from_request(request, &())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut body = json!({});
+    while let Some(field) = form.next_field().await.map_err(|e| e.to_string())? {
+        let name = field.name().unwrap_or("").to_owned();
+        let file_name = field.file_name().map(str::to_owned);
+        let bytes = field.bytes().await.map_err(|e| e.to_string())?;
+        body[&name] = match file_name {
+            Some(f) => {
+                json!({"file_name": f, "len": bytes.len(), "text": String::from_utf8_lossy(&bytes)})
+            }
+            None => {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                text.parse::<i64>().map_or(json!(text), |n| json!(n))
+            }
+        };
+    }
+    Ok(body)
 }
 
 /// The text of an HTML-formatted message as Telegram counts it: tags take no room and

@@ -58,6 +58,7 @@ pub(super) async fn start(
         pair_strangers: settings.unauthorized_dm == UnauthorizedDm::Pair,
         webhook,
         reply_mode: settings.reply_to_mode,
+        display: settings.display.clone(),
     };
     let bot = herald_chat::start_telegram(start, host, tools, store, config.store.lease)
         .map_err(|e| ServeError::Refused(e.to_string()))?;

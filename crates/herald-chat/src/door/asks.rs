@@ -75,7 +75,7 @@ impl<P: Platform> ChatDoor<P> {
         };
         let note = if answered.is_some() { "" } else { EXPIRED };
         self.platform.answer_click(&click.id, note).await;
-        self.platform.edit(chat, &click.message_id, &text).await;
+        self.edit_note(chat, &click.message_id, &text).await;
     }
 
     /// A bare "yes", "no", "always" ... while an approval waits answers the oldest;
@@ -103,7 +103,15 @@ impl<P: Platform> ChatDoor<P> {
     /// Edits an approval's message to say how it ended (its buttons go).
     pub(crate) async fn close_prompt(&self, chat: &ChatRef, asked: &Asked, text: &str) {
         if let Some(m) = &asked.message_id {
-            self.platform.edit(chat, m, text).await;
+            self.edit_note(chat, m, text).await;
+        }
+    }
+
+    /// Replaces a message's text with a note; a failure is logged (the note is a
+    /// courtesy).
+    async fn edit_note(&self, chat: &ChatRef, message_id: &str, text: &str) {
+        if let Err(e) = self.platform.edit(chat, message_id, text, false).await {
+            tracing::debug!(error = %e.message, "cannot edit a chat message");
         }
     }
 

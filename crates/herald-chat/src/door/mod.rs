@@ -9,18 +9,25 @@
 //! was stored before the crash is sent without running again.
 
 mod asks;
+mod bubble;
 mod commands;
+mod files;
+mod media;
 mod outcome;
 mod platform;
 mod pump;
 mod wire;
 
+pub use files::{MAX_FILE_BYTES, session_folder};
 pub use outcome::SendFailure;
-pub use platform::{ChatRef, Click, Inbound, Platform};
+pub use platform::{
+    Attachment, AttachmentKind, ChatRef, Click, Downloaded, Inbound, OutFile, OutKind, Platform,
+};
 pub use wire::ChatWire;
 
 use crate::key::{KeyRules, session_key};
 use crate::pairing::PairingStore;
+use herald_config::chat_display::ChatDisplay;
 use herald_config::default_config::BusyInputMode;
 use herald_session::{
     Conversations, Host, Live, LiveError, LiveId, Op, OpError, Outcome, SessionError,
@@ -53,6 +60,8 @@ pub struct ChatDoor<P: Platform> {
     tokens: Mutex<HashMap<String, String>>,
     tools: Vec<String>,
     rules: KeyRules,
+    /// Streaming, tool progress, the folders answers may send files from.
+    display: ChatDisplay,
     /// When this door started: messages received before it are a backlog, queued in
     /// order rather than interrupting each other.
     started_ms: i64,
@@ -73,6 +82,7 @@ impl<P: Platform> ChatDoor<P> {
         tools: Vec<String>,
         rules: KeyRules,
         pairing: Option<PairingStore>,
+        display: ChatDisplay,
     ) -> Arc<ChatDoor<P>> {
         Arc::new(ChatDoor {
             platform,
@@ -83,6 +93,7 @@ impl<P: Platform> ChatDoor<P> {
             tokens: Mutex::default(),
             tools,
             rules,
+            display,
             started_ms: now_ms(),
         })
     }
@@ -104,16 +115,20 @@ impl<P: Platform> ChatDoor<P> {
             return self.pair(item.id, started, &inbound, &name).await;
         }
         if let Some(answer) = item.answer.clone() {
-            let (chat, attempts) = (&inbound.chat, item.delivery_attempts);
+            let key = session_key(&inbound.source, self.rules);
+            let host = self.conversations.host();
+            let session = host.keyed_session(&key).await.ok().flatten();
             return self
-                .deliver(
-                    item.id,
-                    started,
-                    attempts,
-                    chat,
-                    &answer,
-                    inbound.message_id,
-                )
+                .deliver(outcome::Answer {
+                    inbox_id: item.id,
+                    started_ms: started,
+                    attempts: item.delivery_attempts,
+                    chat: &inbound.chat,
+                    text: &answer,
+                    reply_to: inbound.message_id,
+                    preview: None,
+                    session,
+                })
                 .await;
         }
         if let Some(click) = &inbound.click {
@@ -159,7 +174,10 @@ impl<P: Platform> ChatDoor<P> {
         if command {
             return self.command(live, item, started, text).await;
         }
-        let input = self.input(inbound).await;
+        let session = live.conversation.session();
+        let input = self
+            .input(&inbound.text, &inbound.files, session.id(), item.id)
+            .await;
         let backlog = item.received_at_ms < self.started_ms;
         self.prompt(live, item.id, started, input, backlog, inbound.message_id)
             .await;
@@ -220,26 +238,6 @@ impl<P: Platform> ChatDoor<P> {
         );
         o.session_key = Some(key.to_owned());
         o
-    }
-
-    /// The message's text and images; an image that cannot be fetched is named in the
-    /// text (never dropped silently).
-    async fn input(&self, inbound: &Inbound) -> UserInput {
-        let mut input = UserInput::from(inbound.text.trim());
-        for file in &inbound.images {
-            match self.platform.image(file).await {
-                Ok(url) => input
-                    .images
-                    .push(herald_session::ImageUrl { url, detail: None }),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot fetch an image from the chat");
-                    input.text.push_str(&format!(
-                        "\n[an image was sent but could not be fetched: {e}]"
-                    ));
-                }
-            }
-        }
-        input
     }
 
     /// A prompt: now, or as the busy-input policy says (a backlog is queued in order).

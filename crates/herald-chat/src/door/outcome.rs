@@ -2,8 +2,11 @@
 //! a reason), failed (the chat was told), or tried again later (a send that failed
 //! for a while); each recorded as a delivery, as the webhook routes' are.
 
+use super::bubble::Left;
+use super::media::Media;
 use super::{ChatDoor, ChatRef, Platform};
 use herald_store::{NewDelivery, Stage, now_ms};
+use std::path::PathBuf;
 
 /// Why a send failed, and whether trying again later may work.
 #[derive(Debug, Clone)]
@@ -11,6 +14,8 @@ pub struct SendFailure {
     pub message: String,
     /// A network error, a 5xx, flood control: worth another try.
     pub transient: bool,
+    /// Flood control answered (the chat is paused).
+    pub flood: bool,
 }
 
 /// Deliveries of one answer tried before the entry is given up.
@@ -20,30 +25,119 @@ const MAX_DELIVERY_ATTEMPTS: i64 = 8;
 /// chat (Hermes's delivery ledger marks its recovered replies likewise).
 pub(crate) const MAYBE_REPEATED: &str = "♻️ Recovered reply (may be a repeat):\n\n";
 
+/// An answer to send for an inbox entry.
+pub(crate) struct Answer<'a> {
+    pub inbox_id: i64,
+    pub started_ms: i64,
+    /// Deliveries tried so far, this one included.
+    pub attempts: i64,
+    pub chat: &'a ChatRef,
+    pub text: &'a str,
+    pub reply_to: Option<i64>,
+    /// The message the answer streamed into, which it replaces.
+    pub preview: Option<Left>,
+    /// The session whose folder its files may come from.
+    pub session: Option<String>,
+}
+
 impl<P: Platform> ChatDoor<P> {
-    /// Sends a stored answer: done once sent, tried again later when the send failed
-    /// for a while, failed when the platform refused it.
-    pub(crate) async fn deliver(
-        &self,
-        id: i64,
-        started: i64,
-        attempts: i64,
-        chat: &ChatRef,
-        answer: &str,
-        reply_to: Option<i64>,
-    ) {
-        let text = match attempts > 1 {
-            true => format!("{MAYBE_REPEATED}{answer}"),
-            false => answer.to_owned(),
+    /// Sends a stored answer (its text, then its `MEDIA:` files): done once sent,
+    /// tried again later when the send failed for a while, failed when the platform
+    /// refused it.
+    pub(crate) async fn deliver(&self, a: Answer<'_>) {
+        let (id, started) = (a.inbox_id, a.started_ms);
+        let media = super::media::extract(a.text);
+        let text = match a.attempts > 1 {
+            true => format!("{MAYBE_REPEATED}{}", media.text),
+            false => media.text.clone(),
         };
-        match self.platform.send(chat, &text, reply_to).await {
-            Ok(ids) => self.finish(id, started, "delivered", &ids.join(",")).await,
-            Err(f) if f.transient && attempts < MAX_DELIVERY_ATTEMPTS => {
-                self.retry(id, started, attempts, Stage::Delivery, &f.message)
+        let sent = match media.text.is_empty() {
+            true => Ok(Vec::new()),
+            false => self.send_answer(a.chat, &text, a.reply_to, a.preview).await,
+        };
+        match sent {
+            Ok(mut ids) => {
+                ids.extend(self.send_media(a.chat, &media, a.session.as_deref()).await);
+                self.finish(id, started, "delivered", &ids.join(",")).await
+            }
+            Err(f) if f.transient && a.attempts < MAX_DELIVERY_ATTEMPTS => {
+                self.retry(id, started, a.attempts, Stage::Delivery, &f.message)
                     .await
             }
             Err(f) => self.fail(id, started, &f.message).await,
         }
+    }
+
+    /// The answer's text: into the message it streamed into when that still works
+    /// and it fits, else whole as new messages (the preview goes).
+    async fn send_answer(
+        &self,
+        chat: &ChatRef,
+        text: &str,
+        reply_to: Option<i64>,
+        preview: Option<Left>,
+    ) -> Result<Vec<String>, SendFailure> {
+        if let Some(Left {
+            message_id: Some(m),
+            healthy,
+        }) = preview
+        {
+            if healthy && self.platform.edit(chat, &m, text, true).await.is_ok() {
+                return Ok(vec![m]);
+            }
+            self.platform.delete(chat, &m).await;
+        }
+        self.platform.send(chat, text, reply_to).await
+    }
+
+    /// Sends the files an answer names, from the allowed folders: the ids of those
+    /// sent; each one that cannot be sent is said in the chat.
+    async fn send_media(
+        &self,
+        chat: &ChatRef,
+        media: &Media,
+        session: Option<&str>,
+    ) -> Vec<String> {
+        if media.paths.is_empty() {
+            return Vec::new();
+        }
+        let runtime = self.conversations.host().runtime();
+        let mut roots: Vec<PathBuf> = self.display.media_allow_dirs.clone();
+        roots.extend(runtime.cwd.clone());
+        if let Some(s) = session {
+            roots.push(super::files::session_folder(runtime.home.root(), s));
+        }
+        let mut ids = Vec::new();
+        for raw in &media.paths {
+            let (path, r, voice, doc) = (
+                raw.clone(),
+                roots.clone(),
+                media.as_voice,
+                media.as_document,
+            );
+            let read =
+                tokio::task::spawn_blocking(move || super::media::read(&path, &r, voice, doc))
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()));
+            let sent = match read {
+                Ok(file) => self
+                    .platform
+                    .send_file(chat, file)
+                    .await
+                    .map_err(|f| f.message),
+                Err(why) => Err(why),
+            };
+            match sent {
+                Ok(id) => ids.push(id),
+                Err(why) => {
+                    tracing::warn!(file = %super::media::shown(raw), error = %why, "an answer's file was not sent");
+                    let name = super::media::shown(raw);
+                    self.tell(chat, &format!("⚠️ Could not send {name}: {why}"))
+                        .await;
+                }
+            }
+        }
+        ids
     }
 
     /// Sends a note; a failure is logged (the entry's own outcome is what counts).

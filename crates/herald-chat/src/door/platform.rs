@@ -25,10 +25,57 @@ pub struct Inbound {
     pub stranger: Option<String>,
     /// A button pressed under one of the bot's messages.
     pub click: Option<Click>,
-    /// Images sent with the message (the platform's file ids).
-    pub images: Vec<String>,
+    /// Files sent with the message (photos reach the model as images, others are saved
+    /// in the session's folder).
+    pub files: Vec<Attachment>,
     /// The message's own id (an answer replies to it, as `reply_to_mode` says).
     pub message_id: Option<i64>,
+}
+
+/// A file attached to a message, as the platform names it.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub file_id: String,
+    pub name: Option<String>,
+    /// Its size, when the platform says.
+    pub size: Option<u64>,
+    pub mime: Option<String>,
+    pub kind: AttachmentKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachmentKind {
+    Photo,
+    Document,
+    Voice,
+    Audio,
+    Video,
+}
+
+/// A file an answer sends (a `MEDIA:` line), read and checked.
+#[derive(Debug, Clone)]
+pub struct OutFile {
+    pub name: String,
+    pub bytes: Vec<u8>,
+    pub kind: OutKind,
+}
+
+/// How a file is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutKind {
+    Photo,
+    Voice,
+    Audio,
+    Video,
+    Document,
+}
+
+/// A file fetched from the platform: its bytes and the platform's path (its extension
+/// says its type).
+#[derive(Debug, Clone)]
+pub struct Downloaded {
+    pub bytes: Vec<u8>,
+    pub path: String,
 }
 
 /// A button pressed: its platform id (to answer), its data, the message it is under
@@ -54,6 +101,13 @@ pub trait Platform: Send + Sync + 'static {
         text: &str,
         reply_to: Option<i64>,
     ) -> impl Future<Output = Result<Vec<String>, SendFailure>> + Send;
+    /// Sends `text` as it is (no formatting, at most one message, no wait on a flood):
+    /// the message's id.
+    fn send_plain(
+        &self,
+        chat: &ChatRef,
+        text: &str,
+    ) -> impl Future<Output = Result<String, SendFailure>> + Send;
     /// Shows that an answer is being written (refreshed while a turn runs).
     fn typing(&self, chat: &ChatRef) -> impl Future<Output = ()> + Send;
     /// The message an inbox entry holds, or why the door leaves it alone.
@@ -68,12 +122,29 @@ pub trait Platform: Send + Sync + 'static {
         token: &str,
         text: &str,
     ) -> impl Future<Output = Result<Option<String>, SendFailure>> + Send;
-    /// Replaces a message's text (and takes its buttons away).
-    fn edit(&self, chat: &ChatRef, message_id: &str, text: &str)
-    -> impl Future<Output = ()> + Send;
-    /// An image the platform keeps, as a `data:` URL (at most
-    /// [`herald_session::images::MAX_ATTACHED_BYTES`]).
-    fn image(&self, file_id: &str) -> impl Future<Output = Result<String, String>> + Send;
+    /// Replaces a message's text (and takes its buttons away); `formatted`: the text is
+    /// Markdown to render, else shown as it is.
+    fn edit(
+        &self,
+        chat: &ChatRef,
+        message_id: &str,
+        text: &str,
+        formatted: bool,
+    ) -> impl Future<Output = Result<(), SendFailure>> + Send;
+    /// Deletes one of the bot's messages (a preview the answer replaces).
+    fn delete(&self, chat: &ChatRef, message_id: &str) -> impl Future<Output = ()> + Send;
+    /// Fetches a file the platform keeps, refusing more than `max` bytes.
+    fn download(
+        &self,
+        file_id: &str,
+        max: u64,
+    ) -> impl Future<Output = Result<Downloaded, String>> + Send;
+    /// Sends a file to `chat`: the id of the message.
+    fn send_file(
+        &self,
+        chat: &ChatRef,
+        file: OutFile,
+    ) -> impl Future<Output = Result<String, SendFailure>> + Send;
     /// Answers a button press (the client stops its spinner).
     fn answer_click(&self, click_id: &str, text: &str) -> impl Future<Output = ()> + Send;
 }

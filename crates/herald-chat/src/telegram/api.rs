@@ -98,6 +98,26 @@ impl BotApi {
         let bytes = read_capped(resp, MAX_ANSWER_BYTES).await?;
         answer(status, &bytes)
     }
+
+    /// Calls `method` with a multipart form (a file upload); a file's upload may take
+    /// a minute more than a call.
+    pub async fn upload<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        form: reqwest::multipart::Form,
+    ) -> Result<T, ApiError> {
+        let resp = self
+            .client
+            .post(format!("{}{method}", self.base))
+            .multipart(form)
+            .timeout(self.timeout + Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(|e| ApiError::Network(describe(&e)))?;
+        let status = resp.status().as_u16();
+        let bytes = read_capped(resp, MAX_ANSWER_BYTES).await?;
+        answer(status, &bytes)
+    }
 }
 
 /// The largest answer read (a full `getUpdates` batch is far below it).

@@ -4,13 +4,14 @@
 
 pub mod access;
 pub mod api;
+mod files;
 pub mod format;
 pub mod menu;
 pub mod poll;
 pub mod webhook;
 pub mod wire;
 
-use crate::door::{ChatRef, Inbound, Platform, SendFailure};
+use crate::door::{ChatRef, Downloaded, Inbound, OutFile, Platform, SendFailure};
 use crate::key::{ChatType, Source};
 use crate::outbox::Governor;
 use crate::pairing::PairingStore;
@@ -92,6 +93,29 @@ impl Telegram {
         }
     }
 
+    /// One call in the chat's slot, not repeated: a flood pauses the chat and is
+    /// returned. The message id it answered, when it answered one.
+    async fn once(
+        &self,
+        method: &str,
+        chat: &ChatRef,
+        body: Value,
+    ) -> Result<Option<String>, SendFailure> {
+        self.governor.slot(chat.chat_id, chat.group).await;
+        match self.api.call::<Value>(method, &body, Duration::ZERO).await {
+            Ok(v) => Ok(v
+                .get("message_id")
+                .and_then(Value::as_i64)
+                .map(|id| id.to_string())),
+            Err(e) => {
+                if let ApiError::Flood(wait) = &e {
+                    self.governor.flooded(chat.chat_id, *wait);
+                }
+                Err(failure(e))
+            }
+        }
+    }
+
     /// Sends the HTML parts in order: the ids of those sent. A part whose formatting
     /// Telegram refuses goes as its plain text, whole (split again when it must be).
     async fn send_parts(
@@ -152,6 +176,7 @@ fn failure(e: ApiError) -> SendFailure {
         ApiError::Conflict(_) => false,
     };
     SendFailure {
+        flood: matches!(e, ApiError::Flood(_)),
         message: e.to_string(),
         transient,
     }
@@ -223,6 +248,10 @@ impl Platform for Telegram {
     }
 
     async fn typing(&self, chat: &ChatRef) {
+        // Typing takes a free slot or is skipped: it never delays a message.
+        if !self.governor.try_now(chat.chat_id) {
+            return;
+        }
         let mut body = json!({"chat_id": chat.chat_id, "action": "typing"});
         if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
             body["message_thread_id"] = json!(t);
@@ -260,42 +289,52 @@ impl Platform for Telegram {
         Ok(Some(id.to_string()))
     }
 
-    async fn edit(&self, chat: &ChatRef, message_id: &str, text: &str) {
+    async fn send_plain(&self, chat: &ChatRef, text: &str) -> Result<String, SendFailure> {
+        self.once("sendMessage", chat, message(chat, text, false))
+            .await
+            .map(|id| id.unwrap_or_default())
+    }
+
+    async fn edit(
+        &self,
+        chat: &ChatRef,
+        message_id: &str,
+        text: &str,
+        formatted: bool,
+    ) -> Result<(), SendFailure> {
+        let Ok(message_id) = message_id.parse::<i64>() else {
+            return Ok(());
+        };
+        let shown = match formatted {
+            true => format::to_html(text),
+            false => text.to_owned(),
+        };
+        let mut body = json!({"chat_id": chat.chat_id, "message_id": message_id, "text": shown});
+        if formatted {
+            body["parse_mode"] = json!("HTML");
+        }
+        self.once("editMessageText", chat, body).await.map(|_| ())
+    }
+
+    async fn delete(&self, chat: &ChatRef, message_id: &str) {
         let Ok(message_id) = message_id.parse::<i64>() else {
             return;
         };
-        self.governor.slot(chat.chat_id, chat.group).await;
-        let body = json!({"chat_id": chat.chat_id, "message_id": message_id, "text": text});
-        if let Err(e) = self
-            .api
-            .call::<Value>("editMessageText", &body, Duration::ZERO)
-            .await
-        {
-            tracing::debug!(error = %e, "telegram: editMessageText failed");
+        let body = json!({"chat_id": chat.chat_id, "message_id": message_id});
+        if let Err(e) = self.once("deleteMessage", chat, body).await {
+            tracing::debug!(error = %e.message, "telegram: deleteMessage failed");
         }
     }
 
-    async fn image(&self, file_id: &str) -> Result<String, String> {
-        let max = herald_session::images::MAX_ATTACHED_BYTES;
-        let body = json!({"file_id": file_id});
-        let info: wire::FileInfo = self
-            .api
-            .call("getFile", &body, Duration::ZERO)
+    async fn download(&self, file_id: &str, max: u64) -> Result<Downloaded, String> {
+        self.fetch(file_id, max).await
+    }
+
+    async fn send_file(&self, chat: &ChatRef, file: OutFile) -> Result<String, SendFailure> {
+        self.upload(chat, file)
             .await
-            .map_err(|e| e.to_string())?;
-        if info.file_size.is_some_and(|n| n > max) {
-            return Err(format!("larger than {} MB", max >> 20));
-        }
-        let path = info.file_path.ok_or("Telegram gave no file path")?;
-        let cap = usize::try_from(max).unwrap_or(usize::MAX);
-        let bytes = self
-            .api
-            .download(&path, cap)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mime =
-            herald_session::images::mime(std::path::Path::new(&path)).unwrap_or("image/jpeg");
-        Ok(herald_session::images::data_url(mime, &bytes))
+            .map(|id| id.to_string())
+            .map_err(failure)
     }
 
     async fn answer_click(&self, click_id: &str, text: &str) {
@@ -356,17 +395,16 @@ impl Platform for Telegram {
             .clone()
             .or_else(|| m.caption.clone())
             .unwrap_or_default();
-        if let Some(note) = m.unread_attachment() {
+        let (files, sticker) = m.attachments();
+        if let Some(note) = sticker {
             text = format!("{note}\n{text}").trim_end().to_owned();
         }
-        // The largest size of a photo.
-        let photo = m.photo.last().map(|p| p.file_id.clone());
-        if text.trim().is_empty() && photo.is_none() {
-            return Err("a message with neither text nor a photo is not served yet".into());
+        if text.trim().is_empty() && files.is_empty() {
+            return Err("a message with neither text nor a file is not served yet".into());
         }
         let mut read = inbound(&m, self.access.without_mention(&text));
         read.stranger = stranger;
-        read.images.extend(photo);
+        read.files = files;
         Ok(read)
     }
 }
@@ -405,7 +443,7 @@ fn inbound(m: &wire::Message, text: String) -> Inbound {
         text,
         stranger: None,
         click: None,
-        images: Vec::new(),
+        files: Vec::new(),
         message_id: Some(m.message_id),
     }
 }

@@ -38,30 +38,52 @@ pub struct Message {
 /// A file attached to a message (document, voice note, audio, video).
 #[derive(Debug, Clone, Deserialize)]
 pub struct FileMeta {
+    #[serde(default)]
+    pub file_id: String,
     pub file_name: Option<String>,
+    pub file_size: Option<u64>,
+    pub mime_type: Option<String>,
 }
 
 impl Message {
-    /// A note for the model on an attachment herald does not read yet (as Hermes
-    /// notes what it cannot take), so nothing sent is dropped without a word.
-    pub fn unread_attachment(&self) -> Option<String> {
-        let named = |kind: &str, f: &FileMeta| match &f.file_name {
-            Some(name) => format!("a {kind} ({name})"),
-            None => format!("a {kind}"),
+    /// The files of a message the door saves for the model, and a sticker's note
+    /// (stickers are named, not read).
+    pub fn attachments(&self) -> (Vec<crate::door::Attachment>, Option<String>) {
+        use crate::door::{Attachment, AttachmentKind};
+        let file = |kind, f: &FileMeta| Attachment {
+            file_id: f.file_id.clone(),
+            name: f.file_name.clone(),
+            size: f.file_size,
+            mime: f.mime_type.clone(),
+            kind,
         };
-        let what = [
-            self.document.as_ref().map(|f| named("document", f)),
-            self.voice.as_ref().map(|f| named("voice note", f)),
-            self.audio.as_ref().map(|f| named("audio file", f)),
-            self.video.as_ref().map(|f| named("video", f)),
-            self.sticker.as_ref().map(|_| "a sticker".to_owned()),
+        let mut files: Vec<Attachment> = [
+            self.document
+                .as_ref()
+                .map(|f| file(AttachmentKind::Document, f)),
+            self.voice.as_ref().map(|f| file(AttachmentKind::Voice, f)),
+            self.audio.as_ref().map(|f| file(AttachmentKind::Audio, f)),
+            self.video.as_ref().map(|f| file(AttachmentKind::Video, f)),
         ]
         .into_iter()
         .flatten()
-        .next()?;
-        Some(format!(
-            "[The user sent {what}, which herald cannot open yet.]"
-        ))
+        .filter(|f| !f.file_id.is_empty())
+        .collect();
+        // The largest size of a photo.
+        if let Some(p) = self.photo.last() {
+            files.push(Attachment {
+                file_id: p.file_id.clone(),
+                name: None,
+                size: p.file_size,
+                mime: None,
+                kind: AttachmentKind::Photo,
+            });
+        }
+        let sticker = self
+            .sticker
+            .as_ref()
+            .map(|_| "[The user sent a sticker, which herald does not read.]".to_owned());
+        (files, sticker)
     }
 }
 

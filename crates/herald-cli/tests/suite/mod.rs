@@ -37,6 +37,7 @@ mod signatures;
 mod store_migrate;
 mod support;
 mod telegram;
+mod telegram_live;
 mod traces;
 mod tui;
 mod webhook_cli;

@@ -8,13 +8,13 @@ use herald_test_support::{FakeProvider, Scripted};
 use serde_json::json;
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(30);
+pub(super) const WAIT: Duration = Duration::from_secs(30);
 
-fn config(provider: &FakeProvider) -> String {
+pub(super) fn config(provider: &FakeProvider) -> String {
     agent_config(&provider.base_url, "", "        r: {prompt: 'x'}\n")
 }
 
-fn env<'a>(tg: &'a FakeTelegram, users: &'a str) -> Vec<(&'a str, &'a str)> {
+pub(super) fn env<'a>(tg: &'a FakeTelegram, users: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![
         ("TELEGRAM_BOT_TOKEN", TOKEN),
         ("TELEGRAM_BASE_URL", tg.base_url.as_str()),
