@@ -19,21 +19,54 @@ pub mod telegram;
 pub use door::{ChatDoor, ChatRef, Inbound, Platform, SendFailure};
 pub use start::{ChatBot, StartError, TelegramStart, WebhookMode, start_telegram};
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// What an operator sees of one bot.
-#[derive(Debug, Default)]
+/// What an operator sees of one bot (in `herald gateway status`, `/health/detailed`,
+/// the dashboard and `/metrics`).
 pub struct BotStatus {
+    platform: &'static str,
+    /// How it receives (`long polling`, `webhook at /telegram`).
+    receiving: String,
     /// When the last poll answered (unix ms; 0: never).
     last_poll_ms: AtomicI64,
+    /// When the last update was stored (unix ms; 0: never).
+    last_update_ms: AtomicI64,
     /// Updates stored.
     received: AtomicU64,
+    /// Stalled polls started again.
+    restarts: AtomicU64,
+    /// Another instance holds the bot's poll; this one stands by.
+    standing_by: AtomicBool,
     /// The last failure of a poll, if the last poll failed.
     failure: Mutex<Option<String>>,
+    /// The bot's send governor (its queues and floods).
+    pub(crate) governor: Arc<outbox::Governor>,
+    /// When a poll last answered or failed (a poll that does neither has stalled).
+    progressed: Mutex<tokio::time::Instant>,
 }
 
 impl BotStatus {
+    pub(crate) fn new(platform: &'static str, receiving: String) -> BotStatus {
+        BotStatus {
+            platform,
+            receiving,
+            last_poll_ms: AtomicI64::new(0),
+            last_update_ms: AtomicI64::new(0),
+            received: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+            standing_by: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            governor: Arc::default(),
+            progressed: Mutex::new(tokio::time::Instant::now()),
+        }
+    }
+    pub(crate) fn progressed(&self) {
+        *herald_session::conversation::lock(&self.progressed) = tokio::time::Instant::now();
+    }
+    pub(crate) fn since_progress(&self) -> std::time::Duration {
+        herald_session::conversation::lock(&self.progressed).elapsed()
+    }
     pub(crate) fn polled(&self, at_ms: i64) {
         self.last_poll_ms.store(at_ms, Ordering::Relaxed);
         if let Ok(mut f) = self.failure.lock() {
@@ -42,11 +75,19 @@ impl BotStatus {
     }
     pub(crate) fn received(&self) {
         self.received.fetch_add(1, Ordering::Relaxed);
+        self.last_update_ms
+            .store(herald_store::now_ms(), Ordering::Relaxed);
     }
     pub(crate) fn failed(&self, why: String) {
         if let Ok(mut f) = self.failure.lock() {
             *f = Some(why);
         }
+    }
+    pub(crate) fn restarted(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn stand_by(&self, on: bool) {
+        self.standing_by.store(on, Ordering::Relaxed);
     }
     /// When the last poll answered (unix ms), if one did.
     pub fn last_poll_ms(&self) -> Option<i64> {
@@ -58,6 +99,33 @@ impl BotStatus {
     /// Why the last poll failed, while polls fail.
     pub fn failure(&self) -> Option<String> {
         self.failure.lock().ok().and_then(|f| f.clone())
+    }
+}
+
+impl herald_metrics::bots::ReportsBot for BotStatus {
+    fn report(&self) -> herald_metrics::bots::BotReport {
+        let standing_by = self.standing_by.load(Ordering::Relaxed);
+        let failure = self.failure();
+        let (waiting, busiest) = self.governor.queues(10);
+        herald_metrics::bots::BotReport {
+            platform: self.platform,
+            receiving: match standing_by {
+                true => "standing by (another instance polls this bot)".to_owned(),
+                false => self.receiving.clone(),
+            },
+            connected: !standing_by && failure.is_none() && self.last_poll_ms().is_some(),
+            last_poll_ms: self.last_poll_ms(),
+            last_update_ms: Some(self.last_update_ms.load(Ordering::Relaxed)).filter(|t| *t > 0),
+            received: self.received_count(),
+            flood_waits: self.governor.flood_count(),
+            poll_restarts: self.restarts.load(Ordering::Relaxed),
+            waiting_sends: waiting,
+            busiest_chats: busiest
+                .into_iter()
+                .map(|(chat_id, waiting)| herald_metrics::bots::ChatQueue { chat_id, waiting })
+                .collect(),
+            failure,
+        }
     }
 }
 

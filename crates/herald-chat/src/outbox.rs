@@ -26,6 +26,10 @@ const MAX_CHATS: usize = 10_000;
 /// Telegram's limits for one bot, applied to every send.
 pub struct Governor {
     state: Mutex<State>,
+    /// Sends waiting for their slot, per chat.
+    waiting: Mutex<HashMap<i64, u64>>,
+    /// Flood answers seen.
+    floods: std::sync::atomic::AtomicU64,
 }
 
 struct State {
@@ -51,6 +55,8 @@ impl Default for Governor {
                 paused_until: None,
                 floods: Vec::new(),
             }),
+            waiting: Mutex::default(),
+            floods: Default::default(),
         }
     }
 }
@@ -61,10 +67,29 @@ fn slot_len() -> Duration {
 }
 
 impl Governor {
-    /// Waits for this chat's next slot.
+    /// Waits for this chat's next slot (counted as waiting meanwhile).
     pub async fn slot(&self, chat: i64, group: bool) {
         let at = self.reserve(chat, group, Instant::now());
+        if at <= Instant::now() {
+            return;
+        }
+        let _waiting = Waiting::new(self, chat);
         tokio::time::sleep_until(at).await;
+    }
+
+    /// Sends waiting for their slot in all, and the `top` chats with most waiting.
+    pub fn queues(&self, top: usize) -> (u64, Vec<(i64, u64)>) {
+        let waiting = herald_session::conversation::lock(&self.waiting);
+        let total = waiting.values().sum();
+        let mut chats: Vec<(i64, u64)> = waiting.iter().map(|(c, n)| (*c, *n)).collect();
+        chats.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        chats.truncate(top);
+        (total, chats)
+    }
+
+    /// Flood answers seen since the start.
+    pub fn flood_count(&self) -> u64 {
+        self.floods.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Reserves the earliest free slot at or after the chat's next turn (and any
@@ -117,6 +142,8 @@ impl Governor {
     /// A 429 for `chat`: the chat waits `wait`; when three chats flood within a second
     /// the whole bot does (the global bucket).
     pub fn flooded(&self, chat: i64, wait: Duration) {
+        self.floods
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let now = Instant::now();
         let mut s = self.lock();
         s.next.insert(chat, now + wait);
@@ -125,6 +152,34 @@ impl Governor {
         s.floods.push(now);
         if s.floods.len() >= 3 {
             s.paused_until = Some(now + wait);
+        }
+    }
+}
+
+/// A send counted as waiting for its slot until dropped (also when its task is
+/// cancelled).
+struct Waiting<'a> {
+    governor: &'a Governor,
+    chat: i64,
+}
+
+impl<'a> Waiting<'a> {
+    fn new(governor: &'a Governor, chat: i64) -> Waiting<'a> {
+        *herald_session::conversation::lock(&governor.waiting)
+            .entry(chat)
+            .or_default() += 1;
+        Waiting { governor, chat }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut waiting = herald_session::conversation::lock(&self.governor.waiting);
+        if let Some(n) = waiting.get_mut(&self.chat) {
+            *n -= 1;
+            if *n == 0 {
+                waiting.remove(&self.chat);
+            }
         }
     }
 }
@@ -188,6 +243,26 @@ mod tests {
         let first = quiet.reserve(7, false, now);
         let second = quiet.reserve(7, false, now);
         assert!(second >= first + PER_CHAT && second < first + PER_CHAT + slot_len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_sends_are_counted_per_chat_until_they_go() {
+        let g = std::sync::Arc::new(Governor::default());
+        g.slot(1, false).await;
+        let tasks: Vec<_> = (0..3)
+            .map(|_| {
+                let g = g.clone();
+                tokio::spawn(async move { g.slot(1, false).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(g.queues(10), (3, vec![(1, 3)]));
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(g.queues(10), (0, vec![]));
+        g.flooded(1, Duration::from_secs(1));
+        assert_eq!(g.flood_count(), 1);
     }
 
     #[test]

@@ -4,7 +4,6 @@
 use crate::BotStatus;
 use crate::door::ChatDoor;
 use crate::key::KeyRules;
-use crate::outbox::Governor;
 use crate::pairing::PairingStore;
 use crate::telegram::Telegram;
 use crate::telegram::access::Access;
@@ -123,6 +122,8 @@ pub enum StartError {
 /// A running bot.
 pub struct ChatBot {
     pub status: Arc<BotStatus>,
+    /// Keeps the bot on the operator's board while it runs.
+    _reporting: Arc<dyn herald_metrics::bots::ReportsBot>,
     /// In webhook mode: the route to serve on herald's webhook listener.
     pub webhook: Option<(String, axum::Router)>,
     stop: watch::Sender<bool>,
@@ -159,7 +160,13 @@ pub fn start_telegram(
         &start.token,
         Duration::from_secs(20),
     );
-    let status = Arc::new(BotStatus::default());
+    let receiving = match &start.webhook {
+        Some(mode) => format!("webhook at {} on the webhook listener", mode.path()?),
+        None => "long polling".to_owned(),
+    };
+    let status = Arc::new(BotStatus::new("telegram", receiving));
+    let reporting: Arc<dyn herald_metrics::bots::ReportsBot> = status.clone();
+    herald_metrics::bots::register(&reporting);
     let (stop, stopped) = watch::channel(false);
     let wake = Arc::new(Notify::new());
     let route = format!("{}telegram:{bot_id}", herald_store::CHAT_ROUTE_PREFIX);
@@ -173,7 +180,11 @@ pub fn start_telegram(
                 status: status.clone(),
                 long_poll: start.long_poll,
             };
-            (tokio::spawn(poller.run(stopped.clone())), None)
+            let stop = stopped.clone();
+            (
+                tokio::spawn(crate::telegram::poll::poll_while_held(poller, stop)),
+                None,
+            )
         }
         Some(mode) => {
             let path = mode.path()?;
@@ -193,6 +204,7 @@ pub fn start_telegram(
             )
         }
     };
+    let governor = status.governor.clone();
     let serving = tokio::spawn(async move {
         let Some(me) = introduce(&api, stopped.clone()).await else {
             return;
@@ -203,7 +215,7 @@ pub fn start_telegram(
         let pairing = start.pair_strangers.then(|| start.pairing.clone());
         let platform = Arc::new(Telegram {
             api,
-            governor: Governor::default(),
+            governor: governor.clone(),
             access: start.access,
             pairing: start.pairing,
             reply_mode: start.reply_mode,
@@ -221,6 +233,7 @@ pub fn start_telegram(
     });
     Ok(ChatBot {
         status,
+        _reporting: reporting,
         webhook,
         stop,
         tasks: vec![intake, serving],

@@ -486,7 +486,15 @@ async function healthPage() {
     el("h2", {}, "MCP servers"),
     h.mcp && h.mcp.length ? el("table", {}, el("tr", {}, ["Server", "Status", "Tools", "Error"].map((x) => el("th", {}, x))),
       h.mcp.map((s) => el("tr", {}, el("td", {}, s.name), el("td", {}, stateBadge(s.status)), el("td", {}, s.tools), el("td", {}, s.error || ""))))
-      : el("p", {}, "No MCP servers."));
+      : el("p", {}, "No MCP servers."),
+    el("h2", {}, "Chat bots"),
+    h.bots && h.bots.length ? el("table", { id: "bots" }, el("tr", {}, ["Bot", "Receiving", "State", "Last update", "Updates", "Waiting sends", "Flood waits", "Poll restarts"].map((x) => el("th", {}, x))),
+      h.bots.map((b) => el("tr", {}, el("td", {}, b.platform), el("td", {}, b.receiving),
+        el("td", {}, stateBadge(b.connected ? "connected" : "down"), b.failure ? " " + b.failure : ""),
+        el("td", {}, b.last_update_ms ? when(b.last_update_ms) : "none yet"), el("td", {}, b.received),
+        el("td", {}, b.waiting_sends + (b.busiest_chats.length ? " (" + b.busiest_chats.map((c) => c.chat_id + ": " + c.waiting).join(", ") + ")" : "")),
+        el("td", {}, b.flood_waits), el("td", {}, b.poll_restarts))))
+      : el("p", {}, "No chat bots."));
 }
 
 // ---- start -----------------------------------------------------------------------

@@ -379,6 +379,7 @@ async fn health(State(dash): State<Arc<Dashboard>>) -> Response {
         "plugins": plugins,
         "mcp": mcp,
         "live_runs": live,
+        "bots": herald_metrics::bots::reports(),
     }))
     .into_response()
 }

@@ -75,11 +75,12 @@ impl Answer {
             total += n;
         }
         inbox.insert("total".into(), json!(total));
-        Answer::new(
-            StatusCode::OK,
-            "health",
-            json!({"status": "ok", "platform": "webhook", "inbox": inbox}),
-        )
+        let mut body = json!({"status": "ok", "platform": "webhook", "inbox": inbox});
+        let bots = herald_metrics::bots::reports();
+        if !bots.is_empty() {
+            body["bots"] = json!(bots);
+        }
+        Answer::new(StatusCode::OK, "health", body)
     }
     pub fn health_degraded() -> Self {
         Answer::new(

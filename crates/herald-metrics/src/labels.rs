@@ -90,3 +90,8 @@ pub struct MethodLabel {
 pub struct ServerLabel {
     pub server: String,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PlatformLabel {
+    pub platform: &'static str,
+}

@@ -5,6 +5,7 @@
 //!
 //! Label values are bounded ([`names`]): names herald knows, at most 1,000 per label.
 
+pub mod bots;
 mod endpoint;
 mod labels;
 pub mod names;
@@ -28,6 +29,7 @@ pub struct Metrics {
     pub agent: Agent,
     pub doors: Doors,
     pub extensions: Extensions,
+    pub bots: bots::Bots,
     /// What reads the figures kept elsewhere (the inbox's) just before a scrape.
     refreshers: Mutex<Vec<Refresher>>,
 }
@@ -76,6 +78,7 @@ impl Metrics {
             agent: Agent::default(),
             doors: Doors::default(),
             extensions: Extensions::default(),
+            bots: bots::Bots::default(),
             refreshers: Mutex::new(Vec::new()),
         };
         m.webhook.register(&mut registry);
@@ -84,6 +87,7 @@ impl Metrics {
         m.agent.register(&mut registry);
         m.doors.register(&mut registry);
         m.extensions.register(&mut registry);
+        m.bots.register(&mut registry);
         Metrics { registry, ..m }
     }
 
@@ -96,6 +100,7 @@ impl Metrics {
 
     /// Runs the refreshers, each for at most `within`.
     pub async fn refresh(&self, within: std::time::Duration) {
+        self.bots.refresh();
         let all: Vec<Refresher> = match self.refreshers.lock() {
             Ok(all) => all.clone(),
             Err(_) => return,

@@ -59,7 +59,7 @@ const MAX_FLOODS: u32 = 3;
 /// One bot, as the door's platform.
 pub struct Telegram {
     pub api: BotApi,
-    pub governor: Governor,
+    pub governor: std::sync::Arc<Governor>,
     pub access: Access,
     /// Users approved by pairing are allowed too (with the allow-lists).
     pub pairing: PairingStore,

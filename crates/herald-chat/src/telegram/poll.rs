@@ -14,7 +14,12 @@ use tokio::sync::{Notify, watch};
 /// The longest pause after failures in a row.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
+/// A poll that neither answers nor fails for its long-poll wait plus this long has
+/// stalled (the client's own timeout is 20 s).
+const STALL_MARGIN: Duration = Duration::from_secs(45);
+
 /// One bot's poller.
+#[derive(Clone)]
 pub struct Poller {
     pub api: BotApi,
     pub store: Store,
@@ -38,6 +43,7 @@ impl Poller {
                 _ = crate::stopped(&mut stop) => return,
                 polled = self.poll(offset) => polled,
             };
+            self.status.progressed();
             let pause = match polled {
                 Ok(next) => {
                     failures = 0;
@@ -167,8 +173,161 @@ pub(crate) async fn store_update(
     Ok(())
 }
 
+/// How long taking the bot's poll may take before this instance says it stands by.
+const STAND_BY_AFTER: Duration = Duration::from_secs(2);
+
+/// Polls while this instance holds the bot's poll: with a shared store (PostgreSQL)
+/// one instance polls a bot at a time (Telegram answers two pollers with 409), the
+/// others stand by and one takes over within half a minute when it dies. The hold is
+/// the store's own (as a direct send's); a store only this process writes grants it
+/// at once.
+pub async fn poll_while_held(poller: Poller, mut stop: watch::Receiver<bool>) {
+    let (status, store, route) = (
+        poller.status.clone(),
+        poller.store.clone(),
+        poller.route.clone(),
+    );
+    loop {
+        let taking = store.hold_send(&route, "poll");
+        tokio::pin!(taking);
+        let quick = tokio::select! {
+            _ = crate::stopped(&mut stop) => return,
+            h = &mut taking => Some(h),
+            _ = tokio::time::sleep(STAND_BY_AFTER) => None,
+        };
+        let held = match quick {
+            Some(h) => h,
+            None => {
+                status.stand_by(true);
+                tracing::info!(
+                    "telegram: another instance polls this bot; this one stands by and takes over if it stops"
+                );
+                let h = tokio::select! {
+                    _ = crate::stopped(&mut stop) => return,
+                    h = &mut taking => h,
+                };
+                status.stand_by(false);
+                tracing::info!("telegram: this instance now polls the bot");
+                h
+            }
+        };
+        match held {
+            Ok(_hold) => return supervise(poller, stop).await,
+            Err(e) => {
+                status.failed(format!("cannot take the bot's poll in the store: {e}"));
+                tracing::error!(error = %e, "telegram: cannot take the bot's poll in the store; trying again");
+                tokio::select! {
+                    _ = crate::stopped(&mut stop) => return,
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Runs the poller until `stop`, starting it again (with a backoff, counted) when it
+/// stops making progress.
+pub async fn supervise(poller: Poller, stop: watch::Receiver<bool>) {
+    let stall = poller.long_poll + STALL_MARGIN;
+    let status = poller.status.clone();
+    let again = stop.clone();
+    keep_alive(
+        move || poller.clone().run(again.clone()),
+        &status,
+        stall,
+        stop,
+    )
+    .await
+}
+
+/// Runs what `start` makes until it ends, starting it again when `status` saw no
+/// progress for `stall`.
+pub(crate) async fn keep_alive<F, Fut>(
+    start: F,
+    status: &BotStatus,
+    stall: Duration,
+    mut stop: watch::Receiver<bool>,
+) where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut restarts = 0u32;
+    loop {
+        status.progressed();
+        let mut task = tokio::spawn(start());
+        loop {
+            tokio::select! {
+                _ = &mut task => return,
+                _ = tokio::time::sleep(stall / 4) => {}
+            }
+            if status.since_progress() > stall {
+                break;
+            }
+        }
+        task.abort();
+        status.restarted();
+        restarts += 1;
+        tracing::warn!(
+            stalled_s = stall.as_secs(),
+            restarts,
+            "telegram: the long poll made no progress; it is started again"
+        );
+        status.failed(format!(
+            "the long poll stalled; started again ({restarts} times)"
+        ));
+        tokio::select! {
+            _ = crate::stopped(&mut stop) => return,
+            _ = tokio::time::sleep(backoff(restarts)) => {}
+        }
+    }
+}
+
 /// 1 s, doubling, at most [`MAX_BACKOFF`].
 fn backoff(failures: u32) -> Duration {
     let secs = 1u64 << failures.saturating_sub(1).min(6);
     Duration::from_secs(secs).min(MAX_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A poll that hangs is started again, with a backoff, and counted; one that
+    /// makes progress is left alone.
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_poll_is_started_again_and_counted() {
+        let status = Arc::new(BotStatus::new("telegram", "long polling".into()));
+        let (_stop_tx, stop) = watch::channel(false);
+        let starts = Arc::new(AtomicU32::new(0));
+        let (s, st, watched) = (starts.clone(), status.clone(), status.clone());
+        let supervisor = tokio::spawn(async move {
+            keep_alive(
+                move || {
+                    let n = s.fetch_add(1, Ordering::SeqCst);
+                    let st = st.clone();
+                    async move {
+                        if n < 2 {
+                            // Hangs: no poll answers.
+                            std::future::pending::<()>().await;
+                        }
+                        // Makes progress, then ends (as on stop).
+                        for _ in 0..5 {
+                            st.progressed();
+                            tokio::time::sleep(Duration::from_secs(10)).await;
+                        }
+                    }
+                },
+                &watched,
+                Duration::from_secs(60),
+                stop,
+            )
+            .await
+        });
+        tokio::time::sleep(Duration::from_secs(400)).await;
+        assert!(supervisor.is_finished());
+        assert_eq!(starts.load(Ordering::SeqCst), 3);
+        use herald_metrics::bots::ReportsBot;
+        assert_eq!(status.report().poll_restarts, 2);
+    }
 }

@@ -1144,3 +1144,52 @@ async fn the_interactive_doors_keep_their_sessions_in_the_shared_store() {
         .unwrap();
     assert_eq!(model.trim(), "other-model");
 }
+
+/// With PostgreSQL one instance polls a bot at a time: the other stands by (and says
+/// so on `/health/detailed`), and takes the poll over when the first is killed; a
+/// message sent then is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_polls_a_bot_and_another_takes_over_when_it_dies() {
+    use herald_test_support::telegram::FakeTelegram;
+    let url = database("bot_poll");
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(herald_test_support::Scripted::text("answered"));
+    let tg = FakeTelegram::start();
+    let config = format!(
+        "store:\n  url: {url}\n{}",
+        super::telegram::config(&provider)
+    );
+    let env = super::telegram::env(&tg, "7");
+    let mut a = Herald::start_with(&config, &env);
+    wait_for(
+        Duration::from_secs(30),
+        "the first instance polling",
+        || (tg.polls() > 0).then_some(()),
+    )
+    .await;
+    let b = Herald::start_with(&config, &env);
+    let mut standing = false;
+    for _ in 0..100 {
+        let (_, body) = b.get("/health/detailed").await;
+        if body.contains("standing by") {
+            standing = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(standing, "the second instance stands by");
+    let (_, body) = a.get("/health/detailed").await;
+    assert!(body.contains("\"receiving\":\"long polling\""), "{body}");
+    tg.dm(7, "one");
+    tg.wait_texts(7, 1, Duration::from_secs(30));
+    a.kill9();
+    tg.dm(7, "two");
+    // The dead instance's hold runs out within half a minute.
+    let texts = tg.wait_texts(7, 2, Duration::from_secs(90));
+    assert_eq!(texts, ["answered", "answered"]);
+    assert!(
+        b.log().contains("this instance now polls the bot"),
+        "{}",
+        b.log()
+    );
+}

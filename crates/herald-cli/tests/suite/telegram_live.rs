@@ -165,3 +165,59 @@ async fn an_answer_streams_into_one_message_until_floods_stop_the_edits() {
     assert!(attempts <= 3, "edits stop after three floods: {attempts}");
     assert!(!calls_of(&tg, "deleteMessage").is_empty(), "{texts:?}");
 }
+
+/// The bot's state is on `/health/detailed` (connected, the last update, the updates
+/// stored, flood waits, sends waiting per chat) and in the metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bot_is_shown_in_health_and_metrics() {
+    let provider = FakeProvider::start(vec![Scripted::text("pong")]);
+    let tg = FakeTelegram::start();
+    let config = format!(
+        "metrics:\n  enabled: true\n  token: scrape-token-123\n{}",
+        config(&provider)
+    );
+    let h = Herald::start_with(&config, &env(&tg, "7"));
+    // The first answer meets flood control once, and waits it out.
+    tg.flood(1, 1);
+    tg.dm(7, "ping");
+    // The fake records the refused call too.
+    assert_eq!(tg.wait_texts(7, 2, WAIT), ["pong", "pong"]);
+    let mut answered = None;
+    for _ in 0..300 {
+        let (status, body) = h.get("/health/detailed").await;
+        if body.contains("\"delivered\":1") {
+            answered = Some((status, body));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, body) = answered.expect("the message is answered");
+    assert_eq!(status, 200, "{body}");
+    let health: Value = serde_json::from_str(&body).unwrap();
+    let bot = &health["bots"][0];
+    assert_eq!(bot["platform"], "telegram", "{health}");
+    assert_eq!(bot["receiving"], "long polling");
+    assert_eq!(bot["connected"], true);
+    assert_eq!(bot["received"], 1);
+    assert_eq!(bot["flood_waits"], 1);
+    assert_eq!(bot["poll_restarts"], 0);
+    assert_eq!(bot["waiting_sends"], 0, "{health}");
+    assert!(bot["last_update_ms"].as_i64().unwrap() > 1_700_000_000_000);
+    let scraped = http_client(Duration::from_secs(10))
+        .get(h.url("/metrics"))
+        .header("Authorization", "Bearer scrape-token-123")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "herald_bot_connected{platform=\"telegram\"} 1",
+        "herald_bot_updates_total{platform=\"telegram\"} 1",
+        "herald_bot_flood_waits_total{platform=\"telegram\"} 1",
+        "herald_bot_poll_restarts_total{platform=\"telegram\"} 0",
+    ] {
+        assert!(scraped.contains(line), "{line} in:\n{scraped}");
+    }
+}
