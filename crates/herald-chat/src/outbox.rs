@@ -69,7 +69,7 @@ fn slot_len() -> Duration {
 impl Governor {
     /// Waits for this chat's next slot (counted as waiting meanwhile).
     pub async fn slot(&self, chat: i64, group: bool) {
-        let at = self.reserve(chat, group, Instant::now());
+        let at = self.reserve(chat, Some(group), Instant::now());
         if at <= Instant::now() {
             return;
         }
@@ -92,15 +92,24 @@ impl Governor {
         self.floods.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Waits for a slot of the bot's rate (and a bot-wide pause), neither waiting for
+    /// the chat's next turn nor moving it: for calls that are no messages (a
+    /// reaction).
+    pub async fn side_slot(&self, chat: i64) {
+        let at = self.reserve(chat, None, Instant::now());
+        tokio::time::sleep_until(at).await;
+    }
+
     /// Reserves the earliest free slot at or after the chat's next turn (and any
-    /// pause): when to send.
-    fn reserve(&self, chat: i64, group: bool, now: Instant) -> Instant {
+    /// pause): when to send. `group`: a message, which moves the chat's next turn
+    /// (`None`: a call that is no message).
+    fn reserve(&self, chat: i64, group: Option<bool>, now: Instant) -> Instant {
         let mut s = self.lock();
         let mut earliest = now;
         if let Some(p) = s.paused_until.filter(|p| *p > now) {
             earliest = earliest.max(p);
         }
-        if let Some(n) = s.next.get(&chat) {
+        if let Some(n) = s.next.get(&chat).filter(|_| group.is_some()) {
             earliest = earliest.max(*n);
         }
         let len = slot_len();
@@ -112,8 +121,10 @@ impl Governor {
         s.taken.insert(slot);
         let len_ns = u64::try_from(len.as_nanos()).unwrap_or(u64::MAX);
         let at = s.epoch + Duration::from_nanos(slot.saturating_mul(len_ns));
-        let spacing = if group { PER_GROUP } else { PER_CHAT };
-        s.next.insert(chat, at + spacing);
+        if let Some(group) = group {
+            let spacing = if group { PER_GROUP } else { PER_CHAT };
+            s.next.insert(chat, at + spacing);
+        }
         s.forget_before(now);
         at
     }
@@ -225,7 +236,7 @@ mod tests {
         let g = Governor::default();
         let now = Instant::now();
         // 100 chats ask at once: slots a 28th of a second apart, in order.
-        let at: Vec<Instant> = (0..100).map(|c| g.reserve(c, false, now)).collect();
+        let at: Vec<Instant> = (0..100).map(|c| g.reserve(c, Some(false), now)).collect();
         for pair in at.windows(2) {
             assert_eq!(pair[1] - pair[0], slot_len());
         }
@@ -236,12 +247,12 @@ mod tests {
             .count();
         assert!(in_first_second <= PER_BOT as usize, "{in_first_second}");
         // Chat 0 asks again: the others asked first, so it goes after them.
-        let again = g.reserve(0, false, now);
+        let again = g.reserve(0, Some(false), now);
         assert_eq!(again, at[99] + slot_len());
         // A quiet bot: a chat's next send waits only its own spacing.
         let quiet = Governor::default();
-        let first = quiet.reserve(7, false, now);
-        let second = quiet.reserve(7, false, now);
+        let first = quiet.reserve(7, Some(false), now);
+        let second = quiet.reserve(7, Some(false), now);
         assert!(second >= first + PER_CHAT && second < first + PER_CHAT + slot_len());
     }
 
@@ -273,7 +284,7 @@ mod tests {
         assert!(!g.try_now(2));
         // A chat waiting for its next turn gets no typing either.
         let h = Governor::default();
-        h.reserve(3, false, Instant::now());
+        h.reserve(3, Some(false), Instant::now());
         assert!(!h.try_now(3));
     }
 

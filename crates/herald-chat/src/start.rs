@@ -36,6 +36,8 @@ pub struct TelegramStart {
     pub reply_mode: herald_config::telegram_settings::ReplyToMode,
     /// Streaming, tool progress, the folders answers may send files from.
     pub display: herald_config::chat_display::ChatDisplay,
+    /// `TELEGRAM_REACTIONS`.
+    pub reactions: bool,
     pub client: reqwest::Client,
 }
 
@@ -219,6 +221,7 @@ pub fn start_telegram(
             access: start.access,
             pairing: start.pairing,
             reply_mode: start.reply_mode,
+            reactions: start.reactions,
         });
         let door = ChatDoor::new(
             platform,

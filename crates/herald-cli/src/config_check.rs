@@ -36,13 +36,6 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     }
     if let Some(telegram) = &config.telegram {
         outln!("note: {}", herald_chat::telegram::serving_note(telegram));
-        let unserved = herald_chat::telegram::unserved(telegram);
-        if !unserved.is_empty() {
-            outln!(
-                "note: telegram settings herald does not serve yet: {}",
-                unserved.join(", ")
-            );
-        }
     }
     if !config.hermes_only.is_empty() {
         outln!(

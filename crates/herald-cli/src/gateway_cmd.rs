@@ -37,13 +37,6 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     }
     if let Some(telegram) = &config.telegram {
         eprintln!("herald: {}", herald_chat::telegram::serving_note(telegram));
-        let unserved = herald_chat::telegram::unserved(telegram);
-        if !unserved.is_empty() {
-            eprintln!(
-                "herald: telegram settings herald does not serve yet: {}",
-                unserved.join(", ")
-            );
-        }
     }
     if !config.hermes_only.is_empty() {
         tracing::info!(

@@ -59,6 +59,7 @@ pub(super) async fn start(
         webhook,
         reply_mode: settings.reply_to_mode,
         display: settings.display.clone(),
+        reactions: settings.reactions,
     };
     let bot = herald_chat::start_telegram(start, host, tools, store, config.store.lease)
         .map_err(|e| ServeError::Refused(e.to_string()))?;
@@ -160,5 +161,6 @@ fn access(s: &TelegramSettings) -> Access {
             .collect(),
         bot_username: String::new(),
         bot_id: 0,
+        allow_bots: s.allow_bots,
     }
 }

@@ -21,7 +21,8 @@ mod wire;
 pub use files::{MAX_FILE_BYTES, session_folder};
 pub use outcome::SendFailure;
 pub use platform::{
-    Attachment, AttachmentKind, ChatRef, Click, Downloaded, Inbound, OutFile, OutKind, Platform,
+    Attachment, AttachmentKind, ChatRef, Click, Downloaded, Inbound, Mark, OutFile, OutKind,
+    Platform,
 };
 pub use wire::ChatWire;
 

@@ -70,6 +70,16 @@ pub enum OutKind {
     Document,
 }
 
+/// What a reaction on the user's message says of its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Working,
+    Done,
+    Failed,
+    /// The turn was cancelled: the reaction goes.
+    Clear,
+}
+
 /// A file fetched from the platform: its bytes and the platform's path (its extension
 /// says its type).
 #[derive(Debug, Clone)]
@@ -145,6 +155,10 @@ pub trait Platform: Send + Sync + 'static {
         chat: &ChatRef,
         file: OutFile,
     ) -> impl Future<Output = Result<String, SendFailure>> + Send;
+    /// Marks the user's message with a reaction (when the platform's setting turns
+    /// reactions on; else nothing).
+    fn react(&self, chat: &ChatRef, message_id: i64, mark: Mark)
+    -> impl Future<Output = ()> + Send;
     /// Answers a button press (the client stops its spinner).
     fn answer_click(&self, click_id: &str, text: &str) -> impl Future<Output = ()> + Send;
 }

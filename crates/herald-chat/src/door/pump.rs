@@ -5,7 +5,7 @@ use super::asks::{clarify_text, decided};
 use super::bubble::{Bubble, Left, Rhythm};
 use super::outcome::Answer;
 use super::wire::ChatWire;
-use super::{ChatDoor, ChatRef, Platform};
+use super::{ChatDoor, ChatRef, Mark, Platform};
 use herald_config::chat_display::ToolProgress;
 use herald_session::{ConversationEvent, Live, RunEventKind, RunState, RunStatus, TurnProgress};
 use std::sync::Arc;
@@ -90,7 +90,9 @@ impl<P: Platform> ChatDoor<P> {
         while let Some(event) = stream.next_event().await {
             match event {
                 ConversationEvent::TurnStarted { run, text, .. } => {
-                    live.wire.start(run.id(), &text);
+                    if let Some(m) = live.wire.start(run.id(), &text) {
+                        self.platform.react(&live.wire.chat, m, Mark::Working).await;
+                    }
                     self.type_on(&mut view.typing, &live.wire.chat);
                 }
                 ConversationEvent::Run(e) => match e.kind {
@@ -231,6 +233,12 @@ impl<P: Platform> ChatDoor<P> {
             }
             return;
         };
+        let mark = match status.state {
+            RunState::Completed => Mark::Done,
+            RunState::Cancelled => Mark::Clear,
+            _ => Mark::Failed,
+        };
+        let answered = t.reply_to;
         match (status.state, answer) {
             (RunState::Completed, Some(answer)) => {
                 if let Err(e) = self
@@ -265,6 +273,9 @@ impl<P: Platform> ChatDoor<P> {
                 self.tell(chat, &format!("⚠️ {why}")).await;
                 self.fail(t.inbox_id, t.started_ms, &why).await;
             }
+        }
+        if let Some(m) = answered {
+            self.platform.react(chat, m, mark).await;
         }
     }
 

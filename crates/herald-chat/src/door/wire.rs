@@ -100,12 +100,14 @@ impl ChatWire {
 
     /// A turn started on `text`: the oldest waiting ticket of that text (else the
     /// oldest, as a turn after an interrupt carries a note) is now the run's.
-    pub(crate) fn start(&self, run_id: String, text: &str) {
+    /// A turn started: the ticket it answers runs; the message it answers, if any.
+    pub(crate) fn start(&self, run_id: String, text: &str) -> Option<i64> {
         let mut t = lock(&self.tickets);
         let at = t.waiting.iter().position(|w| w.text == text).or(Some(0));
-        if let Some(ticket) = at.and_then(|i| t.waiting.remove(i)) {
-            t.running.insert(run_id, ticket);
-        }
+        let ticket = at.and_then(|i| t.waiting.remove(i))?;
+        let answering = ticket.reply_to;
+        t.running.insert(run_id, ticket);
+        answering
     }
 
     /// The ticket of a run that finished (none for a turn no entry asked for, such as

@@ -40,6 +40,9 @@ pub struct Access {
     /// The bot's own username (from `getMe`), without `@`.
     pub bot_username: String,
     pub bot_id: i64,
+    /// `TELEGRAM_ALLOW_BOTS`: other bots' messages let through (all of them, or those
+    /// that mention this bot).
+    pub allow_bots: herald_config::telegram_settings::AllowBots,
 }
 
 /// Whether a message is a private chat's.
@@ -64,7 +67,13 @@ impl Access {
             return false;
         };
         if user.is_bot {
-            return false;
+            use herald_config::telegram_settings::AllowBots;
+            return user.id != self.bot_id
+                && match self.allow_bots {
+                    AllowBots::None => false,
+                    AllowBots::Mentions => self.mentioned(m),
+                    AllowBots::All => true,
+                };
         }
         if self.allow_all {
             return true;
@@ -248,5 +257,32 @@ mod tests {
         assert!(!quiet.addressed(&group_message("hi", serde_json::json!([])), Some(5)));
         assert!(quiet.addressed(&group_message("hi", serde_json::json!([])), None));
         assert!(!quiet.addressed(&group_message("hi", serde_json::json!([])), Some(9)));
+    }
+
+    #[test]
+    fn other_bots_are_let_through_as_allow_bots_says() {
+        use herald_config::telegram_settings::AllowBots;
+        let from_bot = |text: &str, entities: serde_json::Value, id: i64| -> Message {
+            serde_json::from_value(serde_json::json!({
+                "message_id": 1,
+                "chat": {"id": -100, "type": "supergroup"},
+                "from": {"id": id, "is_bot": true, "first_name": "B"},
+                "text": text,
+                "entities": entities,
+            }))
+            .unwrap()
+        };
+        let mention = serde_json::json!([{"type": "mention", "offset": 0, "length": 11}]);
+        let named = from_bot("@herald_bot run it", mention, 50);
+        let plain = from_bot("status report", serde_json::json!([]), 50);
+        let mut a = access();
+        assert!(!a.authorized(&named), "none by default");
+        a.allow_bots = AllowBots::Mentions;
+        assert!(a.authorized(&named));
+        assert!(!a.authorized(&plain));
+        a.allow_bots = AllowBots::All;
+        assert!(a.authorized(&plain));
+        // Never its own messages.
+        assert!(!a.authorized(&from_bot("echo", serde_json::json!([]), 1)));
     }
 }

@@ -11,7 +11,7 @@ pub mod poll;
 pub mod webhook;
 pub mod wire;
 
-use crate::door::{ChatRef, Downloaded, Inbound, OutFile, Platform, SendFailure};
+use crate::door::{ChatRef, Downloaded, Inbound, Mark, OutFile, Platform, SendFailure};
 use crate::key::{ChatType, Source};
 use crate::outbox::Governor;
 use crate::pairing::PairingStore;
@@ -37,22 +37,6 @@ pub fn serving_note(settings: &herald_config::telegram_settings::TelegramSetting
     )
 }
 
-/// The Telegram settings in this home herald reads but does not act on yet, by the
-/// name a Hermes user knows them by.
-pub fn unserved(
-    settings: &herald_config::telegram_settings::TelegramSettings,
-) -> Vec<&'static str> {
-    use herald_config::telegram_settings::AllowBots;
-    let mut keys = Vec::new();
-    if settings.allow_bots != AllowBots::None {
-        keys.push("TELEGRAM_ALLOW_BOTS (messages from bots are ignored)");
-    }
-    if settings.reactions {
-        keys.push("TELEGRAM_REACTIONS (no reactions are set)");
-    }
-    keys
-}
-
 /// Floods in a row a send waits out before it gives up.
 const MAX_FLOODS: u32 = 3;
 
@@ -65,6 +49,8 @@ pub struct Telegram {
     pub pairing: PairingStore,
     /// Which parts of an answer reply to the message they answer.
     pub reply_mode: ReplyToMode,
+    /// `TELEGRAM_REACTIONS`: 👀 on a message while its turn runs, 👍 or 👎 after.
+    pub reactions: bool,
 }
 
 impl Telegram {
@@ -335,6 +321,27 @@ impl Platform for Telegram {
             .await
             .map(|id| id.to_string())
             .map_err(failure)
+    }
+
+    async fn react(&self, chat: &ChatRef, message_id: i64, mark: Mark) {
+        if !self.reactions {
+            return;
+        }
+        let reaction = match mark {
+            Mark::Working => json!([{"type": "emoji", "emoji": "👀"}]),
+            Mark::Done => json!([{"type": "emoji", "emoji": "👍"}]),
+            Mark::Failed => json!([{"type": "emoji", "emoji": "👎"}]),
+            Mark::Clear => json!([]),
+        };
+        let body = json!({"chat_id": chat.chat_id, "message_id": message_id, "reaction": reaction});
+        self.governor.side_slot(chat.chat_id).await;
+        if let Err(e) = self
+            .api
+            .call::<Value>("setMessageReaction", &body, Duration::ZERO)
+            .await
+        {
+            tracing::debug!(error = %e, "telegram: setMessageReaction failed");
+        }
     }
 
     async fn answer_click(&self, click_id: &str, text: &str) {

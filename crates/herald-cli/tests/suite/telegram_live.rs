@@ -167,7 +167,8 @@ async fn an_answer_streams_into_one_message_until_floods_stop_the_edits() {
 }
 
 /// The bot's state is on `/health/detailed` (connected, the last update, the updates
-/// stored, flood waits, sends waiting per chat) and in the metrics.
+/// stored, flood waits, sends waiting per chat) and in the metrics; with
+/// `TELEGRAM_REACTIONS` the message is marked 👀 while its turn runs, then 👍.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bot_is_shown_in_health_and_metrics() {
     let provider = FakeProvider::start(vec![Scripted::text("pong")]);
@@ -176,7 +177,9 @@ async fn the_bot_is_shown_in_health_and_metrics() {
         "metrics:\n  enabled: true\n  token: scrape-token-123\n{}",
         config(&provider)
     );
-    let h = Herald::start_with(&config, &env(&tg, "7"));
+    let mut vars = env(&tg, "7");
+    vars.push(("TELEGRAM_REACTIONS", "true"));
+    let h = Herald::start_with(&config, &vars);
     // The first answer meets flood control once, and waits it out.
     tg.flood(1, 1);
     tg.dm(7, "ping");
@@ -192,6 +195,11 @@ async fn the_bot_is_shown_in_health_and_metrics() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (status, body) = answered.expect("the message is answered");
+    let marks: Vec<Value> = calls_of(&tg, "setMessageReaction")
+        .into_iter()
+        .map(|b| b["reaction"][0]["emoji"].clone())
+        .collect();
+    assert_eq!(marks, [json!("👀"), json!("👍")]);
     assert_eq!(status, 200, "{body}");
     let health: Value = serde_json::from_str(&body).unwrap();
     let bot = &health["bots"][0];
