@@ -41,6 +41,8 @@ struct State {
     next: HashMap<i64, Instant>,
     /// A bot-wide pause (several chats flooded at once).
     paused_until: Option<Instant>,
+    /// Chats paused by a flood answer, until when.
+    chat_pause: HashMap<i64, Instant>,
     /// Flood answers in the last second, to see a bot-wide limit.
     floods: Vec<Instant>,
 }
@@ -53,6 +55,7 @@ impl Default for Governor {
                 taken: BTreeSet::new(),
                 next: HashMap::new(),
                 paused_until: None,
+                chat_pause: HashMap::new(),
                 floods: Vec::new(),
             }),
             waiting: Mutex::default(),
@@ -69,12 +72,21 @@ fn slot_len() -> Duration {
 impl Governor {
     /// Waits for this chat's next slot (counted as waiting meanwhile).
     pub async fn slot(&self, chat: i64, group: bool) {
-        let at = self.reserve(chat, Some(group), Instant::now());
-        if at <= Instant::now() {
-            return;
-        }
         let _waiting = Waiting::new(self, chat);
-        tokio::time::sleep_until(at).await;
+        loop {
+            let at = self.reserve(chat, Some(group), Instant::now());
+            tokio::time::sleep_until(at).await;
+            // A flood answered meanwhile pauses this send too.
+            if !self.paused(chat, Instant::now()) {
+                return;
+            }
+        }
+    }
+
+    /// Whether the chat (or the whole bot) is paused by flood control at `now`.
+    fn paused(&self, chat: i64, now: Instant) -> bool {
+        let s = self.lock();
+        s.paused_until.is_some_and(|p| p > now) || s.chat_pause.get(&chat).is_some_and(|p| *p > now)
     }
 
     /// Sends waiting for their slot in all, and the `top` chats with most waiting.
@@ -109,6 +121,9 @@ impl Governor {
         if let Some(p) = s.paused_until.filter(|p| *p > now) {
             earliest = earliest.max(p);
         }
+        if let Some(p) = s.chat_pause.get(&chat) {
+            earliest = earliest.max(*p);
+        }
         if let Some(n) = s.next.get(&chat).filter(|_| group.is_some()) {
             earliest = earliest.max(*n);
         }
@@ -136,7 +151,8 @@ impl Governor {
         let now = Instant::now();
         let mut s = self.lock();
         let paused = s.paused_until.is_some_and(|p| p > now);
-        let waiting = s.next.get(&chat).is_some_and(|n| *n > now);
+        let waiting = s.next.get(&chat).is_some_and(|n| *n > now)
+            || s.chat_pause.get(&chat).is_some_and(|p| *p > now);
         let slot = now.duration_since(s.epoch).as_nanos() / slot_len().as_nanos();
         let slot = u64::try_from(slot).unwrap_or(u64::MAX);
         if paused || waiting || s.taken.contains(&slot) {
@@ -156,13 +172,18 @@ impl Governor {
         self.floods
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let now = Instant::now();
+        let until = now + wait;
         let mut s = self.lock();
-        s.next.insert(chat, now + wait);
+        let later = |old: Option<Instant>| old.map_or(until, |o| o.max(until));
+        let paused = later(s.chat_pause.get(&chat).copied());
+        s.chat_pause.insert(chat, paused);
+        let next = later(s.next.get(&chat).copied());
+        s.next.insert(chat, next);
         s.floods
             .retain(|t| now.duration_since(*t) < Duration::from_secs(1));
         s.floods.push(now);
         if s.floods.len() >= 3 {
-            s.paused_until = Some(now + wait);
+            s.paused_until = Some(later(s.paused_until));
         }
     }
 }
@@ -204,6 +225,9 @@ impl State {
         self.taken = self.taken.split_off(&passed);
         if self.next.len() > MAX_CHATS {
             self.next.retain(|_, n| *n > now);
+        }
+        if self.chat_pause.len() > 64 {
+            self.chat_pause.retain(|_, p| *p > now);
         }
     }
 }
@@ -286,6 +310,27 @@ mod tests {
         let h = Governor::default();
         h.reserve(3, Some(false), Instant::now());
         assert!(!h.try_now(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_send_waiting_for_its_slot_waits_out_a_flood_that_came_meanwhile() {
+        let g = std::sync::Arc::new(Governor::default());
+        g.slot(1, false).await;
+        let start = Instant::now();
+        let waiting = {
+            let g = g.clone();
+            tokio::spawn(async move { g.slot(1, false).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        g.flooded(1, Duration::from_secs(5));
+        // A shorter flood later does not shorten the pause.
+        g.flooded(1, Duration::from_secs(1));
+        waiting.await.unwrap();
+        assert!(
+            start.elapsed() >= Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[tokio::test(start_paused = true)]

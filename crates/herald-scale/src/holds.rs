@@ -64,10 +64,8 @@ impl Held {
             .await
     }
 
-    /// Waits until the key is free (or its hold ran out), then holds it; `waiting` is
-    /// said once if it had to wait. Waiting has no limit (another instance's turn
-    /// takes as long as it takes); each look at the table does.
-    pub(crate) async fn acquire(&self, waiting: &str) -> Result<(), StoreError> {
+    /// Holds the key when it is free (or its hold ran out): whether it did.
+    pub(crate) async fn try_acquire(&self) -> Result<bool, StoreError> {
         let sql = format!(
             "INSERT INTO {table} ({k}, owner, until_ms) VALUES ($1, $2, $3)
              ON CONFLICT ({k}) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
@@ -75,13 +73,20 @@ impl Held {
             table = self.table.table,
             k = self.table.key
         );
+        let now = now_ms();
+        let taken = self
+            .execute(&sql, &[&self.key, &self.holder, &(now + HOLD_FOR_MS), &now])
+            .await?;
+        Ok(taken == 1)
+    }
+
+    /// Waits until the key is free (or its hold ran out), then holds it; `waiting` is
+    /// said once if it had to wait. Waiting has no limit (another instance's turn
+    /// takes as long as it takes); each look at the table does.
+    pub(crate) async fn acquire(&self, waiting: &str) -> Result<(), StoreError> {
         let mut waited = false;
         loop {
-            let now = now_ms();
-            let taken = self
-                .execute(&sql, &[&self.key, &self.holder, &(now + HOLD_FOR_MS), &now])
-                .await?;
-            if taken == 1 {
+            if self.try_acquire().await? {
                 return Ok(());
             }
             if !waited {

@@ -851,6 +851,23 @@ impl InboxBackend for PgInbox {
         });
         Ok(Hold::releasing(Box::new(alive)))
     }
+
+    async fn try_hold(&self, key: &str) -> Result<Option<Hold>, StoreError> {
+        let held = crate::holds::Held {
+            pool: self.pool.clone(),
+            table: &SEND_HOLDS,
+            key: format!("hold\u{1f}{}", text(key)),
+            holder: crate::holds::holder_of(&self.instance),
+            deadline: self.target.deadline,
+        };
+        if !held.try_acquire().await? {
+            return Ok(None);
+        }
+        let alive = held.keep(|release| {
+            tokio::spawn(release);
+        });
+        Ok(Some(Hold::releasing(Box::new(alive))))
+    }
 }
 
 static SEND_HOLDS: crate::holds::HoldTable = crate::holds::HoldTable {

@@ -157,4 +157,13 @@ pub trait InboxBackend: Send + Sync {
         let _ = (route, delivery_id);
         Ok(Hold::none())
     }
+
+    /// Holds `key` against every other instance sharing the store for as long as the
+    /// returned hold lives, when none holds it now (one try, never waiting; a hold
+    /// whose instance died runs out within half a minute): a chat bot's poll. A store
+    /// only this process writes grants it at once.
+    async fn try_hold(&self, key: &str) -> Result<Option<Hold>, StoreError> {
+        let _ = key;
+        Ok(Some(Hold::none()))
+    }
 }

@@ -63,6 +63,11 @@ impl Bubble {
         self.text.send_replace(text);
     }
 
+    /// Text added at the end.
+    pub(crate) fn append(&self, more: &str) {
+        self.text.send_modify(|t| t.push_str(more));
+    }
+
     pub(crate) fn text(&self) -> String {
         self.text.borrow().clone()
     }
@@ -82,13 +87,29 @@ impl Bubble {
     }
 }
 
-/// The tail of `text` that fits a preview.
+/// The tail of `text` that fits a preview (counted in UTF-16 units, as Telegram
+/// counts), its `MEDIA:` tags hidden (the files go after the answer; their paths are
+/// the host's).
 fn tail(text: &str) -> String {
-    let n = text.chars().count();
-    match n > MAX_SHOWN {
-        true => format!("…{}", text.chars().skip(n - MAX_SHOWN).collect::<String>()),
+    let text = match text.contains("MEDIA:") {
+        true => super::media::extract(text).text,
         false => text.to_owned(),
+    };
+    let units = herald_deliver::split::utf16_len(&text);
+    if units <= MAX_SHOWN {
+        return text;
     }
+    let mut cut = units - MAX_SHOWN;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if cut == 0 {
+            start = i;
+            break;
+        }
+        cut = cut.saturating_sub(c.len_utf16());
+        start = i + c.len_utf8();
+    }
+    format!("…{}", &text[start..])
 }
 
 async fn edit_loop<P: Platform>(
@@ -98,7 +119,9 @@ async fn edit_loop<P: Platform>(
     mut rx: watch::Receiver<String>,
     shared: Arc<Shared>,
 ) {
+    // The text shown and the view it was shown as (with the cursor while it grows).
     let mut shown = String::new();
+    let mut shown_view = String::new();
     let mut strikes = 0u32;
     loop {
         let open = rx.changed().await.is_ok() && !shared.closing.load(Ordering::SeqCst);
@@ -108,11 +131,14 @@ async fn edit_loop<P: Platform>(
         let text = rx.borrow_and_update().clone();
         let grew = text.chars().count().saturating_sub(shown.chars().count());
         let worth = !open || grew >= rhythm.threshold.max(1) || (grew > 0 && !shown.is_empty());
-        if worth && text.trim() != shown.trim() && !text.trim().is_empty() {
-            let cursor = if open { rhythm.cursor.as_str() } else { "" };
-            let view = format!("{}{cursor}", tail(&text));
+        let cursor = if open { rhythm.cursor.as_str() } else { "" };
+        let view = format!("{}{cursor}", tail(&text));
+        if worth && view.trim() != shown_view.trim() && !text.trim().is_empty() {
             match show(&*platform, &chat, &shared, &view).await {
-                Ok(()) => shown = text,
+                Ok(()) => {
+                    shown = text;
+                    shown_view = view;
+                }
                 Err(f) if f.flood => {
                     strikes += 1;
                     if strikes >= MAX_FLOOD_STRIKES {

@@ -36,7 +36,8 @@ pub fn session_folder(home: &Path, session_id: &str) -> PathBuf {
     home.join("chat-files").join(safe)
 }
 
-/// A name safe to keep on disk: word characters, `.`, `-` and spaces, at most 100.
+/// A name safe to keep on disk: word characters, `.`, `-` and spaces, at most
+/// [`MAX_NAME_BYTES`] (its extension kept).
 fn safe_name(name: &str) -> String {
     let cleaned: String = name
         .chars()
@@ -44,13 +45,31 @@ fn safe_name(name: &str) -> String {
             true => c,
             false => '_',
         })
-        .take(100)
         .collect();
-    match cleaned.trim_matches('.').trim() {
-        "" => "file".to_owned(),
-        s => s.to_owned(),
+    let cleaned = cleaned.trim_matches('.').trim();
+    if cleaned.is_empty() {
+        return "file".to_owned();
     }
+    let ext = Path::new(cleaned)
+        .extension()
+        .and_then(|e| e.to_str())
+        .filter(|e| e.len() <= 16)
+        .map(|e| format!(".{e}"))
+        .unwrap_or_default();
+    let mut stem = String::new();
+    for c in cleaned[..cleaned.len() - ext.len()].chars() {
+        if stem.len() + c.len_utf8() + ext.len() > MAX_NAME_BYTES {
+            break;
+        }
+        stem.push(c);
+    }
+    format!("{stem}{ext}")
 }
+
+/// The longest file name kept, in bytes (file systems allow 255).
+const MAX_NAME_BYTES: usize = 120;
+/// What one session's folder may hold.
+pub const SESSION_QUOTA_BYTES: u64 = 500 * 1024 * 1024;
 
 impl<P: Platform> ChatDoor<P> {
     /// The message's text, its photos as images and its other files saved and named.
@@ -113,11 +132,10 @@ impl<P: Platform> ChatDoor<P> {
         let dir = session_folder(&home, session_id);
         let path = dir.join(format!("{prefix}-{}", safe_name(&name)));
         let (bytes, to) = (got.bytes, path.clone());
-        let written =
-            tokio::task::spawn_blocking(move || write_private(&dir, &to, &bytes).map(|()| bytes))
-                .await
-                .map_err(|e| std::io::Error::other(e.to_string()))
-                .and_then(|r| r);
+        let written = tokio::task::spawn_blocking(move || save(&dir, &to, &bytes).map(|()| bytes))
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .and_then(|r| r);
         let bytes = match written {
             Ok(b) => b,
             Err(e) => {
@@ -200,16 +218,32 @@ fn inline_text<'a>(file: &Attachment, name: &str, bytes: &'a [u8]) -> Option<&'a
     }
 }
 
-/// Writes a file only its owner reads, in a folder only its owner reads.
-fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes a file only its owner reads, in a folder only its owner reads, within the
+/// session's quota; a link planted at its name is replaced, never followed.
+fn save(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     herald_config::home::create_private_dir(dir)?;
+    let held: u64 = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    if held + bytes.len() as u64 > SESSION_QUOTA_BYTES {
+        return Err(std::io::Error::other(format!(
+            "the session's folder holds its {} MB already",
+            SESSION_QUOTA_BYTES >> 20
+        )));
+    }
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
     options.open(path)?.write_all(bytes)
 }
@@ -256,10 +290,34 @@ mod tests {
     }
 
     #[test]
+    fn a_saved_file_replaces_a_planted_link_and_keeps_to_the_quota() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, b"keep").unwrap();
+        let folder = dir.path().join("s");
+        std::fs::create_dir(&folder).unwrap();
+        let at = folder.join("1-0-a.txt");
+        std::os::unix::fs::symlink(&outside, &at).unwrap();
+        save(&folder, &at, b"new").unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&at).unwrap(), b"new");
+        let big = vec![0u8; (SESSION_QUOTA_BYTES / 2) as usize + 1];
+        save(&folder, &folder.join("big1"), &big).unwrap();
+        assert!(save(&folder, &folder.join("big2"), &big).is_err());
+    }
+
+    #[test]
     fn names_cannot_leave_the_folder() {
         assert_eq!(safe_name("../../etc/passwd"), "_.._etc_passwd");
         assert_eq!(safe_name(".."), "file");
         assert_eq!(safe_name("report 2026.pdf"), "report 2026.pdf");
+        // Long names in many-byte characters stay within a file system's limit, with
+        // their extension.
+        let long = safe_name(&format!("{}.pdf", "日本".repeat(200)));
+        assert!(
+            long.len() <= MAX_NAME_BYTES && long.ends_with(".pdf"),
+            "{long}"
+        );
         assert_eq!(
             session_folder(Path::new("/h"), "../x"),
             PathBuf::from("/h/chat-files/___x")

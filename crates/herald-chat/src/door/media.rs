@@ -50,17 +50,18 @@ pub fn extract(answer: &str) -> Media {
             out.push(line.to_owned());
             continue;
         }
-        out.push(take_tags(line, &mut media.paths));
+        out.push(take_tags(line, &mut media.paths, MAX_TAGS));
     }
     media.text = out.join("\n").trim().to_owned();
     media
 }
 
-/// A line with its tags taken into `paths` (tags inside inline code stay).
-fn take_tags(line: &str, paths: &mut Vec<String>) -> String {
+/// A line with its tags taken into `paths`, up to `cap` in all (tags inside inline
+/// code, and those past the cap, stay).
+fn take_tags(line: &str, paths: &mut Vec<String>, cap: usize) -> String {
     let mut kept = String::new();
     let mut rest = line;
-    while let Some(at) = rest.find("MEDIA:") {
+    while let Some(at) = rest.find("MEDIA:").filter(|_| paths.len() < cap) {
         let before = &rest[..at];
         let in_code = (kept.matches('`').count() + before.matches('`').count()) % 2 == 1;
         let after = &rest[at + "MEDIA:".len()..];
@@ -121,11 +122,60 @@ pub fn kind(path: &Path, as_voice: bool, as_document: bool) -> OutKind {
     }
 }
 
-/// Reads a file a tag names, when it is in an allowed folder (after symlinks are
-/// resolved), a regular file and small enough. Blocking.
+/// Why a tag's file is not sent: one answer for a file that is missing and one that
+/// is outside the allowed folders (a model cannot probe what exists).
+const NOT_ALLOWED: &str = "it is not a file in a folder answers may send files from";
+
+/// Where an answer's files may come from: its roots, less what is never sent.
+#[derive(Debug, Clone, Default)]
+pub struct Allowed {
+    /// Allowed folders (canonical paths); `/` is never one.
+    pub roots: Vec<PathBuf>,
+    /// herald's home: nothing in it is sent but its `chat-files`.
+    pub home: Option<PathBuf>,
+}
+
+impl Allowed {
+    pub fn new(roots: &[PathBuf], home: &Path) -> Allowed {
+        let roots = roots
+            .iter()
+            .filter_map(|r| r.canonicalize().ok())
+            .filter(|r| r.parent().is_some())
+            .collect();
+        Allowed {
+            roots,
+            home: home.canonicalize().ok(),
+        }
+    }
+
+    /// Whether a canonical path may be sent: under a root, in no hidden folder and no
+    /// hidden file below it (`.ssh`, `.env`, `.aws`), not in herald's home but for the
+    /// files people sent.
+    fn admits(&self, real: &Path) -> bool {
+        let Some(root) = self.roots.iter().find(|r| real.starts_with(r)) else {
+            return false;
+        };
+        let hidden = real
+            .strip_prefix(root)
+            .map(|rest| {
+                rest.components()
+                    .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+            })
+            .unwrap_or(true);
+        let in_home = self
+            .home
+            .as_ref()
+            .is_some_and(|h| real.starts_with(h) && !real.starts_with(h.join("chat-files")));
+        !hidden && !in_home
+    }
+}
+
+/// Reads a file a tag names, when it is an allowed regular file (after symlinks are
+/// resolved, checked again on the opened file) and small enough. Blocking; never
+/// waits on a FIFO or a device.
 pub fn read(
     raw: &str,
-    roots: &[PathBuf],
+    allowed: &Allowed,
     as_voice: bool,
     as_document: bool,
 ) -> Result<OutFile, String> {
@@ -133,22 +183,26 @@ pub fn read(
         Some(rest) => herald_config::home::user_home().join(rest),
         None => PathBuf::from(raw),
     };
-    let real = path.canonicalize().map_err(|_| "no such file".to_owned())?;
-    let allowed = roots
-        .iter()
-        .filter_map(|r| r.canonicalize().ok())
-        .any(|r| real.starts_with(&r));
-    if !allowed {
-        return Err("it is outside the folders answers may send files from".into());
+    let real = path.canonicalize().map_err(|_| NOT_ALLOWED.to_owned())?;
+    if !allowed.admits(&real) {
+        return Err(NOT_ALLOWED.into());
     }
-    let meta = std::fs::metadata(&real).map_err(|e| e.to_string())?;
+    let file = open_plain(&real).map_err(|_| NOT_ALLOWED.to_owned())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
-        return Err("it is not a file".into());
+        return Err(NOT_ALLOWED.into());
     }
     if meta.len() > MAX_SEND_BYTES {
         return Err(format!("it is larger than {} MB", MAX_SEND_BYTES >> 20));
     }
-    let bytes = std::fs::read(&real).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    use std::io::Read;
+    file.take(MAX_SEND_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_SEND_BYTES {
+        return Err(format!("it is larger than {} MB", MAX_SEND_BYTES >> 20));
+    }
     let name = real
         .file_name()
         .and_then(|n| n.to_str())
@@ -159,6 +213,19 @@ pub fn read(
         name,
         bytes,
     })
+}
+
+/// Opens a path for reading without following a last symlink and without blocking
+/// (a FIFO opens at once, and is then refused as no regular file).
+fn open_plain(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    options.open(path)
 }
 
 /// A path as shown in the chat: its file name only (the folders are the host's).
@@ -186,6 +253,11 @@ mod tests {
         assert!(!m.text.contains("a b.pdf"));
         // Relative paths are no tags.
         assert!(extract("MEDIA:relative.png").paths.is_empty());
+        // At most ten, also from one line.
+        let many = "MEDIA:/x.png ".repeat(500);
+        let m = extract(&many);
+        assert_eq!(m.paths.len(), MAX_TAGS);
+        assert!(m.text.contains("MEDIA:/x.png"));
         let v = extract("[[audio_as_voice]]\nMEDIA:~/out/reply.mp3");
         assert!(v.as_voice);
         assert_eq!(v.paths, vec!["~/out/reply.mp3"]);
@@ -201,28 +273,53 @@ mod tests {
         let secret = dir.path().join("secret.txt");
         std::fs::write(&secret, b"key").unwrap();
         std::os::unix::fs::symlink(&secret, allowed.join("link.txt")).unwrap();
-        let roots = vec![allowed.clone()];
-        let ok = read(
-            allowed.join("ok.png").to_str().unwrap(),
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("chat-files/s1")).unwrap();
+        std::fs::write(home.join(".env"), b"TOKEN=x").unwrap();
+        std::fs::write(home.join("chat-files/s1/doc.pdf"), b"pdf").unwrap();
+        std::fs::create_dir(allowed.join(".ssh")).unwrap();
+        std::fs::write(allowed.join(".ssh/id_rsa"), b"key").unwrap();
+        // The whole temp folder is a root (as a home set as terminal.cwd would be).
+        let wide = [allowed.clone(), dir.path().to_owned(), "/".into()];
+        let roots = Allowed::new(&wide, &home);
+        assert!(
+            !roots.roots.contains(&PathBuf::from("/")),
+            "/ is never a root"
+        );
+        let path = |p: &Path| p.to_str().unwrap().to_owned();
+        let ok = read(&path(&allowed.join("ok.png")), &roots, false, false).unwrap();
+        assert_eq!((ok.name.as_str(), ok.kind), ("ok.png", OutKind::Photo));
+        let sent = read(
+            &path(&home.join("chat-files/s1/doc.pdf")),
             &roots,
             false,
             false,
-        )
-        .unwrap();
-        assert_eq!((ok.name.as_str(), ok.kind), ("ok.png", OutKind::Photo));
-        assert!(read(secret.to_str().unwrap(), &roots, false, false).is_err());
-        assert!(
-            read(
-                allowed.join("link.txt").to_str().unwrap(),
-                &roots,
-                false,
-                false
-            )
-            .is_err()
         );
+        assert!(sent.is_ok());
+        for refused in [
+            home.join(".env"),
+            allowed.join(".ssh/id_rsa"),
+            allowed.clone(),
+            allowed.join("missing.png"),
+        ] {
+            let why = read(&path(&refused), &roots, false, false).unwrap_err();
+            assert_eq!(why, NOT_ALLOWED, "{refused:?}");
+        }
+        // Only the allowed folder: a link out of it, and `..`, are refused.
+        let narrow = Allowed::new(std::slice::from_ref(&allowed), &home);
+        assert!(read(&path(&secret), &narrow, false, false).is_err());
+        assert!(read(&path(&allowed.join("link.txt")), &narrow, false, false).is_err());
         let dotdot = format!("{}/../secret.txt", allowed.display());
-        assert!(read(&dotdot, &roots, false, false).is_err());
-        assert!(read(allowed.to_str().unwrap(), &roots, false, false).is_err());
+        assert!(read(&dotdot, &narrow, false, false).is_err());
+        // A FIFO is refused at once, never waited on.
+        let fifo = allowed.join("pipe.png");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let why = read(&path(&fifo), &narrow, false, false).unwrap_err();
+        assert_eq!(why, NOT_ALLOWED);
         assert_eq!(kind(Path::new("a.png"), false, true), OutKind::Document);
         assert_eq!(kind(Path::new("a.ogg"), false, false), OutKind::Voice);
     }

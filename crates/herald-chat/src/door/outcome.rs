@@ -3,7 +3,7 @@
 //! for a while); each recorded as a delivery, as the webhook routes' are.
 
 use super::bubble::Left;
-use super::media::Media;
+use super::media::{Allowed, Media};
 use super::{ChatDoor, ChatRef, Platform};
 use herald_store::{NewDelivery, Stage, now_ms};
 use std::path::PathBuf;
@@ -46,25 +46,55 @@ impl<P: Platform> ChatDoor<P> {
     /// refused it.
     pub(crate) async fn deliver(&self, a: Answer<'_>) {
         let (id, started) = (a.inbox_id, a.started_ms);
-        let media = super::media::extract(a.text);
-        let text = match a.attempts > 1 {
-            true => format!("{MAYBE_REPEATED}{}", media.text),
-            false => media.text.clone(),
+        let marked = match a.attempts > 1 {
+            true => Some(MAYBE_REPEATED),
+            false => None,
         };
-        let sent = match media.text.is_empty() {
-            true => Ok(Vec::new()),
-            false => self.send_answer(a.chat, &text, a.reply_to, a.preview).await,
-        };
+        let session = a.session.as_deref();
+        let sent = self
+            .send_whole(a.chat, a.text, a.reply_to, a.preview, session, marked)
+            .await;
         match sent {
-            Ok(mut ids) => {
-                ids.extend(self.send_media(a.chat, &media, a.session.as_deref()).await);
-                self.finish(id, started, "delivered", &ids.join(",")).await
-            }
+            Ok(ids) => self.finish(id, started, "delivered", &ids.join(",")).await,
             Err(f) if f.transient && a.attempts < MAX_DELIVERY_ATTEMPTS => {
                 self.retry(id, started, a.attempts, Stage::Delivery, &f.message)
                     .await
             }
             Err(f) => self.fail(id, started, &f.message).await,
+        }
+    }
+
+    /// An answer's text (after `marked`, when given) and then its `MEDIA:` files: the
+    /// ids of the messages sent. A streamed preview is replaced, or goes.
+    pub(crate) async fn send_whole(
+        &self,
+        chat: &ChatRef,
+        answer: &str,
+        reply_to: Option<i64>,
+        preview: Option<Left>,
+        session: Option<&str>,
+        marked: Option<&str>,
+    ) -> Result<Vec<String>, SendFailure> {
+        let media = super::media::extract(answer);
+        let mut ids = match media.text.is_empty() {
+            true => {
+                self.drop_preview(chat, preview).await;
+                Vec::new()
+            }
+            false => {
+                let text = format!("{}{}", marked.unwrap_or(""), media.text);
+                self.send_answer(chat, &text, reply_to, preview).await?
+            }
+        };
+        ids.extend(self.send_media(chat, &media, session).await);
+        Ok(ids)
+    }
+
+    /// Deletes a streamed preview nothing replaces (a turn that failed, was cancelled,
+    /// or answered with files only).
+    pub(crate) async fn drop_preview(&self, chat: &ChatRef, preview: Option<Left>) {
+        if let Some(m) = preview.and_then(|p| p.message_id) {
+            self.platform.delete(chat, &m).await;
         }
     }
 
@@ -91,7 +121,7 @@ impl<P: Platform> ChatDoor<P> {
     }
 
     /// Sends the files an answer names, from the allowed folders: the ids of those
-    /// sent; each one that cannot be sent is said in the chat.
+    /// sent. Those that cannot be sent are said in the chat, in one note.
     async fn send_media(
         &self,
         chat: &ChatRef,
@@ -107,16 +137,18 @@ impl<P: Platform> ChatDoor<P> {
         if let Some(s) = session {
             roots.push(super::files::session_folder(runtime.home.root(), s));
         }
+        let allowed = Allowed::new(&roots, runtime.home.root());
         let mut ids = Vec::new();
+        let mut unsent = Vec::new();
         for raw in &media.paths {
-            let (path, r, voice, doc) = (
+            let (path, a, voice, doc) = (
                 raw.clone(),
-                roots.clone(),
+                allowed.clone(),
                 media.as_voice,
                 media.as_document,
             );
             let read =
-                tokio::task::spawn_blocking(move || super::media::read(&path, &r, voice, doc))
+                tokio::task::spawn_blocking(move || super::media::read(&path, &a, voice, doc))
                     .await
                     .unwrap_or_else(|e| Err(e.to_string()));
             let sent = match read {
@@ -130,12 +162,16 @@ impl<P: Platform> ChatDoor<P> {
             match sent {
                 Ok(id) => ids.push(id),
                 Err(why) => {
-                    tracing::warn!(file = %super::media::shown(raw), error = %why, "an answer's file was not sent");
                     let name = super::media::shown(raw);
-                    self.tell(chat, &format!("⚠️ Could not send {name}: {why}"))
-                        .await;
+                    tracing::warn!(file = %name, error = %why, "an answer's file was not sent");
+                    unsent.push(format!("{name}: {why}"));
                 }
             }
+        }
+        if !unsent.is_empty() {
+            let list = unsent.join("\n");
+            self.tell(chat, &format!("⚠️ Could not send:\n{list}"))
+                .await;
         }
         ids
     }

@@ -14,8 +14,7 @@ use std::sync::Arc;
 /// tools it calls.
 struct TurnView {
     typing: Typing,
-    /// The answer so far, and the message it is shown in (`streaming.enabled`).
-    streamed: String,
+    /// The answer so far, in the message it is shown in (`streaming.enabled`).
     stream: Option<Bubble>,
     /// Tool lines and the message they are shown in (`tool_progress`).
     progress: Option<Bubble>,
@@ -27,7 +26,6 @@ impl TurnView {
     /// back (the answer replaces it).
     async fn close(&mut self) -> Option<Left> {
         self.typing.stop();
-        self.streamed.clear();
         self.last_tool.clear();
         if let Some(p) = self.progress.take() {
             p.close(true).await;
@@ -82,7 +80,6 @@ impl<P: Platform> ChatDoor<P> {
         let mut stream = live.conversation.listen().await;
         let mut view = TurnView {
             typing: Typing(None),
-            streamed: String::new(),
             stream: None,
             progress: None,
             last_tool: String::new(),
@@ -100,7 +97,8 @@ impl<P: Platform> ChatDoor<P> {
                     kind => self.run_event(&live, &mut view, e.run_id, kind).await,
                 },
                 ConversationEvent::TurnFailed(why) => {
-                    view.close().await;
+                    let preview = view.close().await;
+                    self.drop_preview(&live.wire.chat, preview).await;
                     self.tell(&live.wire.chat, &format!("⚠️ {why}")).await;
                     if let Some(t) = live.wire.fail_next() {
                         self.fail(t.inbox_id, t.started_ms, &why).await;
@@ -116,16 +114,14 @@ impl<P: Platform> ChatDoor<P> {
         let display = &self.display;
         match p {
             TurnProgress::MessageDelta(d) if display.streaming.enabled => {
-                view.streamed.push_str(&d);
                 let bubble = view
                     .stream
                     .get_or_insert_with(|| self.bubble(chat, display.streaming.buffer_threshold));
-                bubble.show(view.streamed.clone());
+                bubble.append(&d);
             }
             // A message that calls tools: its text stays as it is, the next one
             // streams into a message of its own.
             TurnProgress::MessageComplete { tool_calls, .. } if tool_calls > 0 => {
-                view.streamed.clear();
                 if let Some(b) = view.stream.take() {
                     b.close(true).await;
                 }
@@ -228,8 +224,18 @@ impl<P: Platform> ChatDoor<P> {
         let answer = status.output.filter(|a| !a.trim().is_empty());
         let session = live.conversation.session().id().to_owned();
         let Some(t) = ticket else {
-            if let (RunState::Completed, Some(answer)) = (status.state, answer) {
-                self.tell(chat, &answer).await;
+            // A turn no entry asked for (a `/queue` line): its answer is sent all the
+            // same (its text and files), once, with nothing to record.
+            match (status.state, answer) {
+                (RunState::Completed, Some(answer)) => {
+                    let sent = self
+                        .send_whole(chat, &answer, None, preview, Some(&session), None)
+                        .await;
+                    if let Err(e) = sent {
+                        tracing::warn!(error = %e.message, "cannot send a queued turn's answer");
+                    }
+                }
+                _ => self.drop_preview(chat, preview).await,
             }
             return;
         };
@@ -261,14 +267,17 @@ impl<P: Platform> ChatDoor<P> {
                 .await;
             }
             (RunState::Completed, None) => {
+                self.drop_preview(chat, preview).await;
                 self.finish(t.inbox_id, t.started_ms, "delivered", "empty answer")
                     .await
             }
             (RunState::Cancelled, _) => {
+                self.drop_preview(chat, preview).await;
                 self.finish(t.inbox_id, t.started_ms, "interrupted", "interrupted")
                     .await
             }
             (_, _) => {
+                self.drop_preview(chat, preview).await;
                 let why = status.error.unwrap_or_else(|| "the run failed".to_owned());
                 self.tell(chat, &format!("⚠️ {why}")).await;
                 self.fail(t.inbox_id, t.started_ms, &why).await;

@@ -277,8 +277,12 @@ impl Platform for Telegram {
 
     async fn send_plain(&self, chat: &ChatRef, text: &str) -> Result<String, SendFailure> {
         self.once("sendMessage", chat, message(chat, text, false))
-            .await
-            .map(|id| id.unwrap_or_default())
+            .await?
+            .ok_or_else(|| SendFailure {
+                message: "telegram: sendMessage answered no message id".into(),
+                transient: false,
+                flood: false,
+            })
     }
 
     async fn edit(
@@ -289,7 +293,11 @@ impl Platform for Telegram {
         formatted: bool,
     ) -> Result<(), SendFailure> {
         let Ok(message_id) = message_id.parse::<i64>() else {
-            return Ok(());
+            return Err(SendFailure {
+                message: format!("telegram: {message_id:?} is no message id"),
+                transient: false,
+                flood: false,
+            });
         };
         let shown = match formatted {
             true => format::to_html(text),
@@ -335,12 +343,14 @@ impl Platform for Telegram {
         };
         let body = json!({"chat_id": chat.chat_id, "message_id": message_id, "reaction": reaction});
         self.governor.side_slot(chat.chat_id).await;
-        if let Err(e) = self
+        match self
             .api
             .call::<Value>("setMessageReaction", &body, Duration::ZERO)
             .await
         {
-            tracing::debug!(error = %e, "telegram: setMessageReaction failed");
+            Ok(_) => {}
+            Err(ApiError::Flood(wait)) => self.governor.flooded(chat.chat_id, wait),
+            Err(e) => tracing::debug!(error = %e, "telegram: setMessageReaction failed"),
         }
     }
 

@@ -54,9 +54,14 @@ impl Poller {
             };
             failures += 1;
             let pause = pause.unwrap_or_else(|| backoff(failures));
-            tokio::select! {
-                _ = crate::stopped(&mut stop) => return,
-                _ = tokio::time::sleep(pause) => {}
+            // A pause is progress (a long `retry_after` is no stall).
+            let until = tokio::time::Instant::now() + pause;
+            while tokio::time::Instant::now() < until {
+                tokio::select! {
+                    _ = crate::stopped(&mut stop) => return,
+                    _ = tokio::time::sleep_until(until.min(tokio::time::Instant::now() + Duration::from_secs(10))) => {}
+                }
+                self.status.progressed();
             }
         }
     }
@@ -173,56 +178,44 @@ pub(crate) async fn store_update(
     Ok(())
 }
 
-/// How long taking the bot's poll may take before this instance says it stands by.
-const STAND_BY_AFTER: Duration = Duration::from_secs(2);
+/// How often a standing-by instance tries to take the bot's poll.
+const TAKE_EVERY: Duration = Duration::from_secs(2);
 
 /// Polls while this instance holds the bot's poll: with a shared store (PostgreSQL)
 /// one instance polls a bot at a time (Telegram answers two pollers with 409), the
-/// others stand by and one takes over within half a minute when it dies. The hold is
-/// the store's own (as a direct send's); a store only this process writes grants it
-/// at once.
+/// others stand by and one takes over within half a minute when it dies. A store only
+/// this process writes grants the poll at once.
 pub async fn poll_while_held(poller: Poller, mut stop: watch::Receiver<bool>) {
-    let (status, store, route) = (
-        poller.status.clone(),
-        poller.store.clone(),
-        poller.route.clone(),
-    );
-    loop {
-        let taking = store.hold_send(&route, "poll");
-        tokio::pin!(taking);
-        let quick = tokio::select! {
-            _ = crate::stopped(&mut stop) => return,
-            h = &mut taking => Some(h),
-            _ = tokio::time::sleep(STAND_BY_AFTER) => None,
-        };
-        let held = match quick {
-            Some(h) => h,
-            None => {
+    let key = format!("poll:{}", poller.route);
+    let status = poller.status.clone();
+    let mut said = false;
+    let hold = loop {
+        match poller.store.try_hold(&key).await {
+            Ok(Some(hold)) => break hold,
+            Ok(None) if !said => {
+                said = true;
                 status.stand_by(true);
                 tracing::info!(
                     "telegram: another instance polls this bot; this one stands by and takes over if it stops"
                 );
-                let h = tokio::select! {
-                    _ = crate::stopped(&mut stop) => return,
-                    h = &mut taking => h,
-                };
-                status.stand_by(false);
-                tracing::info!("telegram: this instance now polls the bot");
-                h
             }
-        };
-        match held {
-            Ok(_hold) => return supervise(poller, stop).await,
+            Ok(None) => {}
             Err(e) => {
                 status.failed(format!("cannot take the bot's poll in the store: {e}"));
-                tracing::error!(error = %e, "telegram: cannot take the bot's poll in the store; trying again");
-                tokio::select! {
-                    _ = crate::stopped(&mut stop) => return,
-                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-                }
+                tracing::warn!(error = %e, "telegram: cannot take the bot's poll in the store; trying again");
             }
         }
+        tokio::select! {
+            _ = crate::stopped(&mut stop) => return,
+            _ = tokio::time::sleep(TAKE_EVERY) => {}
+        }
+    };
+    if said {
+        status.stand_by(false);
+        tracing::info!("telegram: this instance now polls the bot");
     }
+    supervise(poller, stop).await;
+    drop(hold);
 }
 
 /// Runs the poller until `stop`, starting it again (with a backoff, counted) when it
@@ -257,7 +250,13 @@ pub(crate) async fn keep_alive<F, Fut>(
         let mut task = tokio::spawn(start());
         loop {
             tokio::select! {
-                _ = &mut task => return,
+                ended = &mut task => match ended {
+                    Err(e) if e.is_panic() => {
+                        tracing::error!("telegram: the poller panicked; it is started again");
+                        break;
+                    }
+                    _ => return,
+                },
                 _ = tokio::time::sleep(stall / 4) => {}
             }
             if status.since_progress() > stall {

@@ -91,8 +91,9 @@ async fn a_dm_is_answered_and_each_user_has_a_session_of_their_own() {
     // `herald gateway status` says when the bot last checked for updates.
     let status = wait_for(WAIT, "the bot's state in gateway status", || {
         let (_, out, _) = h.cli(&["gateway", "status"]);
-        out.contains("Bot: telegram (long polling), last checked for updates 20")
-            .then_some(out)
+        (out.contains("Bot: telegram (long polling), last checked for updates 20")
+            && out.contains("5 updates stored"))
+        .then_some(out)
     })
     .await;
     assert!(status.contains("5 updates stored"), "{status}");
