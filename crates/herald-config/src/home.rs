@@ -80,6 +80,19 @@ impl Home {
 }
 
 /// The user's home folder (`.` when there is none).
+/// A name (a session id) as one folder name: anything but `[A-Za-z0-9_-]` becomes `_`,
+/// so it can never climb out of its parent.
+pub fn folder_name(name: &str) -> String {
+    name.chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect()
+}
+
 pub fn user_home() -> PathBuf {
     dirs::home_dir().unwrap_or_else(|| PathBuf::from("."))
 }

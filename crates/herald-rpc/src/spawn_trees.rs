@@ -52,15 +52,7 @@ fn root(home: &Path) -> PathBuf {
 
 /// The folder of a session's trees: its id with anything but `[A-Za-z0-9_-]` as `_`.
 fn session_dir(home: &Path, session_id: &str) -> PathBuf {
-    let safe: String = session_id
-        .chars()
-        .map(
-            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                true => c,
-                false => '_',
-            },
-        )
-        .collect();
+    let safe = herald_config::home::folder_name(session_id);
     root(home).join(if safe.is_empty() { "default" } else { &safe })
 }
 

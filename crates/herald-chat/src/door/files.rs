@@ -24,16 +24,8 @@ const TEXT_EXTENSIONS: &[&str] = &[
 
 /// The folder where a session's received files are kept.
 pub fn session_folder(home: &Path, session_id: &str) -> PathBuf {
-    let safe: String = session_id
-        .chars()
-        .map(
-            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                true => c,
-                false => '_',
-            },
-        )
-        .collect();
-    home.join("chat-files").join(safe)
+    home.join("chat-files")
+        .join(herald_config::home::folder_name(session_id))
 }
 
 /// A name safe to keep on disk: word characters, `.`, `-` and spaces, at most

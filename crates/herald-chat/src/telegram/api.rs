@@ -86,17 +86,12 @@ impl BotApi {
         body: &Value,
         extra: Duration,
     ) -> Result<T, ApiError> {
-        let resp = self
+        let request = self
             .client
             .post(format!("{}{method}", self.base))
             .json(body)
-            .timeout(self.timeout + extra)
-            .send()
-            .await
-            .map_err(|e| ApiError::Network(describe(&e)))?;
-        let status = resp.status().as_u16();
-        let bytes = read_capped(resp, MAX_ANSWER_BYTES).await?;
-        answer(status, &bytes)
+            .timeout(self.timeout + extra);
+        answered(request).await
     }
 
     /// Calls `method` with a multipart form (a file upload); a file's upload may take
@@ -106,18 +101,24 @@ impl BotApi {
         method: &str,
         form: reqwest::multipart::Form,
     ) -> Result<T, ApiError> {
-        let resp = self
+        let request = self
             .client
             .post(format!("{}{method}", self.base))
             .multipart(form)
-            .timeout(self.timeout + Duration::from_secs(60))
-            .send()
-            .await
-            .map_err(|e| ApiError::Network(describe(&e)))?;
-        let status = resp.status().as_u16();
-        let bytes = read_capped(resp, MAX_ANSWER_BYTES).await?;
-        answer(status, &bytes)
+            .timeout(self.timeout + Duration::from_secs(60));
+        answered(request).await
     }
+}
+
+/// Sends a call and reads its answer's envelope.
+async fn answered<T: DeserializeOwned>(request: reqwest::RequestBuilder) -> Result<T, ApiError> {
+    let resp = request
+        .send()
+        .await
+        .map_err(|e| ApiError::Network(describe(&e)))?;
+    let status = resp.status().as_u16();
+    let bytes = read_capped(resp, MAX_ANSWER_BYTES).await?;
+    answer(status, &bytes)
 }
 
 /// The largest answer read (a full `getUpdates` batch is far below it).
