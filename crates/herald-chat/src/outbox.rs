@@ -20,6 +20,8 @@ const PER_CHAT: Duration = Duration::from_millis(1050);
 const PER_GROUP: Duration = Duration::from_millis(3050);
 /// Slots a second for the whole bot (Telegram allows 30).
 const PER_BOT: u32 = 28;
+/// How far ahead a spare slot (typing) may be: later, it is skipped.
+const SPARE_WITHIN: Duration = Duration::from_millis(300);
 /// Chats remembered at most (those whose next turn has passed are forgotten first).
 const MAX_CHATS: usize = 10_000;
 
@@ -144,22 +146,41 @@ impl Governor {
         at
     }
 
-    /// Takes a slot of the bot's rate now, when one is free and the chat is neither
-    /// paused nor due a wait: for what is worth nothing late (typing). It does not
-    /// push the chat's next message back.
-    pub fn try_now(&self, chat: i64) -> bool {
-        let now = Instant::now();
-        let mut s = self.lock();
-        let paused = s.paused_until.is_some_and(|p| p > now);
-        let waiting = s.next.get(&chat).is_some_and(|n| *n > now)
-            || s.chat_pause.get(&chat).is_some_and(|p| *p > now);
-        let slot = now.duration_since(s.epoch).as_nanos() / slot_len().as_nanos();
-        let slot = u64::try_from(slot).unwrap_or(u64::MAX);
-        if paused || waiting || s.taken.contains(&slot) {
+    /// Takes a spare slot of the bot's rate, when one is free within
+    /// [`SPARE_WITHIN`] and neither the bot nor the chat is paused by flood control,
+    /// and waits for it: for what is worth nothing late (typing). It neither waits for
+    /// the chat's next message nor pushes it back.
+    pub async fn spare_slot(&self, chat: i64) -> bool {
+        let Some(at) = self.reserve_spare(chat, Instant::now()) else {
             return false;
+        };
+        tokio::time::sleep_until(at).await;
+        true
+    }
+
+    fn reserve_spare(&self, chat: i64, now: Instant) -> Option<Instant> {
+        let mut s = self.lock();
+        let paused = s.paused_until.is_some_and(|p| p > now)
+            || s.chat_pause.get(&chat).is_some_and(|p| *p > now);
+        if paused {
+            return None;
+        }
+        let len = slot_len();
+        let first = now
+            .duration_since(s.epoch)
+            .as_nanos()
+            .div_ceil(len.as_nanos());
+        let mut slot = u64::try_from(first).unwrap_or(u64::MAX);
+        while s.taken.contains(&slot) {
+            slot += 1;
+        }
+        let len_ns = u64::try_from(len.as_nanos()).unwrap_or(u64::MAX);
+        let at = s.epoch + Duration::from_nanos(slot.saturating_mul(len_ns));
+        if at > now + SPARE_WITHIN {
+            return None;
         }
         s.taken.insert(slot);
-        true
+        Some(at)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -301,15 +322,22 @@ mod tests {
     }
 
     #[test]
-    fn typing_takes_a_free_slot_or_is_skipped() {
+    fn typing_takes_a_spare_slot_or_is_skipped() {
         let g = Governor::default();
-        assert!(g.try_now(1));
-        // The same slot of the bot is taken now.
-        assert!(!g.try_now(2));
-        // A chat waiting for its next turn gets no typing either.
+        let now = Instant::now();
+        // A chat that just got a message still gets typing (it is no message).
+        g.reserve(3, Some(false), now);
+        assert!(g.reserve_spare(3, now).is_some());
+        // A bot whose next 300 ms are taken has no spare slot.
+        for c in 10..30 {
+            g.reserve(c, Some(false), now);
+        }
+        assert!(g.reserve_spare(4, now).is_none());
+        // A chat paused by flood control gets none either.
         let h = Governor::default();
-        h.reserve(3, Some(false), Instant::now());
-        assert!(!h.try_now(3));
+        h.flooded(5, Duration::from_secs(3));
+        assert!(h.reserve_spare(5, Instant::now()).is_none());
+        assert!(h.reserve_spare(6, Instant::now()).is_some());
     }
 
     #[tokio::test(start_paused = true)]

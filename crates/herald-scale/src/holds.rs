@@ -103,7 +103,17 @@ impl Held {
         self,
         schedule: impl FnOnce(Release) + Send + 'static,
     ) -> oneshot::Sender<()> {
+        self.keep_watched(schedule).0
+    }
+
+    /// As [`Held::keep`], and says when a renewal found the hold gone (it ran out and
+    /// another instance may hold it): renewals stop then.
+    pub(crate) fn keep_watched(
+        self,
+        schedule: impl FnOnce(Release) + Send + 'static,
+    ) -> (oneshot::Sender<()>, tokio::sync::watch::Receiver<bool>) {
         let (alive, mut released) = oneshot::channel::<()>();
+        let (lost_tx, lost) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             let renew_sql = format!(
                 "UPDATE {} SET until_ms = $3 WHERE {} = $1 AND owner = $2",
@@ -116,9 +126,15 @@ impl Held {
                     _ = &mut released => break,
                     _ = renew.tick() => {
                         let until = now_ms() + HOLD_FOR_MS;
-                        let renewed = self.execute(&renew_sql, &[&self.key, &self.holder, &until]).await;
-                        if let Err(e) = renewed {
-                            tracing::warn!(error = %e, "store: a hold was not renewed");
+                        match self.execute(&renew_sql, &[&self.key, &self.holder, &until]).await {
+                            Ok(0) => {
+                                tracing::warn!(key = self.key, "store: a hold ran out before it was renewed; it is lost");
+                                lost_tx.send_replace(true);
+                                let _ = (&mut released).await;
+                                break;
+                            }
+                            Ok(_) => {}
+                            Err(e) => tracing::warn!(error = %e, "store: a hold was not renewed"),
                         }
                     }
                 }
@@ -135,6 +151,6 @@ impl Held {
             });
             schedule(release);
         });
-        alive
+        (alive, lost)
     }
 }

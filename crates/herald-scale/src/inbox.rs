@@ -863,10 +863,10 @@ impl InboxBackend for PgInbox {
         if !held.try_acquire().await? {
             return Ok(None);
         }
-        let alive = held.keep(|release| {
+        let (alive, lost) = held.keep_watched(|release| {
             tokio::spawn(release);
         });
-        Ok(Some(Hold::releasing(Box::new(alive))))
+        Ok(Some(Hold::watched(Box::new(alive), lost)))
     }
 }
 

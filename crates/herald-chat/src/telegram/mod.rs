@@ -234,8 +234,8 @@ impl Platform for Telegram {
     }
 
     async fn typing(&self, chat: &ChatRef) {
-        // Typing takes a free slot or is skipped: it never delays a message.
-        if !self.governor.try_now(chat.chat_id) {
+        // Typing takes a spare slot or is skipped: it never delays a message.
+        if !self.governor.spare_slot(chat.chat_id).await {
             return;
         }
         let mut body = json!({"chat_id": chat.chat_id, "action": "typing"});

@@ -186,6 +186,25 @@ const TAKE_EVERY: Duration = Duration::from_secs(2);
 /// others stand by and one takes over within half a minute when it dies. A store only
 /// this process writes grants the poll at once.
 pub async fn poll_while_held(poller: Poller, mut stop: watch::Receiver<bool>) {
+    loop {
+        let Some(mut hold) = take_poll(&poller, &mut stop).await else {
+            return;
+        };
+        tokio::select! {
+            _ = supervise(poller.clone(), stop.clone()) => return,
+            _ = hold.lost() => {
+                tracing::warn!("telegram: this instance lost the bot's poll (the store was out of reach too long); it stops polling and stands by");
+            }
+        }
+    }
+}
+
+/// Takes the bot's poll, trying every [`TAKE_EVERY`] while another instance holds it:
+/// the hold (`None`: stopped meanwhile).
+async fn take_poll(
+    poller: &Poller,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<herald_store::sessions::Hold> {
     let key = format!("poll:{}", poller.route);
     let status = poller.status.clone();
     let mut said = false;
@@ -206,7 +225,7 @@ pub async fn poll_while_held(poller: Poller, mut stop: watch::Receiver<bool>) {
             }
         }
         tokio::select! {
-            _ = crate::stopped(&mut stop) => return,
+            _ = crate::stopped(stop) => return None,
             _ = tokio::time::sleep(TAKE_EVERY) => {}
         }
     };
@@ -214,8 +233,7 @@ pub async fn poll_while_held(poller: Poller, mut stop: watch::Receiver<bool>) {
         status.stand_by(false);
         tracing::info!("telegram: this instance now polls the bot");
     }
-    supervise(poller, stop).await;
-    drop(hold);
+    Some(hold)
 }
 
 /// Runs the poller until `stop`, starting it again (with a backoff, counted) when it

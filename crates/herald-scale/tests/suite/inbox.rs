@@ -89,3 +89,36 @@ async fn bad_credentials_and_a_missing_database_are_told_apart() {
     assert!(e.contains("127.0.0.1:1"), "{e}");
     herald_scale::check(&settings("postgres")).await.unwrap();
 }
+
+/// A hold taken with `try_hold` is one instance's at a time; the other gets it once it
+/// is let go; and a holder whose hold was taken over (it ran out unrenewed) is told at
+/// its next renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_try_hold_is_one_instances_and_its_loss_is_told() {
+    let s = settings("try_hold");
+    let a = herald_scale::open_inbox(&s, "a").await.unwrap();
+    let b = herald_scale::open_inbox(&s, "b").await.unwrap();
+    let held = a.try_hold("poll:bot").await.unwrap();
+    assert!(held.is_some());
+    assert!(b.try_hold("poll:bot").await.unwrap().is_none());
+    drop(held);
+    let mut b_hold = None;
+    for _ in 0..100 {
+        if let Some(h) = b.try_hold("poll:bot").await.unwrap() {
+            b_hold = Some(h);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut b_hold = b_hold.expect("let go, the hold is the other instance's");
+    // Another holder takes the row over (as after b's hold ran out unrenewed).
+    cluster()
+        .psql(
+            "try_hold",
+            "UPDATE direct_sends SET owner = 'someone-else' WHERE send_key LIKE 'hold%'",
+        )
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), b_hold.lost())
+        .await
+        .expect("the loss is told at the next renewal");
+}

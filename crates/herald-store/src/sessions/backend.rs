@@ -267,18 +267,47 @@ pub type ControlHandler =
 /// A session held for one turn; dropping it lets go.
 pub struct Hold {
     _release: Option<Box<dyn Send + Sync>>,
+    /// Set when the hold ran out unrenewed (another instance may hold it now).
+    lost: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Hold {
     /// A hold that holds nothing.
     pub fn none() -> Hold {
-        Hold { _release: None }
+        Hold {
+            _release: None,
+            lost: None,
+        }
     }
 
     /// A hold that lets go when `release` is dropped.
     pub fn releasing(release: Box<dyn Send + Sync>) -> Hold {
         Hold {
             _release: Some(release),
+            lost: None,
         }
+    }
+
+    /// A hold that lets go when `release` is dropped, and says through `lost` when
+    /// it was lost.
+    pub fn watched(
+        release: Box<dyn Send + Sync>,
+        lost: tokio::sync::watch::Receiver<bool>,
+    ) -> Hold {
+        Hold {
+            _release: Some(release),
+            lost: Some(lost),
+        }
+    }
+
+    /// Resolves when the hold was lost (its renewal found another holder, or none);
+    /// never for a hold that cannot be lost.
+    pub async fn lost(&mut self) {
+        if let Some(rx) = &mut self.lost
+            && rx.wait_for(|lost| *lost).await.is_ok()
+        {
+            return;
+        }
+        std::future::pending::<()>().await
     }
 }
