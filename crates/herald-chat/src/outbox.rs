@@ -20,8 +20,6 @@ const PER_CHAT: Duration = Duration::from_millis(1050);
 const PER_GROUP: Duration = Duration::from_millis(3050);
 /// Slots a second for the whole bot (Telegram allows 30).
 const PER_BOT: u32 = 28;
-/// How far ahead a spare slot (typing) may be: later, it is skipped.
-const SPARE_WITHIN: Duration = Duration::from_millis(300);
 /// Chats remembered at most (those whose next turn has passed are forgotten first).
 const MAX_CHATS: usize = 10_000;
 
@@ -146,41 +144,25 @@ impl Governor {
         at
     }
 
-    /// Takes a spare slot of the bot's rate, when one is free within
-    /// [`SPARE_WITHIN`] and neither the bot nor the chat is paused by flood control,
-    /// and waits for it: for what is worth nothing late (typing). It neither waits for
-    /// the chat's next message nor pushes it back.
-    pub async fn spare_slot(&self, chat: i64) -> bool {
-        let Some(at) = self.reserve_spare(chat, Instant::now()) else {
-            return false;
-        };
-        tokio::time::sleep_until(at).await;
-        true
+    /// Takes the bot's current slot when it is free and neither the bot nor the chat
+    /// is paused by flood control: for what is worth nothing late (typing). It never
+    /// waits, never takes a later slot an answer could use, and neither waits for the
+    /// chat's next message nor pushes it back.
+    pub fn spare_slot(&self, chat: i64) -> bool {
+        self.reserve_spare(chat, Instant::now()).is_some()
     }
 
     fn reserve_spare(&self, chat: i64, now: Instant) -> Option<Instant> {
         let mut s = self.lock();
         let paused = s.paused_until.is_some_and(|p| p > now)
             || s.chat_pause.get(&chat).is_some_and(|p| *p > now);
-        if paused {
-            return None;
-        }
-        let len = slot_len();
-        let first = now
-            .duration_since(s.epoch)
-            .as_nanos()
-            .div_ceil(len.as_nanos());
-        let mut slot = u64::try_from(first).unwrap_or(u64::MAX);
-        while s.taken.contains(&slot) {
-            slot += 1;
-        }
-        let len_ns = u64::try_from(len.as_nanos()).unwrap_or(u64::MAX);
-        let at = s.epoch + Duration::from_nanos(slot.saturating_mul(len_ns));
-        if at > now + SPARE_WITHIN {
+        let slot = now.duration_since(s.epoch).as_nanos() / slot_len().as_nanos();
+        let slot = u64::try_from(slot).unwrap_or(u64::MAX);
+        if paused || s.taken.contains(&slot) {
             return None;
         }
         s.taken.insert(slot);
-        Some(at)
+        Some(now)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -328,10 +310,7 @@ mod tests {
         // A chat that just got a message still gets typing (it is no message).
         g.reserve(3, Some(false), now);
         assert!(g.reserve_spare(3, now).is_some());
-        // A bot whose next 300 ms are taken has no spare slot.
-        for c in 10..30 {
-            g.reserve(c, Some(false), now);
-        }
+        // The bot's current slot is taken now: no spare slot.
         assert!(g.reserve_spare(4, now).is_none());
         // A chat paused by flood control gets none either.
         let h = Governor::default();

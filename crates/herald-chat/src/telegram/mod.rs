@@ -235,7 +235,7 @@ impl Platform for Telegram {
 
     async fn typing(&self, chat: &ChatRef) {
         // Typing takes a spare slot or is skipped: it never delays a message.
-        if !self.governor.spare_slot(chat.chat_id).await {
+        if !self.governor.spare_slot(chat.chat_id) {
             return;
         }
         let mut body = json!({"chat_id": chat.chat_id, "action": "typing"});
