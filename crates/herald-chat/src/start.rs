@@ -207,6 +207,10 @@ pub fn start_telegram(
         }
     };
     let governor = status.governor.clone();
+    let sweeping = tokio::spawn(sweep_files(
+        host.runtime().home.root().to_owned(),
+        stopped.clone(),
+    ));
     let serving = tokio::spawn(async move {
         let Some(me) = introduce(&api, stopped.clone()).await else {
             return;
@@ -239,8 +243,29 @@ pub fn start_telegram(
         _reporting: reporting,
         webhook,
         stop,
-        tasks: vec![intake, serving],
+        tasks: vec![intake, serving, sweeping],
     })
+}
+
+/// Every hour, removes the files people sent that are older than
+/// [`crate::door::KEEP_FILES_FOR`] (as Hermes sweeps its document cache).
+async fn sweep_files(home: std::path::PathBuf, mut stop: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = crate::stopped(&mut stop) => return,
+            _ = every.tick() => {}
+        }
+        let root = home.clone();
+        let removed = tokio::task::spawn_blocking(move || {
+            crate::door::sweep(&root, crate::door::KEEP_FILES_FOR)
+        })
+        .await
+        .unwrap_or(0);
+        if removed > 0 {
+            tracing::info!(removed, "chat files older than a day removed");
+        }
+    }
 }
 
 /// The command menu: the door's commands and the installed skills.

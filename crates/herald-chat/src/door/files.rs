@@ -28,6 +28,41 @@ pub fn session_folder(home: &Path, session_id: &str) -> PathBuf {
         .join(herald_config::home::folder_name(session_id))
 }
 
+/// How long a received file is kept (Hermes keeps its document cache a day).
+pub const KEEP_FILES_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Removes received files older than `max_age` under `<home>/chat-files`, and the
+/// session folders left empty: how many files went. Blocking.
+pub fn sweep(home: &Path, max_age: std::time::Duration) -> usize {
+    let Some(cutoff) = std::time::SystemTime::now().checked_sub(max_age) else {
+        return 0;
+    };
+    let Ok(folders) = std::fs::read_dir(home.join("chat-files")) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for folder in folders.filter_map(Result::ok) {
+        let dir = folder.path();
+        let Ok(files) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for f in files.filter_map(Result::ok) {
+            let old = f
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|t| t < cutoff);
+            if old && std::fs::remove_file(f.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        // Only an empty folder goes.
+        let _ = std::fs::remove_dir(&dir);
+    }
+    removed
+}
+
 /// A name safe to keep on disk: word characters, `.`, `-` and spaces, at most
 /// [`MAX_NAME_BYTES`] (its extension kept).
 fn safe_name(name: &str) -> String {
@@ -296,6 +331,31 @@ mod tests {
         let big = vec![0u8; (SESSION_QUOTA_BYTES / 2) as usize + 1];
         save(&folder, &folder.join("big1"), &big).unwrap();
         assert!(save(&folder, &folder.join("big2"), &big).is_err());
+    }
+
+    #[test]
+    fn files_older_than_a_day_are_swept_and_empty_folders_go() {
+        let home = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            session_folder(home.path(), "a"),
+            session_folder(home.path(), "b"),
+        );
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(25 * 3600);
+        for p in [a.join("1-0-old.pdf"), b.join("2-0-old.txt")] {
+            std::fs::write(&p, b"x").unwrap();
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        std::fs::write(b.join("3-0-new.txt"), b"y").unwrap();
+        assert_eq!(sweep(home.path(), KEEP_FILES_FOR), 2);
+        assert!(!a.exists(), "an emptied folder goes");
+        assert!(b.join("3-0-new.txt").exists());
+        assert_eq!(
+            sweep(tempfile::tempdir().unwrap().path(), KEEP_FILES_FOR),
+            0
+        );
     }
 
     #[test]

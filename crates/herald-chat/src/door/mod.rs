@@ -18,7 +18,7 @@ mod platform;
 mod pump;
 mod wire;
 
-pub use files::{MAX_FILE_BYTES, session_folder};
+pub use files::{KEEP_FILES_FOR, MAX_FILE_BYTES, session_folder, sweep};
 pub use outcome::SendFailure;
 pub use platform::{
     Attachment, AttachmentKind, ChatRef, Click, Downloaded, Inbound, Mark, OutFile, OutKind,
