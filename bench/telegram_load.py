@@ -23,14 +23,17 @@ class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     request_queue_size = 1024
 
 
+class QuietHandler(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive, no Nagle delay, no access log: the fakes' common ground."""
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *a):
+        pass
+
+
 def provider():
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, *a):
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self):
             req = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
             last = [m for m in req["messages"] if m["role"] == "user"][-1]["content"]
@@ -108,13 +111,7 @@ class Bot:
 
 
 def bot_api(bot):
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, *a):
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self):
             method = self.path.rsplit("/", 1)[-1]
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")

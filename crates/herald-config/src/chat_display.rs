@@ -247,10 +247,7 @@ fn media_dirs(r: &mut Reader, gateway: Option<&Node>, env: EnvLookup<'_>) -> Vec
     }
     let mut out = Vec::new();
     for d in dirs.iter().map(|d| d.trim()).filter(|d| !d.is_empty()) {
-        let path = match d.strip_prefix("~/") {
-            Some(rest) => crate::home::user_home().join(rest),
-            None => PathBuf::from(d),
-        };
+        let path = crate::home::expand_tilde(d);
         if path.is_absolute() {
             out.push(path);
         } else {

@@ -97,6 +97,14 @@ pub fn user_home() -> PathBuf {
     dirs::home_dir().unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// `~/rest` as a path in the user's home; any other text as it is.
+pub fn expand_tilde(raw: &str) -> PathBuf {
+    match raw.strip_prefix("~/") {
+        Some(rest) => user_home().join(rest),
+        None => PathBuf::from(raw),
+    }
+}
+
 /// Resolves `in_file` paths: `$VAR` expanded, `~/.hermes` and `~/.herald` map to the
 /// home, other `~` to the user's home, relative paths to the home.
 pub fn resolve_home_path(raw: &str, home: &Path) -> PathBuf {
@@ -116,8 +124,8 @@ pub fn resolve_home_path(raw: &str, home: &Path) -> PathBuf {
     if expanded == "~" {
         return user_home();
     }
-    if let Some(rest) = expanded.strip_prefix("~/") {
-        return user_home().join(rest);
+    if expanded.starts_with("~/") {
+        return expand_tilde(expanded);
     }
     let path = PathBuf::from(expanded);
     if path.is_absolute() {

@@ -179,10 +179,7 @@ pub fn read(
     as_voice: bool,
     as_document: bool,
 ) -> Result<OutFile, String> {
-    let path = match raw.strip_prefix("~/") {
-        Some(rest) => herald_config::home::user_home().join(rest),
-        None => PathBuf::from(raw),
-    };
+    let path = herald_config::home::expand_tilde(raw);
     let real = path.canonicalize().map_err(|_| NOT_ALLOWED.to_owned())?;
     if !allowed.admits(&real) {
         return Err(NOT_ALLOWED.into());
