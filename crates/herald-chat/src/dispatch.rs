@@ -49,7 +49,7 @@ pub async fn dispatch<P: Platform>(
     lease: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut chats: HashMap<i64, Worker> = HashMap::new();
+    let mut chats: HashMap<String, Worker> = HashMap::new();
     let mut renew = tokio::time::interval(lease / 3);
     loop {
         let claimed = claim(&door, lease).await;
@@ -99,12 +99,12 @@ async fn claim<P: Platform>(door: &ChatDoor<P>, lease: Duration) -> Vec<InboxIte
 /// Gives `item` to its chat's worker, started when the chat has none.
 fn hand_over<P: Platform>(
     door: &Arc<ChatDoor<P>>,
-    chats: &mut HashMap<i64, Worker>,
+    chats: &mut HashMap<String, Worker>,
     item: InboxItem,
 ) {
-    let chat = door.platform.chat_of(&item).unwrap_or(0);
+    let chat = door.platform.chat_of(&item).unwrap_or_default();
     let now = tokio::time::Instant::now();
-    let worker = chats.entry(chat).or_insert_with(|| {
+    let worker = chats.entry(chat.clone()).or_insert_with(|| {
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(chat_worker(door.clone(), rx));
         Worker { tx, last: now }
@@ -122,7 +122,7 @@ fn hand_over<P: Platform>(
 /// Lets go of the workers of chats quiet for a while: their channel closes, and each
 /// ends after the entries it was given (only the dispatcher hands entries over, so
 /// no entry is handed to a worker that is ending).
-fn retire(chats: &mut HashMap<i64, Worker>) {
+fn retire(chats: &mut HashMap<String, Worker>) {
     let now = tokio::time::Instant::now();
     chats.retain(|_, w| now.duration_since(w.last) < WORKER_IDLE);
 }

@@ -41,7 +41,7 @@ pub struct BotReport {
 /// Messages waiting to be sent to one chat.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct ChatQueue {
-    pub chat_id: i64,
+    pub chat_id: String,
     pub waiting: u64,
 }
 

@@ -143,7 +143,7 @@ async fn edit_loop<P: Platform>(
                     strikes += 1;
                     if strikes >= MAX_FLOOD_STRIKES {
                         tracing::warn!(
-                            chat = chat.chat_id,
+                            chat = %chat.chat_id,
                             "flood control stops this chat's live edits; the answer comes whole"
                         );
                         shared.stopped.store(true, Ordering::SeqCst);

@@ -102,8 +102,8 @@ impl<P: Platform> ChatDoor<P> {
     fn set_home(&self, chat: &ChatRef) -> String {
         let prefix = P::NAME.to_uppercase();
         let env = self.conversations.host().runtime().home.env_file();
-        let chat_id = chat.chat_id.to_string();
-        let thread = chat.thread_id.map(|t| t.to_string()).unwrap_or_default();
+        let chat_id = chat.chat_id.clone();
+        let thread = chat.thread_id.clone().unwrap_or_default();
         let keys = [
             (format!("{prefix}_HOME_CHANNEL"), chat_id.clone()),
             (format!("{prefix}_HOME_CHANNEL_THREAD_ID"), thread),

@@ -126,7 +126,7 @@ impl<P: Platform> ChatDoor<P> {
                     attempts: item.delivery_attempts,
                     chat: &inbound.chat,
                     text: &answer,
-                    reply_to: inbound.message_id,
+                    reply_to: inbound.message_id.as_deref(),
                     preview: None,
                     session,
                 })
@@ -180,8 +180,15 @@ impl<P: Platform> ChatDoor<P> {
             .input(&inbound.text, &inbound.files, session.id(), item.id)
             .await;
         let backlog = item.received_at_ms < self.started_ms;
-        self.prompt(live, item.id, started, input, backlog, inbound.message_id)
-            .await;
+        self.prompt(
+            live,
+            item.id,
+            started,
+            input,
+            backlog,
+            inbound.message_id.clone(),
+        )
+        .await;
     }
 
     /// The conversation that asked the approval a button's data names, if it is live.
@@ -249,7 +256,7 @@ impl<P: Platform> ChatDoor<P> {
         started: i64,
         input: UserInput,
         queued: bool,
-        reply_to: Option<i64>,
+        reply_to: Option<String>,
     ) {
         let c = &live.conversation;
         live.wire.wait(Ticket {

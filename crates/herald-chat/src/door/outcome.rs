@@ -33,7 +33,7 @@ pub(crate) struct Answer<'a> {
     pub attempts: i64,
     pub chat: &'a ChatRef,
     pub text: &'a str,
-    pub reply_to: Option<i64>,
+    pub reply_to: Option<&'a str>,
     /// The message the answer streamed into, which it replaces.
     pub preview: Option<Left>,
     /// The session whose folder its files may come from.
@@ -70,7 +70,7 @@ impl<P: Platform> ChatDoor<P> {
         &self,
         chat: &ChatRef,
         answer: &str,
-        reply_to: Option<i64>,
+        reply_to: Option<&str>,
         preview: Option<Left>,
         session: Option<&str>,
         marked: Option<&str>,
@@ -104,7 +104,7 @@ impl<P: Platform> ChatDoor<P> {
         &self,
         chat: &ChatRef,
         text: &str,
-        reply_to: Option<i64>,
+        reply_to: Option<&str>,
         preview: Option<Left>,
     ) -> Result<Vec<String>, SendFailure> {
         if let Some(Left {
@@ -179,7 +179,7 @@ impl<P: Platform> ChatDoor<P> {
     /// Sends a note; a failure is logged (the entry's own outcome is what counts).
     pub(crate) async fn tell(&self, chat: &ChatRef, text: &str) {
         if let Err(e) = self.platform.send(chat, text, None).await {
-            tracing::warn!(error = %e.message, chat = chat.chat_id, "cannot send a note to a chat");
+            tracing::warn!(error = %e.message, chat = %chat.chat_id, "cannot send a note to a chat");
         }
     }
 

@@ -9,8 +9,8 @@ use std::future::Future;
 /// Where a message goes: a chat (and a topic in it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatRef {
-    pub chat_id: i64,
-    pub thread_id: Option<i64>,
+    pub chat_id: String,
+    pub thread_id: Option<String>,
     /// A group (its own, slower send limit).
     pub group: bool,
 }
@@ -29,7 +29,7 @@ pub struct Inbound {
     /// in the session's folder).
     pub files: Vec<Attachment>,
     /// The message's own id (an answer replies to it, as `reply_to_mode` says).
-    pub message_id: Option<i64>,
+    pub message_id: Option<String>,
 }
 
 /// A file attached to a message, as the platform names it.
@@ -109,7 +109,7 @@ pub trait Platform: Send + Sync + 'static {
         &self,
         chat: &ChatRef,
         text: &str,
-        reply_to: Option<i64>,
+        reply_to: Option<&str>,
     ) -> impl Future<Output = Result<Vec<String>, SendFailure>> + Send;
     /// Sends `text` as it is (no formatting, at most one message, no wait on a flood):
     /// the message's id.
@@ -123,7 +123,7 @@ pub trait Platform: Send + Sync + 'static {
     /// The message an inbox entry holds, or why the door leaves it alone.
     fn read(&self, item: &InboxItem) -> Result<Inbound, String>;
     /// The chat an entry is from, cheaply (entries of one chat are taken in order).
-    fn chat_of(&self, item: &InboxItem) -> Option<i64>;
+    fn chat_of(&self, item: &InboxItem) -> Option<String>;
     /// Sends an approval request with Allow once / Session / Always / Deny buttons
     /// whose data is `ap:<token>:<o|s|a|d>`: the id of the message.
     fn send_approval(
@@ -157,8 +157,12 @@ pub trait Platform: Send + Sync + 'static {
     ) -> impl Future<Output = Result<String, SendFailure>> + Send;
     /// Marks the user's message with a reaction (when the platform's setting turns
     /// reactions on; else nothing).
-    fn react(&self, chat: &ChatRef, message_id: i64, mark: Mark)
-    -> impl Future<Output = ()> + Send;
+    fn react(
+        &self,
+        chat: &ChatRef,
+        message_id: &str,
+        mark: Mark,
+    ) -> impl Future<Output = ()> + Send;
     /// Answers a button press (the client stops its spinner).
     fn answer_click(&self, click_id: &str, text: &str) -> impl Future<Output = ()> + Send;
 }

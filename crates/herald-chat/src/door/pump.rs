@@ -88,7 +88,9 @@ impl<P: Platform> ChatDoor<P> {
             match event {
                 ConversationEvent::TurnStarted { run, text, .. } => {
                     if let Some(m) = live.wire.start(run.id(), &text) {
-                        self.platform.react(&live.wire.chat, m, Mark::Working).await;
+                        self.platform
+                            .react(&live.wire.chat, &m, Mark::Working)
+                            .await;
                     }
                     self.type_on(&mut view.typing, &live.wire.chat);
                 }
@@ -244,7 +246,7 @@ impl<P: Platform> ChatDoor<P> {
             RunState::Cancelled => Mark::Clear,
             _ => Mark::Failed,
         };
-        let answered = t.reply_to;
+        let answered = t.reply_to.clone();
         match (status.state, answer) {
             (RunState::Completed, Some(answer)) => {
                 if let Err(e) = self
@@ -260,7 +262,7 @@ impl<P: Platform> ChatDoor<P> {
                     attempts: 1,
                     chat,
                     text: &answer,
-                    reply_to: t.reply_to,
+                    reply_to: t.reply_to.as_deref(),
                     preview,
                     session: Some(session),
                 })
@@ -284,7 +286,7 @@ impl<P: Platform> ChatDoor<P> {
             }
         }
         if let Some(m) = answered {
-            self.platform.react(chat, m, mark).await;
+            self.platform.react(chat, &m, mark).await;
         }
     }
 

@@ -16,7 +16,7 @@ pub(crate) struct Ticket {
     /// The prompt's text, to know its turn when it starts.
     pub text: String,
     /// The message the answer replies to.
-    pub reply_to: Option<i64>,
+    pub reply_to: Option<String>,
 }
 
 /// An approval asked with buttons: the request and the message holding them.
@@ -101,11 +101,11 @@ impl ChatWire {
     /// A turn started on `text`: the oldest waiting ticket of that text (else the
     /// oldest, as a turn after an interrupt carries a note) is now the run's.
     /// A turn started: the ticket it answers runs; the message it answers, if any.
-    pub(crate) fn start(&self, run_id: String, text: &str) -> Option<i64> {
+    pub(crate) fn start(&self, run_id: String, text: &str) -> Option<String> {
         let mut t = lock(&self.tickets);
         let at = t.waiting.iter().position(|w| w.text == text).or(Some(0));
         let ticket = at.and_then(|i| t.waiting.remove(i))?;
-        let answering = ticket.reply_to;
+        let answering = ticket.reply_to.clone();
         t.running.insert(run_id, ticket);
         answering
     }
@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn tickets_follow_their_runs_in_any_event_order() {
         let w = ChatWire::new(ChatRef {
-            chat_id: 1,
+            chat_id: "1".into(),
             thread_id: None,
             group: false,
         });

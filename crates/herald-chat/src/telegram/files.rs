@@ -42,16 +42,16 @@ impl Telegram {
             OutKind::Document => ("sendDocument", "document"),
         };
         let mut form = Form::new()
-            .text("chat_id", chat.chat_id.to_string())
+            .text("chat_id", chat.chat_id.clone())
             .part(field, Part::bytes(file.bytes).file_name(file.name));
-        if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
+        if let Some(t) = super::topic_of(chat) {
             form = form.text("message_thread_id", t.to_string());
         }
-        self.governor.slot(chat.chat_id, chat.group).await;
+        self.governor.slot(&chat.chat_id, chat.group).await;
         match self.api.upload::<Sent>(method, form).await {
             Ok(sent) => Ok(sent.message_id),
             Err(ApiError::Flood(wait)) => {
-                self.governor.flooded(chat.chat_id, wait);
+                self.governor.flooded(&chat.chat_id, wait);
                 Err(ApiError::Flood(wait))
             }
             Err(e) => Err(e),

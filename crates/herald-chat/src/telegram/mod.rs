@@ -58,7 +58,7 @@ impl Telegram {
     async fn send_one(&self, chat: &ChatRef, body: &Value) -> Result<i64, ApiError> {
         let mut floods = 0;
         loop {
-            self.governor.slot(chat.chat_id, chat.group).await;
+            self.governor.slot(&chat.chat_id, chat.group).await;
             match self
                 .api
                 .call::<Sent>("sendMessage", body, Duration::ZERO)
@@ -68,11 +68,11 @@ impl Telegram {
                 Err(ApiError::Flood(wait)) if floods < MAX_FLOODS => {
                     floods += 1;
                     tracing::warn!(
-                        chat = chat.chat_id,
+                        chat = %chat.chat_id,
                         wait_s = wait.as_secs(),
                         "telegram: flood control; the chat waits"
                     );
-                    self.governor.flooded(chat.chat_id, wait);
+                    self.governor.flooded(&chat.chat_id, wait);
                 }
                 Err(e) => return Err(e),
             }
@@ -87,7 +87,7 @@ impl Telegram {
         chat: &ChatRef,
         body: Value,
     ) -> Result<Option<String>, SendFailure> {
-        self.governor.slot(chat.chat_id, chat.group).await;
+        self.governor.slot(&chat.chat_id, chat.group).await;
         match self.api.call::<Value>(method, &body, Duration::ZERO).await {
             Ok(v) => Ok(v
                 .get("message_id")
@@ -95,7 +95,7 @@ impl Telegram {
                 .map(|id| id.to_string())),
             Err(e) => {
                 if let ApiError::Flood(wait) = &e {
-                    self.governor.flooded(chat.chat_id, *wait);
+                    self.governor.flooded(&chat.chat_id, *wait);
                 }
                 Err(failure(e))
             }
@@ -108,7 +108,7 @@ impl Telegram {
         &self,
         chat: &ChatRef,
         parts: &[String],
-        reply_to: Option<i64>,
+        reply_to: Option<&str>,
     ) -> Result<Vec<String>, ApiError> {
         let mut ids = Vec::new();
         for (i, part) in parts.iter().enumerate() {
@@ -120,7 +120,7 @@ impl Telegram {
             let mut body = message(chat, part, true);
             if let Some(to) = replying {
                 body["reply_parameters"] =
-                    json!({"message_id": to, "allow_sending_without_reply": true});
+                    json!({"message_id": chat_value(to), "allow_sending_without_reply": true});
             }
             match self.send_one(chat, &body).await {
                 Ok(id) => ids.push(id.to_string()),
@@ -144,14 +144,29 @@ impl Telegram {
 
 /// A `sendMessage` body for `chat` (the General topic, 1, is addressed without an id).
 fn message(chat: &ChatRef, text: &str, html: bool) -> Value {
-    let mut body = json!({"chat_id": chat.chat_id, "text": text});
+    let mut body = json!({"chat_id": chat_value(&chat.chat_id), "text": text});
     if html {
         body["parse_mode"] = json!("HTML");
     }
-    if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
+    if let Some(t) = topic_of(chat) {
         body["message_thread_id"] = json!(t);
     }
     body
+}
+
+/// A chat (or message) id as the Bot API takes it: a number when it is one.
+pub(crate) fn chat_value(id: &str) -> Value {
+    match id.parse::<i64>() {
+        Ok(n) => json!(n),
+        Err(_) => json!(id),
+    }
+}
+
+/// The forum topic a message goes to (the General topic, 1, is addressed without an
+/// id).
+pub(crate) fn topic_of(chat: &ChatRef) -> Option<i64> {
+    let t = chat.thread_id.as_deref()?.parse::<i64>().ok()?;
+    (t != 1).then_some(t)
 }
 
 /// A failed call as the door judges it: worth another try, or not.
@@ -225,7 +240,7 @@ impl Platform for Telegram {
         &self,
         chat: &ChatRef,
         text: &str,
-        reply_to: Option<i64>,
+        reply_to: Option<&str>,
     ) -> Result<Vec<String>, SendFailure> {
         let parts = format::html_parts(text);
         self.send_parts(chat, &parts, reply_to)
@@ -235,11 +250,11 @@ impl Platform for Telegram {
 
     async fn typing(&self, chat: &ChatRef) {
         // Typing takes a spare slot or is skipped: it never delays a message.
-        if !self.governor.spare_slot(chat.chat_id) {
+        if !self.governor.spare_slot(&chat.chat_id) {
             return;
         }
-        let mut body = json!({"chat_id": chat.chat_id, "action": "typing"});
-        if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
+        let mut body = json!({"chat_id": chat_value(&chat.chat_id), "action": "typing"});
+        if let Some(t) = topic_of(chat) {
             body["message_thread_id"] = json!(t);
         }
         if let Err(e) = self
@@ -260,7 +275,7 @@ impl Platform for Telegram {
         let html = format::to_html(text);
         let button = |label: &str, choice: &str| json!({"text": label, "callback_data": format!("ap:{token}:{choice}")});
         let mut body = json!({
-            "chat_id": chat.chat_id,
+            "chat_id": chat_value(&chat.chat_id),
             "text": html,
             "parse_mode": "HTML",
             "reply_markup": {"inline_keyboard": [
@@ -268,7 +283,7 @@ impl Platform for Telegram {
                 [button("✅ Always", "a"), button("❌ Deny", "d")],
             ]},
         });
-        if let Some(t) = chat.thread_id.filter(|t| *t != 1) {
+        if let Some(t) = topic_of(chat) {
             body["message_thread_id"] = json!(t);
         }
         let id = self.send_one(chat, &body).await.map_err(failure)?;
@@ -303,7 +318,8 @@ impl Platform for Telegram {
             true => format::to_html(text),
             false => text.to_owned(),
         };
-        let mut body = json!({"chat_id": chat.chat_id, "message_id": message_id, "text": shown});
+        let mut body =
+            json!({"chat_id": chat_value(&chat.chat_id), "message_id": message_id, "text": shown});
         if formatted {
             body["parse_mode"] = json!("HTML");
         }
@@ -314,7 +330,7 @@ impl Platform for Telegram {
         let Ok(message_id) = message_id.parse::<i64>() else {
             return;
         };
-        let body = json!({"chat_id": chat.chat_id, "message_id": message_id});
+        let body = json!({"chat_id": chat_value(&chat.chat_id), "message_id": message_id});
         if let Err(e) = self.once("deleteMessage", chat, body).await {
             tracing::debug!(error = %e.message, "telegram: deleteMessage failed");
         }
@@ -331,7 +347,10 @@ impl Platform for Telegram {
             .map_err(failure)
     }
 
-    async fn react(&self, chat: &ChatRef, message_id: i64, mark: Mark) {
+    async fn react(&self, chat: &ChatRef, message_id: &str, mark: Mark) {
+        let Ok(message_id) = message_id.parse::<i64>() else {
+            return;
+        };
         if !self.reactions {
             return;
         }
@@ -341,15 +360,15 @@ impl Platform for Telegram {
             Mark::Failed => json!([{"type": "emoji", "emoji": "👎"}]),
             Mark::Clear => json!([]),
         };
-        let body = json!({"chat_id": chat.chat_id, "message_id": message_id, "reaction": reaction});
-        self.governor.side_slot(chat.chat_id).await;
+        let body = json!({"chat_id": chat_value(&chat.chat_id), "message_id": message_id, "reaction": reaction});
+        self.governor.side_slot(&chat.chat_id).await;
         match self
             .api
             .call::<Value>("setMessageReaction", &body, Duration::ZERO)
             .await
         {
             Ok(_) => {}
-            Err(ApiError::Flood(wait)) => self.governor.flooded(chat.chat_id, wait),
+            Err(ApiError::Flood(wait)) => self.governor.flooded(&chat.chat_id, wait),
             Err(e) => tracing::debug!(error = %e, "telegram: setMessageReaction failed"),
         }
     }
@@ -368,7 +387,7 @@ impl Platform for Telegram {
         }
     }
 
-    fn chat_of(&self, item: &InboxItem) -> Option<i64> {
+    fn chat_of(&self, item: &InboxItem) -> Option<String> {
         #[derive(serde::Deserialize)]
         struct Peek {
             message: Option<PeekMessage>,
@@ -388,7 +407,7 @@ impl Platform for Telegram {
         }
         let peek: Peek = serde_json::from_str(item.payload.text()).ok()?;
         let message = peek.message.or(peek.callback_query.and_then(|q| q.message));
-        message.map(|m| m.chat.id)
+        message.map(|m| m.chat.id.to_string())
     }
 
     fn read(&self, item: &InboxItem) -> Result<Inbound, String> {
@@ -453,14 +472,14 @@ fn inbound(m: &wire::Message, text: String) -> Inbound {
             user_id: m.from.as_ref().map(|u| u.id.to_string()),
         },
         chat: ChatRef {
-            chat_id: m.chat.id,
-            thread_id: thread,
+            chat_id: m.chat.id.to_string(),
+            thread_id: thread.map(|t| t.to_string()),
             group: chat_type != ChatType::Dm,
         },
         text,
         stranger: None,
         click: None,
         files: Vec::new(),
-        message_id: Some(m.message_id),
+        message_id: Some(m.message_id.to_string()),
     }
 }
