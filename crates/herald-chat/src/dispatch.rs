@@ -85,7 +85,7 @@ async fn claim<P: Platform>(door: &ChatDoor<P>, lease: Duration) -> Vec<InboxIte
         max: BATCH,
         running_per_route: HashMap::new(),
         per_route_limit: usize::MAX,
-        scope: ClaimScope::Chat,
+        scope: ClaimScope::Chat(P::NAME),
     };
     match door.store.claim(req).await {
         Ok(items) => items,

@@ -6,18 +6,26 @@
 //! - [`dispatch`]: the chat entries of the inbox, each chat's in order;
 //! - [`outbox`]: Telegram's send limits, applied once per bot;
 //! - [`telegram`]: the Bot API, long polling, access rules;
+//! - [`slack`]: Socket Mode, the Events API, the Web API, access rules;
 //! - [`key`]: Hermes's session keys.
 
+pub mod allow;
 pub mod dispatch;
 pub mod door;
+pub mod hold;
+pub mod intake;
 pub mod key;
+mod net;
 pub mod outbox;
 pub mod pairing;
+pub mod slack;
 pub mod start;
+pub mod start_slack;
 pub mod telegram;
 
 pub use door::{ChatDoor, ChatRef, Inbound, Platform, SendFailure};
 pub use start::{ChatBot, StartError, TelegramStart, WebhookMode, start_telegram};
+pub use start_slack::{SlackEvents, SlackStart, start_slack};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,6 +56,13 @@ pub struct BotStatus {
 
 impl BotStatus {
     pub(crate) fn new(platform: &'static str, receiving: String) -> BotStatus {
+        BotStatus::with_limits(platform, receiving, outbox::Limits::TELEGRAM)
+    }
+    pub(crate) fn with_limits(
+        platform: &'static str,
+        receiving: String,
+        limits: outbox::Limits,
+    ) -> BotStatus {
         BotStatus {
             platform,
             receiving,
@@ -57,7 +72,7 @@ impl BotStatus {
             restarts: AtomicU64::new(0),
             standing_by: AtomicBool::new(false),
             failure: Mutex::new(None),
-            governor: Arc::default(),
+            governor: Arc::new(outbox::Governor::new(limits)),
             progressed: Mutex::new(tokio::time::Instant::now()),
         }
     }

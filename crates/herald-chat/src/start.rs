@@ -70,7 +70,7 @@ impl WebhookMode {
 
 /// A path the router takes as it is: segments of plain characters (no route syntax
 /// such as `:name`, `*rest` or `{x}`, no empty segment).
-fn servable(path: &str) -> bool {
+pub(crate) fn servable(path: &str) -> bool {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_.~%".contains(c);
     path.strip_prefix('/').is_some_and(|rest| {
         rest.split('/')
@@ -119,6 +119,8 @@ pub enum StartError {
     Token,
     #[error("telegram: TELEGRAM_WEBHOOK_URL is not a URL: {0}")]
     WebhookUrl(String),
+    #[error("slack: {0}")]
+    Slack(String),
 }
 
 /// A running bot.
@@ -133,6 +135,23 @@ pub struct ChatBot {
 }
 
 impl ChatBot {
+    pub(crate) fn new(
+        status: Arc<BotStatus>,
+        webhook: Option<(String, axum::Router)>,
+        stop: watch::Sender<bool>,
+        tasks: Vec<tokio::task::JoinHandle<()>>,
+    ) -> ChatBot {
+        let reporting: Arc<dyn herald_metrics::bots::ReportsBot> = status.clone();
+        herald_metrics::bots::register(&reporting);
+        ChatBot {
+            status,
+            _reporting: reporting,
+            webhook,
+            stop,
+            tasks,
+        }
+    }
+
     /// Stops polling and claiming; turns that run go on until the process ends, and
     /// their entries are taken again at the next start if they do not finish.
     pub async fn shutdown(self) {
@@ -249,7 +268,7 @@ pub fn start_telegram(
 
 /// Every hour, removes the files people sent that are older than
 /// [`crate::door::KEEP_FILES_FOR`] (as Hermes sweeps its document cache).
-async fn sweep_files(home: std::path::PathBuf, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn sweep_files(home: std::path::PathBuf, mut stop: watch::Receiver<bool>) {
     let mut every = tokio::time::interval(Duration::from_secs(3600));
     loop {
         tokio::select! {

@@ -15,6 +15,7 @@ mod matrix;
 mod mattermost;
 pub mod retry;
 mod slack;
+pub mod slack_mrkdwn;
 pub mod split;
 mod targets;
 mod telegram;

@@ -33,7 +33,8 @@ impl Slack {
         });
         let mut receipt = Receipt::default();
         let thread = message.extra_text("thread_ts").or_else(|| message.thread());
-        for part in split_message(&message.text, SLACK_MAX_CHARS, char_len) {
+        let text = crate::slack_mrkdwn::markdown_to_mrkdwn(&message.text);
+        for part in split_message(&text, SLACK_MAX_CHARS, char_len) {
             let resp = match &webhook {
                 Some(hook) => {
                     let mut body = json!({ "text": part });

@@ -253,12 +253,12 @@ fn claim_sql() -> String {
         "WITH ready AS (
             SELECT id, route FROM inbox
             WHERE state IN ('queued', 'delivering') AND next_attempt_at_ms <= $1
-              AND (left(route, 5) = 'chat:') = $9
+              AND (($9::text IS NULL AND left(route, 5) <> 'chat:') OR left(route, length($9::text)) = $9::text)
             ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
         ), expired AS (
             SELECT id, route FROM inbox
             WHERE state = 'running' AND lease_until_ms < $1
-              AND (left(route, 5) = 'chat:') = $9
+              AND (($9::text IS NULL AND left(route, 5) <> 'chat:') OR left(route, length($9::text)) = $9::text)
             ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
         ), ranked AS (
             SELECT id, route, row_number() OVER (PARTITION BY route ORDER BY id) AS n
@@ -358,7 +358,7 @@ impl InboxBackend for PgInbox {
                     &max,
                     &req.lease_ms,
                     &self.instance,
-                    &req.scope.chat(),
+                    &req.scope.chat_prefix(),
                 ],
             )
             .await?;

@@ -50,21 +50,27 @@ pub struct ClaimRequest {
 }
 
 /// Which entries a claim takes: a chat platform's messages (routes named
-/// `chat:<platform>:<bot>`) are answered by the chat door, never by the webhook workers.
+/// `chat:<platform>:<bot>`) are answered by that platform's door, never by the webhook
+/// workers or another platform's door.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ClaimScope {
     #[default]
     Webhooks,
-    Chat,
+    /// One platform's entries (`telegram`, `slack`).
+    Chat(&'static str),
 }
 
 /// The prefix of a chat platform's inbox routes.
 pub const CHAT_ROUTE_PREFIX: &str = "chat:";
 
 impl ClaimScope {
-    /// Whether the scope is the chat platforms' (for SQL).
-    pub fn chat(self) -> bool {
-        self == ClaimScope::Chat
+    /// The route prefix of the scope's entries, for SQL (`None`: the webhook routes,
+    /// every route not under `chat:`).
+    pub fn chat_prefix(self) -> Option<String> {
+        match self {
+            ClaimScope::Webhooks => None,
+            ClaimScope::Chat(platform) => Some(format!("{CHAT_ROUTE_PREFIX}{platform}:")),
+        }
     }
 }
 
@@ -80,12 +86,12 @@ pub(crate) fn claim(conn: &Connection, req: &ClaimRequest) -> rusqlite::Result<V
     let look = (req.max * 8).max(64) as i64;
     let mut candidates: Vec<(i64, String)> = Vec::new();
     for sql in [
-        "SELECT id, route FROM inbox WHERE state = 'queued' AND next_attempt_at_ms <= ?1 AND (substr(route, 1, 5) = 'chat:') = ?3 ORDER BY id LIMIT ?2",
-        "SELECT id, route FROM inbox WHERE state = 'delivering' AND next_attempt_at_ms <= ?1 AND (substr(route, 1, 5) = 'chat:') = ?3 ORDER BY id LIMIT ?2",
-        "SELECT id, route FROM inbox WHERE state = 'running' AND lease_until_ms < ?1 AND (substr(route, 1, 5) = 'chat:') = ?3 ORDER BY id LIMIT ?2",
+        "SELECT id, route FROM inbox WHERE state = 'queued' AND next_attempt_at_ms <= ?1 AND ((?3 IS NULL AND substr(route, 1, 5) <> 'chat:') OR substr(route, 1, length(?3)) = ?3) ORDER BY id LIMIT ?2",
+        "SELECT id, route FROM inbox WHERE state = 'delivering' AND next_attempt_at_ms <= ?1 AND ((?3 IS NULL AND substr(route, 1, 5) <> 'chat:') OR substr(route, 1, length(?3)) = ?3) ORDER BY id LIMIT ?2",
+        "SELECT id, route FROM inbox WHERE state = 'running' AND lease_until_ms < ?1 AND ((?3 IS NULL AND substr(route, 1, 5) <> 'chat:') OR substr(route, 1, length(?3)) = ?3) ORDER BY id LIMIT ?2",
     ] {
         let mut stmt = conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params![req.now_ms, look, req.scope.chat()], |r| {
+        let rows = stmt.query_map(params![req.now_ms, look, req.scope.chat_prefix()], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?;
         for row in rows {

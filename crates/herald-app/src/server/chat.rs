@@ -136,10 +136,12 @@ fn webhook_mode(
 
 fn access(s: &TelegramSettings) -> Access {
     Access {
-        allowed_users: s.allowed_users.iter().cloned().collect(),
-        allow_all: s.allow_all_users,
-        gateway_allowed_users: s.gateway_allowed_users.iter().cloned().collect(),
-        gateway_allow_all: s.gateway_allow_all_users,
+        users: herald_chat::allow::Users {
+            allowed: s.allowed_users.iter().cloned().collect(),
+            allow_all: s.allow_all_users,
+            gateway_allowed: s.gateway_allowed_users.iter().cloned().collect(),
+            gateway_allow_all: s.gateway_allow_all_users,
+        },
         group_allowed_users: s.group_allowed_users.iter().cloned().collect(),
         group_allowed_chats: s.group_allowed_chats.iter().cloned().collect(),
         allowed_chats: s.allowed_chats.iter().cloned().collect(),

@@ -108,7 +108,7 @@ impl<P: Platform> ChatDoor<P> {
     /// to its conversation (the entry is finished when its turn is).
     pub async fn take(self: &Arc<Self>, item: InboxItem) {
         let started = now_ms();
-        let inbound = match self.platform.read(&item) {
+        let inbound = match self.platform.read(&item).await {
             Ok(i) => i,
             Err(why) => return self.finish(item.id, started, "ignored", &why).await,
         };

@@ -121,7 +121,7 @@ pub trait Platform: Send + Sync + 'static {
     /// Shows that an answer is being written (refreshed while a turn runs).
     fn typing(&self, chat: &ChatRef) -> impl Future<Output = ()> + Send;
     /// The message an inbox entry holds, or why the door leaves it alone.
-    fn read(&self, item: &InboxItem) -> Result<Inbound, String>;
+    fn read(&self, item: &InboxItem) -> impl Future<Output = Result<Inbound, String>> + Send;
     /// The chat an entry is from, cheaply (entries of one chat are taken in order).
     fn chat_of(&self, item: &InboxItem) -> Option<String>;
     /// Sends an approval request with Allow once / Session / Always / Deny buttons

@@ -8,14 +8,8 @@ use std::collections::BTreeSet;
 /// The allow-lists and group gates of one bot.
 #[derive(Debug, Clone, Default)]
 pub struct Access {
-    /// `TELEGRAM_ALLOWED_USERS` (`*`: everyone).
-    pub allowed_users: BTreeSet<String>,
-    /// `TELEGRAM_ALLOW_ALL_USERS`.
-    pub allow_all: bool,
-    /// `GATEWAY_ALLOWED_USERS`.
-    pub gateway_allowed_users: BTreeSet<String>,
-    /// `GATEWAY_ALLOW_ALL_USERS`.
-    pub gateway_allow_all: bool,
+    /// `TELEGRAM_ALLOWED_USERS`, `TELEGRAM_ALLOW_ALL_USERS` and the gateway's.
+    pub users: crate::allow::Users,
     /// `TELEGRAM_GROUP_ALLOWED_USERS`: senders allowed in groups only.
     pub group_allowed_users: BTreeSet<String>,
     /// `TELEGRAM_GROUP_ALLOWED_CHATS`: every member of these groups.
@@ -75,21 +69,13 @@ impl Access {
                     AllowBots::All => true,
                 };
         }
-        if self.allow_all {
-            return true;
-        }
         let id = user.id.to_string();
-        let listed = |set: &BTreeSet<String>| set.contains("*") || set.contains(&id);
-        if listed(&self.allowed_users) || listed(&self.gateway_allowed_users) {
-            return true;
+        match group {
+            true => self.users.allow(&id, &[&self.group_allowed_users], false),
+            false => self
+                .users
+                .allow(&id, &[], !self.group_allowed_users.is_empty()),
         }
-        if group && listed(&self.group_allowed_users) {
-            return true;
-        }
-        let any_list = !self.allowed_users.is_empty()
-            || !self.gateway_allowed_users.is_empty()
-            || !self.group_allowed_users.is_empty();
-        !any_list && self.gateway_allow_all
     }
 
     /// Whether a group message is meant for the bot (a DM always is), in the order of

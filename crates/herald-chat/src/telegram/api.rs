@@ -134,44 +134,15 @@ fn file_base(base_url: &str) -> String {
 }
 
 /// Reads a body, refusing one larger than `max`.
-async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, ApiError> {
-    let too_big = || ApiError::Network(format!("answer larger than {max} bytes"));
-    if resp.content_length().is_some_and(|n| n > max as u64) {
-        return Err(too_big());
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
+async fn read_capped(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, ApiError> {
+    crate::net::read_capped(resp, max)
         .await
-        .map_err(|e| ApiError::Network(describe(&e)))?
-    {
-        if body.len() + chunk.len() > max {
-            return Err(too_big());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+        .map_err(ApiError::Network)
 }
 
 /// A network error in words, without the URL (it holds the token).
 fn describe(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "cannot connect"
-    } else {
-        "request failed"
-    };
-    let mut source = std::error::Error::source(e);
-    let mut detail = String::new();
-    while let Some(s) = source {
-        detail = s.to_string();
-        source = s.source();
-    }
-    match detail.is_empty() {
-        true => kind.to_owned(),
-        false => format!("{kind}: {detail}"),
-    }
+    crate::net::describe(e)
 }
 
 #[derive(serde::Deserialize)]

@@ -410,7 +410,7 @@ impl Platform for Telegram {
         message.map(|m| m.chat.id.to_string())
     }
 
-    fn read(&self, item: &InboxItem) -> Result<Inbound, String> {
+    async fn read(&self, item: &InboxItem) -> Result<Inbound, String> {
         let update: Update = serde_json::from_str(item.payload.text())
             .map_err(|e| format!("not a Telegram update: {e}"))?;
         if let Some(q) = update.callback_query {

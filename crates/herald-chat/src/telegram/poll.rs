@@ -5,7 +5,7 @@
 
 use super::api::{ApiError, BotApi};
 use crate::BotStatus;
-use herald_store::{EnqueueOutcome, NewInboxItem, Store, now_ms};
+use herald_store::{Store, now_ms};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -155,85 +155,32 @@ pub(crate) async fn store_update(
         .into_iter()
         .find(|k| update.get(k).is_some())
         .unwrap_or("other");
-    let item = NewInboxItem {
-        route: route.to_owned(),
-        event_type: kind.to_owned(),
-        delivery_id: id.to_string(),
-        received_at_ms: now_ms(),
-        profile: None,
-        headers: "{}".into(),
-        payload: update.to_string(),
-        prompt: String::new(),
-        deliver: "telegram".into(),
-        deliver_extra: "{}".into(),
-        skills: "[]".into(),
-        toolsets: None,
+    let id = id.to_string();
+    let update = crate::intake::Update {
+        route,
+        platform: "telegram",
+        kind,
+        id: &id,
+        payload: update,
     };
-    match store.enqueue(item).await? {
-        EnqueueOutcome::Accepted { .. } => status.received(),
-        EnqueueOutcome::Duplicate => {
-            tracing::debug!(update_id = id, "telegram: update seen before")
-        }
-    }
-    Ok(())
+    crate::intake::commit(store, update, status).await
 }
 
-/// How often a standing-by instance tries to take the bot's poll.
-const TAKE_EVERY: Duration = Duration::from_secs(2);
-
-/// Polls while this instance holds the bot's poll: with a shared store (PostgreSQL)
-/// one instance polls a bot at a time (Telegram answers two pollers with 409), the
-/// others stand by and one takes over within half a minute when it dies. A store only
-/// this process writes grants the poll at once.
-pub async fn poll_while_held(poller: Poller, mut stop: watch::Receiver<bool>) {
-    loop {
-        let Some(mut hold) = take_poll(&poller, &mut stop).await else {
-            return;
-        };
-        tokio::select! {
-            _ = supervise(poller.clone(), stop.clone()) => return,
-            _ = hold.lost() => {
-                tracing::warn!("telegram: this instance lost the bot's poll (the store was out of reach too long); it stops polling and stands by");
-            }
-        }
-    }
-}
-
-/// Takes the bot's poll, trying every [`TAKE_EVERY`] while another instance holds it:
-/// the hold (`None`: stopped meanwhile).
-async fn take_poll(
-    poller: &Poller,
-    stop: &mut watch::Receiver<bool>,
-) -> Option<herald_store::sessions::Hold> {
+/// Polls while this instance holds the bot's poll ([`crate::hold`]).
+pub async fn poll_while_held(poller: Poller, stop: watch::Receiver<bool>) {
     let key = format!("poll:{}", poller.route);
-    let status = poller.status.clone();
-    let mut said = false;
-    let hold = loop {
-        match poller.store.try_hold(&key).await {
-            Ok(Some(hold)) => break hold,
-            Ok(None) if !said => {
-                said = true;
-                status.stand_by(true);
-                tracing::info!(
-                    "telegram: another instance polls this bot; this one stands by and takes over if it stops"
-                );
-            }
-            Ok(None) => {}
-            Err(e) => {
-                status.failed(format!("cannot take the bot's poll in the store: {e}"));
-                tracing::warn!(error = %e, "telegram: cannot take the bot's poll in the store; trying again");
-            }
-        }
-        tokio::select! {
-            _ = crate::stopped(stop) => return None,
-            _ = tokio::time::sleep(TAKE_EVERY) => {}
-        }
-    };
-    if said {
-        status.stand_by(false);
-        tracing::info!("telegram: this instance now polls the bot");
-    }
-    Some(hold)
+    let (store, status) = (poller.store.clone(), poller.status.clone());
+    let again = stop.clone();
+    let serve = move || supervise(poller.clone(), again.clone());
+    crate::hold::serve_while_held(
+        &store,
+        &key,
+        &status,
+        "telegram: the bot's poll",
+        serve,
+        stop,
+    )
+    .await
 }
 
 /// Runs the poller until `stop`, starting it again (with a backoff, counted) when it

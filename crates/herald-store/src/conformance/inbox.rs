@@ -701,7 +701,8 @@ async fn events_are_paged_filtered_and_searched(place: Arc<dyn Place>) {
 }
 
 /// A chat platform's messages (`chat:` routes) and the webhook routes' events are
-/// claimed apart: neither worker takes the other's, however many wait ahead.
+/// claimed apart: neither worker takes the other's, however many wait ahead; nor does
+/// one platform's door take another's.
 async fn chat_entries_are_claimed_only_by_the_chat_door(place: Arc<dyn Place>) {
     let store = place.open("one").await;
     let t = now_ms();
@@ -710,12 +711,20 @@ async fn chat_entries_are_claimed_only_by_the_chat_door(place: Arc<dyn Place>) {
         assert!(accepted(store.enqueue(chat).await.unwrap()));
     }
     assert!(accepted(store.enqueue(item("hook", "h", t)).await.unwrap()));
+    assert!(accepted(
+        store.enqueue(item("chat:slack:A1", "s", t)).await.unwrap()
+    ));
     let hooks = store.claim(claim_req(10, 10, &[])).await.unwrap();
     assert_eq!(hooks.len(), 1, "the webhook entry behind 70 chat ones");
     assert_eq!(hooks[0].route, "hook");
     let mut chat = claim_req(100, 100, &[]);
-    chat.scope = ClaimScope::Chat;
+    chat.scope = ClaimScope::Chat("telegram");
     let chats = store.claim(chat).await.unwrap();
     assert_eq!(chats.len(), 70);
     assert!(chats.iter().all(|c| c.route == "chat:telegram:7"));
+    let mut slack = claim_req(100, 100, &[]);
+    slack.scope = ClaimScope::Chat("slack");
+    let slacks = store.claim(slack).await.unwrap();
+    assert_eq!(slacks.len(), 1);
+    assert_eq!(slacks[0].route, "chat:slack:A1");
 }
