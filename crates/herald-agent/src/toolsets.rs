@@ -30,8 +30,9 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "delegation",
         ],
     ),
-    // Hermes gives the Telegram bot the CLI's core tools.
+    // Hermes gives its chat bots the CLI's core tools.
     ("hermes-telegram", &[], &["hermes-cli"]),
+    ("hermes-slack", &[], &["hermes-cli"]),
     (
         "hermes-acp",
         &[],

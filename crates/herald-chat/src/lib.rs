@@ -104,6 +104,14 @@ impl BotStatus {
     pub(crate) fn stand_by(&self, on: bool) {
         self.standing_by.store(on, Ordering::Relaxed);
     }
+    /// The platform's name (`telegram`, `slack`).
+    pub fn platform(&self) -> &'static str {
+        self.platform
+    }
+    /// How the bot receives, in words.
+    pub fn receiving(&self) -> &str {
+        &self.receiving
+    }
     /// When the last poll answered (unix ms), if one did.
     pub fn last_poll_ms(&self) -> Option<i64> {
         Some(self.last_poll_ms.load(Ordering::Relaxed)).filter(|t| *t > 0)

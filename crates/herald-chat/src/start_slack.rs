@@ -9,7 +9,7 @@ use crate::pairing::PairingStore;
 use crate::slack::access::Access;
 use crate::slack::api::WebApi;
 use crate::slack::intake::Intake;
-use crate::slack::socket::{PING_EVERY, PONG_WITHIN, SocketMode};
+use crate::slack::socket::SocketMode;
 use crate::slack::{Behaviour, Slack};
 use crate::start::StartError;
 use herald_session::Host;
@@ -42,12 +42,6 @@ pub struct SlackStart {
     /// Socket liveness (shorter in tests).
     pub ping_every: Duration,
     pub pong_within: Duration,
-}
-
-impl SlackStart {
-    /// The default liveness: a ping every 5 s, dead after 20 s without a pong.
-    pub const PING_EVERY: Duration = PING_EVERY;
-    pub const PONG_WITHIN: Duration = PONG_WITHIN;
 }
 
 /// The Events API: where Slack posts, and the secret it signs with.

@@ -37,6 +37,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     if let Some(telegram) = &config.telegram {
         outln!("note: {}", herald_chat::telegram::serving_note(telegram));
     }
+    if let Some(slack) = &config.slack {
+        outln!("note: {}", herald_chat::slack::serving_note(slack));
+    }
     if !config.hermes_only.is_empty() {
         outln!(
             "note: Hermes settings herald does not implement (ignored): {}",

@@ -38,6 +38,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     if let Some(telegram) = &config.telegram {
         eprintln!("herald: {}", herald_chat::telegram::serving_note(telegram));
     }
+    if let Some(slack) = &config.slack {
+        eprintln!("herald: {}", herald_chat::slack::serving_note(slack));
+    }
     if !config.hermes_only.is_empty() {
         tracing::info!(
             "Hermes settings herald does not implement (ignored): {}",

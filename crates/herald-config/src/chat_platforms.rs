@@ -3,7 +3,7 @@
 //! ... at the top level), a platform turned on with `platforms.<name>.enabled: true`, or
 //! an allow-list such as `DISCORD_ALLOWED_USERS`. herald sends to some of these platforms
 //! but receives from none of them, so each sign is reported (never a refused start).
-//! Telegram is served (herald-chat), so it is not on this list.
+//! Telegram and Slack are served (herald-chat), so they are not on this list.
 
 use crate::node::Node;
 
@@ -12,7 +12,6 @@ use crate::node::Node;
 /// `<PREFIX>_ALLOW_ALL_USERS`, `<PREFIX>_GROUP_ALLOWED_USERS`).
 pub const CHAT_PLATFORMS: &[(&str, &str)] = &[
     ("discord", "DISCORD"),
-    ("slack", "SLACK"),
     ("whatsapp", "WHATSAPP"),
     ("mattermost", "MATTERMOST"),
     ("matrix", "MATRIX"),

@@ -201,6 +201,9 @@ pub struct Config {
     /// Telegram's settings as Hermes reads them (`TELEGRAM_*`, `telegram:`,
     /// `platforms.telegram`); `None` when Telegram is off (no token, or `enabled: false`).
     pub telegram: Option<crate::telegram_settings::TelegramSettings>,
+    /// Slack's settings as Hermes reads them (`SLACK_*`, `slack:`, `platforms.slack`),
+    /// with herald's Events API; `None` when Slack is off.
+    pub slack: Option<crate::slack_settings::SlackSettings>,
     /// The agent's settings (limits, terminal, approvals, web, skills), typed.
     pub agent: crate::agent_settings::AgentSettings,
     /// `mcp_servers:` and `mcp_discovery_timeout`.
@@ -357,6 +360,7 @@ impl Config {
             .iter()
             .chain(AGENT_SECTIONS)
             .chain(crate::telegram_settings::TOP_KEYS)
+            .chain(&["slack"])
             .chain(crate::chat_display::TOP_KEYS)
             .copied()
             .collect();
@@ -445,6 +449,18 @@ impl Config {
             t.display = crate::chat_display::read_chat_display(&mut r, &doc, env, "telegram");
             t
         });
+        hermes_only.extend(crate::slack_settings::check_top_level_block(&mut r, &doc));
+        let slack =
+            crate::slack_settings::read_slack_settings(&crate::slack_settings::SlackInput {
+                doc: &doc,
+                gateway,
+                platforms: &platforms,
+                env,
+            })
+            .map(|mut s| {
+                s.display = crate::chat_display::read_chat_display(&mut r, &doc, env, "slack");
+                s
+            });
         let mut webhook = read_webhook_settings(&mut r, &sources);
         apply_env(&mut webhook, env);
         if !env_enables_webhook(env) {
@@ -550,7 +566,7 @@ impl Config {
             gateway,
             webhook_enabled: webhook.enabled,
             api: &api_server,
-            telegram: telegram.is_some(),
+            chat_bot: telegram.is_some() || slack.is_some(),
             env,
         });
         Ok(Config {
@@ -568,6 +584,7 @@ impl Config {
             platform_toolsets,
             platforms,
             telegram,
+            slack,
             model,
             api_server,
             warnings: r.warnings,

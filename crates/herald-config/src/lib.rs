@@ -26,6 +26,7 @@ pub mod pyyaml;
 pub mod reader;
 pub mod route;
 mod route_sender;
+pub mod slack_settings;
 pub use route_sender::check_sender_fields;
 pub(crate) mod start_guard;
 pub mod store_settings;

@@ -15,8 +15,9 @@ pub(crate) struct Guarded<'a> {
     pub gateway: Option<&'a Node>,
     pub webhook_enabled: bool,
     pub api: &'a ApiServerSettings,
-    /// A Telegram bot is configured (something to serve without a listener).
-    pub telegram: bool,
+    /// A chat bot (Telegram, Slack) is configured (something to serve without a
+    /// listener).
+    pub chat_bot: bool,
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -42,7 +43,7 @@ fn place_of(file: &Path, node: Option<&Node>, key: String) -> Place {
 
 pub(crate) fn start_refusals(g: &Guarded<'_>) -> Vec<Problem> {
     let mut refusals = Vec::new();
-    if !g.webhook_enabled && !g.api.enabled && !g.telegram {
+    if !g.webhook_enabled && !g.api.enabled && !g.chat_bot {
         let node = platform_blocks(g).into_iter().find_map(|(prefix, p)| {
             let w = p?.get("webhook")?;
             Some((prefix, w.get("enabled").unwrap_or(w)))

@@ -29,6 +29,8 @@ pub enum Platform {
     Webhook,
     /// People talking to the Telegram bot.
     Telegram,
+    /// People talking to the Slack app.
+    Slack,
 }
 
 impl Platform {
@@ -40,6 +42,7 @@ impl Platform {
             Platform::Api => "api_server",
             Platform::Webhook => "webhook",
             Platform::Telegram => "telegram",
+            Platform::Slack => "slack",
         }
     }
 
@@ -53,7 +56,7 @@ impl Platform {
             Platform::Cli | Platform::Tui => config.platform_toolsets.cli.clone(),
             Platform::Api => config.platform_toolsets.api_server.clone(),
             Platform::Webhook => config.platform_toolsets.webhook.clone(),
-            Platform::Acp | Platform::Telegram => None,
+            Platform::Acp | Platform::Telegram | Platform::Slack => None,
         };
         let default = match self {
             Platform::Cli | Platform::Tui => "hermes-cli",
@@ -61,6 +64,7 @@ impl Platform {
             Platform::Api => "hermes-api-server",
             Platform::Webhook => "hermes-webhook",
             Platform::Telegram => "hermes-telegram",
+            Platform::Slack => "hermes-slack",
         };
         configured
             .filter(|l| !l.is_empty())

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 pub mod otlp;
 pub mod postgres;
+pub mod slack;
 pub mod telegram;
 
 /// Binds 127.0.0.1:0 and runs `serve(listener)` on a thread with its own runtime

@@ -7,6 +7,7 @@ use herald_chat::pairing::PairingStore;
 use herald_chat::telegram::access::Access;
 use herald_chat::{ChatBot, TelegramStart, WebhookMode};
 use herald_config::Config;
+use herald_config::slack_settings::SlackSettings;
 use herald_config::telegram_settings::{TelegramSettings, UnauthorizedDm};
 use herald_gateway::Gateway;
 use herald_session::{Host, Platform};
@@ -16,17 +17,23 @@ use std::time::Duration;
 /// How long one `getUpdates` waits for an update.
 const LONG_POLL: Duration = Duration::from_secs(25);
 
-/// Starts the Telegram bot when one is configured. `recovered`: the webhook workers
-/// started first and gave back what an earlier stop left running (else this does).
+/// The chat bots' conversation hosts (each `None` when its bot is off).
+pub(super) struct ChatHosts {
+    pub telegram: Option<Arc<Host>>,
+    pub slack: Option<Arc<Host>>,
+}
+
+/// Starts the configured chat bots. `recovered`: the webhook workers started first and
+/// gave back what an earlier stop left running (else this does).
 pub(super) async fn start(
     config: &Config,
-    host: Option<Arc<Host>>,
+    hosts: ChatHosts,
     gateway: Option<&Arc<Gateway>>,
     recovered: bool,
-) -> Result<Option<ChatBot>, ServeError> {
-    let (Some(settings), Some(host)) = (config.telegram.as_ref(), host) else {
-        return Ok(None);
-    };
+) -> Result<Vec<ChatBot>, ServeError> {
+    if hosts.telegram.is_none() && hosts.slack.is_none() {
+        return Ok(Vec::new());
+    }
     let store = match gateway {
         Some(g) => g.store.clone(),
         None => crate::stores::open_for_gateway(config).await?,
@@ -40,6 +47,22 @@ pub(super) async fn start(
             );
         }
     }
+    let mut bots = Vec::new();
+    if let (Some(settings), Some(host)) = (config.telegram.as_ref(), hosts.telegram) {
+        bots.push(start_telegram(config, settings, host, store.clone())?);
+    }
+    if let (Some(settings), Some(host)) = (config.slack.as_ref(), hosts.slack) {
+        bots.push(start_slack(config, settings, host, store, &bots)?);
+    }
+    Ok(bots)
+}
+
+fn start_telegram(
+    config: &Config,
+    settings: &TelegramSettings,
+    host: Arc<Host>,
+    store: herald_store::Store,
+) -> Result<ChatBot, ServeError> {
     let tools = herald_agent::toolsets::resolve(&Platform::Telegram.default_toolsets(config)).0;
     let client = herald_deliver::http_client_via(settings.proxy.as_deref())
         .map_err(|e| ServeError::Refused(format!("telegram: TELEGRAM_PROXY: {e}")))?;
@@ -61,37 +84,54 @@ pub(super) async fn start(
         display: settings.display.clone(),
         reactions: settings.reactions,
     };
-    let bot = herald_chat::start_telegram(start, host, tools, store, config.store.lease)
-        .map_err(|e| ServeError::Refused(e.to_string()))?;
-    Ok(Some(bot))
+    herald_chat::start_telegram(start, host, tools, store, config.store.lease)
+        .map_err(|e| ServeError::Refused(e.to_string()))
 }
 
-/// How often `gateway.json` is refreshed with the bot's state.
+/// The routes the bots serve on the webhook listener, together.
+pub(super) fn routes(bots: &[ChatBot]) -> Option<axum::Router> {
+    bots.iter()
+        .filter_map(|b| b.webhook.as_ref().map(|(_, r)| r.clone()))
+        .reduce(|a, b| a.merge(b))
+}
+
+/// Each bot's platform and how it receives, in words.
+pub(super) fn serving(bots: &[ChatBot]) -> Vec<(&'static str, String)> {
+    bots.iter()
+        .map(|b| (b.status.platform(), b.status.receiving().to_owned()))
+        .collect()
+}
+
+/// How often `gateway.json` is refreshed with the bots' state.
 const STATE_EVERY: Duration = Duration::from_secs(5);
 
-/// Keeps the bot's state in `gateway.json` (for `herald gateway status`) while the
+/// Keeps the bots' state in `gateway.json` (for `herald gateway status`) while the
 /// gateway serves.
-pub(super) fn keep_state(
-    state: Arc<crate::gateway_state::StateGuard>,
-    status: Arc<herald_chat::BotStatus>,
-    receiving: String,
-) {
+pub(super) fn keep_state(state: Arc<crate::gateway_state::StateGuard>, bots: &[ChatBot]) {
+    if bots.is_empty() {
+        return;
+    }
+    let statuses: Vec<Arc<herald_chat::BotStatus>> =
+        bots.iter().map(|b| b.status.clone()).collect();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(STATE_EVERY);
         loop {
             tick.tick().await;
-            let last = status.last_poll_ms().and_then(|ms| {
-                jiff::Timestamp::from_millisecond(ms)
-                    .ok()
-                    .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            let shown = statuses.iter().map(|status| {
+                let last = status.last_poll_ms().and_then(|ms| {
+                    jiff::Timestamp::from_millisecond(ms)
+                        .ok()
+                        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+                });
+                crate::gateway_state::BotState {
+                    platform: status.platform().into(),
+                    receiving: status.receiving().to_owned(),
+                    last_update_check: last,
+                    received: status.received_count(),
+                    failure: status.failure(),
+                }
             });
-            state.set_bots(vec![crate::gateway_state::BotState {
-                platform: "telegram".into(),
-                receiving: receiving.clone(),
-                last_update_check: last,
-                received: status.received_count(),
-                failure: status.failure(),
-            }]);
+            state.set_bots(shown.collect());
         }
     });
 }
@@ -164,5 +204,106 @@ fn access(s: &TelegramSettings) -> Access {
         bot_username: String::new(),
         bot_id: 0,
         allow_bots: s.allow_bots,
+    }
+}
+
+fn start_slack(
+    config: &Config,
+    settings: &SlackSettings,
+    host: Arc<Host>,
+    store: herald_store::Store,
+    started: &[ChatBot],
+) -> Result<ChatBot, ServeError> {
+    let tools = herald_agent::toolsets::resolve(&Platform::Slack.default_toolsets(config)).0;
+    let events = slack_events(config, settings, started)?;
+    let start = herald_chat::SlackStart {
+        bot_token: settings.bot_token.clone(),
+        app_token: settings.app_token.clone(),
+        events,
+        base_url: settings.base_url.clone(),
+        access: slack_access(settings),
+        behaviour: herald_chat::slack::Behaviour {
+            reply_in_thread: settings.reply_in_thread,
+            dm_threads: settings.dm_threads,
+            reactions: settings.reactions,
+            status_line: settings.status_line,
+            status_text: settings.status_text.clone(),
+            rules: KeyRules {
+                group_per_user: settings.group_sessions_per_user,
+                thread_per_user: settings.thread_sessions_per_user,
+            },
+        },
+        pairing: PairingStore::of_home(config.home.root()),
+        pair_strangers: settings.unauthorized_dm == UnauthorizedDm::Pair,
+        display: settings.display.clone(),
+        client: herald_deliver::http_client(),
+        ping_every: settings.ping_every,
+        pong_within: settings.ping_every * 4,
+    };
+    herald_chat::start_slack(start, host, tools, store, config.store.lease)
+        .map_err(|e| ServeError::Refused(e.to_string()))
+}
+
+/// The Events API when `SLACK_SIGNING_SECRET` is set, checked: it needs herald's webhook
+/// listener and a path no one else serves.
+fn slack_events(
+    config: &Config,
+    settings: &SlackSettings,
+    started: &[ChatBot],
+) -> Result<Option<herald_chat::SlackEvents>, ServeError> {
+    let Some(secret) = &settings.signing_secret else {
+        return Ok(None);
+    };
+    let path = settings.events_path.clone();
+    if !config.webhook.enabled {
+        return Err(ServeError::Refused(
+            "slack: SLACK_SIGNING_SECRET is set, but herald's webhook listener is off: Slack's Events API requests arrive there (platforms.webhook.enabled: true), or unset SLACK_SIGNING_SECRET to use Socket Mode alone".into(),
+        ));
+    }
+    if let Some(own) = OWN_PATHS.iter().find(|p| path.starts_with(*p)) {
+        return Err(ServeError::Refused(format!(
+            "slack: the Events API path {path} (SLACK_EVENTS_PATH) is under {own}, which herald serves itself; use another path (/slack/events)"
+        )));
+    }
+    if let Some(other) = started
+        .iter()
+        .find(|b| b.webhook.as_ref().is_some_and(|(p, _)| *p == path))
+    {
+        return Err(ServeError::Refused(format!(
+            "slack: the Events API path {path} is the {} bot's webhook path; give one of them another path (SLACK_EVENTS_PATH)",
+            other.status.platform()
+        )));
+    }
+    Ok(Some(herald_chat::SlackEvents {
+        secret: secret.clone(),
+        path,
+    }))
+}
+
+fn slack_access(s: &SlackSettings) -> herald_chat::slack::access::Access {
+    herald_chat::slack::access::Access {
+        users: herald_chat::allow::Users {
+            allowed: s.allowed_users.clone(),
+            allow_all: s.allow_all_users,
+            gateway_allowed: s.gateway_allowed_users.clone(),
+            gateway_allow_all: s.gateway_allow_all_users,
+        },
+        allowed_channels: s.allowed_channels.clone(),
+        require_mention: s.require_mention,
+        strict_mention: s.strict_mention,
+        free_response_channels: s.free_response_channels.clone(),
+        mention_patterns: s
+            .mention_patterns
+            .iter()
+            .filter_map(|p| {
+                regex::RegexBuilder::new(p)
+                    .case_insensitive(true)
+                    .build()
+                    .ok()
+            })
+            .collect(),
+        allow_bots: s.allow_bots,
+        bot_user: String::new(),
+        threads: Default::default(),
     }
 }

@@ -46,19 +46,28 @@ pub(super) fn webhook_host(
     }
 }
 
-/// The Telegram bot's host, or `None` after saying why the bot is off (no model: the
-/// token still serves `deliver: telegram`).
-pub(super) fn telegram_host(
+/// A chat bot's host (`platform`: Telegram, Slack), or `None` after saying why the
+/// bot is off (no model: the token still serves `deliver:`).
+pub(super) fn chat_host(
     config: &Config,
+    platform: Platform,
     client: &LlmClient,
     store: SessionStore,
 ) -> Option<Built> {
-    config.telegram.as_ref()?;
-    match build_host(&config.home, Platform::Telegram, config, client, store) {
+    let configured = match platform {
+        Platform::Telegram => config.telegram.is_some(),
+        Platform::Slack => config.slack.is_some(),
+        _ => false,
+    };
+    if !configured {
+        return None;
+    }
+    let name = platform.name();
+    match build_host(&config.home, platform, config, client, store) {
         Ok(built) => Some(built),
         Err(e) => {
             tracing::warn!(
-                "the Telegram bot is off (nobody writing to it is answered): {e}; `deliver: telegram` works"
+                "the {name} bot is off (nobody writing to it is answered): {e}; `deliver: {name}` works"
             );
             None
         }

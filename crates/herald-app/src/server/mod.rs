@@ -81,6 +81,8 @@ struct Hosts {
     api: Option<Arc<Host>>,
     /// The Telegram bot's conversations' host.
     telegram: Option<Arc<Host>>,
+    /// The Slack app's conversations' host.
+    slack: Option<Arc<Host>>,
     client: LlmClient,
 }
 
@@ -92,6 +94,7 @@ impl Hosts {
         webhook
             .chain(api)
             .chain(self.telegram.iter().cloned())
+            .chain(self.slack.iter().cloned())
             .collect()
     }
 }
@@ -110,9 +113,16 @@ async fn start_hosts(config: &Config) -> Result<Hosts, ServeError> {
         ),
         false => None,
     };
-    let telegram = hosts::telegram_host(config, &client, sessions);
+    let telegram = hosts::chat_host(config, Platform::Telegram, &client, sessions.clone());
+    let slack = hosts::chat_host(config, Platform::Slack, &client, sessions);
     let (has_webhook, has_api) = (webhook.is_some(), api.is_some());
-    let built = webhook.into_iter().chain(api).chain(telegram).collect();
+    let has_telegram = telegram.is_some();
+    let built = webhook
+        .into_iter()
+        .chain(api)
+        .chain(telegram)
+        .chain(slack)
+        .collect();
     let mut started = start_together(built).await.into_iter();
     let webhook = match has_webhook {
         true => started.next().map(|h| hosts::run_template(config, h)),
@@ -125,7 +135,11 @@ async fn start_hosts(config: &Config) -> Result<Hosts, ServeError> {
     Ok(Hosts {
         webhook,
         api,
-        telegram: started.next(),
+        telegram: match has_telegram {
+            true => started.next(),
+            false => None,
+        },
+        slack: started.next(),
         client,
     })
 }
@@ -166,21 +180,21 @@ async fn serve_fronts(
         webhook_urls,
         api_urls,
     )?);
-    let telegram_host = hosts.telegram.clone();
+    let (telegram_host, slack_host) = (hosts.telegram.clone(), hosts.slack.clone());
     let workers = start_workers(&config, webhook.as_ref(), hosts).await?;
-    let bot = chat::start(&config, telegram_host, gateway.as_ref(), workers.is_some()).await?;
-    let bot_hook = bot.as_ref().and_then(|b| b.webhook.clone()).map(|(_, r)| r);
-    if let Some(b) = &bot {
-        let how = match &b.webhook {
-            Some((path, _)) => format!("webhook at {path} on the webhook listener"),
-            None => "long polling".to_owned(),
-        };
+    let chat_hosts = chat::ChatHosts {
+        telegram: telegram_host,
+        slack: slack_host,
+    };
+    let bots = chat::start(&config, chat_hosts, gateway.as_ref(), workers.is_some()).await?;
+    let bot_hook = chat::routes(&bots);
+    for (platform, how) in chat::serving(&bots) {
         notices(Notice::BotServing {
-            platform: "telegram",
+            platform,
             how: &how,
         });
-        chat::keep_state(state.clone(), b.status.clone(), how);
     }
+    chat::keep_state(state.clone(), &bots);
     crate::systemd::ready(gateway.clone());
     crate::start_pages::release_once_serving();
     if let Some(gw) = &gateway {
@@ -196,7 +210,7 @@ async fn serve_fronts(
         let rx = stop_rx.clone();
         async move {
             stopped(rx).await;
-            if let Some(bot) = bot {
+            for bot in bots {
                 bot.shutdown().await;
             }
             if let Some(workers) = workers {

@@ -26,6 +26,23 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// What the start and `config check` say of a configured app: how it receives, and
+/// that Hermes's own Slack adapter must be off.
+pub fn serving_note(settings: &herald_config::slack_settings::SlackSettings) -> String {
+    let how = match (&settings.app_token, &settings.signing_secret) {
+        (Some(_), Some(_)) => format!(
+            "by Socket Mode and the Events API at {}",
+            settings.events_path
+        ),
+        (Some(_), None) => "by Socket Mode".to_owned(),
+        (None, Some(_)) => format!("by the Events API at {}", settings.events_path),
+        (None, None) => "by nothing (set SLACK_APP_TOKEN or SLACK_SIGNING_SECRET)".to_owned(),
+    };
+    format!(
+        "slack: herald answers people who write to the app ({how}); turn Hermes's own Slack adapter off (or stop Hermes): two gateways on one app split its events"
+    )
+}
+
 /// The longest message sent (Hermes's `MAX_MESSAGE_LENGTH`; Slack takes 40,000).
 pub const MAX_MESSAGE_CHARS: usize = 39_000;
 /// A section block's text limit (longer texts are sent without blocks).
@@ -254,9 +271,9 @@ impl Platform for Slack {
             })
             .collect();
         let body = json!({
-            "text": format!("⚠️ Command approval required: {}", shown.chars().take(100).collect::<String>()),
+            "text": shown.chars().take(150).collect::<String>(),
             "blocks": [
-                {"type": "section", "text": {"type": "mrkdwn", "text": format!(":warning: *Command Approval Required*\n{shown}")}},
+                {"type": "section", "text": {"type": "mrkdwn", "text": shown}},
                 {"type": "actions", "elements": buttons},
             ],
         });

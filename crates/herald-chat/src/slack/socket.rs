@@ -17,10 +17,6 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_tungstenite::tungstenite::Message;
 
-/// How often each socket is pinged.
-pub const PING_EVERY: Duration = Duration::from_secs(5);
-/// A socket with no pong for this long is dead (slack_sdk's figure).
-pub const PONG_WITHIN: Duration = Duration::from_secs(20);
 /// The longest pause between connection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// The largest frame read (Slack's envelopes are a few KiB).

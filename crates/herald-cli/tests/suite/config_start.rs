@@ -402,7 +402,7 @@ fn yaml_syntax_errors_name_the_likely_cause_and_its_line() {
 #[test]
 fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
     let config = format!(
-        "{}        r: {{deliver: log}}\n  slack:\n    enabled: true\ntelegram:\n  require_mention: true\n",
+        "{}        r: {{deliver: log}}\n  discord:\n    enabled: true\ntelegram:\n  require_mention: true\n",
         config_with_routes("")
     );
     let home = tempfile::tempdir().unwrap();
@@ -430,8 +430,8 @@ fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
         ) && out.contains("409 Conflict"),
         "{out}"
     );
-    let slack = finding("slack");
-    assert!(slack.contains("`platforms.slack.enabled: true`"), "{slack}");
+    let discord = finding("discord");
+    assert!(discord.contains("`platforms.discord.enabled: true`"), "{discord}");
     // The start says the same, and serves anyway.
     std::fs::create_dir_all(home.path().join("scripts")).unwrap();
     let h = Herald::start_in(home, &[]);
@@ -440,7 +440,7 @@ fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
         log.contains("herald answers people who write to the bot"),
         "{log}"
     );
-    assert!(log.contains("herald does not receive from slack"), "{log}");
+    assert!(log.contains("herald does not receive from discord"), "{log}");
     // A herald-only home (a token to send with, nothing that receives) has no such finding.
     let plain = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -34,6 +34,7 @@ mod senders;
 mod setup;
 mod shutdown;
 mod signatures;
+mod slack;
 mod store_migrate;
 mod support;
 mod telegram;

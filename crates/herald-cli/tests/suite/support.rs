@@ -363,10 +363,16 @@ pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
 
 /// Runs `herald gateway run` on a home expected to fail; returns (exit code, stderr).
 pub fn start_expect_failure(config: &str) -> (i32, String) {
+    start_expect_failure_with(config, &[])
+}
+
+/// [`start_expect_failure`] with `env` set.
+pub fn start_expect_failure_with(config: &str, env: &[(&str, &str)]) -> (i32, String) {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.yaml"), config).unwrap();
     let mut child = Command::new(BIN)
         .args(["gateway", "run"])
+        .envs(env.iter().copied())
         .env("HERALD_HOME", home.path())
         .env_remove("WEBHOOK_ENABLED")
         .stdout(Stdio::null())
