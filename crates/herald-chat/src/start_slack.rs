@@ -136,6 +136,7 @@ pub fn start_slack(
     )));
     let governor = status.governor.clone();
     let serving_status = status.clone();
+    let backfilling = intake.clone();
     tasks.push(tokio::spawn(async move {
         let api = WebApi::new(
             start.client.clone(),
@@ -146,6 +147,8 @@ pub fn start_slack(
         let Some(bot_user) = introduce(&api, &serving_status, stopped.clone()).await else {
             return;
         };
+        let now = herald_store::now_ms() as f64 / 1000.0;
+        crate::slack::backfill::backfill(&api, &backfilling, now).await;
         let mut access = start.access;
         access.bot_user = bot_user;
         let pairing = start.pair_strangers.then(|| start.pairing.clone());

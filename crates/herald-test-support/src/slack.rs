@@ -62,7 +62,11 @@ pub struct FakeSlack {
 impl FakeSlack {
     pub fn start() -> FakeSlack {
         let shared = Shared::default();
-        shared.inner.lock().unwrap().next_ts = 1_700_000_000;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        shared.inner.lock().unwrap().next_ts = now;
         let app = Router::new()
             .route("/api/{method}", axum::routing::post(call))
             .route("/link", axum::routing::get(link))
@@ -120,6 +124,20 @@ impl FakeSlack {
             .history
             .push((channel.to_owned(), event.clone()));
         self.event(event);
+        ts
+    }
+
+    /// A user writes `text` in a DM while Slack cannot reach herald for longer than it
+    /// retries: the message is in the channel's history, no envelope comes; its `ts`.
+    pub fn missed(&self, channel: &str, user: &str, text: &str) -> String {
+        let ts = self.ts();
+        let event = json!({"type": "message", "user": user, "text": text, "ts": ts, "team": "T1"});
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .history
+            .push((channel.to_owned(), event));
         ts
     }
 

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod api;
+pub mod backfill;
 pub mod events;
 pub mod intake;
 mod read;

@@ -311,6 +311,38 @@ async fn messages_sent_while_down_and_turns_cut_by_kill_9_are_answered_once() {
     assert_eq!(slack.posted("D1", None).len(), 2, "{:?}", slack.calls());
 }
 
+/// A stop longer than Slack's redelivery: the messages it never delivered are read
+/// back with `conversations.history` at start and answered once; what was answered
+/// before is not answered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_slack_gave_up_on_are_read_back_at_start() {
+    let provider = FakeProvider::start(vec![
+        Scripted::text("first answer"),
+        Scripted::text("read back"),
+    ]);
+    let slack = FakeSlack::start();
+    let h = start(&config(&provider), &env(&slack));
+    connected(&slack).await;
+    let a = slack.dm("D1", "U1", "hello");
+    assert_eq!(slack.wait_posted("D1", Some(&a), 1, WAIT), ["first answer"]);
+    let home = h.into_home();
+    wait_for(WAIT, "the socket to close", || {
+        (slack.sockets().0 == 0).then_some(())
+    })
+    .await;
+    let missed = slack.missed("D1", "U1", "did you miss me?");
+    let _h = start_in(home, &env(&slack));
+    assert_eq!(
+        slack.wait_posted("D1", Some(&missed), 1, WAIT),
+        ["read back"]
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(slack.posted("D1", None).len(), 2, "{:?}", slack.calls());
+    assert_eq!(provider.requests().len(), 2);
+    let history = slack.wait_call("conversations.history", WAIT, |b| b["channel"] == "D1");
+    assert_eq!(history["oldest"], a.as_str());
+}
+
 fn signed(body: &str, secret: &str) -> Vec<(&'static str, String)> {
     let ts = now().to_string();
     vec![
@@ -397,4 +429,104 @@ async fn the_events_api_takes_signed_events_and_answers_each_once() {
     let (code, out) = start_expect_failure_with(&config(&provider), &clash);
     assert_ne!(code, 0);
     assert!(out.contains("/hooks/chat"), "{out}");
+}
+
+/// A shared text file is fetched (`files.info`, then its private URL with the bot
+/// token), saved and inlined; an answer's `MEDIA:` line is uploaded the way Slack asks
+/// (`files.getUploadURLExternal`, the bytes, `files.completeUploadExternal` into the
+/// thread).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_come_in_through_files_info_and_go_out_through_external_uploads() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("report.pdf"), b"%PDF-1.7 the report").unwrap();
+    let answer = format!("Here it is.\nMEDIA:{}/report.pdf", work.path().display());
+    let provider = FakeProvider::start(vec![Scripted::text(&answer)]);
+    let slack = FakeSlack::start();
+    slack.add_file("F1", "notes.md", b"# Plan\nship it");
+    let config = format!(
+        "terminal:\n  cwd: {}\n{}",
+        work.path().display(),
+        config(&provider)
+    );
+    let _h = start(&config, &env(&slack));
+    connected(&slack).await;
+    let ts = slack.dm("D1", "U1", "");
+    // The same post, now with its file (as `message` with subtype `file_share`).
+    slack.event(json!({
+        "type": "message", "subtype": "file_share", "channel": "D1", "channel_type": "im",
+        "user": "U1", "text": "summarize", "ts": format!("{ts}1"), "team": "T1",
+        "files": [{"id": "F1", "name": "notes.md", "mimetype": "text/markdown", "size": 14}],
+    }));
+    let thread = format!("{ts}1");
+    assert_eq!(
+        slack.wait_posted("D1", Some(&thread), 1, WAIT),
+        ["Here it is."]
+    );
+    let asked = provider.requests()[0].body.to_string();
+    assert!(asked.contains("[Content of notes.md]"), "{asked}");
+    assert!(asked.contains("ship it"), "{asked}");
+    let done = slack.wait_call("files.completeUploadExternal", WAIT, |_| true);
+    assert_eq!(done["channel_id"], "D1");
+    assert_eq!(done["thread_ts"], thread.as_str());
+    let uploads = slack.uploads();
+    assert_eq!(uploads.len(), 1);
+    assert!(
+        String::from_utf8_lossy(&uploads[0].1).contains("%PDF-1.7 the report"),
+        "{uploads:?}"
+    );
+}
+
+/// A Hermes home with a Slack block and `SLACK_*` in its `.env`, moved with `herald
+/// setup --from-hermes`, answers on Slack with no further change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hermes_home_with_slack_answers_after_the_migration() {
+    let provider = FakeProvider::start(vec![Scripted::text("hello from herald")]);
+    let slack = FakeSlack::start();
+    let hermes = tempfile::tempdir().unwrap();
+    let config = format!(
+        "model:\n  default: fake-model\n  base_url: {}\nplatforms:\n  slack:\n    enabled: true\n    extra:\n      base_url: {}\nslack:\n  require_mention: true\n  reactions: false\n",
+        provider.base_url, slack.base_url
+    );
+    std::fs::write(hermes.path().join("config.yaml"), config).unwrap();
+    std::fs::write(
+        hermes.path().join(".env"),
+        format!(
+            "SLACK_BOT_TOKEN={BOT_TOKEN}\nSLACK_APP_TOKEN={APP_TOKEN}\nSLACK_ALLOWED_USERS=U1\n"
+        ),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) = run_cli_with(
+        home.path(),
+        &["setup", "--from-hermes", hermes.path().to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, check, _) = run_cli(home.path(), &["config", "check"]);
+    assert!(
+        check.contains("note: slack: herald answers people who write to the app (by Socket Mode)"),
+        "{check}"
+    );
+    let h = Herald::start_in(home, &[]);
+    connected(&slack).await;
+    let ts = slack.dm("D1", "U1", "are you there?");
+    assert_eq!(
+        slack.wait_posted("D1", Some(&ts), 1, WAIT),
+        ["hello from herald"]
+    );
+    slack.channel("C5", "U1", "no mention here", None);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(slack.posted("C5", None).is_empty());
+    assert!(
+        !slack
+            .calls()
+            .iter()
+            .any(|(m, _)| m.starts_with("reactions."))
+    );
+    assert!(
+        h.log()
+            .contains("herald answers people who write to the app"),
+        "{}",
+        h.log()
+    );
 }

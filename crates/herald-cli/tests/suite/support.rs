@@ -93,7 +93,7 @@ impl Herald {
                 break rest.trim_end_matches("/v1").to_owned();
             }
             // A home serving only a chat bot has no URL.
-            if line.starts_with("herald: telegram bot answering") {
+            if line.starts_with("herald: ") && line.contains(" bot answering (") {
                 break String::new();
             }
             lines.push(line);
