@@ -33,6 +33,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
     // Hermes gives its chat bots the CLI's core tools.
     ("hermes-telegram", &[], &["hermes-cli"]),
     ("hermes-slack", &[], &["hermes-cli"]),
+    ("hermes-discord", &[], &["hermes-cli"]),
     (
         "hermes-acp",
         &[],

@@ -5,6 +5,46 @@
 use crate::BotStatus;
 use herald_store::{EnqueueOutcome, NewInboxItem, Store, now_ms};
 use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// Where a bot's payloads go, and how each is named.
+#[derive(Clone)]
+pub struct Intake {
+    pub store: Store,
+    /// `chat:<platform>:<bot>`.
+    pub route: String,
+    pub platform: &'static str,
+    pub wake: Arc<Notify>,
+    pub status: Arc<BotStatus>,
+    /// A payload's kind and dedup key (`None`: a payload herald does not serve,
+    /// acknowledged and not stored).
+    pub identify: fn(&Value) -> Option<(&'static str, String)>,
+}
+
+impl Intake {
+    /// Commits `payload`; resolves once it is durable.
+    pub async fn commit(&self, payload: &Value) -> Result<(), herald_store::StoreError> {
+        let Some((kind, id)) = (self.identify)(payload) else {
+            tracing::debug!(
+                platform = self.platform,
+                "a payload herald does not serve; acknowledged"
+            );
+            return Ok(());
+        };
+        let update = Update {
+            route: &self.route,
+            platform: self.platform,
+            kind,
+            id: &id,
+            payload,
+        };
+        commit(&self.store, update, &self.status).await?;
+        self.status.polled(now_ms());
+        self.wake.notify_one();
+        Ok(())
+    }
+}
 
 /// One update to commit.
 pub struct Update<'a> {

@@ -7,9 +7,11 @@
 //! - [`outbox`]: Telegram's send limits, applied once per bot;
 //! - [`telegram`]: the Bot API, long polling, access rules;
 //! - [`slack`]: Socket Mode, the Events API, the Web API, access rules;
+//! - [`discord`]: the gateway WebSocket, the REST API, access rules;
 //! - [`key`]: Hermes's session keys.
 
 pub mod allow;
+pub mod discord;
 pub mod dispatch;
 pub mod door;
 pub mod hold;
@@ -20,11 +22,13 @@ pub mod outbox;
 pub mod pairing;
 pub mod slack;
 pub mod start;
+pub mod start_discord;
 pub mod start_slack;
 pub mod telegram;
 
 pub use door::{ChatDoor, ChatRef, Inbound, Platform, SendFailure};
 pub use start::{ChatBot, StartError, TelegramStart, WebhookMode, start_telegram};
+pub use start_discord::{DiscordStart, start_discord};
 pub use start_slack::{SlackEvents, SlackStart, start_slack};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};

@@ -121,6 +121,8 @@ pub enum StartError {
     WebhookUrl(String),
     #[error("slack: {0}")]
     Slack(String),
+    #[error("discord: {0}")]
+    Discord(String),
 }
 
 /// A running bot.

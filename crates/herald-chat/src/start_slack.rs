@@ -84,8 +84,10 @@ pub fn start_slack(
     let intake = Intake {
         store: store.clone(),
         route: ROUTE.to_owned(),
+        platform: "slack",
         wake: wake.clone(),
         status: status.clone(),
+        identify: crate::slack::intake::identify,
     };
     let timeout = Duration::from_secs(20);
     let mut tasks = Vec::new();

@@ -40,6 +40,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     if let Some(slack) = &config.slack {
         outln!("note: {}", herald_chat::slack::serving_note(slack));
     }
+    if config.discord.is_some() {
+        outln!("note: {}", herald_chat::discord::SERVING_NOTE);
+    }
     if !config.hermes_only.is_empty() {
         outln!(
             "note: Hermes settings herald does not implement (ignored): {}",

@@ -41,6 +41,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     if let Some(slack) = &config.slack {
         eprintln!("herald: {}", herald_chat::slack::serving_note(slack));
     }
+    if config.discord.is_some() {
+        eprintln!("herald: {}", herald_chat::discord::SERVING_NOTE);
+    }
     if !config.hermes_only.is_empty() {
         tracing::info!(
             "Hermes settings herald does not implement (ignored): {}",

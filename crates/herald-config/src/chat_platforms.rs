@@ -3,7 +3,7 @@
 //! ... at the top level), a platform turned on with `platforms.<name>.enabled: true`, or
 //! an allow-list such as `DISCORD_ALLOWED_USERS`. herald sends to some of these platforms
 //! but receives from none of them, so each sign is reported (never a refused start).
-//! Telegram and Slack are served (herald-chat), so they are not on this list.
+//! Telegram, Slack and Discord are served (herald-chat), so they are not on this list.
 
 use crate::node::Node;
 
@@ -11,7 +11,6 @@ use crate::node::Node;
 /// the prefix of their allow-list variables (`<PREFIX>_ALLOWED_USERS`,
 /// `<PREFIX>_ALLOW_ALL_USERS`, `<PREFIX>_GROUP_ALLOWED_USERS`).
 pub const CHAT_PLATFORMS: &[(&str, &str)] = &[
-    ("discord", "DISCORD"),
     ("whatsapp", "WHATSAPP"),
     ("mattermost", "MATTERMOST"),
     ("matrix", "MATRIX"),

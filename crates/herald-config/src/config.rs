@@ -204,6 +204,9 @@ pub struct Config {
     /// Slack's settings as Hermes reads them (`SLACK_*`, `slack:`, `platforms.slack`),
     /// with herald's Events API; `None` when Slack is off.
     pub slack: Option<crate::slack_settings::SlackSettings>,
+    /// Discord's settings as Hermes reads them (`DISCORD_*`, `discord:`,
+    /// `platforms.discord`); `None` when Discord is off.
+    pub discord: Option<crate::discord_settings::DiscordSettings>,
     /// The agent's settings (limits, terminal, approvals, web, skills), typed.
     pub agent: crate::agent_settings::AgentSettings,
     /// `mcp_servers:` and `mcp_discovery_timeout`.
@@ -360,7 +363,7 @@ impl Config {
             .iter()
             .chain(AGENT_SECTIONS)
             .chain(crate::telegram_settings::TOP_KEYS)
-            .chain(&["slack"])
+            .chain(&["slack", "discord"])
             .chain(crate::chat_display::TOP_KEYS)
             .copied()
             .collect();
@@ -450,16 +453,27 @@ impl Config {
             t
         });
         hermes_only.extend(crate::slack_settings::check_top_level_block(&mut r, &doc));
-        let slack =
-            crate::slack_settings::read_slack_settings(&crate::slack_settings::SlackInput {
+        hermes_only.extend(crate::discord_settings::check_top_level_block(&mut r, &doc));
+        let slack = crate::slack_settings::read_slack_settings(&crate::chat_sources::ChatInput {
+            doc: &doc,
+            gateway,
+            platforms: &platforms,
+            env,
+        })
+        .map(|mut s| {
+            s.display = crate::chat_display::read_chat_display(&mut r, &doc, env, "slack");
+            s
+        });
+        let discord =
+            crate::discord_settings::read_discord_settings(&crate::chat_sources::ChatInput {
                 doc: &doc,
                 gateway,
                 platforms: &platforms,
                 env,
             })
-            .map(|mut s| {
-                s.display = crate::chat_display::read_chat_display(&mut r, &doc, env, "slack");
-                s
+            .map(|mut d| {
+                d.display = crate::chat_display::read_chat_display(&mut r, &doc, env, "discord");
+                d
             });
         let mut webhook = read_webhook_settings(&mut r, &sources);
         apply_env(&mut webhook, env);
@@ -566,7 +580,7 @@ impl Config {
             gateway,
             webhook_enabled: webhook.enabled,
             api: &api_server,
-            chat_bot: telegram.is_some() || slack.is_some(),
+            chat_bot: telegram.is_some() || slack.is_some() || discord.is_some(),
             env,
         });
         Ok(Config {
@@ -585,6 +599,7 @@ impl Config {
             platforms,
             telegram,
             slack,
+            discord,
             model,
             api_server,
             warnings: r.warnings,

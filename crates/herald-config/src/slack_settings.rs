@@ -10,12 +10,10 @@
 //! `SLACK_SIGNING_SECRET` for the Events API), and no block says `enabled: false`. A
 //! bot token alone serves `deliver: slack` only.
 
-use crate::config::EnvLookup;
+use crate::chat_sources::{ChatInput, Sources, no, yes};
 use crate::node::Node;
-use crate::platforms::PlatformSettings;
 use crate::telegram_settings::{AllowBots, HomeChannel, UnauthorizedDm};
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// The Web API's address when neither `extra.base_url` nor `SLACK_BASE_URL` is set.
 pub const DEFAULT_BASE_URL: &str = "https://slack.com/api/";
@@ -113,17 +111,9 @@ impl std::fmt::Debug for SlackSettings {
     }
 }
 
-/// Where Slack settings are read from.
-pub struct SlackInput<'a> {
-    pub doc: &'a Node,
-    pub gateway: Option<&'a Node>,
-    pub platforms: &'a BTreeMap<String, PlatformSettings>,
-    pub env: EnvLookup<'a>,
-}
-
 /// Reads Slack's settings; `None` when Slack is off.
-pub fn read_slack_settings(input: &SlackInput<'_>) -> Option<SlackSettings> {
-    let s = Sources::new(input);
+pub fn read_slack_settings(input: &ChatInput<'_>) -> Option<SlackSettings> {
+    let s = Sources::new(input, "slack");
     if s.block_enabled() == Some(false) || s.nested.and_then(|p| p.enabled) == Some(false) {
         return None;
     }
@@ -164,7 +154,7 @@ pub fn read_slack_settings(input: &SlackInput<'_>) -> Option<SlackSettings> {
             .is_some_and(|v| yes(&v)),
         free_response_channels: s
             .list_extra_first("free_response_channels", "SLACK_FREE_RESPONSE_CHANNELS"),
-        mention_patterns: s.mention_patterns(),
+        mention_patterns: s.mention_patterns("SLACK_MENTION_PATTERNS"),
         allow_bots: match s
             .flag_extra_first("allow_bots", "SLACK_ALLOW_BOTS")
             .as_deref()
@@ -191,7 +181,7 @@ pub fn read_slack_settings(input: &SlackInput<'_>) -> Option<SlackSettings> {
             .flag_extra_first("typing_status_text", "")
             .filter(|t| !t.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_STATUS_TEXT.to_owned()),
-        home: s.home(),
+        home: s.home("SLACK"),
         unauthorized_dm: s.unauthorized_dm(listed),
         group_sessions_per_user: s.session_flag("group_sessions_per_user", true),
         thread_sessions_per_user: s.session_flag("thread_sessions_per_user", false),
@@ -207,173 +197,6 @@ pub fn read_slack_settings(input: &SlackInput<'_>) -> Option<SlackSettings> {
         allowed_users,
         gateway_allowed_users,
     })
-}
-
-/// `true/1/yes/on`.
-fn yes(v: &str) -> bool {
-    matches!(
-        v.trim().to_lowercase().as_str(),
-        "true" | "1" | "yes" | "on"
-    )
-}
-
-/// `false/0/no/off`.
-fn no(v: &str) -> bool {
-    matches!(
-        v.trim().to_lowercase().as_str(),
-        "false" | "0" | "no" | "off"
-    )
-}
-
-/// A YAML value as Hermes's `str(v).lower()` would give it (lists joined by `,`).
-fn text_of(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Array(items) => Some(
-            items
-                .iter()
-                .filter_map(text_of)
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-        Value::Object(_) => None,
-    }
-}
-
-fn split(text: &str) -> BTreeSet<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The places a Slack setting is found.
-struct Sources<'a> {
-    env: EnvLookup<'a>,
-    /// The top-level `slack:` block, as JSON.
-    block: Option<Value>,
-    nested: Option<&'a PlatformSettings>,
-    doc: &'a Node,
-    gateway: Option<&'a Node>,
-}
-
-impl<'a> Sources<'a> {
-    fn new(input: &SlackInput<'a>) -> Sources<'a> {
-        Sources {
-            env: input.env,
-            block: input
-                .doc
-                .get("slack")
-                .map(Node::to_json)
-                .filter(Value::is_object),
-            nested: input.platforms.get("slack"),
-            doc: input.doc,
-            gateway: input.gateway,
-        }
-    }
-    fn env(&self, var: &str) -> Option<String> {
-        (self.env)(var).filter(|v| !v.trim().is_empty())
-    }
-    fn env_list(&self, var: &str) -> BTreeSet<String> {
-        self.env(var).map(|v| split(&v)).unwrap_or_default()
-    }
-    fn extra_text(&self, key: &str) -> Option<String> {
-        self.nested.and_then(|p| p.extra.get(key)).and_then(text_of)
-    }
-    fn block_text(&self, key: &str) -> Option<String> {
-        self.block
-            .as_ref()
-            .and_then(|b| b.get(key))
-            .and_then(text_of)
-    }
-    fn block_enabled(&self) -> Option<bool> {
-        self.block.as_ref()?.get("enabled")?.as_bool()
-    }
-    /// `extra`, else the variable, else the top-level block (which Hermes copies into
-    /// the unset variable). An empty `var`: no variable.
-    fn flag_extra_first(&self, key: &str, var: &str) -> Option<String> {
-        self.extra_text(key)
-            .or_else(|| (!var.is_empty()).then(|| self.env(var)).flatten())
-            .or_else(|| self.block_text(key))
-    }
-    fn list_extra_first(&self, key: &str, var: &str) -> BTreeSet<String> {
-        self.flag_extra_first(key, var)
-            .map(|v| split(&v))
-            .unwrap_or_default()
-    }
-    /// The variable, else `extra`, else the block.
-    fn list_env_first(&self, var: &str, key: &str) -> BTreeSet<String> {
-        self.env(var)
-            .or_else(|| self.extra_text(key))
-            .or_else(|| self.block_text(key))
-            .map(|v| split(&v))
-            .unwrap_or_default()
-    }
-    fn mention_patterns(&self) -> Vec<String> {
-        let from_yaml = self
-            .nested
-            .and_then(|p| p.extra.get("mention_patterns"))
-            .or_else(|| self.block.as_ref().and_then(|b| b.get("mention_patterns")));
-        match from_yaml {
-            Some(Value::Array(items)) => items.iter().filter_map(text_of).collect(),
-            Some(Value::String(s)) => vec![s.clone()],
-            _ => {
-                let Some(raw) = self.env("SLACK_MENTION_PATTERNS") else {
-                    return Vec::new();
-                };
-                match serde_json::from_str::<Vec<String>>(&raw) {
-                    Ok(list) => list,
-                    Err(_) => raw
-                        .split(['\n', ','])
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                        .collect(),
-                }
-            }
-        }
-    }
-    fn home(&self) -> Option<HomeChannel> {
-        let chat_id = self
-            .env("SLACK_HOME_CHANNEL")
-            .or_else(|| self.nested.and_then(|p| p.home_channel.clone()))?;
-        Some(HomeChannel {
-            chat_id,
-            name: self.env("SLACK_HOME_CHANNEL_NAME").unwrap_or_default(),
-            thread_id: self.env("SLACK_HOME_CHANNEL_THREAD_ID"),
-        })
-    }
-    /// The block's (or `extra`'s) `unauthorized_dm_behavior`, else the top-level or
-    /// `gateway.` one, else `ignore` when an allow-list is set, else `pair`.
-    fn unauthorized_dm(&self, listed: bool) -> UnauthorizedDm {
-        let top = |n: Option<&Node>| {
-            n.and_then(|n| n.get("unauthorized_dm_behavior"))
-                .and_then(|v| text_of(&v.to_json()))
-        };
-        let said = self
-            .extra_text("unauthorized_dm_behavior")
-            .or_else(|| self.block_text("unauthorized_dm_behavior"))
-            .or_else(|| top(Some(self.doc)))
-            .or_else(|| top(self.gateway));
-        match said.as_deref().map(str::trim) {
-            Some("pair") => UnauthorizedDm::Pair,
-            Some("ignore") => UnauthorizedDm::Ignore,
-            _ if listed => UnauthorizedDm::Ignore,
-            _ => UnauthorizedDm::Pair,
-        }
-    }
-    /// A top-level key, else `gateway.`'s, else `default`.
-    fn session_flag(&self, key: &str, default: bool) -> bool {
-        [Some(self.doc), self.gateway]
-            .into_iter()
-            .flatten()
-            .find_map(|n| n.get(key).and_then(|v| v.to_json().as_bool()))
-            .unwrap_or(default)
-    }
 }
 
 /// Keys Hermes reads in a `slack:` block that herald does not implement.

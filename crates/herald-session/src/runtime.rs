@@ -31,6 +31,8 @@ pub enum Platform {
     Telegram,
     /// People talking to the Slack app.
     Slack,
+    /// People talking to the Discord bot.
+    Discord,
 }
 
 impl Platform {
@@ -43,6 +45,7 @@ impl Platform {
             Platform::Webhook => "webhook",
             Platform::Telegram => "telegram",
             Platform::Slack => "slack",
+            Platform::Discord => "discord",
         }
     }
 
@@ -56,7 +59,7 @@ impl Platform {
             Platform::Cli | Platform::Tui => config.platform_toolsets.cli.clone(),
             Platform::Api => config.platform_toolsets.api_server.clone(),
             Platform::Webhook => config.platform_toolsets.webhook.clone(),
-            Platform::Acp | Platform::Telegram | Platform::Slack => None,
+            Platform::Acp | Platform::Telegram | Platform::Slack | Platform::Discord => None,
         };
         let default = match self {
             Platform::Cli | Platform::Tui => "hermes-cli",
@@ -65,6 +68,7 @@ impl Platform {
             Platform::Webhook => "hermes-webhook",
             Platform::Telegram => "hermes-telegram",
             Platform::Slack => "hermes-slack",
+            Platform::Discord => "hermes-discord",
         };
         configured
             .filter(|l| !l.is_empty())

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+pub mod discord;
 pub mod otlp;
 pub mod postgres;
 pub mod slack;

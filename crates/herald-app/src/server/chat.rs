@@ -21,6 +21,7 @@ const LONG_POLL: Duration = Duration::from_secs(25);
 pub(super) struct ChatHosts {
     pub telegram: Option<Arc<Host>>,
     pub slack: Option<Arc<Host>>,
+    pub discord: Option<Arc<Host>>,
 }
 
 /// Starts the configured chat bots. `recovered`: the webhook workers started first and
@@ -31,7 +32,7 @@ pub(super) async fn start(
     gateway: Option<&Arc<Gateway>>,
     recovered: bool,
 ) -> Result<Vec<ChatBot>, ServeError> {
-    if hosts.telegram.is_none() && hosts.slack.is_none() {
+    if hosts.telegram.is_none() && hosts.slack.is_none() && hosts.discord.is_none() {
         return Ok(Vec::new());
     }
     let store = match gateway {
@@ -52,7 +53,10 @@ pub(super) async fn start(
         bots.push(start_telegram(config, settings, host, store.clone())?);
     }
     if let (Some(settings), Some(host)) = (config.slack.as_ref(), hosts.slack) {
-        bots.push(start_slack(config, settings, host, store, &bots)?);
+        bots.push(start_slack(config, settings, host, store.clone(), &bots)?);
+    }
+    if let (Some(settings), Some(host)) = (config.discord.as_ref(), hosts.discord) {
+        bots.push(start_discord(config, settings, host, store)?);
     }
     Ok(bots)
 }
@@ -306,4 +310,57 @@ fn slack_access(s: &SlackSettings) -> herald_chat::slack::access::Access {
         bot_user: String::new(),
         threads: Default::default(),
     }
+}
+
+fn start_discord(
+    config: &Config,
+    settings: &herald_config::discord_settings::DiscordSettings,
+    host: Arc<Host>,
+    store: herald_store::Store,
+) -> Result<ChatBot, ServeError> {
+    let tools = herald_agent::toolsets::resolve(&Platform::Discord.default_toolsets(config)).0;
+    let b = &settings.backfill;
+    let start = herald_chat::DiscordStart {
+        token: settings.token.clone(),
+        base_url: settings.base_url.clone(),
+        access: herald_chat::discord::access::Access {
+            users: herald_chat::allow::Users {
+                allowed: settings.allowed_users.clone(),
+                allow_all: settings.allow_all_users,
+                gateway_allowed: settings.gateway_allowed_users.clone(),
+                gateway_allow_all: settings.gateway_allow_all_users,
+            },
+            roles: settings.allowed_roles.clone(),
+            allowed_channels: settings.allowed_channels.clone(),
+            ignored_channels: settings.ignored_channels.clone(),
+            free_channels: settings.free_response_channels.clone(),
+            require_mention: settings.require_mention,
+            thread_require_mention: settings.thread_require_mention,
+            allow_bots: settings.allow_bots,
+            bot_id: String::new(),
+        },
+        behaviour: herald_chat::discord::Behaviour {
+            auto_thread: settings.auto_thread,
+            no_thread_channels: settings.no_thread_channels.clone(),
+            reactions: settings.reactions,
+            reply_mode: settings.reply_to_mode,
+            rules: KeyRules {
+                group_per_user: settings.group_sessions_per_user,
+                thread_per_user: settings.thread_sessions_per_user,
+            },
+        },
+        members_intent: settings.members_intent(),
+        backfill: herald_chat::discord::backfill::Backfill {
+            enabled: b.enabled,
+            channels: b.channels.clone(),
+            window_secs: b.window_secs,
+            limit: b.limit,
+        },
+        pairing: PairingStore::of_home(config.home.root()),
+        pair_strangers: settings.unauthorized_dm == UnauthorizedDm::Pair,
+        display: settings.display.clone(),
+        client: herald_deliver::http_client(),
+    };
+    herald_chat::start_discord(start, host, tools, store, config.store.lease)
+        .map_err(|e| ServeError::Refused(e.to_string()))
 }

@@ -57,6 +57,7 @@ pub(super) fn chat_host(
     let configured = match platform {
         Platform::Telegram => config.telegram.is_some(),
         Platform::Slack => config.slack.is_some(),
+        Platform::Discord => config.discord.is_some(),
         _ => false,
     };
     if !configured {

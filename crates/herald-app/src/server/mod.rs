@@ -83,6 +83,8 @@ struct Hosts {
     telegram: Option<Arc<Host>>,
     /// The Slack app's conversations' host.
     slack: Option<Arc<Host>>,
+    /// The Discord bot's conversations' host.
+    discord: Option<Arc<Host>>,
     client: LlmClient,
 }
 
@@ -95,6 +97,7 @@ impl Hosts {
             .chain(api)
             .chain(self.telegram.iter().cloned())
             .chain(self.slack.iter().cloned())
+            .chain(self.discord.iter().cloned())
             .collect()
     }
 }
@@ -114,14 +117,16 @@ async fn start_hosts(config: &Config) -> Result<Hosts, ServeError> {
         false => None,
     };
     let telegram = hosts::chat_host(config, Platform::Telegram, &client, sessions.clone());
-    let slack = hosts::chat_host(config, Platform::Slack, &client, sessions);
+    let slack = hosts::chat_host(config, Platform::Slack, &client, sessions.clone());
+    let discord = hosts::chat_host(config, Platform::Discord, &client, sessions);
     let (has_webhook, has_api) = (webhook.is_some(), api.is_some());
-    let has_telegram = telegram.is_some();
+    let (has_telegram, has_slack) = (telegram.is_some(), slack.is_some());
     let built = webhook
         .into_iter()
         .chain(api)
         .chain(telegram)
         .chain(slack)
+        .chain(discord)
         .collect();
     let mut started = start_together(built).await.into_iter();
     let webhook = match has_webhook {
@@ -139,7 +144,11 @@ async fn start_hosts(config: &Config) -> Result<Hosts, ServeError> {
             true => started.next(),
             false => None,
         },
-        slack: started.next(),
+        slack: match has_slack {
+            true => started.next(),
+            false => None,
+        },
+        discord: started.next(),
         client,
     })
 }
@@ -180,12 +189,12 @@ async fn serve_fronts(
         webhook_urls,
         api_urls,
     )?);
-    let (telegram_host, slack_host) = (hosts.telegram.clone(), hosts.slack.clone());
-    let workers = start_workers(&config, webhook.as_ref(), hosts).await?;
     let chat_hosts = chat::ChatHosts {
-        telegram: telegram_host,
-        slack: slack_host,
+        telegram: hosts.telegram.clone(),
+        slack: hosts.slack.clone(),
+        discord: hosts.discord.clone(),
     };
+    let workers = start_workers(&config, webhook.as_ref(), hosts).await?;
     let bots = chat::start(&config, chat_hosts, gateway.as_ref(), workers.is_some()).await?;
     let bot_hook = chat::routes(&bots);
     for (platform, how) in chat::serving(&bots) {

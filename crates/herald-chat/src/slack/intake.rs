@@ -1,45 +1,9 @@
-//! A Slack payload, from either door (Socket Mode or the Events API), committed to the
-//! inbox. A post is keyed by its channel and `ts`, so its `message` and `app_mention`
+//! How a Slack payload, from either door (Socket Mode or the Events API), is named in
+//! the inbox. A post is keyed by its channel and `ts`, so its `message` and `app_mention`
 //! events (and Slack's retries of either) are one entry; other events by `event_id`.
 
-use crate::BotStatus;
-use herald_store::Store;
+pub use crate::intake::Intake;
 use serde_json::Value;
-use std::sync::Arc;
-use tokio::sync::Notify;
-
-/// Where a bot's payloads go.
-#[derive(Clone)]
-pub struct Intake {
-    pub store: Store,
-    /// `chat:slack:<app>`.
-    pub route: String,
-    pub wake: Arc<Notify>,
-    pub status: Arc<BotStatus>,
-}
-
-impl Intake {
-    /// Commits `payload` (an `event_callback`, `block_actions` or a slash command
-    /// tagged `slash_command`); resolves once it is durable. A payload herald does not
-    /// serve is not stored.
-    pub async fn commit(&self, payload: &Value) -> Result<(), herald_store::StoreError> {
-        let Some((kind, id)) = identify(payload) else {
-            tracing::debug!("slack: a payload herald does not serve; acknowledged");
-            return Ok(());
-        };
-        let update = crate::intake::Update {
-            route: &self.route,
-            platform: "slack",
-            kind,
-            id: &id,
-            payload,
-        };
-        crate::intake::commit(&self.store, update, &self.status).await?;
-        self.status.polled(herald_store::now_ms());
-        self.wake.notify_one();
-        Ok(())
-    }
-}
 
 /// A payload's kind and dedup key, for the kinds herald serves.
 pub fn identify(payload: &Value) -> Option<(&'static str, String)> {

@@ -402,7 +402,7 @@ fn yaml_syntax_errors_name_the_likely_cause_and_its_line() {
 #[test]
 fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
     let config = format!(
-        "{}        r: {{deliver: log}}\n  discord:\n    enabled: true\ntelegram:\n  require_mention: true\n",
+        "{}        r: {{deliver: log}}\n  matrix:\n    enabled: true\ntelegram:\n  require_mention: true\n",
         config_with_routes("")
     );
     let home = tempfile::tempdir().unwrap();

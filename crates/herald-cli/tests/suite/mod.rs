@@ -11,6 +11,7 @@ mod crash;
 mod dashboard;
 mod delegation;
 mod direct_delivery;
+mod discord;
 mod fakes;
 mod filters_scripts;
 mod first_contact;
