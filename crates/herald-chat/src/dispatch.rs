@@ -127,11 +127,30 @@ fn retire(chats: &mut HashMap<String, Worker>) {
     chats.retain(|_, w| now.duration_since(w.last) < WORKER_IDLE);
 }
 
+/// Lets go of an entry when taking it panicked (else its lease would be renewed for
+/// ever and the entry never taken again); a turn that runs keeps it held.
+struct Unpin<'a> {
+    held: &'a Held,
+    id: i64,
+}
+
+impl Drop for Unpin<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.held.release(self.id);
+        }
+    }
+}
+
 async fn chat_worker<P: Platform>(
     door: Arc<ChatDoor<P>>,
     mut rx: mpsc::UnboundedReceiver<InboxItem>,
 ) {
     while let Some(item) = rx.recv().await {
+        let _unpinned = Unpin {
+            held: &door.held,
+            id: item.id,
+        };
         door.take(item).await;
     }
 }

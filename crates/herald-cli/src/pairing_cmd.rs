@@ -135,7 +135,11 @@ fn approve(
 
 /// The platform's allow-list variable (`TELEGRAM_ALLOWED_USERS`).
 fn allowlist_var(platform: &str) -> Option<String> {
-    let served = [("telegram", "TELEGRAM")];
+    let served = [
+        ("telegram", "TELEGRAM"),
+        ("slack", "SLACK"),
+        ("discord", "DISCORD"),
+    ];
     let waiting = herald_config::chat_platforms::CHAT_PLATFORMS.iter();
     served
         .iter()

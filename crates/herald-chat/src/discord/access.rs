@@ -68,14 +68,12 @@ impl Access {
     }
 
     pub fn authorized_user(&self, user: &super::wire::User, roles: &[String]) -> bool {
-        let by_name = self.users.allowed.iter().any(|entry| {
-            !entry.chars().all(|c| c.is_ascii_digit())
-                && (entry.eq_ignore_ascii_case(&user.username)
-                    || user
-                        .global_name
-                        .as_ref()
-                        .is_some_and(|g| entry.eq_ignore_ascii_case(g)))
-        });
+        // A username is the user's own; a display name anyone may take.
+        let by_name = !user.bot
+            && self.users.allowed.iter().any(|entry| {
+                !entry.chars().all(|c| c.is_ascii_digit())
+                    && entry.eq_ignore_ascii_case(&user.username)
+            });
         let by_role = roles.iter().any(|r| self.roles.contains(r));
         by_name || by_role || self.users.allow(&user.id, &[], !self.roles.is_empty())
     }

@@ -111,12 +111,17 @@ impl RestApi {
                 .await
                 .map_err(|e| ApiError::Network(crate::net::describe(&e)))?;
             self.learn(&route, resp.headers());
+            let header_wait = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok());
             let status = resp.status().as_u16();
             let bytes = crate::net::read_capped(resp, MAX_ANSWER_BYTES)
                 .await
                 .map_err(ApiError::Network)?;
             if status == 429 {
-                let (wait, global) = limit_of(&bytes);
+                let (wait, global) = limit_of(&bytes, header_wait);
                 self.limited
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.pause(&route, wait, global);
@@ -250,9 +255,14 @@ fn route_of(method: &reqwest::Method, path: &str) -> String {
     for seg in path.split('/') {
         let major = matches!(previous, "channels" | "guilds" | "webhooks");
         let id = !seg.is_empty() && seg.chars().all(|c| c.is_ascii_digit());
+        // An interaction's token is a secret: never in a key (or a log line).
+        let token = previous.chars().all(|c| c.is_ascii_digit())
+            && out.len() >= 2
+            && out[out.len() - 2] == "interactions";
         out.push(match (id, major, previous) {
             (true, false, _) => ":id",
             (_, _, "reactions") => ":emoji",
+            _ if token => ":token",
             _ => seg,
         });
         previous = seg;
@@ -260,11 +270,13 @@ fn route_of(method: &reqwest::Method, path: &str) -> String {
     format!("{method} {}", out.join("/"))
 }
 
-/// A 429's wait and whether it is global.
-fn limit_of(bytes: &[u8]) -> (Duration, bool) {
+/// A 429's wait (its body's `retry_after`, else the `Retry-After` header, else a
+/// second) and whether it is global.
+fn limit_of(bytes: &[u8], header: Option<f64>) -> (Duration, bool) {
     let v: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
     let secs = v["retry_after"]
         .as_f64()
+        .or(header)
         .filter(|s| s.is_finite() && *s >= 0.0)
         .unwrap_or(1.0);
     (
@@ -313,12 +325,13 @@ mod tests {
         );
         assert_eq!(
             route_of(&post, "/interactions/99/tok/callback"),
-            "POST /interactions/:id/tok/callback"
+            "POST /interactions/:id/:token/callback"
         );
         assert_eq!(
-            limit_of(br#"{"retry_after": 1.5, "global": true}"#),
+            limit_of(br#"{"retry_after": 1.5, "global": true}"#, None),
             (Duration::from_millis(1500), true)
         );
+        assert_eq!(limit_of(b"<html>", Some(4.0)).0, Duration::from_secs(4));
         assert!(answer(204, b"").unwrap().is_null());
         let refused = answer(403, br#"{"message": "Missing Access", "code": 50001}"#).unwrap_err();
         assert!(!refused.transient());

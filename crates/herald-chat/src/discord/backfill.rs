@@ -65,7 +65,10 @@ pub async fn backfill(api: &RestApi, intake: &Intake, settings: &Backfill, now_m
     for c in &settings.channels {
         seen.entry(c.clone()).or_default();
     }
-    let floor = snowflake_at(now_ms - i64::try_from(settings.window_secs).unwrap_or(0) * 1000);
+    let window_ms = i64::try_from(settings.window_secs)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(1000);
+    let floor = snowflake_at(now_ms.saturating_sub(window_ms));
     let mut found = 0;
     for (channel, s) in seen.into_iter().take(MAX_CHANNELS) {
         let guild = match s.guild.clone() {

@@ -128,7 +128,11 @@ impl Gateway {
                     found
                 }
             };
-            let ended = self.connect(&base, &mut stop).await;
+            let (ended, ready) = self.connect(&base, failures, &mut stop).await;
+            if ready {
+                // A connection that got READY or RESUMED was no failure.
+                failures = 0;
+            }
             let status = &self.intake.status;
             match ended {
                 Ended::Stopped => return,
@@ -173,13 +177,32 @@ impl Gateway {
         }
     }
 
-    /// One connection: resumes the kept session or identifies; ends with why.
-    async fn connect(&self, base: &str, stop: &mut watch::Receiver<bool>) -> Ended {
+    /// One connection: resumes the kept session or identifies; ends with why, and
+    /// whether it got READY or RESUMED. After failures in a row the session is resumed
+    /// through the base gateway (its resume host may be gone).
+    async fn connect(
+        &self,
+        base: &str,
+        failures: u32,
+        stop: &mut watch::Receiver<bool>,
+    ) -> (Ended, bool) {
+        let mut ready = false;
+        let ended = self.connection(base, failures, stop, &mut ready).await;
+        (ended, ready)
+    }
+
+    async fn connection(
+        &self,
+        base: &str,
+        failures: u32,
+        stop: &mut watch::Receiver<bool>,
+        ready: &mut bool,
+    ) -> Ended {
         let mut session = self.session.load();
         let host = session
             .as_ref()
             .map(|s| s.resume_url.clone())
-            .filter(|u| !u.is_empty())
+            .filter(|u| !u.is_empty() && failures < 3)
             .unwrap_or_else(|| base.to_owned());
         let url = format!("{}/?v=10&encoding=json", host.trim_end_matches('/'));
         let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
@@ -217,6 +240,7 @@ impl Gateway {
             tokio::time::Instant::now() + interval.mul_f64(jitter()),
             interval,
         );
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut acked = true;
         let ended = loop {
             let frame = tokio::select! {
@@ -257,7 +281,7 @@ impl Gateway {
                     break Ended::Again("invalid session (resumable)".into());
                 }
                 Some(9) => break Ended::Anew("invalid session".into()),
-                Some(0) => match self.dispatch(&frame, &mut session).await {
+                Some(0) => match self.dispatch(&frame, &mut session, ready).await {
                     Step::Go => {}
                     Step::End(e) => break e,
                 },
@@ -266,7 +290,8 @@ impl Gateway {
         };
         // The old connection is closed before the next one opens (no zombie answers).
         let code = match ended {
-            Ended::Stopped | Ended::Fatal(_) => CloseCode::Normal,
+            // A stop keeps the session resumable (Discord ends it on 1000).
+            Ended::Fatal(_) => CloseCode::Normal,
             _ => CloseCode::Library(4000),
         };
         let _ = tokio::time::timeout(
@@ -282,7 +307,12 @@ impl Gateway {
 
     /// A dispatch: READY keeps the session; messages and interactions are committed,
     /// then their sequence kept.
-    async fn dispatch(&self, frame: &Value, session: &mut Option<Session>) -> Step {
+    async fn dispatch(
+        &self,
+        frame: &Value,
+        session: &mut Option<Session>,
+        ready: &mut bool,
+    ) -> Step {
         let seq = frame["s"].as_u64();
         let kind = frame["t"].as_str().unwrap_or_default();
         match kind {
@@ -298,11 +328,13 @@ impl Gateway {
                 };
                 self.session.save(&kept);
                 *session = Some(kept);
+                *ready = true;
                 self.intake.status.polled(herald_store::now_ms());
                 tracing::info!("discord: connected to the gateway");
                 return Step::Go;
             }
             "RESUMED" => {
+                *ready = true;
                 self.intake.status.polled(herald_store::now_ms());
                 tracing::info!("discord: the gateway session resumed; missed events follow");
             }
@@ -314,7 +346,7 @@ impl Gateway {
                     return Step::End(Ended::Again("the store refused an event".into()));
                 }
                 if kind == "INTERACTION_CREATE" {
-                    self.answer_interaction(&frame["d"]).await;
+                    self.answer_interaction(&frame["d"]);
                 }
             }
             _ => {}
@@ -330,7 +362,7 @@ impl Gateway {
 
     /// A button press is answered at once with a deferred update (Discord's three
     /// seconds); the door edits the message when it takes the press.
-    async fn answer_interaction(&self, d: &Value) {
+    fn answer_interaction(&self, d: &Value) {
         let (Some(id), Some(token)) = (d["id"].as_str(), d["token"].as_str()) else {
             return;
         };
@@ -338,13 +370,18 @@ impl Gateway {
             return;
         }
         let path = format!("/interactions/{id}/{token}/callback");
-        if let Err(e) = self
-            .api
-            .call(reqwest::Method::POST, &path, Body::Json(json!({"type": 6})))
-            .await
-        {
-            tracing::warn!(error = %e, "discord: cannot answer a button press");
-        }
+        let api = self.api.clone();
+        // Discord waits three seconds; a rate-limited answer is not waited out longer.
+        tokio::spawn(async move {
+            let answered = api.call(reqwest::Method::POST, &path, Body::Json(json!({"type": 6})));
+            match tokio::time::timeout(Duration::from_millis(2_500), answered).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "discord: cannot answer a button press"),
+                Err(_) => tracing::warn!(
+                    "discord: a button press was not answered within Discord's three seconds"
+                ),
+            }
+        });
     }
 }
 

@@ -105,8 +105,12 @@ impl Discord {
             }
             Ok(_) => None,
             Err(e) => {
+                // Not remembered: the next message asks again.
                 tracing::debug!(error = %e, "discord: cannot read a channel");
-                None
+                return Place {
+                    channel: channel.to_owned(),
+                    parent: None,
+                };
             }
         };
         let place = Place {

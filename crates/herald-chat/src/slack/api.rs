@@ -1,7 +1,8 @@
 //! The Web API client: `POST <base>/<method>` with the token as a bearer header (never
 //! in a URL), answered `{"ok": true, ...}` or `{"ok": false, "error": "..."}`. Slack
-//! limits each method per workspace: a 429's `Retry-After` pauses that method here, so
-//! every later call of it waits the pause out instead of being refused again.
+//! limits each method per workspace (and `chat.postMessage` per channel): a 429's
+//! `Retry-After` pauses that method (that channel's posts) here, so every later call
+//! waits the pause out instead of being refused again.
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -83,14 +84,15 @@ impl WebApi {
 
     /// Calls a write method with a JSON body.
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, ApiError> {
-        self.wait_pause(method).await;
+        let key = pause_key(method, body);
+        self.wait_pause(&key).await;
         let request = self
             .client
             .post(format!("{}{method}", self.base))
             .bearer_auth(&self.token)
             .json(body)
             .timeout(self.timeout);
-        self.answered(method, request).await
+        self.answered(&key, request).await
     }
 
     /// Calls a method with form arguments (read methods take no JSON body).
@@ -187,6 +189,15 @@ impl WebApi {
     }
 }
 
+/// What a 429 pauses: the method, and for `chat.postMessage` (limited per channel)
+/// only that channel's posts.
+fn pause_key(method: &str, body: &Value) -> String {
+    match (method, body["channel"].as_str()) {
+        ("chat.postMessage", Some(channel)) => format!("{method}:{channel}"),
+        _ => method.to_owned(),
+    }
+}
+
 /// A 429's `Retry-After` (seconds; 1 when absent, at most an hour).
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Duration {
     let secs = headers
@@ -256,5 +267,13 @@ mod tests {
         api.wait_pause("chat.update").await;
         assert_eq!(start.elapsed(), Duration::ZERO);
         assert_eq!(api.limited_count(), 2);
+        assert_eq!(
+            pause_key("chat.postMessage", &serde_json::json!({"channel": "C1"})),
+            "chat.postMessage:C1"
+        );
+        assert_eq!(
+            pause_key("chat.update", &serde_json::json!({"channel": "C1"})),
+            "chat.update"
+        );
     }
 }

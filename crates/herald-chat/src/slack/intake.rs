@@ -13,13 +13,7 @@ pub fn identify(payload: &Value) -> Option<(&'static str, String)> {
             let e = &payload["event"];
             let post = text(&e["channel"]).zip(text(&e["ts"]));
             let id = match (e["type"].as_str(), post) {
-                (Some("message" | "app_mention"), Some((c, ts)))
-                    if e["subtype"].is_null()
-                        || e["subtype"] == "file_share"
-                        || e["subtype"] == "thread_broadcast" =>
-                {
-                    format!("msg:{c}:{ts}")
-                }
+                (Some("message" | "app_mention"), Some((c, ts))) => format!("msg:{c}:{ts}"),
                 _ => format!("ev:{}", text(&payload["event_id"])?),
             };
             Some(("event_callback", id))
@@ -48,7 +42,11 @@ mod tests {
         let mention = json!({"type": "event_callback", "event_id": "Ev2", "event": {"type": "app_mention", "channel": "C1", "ts": "1.5"}});
         assert_eq!(identify(&message), identify(&mention));
         let edit = json!({"type": "event_callback", "event_id": "Ev3", "event": {"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1.6"}});
-        assert_eq!(identify(&edit).unwrap().1, "ev:Ev3");
+        // Live, retried or read back, a message of any subtype has one key.
+        assert_eq!(identify(&edit).unwrap().1, "msg:C1:1.6");
+        let other =
+            json!({"type": "event_callback", "event_id": "Ev4", "event": {"type": "team_join"}});
+        assert_eq!(identify(&other).unwrap().1, "ev:Ev4");
         let click =
             json!({"type": "block_actions", "actions": [{"action_ts": "9.9"}], "trigger_id": "t"});
         assert_eq!(identify(&click).unwrap().1, "act:9.9");

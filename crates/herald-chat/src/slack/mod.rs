@@ -95,6 +95,35 @@ pub struct Slack {
     marked: Mutex<std::collections::HashSet<String>>,
     /// When each thread's status line was last set.
     status: Mutex<HashMap<String, tokio::time::Instant>>,
+    /// Reactions' share of Slack's limit for `reactions.add` / `.remove` (Tier 3,
+    /// about fifty a minute each).
+    reactions_left: Mutex<Budget>,
+}
+
+/// A token bucket: reactions are decoration, so a turn that finds it empty has none.
+#[derive(Debug)]
+struct Budget {
+    tokens: f64,
+    at: tokio::time::Instant,
+}
+
+/// Reaction calls a minute, and the most saved up.
+const REACTIONS_PER_MINUTE: f64 = 45.0;
+const REACTIONS_BURST: f64 = 15.0;
+
+impl Budget {
+    /// Takes `n` tokens when there are that many.
+    fn take(&mut self, n: f64) -> bool {
+        let now = tokio::time::Instant::now();
+        let refill = now.duration_since(self.at).as_secs_f64() * REACTIONS_PER_MINUTE / 60.0;
+        self.tokens = (self.tokens + refill).min(REACTIONS_BURST);
+        self.at = now;
+        if self.tokens < n {
+            return false;
+        }
+        self.tokens -= n;
+        true
+    }
 }
 
 impl Slack {
@@ -115,6 +144,10 @@ impl Slack {
             host,
             marked: Mutex::default(),
             status: Mutex::default(),
+            reactions_left: Mutex::new(Budget {
+                tokens: REACTIONS_BURST,
+                at: tokio::time::Instant::now(),
+            }),
         }
     }
 
@@ -241,7 +274,14 @@ impl Platform for Slack {
     }
 
     fn chat_of(&self, item: &InboxItem) -> Option<String> {
-        wire::chat_of(item.payload.text())
+        let chat = wire::chat_of(item.payload.text())?;
+        // Without a thread per message, a channel's messages share sessions: they are
+        // taken in the channel's order.
+        let b = &self.behaviour;
+        match b.reply_in_thread && b.dm_threads {
+            true => Some(chat),
+            false => chat.split(':').next().map(str::to_owned),
+        }
     }
 
     async fn send_approval(
@@ -381,7 +421,17 @@ impl Platform for Slack {
             return;
         }
         let marked = match mark {
-            Mark::Working => herald_session::conversation::lock(&self.marked).contains(message_id),
+            // A turn's three calls (eyes on, eyes off, its end) are taken at its start:
+            // when Slack's limit leaves none, the turn has no reactions at all.
+            Mark::Working => {
+                let mut marked = herald_session::conversation::lock(&self.marked);
+                let afforded = marked.contains(message_id)
+                    && herald_session::conversation::lock(&self.reactions_left).take(3.0);
+                if !afforded {
+                    marked.remove(message_id);
+                }
+                afforded
+            }
             _ => herald_session::conversation::lock(&self.marked).remove(message_id),
         };
         if !marked {

@@ -110,10 +110,13 @@ fn commands_typed(text: &str) -> String {
     let Some(rest) = text.strip_prefix('!') else {
         return text.to_owned();
     };
-    let word = rest.split_whitespace().next().unwrap_or_default();
+    let (word, args) = rest
+        .trim_start()
+        .split_once(char::is_whitespace)
+        .unwrap_or((rest.trim_start(), ""));
     let name = word.split('@').next().unwrap_or_default().to_lowercase();
     match !name.is_empty() && !name.contains('/') && canonical(&name).is_some() {
-        true => format!("/{name}{}", &rest[word.len()..]),
+        true => format!("/{name} {args}").trim_end().to_owned(),
         false => text.to_owned(),
     }
 }
@@ -239,6 +242,9 @@ mod tests {
         assert_eq!(commands_typed("!NEW now"), "/new now");
         assert_eq!(commands_typed("!nice work"), "!nice work");
         assert_eq!(commands_typed("!"), "!");
+        assert_eq!(commands_typed("! new"), "/new");
+        assert_eq!(commands_typed("!\u{a0}\u{a0}new"), "/new");
+        assert_eq!(commands_typed("!  help me"), "/help me");
         assert_eq!(commands_typed("plain"), "plain");
     }
 }

@@ -59,7 +59,11 @@ impl SocketMode {
         loop {
             if current.is_none() && next.is_none() {
                 serial += 1;
-                match this.open(serial, tx.clone()).await {
+                let opened = tokio::select! {
+                    _ = crate::stopped(&mut stop) => return,
+                    o = this.open(serial, tx.clone()) => o,
+                };
+                match opened {
                     Ok(s) => next = Some(s),
                     Err(why) => {
                         failures += 1;
@@ -87,17 +91,22 @@ impl SocketMode {
                     current = next.take();
                     this.intake.status.polled(herald_store::now_ms());
                 }
+                // On any socket, new or old: Socket Mode is off; retrying cannot mend it.
+                Signal::Disconnect(_, reason) if reason == "link_disabled" => {
+                    let why = "Socket Mode is turned off for this app (disconnect: link_disabled); turn it on in the app's settings, or use the Events API (SLACK_SIGNING_SECRET)";
+                    tracing::error!("slack: {why}");
+                    this.intake.status.failed(why.to_owned());
+                    return;
+                }
                 Signal::Disconnect(id, reason) if current.as_ref().is_some_and(|s| s.id == id) => {
-                    if reason == "link_disabled" {
-                        let why = "Socket Mode is turned off for this app (disconnect: link_disabled); turn it on in the app's settings, or use the Events API (SLACK_SIGNING_SECRET)";
-                        tracing::error!("slack: {why}");
-                        this.intake.status.failed(why.to_owned());
-                        return;
-                    }
                     tracing::info!(reason = %reason, "slack: Slack asks for a new socket; it is opened before the old one closes");
                     if next.is_none() {
                         serial += 1;
-                        match this.open(serial, tx.clone()).await {
+                        let opened = tokio::select! {
+                            _ = crate::stopped(&mut stop) => return,
+                            o = this.open(serial, tx.clone()) => o,
+                        };
+                        match opened {
                             Ok(s) => next = Some(s),
                             Err(why) => {
                                 tracing::warn!(error = %why, "slack: cannot open the next socket; the old one serves meanwhile")
@@ -113,6 +122,14 @@ impl SocketMode {
                             .status
                             .failed(format!("the socket ended: {why}"));
                         tracing::warn!(error = %why, "slack: the socket ended; a new one is opened");
+                        // Sockets that die again before a hello wait longer each time.
+                        failures += 1;
+                        if failures > 1 {
+                            tokio::select! {
+                                _ = crate::stopped(&mut stop) => return,
+                                _ = tokio::time::sleep(backoff(failures - 1)) => {}
+                            }
+                        }
                     }
                     if next.as_ref().is_some_and(|s| s.id == id) {
                         next = None;
@@ -164,7 +181,8 @@ impl SocketMode {
             .max_message_size(Some(MAX_FRAME))
             .max_frame_size(Some(MAX_FRAME));
         let connect = tokio_tungstenite::connect_async_with_config(url, Some(config), false);
-        let mut ws = match tokio::time::timeout(self.pong_within, connect).await {
+        let within = self.pong_within.max(std::time::Duration::from_secs(10));
+        let mut ws = match tokio::time::timeout(within, connect).await {
             Ok(Ok((ws, _))) => ws,
             Ok(Err(e)) => return format!("cannot connect: {e}"),
             Err(_) => return "cannot connect: timed out".into(),
@@ -174,7 +192,7 @@ impl SocketMode {
         loop {
             let frame = tokio::select! {
                 _ = &mut closing => {
-                    let _ = ws.close(None).await;
+                    let _ = tokio::time::timeout(Duration::from_secs(2), ws.close(None)).await;
                     return "closed".into();
                 }
                 _ = ping.tick() => {

@@ -430,10 +430,10 @@ fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
         ) && out.contains("409 Conflict"),
         "{out}"
     );
-    let discord = finding("discord");
+    let matrix = finding("matrix");
     assert!(
-        discord.contains("`platforms.discord.enabled: true`"),
-        "{discord}"
+        matrix.contains("`platforms.matrix.enabled: true`"),
+        "{matrix}"
     );
     // The start says the same, and serves anyway.
     std::fs::create_dir_all(home.path().join("scripts")).unwrap();
@@ -443,10 +443,7 @@ fn chat_platforms_a_hermes_user_receives_on_are_findings_and_start_warnings() {
         log.contains("herald answers people who write to the bot"),
         "{log}"
     );
-    assert!(
-        log.contains("herald does not receive from discord"),
-        "{log}"
-    );
+    assert!(log.contains("herald does not receive from matrix"), "{log}");
     // A herald-only home (a token to send with, nothing that receives) has no such finding.
     let plain = tempfile::tempdir().unwrap();
     std::fs::write(
