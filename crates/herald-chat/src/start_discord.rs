@@ -125,6 +125,7 @@ pub fn start_discord(
         let Some(bot_id) = introduce(&api, &serving_status, stopped.clone()).await else {
             return;
         };
+        interactions_endpoint(&api).await;
         let mut access = start.access;
         access.bot_id = bot_id;
         crate::discord::backfill::backfill(&api, &intake, &start.backfill, herald_store::now_ms())
@@ -143,6 +144,26 @@ pub fn start_discord(
         crate::dispatch::dispatch(door, wake, lease, stopped).await;
     }));
     Ok(ChatBot::new(status, None, stop, tasks))
+}
+
+/// Button presses reach the gateway only when the application has no Interactions
+/// Endpoint URL; when one is set, Discord posts them there instead, and herald says so.
+async fn interactions_endpoint(api: &RestApi) {
+    let Ok(app) = api
+        .call(reqwest::Method::GET, "/applications/@me", Body::None)
+        .await
+    else {
+        return;
+    };
+    if let Some(url) = app["interactions_endpoint_url"]
+        .as_str()
+        .filter(|u| !u.is_empty())
+    {
+        tracing::error!(
+            url,
+            "discord: the application has an Interactions Endpoint URL, so Discord posts button presses there and not to the gateway: approval buttons go unanswered; clear it on the General Information page of the Developer Portal"
+        );
+    }
 }
 
 /// `GET /users/@me`, tried until it answers (or the bot stops): the bot's user id.

@@ -46,6 +46,8 @@ struct Inner {
     /// Messages in channels, for history reads: (channel, message).
     history: Vec<(String, Value)>,
     heartbeat_ms: u64,
+    /// The application's Interactions Endpoint URL (`GET /applications/@me`).
+    endpoint: Option<String>,
 }
 
 #[derive(Clone, Default)]
@@ -113,6 +115,35 @@ impl FakeDiscord {
             .channels
             .insert(channel.into(), (1, None));
         self.message(channel, user, content, None)
+    }
+
+    /// A user writes `content` in DM channel `channel` with a file (served by the fake
+    /// CDN, its contents `contents of <name>`); the message's id.
+    pub fn dm_with_file(
+        &self,
+        channel: &str,
+        user: &str,
+        content: &str,
+        name: &str,
+        mime: &str,
+    ) -> String {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .channels
+            .insert(channel.into(), (1, None));
+        let id = self.id();
+        let addr = self.shared.addr.lock().unwrap().clone();
+        let d = json!({
+            "id": id, "channel_id": channel, "type": 0, "content": content,
+            "author": {"id": user, "username": format!("user{user}")},
+            "mentions": [],
+            "attachments": [{"id": "1", "filename": name, "size": 20, "content_type": mime,
+                             "url": format!("http://{addr}/cdn/{name}")}],
+        });
+        self.dispatch("MESSAGE_CREATE", d);
+        id
     }
 
     /// A user writes `content` in server channel `channel` (mentions of the bot as
@@ -215,6 +246,11 @@ impl FakeDiscord {
         if let Some(id) = inner.live.last().map(|l| l.0) {
             inner.silent.push(id);
         }
+    }
+
+    /// Sets the application's Interactions Endpoint URL.
+    pub fn set_interactions_endpoint(&self, url: &str) {
+        self.shared.inner.lock().unwrap().endpoint = Some(url.to_owned());
     }
 
     /// The session is gone (a stop longer than Discord keeps it): a resume is refused.
@@ -360,6 +396,9 @@ async fn rest(
     let answer = match (method.as_str(), parts.as_slice()) {
         ("GET", ["gateway", "bot"]) => json!({"url": format!("ws://{addr}/gw"), "shards": 1}),
         ("GET", ["users", "@me"]) => json!({"id": BOT_ID, "username": "herald", "bot": true}),
+        ("GET", ["applications", "@me"]) => {
+            json!({"id": "1", "interactions_endpoint_url": inner.endpoint})
+        }
         ("GET", ["channels", id]) => match inner.channels.get(*id) {
             Some((kind, parent)) => {
                 json!({"id": id, "type": kind, "guild_id": if *kind == 1 { Value::Null } else { json!(GUILD) }, "parent_id": parent})

@@ -70,8 +70,11 @@ async fn dms_and_mentions_are_answered_and_a_mention_opens_a_thread() {
     ]);
     let discord = FakeDiscord::start();
     discord.text_channel("500");
+    discord.set_interactions_endpoint("https://elsewhere.example/interactions");
     let h = start(&config(&provider), &env(&discord));
     connected(&discord, 1).await;
+    let log = h.log_once_it_has("Interactions Endpoint URL");
+    assert!(log.contains("elsewhere.example"), "{log}");
     let dm = discord.dm("400", "11", "hi there");
     assert_eq!(discord.wait_posted("400", 1, WAIT), ["hello in private"]);
     let reacted = |m: &str| {
@@ -296,4 +299,78 @@ async fn turns_cut_by_kill_9_and_messages_missed_in_a_long_stop_are_answered_onc
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(discord.posted("400").len(), 2, "{:?}", discord.calls());
     assert_eq!(provider.requests().len(), 3);
+}
+
+/// An attachment comes in (fetched from Discord's CDN, saved, its text inlined) and an
+/// answer's `MEDIA:` line goes out as a file in the channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_come_in_and_files_go_out() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("report.pdf"), b"%PDF-1.7 the report").unwrap();
+    let answer = format!("Here it is.\nMEDIA:{}/report.pdf", work.path().display());
+    let provider = FakeProvider::start(vec![Scripted::text(&answer)]);
+    let discord = FakeDiscord::start();
+    let config = format!(
+        "terminal:\n  cwd: {}\n{}",
+        work.path().display(),
+        config(&provider)
+    );
+    let _h = start(&config, &env(&discord));
+    connected(&discord, 1).await;
+    discord.dm_with_file("400", "11", "summarize", "notes.md", "text/markdown");
+    assert_eq!(discord.wait_posted("400", 1, WAIT)[0], "Here it is.");
+    let asked = provider.requests()[0].body.to_string();
+    assert!(asked.contains("[Content of notes.md]"), "{asked}");
+    assert!(asked.contains("contents of notes.md"), "{asked}");
+    let (_, sent) = discord.wait_call("POST", "/channels/400/messages", WAIT, |b| {
+        b["multipart"]
+            .as_str()
+            .is_some_and(|m| m.contains("%PDF-1.7 the report"))
+    });
+    assert!(sent["multipart"].as_str().unwrap().contains("report.pdf"));
+}
+
+/// A Hermes home with a Discord block and `DISCORD_*` in its `.env`, moved with
+/// `herald setup --from-hermes`, answers on Discord with no further change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hermes_home_with_discord_answers_after_the_migration() {
+    let provider = FakeProvider::start(vec![Scripted::text("hello from herald")]);
+    let discord = FakeDiscord::start();
+    discord.text_channel("500");
+    let hermes = tempfile::tempdir().unwrap();
+    let config = format!(
+        "model:\n  default: fake-model\n  base_url: {}\nplatforms:\n  discord:\n    enabled: true\n    extra:\n      base_url: {}\ndiscord:\n  require_mention: true\n  reactions: false\n",
+        provider.base_url, discord.base_url
+    );
+    std::fs::write(hermes.path().join("config.yaml"), config).unwrap();
+    std::fs::write(
+        hermes.path().join(".env"),
+        format!("DISCORD_BOT_TOKEN={TOKEN}\nDISCORD_ALLOWED_USERS=11\n"),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) = run_cli_with(
+        home.path(),
+        &["setup", "--from-hermes", hermes.path().to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, check, _) = run_cli(home.path(), &["config", "check"]);
+    assert!(
+        check.contains("note: discord: herald answers people who write to the bot"),
+        "{check}"
+    );
+    let _h = Herald::start_in(home, &[]);
+    connected(&discord, 1).await;
+    discord.dm("400", "11", "are you there?");
+    assert_eq!(discord.wait_posted("400", 1, WAIT), ["hello from herald"]);
+    discord.guild("500", "11", "no mention here");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(discord.posted("500").is_empty());
+    assert!(
+        !discord
+            .calls()
+            .iter()
+            .any(|(_, p, _)| p.contains("/reactions/"))
+    );
 }
