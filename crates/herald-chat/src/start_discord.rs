@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 
 /// The inbox route of the bot's events.
-pub const ROUTE: &str = "chat:discord:bot";
+pub const ROUTE: &str = herald_webhook::sender::DISCORD_CHAT_ROUTE;
 
 /// What a Discord bot is started with.
 pub struct DiscordStart {
@@ -36,6 +36,9 @@ pub struct DiscordStart {
     pub pair_strangers: bool,
     pub display: herald_config::chat_display::ChatDisplay,
     pub client: reqwest::Client,
+    /// The webhook routes with `source: discord` (an Interactions Endpoint URL at one of
+    /// them hands button presses to this door).
+    pub discord_routes: Vec<String>,
 }
 
 /// Starts a Discord bot on `host` (its conversations) and `store` (its inbox).
@@ -125,7 +128,9 @@ pub fn start_discord(
         let Some(bot_id) = introduce(&api, &serving_status, stopped.clone()).await else {
             return;
         };
-        interactions_endpoint(&api).await;
+        if let Some(app) = application(&api, &start.discord_routes).await {
+            tokio::spawn(sync_commands(api.clone(), app, host.clone()));
+        }
         let mut access = start.access;
         access.bot_id = bot_id;
         crate::discord::backfill::backfill(&api, &intake, &start.backfill, herald_store::now_ms())
@@ -146,24 +151,54 @@ pub fn start_discord(
     Ok(ChatBot::new(status, None, stop, tasks))
 }
 
-/// Button presses reach the gateway only when the application has no Interactions
-/// Endpoint URL; when one is set, Discord posts them there instead, and herald says so.
-async fn interactions_endpoint(api: &RestApi) {
-    let Ok(app) = api
+/// The application's id. Button presses reach the gateway only when the application
+/// has no Interactions Endpoint URL; when one is set, Discord posts them there
+/// instead, and herald says so.
+async fn application(api: &RestApi, routes: &[String]) -> Option<String> {
+    let app = api
         .call(reqwest::Method::GET, "/applications/@me", Body::None)
         .await
-    else {
-        return;
-    };
+        .ok()?;
     if let Some(url) = app["interactions_endpoint_url"]
         .as_str()
         .filter(|u| !u.is_empty())
     {
-        tracing::error!(
-            url,
-            "discord: the application has an Interactions Endpoint URL, so Discord posts button presses there and not to the gateway: approval buttons go unanswered; clear it on the General Information page of the Developer Portal"
-        );
+        let path = reqwest::Url::parse(url)
+            .map(|u| u.path().to_owned())
+            .unwrap_or_default();
+        match routes.iter().find(|r| path == format!("/webhooks/{r}")) {
+            Some(route) => tracing::info!(
+                url,
+                route = %route,
+                "discord: button presses come through the application's Interactions Endpoint URL, the `source: discord` route, to this door"
+            ),
+            None => tracing::error!(
+                url,
+                "discord: the application has an Interactions Endpoint URL that herald does not serve (no `source: discord` route at its path), so Discord posts button presses there and not to the gateway: approval buttons go unanswered; point it at a `source: discord` route or clear it on the General Information page of the Developer Portal"
+            ),
+        }
     }
+    app["id"].as_str().map(str::to_owned)
+}
+
+/// Syncs the application commands (the door's and the skills') when they changed.
+async fn sync_commands(api: Arc<RestApi>, app: String, host: Arc<Host>) {
+    let library = host.runtime().skills.clone();
+    let skills = tokio::task::spawn_blocking(move || library.discover())
+        .await
+        .unwrap_or_default();
+    let named: Vec<(String, String)> = skills
+        .into_iter()
+        .map(|s| (s.name, s.description))
+        .collect();
+    let state = host
+        .runtime()
+        .home
+        .root()
+        .join("chat-state")
+        .join("discord-commands.json");
+    let commands = crate::discord::commands::commands(&named);
+    crate::discord::commands::sync(&api, &app, commands, state, herald_store::now_ms()).await;
 }
 
 /// `GET /users/@me`, tried until it answers (or the bot stops): the bot's user id.

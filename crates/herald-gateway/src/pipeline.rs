@@ -351,6 +351,15 @@ impl Gateway {
             );
             return Answer::handshake(handshake.answer);
         }
+        // 10c. A press of the Discord chat door's approval buttons, posted here because
+        // the application has an Interactions Endpoint URL: handed to the chat door.
+        // The whole body is read for it: the route's own paths may leave the data out.
+        if sender == Some(Sender::Discord)
+            && let Ok(full) = serde_json::from_slice::<serde_json::Map<String, Value>>(&body)
+            && let Some((press, key)) = sender::discord_chat_press(&full)
+        {
+            return self.hand_to_chat_door(press, key).await;
+        }
         // 11. Event type.
         let event_type = match sender {
             Some(s) => sender::event_type(s, headers, &payload),
@@ -463,6 +472,30 @@ impl Gateway {
                 .and_then(|t| serde_json::to_string(t).ok()),
         };
         self.enqueue(item).await
+    }
+
+    /// Commits a Discord button press for the chat door (its route, its dedup key) and
+    /// answers with a deferred update once it is kept.
+    async fn hand_to_chat_door(&self, press: Value, key: String) -> Answer {
+        let item = NewInboxItem {
+            route: sender::DISCORD_CHAT_ROUTE.to_owned(),
+            event_type: "interaction".to_owned(),
+            delivery_id: key,
+            received_at_ms: self.clock.now_ms(),
+            profile: None,
+            headers: "{}".to_owned(),
+            payload: press.to_string(),
+            prompt: String::new(),
+            deliver: "discord".to_owned(),
+            deliver_extra: "{}".to_owned(),
+            skills: "[]".to_owned(),
+            toolsets: None,
+        };
+        let answer = self.enqueue(item).await;
+        match answer.outcome {
+            "accepted" | "duplicate" => answer.replaced_by(sender::discord_deferred_update()),
+            _ => answer,
+        }
     }
 
     /// Commits an event to the inbox: the answer says whether it was new.
@@ -618,7 +651,11 @@ fn header_event(sender: Option<Sender>, headers: &HeaderMap) -> Option<&[u8]> {
 /// - Linear and Paddle document 200 as the only success.
 fn fit_to_sender(answer: Answer, sender: Option<Sender>) -> Answer {
     match (sender, answer.outcome) {
-        (Some(Sender::Discord), "accepted" | "duplicate") => {
+        // A button press handed to the chat door keeps its deferred update.
+        (Some(Sender::Discord), "accepted" | "duplicate")
+            if answer.body
+                != crate::answer::AnswerBody::Json(sender::discord_deferred_update()) =>
+        {
             answer.replaced_by(sender::discord_deferred_answer())
         }
         (Some(Sender::Discord), "ignored" | "filtered" | "script_dropped") => {

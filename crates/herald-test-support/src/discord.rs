@@ -216,6 +216,19 @@ impl FakeDiscord {
         self.dispatch("INTERACTION_CREATE", d);
     }
 
+    /// `user` runs the slash command `/name args` in DM channel `channel`.
+    pub fn command(&self, channel: &str, user: &str, name: &str, args: &str) {
+        let id = self.id();
+        let d = json!({
+            "id": id, "application_id": "1", "type": 2, "token": format!("tok{id}"),
+            "channel_id": channel, "user": {"id": user, "username": format!("user{user}")},
+            "data": {"id": "9", "name": name, "type": 1,
+                     "options": [{"name": "args", "type": 3, "value": args}]},
+            "version": 1,
+        });
+        self.dispatch("INTERACTION_CREATE", d);
+    }
+
     /// Appends a dispatch to the session's log and sends it on the open connection.
     fn dispatch(&self, t: &str, d: Value) {
         let mut inner = self.shared.inner.lock().unwrap();
@@ -451,6 +464,7 @@ async fn rest(
             json!({"id": m, "type": 11, "parent_id": c, "guild_id": GUILD})
         }
         ("PATCH", ["channels", c, "messages", m]) => json!({"id": m, "channel_id": c}),
+        ("PUT", ["applications", _, "commands"]) => args.clone(),
         _ => return StatusCode::NO_CONTENT.into_response(),
     };
     axum::Json(answer).into_response()

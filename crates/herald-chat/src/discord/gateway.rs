@@ -67,7 +67,7 @@ impl SessionFile {
     }
 }
 
-fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = path.parent() {
@@ -366,14 +366,21 @@ impl Gateway {
         let (Some(id), Some(token)) = (d["id"].as_str(), d["token"].as_str()) else {
             return;
         };
-        if d["type"].as_u64() != Some(3) {
-            return;
-        }
+        // A button: a deferred update (the door edits the message); a slash command: a
+        // word only its user sees (the door's reply comes as a message).
+        let answer = match d["type"].as_u64() {
+            Some(3) => json!({"type": 6}),
+            Some(2) => {
+                let name = d["data"]["name"].as_str().unwrap_or_default();
+                json!({"type": 4, "data": {"content": format!("Running `/{name}`…"), "flags": 64}})
+            }
+            _ => return,
+        };
         let path = format!("/interactions/{id}/{token}/callback");
         let api = self.api.clone();
         // Discord waits three seconds; a rate-limited answer is not waited out longer.
         tokio::spawn(async move {
-            let answered = api.call(reqwest::Method::POST, &path, Body::Json(json!({"type": 6})));
+            let answered = api.call(reqwest::Method::POST, &path, Body::Json(answer));
             match tokio::time::timeout(Duration::from_millis(2_500), answered).await {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => tracing::warn!(error = %e, "discord: cannot answer a button press"),
@@ -429,12 +436,7 @@ fn backoff(failures: u32) -> Duration {
 /// A Discord payload's kind and dedup key: messages by their id (live, replayed or
 /// read back, one entry), interactions by theirs.
 pub fn identify(payload: &Value) -> Option<(&'static str, String)> {
-    let id = payload["d"]["id"].as_str()?;
-    match payload["t"].as_str()? {
-        "MESSAGE_CREATE" => Some(("message", format!("msg:{id}"))),
-        "INTERACTION_CREATE" => Some(("interaction", format!("int:{id}"))),
-        _ => None,
-    }
+    herald_webhook::sender::discord_chat_key(payload["t"].as_str()?, payload["d"]["id"].as_str()?)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod api;
 pub mod backfill;
+pub mod commands;
 pub mod gateway;
 mod read;
 pub mod wire;

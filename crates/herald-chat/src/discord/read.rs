@@ -20,7 +20,7 @@ pub(super) async fn read(d: &Discord, item: &InboxItem) -> Result<Inbound, Strin
         .map_err(|e| format!("not a Discord payload: {e}"))?;
     match payload {
         Payload::Message(m) => message(d, m).await,
-        Payload::Interaction(i) => press(d, i),
+        Payload::Interaction(i) => press(d, i).await,
         Payload::Other => Err(format!("{} events are not served", item.event_type)),
     }
 }
@@ -145,9 +145,11 @@ async fn open_thread(d: &Discord, p: &Place, m: &Message, text: &str) -> Result<
 }
 
 /// A button pressed; the presser is authorized again.
-fn press(d: &Discord, i: Interaction) -> Result<Inbound, String> {
-    if i.kind != 3 {
-        return Err("an interaction that is not a button".into());
+/// A button pressed, or a slash command (`/name args`, answered as a message in its
+/// channel); the user is authorized again.
+async fn press(d: &Discord, i: Interaction) -> Result<Inbound, String> {
+    if !matches!(i.kind, 2 | 3) {
+        return Err("an interaction that is neither a button nor a command".into());
     }
     let user = i.presser().ok_or("a button press without its presser")?;
     let roles = i
@@ -168,34 +170,70 @@ fn press(d: &Discord, i: Interaction) -> Result<Inbound, String> {
         .clone()
         .ok_or("a button press without its channel")?;
     let dm = i.guild_id.is_none();
+    // In a thread, a command is the thread's (its session is the thread's).
+    let thread = match dm {
+        true => None,
+        false => d.place(&channel).await.parent.map(|_| channel.clone()),
+    };
+    let chat_type = match (dm, &thread) {
+        (true, _) => ChatType::Dm,
+        (false, Some(_)) => ChatType::Thread,
+        (false, None) => ChatType::Group,
+    };
+    let (text, click) = match i.kind {
+        2 => (slash_line(&i), None),
+        _ => (
+            String::new(),
+            Some(Click {
+                id: i.id.clone(),
+                data: i
+                    .data
+                    .as_ref()
+                    .map(|c| c.custom_id.clone())
+                    .unwrap_or_default(),
+                message_id: i.message.as_ref().map(|m| m.id.clone()).unwrap_or_default(),
+                by: user.global_name.clone().unwrap_or(user.username.clone()),
+            }),
+        ),
+    };
     Ok(Inbound {
         source: Source {
             platform: "discord",
-            chat_type: if dm { ChatType::Dm } else { ChatType::Group },
+            chat_type,
             chat_id: channel.clone(),
-            thread_id: None,
+            thread_id: thread.clone(),
             user_id: Some(user.id.clone()),
         },
         chat: ChatRef {
             chat_id: channel,
-            thread_id: None,
+            thread_id: thread,
             group: !dm,
         },
-        text: String::new(),
+        text,
         stranger: None,
-        click: Some(Click {
-            id: i.id.clone(),
-            data: i
-                .data
-                .as_ref()
-                .map(|c| c.custom_id.clone())
-                .unwrap_or_default(),
-            message_id: i.message.as_ref().map(|m| m.id.clone()).unwrap_or_default(),
-            by: user.global_name.clone().unwrap_or(user.username.clone()),
-        }),
+        click,
         files: Vec::new(),
         message_id: None,
     })
+}
+
+/// A slash command as the line typed: `/name args`.
+fn slash_line(i: &Interaction) -> String {
+    let Some(data) = &i.data else {
+        return String::new();
+    };
+    let args: Vec<String> = data
+        .options
+        .iter()
+        .filter_map(|o| match &o.value {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Null => None,
+            other => Some(other.to_string()),
+        })
+        .collect();
+    format!("/{} {}", data.name, args.join(" "))
+        .trim_end()
+        .to_owned()
 }
 
 /// An attachment as the door names it (its URL is its id: Discord's CDN serves it).

@@ -96,10 +96,21 @@ pub struct InteractionMessage {
     pub id: String,
 }
 
+/// A button's data (`custom_id`) or a slash command's (`name`, `options`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct ComponentData {
     #[serde(default)]
     pub custom_id: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub options: Vec<CommandOption>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CommandOption {
+    #[serde(default)]
+    pub value: serde_json::Value,
 }
 
 impl Interaction {

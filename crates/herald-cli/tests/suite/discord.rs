@@ -374,3 +374,50 @@ async fn a_hermes_home_with_discord_answers_after_the_migration() {
             .any(|(_, p, _)| p.contains("/reactions/"))
     );
 }
+
+/// The application commands (the door's, with an `args` text) are synced at the first
+/// start and not again while they are unchanged; a slash command is answered within
+/// three seconds (a word only its user sees) and runs as the typed command would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_are_synced_once_and_run() {
+    let provider = FakeProvider::start(vec![Scripted::text("hello")]);
+    let discord = FakeDiscord::start();
+    let h = start(&config(&provider), &env(&discord));
+    connected(&discord, 1).await;
+    let (_, synced) = discord.wait_call("PUT", "/applications/1/commands", WAIT, |_| true);
+    let names: Vec<&str> = synced
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"new") && names.contains(&"approve"),
+        "{names:?}"
+    );
+    discord.dm("400", "11", "hi");
+    assert_eq!(discord.wait_posted("400", 1, WAIT), ["hello"]);
+    discord.command("400", "11", "new", "");
+    let (_, ack) = discord.wait_call("POST", "/interactions/", WAIT, |b| b["type"] == 4);
+    assert_eq!(ack["data"]["flags"], 64);
+    let posted = discord.wait_posted("400", 2, WAIT);
+    assert!(posted[1].contains("New session"), "{posted:?}");
+    // A restart with the same commands syncs nothing.
+    let home = h.into_home();
+    wait_for(WAIT, "the connection to close", || {
+        (discord.connections().0 == 0).then_some(())
+    })
+    .await;
+    let _h = start_in(home, &env(&discord));
+    wait_for(WAIT, "the second start", || {
+        (discord.connections().0 == 1).then_some(())
+    })
+    .await;
+    std::thread::sleep(Duration::from_secs(2));
+    let puts = discord
+        .calls()
+        .iter()
+        .filter(|(m, p, _)| m == "PUT" && p.starts_with("/applications/"))
+        .count();
+    assert_eq!(puts, 1);
+}

@@ -1188,7 +1188,8 @@ async fn one_instance_polls_a_bot_and_another_takes_over_when_it_dies() {
     let texts = tg.wait_texts(7, 2, Duration::from_secs(90));
     assert_eq!(texts, ["answered", "answered"]);
     assert!(
-        b.log().contains("this instance now polls the bot"),
+        b.log()
+            .contains("the bot's poll: this instance now holds it"),
         "{}",
         b.log()
     );

@@ -963,3 +963,80 @@ async fn what_real_senders_also_do() {
     );
     assert_eq!(inbox.len(), before + 1);
 }
+
+/// With an Interactions Endpoint URL on the application, Discord posts the chat door's
+/// approval button presses to a `source: discord` route: the route hands the press to
+/// the Discord chat door (a deferred update within Discord's 3 s), which lets the
+/// command run and edits the message; the start names the route the endpoint serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discord_button_press_at_the_interactions_endpoint_reaches_the_chat_door() {
+    use herald_test_support::discord::{FakeDiscord, TOKEN};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("one.txt");
+    std::fs::write(&file, "x").unwrap();
+    let args = json!({"command": format!("rm -f {}", file.display())}).to_string();
+    let provider = FakeProvider::start(vec![
+        Scripted::tool_calls(&[("c1", "terminal", args.as_str())]),
+        Scripted::text("removed"),
+    ]);
+    let discord = FakeDiscord::start();
+    discord.set_interactions_endpoint("https://bot.example.com/webhooks/presses");
+    let key = discord_public_key(DISCORD_SEED);
+    let routes =
+        format!("        presses:\n          source: discord\n          public_key: {key}\n");
+    let config = super::agent_runs::agent_config(&provider.base_url, "", &routes);
+    let h = Herald::start_with(
+        &config,
+        &[
+            ("DISCORD_BOT_TOKEN", TOKEN),
+            ("DISCORD_BASE_URL", &discord.base_url),
+            ("DISCORD_ALLOWED_USERS", "11"),
+        ],
+    );
+    wait_for(Duration::from_secs(30), "the gateway", || {
+        (discord.connections().2 >= 1).then_some(())
+    })
+    .await;
+    assert!(
+        h.log_once_it_has("the `source: discord` route")
+            .contains("presses")
+    );
+    discord.dm("400", "11", "clean up");
+    let (_, asked) = discord.wait_call(
+        "POST",
+        "/channels/400/messages",
+        Duration::from_secs(30),
+        |b| b.get("components").is_some(),
+    );
+    let once = asked["components"][0]["components"][0]["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let message = asked["_id"].as_str().unwrap().to_owned();
+    let press = json!({
+        "id": "1300000000000000001", "application_id": "1", "type": 3, "token": "tok-press",
+        "channel_id": "400", "user": {"id": "11", "username": "user11"},
+        "message": {"id": message, "channel_id": "400"},
+        "data": {"custom_id": once, "component_type": 2}, "version": 1,
+    })
+    .to_string();
+    let sig = signed(&CASES[12], DISCORD_SEED, None, &press, now());
+    let headers: Vec<(&str, String)> = sig.0.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let (status, body) = h.post("/webhooks/presses", press.clone(), &headers).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"type": 6})));
+    assert_eq!(
+        discord.wait_posted("400", 2, Duration::from_secs(30))[1],
+        "removed"
+    );
+    assert!(!file.exists());
+    discord.wait_call(
+        "PATCH",
+        &format!("/channels/400/messages/{message}"),
+        Duration::from_secs(30),
+        |b| b["components"] == json!([]),
+    );
+    // The same press again (Discord's retry) is kept once and changes nothing.
+    let (status, _) = h.post("/webhooks/presses", press, &headers).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(provider.requests().len(), 2);
+}

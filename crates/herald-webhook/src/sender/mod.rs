@@ -247,3 +247,41 @@ pub fn discord_followup(payload: &Map<String, Value>) -> Option<(String, String)
 
 #[cfg(test)]
 mod tests;
+
+/// The Discord chat door's inbox route (`herald-chat`), where its bot's messages and
+/// button presses wait.
+pub const DISCORD_CHAT_ROUTE: &str = "chat:discord:bot";
+
+/// How the Discord chat door names a gateway event in its inbox: its kind and dedup key
+/// (a message by its id, live, replayed or read back; an interaction by its id, from
+/// the gateway or from the application's Interactions Endpoint URL).
+pub fn discord_chat_key(t: &str, id: &str) -> Option<(&'static str, String)> {
+    match t {
+        "MESSAGE_CREATE" => Some(("message", format!("msg:{id}"))),
+        "INTERACTION_CREATE" => Some(("interaction", format!("int:{id}"))),
+        _ => None,
+    }
+}
+
+/// A press of one of the chat door's approval buttons (custom id `ap:<token>:<choice>`)
+/// posted to a `source: discord` route (the application's Interactions Endpoint URL):
+/// the payload as the chat door stores it (a gateway INTERACTION_CREATE) and its dedup
+/// key. The route answers it with [`discord_deferred_update`]; the chat door edits the
+/// message when it takes the press.
+pub fn discord_chat_press(payload: &Map<String, Value>) -> Option<(Value, String)> {
+    if payload.get("type")?.as_i64()? != 3 {
+        return None;
+    }
+    let custom = payload.get("data")?.get("custom_id")?.as_str()?;
+    if !custom.starts_with("ap:") {
+        return None;
+    }
+    let id = payload.get("id")?.as_str()?;
+    let (_, key) = discord_chat_key("INTERACTION_CREATE", id)?;
+    Some((json!({"t": "INTERACTION_CREATE", "d": payload}), key))
+}
+
+/// Discord's answer to a button press taken later: a deferred update of its message.
+pub fn discord_deferred_update() -> Value {
+    json!({ "type": 6 })
+}
