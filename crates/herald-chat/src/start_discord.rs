@@ -128,7 +128,7 @@ pub fn start_discord(
         let Some(bot_id) = introduce(&api, &serving_status, stopped.clone()).await else {
             return;
         };
-        if let Some(app) = application(&api, &start.discord_routes).await {
+        if let Some(app) = crate::discord::application(&api, &start.discord_routes).await {
             tokio::spawn(sync_commands(api.clone(), app, host.clone()));
         }
         let mut access = start.access;
@@ -149,36 +149,6 @@ pub fn start_discord(
         crate::dispatch::dispatch(door, wake, lease, stopped).await;
     }));
     Ok(ChatBot::new(status, None, stop, tasks))
-}
-
-/// The application's id. Button presses reach the gateway only when the application
-/// has no Interactions Endpoint URL; when one is set, Discord posts them there
-/// instead, and herald says so.
-async fn application(api: &RestApi, routes: &[String]) -> Option<String> {
-    let app = api
-        .call(reqwest::Method::GET, "/applications/@me", Body::None)
-        .await
-        .ok()?;
-    if let Some(url) = app["interactions_endpoint_url"]
-        .as_str()
-        .filter(|u| !u.is_empty())
-    {
-        let path = reqwest::Url::parse(url)
-            .map(|u| u.path().to_owned())
-            .unwrap_or_default();
-        match routes.iter().find(|r| path == format!("/webhooks/{r}")) {
-            Some(route) => tracing::info!(
-                url,
-                route = %route,
-                "discord: button presses come through the application's Interactions Endpoint URL, the `source: discord` route, to this door"
-            ),
-            None => tracing::error!(
-                url,
-                "discord: the application has an Interactions Endpoint URL that herald does not serve (no `source: discord` route at its path), so Discord posts button presses there and not to the gateway: approval buttons go unanswered; point it at a `source: discord` route or clear it on the General Information page of the Developer Portal"
-            ),
-        }
-    }
-    app["id"].as_str().map(str::to_owned)
 }
 
 /// Syncs the application commands (the door's and the skills') when they changed.

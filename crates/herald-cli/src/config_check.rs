@@ -28,6 +28,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     let mut findings: Vec<String> = start_refusals(home, &config);
     findings.extend(herald_gateway::findings::gather(&config, &targets));
     findings.extend(store_finding(&config)?);
+    findings.extend(discord_finding(&config)?);
     for warning in &config.warnings {
         outln!("warning: {warning}");
     }
@@ -64,6 +65,19 @@ fn store_finding(config: &Config) -> anyhow::Result<Option<String>> {
     };
     let checked = crate::stores::runtime()?.block_on(herald_scale::check(pg));
     Ok(checked.err().map(|e| format!("store.url: {e}")))
+}
+
+/// An Interactions Endpoint URL on the Discord application that herald does not serve
+/// (asked of Discord with the bot's token).
+fn discord_finding(config: &Config) -> anyhow::Result<Option<String>> {
+    let Some(discord) = &config.discord else {
+        return Ok(None);
+    };
+    let routes = herald_chat::discord::discord_routes(config);
+    Ok(
+        crate::stores::runtime()?
+            .block_on(herald_chat::discord::endpoint_finding(discord, &routes)),
+    )
 }
 
 /// What `herald gateway run` would refuse to start on, each with its file, line and key:

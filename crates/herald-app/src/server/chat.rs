@@ -360,16 +360,7 @@ fn start_discord(
         pair_strangers: settings.unauthorized_dm == UnauthorizedDm::Pair,
         display: settings.display.clone(),
         client: herald_deliver::http_client(),
-        discord_routes: config
-            .routes
-            .iter()
-            .filter(|r| {
-                r.sender
-                    .as_ref()
-                    .is_some_and(|s| s.sender == herald_webhook::sender::Sender::Discord)
-            })
-            .map(|r| r.name.clone())
-            .collect(),
+        discord_routes: herald_chat::discord::discord_routes(config),
     };
     herald_chat::start_discord(start, host, tools, store, config.store.lease)
         .map_err(|e| ServeError::Refused(e.to_string()))

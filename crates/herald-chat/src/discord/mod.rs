@@ -29,6 +29,102 @@ use std::time::Duration;
 /// What the start and `config check` say of a configured bot.
 pub const SERVING_NOTE: &str = "discord: herald answers people who write to the bot (by the gateway); turn Hermes's own Discord adapter off (or stop Hermes): two gateways on one token answer twice";
 
+/// The webhook routes with `source: discord`: an Interactions Endpoint URL at one of
+/// them hands the chat door's button presses to it.
+pub fn discord_routes(config: &herald_config::Config) -> Vec<String> {
+    use herald_webhook::sender::Sender;
+    config
+        .routes
+        .iter()
+        .filter(|r| {
+            r.sender
+                .as_ref()
+                .is_some_and(|s| s.sender == Sender::Discord)
+        })
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+/// What the application's Interactions Endpoint URL (where Discord posts button
+/// presses instead of the gateway) is to herald.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// None: presses come over the gateway.
+    Gateway,
+    /// A `source: discord` route: it hands presses to the door.
+    Route(String),
+    /// A URL herald does not serve: approval buttons go unanswered.
+    Unserved(String),
+}
+
+impl Endpoint {
+    pub fn of(url: Option<&str>, routes: &[String]) -> Endpoint {
+        let Some(url) = url.filter(|u| !u.is_empty()) else {
+            return Endpoint::Gateway;
+        };
+        let path = reqwest::Url::parse(url)
+            .map(|u| u.path().to_owned())
+            .unwrap_or_default();
+        match routes.iter().find(|r| path == format!("/webhooks/{r}")) {
+            Some(route) => Endpoint::Route(route.clone()),
+            None => Endpoint::Unserved(url.to_owned()),
+        }
+    }
+
+    /// What `config check` and the start say of an endpoint herald does not serve.
+    pub fn finding(&self) -> Option<String> {
+        match self {
+            Endpoint::Unserved(url) => Some(format!(
+                "discord: the application's Interactions Endpoint URL {url} is not one herald serves (no `source: discord` route at its path), so Discord posts button presses there and not to the gateway: approval buttons go unanswered; point it at a `source: discord` route (https://<host>/webhooks/<route>) or clear it on the General Information page of the Developer Portal"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The application (`GET /applications/@me`): its id and what its Interactions
+/// Endpoint URL is to herald (said in the log).
+pub async fn application(api: &RestApi, routes: &[String]) -> Option<String> {
+    let app = api
+        .call(Method::GET, "/applications/@me", Body::None)
+        .await
+        .ok()?;
+    let endpoint = Endpoint::of(app["interactions_endpoint_url"].as_str(), routes);
+    match &endpoint {
+        Endpoint::Gateway => {}
+        Endpoint::Route(route) => tracing::info!(
+            route = %route,
+            "discord: button presses come through the application's Interactions Endpoint URL, the `source: discord` route, to this door"
+        ),
+        Endpoint::Unserved(_) => {
+            if let Some(f) = endpoint.finding() {
+                tracing::error!("{f}");
+            }
+        }
+    }
+    app["id"].as_str().map(str::to_owned)
+}
+
+/// `config check`'s question to Discord: the finding for an Interactions Endpoint URL
+/// herald does not serve (none when Discord cannot be asked within a few seconds).
+pub async fn endpoint_finding(
+    settings: &herald_config::discord_settings::DiscordSettings,
+    routes: &[String],
+) -> Option<String> {
+    let api = RestApi::new(
+        herald_deliver::http_client(),
+        &settings.base_url,
+        &settings.token,
+        Duration::from_secs(5),
+    );
+    let asked = api.call(Method::GET, "/applications/@me", Body::None);
+    let app = tokio::time::timeout(Duration::from_secs(8), asked)
+        .await
+        .ok()?
+        .ok()?;
+    Endpoint::of(app["interactions_endpoint_url"].as_str(), routes).finding()
+}
+
 /// Discord's limits: five messages per five seconds per channel, fifty requests a
 /// second per bot (45 used).
 pub const LIMITS: Limits = Limits {
@@ -359,5 +455,24 @@ impl Platform for Discord {
     async fn answer_click(&self, _click_id: &str, _text: &str) {
         // Answered (a deferred update) when the gateway committed the press, within
         // Discord's three seconds.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Endpoint;
+
+    #[test]
+    fn an_endpoint_is_a_route_herald_serves_or_a_finding() {
+        let routes = vec!["presses".to_owned()];
+        assert_eq!(Endpoint::of(None, &routes), Endpoint::Gateway);
+        assert_eq!(Endpoint::of(Some(""), &routes), Endpoint::Gateway);
+        assert_eq!(
+            Endpoint::of(Some("https://h.example/webhooks/presses"), &routes),
+            Endpoint::Route("presses".into())
+        );
+        let other = Endpoint::of(Some("https://h.example/other"), &routes);
+        assert!(other.finding().unwrap().contains("https://h.example/other"));
+        assert!(Endpoint::Gateway.finding().is_none());
     }
 }

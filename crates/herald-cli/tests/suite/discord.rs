@@ -75,6 +75,15 @@ async fn dms_and_mentions_are_answered_and_a_mention_opens_a_thread() {
     connected(&discord, 1).await;
     let log = h.log_once_it_has("Interactions Endpoint URL");
     assert!(log.contains("elsewhere.example"), "{log}");
+    // `config check` asks Discord too, and names it as a finding.
+    let vars = env(&discord);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (code, out, _) = run_cli_with(h.home(), &["config", "check"], &vars);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("finding: discord: the application's Interactions Endpoint URL https://elsewhere.example/interactions is not one herald serves"),
+        "{out}"
+    );
     let dm = discord.dm("400", "11", "hi there");
     assert_eq!(discord.wait_posted("400", 1, WAIT), ["hello in private"]);
     let reacted = |m: &str| {
