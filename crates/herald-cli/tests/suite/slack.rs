@@ -530,3 +530,37 @@ async fn a_hermes_home_with_slack_answers_after_the_migration() {
         h.log()
     );
 }
+
+/// Slash commands come as Socket Mode `slash_commands` envelopes (acknowledged once
+/// stored): `/hermes new` is `/new`, run as typed in the channel (no thread).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_over_socket_mode_run_as_typed() {
+    let provider = FakeProvider::start(vec![Scripted::text("hello")]);
+    let slack = FakeSlack::start();
+    let _h = start(&config(&provider), &env(&slack));
+    connected(&slack).await;
+    let envelope = slack.envelope(
+        "slash_commands",
+        json!({
+            "token": "t", "team_id": "T1", "channel_id": "D1", "channel_name": "directmessage",
+            "user_id": "U1", "user_name": "ann", "command": "/hermes", "text": "help",
+            "response_url": "https://hooks.slack.com/commands/x", "trigger_id": "trig1",
+            "api_app_id": "A1",
+        }),
+    );
+    let posted = slack.wait_posted("D1", None, 1, WAIT);
+    assert!(posted[0].contains("/new"), "{posted:?}");
+    let id = envelope["envelope_id"].as_str().unwrap().to_owned();
+    wait_for(WAIT, "the acknowledgement", || {
+        slack.acked().contains(&id).then_some(())
+    })
+    .await;
+    // A stranger's command is not run.
+    slack.envelope(
+        "slash_commands",
+        json!({"channel_id": "D2", "user_id": "U9", "command": "/hermes", "text": "help", "trigger_id": "trig2"}),
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(slack.posted("D2", None).is_empty());
+    assert!(provider.requests().is_empty());
+}
