@@ -310,54 +310,66 @@ async fn register_commands(api: &BotApi, host: &Host) {
 
 /// `setWebhook` with the secret, tried until Telegram takes it; pending updates are
 /// kept (never dropped).
-async fn register_webhook(api: BotApi, mode: WebhookMode, mut stop: watch::Receiver<bool>) {
+async fn register_webhook(api: BotApi, mode: WebhookMode, stop: watch::Receiver<bool>) {
     let body = serde_json::json!({
         "url": mode.url,
         "secret_token": mode.secret,
         "allowed_updates": ["message", "callback_query"],
         "drop_pending_updates": false,
     });
-    let mut wait = Duration::from_secs(1);
-    loop {
-        match api
-            .call::<serde_json::Value>("setWebhook", &body, Duration::ZERO)
+    let set = until_answered("telegram: setWebhook", None, stop, || async {
+        api.call::<serde_json::Value>("setWebhook", &body, Duration::ZERO)
             .await
-        {
-            Ok(_) => {
-                tracing::info!("telegram: webhook set; updates arrive at the webhook listener");
-                return;
-            }
-            Err(e) => tracing::warn!(error = %e, "telegram: setWebhook failed; trying again"),
-        }
-        tokio::select! {
-            _ = crate::stopped(&mut stop) => return,
-            _ = tokio::time::sleep(wait) => {}
-        }
-        wait = (wait * 2).min(Duration::from_secs(60));
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    if set.is_some() {
+        tracing::info!("telegram: webhook set; updates arrive at the webhook listener");
     }
 }
 
 /// `getMe`, tried until it answers (or the bot stops): who the bot is, and whether
 /// its privacy mode hides group messages.
-async fn introduce(api: &BotApi, mut stop: watch::Receiver<bool>) -> Option<Me> {
+async fn introduce(api: &BotApi, stop: watch::Receiver<bool>) -> Option<Me> {
+    let me = until_answered("telegram: getMe", None, stop, || async {
+        api.call::<Me>("getMe", &serde_json::json!({}), Duration::ZERO)
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    let name = me.username.clone().unwrap_or_default();
+    tracing::info!(bot = %name, "telegram: connected");
+    if !me.can_read_all_group_messages {
+        tracing::info!(
+            bot = %name,
+            "telegram: privacy mode is on: in groups the bot sees only commands, replies to it and mentions (BotFather /setprivacy turns it off)"
+        );
+    }
+    Some(me)
+}
+
+/// Calls `call` until it answers (1 s between tries, doubling to a minute), or until
+/// `stop`: what it answered. Each failure is logged (and kept in `status`) as `what`'s.
+pub(crate) async fn until_answered<T, F, Fut>(
+    what: &str,
+    status: Option<&BotStatus>,
+    mut stop: watch::Receiver<bool>,
+    call: F,
+) -> Option<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
     let mut wait = Duration::from_secs(1);
     loop {
-        match api
-            .call::<Me>("getMe", &serde_json::json!({}), Duration::ZERO)
-            .await
-        {
-            Ok(me) => {
-                let name = me.username.clone().unwrap_or_default();
-                tracing::info!(bot = %name, "telegram: connected");
-                if !me.can_read_all_group_messages {
-                    tracing::info!(
-                        bot = %name,
-                        "telegram: privacy mode is on: in groups the bot sees only commands, replies to it and mentions (BotFather /setprivacy turns it off)"
-                    );
+        match call().await {
+            Ok(answer) => return Some(answer),
+            Err(e) => {
+                if let Some(s) = status {
+                    s.failed(format!("{what}: {e}"));
                 }
-                return Some(me);
+                tracing::warn!(error = %e, "{what} failed; trying again");
             }
-            Err(e) => tracing::warn!(error = %e, "telegram: getMe failed; trying again"),
         }
         tokio::select! {
             _ = crate::stopped(&mut stop) => return None,

@@ -175,29 +175,17 @@ async fn sync_commands(api: Arc<RestApi>, app: String, host: Arc<Host>) {
 async fn introduce(
     api: &RestApi,
     status: &BotStatus,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Option<String> {
-    let mut wait = Duration::from_secs(1);
-    loop {
-        match api
-            .call(reqwest::Method::GET, "/users/@me", Body::None)
-            .await
-        {
-            Ok(me) => {
-                let id = me["id"].as_str().unwrap_or_default().to_owned();
-                let name = me["username"].as_str().unwrap_or_default();
-                tracing::info!(bot = %name, id = %id, "discord: the bot is known");
-                return Some(id);
-            }
-            Err(e) => {
-                status.failed(format!("GET /users/@me: {e}"));
-                tracing::warn!(error = %e, "discord: GET /users/@me failed; trying again");
-            }
-        }
-        tokio::select! {
-            _ = crate::stopped(&mut stop) => return None,
-            _ = tokio::time::sleep(wait) => {}
-        }
-        wait = (wait * 2).min(Duration::from_secs(60));
-    }
+    let me =
+        crate::start::until_answered("discord: GET /users/@me", Some(status), stop, || async {
+            api.call(reqwest::Method::GET, "/users/@me", Body::None)
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await?;
+    let id = me["id"].as_str().unwrap_or_default().to_owned();
+    let name = me["username"].as_str().unwrap_or_default();
+    tracing::info!(bot = %name, id = %id, "discord: the bot is known");
+    Some(id)
 }

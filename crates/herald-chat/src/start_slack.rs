@@ -193,31 +193,19 @@ fn receiving(start: &SlackStart) -> String {
 async fn introduce(
     api: &WebApi,
     status: &BotStatus,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Option<String> {
-    let mut wait = Duration::from_secs(1);
-    loop {
-        match api.form("auth.test", &[]).await {
-            Ok(me) => {
-                let user = me["user_id"].as_str().unwrap_or_default().to_owned();
-                let team = me["team"].as_str().unwrap_or_default();
-                tracing::info!(bot_user = %user, team = %team, "slack: connected");
-                if me["bot_id"].is_null() {
-                    tracing::warn!(
-                        "slack: SLACK_BOT_TOKEN is not a bot token (auth.test names no bot_id): use the xoxb- token from OAuth & Permissions"
-                    );
-                }
-                return Some(user);
-            }
-            Err(e) => {
-                status.failed(format!("auth.test: {e}"));
-                tracing::warn!(error = %e, "slack: auth.test failed; trying again");
-            }
-        }
-        tokio::select! {
-            _ = crate::stopped(&mut stop) => return None,
-            _ = tokio::time::sleep(wait) => {}
-        }
-        wait = (wait * 2).min(Duration::from_secs(60));
+    let me = crate::start::until_answered("slack: auth.test", Some(status), stop, || async {
+        api.form("auth.test", &[]).await.map_err(|e| e.to_string())
+    })
+    .await?;
+    let user = me["user_id"].as_str().unwrap_or_default().to_owned();
+    let team = me["team"].as_str().unwrap_or_default();
+    tracing::info!(bot_user = %user, team = %team, "slack: connected");
+    if me["bot_id"].is_null() {
+        tracing::warn!(
+            "slack: SLACK_BOT_TOKEN is not a bot token (auth.test names no bot_id): use the xoxb- token from OAuth & Permissions"
+        );
     }
+    Some(user)
 }
