@@ -353,10 +353,9 @@ impl Gateway {
         }
         // 10c. A press of the Discord chat door's approval buttons, posted here because
         // the application has an Interactions Endpoint URL: handed to the chat door.
-        // The whole body is read for it: the route's own paths may leave the data out.
+        // Read from the whole body: the route's own paths may leave the data out.
         if sender == Some(Sender::Discord)
-            && let Ok(full) = serde_json::from_slice::<serde_json::Map<String, Value>>(&body)
-            && let Some((press, key)) = sender::discord_chat_press(&full)
+            && let Some((press, key)) = sender::discord_chat_press(&body)
         {
             return self.hand_to_chat_door(press, key).await;
         }

@@ -21,7 +21,6 @@ pub(super) async fn read(d: &Discord, item: &InboxItem) -> Result<Inbound, Strin
     match payload {
         Payload::Message(m) => message(d, m).await,
         Payload::Interaction(i) => press(d, i).await,
-        Payload::Other => Err(format!("{} events are not served", item.event_type)),
     }
 }
 

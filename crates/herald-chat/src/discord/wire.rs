@@ -12,8 +12,6 @@ pub enum Payload {
     Message(Message),
     #[serde(rename = "INTERACTION_CREATE")]
     Interaction(Interaction),
-    #[serde(other)]
-    Other,
 }
 
 #[derive(Debug, Clone, Deserialize)]

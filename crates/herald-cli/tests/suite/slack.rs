@@ -401,6 +401,13 @@ async fn the_events_api_takes_signed_events_and_answers_each_once() {
     .to_string();
     let (status, _) = post(&h, "/slack/events", &event, &signed(&event, "wrong secret")).await;
     assert_eq!(status, 401);
+    // No signature at all, and a body over the limit (refused before it is read whole).
+    let json_only = vec![("content-type", "application/json".to_owned())];
+    let (status, _) = post(&h, "/slack/events", &event, &json_only).await;
+    assert_eq!(status, 401);
+    let huge = "x".repeat(2 << 20);
+    let (status, _) = post(&h, "/slack/events", &huge, &signed(&huge, SIGNING_SECRET)).await;
+    assert_eq!(status, 413);
     assert!(h.inbox().is_empty());
     let (status, _) = post(&h, "/slack/events", &event, &signed(&event, SIGNING_SECRET)).await;
     assert_eq!(status, 200);

@@ -268,7 +268,10 @@ pub fn discord_chat_key(t: &str, id: &str) -> Option<(&'static str, String)> {
 /// the payload as the chat door stores it (a gateway INTERACTION_CREATE) and its dedup
 /// key. The route answers it with [`discord_deferred_update`]; the chat door edits the
 /// message when it takes the press.
-pub fn discord_chat_press(payload: &Map<String, Value>) -> Option<(Value, String)> {
+pub fn discord_chat_press(body: &[u8]) -> Option<(Value, String)> {
+    // Most interactions are no such press: they are not parsed a second time.
+    memchr::memmem::find(body, b"\"ap:")?;
+    let payload: Map<String, Value> = serde_json::from_slice(body).ok()?;
     if payload.get("type")?.as_i64()? != 3 {
         return None;
     }
