@@ -50,6 +50,7 @@ fn bench(c: &mut Criterion) {
         clarifier: None,
         budget: Default::default(),
         max_tool_calls_per_answer: herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
+        tool_policy: Default::default(),
     });
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -53,6 +53,9 @@ pub enum TurnProgress {
         result: String,
         is_error: bool,
     },
+    /// The answer's calls of client tools, after herald's own calls of it ran: the run
+    /// waits for their results (sent back through the front door).
+    ClientCalls(Vec<crate::client_tool::ClientCall>),
     /// A child agent of `delegate_task` started, worked or finished.
     Subagent(Box<SubagentEvent>),
 }

@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod budget;
+pub mod client_tool;
 pub mod coerce;
 pub mod event;
 pub mod guardrails;
@@ -21,6 +22,7 @@ pub mod turn;
 
 pub use approval::{ApprovalRequest, Approvals, Approver, DEFAULT_TIMEOUT, Decision, Verdict};
 pub use budget::TreeBudget;
+pub use client_tool::{ClientCall, ClientDesk, ClientTool};
 pub use event::{AgentEvent, SubagentEvent, SubagentKind, TurnProgress};
 pub use plugins::{Ask, Notice, Observer, Plugins, ToolDirective};
 pub use tool::{Tool, ToolContext, ToolRegistry, string_list};

@@ -134,6 +134,11 @@ pub trait Tool: Send + Sync {
     fn toolset(&self) -> Option<String> {
         None
     }
+    /// Run by the client, not herald (a function an API request defined): the turn
+    /// runs herald's calls of an answer first, then waits for these.
+    fn client_side(&self) -> bool {
+        false
+    }
     /// Whether its prerequisites are met (e.g. a search backend is configured).
     fn available(&self) -> bool {
         true

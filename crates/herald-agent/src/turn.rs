@@ -67,6 +67,8 @@ pub struct AgentConfig {
     /// `agent.max_tool_calls_per_answer`: calls of one answer that run; the rest get an
     /// error result the model sees.
     pub max_tool_calls_per_answer: usize,
+    /// How the request that started the run asks for tools to be used (API requests).
+    pub tool_policy: crate::client_tool::ToolPolicy,
 }
 
 impl AgentConfig {
@@ -664,9 +666,78 @@ impl Agent {
             }
             planned.push(tool_call::prepare(&side, call, guard, events).await);
         }
-        let all_parallel = planned
-            .iter()
-            .all(|p| p.as_ref().map(|p| p.tool.parallel_safe()).unwrap_or(true));
+        // herald's own calls first; then the client's, all waited for together.
+        let theirs = |i: &usize| planned[*i].as_ref().is_ok_and(|p| p.tool.client_side());
+        let (client, own): (Vec<usize>, Vec<usize>) = (0..calls.len()).partition(theirs);
+        let own_parallel = own.iter().all(|&i| {
+            planned[i]
+                .as_ref()
+                .map(|p| p.tool.parallel_safe())
+                .unwrap_or(true)
+        });
+        let mut results: Vec<Option<ChatMessage>> = vec![None; calls.len()];
+        let outputs = self
+            .run_group(&own, calls, &planned, own_parallel, ids, events)
+            .await;
+        for (&i, (out, is_error)) in own.iter().zip(outputs) {
+            let done = finished_call(&calls[i], &planned[i], out, is_error, &available, guard);
+            results[i] = Some(self.report_done(done, &calls[i], events));
+        }
+        if !client.is_empty() {
+            let asked = client
+                .iter()
+                .filter_map(|&i| {
+                    let p = planned[i].as_ref().ok()?;
+                    Some(crate::ClientCall {
+                        call_id: calls[i].id.clone(),
+                        name: calls[i].function.name.clone(),
+                        arguments: p.args.clone(),
+                    })
+                })
+                .collect();
+            events(AgentEvent::Progress(TurnProgress::ClientCalls(asked)));
+            let outputs = self
+                .run_group(&client, calls, &planned, true, ids, events)
+                .await;
+            for (&i, (out, is_error)) in client.iter().zip(outputs) {
+                let done = finished_call(&calls[i], &planned[i], out, is_error, &available, guard);
+                results[i] = Some(self.report_done(done, &calls[i], events));
+            }
+        }
+        results.into_iter().flatten().collect()
+    }
+
+    /// A finished call's result as the model reads it, announced to the door.
+    fn report_done(
+        &self,
+        (out, is_error): (String, bool),
+        call: &ToolCall,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> ChatMessage {
+        events(AgentEvent::Progress(TurnProgress::ToolCompleted {
+            call_id: call.id.clone(),
+            name: call.function.name.clone(),
+            result: out.clone(),
+            is_error,
+        }));
+        ChatMessage::tool_result(call.id.clone(), call.function.name.clone(), out)
+    }
+
+    /// Runs the calls at `which` (concurrently when `parallel`), passing the approval
+    /// and clarify requests their tools raise on to the door as they come; their
+    /// results in the same order.
+    async fn run_group(
+        &self,
+        which: &[usize],
+        calls: &[ToolCall],
+        planned: &[Planned],
+        parallel: bool,
+        ids: &Ids,
+        events: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Vec<(String, bool)> {
+        if which.is_empty() {
+            return Vec::new();
+        }
         let (notify_tx, mut notify_rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
         let run_one = |call: &ToolCall, plan: &Planned| {
             let ctx = ToolContext {
@@ -699,15 +770,15 @@ impl Agent {
             }
         };
         let batch = async {
-            if all_parallel && calls.len() > 1 {
+            if parallel && which.len() > 1 {
                 futures_util::future::join_all(
-                    calls.iter().zip(&planned).map(|(c, p)| run_one(c, p)),
+                    which.iter().map(|&i| run_one(&calls[i], &planned[i])),
                 )
                 .await
             } else {
                 let mut v = Vec::new();
-                for (c, p) in calls.iter().zip(&planned) {
-                    v.push(run_one(c, p).await);
+                for &i in which {
+                    v.push(run_one(&calls[i], &planned[i]).await);
                 }
                 v
             }
@@ -725,41 +796,37 @@ impl Agent {
         while let Ok(e) = notify_rx.try_recv() {
             events(e);
         }
-        calls
-            .iter()
-            .zip(planned.iter())
-            .zip(outputs)
-            .map(|((call, plan), (mut out, is_error))| {
-                let args_key = match plan {
-                    Ok(prepared) => prepared.args.to_string(),
-                    Err(_) => call.function.arguments.clone(),
-                };
-                if let Some(warning) =
-                    guard.after_call(&call.function.name, &args_key, &out, is_error)
-                {
-                    out.push_str("\n\n");
-                    out.push_str(&warning);
-                }
-                // A name the model made up is never a label.
-                let known = available.contains(&call.function.name.as_str());
-                herald_metrics::get().agent.tool_call(
-                    if known {
-                        &call.function.name
-                    } else {
-                        "unknown"
-                    },
-                    if is_error { "error" } else { "ok" },
-                );
-                events(AgentEvent::Progress(TurnProgress::ToolCompleted {
-                    call_id: call.id.clone(),
-                    name: call.function.name.clone(),
-                    result: out.clone(),
-                    is_error,
-                }));
-                ChatMessage::tool_result(call.id.clone(), call.function.name.clone(), out)
-            })
-            .collect()
+        outputs
     }
+}
+
+/// A call's output after the loop guard's look at it (a warning appended), counted.
+fn finished_call(
+    call: &ToolCall,
+    plan: &Planned,
+    mut out: String,
+    is_error: bool,
+    available: &[&str],
+    guard: &mut crate::guardrails::LoopGuard,
+) -> (String, bool) {
+    let args_key = match plan {
+        Ok(prepared) => prepared.args.to_string(),
+        Err(_) => call.function.arguments.clone(),
+    };
+    if let Some(warning) = guard.after_call(&call.function.name, &args_key, &out, is_error) {
+        out.push_str("\n\n");
+        out.push_str(&warning);
+    }
+    // A name the model made up, or a client defined, is never a label.
+    let label = match plan {
+        Ok(p) if p.tool.client_side() => "client",
+        _ if available.contains(&call.function.name.as_str()) => &call.function.name,
+        _ => "unknown",
+    };
+    herald_metrics::get()
+        .agent
+        .tool_call(label, if is_error { "error" } else { "ok" });
+    (out, is_error)
 }
 
 /// A turn's opening: the API messages, where the turn's own messages start, and the
@@ -841,7 +908,7 @@ impl Agent {
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<ChatCompletion, LlmError> {
         let plugins = &self.config.plugins;
-        let endpoint = &self.config.endpoint;
+        let endpoint = &*self.endpoint_for(tools, ids.api_call_count);
         let mut fields = Map::new();
         fields.insert("task_id".into(), json!(ids.task_id));
         fields.insert("turn_id".into(), json!(ids.turn_id));
@@ -937,6 +1004,27 @@ impl Agent {
         }
     }
 
+    /// The endpoint of one provider call: the run's, with the request's tool policy's
+    /// fields in its `extra_body` when there are any.
+    fn endpoint_for(
+        &self,
+        tools: &[herald_protocol::ToolSpec],
+        api_call: u32,
+    ) -> std::borrow::Cow<'_, Endpoint> {
+        let fields = self
+            .config
+            .tool_policy
+            .fields(!tools.is_empty(), api_call == 1);
+        if fields.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.config.endpoint);
+        }
+        let mut endpoint = self.config.endpoint.clone();
+        for (k, v) in fields {
+            endpoint.extra_body.insert(k.to_owned(), v);
+        }
+        std::borrow::Cow::Owned(endpoint)
+    }
+
     /// One attempt through `llm_request`, `pre_api_request` and `llm_execution`; the
     /// outcome and the request as sent (`{method, body}`).
     async fn call_through_plugins(
@@ -946,7 +1034,7 @@ impl Agent {
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> (Result<ChatCompletion, LlmError>, Value) {
         let plugins = &self.config.plugins;
-        let endpoint = &self.config.endpoint;
+        let endpoint = &*self.endpoint_for(call.tools, call.ids.api_call_count);
         let body = LlmClient::request_body(endpoint, call.messages, call.tools);
         let pass = run_request_chain(
             Kind::LlmRequest,

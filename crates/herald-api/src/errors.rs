@@ -17,6 +17,9 @@ pub struct ApiError {
     /// Only `message` and `type` in the body.
     pub short: bool,
     pub retry_after: bool,
+    /// Sent with `x-should-retry: false`: the OpenAI SDKs then do not try again (an
+    /// agent failure, whose retry would be a second run).
+    pub final_answer: bool,
     /// Extra fields inside `error` (the `hermes` object of `agent_incomplete`).
     /// How the run ended, on an `agent_incomplete` answer.
     pub hermes: Option<Box<Value>>,
@@ -31,7 +34,25 @@ impl ApiError {
             param: None,
             short: false,
             retry_after: false,
+            final_answer: false,
             hermes: None,
+        }
+    }
+
+    /// 424 `agent_incomplete`: the agent run failed without an answer (the provider
+    /// refused, or kept failing after herald's own retries). A 4xx other than 408, 409
+    /// and 429, with `x-should-retry: false`, so that no OpenAI-compatible client makes
+    /// a second run of it; `hermes` tells how the run ended and whether a later try may
+    /// succeed.
+    pub fn agent_failed(message: impl Into<String>, hermes: Value) -> Self {
+        ApiError {
+            final_answer: true,
+            hermes: Some(Box::new(hermes)),
+            ..ApiError::new(
+                StatusCode::FAILED_DEPENDENCY,
+                message,
+                Some("agent_incomplete"),
+            )
         }
     }
 
@@ -118,7 +139,7 @@ impl ApiError {
     fn kind(&self) -> &'static str {
         match self.status.as_u16() {
             429 => "rate_limit_error",
-            500.. => "server_error",
+            424 | 500.. => "server_error",
             _ => "invalid_request_error",
         }
     }
@@ -149,6 +170,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if self.final_answer {
+            response
+                .headers_mut()
+                .insert("x-should-retry", HeaderValue::from_static("false"));
         }
         response
     }

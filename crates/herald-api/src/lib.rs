@@ -8,12 +8,14 @@
 
 mod body;
 mod chat;
+mod client_tools;
 mod content;
 mod discovery;
 pub mod errors;
 mod guard;
 mod idempotency;
 mod media;
+mod parked;
 pub mod readers;
 mod responses;
 mod run_events;
@@ -51,6 +53,8 @@ pub struct Api {
     idempotency: idempotency::Idempotency,
     /// `/openapi.json`'s body, made once with the router.
     openapi: OnceLock<Bytes>,
+    /// Runs waiting for their clients' tool results.
+    lot: Arc<parked::Lot>,
 }
 
 /// Why the API server cannot start.
@@ -103,11 +107,17 @@ impl Api {
             budget,
             idempotency: idempotency::Idempotency::default(),
             openapi: OnceLock::new(),
+            lot: Arc::default(),
         }))
     }
 
     fn key(&self) -> &str {
         &self.key
+    }
+
+    /// How long a parked run waits for its client's tool results.
+    fn client_tool_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.settings.client_tool_timeout_seconds)
     }
 
     /// New agent requests get 503 from now on (the gateway is shutting down).

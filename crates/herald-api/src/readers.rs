@@ -51,6 +51,35 @@ pub(crate) fn transcript(request: &ChatCompletionRequest) -> Result<Transcript, 
     }
 }
 
+/// The results a chat request's trailing `tool` messages carry, `(tool_call_id,
+/// content)`; `None` when it does not end with tool messages (a new turn).
+pub(crate) fn trailing_tool_results(
+    request: &ChatCompletionRequest,
+) -> Result<Option<crate::parked::Answers>, ApiError> {
+    let Some(Value::Array(messages)) = &request.messages else {
+        return Ok(None);
+    };
+    let tail: Vec<&Value> = messages
+        .iter()
+        .rev()
+        .take_while(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+        .collect();
+    if tail.is_empty() {
+        return Ok(None);
+    }
+    let mut answers = Vec::new();
+    for m in tail.into_iter().rev() {
+        let Some(id) = m.get("tool_call_id").and_then(Value::as_str) else {
+            return Err(ApiError::bad_request(
+                "A tool message needs its tool_call_id",
+                Some("missing_tool_call_id"),
+            ));
+        };
+        answers.push((id.to_owned(), crate::content::text_only(m.get("content"))));
+    }
+    Ok(Some(answers))
+}
+
 /// Everything a chat completions body is read through before its run; the answer to
 /// give when it is refused.
 pub fn check_chat_completion(bytes: &[u8], max_messages: usize) -> Result<(), ApiError> {

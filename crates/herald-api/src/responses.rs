@@ -6,6 +6,7 @@
 use crate::body;
 use crate::content;
 use crate::errors::ApiError;
+use crate::parked::{Answering, Carried, ClientSide, Parked};
 use crate::session_pick::{self, open_or_resume};
 use crate::tied::Tied;
 use crate::wire::*;
@@ -15,11 +16,14 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use herald_protocol::{ChatMessage, Role, UserInput};
+use herald_protocol::{ChatMessage, FunctionCall, Role, ToolCall, UserInput};
 use herald_session::TurnProgress;
 use herald_session::runs::RunEvents;
-use herald_session::{Answers, RunEventKind, RunHandle, RunState, RunStatus, StoredResponse};
+use herald_session::{
+    Answers, ClientCall, RunEventKind, RunExtras, RunState, RunStatus, StoredResponse,
+};
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -33,13 +37,74 @@ struct Ask {
     store: bool,
     stream: bool,
     model: String,
+    /// The MCP server of each MCP tool the session has, by tool name.
+    labels: Arc<HashMap<String, String>>,
 }
 
-/// One `input` item: a string (a user message) or `{role, content}`.
-fn history_item(i: usize, v: &Value) -> Result<Option<ChatMessage>, ApiError> {
+/// What an `input` array becomes: the conversation, and the tool results its trailing
+/// `function_call_output` items carry (a parked run's, to resume it).
+struct Items {
+    history: Vec<ChatMessage>,
+    answers: Vec<(String, String)>,
+}
+
+/// A tool call's result text: a string, or output parts whose texts are joined.
+fn output_text(v: Option<&Value>) -> String {
     match v {
-        Value::String(s) => Ok(Some(ChatMessage::user(s.clone()))),
-        Value::Object(o) => {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => content::text_only(Some(other)),
+    }
+}
+
+/// Appends a call to the assistant message being replayed (a new one when the last
+/// message is not an assistant's).
+fn add_call(history: &mut Vec<ChatMessage>, call_id: &str, name: &str, arguments: &Value) {
+    let arguments = match arguments {
+        Value::String(s) => s.clone(),
+        Value::Null => "{}".to_owned(),
+        other => other.to_string(),
+    };
+    let call = ToolCall {
+        id: call_id.to_owned(),
+        kind: "function".to_owned(),
+        function: FunctionCall {
+            name: name.to_owned(),
+            arguments,
+        },
+    };
+    match history.last_mut() {
+        Some(m) if m.role == Role::Assistant => m.tool_calls.push(call),
+        _ => history.push(ChatMessage {
+            role: Role::Assistant,
+            content: None,
+            tool_calls: vec![call],
+            ..ChatMessage::user("")
+        }),
+    }
+}
+
+/// One `input` item into `items`: a string (a user message), `{role, content}` (a
+/// `message`), or an item herald emits, replayed (`function_call`,
+/// `function_call_output`, `mcp_call`; `mcp_list_tools` and `reasoning` carry nothing
+/// the model needs).
+fn take_item(i: usize, v: &Value, items: &mut Items) -> Result<(), ApiError> {
+    let o = match v {
+        Value::String(s) => {
+            items.history.push(ChatMessage::user(s.clone()));
+            return Ok(());
+        }
+        Value::Object(o) => o,
+        _ => {
+            return Err(ApiError::bad_request(
+                "Each input item must be a string or {role, content}",
+                None,
+            ));
+        }
+    };
+    let text = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or_default();
+    match o.get("type").and_then(Value::as_str).unwrap_or("message") {
+        "message" => {
             let (Some(role), Some(c)) = (o.get("role").and_then(Value::as_str), o.get("content"))
             else {
                 return Err(ApiError::bad_request(
@@ -47,28 +112,77 @@ fn history_item(i: usize, v: &Value) -> Result<Option<ChatMessage>, ApiError> {
                     None,
                 ));
             };
-            content::message(role, Some(c), &format!("input[{i}].content"))
+            let m = content::message(role, Some(c), &format!("input[{i}].content"))?;
+            items.history.extend(m);
         }
-        _ => Err(ApiError::bad_request(
-            "Each input item must be a string or {role, content}",
-            None,
-        )),
+        "function_call" => {
+            let args = o.get("arguments").unwrap_or(&Value::Null);
+            add_call(&mut items.history, text("call_id"), text("name"), args);
+        }
+        "function_call_output" => {
+            let (id, out) = (text("call_id").to_owned(), output_text(o.get("output")));
+            items.history.push(ChatMessage::tool_result(
+                id.clone(),
+                String::new(),
+                out.clone(),
+            ));
+            items.answers.push((id, out));
+        }
+        "mcp_call" => {
+            let id = text("id");
+            let call_id = id.strip_prefix("mcp_").unwrap_or(id);
+            let args = o.get("arguments").unwrap_or(&Value::Null);
+            add_call(&mut items.history, call_id, text("name"), args);
+            let out = match o.get("error") {
+                Some(Value::String(e)) if !e.is_empty() => e.clone(),
+                _ => output_text(o.get("output")),
+            };
+            let name = text("name").to_owned();
+            items
+                .history
+                .push(ChatMessage::tool_result(call_id.to_owned(), name, out));
+        }
+        "mcp_list_tools" | "reasoning" | "item_reference" => {}
+        other => {
+            return Err(ApiError::bad_request(
+                format!("Unsupported input item type '{other}'"),
+                None,
+            )
+            .at(format!("input[{i}].type")));
+        }
     }
+    if !matches!(
+        o.get("type").and_then(Value::as_str),
+        Some("function_call_output")
+    ) {
+        items.answers.clear();
+    }
+    Ok(())
 }
 
-/// `input`: a string, or an array whose last user item is the new turn.
-pub(crate) fn parse_input(v: Option<&Value>) -> Result<(UserInput, Vec<ChatMessage>), ApiError> {
-    let mut items = match v {
+/// What `input` asks for: a new turn (its user message, and the conversation before
+/// it), or tool results for a parked run.
+pub(crate) enum Asked {
+    Turn(UserInput, Vec<ChatMessage>),
+    Results(Vec<(String, String)>),
+}
+
+/// `input`: a string, or an array whose last user item is the new turn, or whose
+/// trailing `function_call_output` items answer a parked run.
+pub(crate) fn parse_input(v: Option<&Value>) -> Result<Asked, ApiError> {
+    let mut items = Items {
+        history: Vec::new(),
+        answers: Vec::new(),
+    };
+    match v {
         None | Some(Value::Null) => {
             return Err(ApiError::bad_request("Missing 'input' field", None));
         }
-        Some(Value::String(s)) => vec![ChatMessage::user(s.clone())],
+        Some(Value::String(s)) => items.history.push(ChatMessage::user(s.clone())),
         Some(Value::Array(a)) => {
-            let mut out = Vec::new();
             for (i, item) in a.iter().enumerate() {
-                out.extend(history_item(i, item)?);
+                take_item(i, item, &mut items)?;
             }
-            out
         }
         Some(_) => {
             return Err(ApiError::bad_request(
@@ -77,9 +191,12 @@ pub(crate) fn parse_input(v: Option<&Value>) -> Result<(UserInput, Vec<ChatMessa
             ));
         }
     };
-    match items.pop() {
+    if !items.answers.is_empty() {
+        return Ok(Asked::Results(items.answers));
+    }
+    match items.history.pop() {
         Some(m) if m.role == Role::User && content::has_payload(&m) => {
-            Ok((content::input_of(m), items))
+            Ok(Asked::Turn(content::input_of(m), items.history))
         }
         _ => Err(ApiError::bad_request(
             "No user message found in input",
@@ -88,12 +205,27 @@ pub(crate) fn parse_input(v: Option<&Value>) -> Result<(UserInput, Vec<ChatMessa
     }
 }
 
+/// One `conversation_history` entry: `{role, content}`.
+fn history_item(i: usize, v: &Value) -> Result<Option<ChatMessage>, ApiError> {
+    let (Some(role), Some(c)) = (v.get("role").and_then(Value::as_str), v.get("content")) else {
+        return Err(ApiError::bad_request(
+            "Each input item needs a role and content",
+            None,
+        ));
+    };
+    content::message(role, Some(c), &format!("input[{i}].content"))
+}
+
 fn stored_history(r: &StoredResponse) -> Vec<ChatMessage> {
     serde_json::from_str(&r.history).unwrap_or_default()
 }
 
-async fn ask_of(api: &Api, request: &ResponseRequest) -> Result<Ask, ApiError> {
-    let (input, mut history) = parse_input(request.input.as_ref())?;
+async fn ask_of(
+    api: &Api,
+    request: &ResponseRequest,
+    input: UserInput,
+    mut history: Vec<ChatMessage>,
+) -> Result<Ask, ApiError> {
     let mut instructions = request.instructions.text();
     let conversation = request.conversation.text();
     let mut previous = request.previous_response_id.text();
@@ -167,6 +299,7 @@ async fn ask_of(api: &Api, request: &ResponseRequest) -> Result<Ask, ApiError> {
         store: request.store.as_ref().is_none_or(|v| body::truthy(Some(v))),
         stream: request.stream.0,
         model: request.model.text().unwrap_or_else(|| api.model_id.clone()),
+        labels: Arc::default(),
     })
 }
 
@@ -185,8 +318,16 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
         object: request,
         typed,
     } = crate::readers::response(&admitted.bytes, api.settings.max_messages)?;
+    let (input, history) = match parse_input(typed.input.as_ref())? {
+        Asked::Results(answers) => {
+            let parked = api.lot.resume(&answers)?;
+            return Ok(resume(api.clone(), &headers, &typed, parked, permit).await);
+        }
+        Asked::Turn(input, history) => (input, history),
+    };
+    let ask = ask_of(&api, &typed, input, history).await?;
     if typed.stream.0 {
-        return run_response(api.clone(), &headers, &typed, permit).await;
+        return run_response(api.clone(), &headers, &typed, ask, permit).await;
     }
     let fields = [
         "input",
@@ -197,7 +338,7 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
         "tools",
     ];
     let make = || async {
-        run_response(api.clone(), &headers, &typed, permit)
+        run_response(api.clone(), &headers, &typed, ask, permit)
             .await
             .unwrap_or_else(IntoResponse::into_response)
     };
@@ -217,22 +358,100 @@ async fn run_response(
     api: Arc<Api>,
     headers: &HeaderMap,
     request: &ResponseRequest,
+    ask: Ask,
     permit: Option<OwnedSemaphorePermit>,
 ) -> Result<Response, ApiError> {
-    let ask = ask_of(&api, request).await?;
     let options = session_pick::options(
         Answers::Nobody,
         ask.instructions.as_deref().unwrap_or_default(),
     );
     let (session, _) = open_or_resume(&api, &ask.session_id, options).await?;
+    let offered = crate::client_tools::read(
+        request.tools.as_ref(),
+        request.tool_choice.as_ref(),
+        request.parallel_tool_calls.as_ref(),
+        &session.tool_names(),
+        api.client_tool_timeout(),
+    )?;
     session.adopt_history(ask.history.clone());
     session_pick::route_model(&api, &session, &ask.model);
+    let mut ask = ask;
+    ask.labels = Arc::new(mcp_labels(&session));
+    let client = (!offered.is_empty()).then(|| ClientSide {
+        names: Arc::new(offered.names.clone()),
+        desk: offered.desk.clone(),
+    });
+    let extras = RunExtras {
+        client_tools: offered.tools,
+        tool_policy: offered.policy,
+        ..RunExtras::default()
+    };
     let run = api
         .host
-        .start_run(&session, ask.input.clone())
+        .start_run_with(&session, ask.input.clone(), extras)
         .map_err(session_pick::run_error)?;
-    let run_id = run.id();
-    let tied = Tied::new(run, permit);
+    let events = run.take_events();
+    let answering = Answering {
+        tied: Tied::new(run, permit),
+        client,
+        lot: api.lot.clone(),
+    };
+    Ok(answer(api, headers, ask, answering, events).await)
+}
+
+/// The MCP server of each of the session's MCP tools (their toolset `mcp-<server>`).
+fn mcp_labels(session: &herald_session::Session) -> HashMap<String, String> {
+    session
+        .tools_now()
+        .iter()
+        .filter_map(|t| {
+            let server = t.toolset()?.strip_prefix("mcp-")?.to_owned();
+            Some((t.name().to_owned(), server))
+        })
+        .collect()
+}
+
+/// The answer of a request whose `function_call_output` items resume a parked run.
+async fn resume(
+    api: Arc<Api>,
+    headers: &HeaderMap,
+    request: &ResponseRequest,
+    parked: Parked,
+    permit: Option<OwnedSemaphorePermit>,
+) -> Response {
+    let carried = parked.carried.unwrap_or_default();
+    let ask = Ask {
+        input: UserInput::default(),
+        history: carried.history,
+        instructions: carried.instructions,
+        conversation: carried.conversation,
+        session_id: parked.run.session_id(),
+        store: request
+            .store
+            .as_ref()
+            .map_or(carried.store, |v| body::truthy(Some(v))),
+        stream: request.stream.0,
+        model: request.model.text().unwrap_or(carried.model),
+        labels: carried.labels,
+    };
+    let answering = Answering {
+        tied: Tied::new(parked.run, permit),
+        client: Some(parked.client),
+        lot: api.lot.clone(),
+    };
+    answer(api, headers, ask, answering, Some(parked.events)).await
+}
+
+/// A run's response, whole or streamed, naming the run and its session.
+async fn answer(
+    api: Arc<Api>,
+    headers: &HeaderMap,
+    ask: Ask,
+    answering: Answering,
+    events: Option<RunEvents>,
+) -> Response {
+    let run_id = answering.tied.run().id();
+    let session_id = answering.tied.run().session_id();
     let turn = Turn {
         id: format!("resp_{}", &uuid::Uuid::new_v4().simple().to_string()[..28]),
         created_at: crate::discovery::now_secs() as u64,
@@ -241,27 +460,27 @@ async fn run_response(
     };
     let mut response = if turn.ask.stream {
         let (frames, response) = sse::channel();
-        // Taken before the task runs, so the run is paced from its first delta.
-        let events = tied.run().take_events();
         tokio::spawn(async move {
-            frames.unless_gone(turn.stream(events, &frames)).await;
-            // Dropped here: interrupts the run unless it has ended.
-            drop(tied);
+            // Dropped with the stream when the reader goes away: interrupts the run
+            // unless it has ended or parked.
+            frames
+                .unless_gone(turn.stream(events, answering, &frames))
+                .await;
         });
         response
     } else {
         // A client that goes away drops this future, and with it the tied run.
-        Json(turn.collect(tied.run()).await).into_response()
+        Json(turn.collect(events, answering).await).into_response()
     };
     let h = response.headers_mut();
     crate::tied::name_run(h, &run_id);
-    if let Ok(v) = HeaderValue::from_str(session.id()) {
+    if let Ok(v) = HeaderValue::from_str(&session_id) {
         h.insert("x-hermes-session-id", v);
     }
     if let Some(key) = headers.get("x-hermes-session-key").cloned() {
         h.insert("x-hermes-session-key", key);
     }
-    Ok(response)
+    response
 }
 
 /// One response being made.
@@ -272,51 +491,201 @@ struct Turn {
     api: Arc<Api>,
 }
 
+/// The stream events of one step, in order: (type, fields).
+type Steps = Vec<(&'static str, Value)>;
+
 /// What a run produced, as output items and messages.
 #[derive(Default)]
 struct Made {
     items: Vec<Value>,
-    text: String,
+    /// The message item open for text: its index in `items`, and its text so far.
+    open: Option<(usize, String)>,
     messages: Vec<ChatMessage>,
 }
 
+fn message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({"type": "message", "id": id, "status": status, "role": "assistant",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
 impl Made {
-    /// Takes one event in; the item it adds, if any.
-    fn take(&mut self, kind: &RunEventKind) -> Option<Value> {
-        match kind {
-            RunEventKind::Progress(TurnProgress::MessageDelta(t)) => {
-                self.text.push_str(t);
-                None
+    /// Closes the open message item with `text` (its streamed text when `None`).
+    fn close_text(&mut self, text: Option<&str>) -> Steps {
+        let Some((index, streamed)) = self.open.take() else {
+            return Vec::new();
+        };
+        let text = text.unwrap_or(&streamed);
+        let id = self.items[index]["id"].clone();
+        let id = id.as_str().unwrap_or_default();
+        self.items[index] = message_item(id, text, "completed");
+        let part = json!({"type": "output_text", "text": text, "annotations": []});
+        vec![
+            (
+                "response.output_text.done",
+                json!({"item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}),
+            ),
+            (
+                "response.content_part.done",
+                json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}),
+            ),
+            (
+                "response.output_item.done",
+                json!({"output_index": index, "item": self.items[index]}),
+            ),
+        ]
+    }
+
+    fn delta(&mut self, t: &str) -> Steps {
+        let mut steps = Vec::new();
+        let index = match &mut self.open {
+            Some((index, text)) => {
+                text.push_str(t);
+                *index
             }
+            None => {
+                let index = self.items.len();
+                let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+                let item = json!({"id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []});
+                self.items.push(item.clone());
+                self.open = Some((index, t.to_owned()));
+                let part = json!({"type": "output_text", "text": "", "annotations": []});
+                steps.push((
+                    "response.output_item.added",
+                    json!({"output_index": index, "item": item}),
+                ));
+                steps.push((
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}),
+                ));
+                index
+            }
+        };
+        let id = self.items[index]["id"].clone();
+        steps.push(("response.output_text.delta", json!({"item_id": id, "output_index": index, "content_index": 0, "delta": t, "logprobs": []})));
+        steps
+    }
+
+    /// One of herald's own tool calls starts: an `mcp_call` item, in progress.
+    fn tool_started(&mut self, call_id: &str, name: &str, arguments: &Value, label: &str) -> Steps {
+        let mut steps = self.close_text(None);
+        let index = self.items.len();
+        let id = format!("mcp_{call_id}");
+        let args = arguments.to_string();
+        let item = json!({"type": "mcp_call", "id": id, "server_label": label, "name": name,
+                          "arguments": args, "output": null, "error": null, "status": "in_progress"});
+        self.items.push(item.clone());
+        steps.push((
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        ));
+        steps.push((
+            "response.mcp_call.in_progress",
+            json!({"item_id": id, "output_index": index}),
+        ));
+        steps.push((
+            "response.mcp_call_arguments.delta",
+            json!({"item_id": id, "output_index": index, "delta": args}),
+        ));
+        steps.push((
+            "response.mcp_call_arguments.done",
+            json!({"item_id": id, "output_index": index, "arguments": args}),
+        ));
+        steps
+    }
+
+    /// One of herald's own tool calls ended: its item completed (or failed).
+    fn tool_completed(&mut self, call_id: &str, result: &str, is_error: bool) -> Steps {
+        let id = format!("mcp_{call_id}");
+        let Some(index) = self.items.iter().position(|i| i["id"] == id.as_str()) else {
+            return Vec::new();
+        };
+        let item = &mut self.items[index];
+        if is_error {
+            item["error"] = json!(result);
+            item["status"] = json!("failed");
+        } else {
+            item["output"] = json!(result);
+            item["status"] = json!("completed");
+        }
+        let kind = match is_error {
+            true => "response.mcp_call.failed",
+            false => "response.mcp_call.completed",
+        };
+        vec![
+            (kind, json!({"item_id": id, "output_index": index})),
+            (
+                "response.output_item.done",
+                json!({"output_index": index, "item": self.items[index]}),
+            ),
+        ]
+    }
+
+    /// The client's calls: `function_call` items, for the client to run.
+    fn client_calls(&mut self, calls: &[ClientCall]) -> Steps {
+        let mut steps = self.close_text(None);
+        for c in calls {
+            let index = self.items.len();
+            let item = json!({"type": "function_call", "id": format!("fc_{}", c.call_id), "call_id": c.call_id,
+                              "name": c.name, "arguments": c.arguments.to_string(), "status": "completed"});
+            self.items.push(item.clone());
+            steps.push((
+                "response.output_item.added",
+                json!({"output_index": index, "item": item}),
+            ));
+            steps.push((
+                "response.output_item.done",
+                json!({"output_index": index, "item": item}),
+            ));
+        }
+        steps
+    }
+}
+
+/// How a run's step is shown: its stream events, or that the run parked.
+enum Shown {
+    Steps(Steps),
+    Parked(Vec<ClientCall>),
+    Ended(RunStatus),
+}
+
+impl Turn {
+    /// The `server_label` of a tool: its MCP server's name, else `herald`.
+    fn label_of(&self, tool: &str) -> String {
+        self.ask
+            .labels
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| "herald".to_owned())
+    }
+
+    /// Takes one event into `made`.
+    fn show(&self, made: &mut Made, kind: RunEventKind, answering: &Answering) -> Shown {
+        let steps = match kind {
+            RunEventKind::Progress(TurnProgress::MessageDelta(t)) => made.delta(&t),
             RunEventKind::Progress(TurnProgress::ToolStarted {
                 call_id,
                 name,
                 arguments,
-            }) => {
-                let item = json!({"type": "function_call", "id": format!("fc_{call_id}"), "name": name, "arguments": arguments.to_string(), "call_id": call_id, "status": "completed"});
-                self.items.push(item.clone());
-                Some(item)
+            }) if !answering.is_client(&name) => {
+                made.tool_started(&call_id, &name, &arguments, &self.label_of(&name))
             }
             RunEventKind::Progress(TurnProgress::ToolCompleted {
-                call_id, result, ..
-            }) => {
-                let item = json!({"type": "function_call_output", "id": format!("fco_{call_id}"), "call_id": call_id, "output": result, "status": "completed"});
-                self.items.push(item.clone());
-                Some(item)
+                call_id,
+                name,
+                result,
+                is_error,
+            }) if !answering.is_client(&name) => made.tool_completed(&call_id, &result, is_error),
+            RunEventKind::Progress(TurnProgress::ClientCalls(calls)) => {
+                return Shown::Parked(calls);
             }
             RunEventKind::MessageSaved { message, .. } => {
-                self.messages.push(message.clone());
-                None
+                made.messages.push(message);
+                Vec::new()
             }
-            _ => None,
-        }
-    }
-}
-
-impl Turn {
-    fn message_item(&self, text: &str, status: &str) -> Value {
-        json!({"type": "message", "id": format!("msg_{}", &self.id[5..]), "status": status, "role": "assistant",
-               "content": [{"type": "output_text", "text": text, "annotations": []}]})
+            RunEventKind::Finished(end) => return Shown::Ended(end),
+            _ => Vec::new(),
+        };
+        Shown::Steps(steps)
     }
 
     fn object(&self, status: &str, output: Vec<Value>, end: Option<&RunStatus>) -> Value {
@@ -341,38 +710,69 @@ impl Turn {
         serde_json::to_value(object).unwrap_or_default()
     }
 
-    /// The final object: the current turn's items, the assistant message last.
-    fn finish(&self, end: &RunStatus, made: &Made) -> Value {
+    /// The run's end: the open message closed with the final text (or one added), and
+    /// the final object.
+    fn finish(&self, end: &RunStatus, made: &mut Made) -> (Steps, Value) {
+        let home = self.api.host.runtime().home.root();
         let text = match (&end.output, end.state) {
-            (Some(t), RunState::Completed) => t.clone(),
-            _ if !made.text.trim().is_empty() => made.text.clone(),
-            _ => end
-                .error
-                .clone()
-                .unwrap_or_else(|| "(No response generated)".into()),
+            (Some(t), RunState::Completed) => media::inline_images(t, home),
+            _ => match &made.open {
+                Some((_, t)) if !t.trim().is_empty() => t.clone(),
+                _ => end
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "(No response generated)".into()),
+            },
         };
-        let mut output = made.items.clone();
-        output.push(self.message_item(&text, "completed"));
+        let steps = if made.open.is_some() {
+            made.close_text(Some(&text))
+        } else {
+            let id = format!("msg_{}", &self.id[5..]);
+            made.items.push(message_item(&id, &text, "completed"));
+            Vec::new()
+        };
         let status = if end.state == RunState::Completed {
             "completed"
         } else {
             "failed"
         };
-        self.object(status, output, Some(end))
+        (steps, self.object(status, made.items.clone(), Some(end)))
+    }
+
+    /// The object of a response whose run parked for the client's calls.
+    fn parked(&self, made: &mut Made, calls: &[ClientCall]) -> (Steps, Value) {
+        let steps = made.client_calls(calls);
+        (steps, self.object("completed", made.items.clone(), None))
+    }
+
+    /// The conversation so far: the history before the turn, and the turn's messages.
+    fn history(&self, made: &Made) -> Vec<ChatMessage> {
+        let mut history = self.ask.history.clone();
+        history.extend(made.messages.iter().cloned());
+        history
+    }
+
+    fn carried(&self, made: &Made) -> Carried {
+        Carried {
+            conversation: self.ask.conversation.clone(),
+            instructions: self.ask.instructions.clone(),
+            store: self.ask.store,
+            model: self.ask.model.clone(),
+            history: self.history(made),
+            labels: self.ask.labels.clone(),
+        }
     }
 
     async fn keep(&self, object: &Value, made: &Made) {
         if !self.ask.store {
             return;
         }
-        let mut history = self.ask.history.clone();
-        history.extend(made.messages.iter().cloned());
         let stored = StoredResponse {
             id: self.id.clone(),
             conversation: self.ask.conversation.clone(),
             session_id: self.ask.session_id.clone(),
             instructions: self.ask.instructions.clone(),
-            history: serde_json::to_string(&history).unwrap_or_else(|_| "[]".into()),
+            history: serde_json::to_string(&self.history(made)).unwrap_or_else(|_| "[]".into()),
             response: object.to_string(),
         };
         if let Err(e) = self
@@ -385,27 +785,37 @@ impl Turn {
         }
     }
 
-    async fn collect(&self, run: &RunHandle) -> Value {
+    async fn collect(&self, events: Option<RunEvents>, answering: Answering) -> Value {
         let mut made = Made::default();
-        let Some(mut events) = run.take_events() else {
+        let Some(mut events) = events else {
             return self.object("failed", Vec::new(), None);
         };
         while let Some(e) = events.recv().await {
-            if let RunEventKind::Finished(end) = &e.kind {
-                let mut end = end.clone();
-                let home = self.api.host.runtime().home.root();
-                end.output = end.output.map(|t| media::inline_images(&t, home));
-                let object = self.finish(&end, &made);
-                self.keep(&object, &made).await;
-                return object;
+            match self.show(&mut made, e.kind, &answering) {
+                Shown::Steps(_) => {}
+                Shown::Parked(calls) => {
+                    let (_, object) = self.parked(&mut made, &calls);
+                    self.keep(&object, &made).await;
+                    answering.park(events, &calls, Some(self.carried(&made)));
+                    return object;
+                }
+                Shown::Ended(end) => {
+                    let (_, object) = self.finish(&end, &mut made);
+                    self.keep(&object, &made).await;
+                    return object;
+                }
             }
-            made.take(&e.kind);
         }
         self.object("failed", Vec::new(), None)
     }
 
     /// Streams the events; false when the reader went away.
-    async fn stream(&self, events: Option<RunEvents>, frames: &sse::Frames) -> bool {
+    async fn stream(
+        &self,
+        events: Option<RunEvents>,
+        answering: Answering,
+        frames: &sse::Frames,
+    ) -> bool {
         let mut out = Events { frames, n: 0 };
         let Some(mut events) = events else {
             return true;
@@ -421,107 +831,33 @@ impl Turn {
             return false;
         }
         let mut made = Made::default();
-        let mut text_open = false;
-        let msg_id = format!("msg_{}", &self.id[5..]);
         while let Some(e) = events.recv().await {
-            if let RunEventKind::Finished(end) = &e.kind {
-                return self.close(&mut out, end, &made, text_open, &msg_id).await;
-            }
-            if let RunEventKind::Progress(TurnProgress::MessageDelta(t)) = &e.kind {
-                let index = made.items.len();
-                if !text_open {
-                    text_open = true;
-                    let item = json!({"id": msg_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []});
-                    let part = json!({"type": "output_text", "text": "", "annotations": []});
-                    if !out.send("response.output_item.added", json!({"output_index": index, "item": item})).await
-                        || !out.send("response.content_part.added", json!({"item_id": msg_id, "output_index": index, "content_index": 0, "part": part})).await
-                    {
+            let (steps, object, kind) = match self.show(&mut made, e.kind, &answering) {
+                Shown::Steps(steps) => {
+                    if !out.send_all(steps).await {
                         return false;
                     }
+                    continue;
                 }
-                if !out.send("response.output_text.delta", json!({"item_id": msg_id, "output_index": index, "content_index": 0, "delta": t, "logprobs": []})).await {
-                    return false;
+                Shown::Parked(calls) => {
+                    let (steps, object) = self.parked(&mut made, &calls);
+                    self.keep(&object, &made).await;
+                    answering.park(events, &calls, Some(self.carried(&made)));
+                    (steps, object, "response.completed")
                 }
-            }
-            let before = made.items.len();
-            if let Some(item) = made.take(&e.kind) {
-                let sent = match item["type"].as_str() {
-                    Some("function_call") => {
-                        let mut started = item.clone();
-                        started["status"] = json!("in_progress");
-                        out.send(
-                            "response.output_item.added",
-                            json!({"output_index": before, "item": started}),
-                        )
-                        .await
-                    }
-                    _ => {
-                        let call = made
-                            .items
-                            .iter()
-                            .rev()
-                            .find(|i| {
-                                i["type"] == "function_call" && i["call_id"] == item["call_id"]
-                            })
-                            .cloned()
-                            .unwrap_or(Value::Null);
-                        out.send(
-                            "response.output_item.done",
-                            json!({"output_index": before.saturating_sub(1), "item": call}),
-                        )
-                        .await
-                            && out
-                                .send(
-                                    "response.output_item.added",
-                                    json!({"output_index": before, "item": item}),
-                                )
-                                .await
-                            && out
-                                .send(
-                                    "response.output_item.done",
-                                    json!({"output_index": before, "item": item}),
-                                )
-                                .await
-                    }
-                };
-                if !sent {
-                    return false;
+                Shown::Ended(end) => {
+                    let (steps, object) = self.finish(&end, &mut made);
+                    self.keep(&object, &made).await;
+                    let kind = match object["status"] == "completed" {
+                        true => "response.completed",
+                        false => "response.failed",
+                    };
+                    (steps, object, kind)
                 }
-            }
+            };
+            return out.send_all(steps).await && out.send(kind, json!({"response": object})).await;
         }
         true
-    }
-
-    async fn close(
-        &self,
-        out: &mut Events<'_>,
-        end: &RunStatus,
-        made: &Made,
-        text_open: bool,
-        msg_id: &str,
-    ) -> bool {
-        let object = self.finish(end, made);
-        let index = made.items.len();
-        let text = object["output"][index]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if text_open {
-            let part = json!({"type": "output_text", "text": text, "annotations": []});
-            let ok = out.send("response.output_text.done", json!({"item_id": msg_id, "output_index": index, "content_index": 0, "text": text, "logprobs": []})).await
-                && out.send("response.content_part.done", json!({"item_id": msg_id, "output_index": index, "content_index": 0, "part": part})).await
-                && out.send("response.output_item.done", json!({"output_index": index, "item": object["output"][index]})).await;
-            if !ok {
-                return false;
-            }
-        }
-        self.keep(&object, made).await;
-        let kind = if object["status"] == "completed" {
-            "response.completed"
-        } else {
-            "response.failed"
-        };
-        out.send(kind, json!({"response": object})).await
     }
 }
 
@@ -541,6 +877,15 @@ impl Events<'_> {
         event.insert("sequence_number".into(), json!(self.n));
         self.n += 1;
         self.frames.event(kind, &Value::Object(event)).await
+    }
+
+    async fn send_all(&mut self, steps: Steps) -> bool {
+        for (kind, fields) in steps {
+            if !self.send(kind, fields).await {
+                return false;
+            }
+        }
+        true
     }
 }
 

@@ -279,6 +279,13 @@ fn event_fields(
                 .unwrap_or(0.0);
             json!({"tool": name, "duration": (secs * 1000.0).round() / 1000.0, "error": is_error, "tool_call_id": call_id})
         }
+        RunEventKind::Progress(TurnProgress::ClientCalls(calls)) => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|c| json!({"tool": c.name, "tool_call_id": c.call_id, "arguments": c.arguments}))
+                .collect();
+            json!({"calls": calls})
+        }
         RunEventKind::ApprovalRequested {
             request_id,
             command,

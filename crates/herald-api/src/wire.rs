@@ -221,14 +221,16 @@ pub struct ChatCompletionRequest {
     #[schema(value_type = Option<bool>)]
     #[serde(default)]
     pub stream: Truthy,
-    /// Accepted and ignored: herald's agent runs its own tools.
+    /// Functions the client runs itself, offered to the model beside herald's own
+    /// tools; their calls come back with `finish_reason: tool_calls`.
     #[schema(value_type = Option<Vec<Value>>)]
-    #[allow(dead_code)]
     pub tools: Option<Value>,
-    /// Accepted and ignored.
+    /// `none`, `auto`, `required` or one function (the first provider call only,
+    /// except `none`).
     #[schema(value_type = Option<Value>)]
-    #[allow(dead_code)]
     pub tool_choice: Option<Value>,
+    #[schema(value_type = Option<bool>)]
+    pub parallel_tool_calls: Option<Value>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -257,7 +259,13 @@ pub struct ChatChoice {
 pub struct AssistantMessage {
     #[schema(example = "assistant")]
     pub role: String,
-    pub content: String,
+    /// The answer's text (`null` beside tool calls with no text).
+    pub content: Option<String>,
+    /// The calls of the request's own tools the client is to run (`finish_reason:
+    /// tool_calls`); herald's own tools never appear here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tool_calls: Vec<Value>,
 }
 
 /// One `data:` frame of a streamed completion.
@@ -298,7 +306,10 @@ pub struct Usage {
 /// `POST /v1/responses`: stateful, chained by `previous_response_id` or `conversation`.
 #[derive(Default, Deserialize, ToSchema)]
 pub struct ResponseRequest {
-    /// A string, or items of `{role, content}` whose last user item is the new turn.
+    /// A string, or items whose last user item is the new turn: `{role, content}`
+    /// messages and the items herald emits, replayed (`mcp_call`, `function_call`,
+    /// `function_call_output`, `mcp_list_tools`); trailing `function_call_output`
+    /// items resume the run that waits for them.
     #[schema(value_type = Value)]
     pub input: Option<Value>,
     #[schema(value_type = Option<String>)]
@@ -325,6 +336,14 @@ pub struct ResponseRequest {
     #[schema(value_type = Option<String>)]
     #[serde(default)]
     pub truncation: Lenient<String>,
+    /// Functions the client runs itself (`{type: function, name, parameters}`); their
+    /// calls come back as `function_call` items of a completed response.
+    #[schema(value_type = Option<Vec<Value>>)]
+    pub tools: Option<Value>,
+    #[schema(value_type = Option<Value>)]
+    pub tool_choice: Option<Value>,
+    #[schema(value_type = Option<bool>)]
+    pub parallel_tool_calls: Option<Value>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -336,7 +355,9 @@ pub struct ResponseObject {
     pub status: String,
     pub created_at: u64,
     pub model: String,
-    /// Message, function call and function call output items.
+    /// Message items, `mcp_call` items (herald's own tool calls, run on the server)
+    /// and `function_call` items (the calls of the request's own tools, for the client
+    /// to run).
     pub output: Vec<Value>,
     /// Once completed: `{input_tokens, output_tokens, total_tokens}`.
     #[serde(skip_serializing_if = "Option::is_none")]

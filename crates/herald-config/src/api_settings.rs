@@ -4,7 +4,7 @@
 //! `gateway.api_server.max_concurrent_runs` and `max_stored_responses`; the port's own
 //! connection bounds (`extra.header_timeout_seconds`, `body_timeout_seconds`,
 //! `idle_timeout_seconds`, `max_connections`, `max_body_bytes_in_flight`, with the
-//! webhook port's defaults) and `extra.max_messages`.
+//! webhook port's defaults), `extra.max_messages` and `extra.client_tool_timeout_seconds`.
 
 use crate::config::ConnectionSettings;
 use crate::node::Node;
@@ -53,6 +53,9 @@ pub struct ApiServerSettings {
     pub connections: ConnectionSettings,
     /// The longest `messages` or `input` array served.
     pub max_messages: usize,
+    /// How long a run parked for a client's tool results waits for them
+    /// (`extra.client_tool_timeout_seconds`); then it ends as cancelled.
+    pub client_tool_timeout_seconds: u64,
 }
 
 impl Default for ApiServerSettings {
@@ -70,6 +73,7 @@ impl Default for ApiServerSettings {
             max_stored_responses: 100,
             connections: ConnectionSettings::default(),
             max_messages: API_MAX_MESSAGES,
+            client_tool_timeout_seconds: 600,
         }
     }
 }
@@ -183,6 +187,9 @@ pub fn read_api_settings(
     s.connections = connections(r, extra);
     if let Some(v) = number(r, extra, "max_messages", 1, 10_000_000) {
         s.max_messages = usize::try_from(v).unwrap_or(usize::MAX);
+    }
+    if let Some(v) = number(r, extra, "client_tool_timeout_seconds", 1, 86_400) {
+        s.client_tool_timeout_seconds = v;
     }
     s
 }

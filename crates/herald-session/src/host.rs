@@ -868,6 +868,33 @@ impl Host {
         run_id: String,
         model_named: Option<String>,
     ) -> Result<RunHandle, SessionError> {
+        let extras = RunExtras {
+            run_id,
+            model_named,
+            ..RunExtras::default()
+        };
+        self.start_run_with(session, input, extras)
+    }
+
+    /// [`Host::start_run`] with what one request adds to its run: the client's own
+    /// tools offered beside the session's, a provider `extra_body` for this run.
+    pub fn start_run_with(
+        self: &Arc<Self>,
+        session: &Session,
+        input: impl Into<UserInput>,
+        extras: RunExtras,
+    ) -> Result<RunHandle, SessionError> {
+        let RunExtras {
+            run_id,
+            model_named,
+            client_tools,
+            tool_policy,
+        } = extras;
+        let run_id = if run_id.is_empty() {
+            prompt::new_run_id()
+        } else {
+            run_id
+        };
         let (history, endpoint) = {
             let mut s = session.state();
             if s.running.is_some() {
@@ -878,7 +905,9 @@ impl Host {
             (history, s.endpoint.clone())
         };
         let flow = Arc::new(herald_llm::flow::Flow::default());
-        let agent = self.agent_for(session, endpoint.clone(), flow.clone());
+        let mut agent = self.agent_for(session, endpoint.clone(), flow.clone());
+        agent.config.tools.extend(client_tools);
+        agent.config.tool_policy = tool_policy;
         let now = now_secs();
         let (status, _) = watch::channel(RunStatus::queued(
             run_id.clone(),
@@ -917,7 +946,22 @@ impl Host {
         tokio::spawn(tracing::Instrument::instrument(run, span));
         Ok(RunHandle { cell })
     }
+}
 
+/// What one request adds to its run (all empty: nothing).
+#[derive(Default)]
+pub struct RunExtras {
+    /// The run's id (empty: a new one).
+    pub run_id: String,
+    /// The model its status names (`None`: the session's).
+    pub model_named: Option<String>,
+    /// Functions the client runs itself, offered beside the session's tools.
+    pub client_tools: Vec<Arc<dyn Tool>>,
+    /// How the request asks for tools to be used (`tool_choice`, `parallel_tool_calls`).
+    pub tool_policy: herald_agent::client_tool::ToolPolicy,
+}
+
+impl Host {
     /// The agent of one run, reading its provider only as fast as `flow`'s reader
     /// takes the output.
     fn agent_for(&self, session: &Session, endpoint: Endpoint, flow: Arc<Flow>) -> Agent {
@@ -950,6 +994,7 @@ impl Host {
                     ))
                 }),
                 max_tool_calls_per_answer: rt.max_tool_calls_per_answer,
+                tool_policy: Default::default(),
             },
             self.client.paced(flow),
         )
@@ -1255,6 +1300,10 @@ impl Drive {
         last.retryable = result.failed && result.error_retryable;
         last.partial = result.partial;
         last.last_event = Some(RunEventKind::Finished(last.clone()).name().to_owned());
+        if state == RunState::Failed {
+            tracing::warn!(run = %last.run_id, session = %last.session_id, retryable = last.retryable,
+                error = last.error.as_deref().unwrap_or_default(), "the run failed");
+        }
         let took = (last.updated_at - last.created_at).max(0.0);
         herald_metrics::get().agent.run_ended(
             self.host.runtime.platform.name(),

@@ -60,7 +60,8 @@ pub use delegation::{DelegationStatus, SubagentError, SubagentInfo};
 pub use edit_approvals::{EditRule, is_edit};
 /// What a front door needs of the agent core, so that it depends on the host alone: the
 /// answer types of approvals and `clarify`, toolset names, and the skills library.
-pub use herald_agent::tool::{Clarifier, ClarifyRequest};
+pub use herald_agent::client_tool::{ClientCall, ClientDesk, ClientTool, ToolPolicy};
+pub use herald_agent::tool::{Clarifier, ClarifyRequest, Tool};
 pub use herald_agent::{
     ApprovalRequest, Approver, Decision, Observer, SubagentEvent, SubagentKind, ToolDirective,
     TurnProgress, approval, skills, string_list, toolsets,
@@ -77,7 +78,7 @@ pub use herald_store::sessions::{
     SessionSummary, SessionUsage, StoredResponse, TitleRefused,
 };
 pub use host::{
-    Answers, Compressed, EventRelay, Host, RewindRequest, Saved, Session, SessionOptions,
+    Answers, Compressed, EventRelay, Host, RewindRequest, RunExtras, Saved, Session, SessionOptions,
 };
 pub use model_select::SelectError;
 pub use ops::{Op, OpError, Opening, Outcome};

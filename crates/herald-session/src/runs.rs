@@ -261,6 +261,7 @@ impl RunEventKind {
             RunEventKind::Progress(TurnProgress::MessageComplete { .. }) => "message.complete",
             RunEventKind::Progress(TurnProgress::ToolStarted { .. }) => "tool.started",
             RunEventKind::Progress(TurnProgress::ToolCompleted { .. }) => "tool.completed",
+            RunEventKind::Progress(TurnProgress::ClientCalls(_)) => "tool.client_calls",
             RunEventKind::MessageSaved { .. } => "message.saved",
             RunEventKind::ApprovalRequested { .. } => "approval.request",
             RunEventKind::EditApprovalRequested { .. } => "approval.edit_request",

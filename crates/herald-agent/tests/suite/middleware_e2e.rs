@@ -41,6 +41,7 @@ fn agent(
         clarifier: None,
         budget: Default::default(),
         max_tool_calls_per_answer: herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
+        tool_policy: Default::default(),
     })
 }
 

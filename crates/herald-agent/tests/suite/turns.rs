@@ -38,6 +38,7 @@ fn agent_with(
         clarifier: None,
         budget: Default::default(),
         max_tool_calls_per_answer: herald_agent::budget::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
+        tool_policy: Default::default(),
     })
 }
 

@@ -220,7 +220,7 @@ async fn chat_completions_whole_and_streamed() {
         "POST",
         "/v1/chat/completions",
         Some(json!({"model": "m", "messages": more, "stream": "true"})),
-        &[],
+        &[("X-Hermes-Tool-Progress", "1")],
     )
     .await;
     assert_eq!(r.headers()["content-type"], "text/event-stream");

@@ -556,7 +556,8 @@ async fn the_api_shows_a_childs_work_as_tool_progress() {
     // A streamed chat completion: the child's call as hermes.tool.progress.
     script_one_child(&provider, "d2");
     let body = json!({"model": "hermes-agent", "stream": true, "messages": [{"role": "user", "content": "look"}]});
-    let text = call(&h, "POST", "/v1/chat/completions", Some(body), &[])
+    let asked = [("X-Hermes-Tool-Progress", "1")];
+    let text = call(&h, "POST", "/v1/chat/completions", Some(body), &asked)
         .await
         .text()
         .await

@@ -15,6 +15,7 @@ mod discord;
 mod fakes;
 mod filters_scripts;
 mod first_contact;
+mod frameworks;
 mod hostile;
 mod images;
 mod inbox_cli;
