@@ -129,8 +129,8 @@ fn take_item(i: usize, v: &Value, items: &mut Items) -> Result<(), ApiError> {
             items.answers.push((id, out));
         }
         "mcp_call" => {
-            let id = text("id");
-            let call_id = id.strip_prefix("mcp_").unwrap_or(id);
+            // The item's id pairs the replayed call with its result.
+            let call_id = text("id");
             let args = o.get("arguments").unwrap_or(&Value::Null);
             add_call(&mut items.history, call_id, text("name"), args);
             let out = match o.get("error") {
@@ -203,6 +203,60 @@ pub(crate) fn parse_input(v: Option<&Value>) -> Result<Asked, ApiError> {
             None,
         )),
     }
+}
+
+fn is_reference(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("item_reference")
+}
+
+/// The stored response an item id of herald's names (`<kind>_<response>_<index>`).
+fn response_of(item_id: &str) -> Option<String> {
+    let (_, rest) = item_id.split_once('_')?;
+    let (response, _) = rest.rsplit_once('_')?;
+    Some(format!("resp_{response}"))
+}
+
+/// Replaces each `item_reference` in `input` with the item it names, read from the
+/// stored response its id carries (clients that keep responses server-side send
+/// earlier items by reference); one it cannot find is a 400.
+async fn resolve_references(api: &Api, input: &mut Option<Value>) -> Result<(), ApiError> {
+    let Some(Value::Array(items)) = input else {
+        return Ok(());
+    };
+    if !items.iter().any(is_reference) {
+        return Ok(());
+    }
+    let mut outputs: HashMap<String, Vec<Value>> = HashMap::new();
+    for (i, item) in items.iter_mut().enumerate() {
+        if !is_reference(item) {
+            continue;
+        }
+        let id = item
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let missing = || {
+            ApiError::bad_request(format!("Item not found: {id}"), Some("item_not_found"))
+                .at(format!("input[{i}].id"))
+        };
+        let response = response_of(&id).ok_or_else(missing)?;
+        if !outputs.contains_key(&response) {
+            let stored = api
+                .host
+                .response(&response)
+                .await
+                .map_err(session_pick::run_error)?;
+            let output = stored
+                .and_then(|r| serde_json::from_str::<Value>(&r.response).ok())
+                .and_then(|v| v.get("output").and_then(Value::as_array).cloned())
+                .unwrap_or_default();
+            outputs.insert(response.clone(), output);
+        }
+        let found = outputs[&response].iter().find(|o| o["id"] == id.as_str());
+        *item = found.cloned().ok_or_else(missing)?;
+    }
+    Ok(())
 }
 
 /// One `conversation_history` entry: `{role, content}`.
@@ -316,8 +370,9 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
     let permit = api.permit()?;
     let crate::readers::Read {
         object: request,
-        typed,
+        mut typed,
     } = crate::readers::response(&admitted.bytes, api.settings.max_messages)?;
+    resolve_references(&api, &mut typed.input).await?;
     let (input, history) = match parse_input(typed.input.as_ref())? {
         Asked::Results(answers) => {
             let parked = api.lot.resume(&answers)?;
@@ -497,7 +552,12 @@ type Steps = Vec<(&'static str, Value)>;
 /// What a run produced, as output items and messages.
 #[derive(Default)]
 struct Made {
+    /// The response's id without `resp_`: every item id is `<kind>_<this>_<index>`, so
+    /// an `item_reference` finds its response.
+    of: String,
     items: Vec<Value>,
+    /// herald's own calls in progress: their item's index, by call id.
+    calls: HashMap<String, usize>,
     /// The message item open for text: its index in `items`, and its text so far.
     open: Option<(usize, String)>,
     messages: Vec<ChatMessage>,
@@ -509,6 +569,18 @@ fn message_item(id: &str, text: &str, status: &str) -> Value {
 }
 
 impl Made {
+    fn new(response_id: &str) -> Made {
+        Made {
+            of: response_id.trim_start_matches("resp_").to_owned(),
+            ..Made::default()
+        }
+    }
+
+    /// The id of the next item, of `kind` (`msg`, `mcp`, `fc`).
+    fn next_id(&self, kind: &str) -> String {
+        format!("{kind}_{}_{}", self.of, self.items.len())
+    }
+
     /// Closes the open message item with `text` (its streamed text when `None`).
     fn close_text(&mut self, text: Option<&str>) -> Steps {
         let Some((index, streamed)) = self.open.take() else {
@@ -544,7 +616,7 @@ impl Made {
             }
             None => {
                 let index = self.items.len();
-                let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+                let id = self.next_id("msg");
                 let item = json!({"id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []});
                 self.items.push(item.clone());
                 self.open = Some((index, t.to_owned()));
@@ -569,14 +641,18 @@ impl Made {
     fn tool_started(&mut self, call_id: &str, name: &str, arguments: &Value, label: &str) -> Steps {
         let mut steps = self.close_text(None);
         let index = self.items.len();
-        let id = format!("mcp_{call_id}");
+        let id = self.next_id("mcp");
+        self.calls.insert(call_id.to_owned(), index);
         let args = arguments.to_string();
         let item = json!({"type": "mcp_call", "id": id, "server_label": label, "name": name,
                           "arguments": args, "output": null, "error": null, "status": "in_progress"});
-        self.items.push(item.clone());
+        // Added with no arguments yet, as OpenAI does: they follow as deltas.
+        let mut added = item.clone();
+        added["arguments"] = json!("");
+        self.items.push(item);
         steps.push((
             "response.output_item.added",
-            json!({"output_index": index, "item": item}),
+            json!({"output_index": index, "item": added}),
         ));
         steps.push((
             "response.mcp_call.in_progress",
@@ -595,10 +671,10 @@ impl Made {
 
     /// One of herald's own tool calls ended: its item completed (or failed).
     fn tool_completed(&mut self, call_id: &str, result: &str, is_error: bool) -> Steps {
-        let id = format!("mcp_{call_id}");
-        let Some(index) = self.items.iter().position(|i| i["id"] == id.as_str()) else {
+        let Some(index) = self.calls.remove(call_id) else {
             return Vec::new();
         };
+        let id = self.items[index]["id"].clone();
         let item = &mut self.items[index];
         if is_error {
             item["error"] = json!(result);
@@ -625,7 +701,7 @@ impl Made {
         let mut steps = self.close_text(None);
         for c in calls {
             let index = self.items.len();
-            let item = json!({"type": "function_call", "id": format!("fc_{}", c.call_id), "call_id": c.call_id,
+            let item = json!({"type": "function_call", "id": self.next_id("fc"), "call_id": c.call_id,
                               "name": c.name, "arguments": c.arguments.to_string(), "status": "completed"});
             self.items.push(item.clone());
             steps.push((
@@ -727,7 +803,7 @@ impl Turn {
         let steps = if made.open.is_some() {
             made.close_text(Some(&text))
         } else {
-            let id = format!("msg_{}", &self.id[5..]);
+            let id = made.next_id("msg");
             made.items.push(message_item(&id, &text, "completed"));
             Vec::new()
         };
@@ -786,7 +862,7 @@ impl Turn {
     }
 
     async fn collect(&self, events: Option<RunEvents>, answering: Answering) -> Value {
-        let mut made = Made::default();
+        let mut made = Made::new(&self.id);
         let Some(mut events) = events else {
             return self.object("failed", Vec::new(), None);
         };
@@ -830,7 +906,7 @@ impl Turn {
         {
             return false;
         }
-        let mut made = Made::default();
+        let mut made = Made::new(&self.id);
         while let Some(e) = events.recv().await {
             let (steps, object, kind) = match self.show(&mut made, e.kind, &answering) {
                 Shown::Steps(steps) => {

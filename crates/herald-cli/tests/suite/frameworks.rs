@@ -78,7 +78,7 @@ async fn herald_tools_come_back_as_mcp_call_items_that_replay_as_input() {
         ),
         (
             Some("mcp_call"),
-            Some("mcp_r1"),
+            Some(format!("mcp_{}_0", &first["id"].as_str().unwrap()[5..]).as_str()),
             Some("herald"),
             Some("read_file"),
             Some("completed")
@@ -113,7 +113,8 @@ async fn herald_tools_come_back_as_mcp_call_items_that_replay_as_input() {
     assert_eq!(second["output"][0]["content"][0]["text"], "You're welcome.");
     let sent_text = provider.requests().last().unwrap().body["messages"].to_string();
     assert!(
-        sent_text.contains("hello from the note") && sent_text.contains("\"r1\""),
+        sent_text.contains("hello from the note")
+            && sent_text.contains(mcp["id"].as_str().unwrap()),
         "the replayed call and result reach the model: {sent_text}"
     );
     let unknown = json!({"input": [{"type": "web_search_call", "id": "w"}, {"role": "user", "content": "x"}]});
@@ -385,6 +386,25 @@ async fn responses_park_for_function_calls_and_resume_by_chain_or_replay() {
         let sent = provider.requests().last().unwrap().body["messages"].to_string();
         assert!(sent.contains("snow"), "{sent}");
         if by_chain {
+            // Earlier items by reference, as clients that keep responses send them.
+            provider.push(Scripted::text("Yes, snow."));
+            let msg = second["output"].as_array().unwrap().last().unwrap()["id"].clone();
+            let refs = json!({"input": [{"role": "user", "content": "weather in Oslo?"}, {"type": "item_reference", "id": fc["id"]},
+                {"type": "function_call_output", "call_id": "w1", "output": "snow"}, {"type": "item_reference", "id": msg},
+                {"role": "user", "content": "sure?"}], "store": false});
+            let (s, b) = post_json(&h, "/v1/responses", refs).await;
+            assert_eq!(s, StatusCode::OK, "{b}");
+            let sent = provider.requests().last().unwrap().body["messages"].to_string();
+            assert!(
+                sent.contains("Snow in Oslo.") && sent.contains("get_weather"),
+                "{sent}"
+            );
+            let bad = json!({"input": [{"type": "item_reference", "id": "msg_nothere_0"}, {"role": "user", "content": "x"}]});
+            let (s, b) = post_json(&h, "/v1/responses", bad).await;
+            assert_eq!(
+                (s, b["error"]["code"].as_str()),
+                (StatusCode::BAD_REQUEST, Some("item_not_found"))
+            );
             // The finished chain goes on as usual.
             provider.push(Scripted::text("Bring a coat."));
             let (s, third) = post_json(

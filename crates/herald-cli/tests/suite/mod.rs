@@ -15,6 +15,7 @@ mod discord;
 mod fakes;
 mod filters_scripts;
 mod first_contact;
+mod framework_clients;
 mod frameworks;
 mod hostile;
 mod images;
