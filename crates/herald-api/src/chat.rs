@@ -99,7 +99,9 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
         typed,
     } = crate::readers::chat_completion(&admitted.bytes, api.settings.max_messages)?;
     if let Some(answers) = crate::readers::trailing_tool_results(&typed)? {
-        let parked = api.lot.resume(&answers)?;
+        let messages = typed.messages.as_ref().and_then(Value::as_array);
+        let session = messages.and_then(|m| session_pick::session_of(&headers, m));
+        let parked = api.lot.resume(&answers, session.as_deref())?;
         return Ok(answer_resumed(api.clone(), &headers, &typed, parked, permit).await);
     }
     if typed.stream.0 {

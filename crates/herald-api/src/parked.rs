@@ -120,8 +120,10 @@ impl Lot {
 
     /// Takes out the parked run whose pending calls `answers` answer and hands the
     /// results to it.
-    pub fn resume(&self, answers: &Answers) -> Result<Parked, ApiError> {
-        let parked = self.take(answers)?;
+    /// `session`: the session the request names or derives, which picks the run when
+    /// several wait for calls of the same ids (providers that number their calls).
+    pub fn resume(&self, answers: &Answers, session: Option<&str>) -> Result<Parked, ApiError> {
+        let parked = self.take(answers, session)?;
         for (id, output) in answers {
             parked.client.desk.answer(id, output.clone());
         }
@@ -130,7 +132,7 @@ impl Lot {
 
     /// Takes out the parked run whose pending calls `answers` answer, all of them;
     /// a call id no parked run waits for, or a run's call left unanswered, is a 400.
-    fn take(&self, answers: &Answers) -> Result<Parked, ApiError> {
+    fn take(&self, answers: &Answers, session: Option<&str>) -> Result<Parked, ApiError> {
         let stale = |id: &str| {
             ApiError::bad_request(
                 format!(
@@ -146,11 +148,24 @@ impl Lot {
         let Some(first) = answers.first() else {
             return Err(stale(""));
         };
-        let run_id = runs
+        let waiting: Vec<(&String, &Parked)> = runs
             .iter()
-            .find(|(_, p)| p.pending.contains(&first.0))
-            .map(|(id, _)| id.clone())
-            .ok_or_else(|| stale(&first.0))?;
+            .filter(|(_, p)| p.pending.contains(&first.0))
+            .collect();
+        let run_id = match waiting.as_slice() {
+            [] => return Err(stale(&first.0)),
+            [(id, _)] => (*id).clone(),
+            several => several
+                .iter()
+                .find(|(_, p)| session.is_some_and(|s| p.run.session_id() == s))
+                .map(|(id, _)| (*id).clone())
+                .ok_or_else(|| {
+                    ApiError::conflict(
+                        format!("Several runs wait for a tool call '{}': name the session (X-Hermes-Session-Id) or the previous response", first.0),
+                        "ambiguous_tool_call",
+                    )
+                })?,
+        };
         let parked = &runs[&run_id];
         if let Some((id, _)) = answers.iter().find(|(id, _)| !parked.pending.contains(id)) {
             return Err(stale(id));

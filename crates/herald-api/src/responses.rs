@@ -375,7 +375,17 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
     resolve_references(&api, &mut typed.input).await?;
     let (input, history) = match parse_input(typed.input.as_ref())? {
         Asked::Results(answers) => {
-            let parked = api.lot.resume(&answers)?;
+            let session = match typed.previous_response_id.text() {
+                Some(id) => api
+                    .host
+                    .response(&id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|r| r.session_id),
+                None => None,
+            };
+            let parked = api.lot.resume(&answers, session.as_deref())?;
             return Ok(resume(api.clone(), &headers, &typed, parked, permit).await);
         }
         Asked::Turn(input, history) => (input, history),

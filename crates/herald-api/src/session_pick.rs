@@ -56,6 +56,28 @@ impl Transcript {
     }
 }
 
+/// The session a chat request that only answers tool calls belongs to: the one
+/// `X-Hermes-Session-Id` names, else the one its system and first user message derive.
+pub fn session_of(headers: &HeaderMap, messages: &[Value]) -> Option<String> {
+    if let Ok(Some(id)) = header_value(headers, "x-hermes-session-id", true) {
+        return Some(id);
+    }
+    let role = |m: &Value| {
+        m.get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let system: Vec<String> = messages
+        .iter()
+        .filter(|m| matches!(role(m).as_str(), "system" | "developer"))
+        .map(|m| content::text_only(m.get("content")))
+        .collect();
+    let first = messages.iter().find(|m| role(m) == "user")?;
+    let first_user = content::user_content(first.get("content")).ok()?.text;
+    Some(derived_session_id(&system.join("\n"), &first_user))
+}
+
 /// `api-` and the first 16 hex characters of sha256(system + "\n" + first user message).
 pub fn derived_session_id(system: &str, first_user: &str) -> String {
     let digest = Sha256::digest(format!("{system}\n{first_user}").as_bytes());

@@ -545,3 +545,39 @@ async fn a_refused_provider_call_is_one_run_answered_so_that_clients_do_not_retr
     );
     let _ = KEY;
 }
+
+#[tokio::test]
+async fn runs_waiting_on_the_same_call_id_are_told_apart_by_their_conversation() {
+    let provider = FakeProvider::start(vec![]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let ask = |city: &str| json!([{"role": "user", "content": format!("weather in {city}?")}]);
+    let mut parked = Vec::new();
+    for city in ["Lima", "Quito"] {
+        let args = json!({ "city": city }).to_string();
+        provider.push(Scripted::tool_calls(&[("call_0", "get_weather", &args)]));
+        let (s, b) = post_json(
+            &h,
+            "/v1/chat/completions",
+            json!({"messages": ask(city), "tools": [weather_tool()]}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        parked.push((city, b["choices"][0]["message"].clone()));
+    }
+    for (city, assistant) in parked.into_iter().rev() {
+        provider.push(Scripted::text(&format!("Fine in {city}.")));
+        let mut messages = ask(city).as_array().unwrap().clone();
+        messages.push(assistant);
+        messages.push(
+            json!({"role": "tool", "tool_call_id": "call_0", "content": format!("fine in {city}")}),
+        );
+        let (s, b) = post_json(&h, "/v1/chat/completions", json!({"messages": messages})).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        assert_eq!(
+            b["choices"][0]["message"]["content"],
+            format!("Fine in {city}.")
+        );
+        let sent = provider.requests().last().unwrap().body["messages"].to_string();
+        assert!(sent.contains(&format!("weather in {city}?")), "{sent}");
+    }
+}
