@@ -63,6 +63,16 @@ pub fn toolset_of(tool: &str) -> &'static str {
         .map_or("other", |(name, _, _)| name)
 }
 
+/// The toolsets a user turns on and off (not the platforms' composites), each with
+/// the tools it resolves to.
+pub fn configurable() -> Vec<(&'static str, Vec<String>)> {
+    TOOLSETS
+        .iter()
+        .filter(|(name, _, _)| !name.starts_with("hermes-"))
+        .map(|(name, _, _)| (*name, resolve(&[(*name).to_owned()]).0))
+        .collect()
+}
+
 /// Whether `name` is a toolset herald defines.
 pub fn is_toolset(name: &str) -> bool {
     TOOLSETS.iter().any(|(n, _, _)| *n == name)

@@ -639,7 +639,14 @@ impl Agent {
         guard: &mut crate::guardrails::LoopGuard,
         events: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Vec<ChatMessage> {
-        let available: Vec<&str> = self.config.tools.iter().map(|t| t.name()).collect();
+        // herald's own tools: a client's names are never metric labels.
+        let available: Vec<&str> = self
+            .config
+            .tools
+            .iter()
+            .filter(|t| !t.client_side())
+            .map(|t| t.name())
+            .collect();
         let mut planned: Vec<Planned> = Vec::new();
         let cap = self.config.max_tool_calls_per_answer.max(1);
         let mut fields = Map::new();
@@ -683,7 +690,9 @@ impl Agent {
             let done = finished_call(&calls[i], &planned[i], out, is_error, &available, guard);
             results[i] = Some(self.report_done(done, &calls[i], events));
         }
-        if !client.is_empty() {
+        // A turn stopped while herald's calls ran asks the client for nothing (its
+        // calls are skipped as cancelled).
+        if !client.is_empty() && !self.handle.is_interrupted() {
             let asked = client
                 .iter()
                 .filter_map(|&i| {
@@ -696,13 +705,13 @@ impl Agent {
                 })
                 .collect();
             events(AgentEvent::Progress(TurnProgress::ClientCalls(asked)));
-            let outputs = self
-                .run_group(&client, calls, &planned, true, ids, events)
-                .await;
-            for (&i, (out, is_error)) in client.iter().zip(outputs) {
-                let done = finished_call(&calls[i], &planned[i], out, is_error, &available, guard);
-                results[i] = Some(self.report_done(done, &calls[i], events));
-            }
+        }
+        let outputs = self
+            .run_group(&client, calls, &planned, true, ids, events)
+            .await;
+        for (&i, (out, is_error)) in client.iter().zip(outputs) {
+            let done = finished_call(&calls[i], &planned[i], out, is_error, &available, guard);
+            results[i] = Some(self.report_done(done, &calls[i], events));
         }
         results.into_iter().flatten().collect()
     }

@@ -99,9 +99,7 @@ async fn complete(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respon
         typed,
     } = crate::readers::chat_completion(&admitted.bytes, api.settings.max_messages)?;
     if let Some(answers) = crate::readers::trailing_tool_results(&typed)? {
-        let messages = typed.messages.as_ref().and_then(Value::as_array);
-        let session = messages.and_then(|m| session_pick::session_of(&headers, m));
-        let parked = api.lot.resume(&answers, session.as_deref())?;
+        let parked = api.lot.resume(&answers, false)?;
         return Ok(answer_resumed(api.clone(), &headers, &typed, parked, permit).await);
     }
     if typed.stream.0 {
@@ -145,11 +143,12 @@ async fn run_completion(
         .clone()
         .unwrap_or_else(|| api.model_id.clone());
     let conversation = crate::readers::transcript(request)?;
+    let endpoint = session_pick::model_endpoint(&api, &model).await?;
     let Picked {
         session,
         input,
         key,
-    } = session_pick::pick(&api, headers, conversation, &model).await?;
+    } = session_pick::pick(&api, headers, conversation, endpoint).await?;
     let offered = crate::client_tools::read(
         request.tools.as_ref(),
         request.tool_choice.as_ref(),
@@ -157,6 +156,9 @@ async fn run_completion(
         &session.tool_names(),
         api.client_tool_timeout(),
     )?;
+    if !offered.is_empty() && !api.lot.has_room(api.settings.max_parked_runs) {
+        return Err(ApiError::too_many_parked(api.settings.max_parked_runs));
+    }
     let client = (!offered.is_empty()).then(|| ClientSide {
         names: std::sync::Arc::new(offered.names.clone()),
         desk: offered.desk.clone(),
@@ -258,8 +260,8 @@ async fn whole(
                         said = content;
                     }
                     RunEventKind::Progress(TurnProgress::ClientCalls(calls)) => {
-                        answering.park(events, &calls, None);
-                        return Json(tool_calls_answer(ids, said, &calls)).into_response();
+                        let outward = answering.park(events, &calls, None);
+                        return Json(tool_calls_answer(ids, said, &outward)).into_response();
                     }
                     RunEventKind::Finished(end) => break end,
                     _ => {}
@@ -495,7 +497,8 @@ impl Relay<'_> {
         answering: Answering,
         calls: &[ClientCall],
     ) -> bool {
-        let deltas: Vec<Value> = tool_calls_of(calls)
+        let outward = answering.park(events, calls, None);
+        let deltas: Vec<Value> = tool_calls_of(&outward)
             .into_iter()
             .enumerate()
             .map(|(i, mut c)| {
@@ -504,12 +507,10 @@ impl Relay<'_> {
             })
             .collect();
         let chunk = self.ids.chunk(json!({"tool_calls": deltas}), None);
-        if !self.frames.data(&chunk).await {
-            return false;
-        }
-        answering.park(events, calls, None);
         let done = self.ids.chunk(json!({}), Some("tool_calls"));
-        self.frames.data(&done).await && self.frames.raw("data: [DONE]\n\n".into()).await
+        self.frames.data(&chunk).await
+            && self.frames.data(&done).await
+            && self.frames.raw("data: [DONE]\n\n".into()).await
     }
 }
 

@@ -20,7 +20,8 @@ pub async fn health() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
         platform: PLATFORM.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
+        version: herald_protocol::HERMES_VERSION.into(),
+        herald_version: env!("CARGO_PKG_VERSION").into(),
     })
 }
 
@@ -48,7 +49,8 @@ pub async fn health_detailed(State(api): State<Arc<Api>>) -> Json<HealthDetailed
         status: pick("draining", "ok"),
         readiness: json!({"ready": !draining, "api_server": pick("draining", "ready")}),
         platform: PLATFORM.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
+        version: herald_protocol::HERMES_VERSION.into(),
+        herald_version: env!("CARGO_PKG_VERSION").into(),
         gateway_state: pick("draining", "running"),
         platforms: json!({"api_server": {"state": pick("draining", "connected")}}),
         active_agents: active,
@@ -102,6 +104,25 @@ const ENDPOINTS: &[(&str, &str, &str)] = &[
     ("run_approval", "POST", "/v1/runs/{run_id}/approval"),
     ("run_stop", "POST", "/v1/runs/{run_id}/stop"),
     ("run_steer", "POST", "/v1/runs/{run_id}/steer"),
+    ("skills", "GET", "/v1/skills"),
+    ("toolsets", "GET", "/v1/toolsets"),
+    ("sessions", "GET", "/api/sessions"),
+    ("session_create", "POST", "/api/sessions"),
+    ("session", "GET", "/api/sessions/{session_id}"),
+    ("session_update", "PATCH", "/api/sessions/{session_id}"),
+    ("session_delete", "DELETE", "/api/sessions/{session_id}"),
+    (
+        "session_messages",
+        "GET",
+        "/api/sessions/{session_id}/messages",
+    ),
+    ("session_fork", "POST", "/api/sessions/{session_id}/fork"),
+    ("session_chat", "POST", "/api/sessions/{session_id}/chat"),
+    (
+        "session_chat_stream",
+        "POST",
+        "/api/sessions/{session_id}/chat/stream",
+    ),
 ];
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "discovery", responses((status = 200, description = "What this server offers", body = Capabilities), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
@@ -123,8 +144,8 @@ pub async fn capabilities(State(api): State<Arc<Api>>) -> Json<Capabilities> {
             "run_submission": true, "run_status": true, "run_events_sse": true, "run_stop": true,
             "run_approval_response": true, "run_steer": true, "tool_progress_events": true,
             "tool_progress_request_header": "X-Hermes-Tool-Progress: 1",
-            "approval_events": true, "session_resources": false, "session_chat": false,
-            "session_chat_streaming": false, "session_fork": false, "skills_api": false,
+            "approval_events": true, "session_resources": true, "session_chat": true,
+            "session_chat_streaming": true, "session_fork": true, "skills_api": true,
             "admin_config_rw": false, "jobs_admin": false, "memory_write_api": false,
             "audio_api": false, "realtime_voice": false,
             "session_continuity_header": "X-Hermes-Session-Id",
@@ -146,6 +167,45 @@ pub async fn model_options(
         .split('&')
         .any(|kv| matches!(kv, "refresh" | "refresh=1" | "refresh=true" | "refresh=yes"));
     Json(api.host.model_options(refresh).await)
+}
+
+#[utoipa::path(get, path = "/v1/skills", tag = "discovery", responses((status = 200, description = "The installed skills: {object: list, data: [{name, description, category}]}"), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
+pub async fn skills(State(api): State<Arc<Api>>) -> Json<Value> {
+    let library = api.host.runtime().skills.clone();
+    let mut skills = tokio::task::spawn_blocking(move || library.discover())
+        .await
+        .unwrap_or_default();
+    skills.sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
+    let data: Vec<Value> = skills
+        .iter()
+        .map(|s| json!({"name": s.name, "description": s.description, "category": s.category}))
+        .collect();
+    Json(json!({"object": "list", "data": data}))
+}
+
+#[utoipa::path(get, path = "/v1/toolsets", tag = "discovery", responses((status = 200, description = "The toolsets and their tools: {object: list, platform: api_server, data: [{name, label, description, enabled, configured, tools}]}"), (status = 401, description = "Missing or wrong bearer key", body = ErrorEnvelope)))]
+pub async fn toolsets(State(api): State<Arc<Api>>) -> Json<Value> {
+    let runtime = api.host.runtime();
+    let (granted, _) = herald_session::toolsets::resolve(&["hermes-api-server".to_owned()]);
+    let offered: Vec<String> = runtime
+        .tools(&granted)
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    let data: Vec<Value> = herald_session::toolsets::configurable()
+        .into_iter()
+        .map(|(name, tools)| {
+            let available = runtime.tools(&tools).len();
+            let enabled = !tools.is_empty() && tools.iter().all(|t| offered.contains(t));
+            let mut label = name.to_owned();
+            if let Some(first) = label.get_mut(..1) {
+                first.make_ascii_uppercase();
+            }
+            json!({"name": name, "label": label, "description": format!("Tools: {}", tools.join(", ")),
+                   "enabled": enabled, "configured": available == tools.len(), "tools": tools})
+        })
+        .collect();
+    Json(json!({"object": "list", "platform": "api_server", "data": data}))
 }
 
 pub async fn not_found() -> ApiError {

@@ -101,6 +101,19 @@ impl ApiError {
         }
     }
 
+    /// 429 with `Retry-After`: as many runs as allowed wait for their clients' tool
+    /// results (`extra.max_parked_runs`).
+    pub fn too_many_parked(max: usize) -> Self {
+        ApiError {
+            retry_after: true,
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Too many runs wait for their clients' tool results (max {max})"),
+                Some("rate_limit_exceeded"),
+            )
+        }
+    }
+
     /// 503 with `Retry-After`: no room in the budget of body bytes in flight.
     pub fn busy() -> Self {
         let mut e = ApiError::new(

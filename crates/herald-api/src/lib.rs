@@ -21,6 +21,7 @@ mod responses;
 mod run_events;
 mod runs_api;
 mod session_pick;
+mod sessions_api;
 mod sse;
 mod tied;
 mod wire;
@@ -175,6 +176,18 @@ pub fn router(api: Arc<Api>) -> Router {
         .routes(routes!(runs_api::approval))
         .routes(routes!(runs_api::stop))
         .routes(routes!(runs_api::steer))
+        .routes(routes!(discovery::skills))
+        .routes(routes!(discovery::toolsets))
+        .routes(routes!(sessions_api::list, sessions_api::create))
+        .routes(routes!(
+            sessions_api::get,
+            sessions_api::patch,
+            sessions_api::delete
+        ))
+        .routes(routes!(sessions_api::messages))
+        .routes(routes!(sessions_api::fork))
+        .routes(routes!(sessions_api::chat))
+        .routes(routes!(sessions_api::chat_stream))
         .split_for_parts();
     let doc = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     let _ = api.openapi.set(Bytes::from(doc));

@@ -8,9 +8,9 @@
 
 use crate::errors::ApiError;
 use herald_protocol::ChatMessage;
-use herald_session::ClientDesk;
 use herald_session::RunHandle;
 use herald_session::runs::RunEvents;
+use herald_session::{ClientCall, ClientDesk};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -47,10 +47,13 @@ pub struct Parked {
     pub run: RunHandle,
     pub events: RunEvents,
     pub client: ClientSide,
-    /// The call ids the client must answer, in the model's order.
-    pub pending: Vec<String>,
+    /// The calls the client must answer, in the model's order: (the id the client
+    /// was given, the provider's).
+    pub pending: Vec<(String, String)>,
     /// The Responses API's carry-over (`None`: a chat completion's run).
     pub carried: Option<Carried>,
+    /// Counted as parked (`herald_frontdoor_open{door="parked"}`) while it waits.
+    pub _counted: herald_metrics::Open,
 }
 
 /// A run being answered by a request: tied to it until it ends or parks.
@@ -68,25 +71,43 @@ impl Answering {
     }
 
     /// Parks the run for the client's results of `calls`, before its answer is sent
-    /// (so a client that resumes at once finds it).
+    /// (so a client that resumes at once finds it); the calls as the client is to see
+    /// them. Each gets an id of its own (the provider's and a token of this park):
+    /// providers that number their calls (`call_0`) give many runs the same ids, and
+    /// one conversation's results must never reach another's run.
     pub fn park(
         self,
         events: RunEvents,
-        calls: &[herald_session::ClientCall],
+        calls: &[ClientCall],
         carried: Option<Carried>,
-    ) {
+    ) -> Vec<ClientCall> {
+        let token = &uuid::Uuid::new_v4().simple().to_string()[..12];
+        let outward: Vec<ClientCall> = calls
+            .iter()
+            .map(|c| ClientCall {
+                call_id: format!("{}_{token}", c.call_id),
+                ..c.clone()
+            })
+            .collect();
         let Some(client) = self.client else {
-            return;
+            return outward;
         };
         let run = self.tied.park();
         tracing::debug!(run = %run.id(), calls = calls.len(), "the run waits for the client's tool results");
+        let pending = outward
+            .iter()
+            .zip(calls)
+            .map(|(o, c)| (o.call_id.clone(), c.call_id.clone()))
+            .collect();
         self.lot.park(Parked {
             run,
             events,
             client,
-            pending: calls.iter().map(|c| c.call_id.clone()).collect(),
+            pending,
             carried,
+            _counted: herald_metrics::get().doors.open("parked"),
         });
+        outward
     }
 }
 
@@ -118,21 +139,26 @@ impl Lot {
         });
     }
 
-    /// Takes out the parked run whose pending calls `answers` answer and hands the
-    /// results to it.
-    /// `session`: the session the request names or derives, which picks the run when
-    /// several wait for calls of the same ids (providers that number their calls).
-    pub fn resume(&self, answers: &Answers, session: Option<&str>) -> Result<Parked, ApiError> {
-        let parked = self.take(answers, session)?;
-        for (id, output) in answers {
-            parked.client.desk.answer(id, output.clone());
+    /// Whether another run may park (at most `max` wait at once).
+    pub fn has_room(&self, max: usize) -> bool {
+        self.runs.lock().is_ok_and(|runs| runs.len() < max)
+    }
+
+    /// Takes out the run of the API `responses` says (the Responses API's, else a chat
+    /// completion's) that waits for the calls `answers` name, and hands it their
+    /// results: every pending call must be answered, once. Answers for calls no run
+    /// waits for are ignored when they are a replay's history beside the pending ones.
+    pub fn resume(&self, answers: &Answers, responses: bool) -> Result<Parked, ApiError> {
+        let parked = self.take(answers, responses)?;
+        for (outward, internal) in &parked.pending {
+            if let Some((_, output)) = answers.iter().find(|(id, _)| id == outward) {
+                parked.client.desk.answer(internal, output.clone());
+            }
         }
         Ok(parked)
     }
 
-    /// Takes out the parked run whose pending calls `answers` answer, all of them;
-    /// a call id no parked run waits for, or a run's call left unanswered, is a 400.
-    fn take(&self, answers: &Answers, session: Option<&str>) -> Result<Parked, ApiError> {
+    fn take(&self, answers: &Answers, responses: bool) -> Result<Parked, ApiError> {
         let stale = |id: &str| {
             ApiError::bad_request(
                 format!(
@@ -141,39 +167,30 @@ impl Lot {
                 Some("unknown_tool_call"),
             )
         };
+        let mut seen = std::collections::HashSet::new();
+        if let Some((id, _)) = answers.iter().find(|(id, _)| !seen.insert(id.as_str())) {
+            return Err(ApiError::bad_request(
+                format!("The result of tool call '{id}' is sent twice"),
+                Some("duplicate_tool_result"),
+            ));
+        }
         let mut runs = self
             .runs
             .lock()
             .map_err(|_| ApiError::bad_request("the parked runs cannot be read", None))?;
-        let Some(first) = answers.first() else {
-            return Err(stale(""));
+        let waits_for = |p: &Parked, id: &str| p.pending.iter().any(|(o, _)| o == id);
+        let found = runs.iter().find(|(_, p)| {
+            p.carried.is_some() == responses && answers.iter().any(|(id, _)| waits_for(p, id))
+        });
+        let Some((run_id, parked)) = found else {
+            let last = answers.last().map_or("", |(id, _)| id.as_str());
+            return Err(stale(last));
         };
-        let waiting: Vec<(&String, &Parked)> = runs
-            .iter()
-            .filter(|(_, p)| p.pending.contains(&first.0))
-            .collect();
-        let run_id = match waiting.as_slice() {
-            [] => return Err(stale(&first.0)),
-            [(id, _)] => (*id).clone(),
-            several => several
-                .iter()
-                .find(|(_, p)| session.is_some_and(|s| p.run.session_id() == s))
-                .map(|(id, _)| (*id).clone())
-                .ok_or_else(|| {
-                    ApiError::conflict(
-                        format!("Several runs wait for a tool call '{}': name the session (X-Hermes-Session-Id) or the previous response", first.0),
-                        "ambiguous_tool_call",
-                    )
-                })?,
-        };
-        let parked = &runs[&run_id];
-        if let Some((id, _)) = answers.iter().find(|(id, _)| !parked.pending.contains(id)) {
-            return Err(stale(id));
-        }
-        if let Some(missing) = parked
+        let run_id = run_id.clone();
+        if let Some((missing, _)) = parked
             .pending
             .iter()
-            .find(|id| !answers.iter().any(|(a, _)| a == *id))
+            .find(|(o, _)| !answers.iter().any(|(a, _)| a == o))
         {
             return Err(ApiError::bad_request(
                 format!(
@@ -182,10 +199,12 @@ impl Lot {
                 Some("missing_tool_result"),
             ));
         }
+        let parked = runs.remove(&run_id).ok_or_else(|| stale(&run_id))?;
         if parked.run.status().state.is_finished() {
-            runs.remove(&run_id);
-            return Err(stale(&first.0));
+            return Err(stale(
+                parked.pending.first().map_or("", |(o, _)| o.as_str()),
+            ));
         }
-        runs.remove(&run_id).ok_or_else(|| stale(&first.0))
+        Ok(parked)
     }
 }

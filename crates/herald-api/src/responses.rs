@@ -84,6 +84,17 @@ fn add_call(history: &mut Vec<ChatMessage>, call_id: &str, name: &str, arguments
     }
 }
 
+/// The name of the replayed call `call_id` (its result carries it to the model).
+fn call_name(history: &[ChatMessage], call_id: &str) -> String {
+    history
+        .iter()
+        .rev()
+        .flat_map(|m| m.tool_calls.iter())
+        .find(|c| c.id == call_id)
+        .map(|c| c.function.name.clone())
+        .unwrap_or_default()
+}
+
 /// One `input` item into `items`: a string (a user message), `{role, content}` (a
 /// `message`), or an item herald emits, replayed (`function_call`,
 /// `function_call_output`, `mcp_call`; `mcp_list_tools` and `reasoning` carry nothing
@@ -92,6 +103,7 @@ fn take_item(i: usize, v: &Value, items: &mut Items) -> Result<(), ApiError> {
     let o = match v {
         Value::String(s) => {
             items.history.push(ChatMessage::user(s.clone()));
+            items.answers.clear();
             return Ok(());
         }
         Value::Object(o) => o,
@@ -121,11 +133,10 @@ fn take_item(i: usize, v: &Value, items: &mut Items) -> Result<(), ApiError> {
         }
         "function_call_output" => {
             let (id, out) = (text("call_id").to_owned(), output_text(o.get("output")));
-            items.history.push(ChatMessage::tool_result(
-                id.clone(),
-                String::new(),
-                out.clone(),
-            ));
+            let name = call_name(&items.history, &id);
+            items
+                .history
+                .push(ChatMessage::tool_result(id.clone(), name, out.clone()));
             items.answers.push((id, out));
         }
         "mcp_call" => {
@@ -151,9 +162,11 @@ fn take_item(i: usize, v: &Value, items: &mut Items) -> Result<(), ApiError> {
             .at(format!("input[{i}].type")));
         }
     }
-    if !matches!(
+    // The results after the last message answer a parked run (a replay's earlier
+    // rounds among them are history).
+    if matches!(
         o.get("type").and_then(Value::as_str),
-        Some("function_call_output")
+        None | Some("message")
     ) {
         items.answers.clear();
     }
@@ -227,6 +240,9 @@ async fn resolve_references(api: &Api, input: &mut Option<Value>) -> Result<(), 
         return Ok(());
     }
     let mut outputs: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut seen = std::collections::HashSet::new();
+    // What the references bring in counts against the body limit, as if sent whole.
+    let mut room = usize::try_from(api.settings.max_body_bytes).unwrap_or(usize::MAX);
     for (i, item) in items.iter_mut().enumerate() {
         if !is_reference(item) {
             continue;
@@ -240,6 +256,13 @@ async fn resolve_references(api: &Api, input: &mut Option<Value>) -> Result<(), 
             ApiError::bad_request(format!("Item not found: {id}"), Some("item_not_found"))
                 .at(format!("input[{i}].id"))
         };
+        if !seen.insert(id.clone()) {
+            return Err(ApiError::bad_request(
+                format!("Duplicate item found with id {id}"),
+                Some("duplicate_item"),
+            )
+            .at(format!("input[{i}].id")));
+        }
         let response = response_of(&id).ok_or_else(missing)?;
         if !outputs.contains_key(&response) {
             let stored = api
@@ -254,7 +277,15 @@ async fn resolve_references(api: &Api, input: &mut Option<Value>) -> Result<(), 
             outputs.insert(response.clone(), output);
         }
         let found = outputs[&response].iter().find(|o| o["id"] == id.as_str());
-        *item = found.cloned().ok_or_else(missing)?;
+        let found = found.cloned().ok_or_else(missing)?;
+        room = room.checked_sub(found.to_string().len()).ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "The referenced items are larger than a request body may be",
+                Some("body_too_large"),
+            )
+        })?;
+        *item = found;
     }
     Ok(())
 }
@@ -375,17 +406,7 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
     resolve_references(&api, &mut typed.input).await?;
     let (input, history) = match parse_input(typed.input.as_ref())? {
         Asked::Results(answers) => {
-            let session = match typed.previous_response_id.text() {
-                Some(id) => api
-                    .host
-                    .response(&id)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|r| r.session_id),
-                None => None,
-            };
-            let parked = api.lot.resume(&answers, session.as_deref())?;
+            let parked = api.lot.resume(&answers, true)?;
             return Ok(resume(api.clone(), &headers, &typed, parked, permit).await);
         }
         Asked::Turn(input, history) => (input, history),
@@ -401,6 +422,8 @@ async fn respond(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Respons
         "conversation",
         "model",
         "tools",
+        "tool_choice",
+        "parallel_tool_calls",
     ];
     let make = || async {
         run_response(api.clone(), &headers, &typed, ask, permit)
@@ -430,6 +453,7 @@ async fn run_response(
         Answers::Nobody,
         ask.instructions.as_deref().unwrap_or_default(),
     );
+    let endpoint = session_pick::model_endpoint(&api, &ask.model).await?;
     let (session, _) = open_or_resume(&api, &ask.session_id, options).await?;
     let offered = crate::client_tools::read(
         request.tools.as_ref(),
@@ -439,9 +463,14 @@ async fn run_response(
         api.client_tool_timeout(),
     )?;
     session.adopt_history(ask.history.clone());
-    session_pick::route_model(&api, &session, &ask.model);
+    if let Some(endpoint) = endpoint {
+        session.set_endpoint(endpoint);
+    }
     let mut ask = ask;
     ask.labels = Arc::new(mcp_labels(&session));
+    if !offered.is_empty() && !api.lot.has_room(api.settings.max_parked_runs) {
+        return Err(ApiError::too_many_parked(api.settings.max_parked_runs));
+    }
     let client = (!offered.is_empty()).then(|| ClientSide {
         names: Arc::new(offered.names.clone()),
         desk: offered.desk.clone(),
@@ -880,9 +909,10 @@ impl Turn {
             match self.show(&mut made, e.kind, &answering) {
                 Shown::Steps(_) => {}
                 Shown::Parked(calls) => {
-                    let (_, object) = self.parked(&mut made, &calls);
+                    let carried = Some(self.carried(&made));
+                    let outward = answering.park(events, &calls, carried);
+                    let (_, object) = self.parked(&mut made, &outward);
                     self.keep(&object, &made).await;
-                    answering.park(events, &calls, Some(self.carried(&made)));
                     return object;
                 }
                 Shown::Ended(end) => {
@@ -926,9 +956,10 @@ impl Turn {
                     continue;
                 }
                 Shown::Parked(calls) => {
-                    let (steps, object) = self.parked(&mut made, &calls);
+                    let carried = Some(self.carried(&made));
+                    let outward = answering.park(events, &calls, carried);
+                    let (steps, object) = self.parked(&mut made, &outward);
                     self.keep(&object, &made).await;
-                    answering.park(events, &calls, Some(self.carried(&made)));
                     (steps, object, "response.completed")
                 }
                 Shown::Ended(end) => {

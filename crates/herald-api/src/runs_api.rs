@@ -124,11 +124,14 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
     let run_id = herald_session::prompt::new_run_id();
     let session_id = request.session_id.text().unwrap_or_else(|| run_id.clone());
     let options = session_pick::options(Answers::ByRequest, &system);
+    let endpoint = session_pick::model_endpoint(&api, &model).await?;
     let (session, resumed) = open_or_resume(&api, &session_id, options).await?;
     if !history.is_empty() || !resumed {
         session.adopt_history(history);
     }
-    session_pick::route_model(&api, &session, &model);
+    if let Some(endpoint) = endpoint {
+        session.set_endpoint(endpoint);
+    }
     // The status names the model as requested (an alias stays an alias), or the
     // advertised one, as Hermes does.
     let named = if model.is_empty() {

@@ -7,8 +7,8 @@ use crate::Api;
 use crate::content;
 use crate::errors::ApiError;
 use axum::http::{HeaderMap, StatusCode};
-use herald_protocol::{ChatMessage, Role, UserInput};
-use herald_session::{Answers, Session, SessionError, SessionOptions, toolsets};
+use herald_protocol::{ChatMessage, Role, ToolCall, UserInput};
+use herald_session::{Answers, Endpoint, Session, SessionError, SessionOptions, toolsets};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -35,7 +35,17 @@ impl Transcript {
                 continue;
             }
             let param = format!("messages[{i}].content");
-            turns.extend(content::message(role, m.get("content"), &param)?);
+            match role {
+                // A client tool's result, kept when it answers a call kept before.
+                "tool" => turns.extend(tool_result(m, &turns)),
+                _ => {
+                    let mut message = content::message(role, m.get("content"), &param)?;
+                    if let Some(msg) = message.as_mut().filter(|msg| msg.role == Role::Assistant) {
+                        msg.tool_calls = tool_calls(m);
+                    }
+                    turns.extend(message);
+                }
+            }
         }
         let last = turns
             .pop()
@@ -56,26 +66,29 @@ impl Transcript {
     }
 }
 
-/// The session a chat request that only answers tool calls belongs to: the one
-/// `X-Hermes-Session-Id` names, else the one its system and first user message derive.
-pub fn session_of(headers: &HeaderMap, messages: &[Value]) -> Option<String> {
-    if let Ok(Some(id)) = header_value(headers, "x-hermes-session-id", true) {
-        return Some(id);
-    }
-    let role = |m: &Value| {
-        m.get("role")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let system: Vec<String> = messages
+/// An assistant message's `tool_calls` (the client's own tools' calls), as given; none
+/// when they are not OpenAI's shape.
+fn tool_calls(m: &Value) -> Vec<ToolCall> {
+    m.get("tool_calls")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// A `tool` message as a result of the conversation: only for a call an earlier
+/// assistant message made (a result of nothing would be refused by the provider).
+fn tool_result(m: &Value, turns: &[ChatMessage]) -> Option<ChatMessage> {
+    let id = m.get("tool_call_id").and_then(Value::as_str)?;
+    let call = turns
         .iter()
-        .filter(|m| matches!(role(m).as_str(), "system" | "developer"))
-        .map(|m| content::text_only(m.get("content")))
-        .collect();
-    let first = messages.iter().find(|m| role(m) == "user")?;
-    let first_user = content::user_content(first.get("content")).ok()?.text;
-    Some(derived_session_id(&system.join("\n"), &first_user))
+        .rev()
+        .flat_map(|t| t.tool_calls.iter())
+        .find(|c| c.id == id)?;
+    let output = content::text_only(m.get("content"));
+    Some(ChatMessage::tool_result(
+        id.to_owned(),
+        call.function.name.clone(),
+        output,
+    ))
 }
 
 /// `api-` and the first 16 hex characters of sha256(system + "\n" + first user message).
@@ -156,7 +169,7 @@ pub async fn pick(
     api: &Api,
     headers: &HeaderMap,
     conv: Transcript,
-    model: &str,
+    endpoint: Option<Endpoint>,
 ) -> Result<Picked, ApiError> {
     let id = header_value(headers, "x-hermes-session-id", true)?;
     let key = header_value(headers, "x-hermes-session-key", false)?;
@@ -173,7 +186,9 @@ pub async fn pick(
             session
         }
     };
-    route_model(api, &session, model);
+    if let Some(endpoint) = endpoint {
+        session.set_endpoint(endpoint);
+    }
     Ok(Picked {
         session,
         input: conv.input,
@@ -181,16 +196,48 @@ pub async fn pick(
     })
 }
 
-/// A `model` that names a `model_routes` alias runs this request on the alias's model.
-pub fn route_model(api: &Api, session: &Session, model: &str) {
-    let Some(route) = api.settings.model_routes.get(model) else {
-        return;
+/// What a request's `model` runs on (api-server.md §5.3 as issue 48 has it): `None`,
+/// the default, for none, `hermes-agent` or the advertised id; a `model_routes` alias's
+/// model; `provider:model` switches both; a bare name is a model of the current
+/// provider. Anything else is a 400 `model_not_found`.
+pub async fn model_endpoint(api: &Api, model: &str) -> Result<Option<Endpoint>, ApiError> {
+    let model = model.trim();
+    if model.is_empty() || model == api.model_id || model == "hermes-agent" {
+        return Ok(None);
+    }
+    if let Some(route) = api.settings.model_routes.get(model) {
+        return Ok(route_endpoint(api, route));
+    }
+    let runtime = api.host.runtime();
+    if model.contains(':')
+        && let Ok(endpoint) = runtime.switch_model(model)
+    {
+        return Ok(Some(endpoint));
+    }
+    let inventory = api.host.model_options(false).await;
+    let current = inventory.providers.iter().find(|p| p.is_current);
+    let served =
+        inventory.model == model || current.is_some_and(|p| p.models.iter().any(|m| m == model));
+    let unknown = || {
+        ApiError::bad_request(
+            format!("The model '{model}' does not exist here: use an id /v1/models lists, a model of the current provider, or provider:model"),
+            Some("model_not_found"),
+        )
+        .at("model")
     };
+    if !served {
+        return Err(unknown());
+    }
+    runtime.switch_model(model).map(Some).map_err(|_| unknown())
+}
+
+/// A `model_routes` alias's endpoint.
+fn route_endpoint(api: &Api, route: &herald_config::api_settings::ModelRoute) -> Option<Endpoint> {
     let runtime = api.host.runtime();
     let spec = match (&route.provider, &route.model) {
         (Some(p), Some(m)) => format!("{p}:{m}"),
         (None, Some(m)) => m.clone(),
-        _ => return,
+        _ => return None,
     };
     let mut endpoint = runtime.switch_model(&spec).unwrap_or_else(|_| {
         let mut e = runtime.endpoint();
@@ -203,7 +250,7 @@ pub fn route_model(api: &Api, session: &Session, model: &str) {
     if let Some(key) = &route.api_key {
         endpoint.api_key = key.clone();
     }
-    session.set_endpoint(endpoint);
+    Some(endpoint)
 }
 
 /// A session-host error as the API answers it.

@@ -122,7 +122,11 @@ pub struct Health {
     pub status: String,
     #[schema(example = "hermes-agent")]
     pub platform: String,
+    /// The Hermes version herald speaks.
+    #[schema(example = "0.19.0")]
     pub version: String,
+    /// herald's own version.
+    pub herald_version: String,
 }
 
 /// `GET /health/detailed`: readiness, drain state and active agents.
@@ -133,7 +137,9 @@ pub struct HealthDetailed {
     /// `{ready, api_server}`.
     pub readiness: Value,
     pub platform: String,
+    /// The Hermes version herald speaks.
     pub version: String,
+    pub herald_version: String,
     /// `running` or `draining`.
     pub gateway_state: String,
     /// `{api_server: {state}}`.

@@ -56,6 +56,9 @@ pub struct ApiServerSettings {
     /// How long a run parked for a client's tool results waits for them
     /// (`extra.client_tool_timeout_seconds`); then it ends as cancelled.
     pub client_tool_timeout_seconds: u64,
+    /// Runs that may wait for their clients' tool results at once
+    /// (`extra.max_parked_runs`); a request with tools of its own gets 429 beyond.
+    pub max_parked_runs: usize,
 }
 
 impl Default for ApiServerSettings {
@@ -74,6 +77,7 @@ impl Default for ApiServerSettings {
             connections: ConnectionSettings::default(),
             max_messages: API_MAX_MESSAGES,
             client_tool_timeout_seconds: 600,
+            max_parked_runs: 100,
         }
     }
 }
@@ -187,6 +191,9 @@ pub fn read_api_settings(
     s.connections = connections(r, extra);
     if let Some(v) = number(r, extra, "max_messages", 1, 10_000_000) {
         s.max_messages = usize::try_from(v).unwrap_or(usize::MAX);
+    }
+    if let Some(v) = number(r, extra, "max_parked_runs", 1, 100_000) {
+        s.max_parked_runs = usize::try_from(v).unwrap_or(usize::MAX);
     }
     if let Some(v) = number(r, extra, "client_tool_timeout_seconds", 1, 86_400) {
         s.client_tool_timeout_seconds = v;

@@ -362,7 +362,7 @@ impl Doors {
         );
         r.register(
             "herald_frontdoor_open",
-            "Open connections and streams: connections per listener (webhook, api, rpc), WebSocket sessions (websocket), SSE streams (sse)",
+            "Open connections and streams: connections per listener (webhook, api, rpc), WebSocket sessions (websocket), SSE streams (sse), API runs parked for their clients' tool results (parked)",
             self.open.clone(),
         );
     }

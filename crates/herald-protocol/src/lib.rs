@@ -10,3 +10,7 @@ pub mod json_depth;
 pub mod json_literal;
 
 pub use chat::*;
+
+/// The Hermes Agent release whose wire behaviour herald speaks (what its API's
+/// `/health` names as `version`; herald's own is `herald_version`).
+pub const HERMES_VERSION: &str = "0.19.0";

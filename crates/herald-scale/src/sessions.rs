@@ -809,6 +809,21 @@ impl SessionBackend for PgSessions {
         .await
     }
 
+    async fn end_session(&self, id: String, reason: String) -> Result<bool, StoreError> {
+        self.write(move |pool| async move {
+            let c = get(&pool).await?;
+            let changed = c
+                .execute(
+                    "UPDATE sessions SET ended_at = $2, end_reason = $3 WHERE id = $1",
+                    &[&id, &now_secs(), &reason],
+                )
+                .await
+                .map_err(db_error)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
     async fn set_title(
         &self,
         id: String,

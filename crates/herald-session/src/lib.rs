@@ -67,15 +67,15 @@ pub use herald_agent::{
     TurnProgress, approval, skills, string_list, toolsets,
 };
 /// The provider client, for hosts that share one (and its connection pool).
-pub use herald_llm::LlmClient;
+pub use herald_llm::{Endpoint, LlmClient};
 pub use herald_mcp::{self as mcp, McpGrant, McpPool};
 /// The home's Python plugins (listing, switching), for the doors' plugin hubs.
 pub use herald_plugins as python_plugins;
 pub use herald_protocol::{ImageUrl, UserInput};
 pub use herald_store::now_secs;
 pub use herald_store::sessions::{
-    ControlReply, Followed, KeptAnswer, KeyClaim, Relayed, RelayedEvents, RunControl,
-    SessionSummary, SessionUsage, StoredResponse, TitleRefused,
+    ControlReply, Followed, KeptAnswer, KeyClaim, NewSession, Relayed, RelayedEvents, RunControl,
+    SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
 };
 pub use host::{
     Answers, Compressed, EventRelay, Host, RewindRequest, RunExtras, Saved, Session, SessionOptions,

@@ -533,6 +533,17 @@ impl SessionBackend for SqliteSessions {
             .await
     }
 
+    async fn end_session(&self, id: String, reason: String) -> Result<bool, StoreError> {
+        self.write(move |c| {
+            let changed = c.execute(
+                "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1",
+                params![id, now_secs(), reason],
+            )?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
     async fn set_model(
         &self,
         id: String,

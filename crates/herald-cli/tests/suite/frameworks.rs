@@ -263,13 +263,12 @@ async fn a_client_tool_call_parks_the_run_and_its_result_resumes_it() {
     assert_eq!(choice["finish_reason"], "tool_calls", "{b}");
     let calls = choice["message"]["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "only the client's call: {b}");
-    assert_eq!(
-        (
-            calls[0]["id"].as_str(),
-            calls[0]["function"]["name"].as_str()
-        ),
-        (Some("c1"), Some("get_weather"))
+    let c1 = calls[0]["id"].as_str().unwrap().to_owned();
+    assert!(
+        c1.starts_with("c1_") && c1.len() > 6,
+        "an id of its own: {c1}"
     );
+    assert_eq!(calls[0]["function"]["name"], "get_weather");
     assert_eq!(
         serde_json::from_str::<Value>(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap(),
         json!({"city": "Paris"})
@@ -300,7 +299,7 @@ async fn a_client_tool_call_parks_the_run_and_its_result_resumes_it() {
     // The client runs its tool and sends the whole list back: the run resumes.
     provider.push(Scripted::text("It is sunny in Paris."));
     messages.push(choice["message"].clone());
-    messages.push(json!({"role": "tool", "tool_call_id": "c1", "content": "sunny in Paris"}));
+    messages.push(json!({"role": "tool", "tool_call_id": c1, "content": "sunny in Paris"}));
     let r = call(
         &h,
         "POST",
@@ -364,12 +363,10 @@ async fn responses_park_for_function_calls_and_resume_by_chain_or_replay() {
         assert_eq!(first["status"], "completed");
         let out = first["output"].as_array().unwrap();
         let fc = out.iter().find(|i| i["type"] == "function_call").unwrap();
-        assert_eq!(
-            (fc["call_id"].as_str(), fc["name"].as_str()),
-            (Some("w1"), Some("get_weather")),
-            "{first}"
-        );
-        let result = json!({"type": "function_call_output", "call_id": "w1", "output": "snow"});
+        let w1 = fc["call_id"].as_str().unwrap().to_owned();
+        assert!(w1.starts_with("w1_"), "{first}");
+        assert_eq!(fc["name"], "get_weather");
+        let result = json!({"type": "function_call_output", "call_id": w1, "output": "snow"});
         let next = if by_chain {
             json!({"previous_response_id": first["id"], "input": [result], "tools": [weather_function()]})
         } else {
@@ -390,7 +387,7 @@ async fn responses_park_for_function_calls_and_resume_by_chain_or_replay() {
             provider.push(Scripted::text("Yes, snow."));
             let msg = second["output"].as_array().unwrap().last().unwrap()["id"].clone();
             let refs = json!({"input": [{"role": "user", "content": "weather in Oslo?"}, {"type": "item_reference", "id": fc["id"]},
-                {"type": "function_call_output", "call_id": "w1", "output": "snow"}, {"type": "item_reference", "id": msg},
+                {"type": "function_call_output", "call_id": w1, "output": "snow"}, {"type": "item_reference", "id": msg},
                 {"role": "user", "content": "sure?"}], "store": false});
             let (s, b) = post_json(&h, "/v1/responses", refs).await;
             assert_eq!(s, StatusCode::OK, "{b}");
@@ -463,11 +460,11 @@ async fn a_parked_run_streams_its_calls_times_out_and_stops_like_any_run() {
     assert_eq!(
         (
             calls[0]["index"].as_u64(),
-            calls[0]["id"].as_str(),
             calls[0]["function"]["name"].as_str()
         ),
-        (Some(0), Some("t1"), Some("get_weather"))
+        (Some(0), Some("get_weather"))
     );
+    let t1 = calls[0]["id"].as_str().unwrap().to_owned();
     assert_eq!(
         data.last().unwrap()["choices"][0]["finish_reason"],
         "tool_calls"
@@ -482,7 +479,7 @@ async fn a_parked_run_streams_its_calls_times_out_and_stops_like_any_run() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(status, "cancelled");
-    let late = json!({"messages": [{"role": "user", "content": "Rome?"}, {"role": "tool", "tool_call_id": "t1", "content": "rain"}]});
+    let late = json!({"messages": [{"role": "user", "content": "Rome?"}, {"role": "tool", "tool_call_id": t1, "content": "rain"}]});
     let (s, _) = post_json(&h, "/v1/chat/completions", late).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
 
@@ -547,7 +544,7 @@ async fn a_refused_provider_call_is_one_run_answered_so_that_clients_do_not_retr
 }
 
 #[tokio::test]
-async fn runs_waiting_on_the_same_call_id_are_told_apart_by_their_conversation() {
+async fn runs_waiting_on_the_same_provider_call_id_get_ids_of_their_own() {
     let provider = FakeProvider::start(vec![]);
     let h = Herald::start(&api_config(&provider.base_url, ""));
     let ask = |city: &str| json!([{"role": "user", "content": format!("weather in {city}?")}]);
@@ -567,9 +564,14 @@ async fn runs_waiting_on_the_same_call_id_are_told_apart_by_their_conversation()
     for (city, assistant) in parked.into_iter().rev() {
         provider.push(Scripted::text(&format!("Fine in {city}.")));
         let mut messages = ask(city).as_array().unwrap().clone();
+        let id = assistant["tool_calls"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(id.starts_with("call_0_"), "{assistant}");
         messages.push(assistant);
         messages.push(
-            json!({"role": "tool", "tool_call_id": "call_0", "content": format!("fine in {city}")}),
+            json!({"role": "tool", "tool_call_id": id, "content": format!("fine in {city}")}),
         );
         let (s, b) = post_json(&h, "/v1/chat/completions", json!({"messages": messages})).await;
         assert_eq!(s, StatusCode::OK, "{b}");
@@ -580,4 +582,353 @@ async fn runs_waiting_on_the_same_call_id_are_told_apart_by_their_conversation()
         let sent = provider.requests().last().unwrap().body["messages"].to_string();
         assert!(sent.contains(&format!("weather in {city}?")), "{sent}");
     }
+}
+
+#[tokio::test]
+async fn hermes_sessions_api_lists_creates_forks_and_chats() {
+    let provider = FakeProvider::start(vec![]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let (s, b) = post_json(
+        &h,
+        "/api/sessions",
+        json!({"id": "s-one", "title": "First", "system_prompt": "Be terse."}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(
+        (
+            b["object"].as_str(),
+            b["session"]["id"].as_str(),
+            b["session"]["title"].as_str()
+        ),
+        (Some("hermes.session"), Some("s-one"), Some("First"))
+    );
+    assert_eq!(b["session"]["has_system_prompt"], true);
+    assert!(
+        b["session"].get("system_prompt").is_none(),
+        "never shown: {b}"
+    );
+    let (s, b) = post_json(&h, "/api/sessions", json!({"id": "s-one"})).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("session_exists"))
+    );
+    let (s, b) = post_json(&h, "/api/sessions", json!({"id": "../etc"})).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_session_id"))
+    );
+
+    // A turn in it, whole.
+    provider.push(Scripted::text("Hi from the session."));
+    let (s, b) = post_json(&h, "/api/sessions/s-one/chat", json!({"message": "hello"})).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(b["object"], "hermes.session.chat.completion");
+    assert_eq!(
+        b["message"],
+        json!({"role": "assistant", "content": "Hi from the session."})
+    );
+    let (s, b) = post_json(&h, "/api/sessions/s-one/chat", json!({})).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("missing_message"))
+    );
+    // And streamed, in Hermes's session events.
+    provider.push(Scripted::text("Streamed in the session."));
+    let text = call(
+        &h,
+        "POST",
+        "/api/sessions/s-one/chat/stream",
+        Some(json!({"message": "again"})),
+        &[],
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let names: Vec<&str> = text
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("event: "))
+        .map(|f| f.lines().next().unwrap())
+        .collect();
+    assert_eq!(names.first(), Some(&"run.started"), "{text}");
+    assert!(
+        names.contains(&"assistant.delta") && names.contains(&"assistant.completed"),
+        "{names:?}"
+    );
+    assert_eq!(
+        &names[names.len() - 2..],
+        ["run.completed", "done"],
+        "{text}"
+    );
+    let sent = provider.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        sent.contains("Hi from the session.") && sent.contains("Be terse."),
+        "the session's history and prompt: {sent}"
+    );
+
+    let (s, b) = get_json(&h, "/api/sessions/s-one/messages").await;
+    assert_eq!(s, StatusCode::OK);
+    let roles: Vec<&str> = b["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"], "{b}");
+
+    let (s, b) = call(
+        &h,
+        "PATCH",
+        "/api/sessions/s-one",
+        Some(json!({"title": "Renamed"})),
+        &[],
+    )
+    .await
+    .json::<Value>()
+    .await
+    .map(|b| (StatusCode::OK, b))
+    .unwrap();
+    assert_eq!(
+        (s, b["session"]["title"].as_str()),
+        (StatusCode::OK, Some("Renamed")),
+        "{b}"
+    );
+    let r = call(
+        &h,
+        "PATCH",
+        "/api/sessions/s-one",
+        Some(json!({"model": "x"})),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+
+    let (s, b) = post_json(&h, "/api/sessions/s-one/fork", json!({"id": "s-two"})).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(b["session"]["parent_session_id"], "s-one");
+    let (_, b) = get_json(&h, "/api/sessions/s-two/messages").await;
+    assert_eq!(
+        b["data"].as_array().unwrap().len(),
+        4,
+        "the transcript carried: {b}"
+    );
+
+    let (_, b) = get_json(&h, "/api/sessions?limit=1").await;
+    assert_eq!(
+        (b["data"].as_array().unwrap().len(), b["has_more"].as_bool()),
+        (1, Some(true)),
+        "{b}"
+    );
+    let (_, b) = get_json(&h, "/api/sessions?source=api_server").await;
+    let ids: Vec<&str> = b["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"s-one") && ids.contains(&"s-two"), "{b}");
+
+    let r = call(&h, "DELETE", "/api/sessions/s-two", None, &[]).await;
+    assert_eq!(r.json::<Value>().await.unwrap()["deleted"], true);
+    let (s, b) = get_json(&h, "/api/sessions/s-two").await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("session_not_found"))
+    );
+}
+
+#[tokio::test]
+async fn health_discovery_and_the_model_field_as_hermes_has_them() {
+    let provider = FakeProvider::start(vec![]);
+    let h = Herald::start(&api_config(
+        &provider.base_url,
+        "      model_routes:\n        fast: {model: fake-large}\n",
+    ));
+    let r = call(&h, "GET", "/health", None, &[]).await;
+    let b: Value = r.json().await.unwrap();
+    assert_eq!(b["version"], "0.19.0");
+    assert_eq!(b["herald_version"], env!("CARGO_PKG_VERSION"));
+    let (_, caps) = get_json(&h, "/v1/capabilities").await;
+    for f in [
+        "session_resources",
+        "session_chat",
+        "session_chat_streaming",
+        "session_fork",
+        "skills_api",
+    ] {
+        assert_eq!(caps["features"][f], true, "{f}");
+    }
+    assert_eq!(
+        caps["endpoints"]["session_fork"]["path"],
+        "/api/sessions/{session_id}/fork"
+    );
+    std::fs::create_dir_all(h.home().join("skills/devops/deploy")).unwrap();
+    std::fs::write(
+        h.home().join("skills/devops/deploy/SKILL.md"),
+        "---\nname: deploy\ndescription: Ship it.\n---\nSteps.\n",
+    )
+    .unwrap();
+    let (s, b) = get_json(&h, "/v1/skills").await;
+    assert_eq!(s, StatusCode::OK);
+    let deploy = b["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "deploy")
+        .cloned();
+    assert_eq!(
+        deploy,
+        Some(json!({"name": "deploy", "description": "Ship it.", "category": "devops"})),
+        "{b}"
+    );
+    let (_, b) = get_json(&h, "/v1/toolsets").await;
+    let file = b["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "file")
+        .unwrap()
+        .clone();
+    assert_eq!(file["enabled"], true, "{b}");
+    assert!(
+        file["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("read_file"))
+    );
+
+    // The model field: listed ids and aliases, provider models, else 400.
+    let chat =
+        |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
+    for (model, sent) in [
+        ("hermes-agent", "fake-model"),
+        ("fast", "fake-large"),
+        ("fake-large", "fake-large"),
+    ] {
+        provider.push(Scripted::text("ok"));
+        let (s, b) = post_json(&h, "/v1/chat/completions", chat(model)).await;
+        assert_eq!(s, StatusCode::OK, "{model}: {b}");
+        assert_eq!(b["model"], model, "echoed");
+        assert_eq!(
+            provider.requests().last().unwrap().body["model"],
+            sent,
+            "{model}"
+        );
+    }
+    let (s, b) = post_json(&h, "/v1/chat/completions", chat("gpt-9-imaginary")).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("model_not_found")),
+        "{b}"
+    );
+    let (s, _) = post_json(&h, "/v1/responses", json!({"model": "nope", "input": "hi"})).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+
+    // reasoning.available on the runs API's events: {event, run_id, timestamp, text}.
+    provider.push(Scripted::Events(vec![
+        json!({"choices": [{"index": 0, "delta": {"reasoning_content": "Thinking it over."}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "Done."}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]));
+    let (_, b) = post_json(&h, "/v1/runs", json!({"input": "think"})).await;
+    let run_id = b["run_id"].as_str().unwrap().to_owned();
+    let (events, text) = super::api::run_events(&h, &run_id).await;
+    let reasoning = events
+        .iter()
+        .find(|e| e["event"] == "reasoning.available")
+        .expect(&text);
+    assert_eq!(reasoning["text"], "Thinking it over.");
+    assert_eq!(reasoning["run_id"], run_id.as_str());
+    assert!(reasoning["timestamp"].is_number());
+    // A finished run's stop answers its status object.
+    let (s, b) = post_json(&h, &format!("/v1/runs/{run_id}/stop"), json!({})).await;
+    assert_eq!(
+        (s, b["status"].as_str(), b["object"].as_str()),
+        (StatusCode::OK, Some("completed"), Some("hermes.run"))
+    );
+}
+
+#[tokio::test]
+async fn parked_runs_are_bounded_and_answered_only_as_they_asked() {
+    let provider = FakeProvider::start(vec![]);
+    let config = api_config(&provider.base_url, "")
+        .replace("      key:", "      max_parked_runs: 1\n      key:");
+    let h = Herald::start(&config);
+    provider.push(Scripted::tool_calls(&[(
+        "k1",
+        "get_weather",
+        r#"{"city": "Oslo"}"#,
+    )]));
+    let (s, first) = post_json(
+        &h,
+        "/v1/responses",
+        json!({"input": "Oslo?", "tools": [weather_function()]}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{first}");
+    let fc = first["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .unwrap()
+        .clone();
+    let id = fc["call_id"].as_str().unwrap().to_owned();
+    // The lot is full: another request with tools of its own waits its turn.
+    let (s, b) = post_json(
+        &h,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "x"}], "tools": [weather_tool()]}),
+    )
+    .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("rate_limit_exceeded")),
+        "{b}"
+    );
+    // A chat request cannot answer a Responses run, nor can the same result come twice.
+    let chat = json!({"messages": [{"role": "user", "content": "Oslo?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": id, "content": "snow"}]});
+    let (s, b) = post_json(&h, "/v1/chat/completions", chat).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("unknown_tool_call")),
+        "{b}"
+    );
+    let twice = json!({"input": [{"type": "function_call_output", "call_id": id, "output": "a"}, {"type": "function_call_output", "call_id": id, "output": "b"}]});
+    let (s, b) = post_json(&h, "/v1/responses", twice).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("duplicate_tool_result")),
+        "{b}"
+    );
+    // A reference named twice is refused, as OpenAI refuses it.
+    let refs = json!({"input": [{"type": "item_reference", "id": fc["id"]}, {"type": "item_reference", "id": fc["id"]}, {"role": "user", "content": "x"}]});
+    let (s, b) = post_json(&h, "/v1/responses", refs).await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("duplicate_item")),
+        "{b}"
+    );
+    // Still parked and answerable once.
+    provider.push(Scripted::text("Snow."));
+    let ok = json!({"input": [{"type": "function_call_output", "call_id": id, "output": "snow"}]});
+    let (s, b) = post_json(&h, "/v1/responses", ok).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+
+    // A later chat turn keeps the client's earlier tool round in its history.
+    provider.push(Scripted::text("Noted the weather."));
+    let later = json!({"messages": [
+        {"role": "user", "content": "Lima?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "old_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Lima\"}"}}]},
+        {"role": "tool", "tool_call_id": "old_1", "content": "warm in Lima"},
+        {"role": "assistant", "content": "Warm."},
+        {"role": "user", "content": "and tomorrow?"}]});
+    let (s, b) = post_json(&h, "/v1/chat/completions", later).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    let text = provider.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        text.contains("warm in Lima") && text.contains("old_1"),
+        "{text}"
+    );
 }

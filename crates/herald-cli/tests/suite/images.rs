@@ -35,7 +35,7 @@ async fn api_image_parts_reach_the_provider_as_parts_and_bad_ones_are_refused() 
         {"type": "text", "text": "what is this?"},
         {"type": "image_url", "image_url": {"url": PNG}}
     ]);
-    let body = json!({"model": "m", "messages": [{"role": "user", "content": content}]});
+    let body = json!({"model": "hermes-agent", "messages": [{"role": "user", "content": content}]});
     let (s, b) = post_json(&h, "/v1/chat/completions", body).await;
     assert_eq!(s, StatusCode::OK, "{b}");
     assert_eq!(user_content(&provider, 0), parts("what is this?", PNG));

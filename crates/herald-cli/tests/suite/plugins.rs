@@ -543,7 +543,7 @@ async fn plugins_run_in_the_http_api_and_in_acp() {
     let (status, answer) = super::api::post_json(
         &h,
         "/v1/chat/completions",
-        serde_json::json!({"model": "herald", "messages": messages}),
+        serde_json::json!({"model": "hermes-agent", "messages": messages}),
     )
     .await;
     assert_eq!(status, reqwest::StatusCode::OK, "{answer}");
@@ -744,7 +744,7 @@ async fn a_plugin_tool_is_called_over_rpc_and_the_api_too() {
     let (status, body) = super::api::post_json(
         &h,
         "/v1/chat/completions",
-        serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "count"}]}),
+        serde_json::json!({"model": "hermes-agent", "messages": [{"role": "user", "content": "count"}]}),
     )
     .await;
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");

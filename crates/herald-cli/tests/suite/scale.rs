@@ -726,8 +726,7 @@ async fn one_idempotency_key_sent_to_both_instances_runs_once() {
         super::api::api_config(&provider.base_url, "")
     );
     let (a, b) = (Herald::start(&config), Herald::start(&config));
-    let body =
-        serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "do it once"}]});
+    let body = serde_json::json!({"model": "hermes-agent", "messages": [{"role": "user", "content": "do it once"}]});
     let (x, y) = tokio::join!(keyed(&a, &body), keyed(&b, &body));
     assert_eq!((x.0, y.0), (StatusCode::OK, StatusCode::OK), "{x:?} {y:?}");
     assert_eq!(x.1, y.1, "the same answer from both");
@@ -737,7 +736,7 @@ async fn one_idempotency_key_sent_to_both_instances_runs_once() {
     assert_eq!((z_status, z), (StatusCode::OK, x.1.clone()));
     assert_eq!(provider.requests().len(), 1);
     // Another body under the same key is another request.
-    let other = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "something else"}]});
+    let other = serde_json::json!({"model": "hermes-agent", "messages": [{"role": "user", "content": "something else"}]});
     let r = super::api::call(
         &a,
         "POST",

@@ -66,6 +66,65 @@ impl Host {
         Ok(self.store.set_title(id.to_owned(), title).await?)
     }
 
+    /// A stored session's header (`None`: no such session).
+    pub async fn session_row(
+        &self,
+        id: &str,
+    ) -> Result<Option<herald_store::sessions::SessionRow>, SessionError> {
+        Ok(self.store.session(id.to_owned()).await?)
+    }
+
+    /// A stored session's live messages, in order, as kept.
+    pub async fn stored_messages(
+        &self,
+        id: &str,
+    ) -> Result<Vec<herald_store::sessions::StoredMessage>, SessionError> {
+        Ok(self.store.history(id.to_owned()).await?)
+    }
+
+    /// Creates an empty stored session (its first turn fills it); false when one of
+    /// this id exists already.
+    pub async fn create_session(
+        &self,
+        session: herald_store::sessions::NewSession,
+    ) -> Result<bool, SessionError> {
+        if self.store.session(session.id.clone()).await?.is_some() {
+            return Ok(false);
+        }
+        let id = session.id.clone();
+        self.store.ensure_session(session)?;
+        // An awaited write queued after it: the session is there once this returns.
+        self.store.finish_turn(id, (0, 0, 0), None).await?;
+        Ok(true)
+    }
+
+    /// Ends a stored session with `reason` (as Hermes's `end_reason`); false without it.
+    pub async fn end_session(&self, id: &str, reason: &str) -> Result<bool, SessionError> {
+        Ok(self
+            .store
+            .end_session(id.to_owned(), reason.to_owned())
+            .await?)
+    }
+
+    /// Copies a stored session's live messages into a new session `new_id` whose parent
+    /// it is (titled `name`, else the next title of its lineage) and ends it as
+    /// `branched`, as Hermes's `/branch` does; the new title, `None` without the parent.
+    pub async fn fork_session(
+        &self,
+        parent: &str,
+        new_id: &str,
+        name: Option<String>,
+    ) -> Result<Option<String>, SessionError> {
+        let title = self
+            .store
+            .branch(parent.to_owned(), new_id.to_owned(), name)
+            .await?;
+        if title.is_some() {
+            self.end_session(parent, "branched").await?;
+        }
+        Ok(title)
+    }
+
     /// Deletes a stored session; false when there was none.
     pub async fn delete_session(&self, id: &str) -> Result<bool, SessionError> {
         Ok(self.store.delete_session(id.to_owned()).await?)

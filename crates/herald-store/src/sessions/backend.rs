@@ -52,6 +52,8 @@ pub trait SessionBackend: Send + Sync {
     async fn save_run(&self, run: RunRow, owner: String) -> Result<(), StoreError>;
     /// Unfinished runs whose owner is gone are marked `failed` with `why`.
     async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError>;
+    /// Ends a session: `ended_at` now and `end_reason`; false without the session.
+    async fn end_session(&self, id: String, reason: String) -> Result<bool, StoreError>;
     /// Sets a checked title.
     async fn set_title(
         &self,
