@@ -153,7 +153,7 @@ async fn run_completion(
         request.tools.as_ref(),
         request.tool_choice.as_ref(),
         request.parallel_tool_calls.as_ref(),
-        &session.tool_names(),
+        || session.tool_names(),
         api.client_tool_timeout(),
     )?;
     if !offered.is_empty() && !api.lot.has_room(api.settings.max_parked_runs) {

@@ -57,7 +57,7 @@ pub fn read(
     tools: Option<&Value>,
     tool_choice: Option<&Value>,
     parallel_tool_calls: Option<&Value>,
-    server: &[String],
+    server: impl FnOnce() -> Vec<String>,
     timeout: Duration,
 ) -> Result<Offered, ApiError> {
     let desk = ClientDesk::new(timeout);
@@ -74,6 +74,12 @@ pub fn read(
     }
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     let mut names = HashSet::new();
+    // herald's own tools are listed only when the request brings some of its own.
+    let server = if items.is_empty() {
+        Vec::new()
+    } else {
+        server()
+    };
     for (i, item) in items.iter().enumerate() {
         let param = format!("tools[{i}]");
         let Some(f) = function_of(item) else {
@@ -172,7 +178,7 @@ mod tests {
             v.get("tools"),
             v.get("tool_choice"),
             v.get("parallel_tool_calls"),
-            server,
+            || server.to_vec(),
             t,
         )
     }

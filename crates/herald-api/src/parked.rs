@@ -38,8 +38,6 @@ pub struct Carried {
     pub model: String,
     /// The conversation before the run's turn, and the turn's messages so far.
     pub history: Vec<ChatMessage>,
-    /// The MCP server of each MCP tool, by tool name.
-    pub labels: Arc<HashMap<String, String>>,
 }
 
 /// One parked run.

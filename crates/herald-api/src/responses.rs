@@ -37,8 +37,6 @@ struct Ask {
     store: bool,
     stream: bool,
     model: String,
-    /// The MCP server of each MCP tool the session has, by tool name.
-    labels: Arc<HashMap<String, String>>,
 }
 
 /// What an `input` array becomes: the conversation, and the tool results its trailing
@@ -384,7 +382,6 @@ async fn ask_of(
         store: request.store.as_ref().is_none_or(|v| body::truthy(Some(v))),
         stream: request.stream.0,
         model: request.model.text().unwrap_or_else(|| api.model_id.clone()),
-        labels: Arc::default(),
     })
 }
 
@@ -459,15 +456,13 @@ async fn run_response(
         request.tools.as_ref(),
         request.tool_choice.as_ref(),
         request.parallel_tool_calls.as_ref(),
-        &session.tool_names(),
+        || session.tool_names(),
         api.client_tool_timeout(),
     )?;
     session.adopt_history(ask.history.clone());
     if let Some(endpoint) = endpoint {
         session.set_endpoint(endpoint);
     }
-    let mut ask = ask;
-    ask.labels = Arc::new(mcp_labels(&session));
     if !offered.is_empty() && !api.lot.has_room(api.settings.max_parked_runs) {
         return Err(ApiError::too_many_parked(api.settings.max_parked_runs));
     }
@@ -493,18 +488,6 @@ async fn run_response(
     Ok(answer(api, headers, ask, answering, events).await)
 }
 
-/// The MCP server of each of the session's MCP tools (their toolset `mcp-<server>`).
-fn mcp_labels(session: &herald_session::Session) -> HashMap<String, String> {
-    session
-        .tools_now()
-        .iter()
-        .filter_map(|t| {
-            let server = t.toolset()?.strip_prefix("mcp-")?.to_owned();
-            Some((t.name().to_owned(), server))
-        })
-        .collect()
-}
-
 /// The answer of a request whose `function_call_output` items resume a parked run.
 async fn resume(
     api: Arc<Api>,
@@ -526,7 +509,6 @@ async fn resume(
             .map_or(carried.store, |v| body::truthy(Some(v))),
         stream: request.stream.0,
         model: request.model.text().unwrap_or(carried.model),
-        labels: carried.labels,
     };
     let answering = Answering {
         tied: Tied::new(parked.run, permit),
@@ -764,13 +746,12 @@ enum Shown {
 }
 
 impl Turn {
-    /// The `server_label` of a tool: its MCP server's name, else `herald`.
-    fn label_of(&self, tool: &str) -> String {
-        self.ask
-            .labels
-            .get(tool)
-            .cloned()
-            .unwrap_or_else(|| "herald".to_owned())
+    /// The `server_label` of a tool: its MCP server's name (as its tool names carry
+    /// it, `mcp__<server>__<tool>`), else `herald`.
+    fn label_of(tool: &str) -> String {
+        tool.strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+            .map_or_else(|| "herald".to_owned(), |(server, _)| server.to_owned())
     }
 
     /// Takes one event into `made`.
@@ -782,7 +763,7 @@ impl Turn {
                 name,
                 arguments,
             }) if !answering.is_client(&name) => {
-                made.tool_started(&call_id, &name, &arguments, &self.label_of(&name))
+                made.tool_started(&call_id, &name, &arguments, &Self::label_of(&name))
             }
             RunEventKind::Progress(TurnProgress::ToolCompleted {
                 call_id,
@@ -874,7 +855,6 @@ impl Turn {
             store: self.ask.store,
             model: self.ask.model.clone(),
             history: self.history(made),
-            labels: self.ask.labels.clone(),
         }
     }
 
@@ -1029,5 +1009,63 @@ pub async fn delete(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Resp
         .into_response(),
         Ok(false) => ApiError::not_found(format!("Response not found: {id}"), None).into_response(),
         Err(e) => session_pick::run_error(e).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_is_labelled_with_its_mcp_server_or_herald() {
+        assert_eq!(Turn::label_of("mcp__github__list_issues"), "github");
+        assert_eq!(Turn::label_of("read_file"), "herald");
+        assert_eq!(Turn::label_of("mcp__broken"), "herald");
+    }
+
+    #[test]
+    fn replayed_items_become_the_conversation_and_trailing_results_answers() {
+        let input = json!([
+            {"role": "user", "content": "go"},
+            {"type": "mcp_call", "id": "mcp_a_0", "name": "read_file", "arguments": "{}", "output": "x", "error": null, "status": "completed"},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "one"},
+            {"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "two"}]},
+        ]);
+        let Ok(Asked::Results(answers)) = parse_input(Some(&input)) else {
+            panic!("results expected");
+        };
+        assert_eq!(
+            answers,
+            vec![
+                ("c1".to_owned(), "one".to_owned()),
+                ("c2".to_owned(), "two".to_owned())
+            ]
+        );
+        let mut next = input.as_array().unwrap().clone();
+        next.push(json!({"role": "user", "content": "and now?"}));
+        let Ok(Asked::Turn(turn, history)) = parse_input(Some(&Value::Array(next))) else {
+            panic!("a turn expected");
+        };
+        assert_eq!(turn.text, "and now?");
+        let roles: Vec<&str> = history.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "tool",
+                "assistant",
+                "tool"
+            ]
+        );
+        assert_eq!(
+            history[6].name.as_deref(),
+            Some("f"),
+            "named after its call"
+        );
     }
 }
