@@ -785,6 +785,10 @@ impl SessionBackend for PgSessions {
             .await
     }
 
+    fn save_run_detached(&self, run: RunRow, owner: String) -> Result<(), StoreError> {
+        self.detach(move |pool| async move { upsert_run(&get(&pool).await?, &run, &owner).await })
+    }
+
     /// The runs of an earlier process of this instance fail with `why`; those of
     /// instances whose heartbeat ran out with [`INSTANCE_LOST`].
     async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError> {

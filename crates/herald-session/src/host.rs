@@ -1195,7 +1195,7 @@ impl Drive {
         let (tx, mut rx) = mpsc::unbounded_channel::<Step>();
         self.cell.pending.set_current(&self.cell, tx.clone());
         self.cell.set_state(RunState::Running);
-        self.keep_status().await;
+        self.keep_status();
         let turn = async move {
             let end = tx.clone();
             let mut sink = move |e: AgentEvent| {
@@ -1327,12 +1327,15 @@ impl Drive {
         self.cell.emit(RunEventKind::Finished(last));
     }
 
-    async fn keep_status(&self) {
+    /// Keeps the run's status as it starts, without waiting for the write: it is
+    /// committed before the turn's messages and its end, in the same batch when they
+    /// come together (a crash before it leaves no row: the run never ran).
+    fn keep_status(&self) {
         if !self.session.0.keep_runs {
             return;
         }
         let row = self.cell.status.borrow().row();
-        if let Err(e) = self.host.store.save_run(row).await {
+        if let Err(e) = self.host.store.save_run_detached(row) {
             tracing::warn!(run = %self.cell.status.borrow().run_id, error = %e, "run status not kept");
         }
     }

@@ -680,6 +680,8 @@ struct Runs {
     by_id: HashMap<String, Arc<RunCell>>,
     /// Ids in the order the runs started (oldest first), for eviction.
     order: std::collections::VecDeque<String>,
+    /// When every run's unread events were last looked at (Unix seconds).
+    swept_at: f64,
 }
 
 impl RunRegistry {
@@ -701,8 +703,13 @@ impl RunRegistry {
             let s = c.status.borrow();
             s.state.is_finished() && now - s.updated_at > FINISHED_KEPT.as_secs_f64()
         };
-        for cell in runs.by_id.values() {
-            cell.sweep(now);
+        // Unread events are dropped after minutes: a look each second is enough (not
+        // one at every start, which costs as many looks as runs are kept).
+        if now - runs.swept_at >= 1.0 {
+            runs.swept_at = now;
+            for cell in runs.by_id.values() {
+                cell.sweep(now);
+            }
         }
         // The oldest runs, as long as they have expired.
         while let Some(first) = runs.order.front().cloned() {
@@ -808,7 +815,10 @@ mod tests {
         old.emit(RunEventKind::Steered);
         assert!(!old.unread(), "queued until a sweep");
         registry.insert("young".into(), young.clone()).unwrap();
-        assert!(old.unread(), "the insert swept the old queue");
+        assert!(!old.unread(), "at most one sweep a second");
+        registry.runs.lock().unwrap().swept_at -= 1.0;
+        registry.insert("other".into(), cell(0.0)).unwrap();
+        assert!(old.unread(), "the next insert a second later swept the old queue");
         old.emit(RunEventKind::Steered);
         assert!(RunHandle { cell: old }.take_events().is_none());
         let late = cell(299.0);

@@ -330,6 +330,12 @@ impl SessionStore {
             .await
     }
 
+    /// Keeps a run's state (inserted or replaced) without waiting: committed before
+    /// the writes queued after it.
+    pub fn save_run_detached(&self, run: RunRow) -> Result<(), StoreError> {
+        self.backend.save_run_detached(run, self.owner.to_string())
+    }
+
     /// Keeps a run's state (inserted or replaced).
     pub async fn save_run(&self, run: RunRow) -> Result<(), StoreError> {
         self.backend.save_run(run, self.owner.to_string()).await
@@ -495,6 +501,12 @@ impl SessionBackend for SqliteSessions {
 
     async fn save_run(&self, run: RunRow, owner: String) -> Result<(), StoreError> {
         self.write(move |c| upsert_run(c, &run, &owner)).await
+    }
+
+    fn save_run_detached(&self, run: RunRow, owner: String) -> Result<(), StoreError> {
+        write_detached(&self.tx, Durability::Process, move |c| {
+            upsert_run(c, &run, &owner)
+        })
     }
 
     /// Runs whose owner still runs (another herald serving the same home) are left

@@ -50,6 +50,9 @@ pub trait SessionBackend: Send + Sync {
     async fn delete_response(&self, id: String) -> Result<bool, StoreError>;
     /// Keeps a run's state (inserted or replaced), owned by `owner`.
     async fn save_run(&self, run: RunRow, owner: String) -> Result<(), StoreError>;
+    /// [`SessionBackend::save_run`] without waiting: committed before the writes
+    /// queued after it (with them, when they come together).
+    fn save_run_detached(&self, run: RunRow, owner: String) -> Result<(), StoreError>;
     /// Unfinished runs whose owner is gone are marked `failed` with `why`.
     async fn fail_unfinished_runs(&self, why: String) -> Result<usize, StoreError>;
     /// Ends a session: `ended_at` now and `end_reason`; false without the session.
