@@ -3,7 +3,7 @@
 //! whole or as the OpenAI chunk stream (with `hermes.tool.progress` events).
 
 use crate::errors::ApiError;
-use crate::parked::{Answering, ClientSide, Parked};
+use crate::parked::{Answering, Parked};
 use crate::session_pick::{self, Picked};
 use crate::tied::Tied;
 use crate::wire::*;
@@ -14,9 +14,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use herald_session::ClientCall;
+use herald_session::TurnProgress;
 use herald_session::runs::RunEvents;
 use herald_session::{RunEventKind, RunState, RunStatus, SubagentEvent, SubagentKind};
-use herald_session::{RunExtras, TurnProgress};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -149,35 +149,12 @@ async fn run_completion(
         input,
         key,
     } = session_pick::pick(&api, headers, conversation, endpoint).await?;
-    let offered = crate::client_tools::read(
-        request.tools.as_ref(),
-        request.tool_choice.as_ref(),
-        request.parallel_tool_calls.as_ref(),
-        || session.tool_names(),
-        api.client_tool_timeout(),
-    )?;
-    if !offered.is_empty() && !api.lot.has_room(api.settings.max_parked_runs) {
-        return Err(ApiError::too_many_parked(api.settings.max_parked_runs));
-    }
-    let client = (!offered.is_empty()).then(|| ClientSide {
-        names: std::sync::Arc::new(offered.names.clone()),
-        desk: offered.desk.clone(),
-    });
-    let extras = RunExtras {
-        client_tools: offered.tools,
-        tool_policy: offered.policy,
-        ..RunExtras::default()
+    let asked = crate::client_tools::Asked {
+        tools: request.tools.as_ref(),
+        tool_choice: request.tool_choice.as_ref(),
+        parallel_tool_calls: request.parallel_tool_calls.as_ref(),
     };
-    let run = api
-        .host
-        .start_run_with(&session, input, extras)
-        .map_err(session_pick::run_error)?;
-    let events = run.take_events();
-    let answering = Answering {
-        tied: Tied::new(run, permit),
-        client,
-        lot: api.lot.clone(),
-    };
+    let (answering, events) = crate::client_tools::start_run(&api, &session, input, asked, permit)?;
     let mut response = answer(&api, answering, events, model, stream, headers).await;
     if let Some(v) = key.and_then(|k| HeaderValue::from_str(&k).ok()) {
         response.headers_mut().insert("x-hermes-session-key", v);

@@ -3,11 +3,63 @@
 //! herald's own tools. A name herald's own tools already use is refused.
 
 use crate::errors::ApiError;
-use herald_session::{ClientDesk, ClientTool, Tool, ToolPolicy};
+use crate::parked::{Answering, ClientSide};
+use herald_session::runs::RunEvents;
+use herald_session::{ClientDesk, ClientTool, RunExtras, Tool, ToolPolicy};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A request's own tools and how it asks for them to be used, as sent.
+pub struct Asked<'a> {
+    pub tools: Option<&'a Value>,
+    pub tool_choice: Option<&'a Value>,
+    pub parallel_tool_calls: Option<&'a Value>,
+}
+
+/// Starts `session`'s turn on `input` with the request's own tools offered beside
+/// herald's: the run tied to the request (its permit held until it ends or parks),
+/// and its events.
+pub fn start_run(
+    api: &crate::Api,
+    session: &herald_session::Session,
+    input: herald_protocol::UserInput,
+    asked: Asked<'_>,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<(Answering, Option<RunEvents>), ApiError> {
+    let offered = read(
+        asked.tools,
+        asked.tool_choice,
+        asked.parallel_tool_calls,
+        || session.tool_names(),
+        api.client_tool_timeout(),
+    )?;
+    let max = api.settings.max_parked_runs;
+    if !offered.is_empty() && !api.lot.has_room(max) {
+        return Err(ApiError::too_many_parked(max));
+    }
+    let client = (!offered.is_empty()).then(|| ClientSide {
+        names: Arc::new(offered.names.clone()),
+        desk: offered.desk.clone(),
+    });
+    let extras = RunExtras {
+        client_tools: offered.tools,
+        tool_policy: offered.policy,
+        ..RunExtras::default()
+    };
+    let run = api
+        .host
+        .start_run_with(session, input, extras)
+        .map_err(crate::session_pick::run_error)?;
+    let events = run.take_events();
+    let answering = Answering {
+        tied: crate::tied::Tied::new(run, permit),
+        client,
+        lot: api.lot.clone(),
+    };
+    Ok((answering, events))
+}
 
 /// Most functions one request may define (OpenAI's own limit).
 const MAX_TOOLS: usize = 128;

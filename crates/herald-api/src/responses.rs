@@ -6,7 +6,7 @@
 use crate::body;
 use crate::content;
 use crate::errors::ApiError;
-use crate::parked::{Answering, Carried, ClientSide, Parked};
+use crate::parked::{Answering, Carried, Parked};
 use crate::session_pick::{self, open_or_resume};
 use crate::tied::Tied;
 use crate::wire::*;
@@ -19,9 +19,7 @@ use axum::response::{IntoResponse, Response};
 use herald_protocol::{ChatMessage, FunctionCall, Role, ToolCall, UserInput};
 use herald_session::TurnProgress;
 use herald_session::runs::RunEvents;
-use herald_session::{
-    Answers, ClientCall, RunEventKind, RunExtras, RunState, RunStatus, StoredResponse,
-};
+use herald_session::{Answers, ClientCall, RunEventKind, RunState, RunStatus, StoredResponse};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -452,39 +450,17 @@ async fn run_response(
     );
     let endpoint = session_pick::model_endpoint(&api, &ask.model).await?;
     let (session, _) = open_or_resume(&api, &ask.session_id, options).await?;
-    let offered = crate::client_tools::read(
-        request.tools.as_ref(),
-        request.tool_choice.as_ref(),
-        request.parallel_tool_calls.as_ref(),
-        || session.tool_names(),
-        api.client_tool_timeout(),
-    )?;
     session.adopt_history(ask.history.clone());
     if let Some(endpoint) = endpoint {
         session.set_endpoint(endpoint);
     }
-    if !offered.is_empty() && !api.lot.has_room(api.settings.max_parked_runs) {
-        return Err(ApiError::too_many_parked(api.settings.max_parked_runs));
-    }
-    let client = (!offered.is_empty()).then(|| ClientSide {
-        names: Arc::new(offered.names.clone()),
-        desk: offered.desk.clone(),
-    });
-    let extras = RunExtras {
-        client_tools: offered.tools,
-        tool_policy: offered.policy,
-        ..RunExtras::default()
+    let asked = crate::client_tools::Asked {
+        tools: request.tools.as_ref(),
+        tool_choice: request.tool_choice.as_ref(),
+        parallel_tool_calls: request.parallel_tool_calls.as_ref(),
     };
-    let run = api
-        .host
-        .start_run_with(&session, ask.input.clone(), extras)
-        .map_err(session_pick::run_error)?;
-    let events = run.take_events();
-    let answering = Answering {
-        tied: Tied::new(run, permit),
-        client,
-        lot: api.lot.clone(),
-    };
+    let input = ask.input.clone();
+    let (answering, events) = crate::client_tools::start_run(&api, &session, input, asked, permit)?;
     Ok(answer(api, headers, ask, answering, events).await)
 }
 

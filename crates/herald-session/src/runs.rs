@@ -818,7 +818,10 @@ mod tests {
         assert!(!old.unread(), "at most one sweep a second");
         registry.runs.lock().unwrap().swept_at -= 1.0;
         registry.insert("other".into(), cell(0.0)).unwrap();
-        assert!(old.unread(), "the next insert a second later swept the old queue");
+        assert!(
+            old.unread(),
+            "the next insert a second later swept the old queue"
+        );
         old.emit(RunEventKind::Steered);
         assert!(RunHandle { cell: old }.take_events().is_none());
         let late = cell(299.0);
