@@ -209,15 +209,7 @@ pub async fn model_endpoint(api: &Api, model: &str) -> Result<Option<Endpoint>, 
         return Ok(route_endpoint(api, route));
     }
     let runtime = api.host.runtime();
-    if model.contains(':')
-        && let Ok(endpoint) = runtime.switch_model(model)
-    {
-        return Ok(Some(endpoint));
-    }
     let inventory = api.host.model_options(false).await;
-    let current = inventory.providers.iter().find(|p| p.is_current);
-    let served =
-        inventory.model == model || current.is_some_and(|p| p.models.iter().any(|m| m == model));
     let unknown = || {
         ApiError::bad_request(
             format!("The model '{model}' does not exist here: use an id /v1/models lists, a model of the current provider, or provider:model"),
@@ -225,7 +217,23 @@ pub async fn model_endpoint(api: &Api, model: &str) -> Result<Option<Endpoint>, 
         )
         .at("model")
     };
-    if !served {
+    // `provider:model` when the part before the colon is a provider the picker lists
+    // (the current one's slug: its model); else the whole name is a model's
+    // (`qwen3:4b`).
+    let current = inventory.providers.iter().find(|p| p.is_current);
+    let served = |name: &str| {
+        inventory.model == name || current.is_some_and(|p| p.models.iter().any(|m| m == name))
+    };
+    if let Some((slug, name)) = model.split_once(':')
+        && let Some(row) = inventory.providers.iter().find(|r| r.slug == slug)
+    {
+        if row.is_current && !served(name) {
+            return Err(unknown());
+        }
+        let spec = if row.is_current { name } else { model };
+        return runtime.switch_model(spec).map(Some).map_err(|_| unknown());
+    }
+    if !served(model) {
         return Err(unknown());
     }
     runtime.switch_model(model).map(Some).map_err(|_| unknown())

@@ -451,7 +451,7 @@ async fn session_chat(
             .error
             .clone()
             .unwrap_or_else(|| "the agent produced no answer".into());
-        let outcome = json!({"completed": false, "failed": true, "retryable": end.retryable});
+        let outcome = json!({"completed": false, "partial": end.partial, "failed": true, "retryable": end.retryable});
         return Err(ApiError::agent_failed(message, outcome));
     }
     let home = api.host.runtime().home.root();

@@ -805,6 +805,7 @@ async fn health_discovery_and_the_model_field_as_hermes_has_them() {
         ("hermes-agent", "fake-model"),
         ("fast", "fake-large"),
         ("fake-large", "fake-large"),
+        ("auto:fake-large", "fake-large"),
     ] {
         provider.push(Scripted::text("ok"));
         let (s, b) = post_json(&h, "/v1/chat/completions", chat(model)).await;
@@ -815,6 +816,10 @@ async fn health_discovery_and_the_model_field_as_hermes_has_them() {
             sent,
             "{model}"
         );
+    }
+    for unknown in ["qwen3:4b", "fake-model:latest", "HERMES-AGENT", "auto:nope"] {
+        let (s, b) = post_json(&h, "/v1/chat/completions", chat(unknown)).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{unknown}: {b}");
     }
     let (s, b) = post_json(&h, "/v1/chat/completions", chat("gpt-9-imaginary")).await;
     assert_eq!(
