@@ -14,6 +14,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
         &[],
     ),
     ("skills", &["skills_list", "skill_view"], &[]),
+    ("memory", &["memory"], &[]),
     ("delegation", &["delegate_task"], &[]),
     ("debugging", &["terminal", "process"], &["web", "file"]),
     ("safe", &[], &["web", "vision"]),
@@ -28,6 +29,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "skills",
             "clarify",
             "delegation",
+            "memory",
         ],
     ),
     // Hermes gives its chat bots the CLI's core tools.
@@ -37,12 +39,28 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
     (
         "hermes-acp",
         &[],
-        &["web", "terminal", "file", "vision", "skills", "delegation"],
+        &[
+            "web",
+            "terminal",
+            "file",
+            "vision",
+            "skills",
+            "delegation",
+            "memory",
+        ],
     ),
     (
         "hermes-api-server",
         &[],
-        &["web", "terminal", "file", "vision", "skills", "delegation"],
+        &[
+            "web",
+            "terminal",
+            "file",
+            "vision",
+            "skills",
+            "delegation",
+            "memory",
+        ],
     ),
     (
         "hermes-webhook",
@@ -189,7 +207,8 @@ mod tests {
                 "vision",
                 "skills",
                 "clarify",
-                "delegation"
+                "delegation",
+                "memory"
             ])
         );
         assert_eq!(switched(&off, "web", true).last().unwrap(), "web");

@@ -1,6 +1,7 @@
 //! The system prompt of a new session, built in one place for every surface: the
 //! persona (SOUL.md or the surface's default), the tool guidance, the skills index,
-//! preloaded skills, AGENTS.md of the working folder, and the surface's own note.
+//! preloaded skills, AGENTS.md of the working folder, the memory's frozen snapshot (when
+//! the session has the `memory` tool), and the surface's own note.
 //! A resumed session keeps its stored prompt byte for byte (provider prompt caches).
 
 use crate::runtime::{Platform, Runtime};
@@ -42,6 +43,10 @@ pub fn session_prompt(
     }
     if let Some(agents) = runtime.agents_file(cwd) {
         parts.push(format!("# Project instructions (AGENTS.md)\n{agents}"));
+    }
+    // The memory as it is now, frozen for the session (its writes show in the next).
+    if tool_names.contains(&"memory") {
+        parts.extend(crate::runtime::memory_store(&runtime.home).snapshot());
     }
     parts.join("\n\n")
 }

@@ -168,7 +168,10 @@ impl Runtime {
         let endpoint = SharedEndpoint::new(selected.endpoint);
         let skills = skill_library(home, &settings, platform);
         let jobs = herald_tools::process::Jobs::default();
-        let registry = tool_registry(jobs.clone(), &settings, &endpoint, &skills, platform);
+        let mut registry = tool_registry(jobs.clone(), &settings, &endpoint, &skills, platform);
+        registry.register(Arc::new(herald_tools::memory::Memory {
+            store: memory_store(home),
+        }));
         Ok(Runtime {
             home: home.clone(),
             platform,
@@ -556,6 +559,11 @@ fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> S
         disabled,
         plugin_skills: Default::default(),
     }
+}
+
+/// The home's memory stores (`memories/MEMORY.md`, `memories/USER.md`).
+pub fn memory_store(home: &Home) -> herald_tools::memory::MemoryStore {
+    herald_tools::memory::MemoryStore::at(home.root().join("memories"))
 }
 
 fn tool_registry(

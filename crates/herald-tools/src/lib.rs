@@ -1,13 +1,14 @@
 //! The agent's built-in tools, implementing `herald_agent::Tool`: on the local machine
 //! `terminal` (with the approval pipeline), `process` (background jobs), `read_file`,
 //! `write_file`, `patch`, `search_files` and `clarify`; the skills tools `skills_list` and
-//! `skill_view`; and on the network `web_search` (SearXNG or Tavily, chosen in config),
+//! `skill_view`; `memory` (Hermes's two bounded stores); and on the network `web_search` (SearXNG or Tavily, chosen in config),
 //! `web_extract` (pages as text, refusing loopback, private, link-local and metadata
 //! addresses unless config allows them) and `vision_analyze`. Web results are third-party
 //! text, so the turn loop wraps them as untrusted.
 
 pub mod clarify;
 pub mod files;
+pub mod memory;
 pub mod process;
 pub mod skills;
 pub mod sudo;

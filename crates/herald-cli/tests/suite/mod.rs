@@ -23,6 +23,7 @@ mod inbox_cli;
 mod ingress;
 mod mcp;
 mod mcp_hostile;
+mod memory;
 mod metrics;
 mod operations;
 mod platforms;
