@@ -27,6 +27,8 @@ pub enum SignError {
     NoPrivateKey,
     #[error("{0}")]
     Secret(#[from] verify::VerifyError),
+    #[error("a Twilio form body has at most 500 fields: herald refuses more before it checks them")]
+    TooManyFields,
 }
 
 /// Signs `body` as `preset`'s sender would at `now` (Unix seconds). A Linear body must
@@ -61,7 +63,7 @@ pub fn request(
         Sender::Paddle => vec![("Paddle-Signature", paddle(secret, &ts, body))],
         Sender::Gitea => vec![("X-Gitea-Signature", hex_body())],
         Sender::Forgejo => vec![("X-Forgejo-Signature", hex_body())],
-        Sender::Twilio => return Ok(twilio(preset, secret, body)),
+        Sender::Twilio => return twilio(preset, secret, body).ok_or(SignError::TooManyFields),
         Sender::Discord => return Err(SignError::NoPrivateKey),
         Sender::Token => {
             let name = preset
@@ -120,7 +122,8 @@ pub fn paddle(secret: &str, ts: &str, body: &[u8]) -> String {
 
 /// Twilio: a form body signs the public URL and its fields; a JSON body the URL with a
 /// `bodySHA256` query parameter.
-fn twilio(preset: &SenderPreset, secret: &str, body: &[u8]) -> Signed {
+/// `None` for a form body with more fields than herald verifies.
+fn twilio(preset: &SenderPreset, secret: &str, body: &[u8]) -> Option<Signed> {
     let url = preset.public_url.clone().unwrap_or_default();
     let is_json = body.trim_ascii_start().first() == Some(&b'{');
     let (signed_url, fields) = if is_json {
@@ -128,16 +131,16 @@ fn twilio(preset: &SenderPreset, secret: &str, body: &[u8]) -> Signed {
         let sep = if url.contains('?') { '&' } else { '?' };
         (format!("{url}{sep}bodySHA256={hash}"), String::new())
     } else {
-        (url, twilio_fields(body).unwrap_or_default())
+        (url, twilio_fields(body)?)
     };
     let mac = hmac_sha1(
         secret.as_bytes(),
         &[signed_url.as_bytes(), fields.as_bytes()],
     );
-    Signed {
+    Some(Signed {
         headers: vec![("X-Twilio-Signature".to_owned(), STANDARD.encode(mac))],
         query: signed_url.split_once('?').map(|(_, q)| q.to_owned()),
-    }
+    })
 }
 
 /// Sets a Linear payload's `webhookTimestamp` (milliseconds), as Linear stamps it.
