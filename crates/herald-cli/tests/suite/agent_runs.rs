@@ -255,12 +255,13 @@ async fn route_toolsets_replace_the_default_and_injected_text_gets_no_terminal()
 
 #[tokio::test]
 async fn provider_down_then_up_the_run_is_retried() {
-    // A port nothing listens on yet.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port nothing listens on yet, below the ephemeral range: a port the system
+    // hands out (`:0`, outgoing connections) could be taken by another test before the
+    // provider comes up on it.
+    let port = (0..1000u16)
+        .map(|i| 20_000 + (std::process::id() as u16 % 10_000 + i * 7) % 12_000)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .unwrap();
     let url = format!("http://127.0.0.1:{port}/v1");
     let telegram = Fake::start(telegram_ok());
     let h = start(&agent_config(&url, "", PR_ROUTE), &telegram);
