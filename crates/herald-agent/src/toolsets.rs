@@ -69,6 +69,44 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
+/// Hermes's toolsets that herald does not have, each with why.
+const HERMES_ONLY: &[(&str, &str)] = &[
+    (
+        "browser",
+        "the ten browser_* tools need a browser; a later release brings them",
+    ),
+    ("code_execution", "execute_code is not in herald yet"),
+    ("todo", "the todo tool is not in herald yet"),
+    ("session_search", "session_search is not in herald yet"),
+    ("cronjob", "the cronjob tool is not in herald yet"),
+    ("x_search", "herald has no xAI search"),
+    ("image_gen", "herald does not generate images"),
+    ("video", "herald does not analyse video"),
+    ("video_gen", "herald does not generate video"),
+    ("computer_use", "herald has no computer use"),
+    ("tts", "herald has no text to speech"),
+    (
+        "project",
+        "the desktop app's project tools are not in herald",
+    ),
+    ("homeassistant", "herald has no Home Assistant tools"),
+    ("kanban", "herald has no kanban tools"),
+    ("context_engine", "herald has no context engine"),
+    ("spotify", "herald has no Spotify tools"),
+    (
+        "coding",
+        "herald has no `coding` toolset (name its parts: terminal, file, web)",
+    ),
+];
+
+/// Why herald lacks `name` when it is one of Hermes's toolsets.
+pub fn hermes_only(name: &str) -> Option<&'static str> {
+    HERMES_ONLY
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, why)| *why)
+}
+
 /// Toolsets never granted to webhook runs through a per-route list.
 const WEBHOOK_FORBIDDEN: &[&str] = &[];
 

@@ -29,6 +29,7 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     findings.extend(herald_gateway::findings::gather(&config, &targets));
     findings.extend(store_finding(&config)?);
     findings.extend(discord_finding(&config)?);
+    findings.extend(ports_taken(home, &config)?);
     for warning in &config.warnings {
         outln!("warning: {warning}");
     }
@@ -40,6 +41,9 @@ pub fn run(home: &Home) -> anyhow::Result<ExitCode> {
     }
     if let Some(slack) = &config.slack {
         outln!("note: {}", herald_chat::slack::serving_note(slack));
+    }
+    if let Some(note) = herald_gateway::findings::webhook_mcp_note(&config) {
+        outln!("note: {note}");
     }
     if config.discord.is_some() {
         outln!("note: {}", herald_chat::discord::SERVING_NOTE);
@@ -104,4 +108,42 @@ fn start_refusals(home: &Home, config: &Config) -> Vec<String> {
         }
     }
     refusals
+}
+
+/// The gateway's ports that another program holds now, unless this home's gateway is
+/// the one serving: a Hermes gateway still running serves the same settings' ports.
+fn ports_taken(home: &Home, config: &Config) -> anyhow::Result<Vec<String>> {
+    if herald_app::gateway_state::running_gateway(home).is_some() {
+        return Ok(Vec::new());
+    }
+    let mut wanted = Vec::new();
+    if config.webhook.enabled {
+        let setting = "platforms.webhook.extra.port";
+        wanted.push((config.webhook.host.as_deref(), config.webhook.port, setting));
+    }
+    if config.api_server.enabled {
+        let setting = "platforms.api_server.extra.port";
+        wanted.push((
+            Some(config.api_server.host.as_str()),
+            config.api_server.port,
+            setting,
+        ));
+    }
+    let rt = crate::stores::runtime()?;
+    Ok(wanted
+        .into_iter()
+        .filter(|(_, port, _)| *port != 0)
+        .filter_map(|(host, port, setting)| {
+            match rt.block_on(herald_http::bind(host, port, setting)) {
+                Err(herald_http::BindError::Bind { source, .. })
+                    if source.kind() == std::io::ErrorKind::AddrInUse =>
+                {
+                    Some(format!(
+                        "port {port} (`{setting}`) is taken by another program, so `herald gateway run` would not start: a Hermes gateway still running serves the same settings' ports; stop it (`hermes gateway stop`) or change the port"
+                    ))
+                }
+                _ => None,
+            }
+        })
+        .collect())
 }

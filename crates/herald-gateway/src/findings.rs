@@ -2,8 +2,10 @@
 //! start is never blocked by a route-level mistake), gathered in one list: the start ends
 //! with it and `herald config check` prints it.
 
+use herald_config::mcp_settings::McpSettings;
 use herald_config::{Config, Route};
 use herald_deliver::TargetSet;
+use herald_session::toolsets;
 
 /// Every finding: the config's own, the subscriptions file's (entries skipped or
 /// misspelt), and routes whose delivery target cannot deliver.
@@ -29,6 +31,7 @@ pub fn gather(config: &Config, targets: &TargetSet) -> Vec<String> {
         Err(e) => findings.push(format!("no subscription is served: {e}")),
     }
     findings.extend(undeliverable(&routes, targets));
+    findings.extend(unknown_toolsets(&routes, &config.mcp));
     findings.extend(unreachable_profiles(&routes, config.multiplex_profiles));
     findings.extend(chat_platforms(config, targets));
     findings
@@ -96,6 +99,80 @@ const DELIVER_NAMES: &[&str] = &[
     "discord_interaction",
     "log",
 ];
+
+/// Agent routes whose `toolsets` name toolsets herald does not have (nor an MCP
+/// server): their runs go without them, and a list of nothing else leaves no tools.
+fn unknown_toolsets(routes: &[Route], mcp: &McpSettings) -> Vec<String> {
+    routes
+        .iter()
+        .filter(|r| r.enabled && !r.deliver_only)
+        .filter_map(|r| {
+            let names = r.toolsets.as_ref()?;
+            let unknown: Vec<&String> = names
+                .iter()
+                .filter(|n| {
+                    let n = n.trim();
+                    !toolsets::is_toolset(n)
+                        && !matches!(n, "all" | "*")
+                        && !mcp.servers.iter().any(|s| s.name == n)
+                })
+                .collect();
+            if unknown.is_empty() {
+                return None;
+            }
+            let why: Vec<String> = unknown
+                .iter()
+                .map(|n| match toolsets::hermes_only(n.trim()) {
+                    Some(why) => format!("`{n}` ({why})"),
+                    None => format!("`{n}` (unknown; a plugin's toolset is fine if `herald plugins list` shows it)"),
+                })
+                .collect();
+            let effect = if unknown.len() == names.len() {
+                "its runs have no tools at all"
+            } else {
+                "its runs go without them"
+            };
+            Some(format!(
+                "route `{}` names toolsets herald does not have: {}; {effect}",
+                r.name,
+                why.join(", ")
+            ))
+        })
+        .collect()
+}
+
+/// MCP servers and the agent routes they are withheld from: a webhook run gets an MCP
+/// server's tools only when its route names the server in `toolsets` (sender-steered
+/// runs stay narrow), where Hermes offered them to every run.
+pub fn webhook_mcp_note(config: &Config) -> Option<String> {
+    let servers: Vec<&str> = config
+        .mcp
+        .servers
+        .iter()
+        .filter(|s| s.enabled)
+        .map(|s| s.name.as_str())
+        .collect();
+    let routes: Vec<&str> = config
+        .routes
+        .iter()
+        .filter(|r| r.enabled && !r.deliver_only)
+        .filter(|r| {
+            r.toolsets
+                .as_ref()
+                .is_none_or(|t| !servers.iter().any(|s| t.iter().any(|n| n == s)))
+        })
+        .map(|r| r.name.as_str())
+        .collect();
+    if servers.is_empty() || routes.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "MCP servers {} are not offered to the webhook runs of routes {}: a webhook run gets an MCP server's tools only when its route names the server in `toolsets` (e.g. `toolsets: [hermes-webhook, {}]`), where Hermes offered them to every run",
+        servers.join(", "),
+        routes.join(", "),
+        servers[0]
+    ))
+}
 
 /// Enabled routes whose target is not enabled or not known.
 fn undeliverable(routes: &[Route], targets: &TargetSet) -> Vec<String> {

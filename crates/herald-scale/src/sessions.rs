@@ -15,10 +15,10 @@ use crate::rows::{opt_text, text};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use herald_store::sessions::{
-    ControlHandler, ControlReply, Followed, Follower, Hold, KeptAnswer, KeyClaim, NewMessage,
-    NewSession, Relayed, RelayedEvents, RewindRefused, RewindTarget, RunControl, RunRecord, RunRow,
-    SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
-    rewind_row,
+    ControlHandler, ControlReply, Followed, Follower, Hold, Imported, ImportedSession, KeptAnswer,
+    KeyClaim, NewMessage, NewSession, Relayed, RelayedEvents, RewindRefused, RewindTarget,
+    RunControl, RunRecord, RunRow, SessionRow, SessionSummary, SessionUsage, StoredMessage,
+    StoredResponse, TitleRefused, rewind_row,
 };
 use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
 use std::future::Future;
@@ -299,6 +299,48 @@ async fn insert_session(
 }
 
 /// Inserts one message at the end of its session and updates the counters.
+/// Imports `s` inside the transaction `c` (as the SQLite store's `import_in`).
+async fn import_in(c: &impl GenericClient, s: &ImportedSession) -> Result<Imported, StoreError> {
+    let there = c
+        .query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&s.session.id])
+        .await
+        .map_err(db_error)?;
+    if there.is_some() {
+        return Ok(Imported::AlreadyThere);
+    }
+    // Titles are unique: a taken one becomes `title #2` (as a branch's does).
+    let title = match &s.title {
+        Some(t) => Some(free_title(c, t).await?),
+        None => None,
+    };
+    insert_session(c, &s.session, false).await?;
+    c.execute(
+        "UPDATE sessions SET started_at = $2, ended_at = $3, end_reason = $4, title = $5,
+                input_tokens = $6, output_tokens = $7 WHERE id = $1",
+        &[
+            &s.session.id,
+            &s.started_at,
+            &s.ended_at,
+            &s.end_reason,
+            &title,
+            &s.input_tokens,
+            &s.output_tokens,
+        ],
+    )
+    .await
+    .map_err(db_error)?;
+    for m in &s.messages {
+        let id = insert_message(c, &s.session.id, &m.message).await?;
+        c.execute(
+            "UPDATE messages SET timestamp = $2 WHERE id = $1",
+            &[&id, &m.timestamp],
+        )
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(Imported::Added)
+}
+
 async fn insert_message(
     c: &impl GenericClient,
     session_id: &str,
@@ -969,6 +1011,13 @@ impl SessionBackend for PgSessions {
         self.newest(
             "SELECT id FROM sessions WHERE source = $1 AND archived = 0 ORDER BY started_at DESC, n DESC LIMIT 1",
             source,
+        )
+        .await
+    }
+
+    async fn import_session(&self, session: ImportedSession) -> Result<Imported, StoreError> {
+        self.write(
+            move |pool| async move { in_transaction!(pool, |tx| import_in(&tx, &session).await) },
         )
         .await
     }

@@ -20,6 +20,7 @@ pub mod deliveries;
 pub mod events;
 pub mod export;
 mod gate;
+pub mod hermes_state;
 pub mod inbox;
 pub mod instance;
 pub mod payload;

@@ -8,12 +8,14 @@ use crate::writer::Durability;
 
 mod admin;
 mod backend;
+mod imported;
 use crate::{StoreError, open_for_writing, start_writer, write_detached, write_on};
 pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused, preview_of};
 pub use backend::{
     ControlHandler, ControlReply, Followed, Follower, Hold, KeptAnswer, KeyClaim, Relayed,
     RelayedEvents, RunControl, SessionBackend,
 };
+pub use imported::{Imported, ImportedMessage, ImportedSession};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
@@ -600,6 +602,10 @@ impl SessionBackend for SqliteSessions {
                 .optional()
         })
         .await
+    }
+
+    async fn import_session(&self, session: ImportedSession) -> Result<Imported, StoreError> {
+        self.write(move |c| imported::import_in(c, &session)).await
     }
 
     async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError> {

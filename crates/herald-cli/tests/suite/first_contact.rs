@@ -280,7 +280,10 @@ fn setup_from_hermes_copies_the_hermes_home_and_leaves_it_untouched() {
     std::fs::write(h.join("scripts/s.py"), "print(1)").unwrap();
     std::fs::write(h.join("skills/review/SKILL.md"), "# Review").unwrap();
     std::fs::write(h.join("plugins/p/plugin.yaml"), "name: p").unwrap();
-    std::fs::write(h.join("state.db"), "not copied").unwrap();
+    std::fs::write(h.join("state.db"), "not a database").unwrap();
+    std::fs::create_dir_all(h.join("logs")).unwrap();
+    std::fs::write(h.join("logs/agent.log"), "a line").unwrap();
+    std::fs::write(h.join("auth.json"), "{}").unwrap();
     let before = list_tree(h);
 
     let parent = tempfile::tempdir().unwrap();
@@ -315,7 +318,24 @@ fn setup_from_hermes_copies_the_hermes_home_and_leaves_it_untouched() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    // Everything is copied, and a state.db that cannot be read says so and fails.
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("state.db: not imported: cannot read"),
+        "{text}"
+    );
+    assert!(text.contains("  logs: Hermes's own logs"), "{text}");
+    assert!(
+        text.contains("  auth.json: credentials of `hermes login`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Hermes's agent tools: the ten browser_* tools"),
+        "{text}"
+    );
+    let kept_report = std::fs::read_to_string(home.join("hermes-migration.txt")).unwrap();
+    assert!(text.starts_with(&kept_report), "{kept_report}");
+    let carried = text.split("Carried:\n").nth(1).unwrap();
     for name in [
         "config.yaml",
         ".env",
@@ -326,7 +346,7 @@ fn setup_from_hermes_copies_the_hermes_home_and_leaves_it_untouched() {
         "plugins/p/plugin.yaml",
     ] {
         assert!(home.join(name).is_file(), "{name}");
-        assert!(text.contains(&format!("copied  {name}")), "{name}: {text}");
+        assert!(carried.contains(&format!("  {name}\n")), "{name}: {text}");
     }
     assert!(!home.join("state.db").exists());
     use std::os::unix::fs::PermissionsExt;
@@ -344,7 +364,10 @@ fn setup_from_hermes_copies_the_hermes_home_and_leaves_it_untouched() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("kept    SOUL.md"), "{text}");
+    assert!(
+        text.contains("Kept:\n") && text.contains("  SOUL.md (already in the herald home"),
+        "{text}"
+    );
     assert_eq!(
         std::fs::read_to_string(home.join("SOUL.md")).unwrap(),
         "mine"
@@ -352,7 +375,7 @@ fn setup_from_hermes_copies_the_hermes_home_and_leaves_it_untouched() {
 }
 
 /// Every file under `dir` with its content, for before/after comparisons.
-fn list_tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+pub(super) fn list_tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

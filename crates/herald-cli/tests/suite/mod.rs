@@ -17,6 +17,7 @@ mod filters_scripts;
 mod first_contact;
 mod framework_clients;
 mod frameworks;
+mod hermes_home;
 mod hostile;
 mod images;
 mod inbox_cli;

@@ -211,7 +211,7 @@ fn a_hermes_user_who_starts_first_then_migrates_gets_the_hermes_config() {
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
-    assert!(report.contains("copied  config.yaml"), "{report}");
+    assert!(report.contains("Carried:\n  config.yaml\n"), "{report}");
     // And the next start serves the Hermes route, model and API server.
     let (lines, mut child) = gateway_run(&home, &[("HERMES_HOME", hermes.path())]);
     let _ = child.kill();
@@ -256,11 +256,13 @@ fn the_migration_installs_herald_skills_beside_the_hermes_ones_never_over_them()
     assert_eq!(read("mine/SKILL.md"), "# mine");
     assert_eq!(read(".usage.json"), "{}");
     assert!(
-        report.contains("added   skills/webhook-subscriptions"),
+        report.contains("  skills/webhook-subscriptions (a skill herald ships"),
         "{report}"
     );
     assert!(
-        report.contains("kept    skills/github-code-review (the migrated one"),
+        report.contains(
+            "  skills/github-code-review (herald's skill of that name: the migrated one is kept)"
+        ),
         "{report}"
     );
     let left: Vec<_> = std::fs::read_dir(&home)
@@ -271,4 +273,68 @@ fn the_migration_installs_herald_skills_beside_the_hermes_ones_never_over_them()
         !left.iter().any(|n| n.contains("bundled")),
         "no staging folder is left: {left:?}"
     );
+}
+
+/// What a Hermes home leaves behind is said by the migration and by `config check`:
+/// routes whose toolsets herald lacks (all of them: no tools at all), MCP servers
+/// webhook runs go without, a skill herald added that a route names, and the ports
+/// Hermes's gateway holds.
+#[test]
+fn the_migration_report_and_config_check_name_what_a_hermes_home_loses() {
+    // Stands for Hermes's gateway, still serving the webhook port.
+    let hermes_gateway = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hermes_gateway.local_addr().unwrap().port();
+    let hermes = tempfile::tempdir().unwrap();
+    let config = format!(
+        "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\nmcp_servers:\n  docs:\n    command: /nonexistent/docs\nplatforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: {port}\n      secret: s3cret-0123456789\n      routes:\n        trusted:\n          prompt: run it\n          deliver: log\n          toolsets: [code_execution]\n        mixed:\n          prompt: look\n          deliver: log\n          toolsets: [terminal, browser]\n        review:\n          prompt: review\n          deliver: log\n          skills: [github-code-review]\n"
+    );
+    std::fs::write(hermes.path().join("config.yaml"), config).unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let home = parent.path().join("herald-home");
+    let out = Command::new(BIN)
+        .args(["setup", "--from-hermes", hermes.path().to_str().unwrap()])
+        .env("HERALD_HOME", &home)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let findings = report.split("Findings:\n").nth(1).unwrap_or_default();
+    for needle in [
+        "route `trusted` names toolsets herald does not have: `code_execution` (execute_code is not in herald yet); its runs have no tools at all",
+        "route `mixed` names toolsets herald does not have: `browser` (the ten browser_* tools need a browser; a later release brings them); its runs go without them",
+        "route `review` names the skill `github-code-review`, which the Hermes home did not have",
+        "MCP servers docs are not offered to the webhook runs of routes trusted, mixed, review",
+        &format!("Hermes's gateway serves webhooks on {port} from the same settings"),
+    ] {
+        assert!(findings.contains(needle), "{needle}\n{report}");
+    }
+    let kept = std::fs::read_to_string(home.join("hermes-migration.txt")).unwrap();
+    assert!(kept.contains("route `trusted` names toolsets"), "{kept}");
+
+    let check = Command::new(BIN)
+        .args(["config", "check"])
+        .env("HERALD_HOME", &home)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{text}");
+    for needle in [
+        "finding: route `trusted` names toolsets herald does not have: `code_execution`",
+        "finding: route `mixed` names toolsets herald does not have: `browser`",
+        &format!(
+            "finding: port {port} (`platforms.webhook.extra.port`) is taken by another program"
+        ),
+        "note: MCP servers docs are not offered to the webhook runs of routes",
+    ] {
+        assert!(text.contains(needle), "{needle}\n{text}");
+    }
+    // Once Hermes's gateway is stopped, the port is no finding.
+    drop(hermes_gateway);
+    let check = Command::new(BIN)
+        .args(["config", "check"])
+        .env("HERALD_HOME", &home)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(!text.contains("is taken by another program"), "{text}");
 }

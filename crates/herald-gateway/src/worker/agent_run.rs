@@ -72,7 +72,7 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     // An entry naming an MCP server or a plugin's toolset grants those tools.
     dropped.retain(|d| !runtime.names_outside_toolset(d));
     if !dropped.is_empty() {
-        tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets not allowed on webhook runs were dropped");
+        tracing::warn!(route = %item.route, dropped = ?dropped, "toolsets herald does not have were dropped (herald config check names them)");
     }
     let skill_names = string_list(&item.skills);
     let (message, skill, missing) = if skill_names.is_empty() {

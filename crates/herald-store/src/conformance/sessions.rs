@@ -2,7 +2,8 @@
 
 use super::Place;
 use crate::sessions::{
-    NewMessage, NewSession, RewindRefused, RewindTarget, StoredResponse, TitleRefused,
+    Imported, ImportedMessage, ImportedSession, NewMessage, NewSession, RewindRefused,
+    RewindTarget, StoredResponse, TitleRefused,
 };
 use crate::{SessionStore, StoreError};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ pub fn session_checks() -> Vec<(&'static str, super::Check)> {
         list_title_undo_and_delete,
         two_instances_share_sessions_and_runs,
         a_session_key_leads_to_its_newest_session,
+        an_imported_session_keeps_its_times_title_and_parent_once,
     )
 }
 
@@ -398,4 +400,99 @@ async fn a_session_key_leads_to_its_newest_session(place: Arc<dyn Place>) {
         store.keyed(key.into()).await.unwrap().as_deref(),
         Some("second")
     );
+}
+
+async fn an_imported_session_keeps_its_times_title_and_parent_once(place: Arc<dyn Place>) {
+    let store = place.open_sessions("one").await;
+    let own = NewSession {
+        id: "herald-own".into(),
+        source: "cli".into(),
+        ..Default::default()
+    };
+    store.create_session(own).await.unwrap();
+    store
+        .set_title("herald-own".into(), "Digest".into())
+        .await
+        .unwrap()
+        .unwrap();
+    let imported = |id: &str, parent: Option<&str>| {
+        ImportedSession {
+        session: NewSession {
+            id: id.into(),
+            source: "cli".into(),
+            model: "hermes-model".into(),
+            parent_session_id: parent.map(str::to_owned),
+            ..Default::default()
+        },
+        title: Some("Digest".into()),
+        started_at: 1_700_000_000.5,
+        ended_at: Some(1_700_000_100.0),
+        end_reason: Some("user_exit".into()),
+        input_tokens: 12,
+        output_tokens: 34,
+        messages: vec![
+            ImportedMessage {
+                message: user("what changed?"),
+                timestamp: 1_700_000_001.0,
+            },
+            ImportedMessage {
+                message: NewMessage {
+                    role: "assistant".into(),
+                    tool_calls: Some(
+                        r#"[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{}"}}]"#
+                            .into(),
+                    ),
+                    ..Default::default()
+                },
+                timestamp: 1_700_000_002.0,
+            },
+            ImportedMessage {
+                message: NewMessage {
+                    role: "tool".into(),
+                    content: Some("file text".into()),
+                    tool_call_id: Some("c1".into()),
+                    tool_name: Some("read_file".into()),
+                    ..Default::default()
+                },
+                timestamp: 1_700_000_003.0,
+            },
+        ],
+    }
+    };
+    let parent = imported("hermes-parent", None);
+    assert_eq!(
+        store.import_session(parent.clone()).await.unwrap(),
+        Imported::Added
+    );
+    let child = imported("hermes-child", Some("hermes-parent"));
+    assert_eq!(store.import_session(child).await.unwrap(), Imported::Added);
+    // Again: nothing changes.
+    assert_eq!(
+        store.import_session(parent).await.unwrap(),
+        Imported::AlreadyThere
+    );
+    let row = store.session("hermes-child".into()).await.unwrap().unwrap();
+    assert_eq!(row.parent_session_id.as_deref(), Some("hermes-parent"));
+    assert_eq!(row.message_count, 3);
+    assert_eq!(row.model.as_deref(), Some("hermes-model"));
+    let history = store.history("hermes-parent".into()).await.unwrap();
+    assert_eq!(history.len(), 3);
+    assert_eq!(history[2].tool_call_id.as_deref(), Some("c1"));
+    assert!(
+        history[1]
+            .tool_calls
+            .as_deref()
+            .unwrap()
+            .contains("read_file")
+    );
+    let listed = store.list(10).await.unwrap();
+    let titles: Vec<_> = listed.iter().filter_map(|s| s.title.clone()).collect();
+    assert!(titles.contains(&"Digest".to_owned()));
+    assert!(titles.contains(&"Digest #2".to_owned()), "{titles:?}");
+    assert!(titles.contains(&"Digest #3".to_owned()), "{titles:?}");
+    let parent_row = listed.iter().find(|s| s.id == "hermes-parent").unwrap();
+    assert_eq!(parent_row.started_at, 1_700_000_000.5);
+    assert_eq!(parent_row.updated_at, 1_700_000_003.0);
+    let usage = store.usage("hermes-parent".into()).await.unwrap().unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (12, 34));
 }

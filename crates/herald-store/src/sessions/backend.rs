@@ -2,8 +2,8 @@
 //! `state.db` in the home ([`super::SqliteSessions`]) or herald-scale's PostgreSQL.
 
 use super::{
-    NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord, RunRow, SessionRow,
-    SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
+    Imported, ImportedSession, NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord,
+    RunRow, SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
 };
 use crate::StoreError;
 use async_trait::async_trait;
@@ -85,6 +85,9 @@ pub trait SessionBackend: Send + Sync {
     async fn session(&self, id: String) -> Result<Option<SessionRow>, StoreError>;
     /// The most recently started session of a source.
     async fn latest(&self, source: String) -> Result<Option<String>, StoreError>;
+    /// Imports a session from another store (its own id, times and title) with its
+    /// messages, in one write; a session whose id is there already is left as it is.
+    async fn import_session(&self, session: ImportedSession) -> Result<Imported, StoreError>;
     /// The most recently started session of a chat platform's session key.
     async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError>;
     /// The live messages of a session, in order.
