@@ -447,7 +447,8 @@ async fn run_response(
     let options = session_pick::options(
         Answers::Nobody,
         ask.instructions.as_deref().unwrap_or_default(),
-    );
+        headers,
+    )?;
     let endpoint = session_pick::model_endpoint(&api, &ask.model).await?;
     let (session, _) = open_or_resume(&api, &ask.session_id, options).await?;
     session.adopt_history(ask.history.clone());

@@ -123,7 +123,7 @@ async fn start(api: Arc<Api>, headers: HeaderMap, raw: Body) -> Result<Response,
     let model = request.model.or_empty();
     let run_id = herald_session::prompt::new_run_id();
     let session_id = request.session_id.text().unwrap_or_else(|| run_id.clone());
-    let options = session_pick::options(Answers::ByRequest, &system);
+    let options = session_pick::options(Answers::ByRequest, &system, &headers)?;
     let endpoint = session_pick::model_endpoint(&api, &model).await?;
     let (session, resumed) = open_or_resume(&api, &session_id, options).await?;
     if !history.is_empty() || !resumed {

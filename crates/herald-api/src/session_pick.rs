@@ -131,12 +131,18 @@ fn header_value(headers: &HeaderMap, name: &str, is_id: bool) -> Result<Option<S
 
 /// The session options of an API turn. Every run is listed and kept, so a client
 /// (or the operator) can read or stop a chat completion's or response's run by the id
-/// its answer names, as it does the runs API's.
-pub fn options(answers: Answers, system: &str) -> SessionOptions {
+/// its answer names, as it does the runs API's. `X-Hermes-Session-Key` scopes the
+/// long-term memory (each key its own, as Hermes scopes memory by it).
+pub fn options(
+    answers: Answers,
+    system: &str,
+    headers: &HeaderMap,
+) -> Result<SessionOptions, ApiError> {
     let (tools, _) = toolsets::resolve(&["hermes-api-server".to_owned()]);
     let mut options = SessionOptions::new("api_server", tools, answers);
     options.ephemeral_system = Some(system.to_owned()).filter(|s| !s.trim().is_empty());
-    options
+    options.memory_scope = header_value(headers, "x-hermes-session-key", false)?;
+    Ok(options)
 }
 
 /// A session of this id: resumed when it exists (true), else opened with it.
@@ -172,8 +178,8 @@ pub async fn pick(
     endpoint: Option<Endpoint>,
 ) -> Result<Picked, ApiError> {
     let id = header_value(headers, "x-hermes-session-id", true)?;
-    let key = header_value(headers, "x-hermes-session-key", false)?;
-    let options = options(Answers::Nobody, &conv.system);
+    let options = options(Answers::Nobody, &conv.system, headers)?;
+    let key = options.memory_scope.clone();
     let session = match id {
         // A named session: its stored history, the body's ignored.
         Some(id) => open_or_resume(api, &id, options).await?.0,

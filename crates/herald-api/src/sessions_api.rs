@@ -406,7 +406,7 @@ async fn start_turn(
     let body = object_of(api, headers, raw).await?;
     let permit = api.permit()?;
     let ask = ask_of(&body)?;
-    let options = session_pick::options(Answers::Nobody, &ask.system);
+    let options = session_pick::options(Answers::Nobody, &ask.system, headers)?;
     let (session, _) = open_or_resume(api, id, options).await?;
     let run = api
         .host

@@ -101,6 +101,9 @@ pub struct SessionOptions {
     /// A chat platform's session key, stored with the session so that the key's next
     /// message finds it ([`Host::keyed_session`]).
     pub session_key: Option<String>,
+    /// Whose long-term memory the session has: `None`, the home's; a key
+    /// (the API's `X-Hermes-Session-Key`), that key's own stores.
+    pub memory_scope: Option<String>,
 }
 
 impl SessionOptions {
@@ -125,6 +128,7 @@ impl SessionOptions {
             own_mcp_pool: None,
             child: None,
             session_key: None,
+            memory_scope: None,
         }
     }
 }
@@ -560,10 +564,12 @@ impl Host {
         let cwd = placed.cwd.clone();
         let names: Vec<String> = placed.tools.iter().map(|t| t.name().to_owned()).collect();
         let preloaded = opts.preloaded_skills.clone();
+        let memory_scope = opts.memory_scope.clone();
         let fresh = rt.prompt_files_fresh(&cwd);
         let make = move || {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            prompt::session_prompt(&rt, &cwd, &names, &preloaded)
+            let memory = crate::runtime::memory_store(&rt.home, memory_scope.as_deref());
+            prompt::session_prompt(&rt, &cwd, &names, &preloaded, &memory)
         };
         if fresh {
             return Ok(make());
@@ -605,9 +611,18 @@ impl Host {
     /// Where a session opened with `opts` works and the tools it gets (worked out
     /// once for its prompt and for the session).
     fn place(&self, opts: &SessionOptions, own_mcp: Option<Arc<herald_mcp::McpPool>>) -> Placed {
+        let mut tools = self.runtime.tools(&opts.tool_names);
+        if let Some(scope) = &opts.memory_scope {
+            let store = crate::runtime::memory_store(&self.runtime.home, Some(scope));
+            for tool in tools.iter_mut().filter(|t| t.name() == "memory") {
+                *tool = Arc::new(herald_tools::memory::Memory {
+                    store: store.clone(),
+                });
+            }
+        }
         Placed {
             cwd: self.cwd_of(opts),
-            tools: self.runtime.tools(&opts.tool_names),
+            tools,
             own_mcp,
         }
     }

@@ -25,9 +25,15 @@ pub fn session_prompt(
     cwd: &Path,
     tool_names: &[&str],
     preloaded: &[(String, String)],
+    memory: &herald_tools::memory::MemoryStore,
 ) -> String {
     if runtime.platform == Platform::Webhook {
-        return webhook_prompt(runtime);
+        // A route or job that grants `memory` gets the snapshot too.
+        let mut parts = vec![webhook_prompt(runtime)];
+        if tool_names.contains(&"memory") {
+            parts.extend(memory.snapshot());
+        }
+        return parts.join("\n\n");
     }
     let mut parts = vec![runtime.soul(CLI_PERSONA)];
     if !tool_names.is_empty() {
@@ -46,7 +52,7 @@ pub fn session_prompt(
     }
     // The memory as it is now, frozen for the session (its writes show in the next).
     if tool_names.contains(&"memory") {
-        parts.extend(crate::runtime::memory_store(&runtime.home).snapshot());
+        parts.extend(memory.snapshot());
     }
     parts.join("\n\n")
 }

@@ -170,7 +170,7 @@ impl Runtime {
         let jobs = herald_tools::process::Jobs::default();
         let mut registry = tool_registry(jobs.clone(), &settings, &endpoint, &skills, platform);
         registry.register(Arc::new(herald_tools::memory::Memory {
-            store: memory_store(home),
+            store: memory_store(home, None),
         }));
         Ok(Runtime {
             home: home.clone(),
@@ -561,9 +561,19 @@ fn skill_library(home: &Home, settings: &AgentSettings, platform: Platform) -> S
     }
 }
 
-/// The home's memory stores (`memories/MEMORY.md`, `memories/USER.md`).
-pub fn memory_store(home: &Home) -> herald_tools::memory::MemoryStore {
-    herald_tools::memory::MemoryStore::at(home.root().join("memories"))
+/// The memory stores (`MEMORY.md`, `USER.md`) of the home (`memories/`), or of one
+/// API session key (`X-Hermes-Session-Key`): `memories/keys/<its SHA-256, 32 hex>/`,
+/// so each key has a long-term memory of its own and none reads another's.
+pub fn memory_store(home: &Home, scope: Option<&str>) -> herald_tools::memory::MemoryStore {
+    use sha2::Digest;
+    let dir = home.root().join("memories");
+    match scope {
+        None => herald_tools::memory::MemoryStore::at(dir),
+        Some(key) => {
+            let digest = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+            herald_tools::memory::MemoryStore::at(dir.join("keys").join(&digest[..32]))
+        }
+    }
 }
 
 fn tool_registry(

@@ -13,6 +13,7 @@ pub mod process;
 pub mod skills;
 pub mod sudo;
 pub mod terminal;
+pub mod threats;
 pub mod url_safety;
 pub mod vision;
 pub mod web;
