@@ -62,6 +62,12 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "memory",
         ],
     ),
+    // Scheduled runs: Hermes's defaults less cronjob, messaging, clarify and memory.
+    (
+        "hermes-cron",
+        &[],
+        &["web", "terminal", "file", "vision", "skills", "delegation"],
+    ),
     (
         "hermes-webhook",
         &["web_search", "web_extract", "vision_analyze", "clarify"],
@@ -105,6 +111,22 @@ pub fn hermes_only(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, why)| *why)
+}
+
+/// Toolsets a scheduled run never has, whatever its job grants (Hermes's rule).
+const SCHEDULE_FORBIDDEN: &[&str] = &["cronjob", "messaging", "clarify"];
+
+/// The toolsets of a scheduled run: the job's list (default `hermes-cron`) with the
+/// forbidden ones taken out, from inside composites too.
+pub fn schedule_toolsets(job: Option<&[String]>) -> Vec<String> {
+    let mut list: Vec<String> = match job {
+        Some(list) if !list.is_empty() => list.to_vec(),
+        _ => vec!["hermes-cron".to_owned()],
+    };
+    for name in SCHEDULE_FORBIDDEN {
+        list = switched(&list, name, false);
+    }
+    list
 }
 
 /// Toolsets never granted to webhook runs through a per-route list.
@@ -252,6 +274,17 @@ mod tests {
         assert_eq!(switched(&off, "web", true).last().unwrap(), "web");
         assert_eq!(switched(&cli, "web", true), cli, "already in it");
         assert!(is_toolset("file") && !is_toolset("nope"));
+    }
+
+    #[test]
+    fn a_scheduled_run_never_gets_cronjob_messaging_or_clarify() {
+        let (tools, _) = resolve(&schedule_toolsets(None));
+        assert!(tools.contains(&"terminal".to_owned()) && tools.contains(&"web_search".to_owned()));
+        assert!(!tools.contains(&"clarify".to_owned()) && !tools.contains(&"memory".to_owned()));
+        let granted = schedule_toolsets(Some(&s(&["hermes-cli", "clarify"])));
+        let (tools, _) = resolve(&granted);
+        assert!(!tools.contains(&"clarify".to_owned()), "{granted:?}");
+        assert!(tools.contains(&"memory".to_owned()), "granted: {granted:?}");
     }
 
     #[test]

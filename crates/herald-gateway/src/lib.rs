@@ -16,6 +16,7 @@ pub mod rate_limit;
 pub mod reject_log;
 pub mod retention;
 pub mod routes;
+pub mod schedule;
 pub mod script;
 pub mod server;
 pub mod worker;

@@ -208,6 +208,11 @@ async fn serve_fronts(
     crate::start_pages::release_once_serving();
     if let Some(gw) = &gateway {
         herald_gateway::retention::spawn(gw.store.clone(), config.inbox.retention.clone());
+        herald_gateway::schedule::spawn(
+            config.home.root().to_path_buf(),
+            gw.store.clone(),
+            gw.work_notify.clone(),
+        );
     }
     if config.metrics.enabled {
         herald_metrics::enable();
