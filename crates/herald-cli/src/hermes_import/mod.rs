@@ -32,9 +32,9 @@ const FOLDERS: &[&str] = &[
     "platforms/pairing",
 ];
 /// Entries of a Hermes home read by the import besides the copied ones.
-const CONVERTED: &[&str] = &["state.db"];
+const CONVERTED: &[&str] = &["state.db", "cron"];
 /// Hermes's agent tools herald does not have yet.
-const MISSING_TOOLS: &str = "the ten browser_* tools (they need a browser; a later release brings them), execute_code, todo, session_search, skill_manage, cronjob: routes and platforms naming their toolsets go without them (`herald config check` names each)";
+const MISSING_TOOLS: &str = "the ten browser_* tools (they need a browser; a later release brings them), execute_code, todo, session_search, skill_manage, and the agent's cronjob tool (the jobs themselves run): routes and platforms naming their toolsets go without them (`herald config check` names each)";
 
 /// `HERMES_HOME`, else `~/.hermes`.
 pub fn default_hermes_home() -> PathBuf {
@@ -85,6 +85,7 @@ pub fn run(home: &Home, from: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     match Config::load(home, &process_env) {
         Ok(config) => {
+            import_jobs(&from, home, &config, &mut report)?;
             if let Err(e) = state::import(&from, home, &config, &mut report) {
                 failed = true;
                 report.left_behind.push((
@@ -92,7 +93,8 @@ pub fn run(home: &Home, from: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                     format!("not imported: {e:#}; fix that and run `herald setup --from-hermes` again (what was imported stays)"),
                 ));
             }
-            report.findings = findings(&config, &report);
+            let found = findings(&config, &report);
+            report.findings.extend(found);
         }
         Err(e) => report.findings.push(format!(
             "the moved configuration does not load, so state.db was not imported: {e}; fix it and run `herald setup --from-hermes` again"
@@ -110,6 +112,58 @@ pub fn run(home: &Home, from: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Hermes's scheduled jobs (`cron/jobs.json`), run by herald's scheduler from the same
+/// file; their past output (`cron/output/`) stays behind.
+fn import_jobs(
+    from: &Path,
+    home: &Home,
+    config: &Config,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let source = from.join("cron/jobs.json");
+    if !source.is_file() {
+        return Ok(());
+    }
+    let target = herald_gateway::schedule::jobs::file_of(home.root());
+    if let Some(dir) = target.parent() {
+        herald_config::home::create_private_dir(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut carried = Report::default();
+    copy_file(&source, &target, true, "cron/jobs.json", &mut carried)?;
+    report.kept.extend(carried.kept);
+    let jobs = herald_gateway::schedule::jobs::load(&target)?;
+    let names: Vec<String> = jobs
+        .jobs
+        .iter()
+        .map(|j| format!("{} ({})", j.name, j.schedule.display()))
+        .collect();
+    if !carried.carried.is_empty() {
+        report.converted.push(format!(
+            "cron/jobs.json: {} scheduled jobs run by herald's scheduler, each tick once through the inbox: {}",
+            jobs.jobs.len(),
+            names.join(", ")
+        ));
+    }
+    for (_, _, why) in &jobs.unreadable {
+        report
+            .findings
+            .push(format!("a job of cron/jobs.json is not run: {why}"));
+    }
+    if !config.webhook.enabled && !jobs.jobs.is_empty() {
+        report.findings.push(
+            "the scheduled jobs run through herald's inbox and workers, which the webhook platform brings: set `platforms.webhook.enabled: true` (no route needed), or they do not run".into(),
+        );
+    }
+    if from.join("cron/output").is_dir() {
+        report.left_behind.push((
+            "cron/output".into(),
+            "the output of the jobs' past runs in Hermes; herald keeps each run's answer in its inbox (`herald inbox list`)".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn is_lock(shown: &str) -> bool {

@@ -125,9 +125,6 @@ pub fn left_behind_reason(name: &str) -> &'static str {
         | ".tirith-install-failed" => "Hermes's running state",
         ".skills_prompt_snapshot.json" => "Hermes's cache of its skills prompt",
         "bin" => "programs Hermes installed for itself",
-        "cron" => {
-            "scheduled jobs (cron/jobs.json) and their past output: herald does not run Hermes's jobs yet, so keep Hermes's scheduler (`hermes cron`) for them"
-        }
         "hermes-agent" => "Hermes's own program",
         "state.db-wal" | "state.db-shm" => "part of state.db (read with it)",
         "image_cache"

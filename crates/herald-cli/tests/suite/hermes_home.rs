@@ -11,6 +11,7 @@ use herald_test_support::telegram::{FakeTelegram, TOKEN};
 use herald_test_support::{FakeProvider, Scripted};
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 const MEMORY_CALL: &str =
     r#"{"action":"add","target":"memory","content":"The user's project is called Lighthouse."}"#;
@@ -89,7 +90,7 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
     let hermes = tempfile::tempdir().unwrap();
     let h = hermes.path();
     let config = format!(
-        "model:\n  default: fake-model\n  provider: custom\n  base_url: {}\nplatforms:\n  telegram:\n    enabled: true\n    extra:\n      base_url: {}\n",
+        "model:\n  default: fake-model\n  provider: custom\n  base_url: {}\nplatforms:\n  telegram:\n    enabled: true\n    extra:\n      base_url: {}\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\n      secret: s3cret-0123456789abcdef\n",
         provider.base_url, tg.base_url
     );
     std::fs::write(h.join("config.yaml"), config).unwrap();
@@ -124,6 +125,10 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
         "{report}"
     );
     assert!(report.contains("  logs: Hermes's own logs"), "{report}");
+    assert!(
+        report.contains("cron/jobs.json: 1 scheduled jobs run by herald's scheduler, each tick once through the inbox: digest (every 1m)"),
+        "{report}"
+    );
     assert_eq!(list_tree(h), before, "the Hermes home is untouched");
 
     // `herald chat -c` continues the latest CLI session, with the memory in its prompt.
@@ -187,6 +192,13 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
 
     // The routed Telegram chat continues in the session Hermes had it in.
     provider.push(Scripted::text("Yes, Lighthouse."));
+    // The job Hermes's cronjob tool made fires on its schedule (a minute after it was
+    // made) and its answer is delivered.
+    provider.push_when(
+        "started by a webhook event",
+        Scripted::text("Digest: all quiet."),
+    );
+    let home_path = home.path().to_path_buf();
     let herald = Herald::start_in(home, &[]);
     tg.dm(42, "Are you still there?");
     assert_eq!(tg.wait_texts(42, 1, WAIT), ["Yes, Lighthouse."]);
@@ -203,4 +215,16 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
         texts.iter().any(|t| t == "Are you still there?"),
         "{texts:?}"
     );
+    let delivered = wait_for(Duration::from_secs(120), "the scheduled job's run", || {
+        let (_, out, _) = run_cli(&home_path, &["inbox", "list"]);
+        (out.contains("schedule:") && out.contains("delivered")).then_some(out)
+    })
+    .await;
+    assert_eq!(delivered.matches("schedule:").count(), 1, "{delivered}");
+    let ran = provider
+        .requests()
+        .iter()
+        .any(|r| texts_of(r).0.iter().any(|t| t == "Summarise the day"));
+    assert!(ran, "{}", herald.log());
+    assert!(herald.log().contains("Digest: all quiet."), "{}", herald.log());
 }
