@@ -19,6 +19,7 @@ mod mcp_cmd;
 mod pairing_cmd;
 mod plugins_cmd;
 mod rpc_cmd;
+mod schedule_cmd;
 mod setup_cmd;
 mod store_cmd;
 mod stores;
@@ -122,6 +123,11 @@ enum Command {
     Dashboard {
         #[command(subcommand)]
         command: dashboard_cmd::DashboardCommand,
+    },
+    /// Scheduled jobs (Hermes's cron/jobs.json): list, add, remove, pause, resume, run.
+    Schedule {
+        #[command(subcommand)]
+        command: schedule_cmd::ScheduleCommand,
     },
     /// Users who paired with a chat bot: list, approve a code, revoke, clear pending.
     Pairing {
@@ -269,6 +275,7 @@ fn main() -> ExitCode {
         Command::Health(args) => health_cmd::run(&home, args),
         Command::Dashboard { command } => dashboard_cmd::run(&home, command),
         Command::Pairing { command } => pairing_cmd::run(&home, command),
+        Command::Schedule { command } => schedule_cmd::run(&home, command),
     };
     match result {
         Ok(code) => code,

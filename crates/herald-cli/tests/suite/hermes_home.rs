@@ -226,5 +226,9 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
         .iter()
         .any(|r| texts_of(r).0.iter().any(|t| t == "Summarise the day"));
     assert!(ran, "{}", herald.log());
-    assert!(herald.log().contains("Digest: all quiet."), "{}", herald.log());
+    assert!(
+        herald.log().contains("Digest: all quiet."),
+        "{}",
+        herald.log()
+    );
 }

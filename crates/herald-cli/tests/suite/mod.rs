@@ -35,6 +35,7 @@ mod recovery;
 mod requesters;
 mod rpc;
 mod scale;
+mod schedules;
 mod senders;
 mod setup;
 mod shutdown;

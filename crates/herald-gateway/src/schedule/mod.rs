@@ -8,6 +8,7 @@
 //! scheduler restarts between the commit and the job file's update.
 
 pub mod jobs;
+pub mod manage;
 pub mod when;
 
 use herald_session::toolsets;
