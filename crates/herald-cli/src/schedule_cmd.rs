@@ -19,7 +19,7 @@ pub enum ScheduleCommand {
     /// Adds a job: SCHEDULE is `30m` or `2h` (once, from now), `every 2h`, a cron
     /// expression such as `0 9 * * *`, or a time such as `2026-02-03T14:00`.
     #[command(alias = "create")]
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// Removes a job.
     Remove { job: String },
     /// Pauses a job (it keeps its place; `resume` brings it back).
@@ -81,7 +81,7 @@ pub fn run(home: &Home, command: ScheduleCommand) -> anyhow::Result<ExitCode> {
     let changed = match command {
         ScheduleCommand::List { all } => return list(&path, all),
         ScheduleCommand::Add(args) => {
-            manage::create(&path, new_job(args), now).map(|j| ("Added", j))
+            manage::create(&path, new_job(*args), now).map(|j| ("Added", j))
         }
         ScheduleCommand::Remove { job } => manage::remove(&path, &job).map(|j| ("Removed", j)),
         ScheduleCommand::Pause { job, reason } => {
