@@ -15,6 +15,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
     ),
     ("skills", &["skills_list", "skill_view"], &[]),
     ("memory", &["memory"], &[]),
+    ("cronjob", &["cronjob"], &[]),
     ("delegation", &["delegate_task"], &[]),
     ("debugging", &["terminal", "process"], &["web", "file"]),
     ("safe", &[], &["web", "vision"]),
@@ -30,6 +31,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "clarify",
             "delegation",
             "memory",
+            "cronjob",
         ],
     ),
     // Hermes gives its chat bots the CLI's core tools.
@@ -60,6 +62,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "skills",
             "delegation",
             "memory",
+            "cronjob",
         ],
     ),
     // Scheduled runs: Hermes's defaults less cronjob, messaging, clarify and memory.
@@ -84,7 +87,6 @@ const HERMES_ONLY: &[(&str, &str)] = &[
     ("code_execution", "execute_code is not in herald yet"),
     ("todo", "the todo tool is not in herald yet"),
     ("session_search", "session_search is not in herald yet"),
-    ("cronjob", "the cronjob tool is not in herald yet"),
     ("x_search", "herald has no xAI search"),
     ("image_gen", "herald does not generate images"),
     ("video", "herald does not analyse video"),
@@ -268,7 +270,8 @@ mod tests {
                 "skills",
                 "clarify",
                 "delegation",
-                "memory"
+                "memory",
+                "cronjob"
             ])
         );
         assert_eq!(switched(&off, "web", true).last().unwrap(), "web");

@@ -14,6 +14,7 @@ mod discovery;
 pub mod errors;
 mod guard;
 mod idempotency;
+mod jobs_api;
 mod media;
 mod parked;
 pub mod readers;
@@ -188,6 +189,11 @@ pub fn router(api: Arc<Api>) -> Router {
         .routes(routes!(sessions_api::fork))
         .routes(routes!(sessions_api::chat))
         .routes(routes!(sessions_api::chat_stream))
+        .routes(routes!(jobs_api::list, jobs_api::create))
+        .routes(routes!(jobs_api::get, jobs_api::patch, jobs_api::delete))
+        .routes(routes!(jobs_api::pause))
+        .routes(routes!(jobs_api::resume))
+        .routes(routes!(jobs_api::run))
         .split_for_parts();
     let doc = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     let _ = api.openapi.set(Bytes::from(doc));

@@ -82,7 +82,7 @@ fn session_answer(session: Value, status: StatusCode) -> Response {
 }
 
 /// A body that must be a JSON object (an empty body is `{}`).
-async fn object_of(
+pub(crate) async fn object_of(
     api: &Api,
     headers: &HeaderMap,
     raw: Body,

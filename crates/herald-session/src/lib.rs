@@ -95,3 +95,6 @@ pub use turns::{ConversationEvent, Listener};
 
 #[cfg(test)]
 mod host_tests;
+
+/// Hermes's scheduled jobs (the job file, schedules, job operations), for the fronts.
+pub use herald_tools::schedule;

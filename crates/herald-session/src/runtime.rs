@@ -172,6 +172,9 @@ impl Runtime {
         registry.register(Arc::new(herald_tools::memory::Memory {
             store: memory_store(home, None),
         }));
+        registry.register(Arc::new(herald_tools::cronjob::Cronjob {
+            jobs: herald_tools::schedule::jobs::file_of(home.root()),
+        }));
         Ok(Runtime {
             home: home.clone(),
             platform,

@@ -7,9 +7,11 @@
 //! text, so the turn loop wraps them as untrusted.
 
 pub mod clarify;
+pub mod cronjob;
 pub mod files;
 pub mod memory;
 pub mod process;
+pub mod schedule;
 pub mod skills;
 pub mod sudo;
 pub mod terminal;

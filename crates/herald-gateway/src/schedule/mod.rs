@@ -7,9 +7,7 @@
 //! tick fires once however many instances share the store and however often the
 //! scheduler restarts between the commit and the job file's update.
 
-pub mod jobs;
-pub mod manage;
-pub mod when;
+pub use herald_tools::schedule::{jobs, manage, when, zone_of};
 
 use herald_session::toolsets;
 use herald_store::inbox::{InboxQuery, NewInboxItem};
@@ -28,18 +26,6 @@ pub const ROUTE_PREFIX: &str = "schedule:";
 
 /// How often the scheduler looks.
 const EVERY: Duration = Duration::from_secs(1);
-
-/// The timezone of a job: its own, else `HERMES_TIMEZONE`, else the system's.
-pub fn zone_of(job: &Job) -> TimeZone {
-    let named = job
-        .timezone
-        .clone()
-        .or_else(|| std::env::var("HERMES_TIMEZONE").ok())
-        .filter(|z| !z.trim().is_empty());
-    named
-        .and_then(|z| TimeZone::get(z.trim()).ok())
-        .unwrap_or_else(TimeZone::system)
-}
 
 /// Starts the scheduler over the home's job file; it runs as long as the process.
 pub fn spawn(home: PathBuf, store: Store, wake: Arc<tokio::sync::Notify>) {

@@ -43,7 +43,7 @@ pub fn create(path: &Path, new: NewJob, now: Timestamp) -> Result<Job, ManageErr
             "a job needs a prompt or a skill".into(),
         ));
     }
-    if let Some(why) = herald_tools::threats::scheduled_prompt_threat(&new.prompt) {
+    if let Some(why) = crate::threats::scheduled_prompt_threat(&new.prompt) {
         return Err(ManageError::Invalid(why));
     }
     if let Some(tz) = &new.timezone
@@ -63,6 +63,7 @@ pub fn create(path: &Path, new: NewJob, now: Timestamp) -> Result<Job, ManageErr
             minutes: 1,
             display: String::new(),
         },
+        schedule_display: None,
         repeat: Repeat::default(),
         enabled: true,
         state: Some("scheduled".into()),
@@ -82,6 +83,7 @@ pub fn create(path: &Path, new: NewJob, now: Timestamp) -> Result<Job, ManageErr
     };
     let tz = super::zone_of(&job);
     job.schedule = when::parse(&new.schedule, now, &tz).map_err(ManageError::Invalid)?;
+    job.schedule_display = Some(job.schedule.display().to_owned());
     let once = matches!(job.schedule, Schedule::Once { .. });
     job.repeat.times = new.repeat.or(once.then_some(1));
     job.name = new
@@ -122,6 +124,12 @@ pub fn find(jobs: &[Job], reference: &str) -> Result<usize, ManageError> {
                 .join(", "),
         )),
     }
+}
+
+/// The job `reference` names.
+pub fn get(path: &Path, reference: &str) -> Result<Job, ManageError> {
+    let all = jobs::load(path)?.jobs;
+    find(&all, reference).map(|i| all[i].clone())
 }
 
 /// Changes the job `reference` names with `change`; the job as it is after.
@@ -173,6 +181,106 @@ pub fn trigger(path: &Path, reference: &str, now: Timestamp) -> Result<Job, Mana
         job.paused_reason = None;
         job.next_run_at = Some(when::iso(now, &super::zone_of(job)));
     })
+}
+
+/// What an update changes (`None`: left as it is).
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    pub schedule: Option<String>,
+    pub prompt: Option<String>,
+    pub name: Option<String>,
+    pub deliver: Option<String>,
+    /// `Some(0)`: forever.
+    pub repeat: Option<u64>,
+    pub skills: Option<Vec<String>>,
+    pub model: Option<String>,
+    /// An empty list clears it.
+    pub toolsets: Option<Vec<String>>,
+    /// An empty text clears it.
+    pub workdir: Option<String>,
+}
+
+impl Changes {
+    fn is_empty(&self) -> bool {
+        self.schedule.is_none()
+            && self.prompt.is_none()
+            && self.name.is_none()
+            && self.deliver.is_none()
+            && self.repeat.is_none()
+            && self.skills.is_none()
+            && self.model.is_none()
+            && self.toolsets.is_none()
+            && self.workdir.is_none()
+    }
+}
+
+/// Changes a job as Hermes's `update` does: a new schedule resumes it unless paused.
+pub fn update(
+    path: &Path,
+    reference: &str,
+    c: Changes,
+    now: Timestamp,
+) -> Result<Job, ManageError> {
+    if c.is_empty() {
+        return Err(ManageError::Invalid("No updates provided.".into()));
+    }
+    if let Some(why) = c
+        .prompt
+        .as_deref()
+        .and_then(crate::threats::scheduled_prompt_threat)
+    {
+        return Err(ManageError::Invalid(why));
+    }
+    jobs::update(path, |all| match find(all, reference) {
+        Ok(i) => match apply(&mut all[i], c, now) {
+            Ok(()) => (Ok(all[i].clone()), true),
+            Err(e) => (Err(e), false),
+        },
+        Err(e) => (Err(e), false),
+    })?
+}
+
+/// Makes the changes on `job`.
+fn apply(job: &mut Job, c: Changes, now: Timestamp) -> Result<(), ManageError> {
+    let tz = super::zone_of(job);
+    if let Some(text) = &c.schedule {
+        job.schedule = when::parse(text, now, &tz).map_err(ManageError::Invalid)?;
+        job.schedule_display = Some(job.schedule.display().to_owned());
+        let first = match &job.schedule {
+            Schedule::Once { run_at, .. } => when::instant(run_at, &tz).ok(),
+            s => s.next_after(now, &tz),
+        };
+        job.next_run_at = first.map(|t| when::iso(t, &tz));
+        if job.state.as_deref() != Some("paused") {
+            job.enabled = true;
+            job.state = Some("scheduled".into());
+        }
+    }
+    if let Some(p) = c.prompt {
+        job.prompt = p.trim().to_owned();
+    }
+    if let Some(n) = c.name {
+        job.name = n;
+    }
+    if let Some(d) = c.deliver {
+        job.deliver = Some(d);
+    }
+    if let Some(r) = c.repeat {
+        job.repeat.times = (r > 0).then_some(r);
+    }
+    if let Some(s) = c.skills {
+        job.skills = s;
+    }
+    if let Some(m) = c.model {
+        job.model = Some(m).filter(|m| !m.is_empty());
+    }
+    if let Some(t) = c.toolsets {
+        job.enabled_toolsets = Some(t).filter(|t| !t.is_empty());
+    }
+    if let Some(w) = c.workdir {
+        job.workdir = Some(w).filter(|w| !w.is_empty());
+    }
+    Ok(())
 }
 
 /// Removes a job; the job removed.

@@ -34,6 +34,9 @@ pub struct Job {
     #[serde(default)]
     pub no_agent: bool,
     pub schedule: Schedule,
+    /// What the schedule looks like (Hermes keeps it beside the schedule).
+    #[serde(default)]
+    pub schedule_display: Option<String>,
     #[serde(default)]
     pub repeat: Repeat,
     #[serde(default = "enabled")]
@@ -148,7 +151,7 @@ pub fn update<T>(
         source,
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    herald_config::home::create_private_dir(dir).map_err(io)?;
+    create_private_dir(dir).map_err(io)?;
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -185,6 +188,18 @@ fn write(path: &Path, jobs: &Jobs) -> std::io::Result<()> {
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Creates `dir` (and its parents) owner-only, as Hermes secures its cron folder.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
 }
 
 /// A new job id: 12 hexadecimal characters, as Hermes makes them.
