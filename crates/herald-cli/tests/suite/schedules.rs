@@ -237,3 +237,116 @@ async fn the_jobs_api_and_the_cronjob_tool_manage_the_same_jobs() {
     assert_eq!(b["jobs"][0]["name"], "weekly", "{b}");
     assert_eq!(b["jobs"][0]["schedule"]["expr"], "0 8 * * 1");
 }
+
+/// A `cron/jobs.json` of one-shot jobs `ids`, each due `in_ms` from now.
+fn due_jobs(home: &std::path::Path, ids: &[&str], in_ms: i64) {
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_millis(in_ms);
+    let at = at.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string();
+    let jobs: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| {
+            serde_json::json!({"id": id, "name": id, "prompt": format!("tick of {id}"),
+                "schedule": {"kind": "once", "run_at": at, "display": "once"},
+                "repeat": {"times": 1, "completed": 0}, "enabled": true,
+                "next_run_at": at, "deliver": "local"})
+        })
+        .collect();
+    std::fs::create_dir_all(home.join("cron")).unwrap();
+    std::fs::write(
+        home.join("cron/jobs.json"),
+        serde_json::json!({"jobs": jobs}).to_string(),
+    )
+    .unwrap();
+}
+
+/// The inbox entries of scheduled ticks, as (route, state).
+fn scheduled(h: &Herald) -> Vec<(String, String)> {
+    let (code, out, err) = h.cli(&["inbox", "list", "--json", "--limit", "1000"]);
+    assert_eq!(code, 0, "{err}");
+    let items: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let mut found: Vec<(String, String)> = items
+        .iter()
+        .filter(|i| i["route"].as_str().unwrap().starts_with("schedule:"))
+        .map(|i| {
+            (
+                i["route"].as_str().unwrap().to_owned(),
+                i["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Two instances on one PostgreSQL store, each with the same jobs: every tick is
+/// committed once, run once and delivered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_postgresql_fire_each_tick_once() {
+    let url = super::scale::database("schedules_two");
+    let provider = FakeProvider::start(vec![]);
+    provider.set_fallback(Scripted::text("ticked"));
+    let config = format!(
+        "store:\n  url: {url}\n{}",
+        agent_config(&provider.base_url, "", "")
+    );
+    let a = Herald::start(&config);
+    let b = Herald::start(&config);
+    let ids = ["j1", "j2", "j3", "j4", "j5", "j6"];
+    due_jobs(a.home(), &ids, 2_500);
+    due_jobs(b.home(), &ids, 2_500);
+    let done = wait_for(Duration::from_secs(40), "every tick delivered", || {
+        let s = scheduled(&a);
+        (s.len() >= ids.len() && s.iter().all(|(_, state)| state == "delivered")).then_some(s)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let routes: Vec<String> = scheduled(&b).into_iter().map(|(r, _)| r).collect();
+    let expected: Vec<String> = ids.iter().map(|i| format!("schedule:{i}")).collect();
+    assert_eq!(routes, expected, "{done:?}");
+    let runs = provider
+        .requests()
+        .iter()
+        .filter(|r| r.body["messages"].to_string().contains("tick of j"))
+        .count();
+    assert_eq!(runs, ids.len());
+    // The one-shots are done in both homes' files.
+    for h in [&a, &b] {
+        let text = std::fs::read_to_string(h.home().join("cron/jobs.json")).unwrap();
+        assert!(!text.contains("\"j1\""), "{text}");
+    }
+}
+
+/// A run cut off by kill -9 is taken up after the restart and delivered once; the tick
+/// is not committed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_a_scheduled_run_finishes_it_once_after_the_restart() {
+    let provider = FakeProvider::start(vec![Scripted::Delayed(
+        Duration::from_secs(30),
+        Box::new(Scripted::text("too late")),
+    )]);
+    provider.set_fallback(Scripted::text("Digest after the restart."));
+    let mut h = Herald::start(&agent_config(&provider.base_url, "", ""));
+    due_jobs(h.home(), &["nightly"], 1_000);
+    wait_for(Duration::from_secs(20), "the run to start", || {
+        (!provider.requests().is_empty()).then_some(())
+    })
+    .await;
+    h.kill9();
+    let home = h.into_home();
+    let h = Herald::start_in(home, &[]);
+    let done = wait_for(Duration::from_secs(40), "the run delivered", || {
+        let s = scheduled(&h);
+        s.iter().any(|(_, state)| state == "delivered").then_some(s)
+    })
+    .await;
+    assert_eq!(
+        done,
+        [("schedule:nightly".to_owned(), "delivered".to_owned())]
+    );
+    assert_eq!(
+        h.log().matches("Digest after the restart.").count(),
+        1,
+        "{}",
+        h.log()
+    );
+}
