@@ -16,6 +16,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
     ("skills", &["skills_list", "skill_view"], &[]),
     ("memory", &["memory"], &[]),
     ("cronjob", &["cronjob"], &[]),
+    ("todo", &["todo"], &[]),
     ("delegation", &["delegate_task"], &[]),
     ("debugging", &["terminal", "process"], &["web", "file"]),
     ("safe", &[], &["web", "vision"]),
@@ -31,6 +32,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "clarify",
             "delegation",
             "memory",
+            "todo",
             "cronjob",
         ],
     ),
@@ -49,6 +51,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "skills",
             "delegation",
             "memory",
+            "todo",
         ],
     ),
     (
@@ -62,6 +65,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "skills",
             "delegation",
             "memory",
+            "todo",
             "cronjob",
         ],
     ),
@@ -69,7 +73,15 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
     (
         "hermes-cron",
         &[],
-        &["web", "terminal", "file", "vision", "skills", "delegation"],
+        &[
+            "web",
+            "terminal",
+            "file",
+            "vision",
+            "skills",
+            "delegation",
+            "todo",
+        ],
     ),
     (
         "hermes-webhook",
@@ -85,7 +97,6 @@ const HERMES_ONLY: &[(&str, &str)] = &[
         "the ten browser_* tools need a browser; a later release brings them",
     ),
     ("code_execution", "execute_code is not in herald yet"),
-    ("todo", "the todo tool is not in herald yet"),
     ("session_search", "session_search is not in herald yet"),
     ("x_search", "herald has no xAI search"),
     ("image_gen", "herald does not generate images"),
@@ -271,6 +282,7 @@ mod tests {
                 "clarify",
                 "delegation",
                 "memory",
+                "todo",
                 "cronjob"
             ])
         );

@@ -172,6 +172,7 @@ impl Runtime {
         registry.register(Arc::new(herald_tools::memory::Memory {
             store: memory_store(home, None),
         }));
+        registry.register(Arc::new(herald_tools::todo::Todo::default()));
         registry.register(Arc::new(herald_tools::cronjob::Cronjob {
             jobs: herald_tools::schedule::jobs::file_of(home.root()),
         }));

@@ -16,6 +16,7 @@ pub mod skills;
 pub mod sudo;
 pub mod terminal;
 pub mod threats;
+pub mod todo;
 pub mod url_safety;
 pub mod vision;
 pub mod web;
