@@ -17,6 +17,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
     ("memory", &["memory"], &[]),
     ("cronjob", &["cronjob"], &[]),
     ("todo", &["todo"], &[]),
+    ("session_search", &["session_search"], &[]),
     ("delegation", &["delegate_task"], &[]),
     ("debugging", &["terminal", "process"], &["web", "file"]),
     ("safe", &[], &["web", "vision"]),
@@ -33,6 +34,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "delegation",
             "memory",
             "todo",
+            "session_search",
             "cronjob",
         ],
     ),
@@ -52,6 +54,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "delegation",
             "memory",
             "todo",
+            "session_search",
         ],
     ),
     (
@@ -66,6 +69,7 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
             "delegation",
             "memory",
             "todo",
+            "session_search",
             "cronjob",
         ],
     ),
@@ -97,7 +101,6 @@ const HERMES_ONLY: &[(&str, &str)] = &[
         "the ten browser_* tools need a browser; a later release brings them",
     ),
     ("code_execution", "execute_code is not in herald yet"),
-    ("session_search", "session_search is not in herald yet"),
     ("x_search", "herald has no xAI search"),
     ("image_gen", "herald does not generate images"),
     ("video", "herald does not analyse video"),
@@ -283,6 +286,7 @@ mod tests {
                 "delegation",
                 "memory",
                 "todo",
+                "session_search",
                 "cronjob"
             ])
         );

@@ -113,4 +113,6 @@ const LIST: &[&str] = &[
     CREATE INDEX idx_herald_idempotency_created ON herald_idempotency (created_at_ms);",
     // 4: a chat platform's conversation is found by its session key, newest first.
     "CREATE INDEX idx_sessions_session_key ON sessions (session_key, started_at);",
+    // The messages' search index (`session_search`).
+    "CREATE INDEX idx_messages_search ON messages USING gin (to_tsvector('simple', coalesce(content, '')));",
 ];

@@ -17,8 +17,8 @@ use deadpool_postgres::{GenericClient, Pool};
 use herald_store::sessions::{
     ControlHandler, ControlReply, Followed, Follower, Hold, Imported, ImportedSession, KeptAnswer,
     KeyClaim, NewMessage, NewSession, Relayed, RelayedEvents, RewindRefused, RewindTarget,
-    RunControl, RunRecord, RunRow, SessionRow, SessionSummary, SessionUsage, StoredMessage,
-    StoredResponse, TitleRefused, rewind_row,
+    RunControl, RunRecord, RunRow, SearchHit, SearchQuery, SessionRow, SessionSummary,
+    SessionUsage, StoredMessage, StoredResponse, TitleRefused, rewind_row,
 };
 use herald_store::{SessionBackend, StoreError, now_ms, now_secs};
 use std::future::Future;
@@ -299,6 +299,21 @@ async fn insert_session(
 }
 
 /// Inserts one message at the end of its session and updates the counters.
+/// An FTS5-style query (`a OR b`, `a NOT b`, `"a b"`, `pre*`) as PostgreSQL's web search
+/// reads it (`OR`, `-b`, phrases; a prefix is searched as the whole word).
+fn web_query(text: &str) -> String {
+    text.split_whitespace()
+        .map(|w| match w {
+            "NOT" => "-".to_owned(),
+            "AND" => String::new(),
+            w => w.trim_end_matches('*').to_owned(),
+        })
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("- ", "-")
+}
+
 /// Imports `s` inside the transaction `c` (as the SQLite store's `import_in`).
 async fn import_in(c: &impl GenericClient, s: &ImportedSession) -> Result<Imported, StoreError> {
     let there = c
@@ -1020,6 +1035,47 @@ impl SessionBackend for PgSessions {
             move |pool| async move { in_transaction!(pool, |tx| import_in(&tx, &session).await) },
         )
         .await
+    }
+
+    async fn search(&self, q: SearchQuery) -> Result<Result<Vec<SearchHit>, String>, StoreError> {
+        self.deadline
+            .bound(async {
+                let rows = self
+                    .conn()
+                    .await?
+                    .query(
+                        "SELECT m.session_id, m.id, m.role,
+                                ts_headline('simple', coalesce(m.content, ''), query,
+                                            'StartSel=>>>, StopSel=<<<, MaxWords=40, MinWords=10')
+                         FROM messages m, websearch_to_tsquery('simple', $1) query
+                         WHERE to_tsvector('simple', coalesce(m.content, '')) @@ query
+                           AND m.active = 1
+                           AND (cardinality($2::text[]) = 0 OR m.role = ANY($2))
+                           AND ($3::text IS NULL OR m.session_id <> $3)
+                         ORDER BY ts_rank(to_tsvector('simple', coalesce(m.content, '')), query) DESC, m.id DESC
+                         LIMIT 500",
+                        &[&web_query(&q.text), &q.roles, &q.exclude],
+                    )
+                    .await
+                    .map_err(db_error)?;
+                let mut best: Vec<SearchHit> = Vec::new();
+                for r in &rows {
+                    let hit = SearchHit {
+                        session_id: r.try_get(0).map_err(db_error)?,
+                        message_id: r.try_get(1).map_err(db_error)?,
+                        role: r.try_get(2).map_err(db_error)?,
+                        snippet: r.try_get(3).map_err(db_error)?,
+                    };
+                    if !best.iter().any(|b| b.session_id == hit.session_id) {
+                        best.push(hit);
+                        if best.len() >= q.limit.max(1) {
+                            break;
+                        }
+                    }
+                }
+                Ok(Ok(best))
+            })
+            .await
     }
 
     async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError> {

@@ -612,6 +612,13 @@ impl Host {
     /// once for its prompt and for the session).
     fn place(&self, opts: &SessionOptions, own_mcp: Option<Arc<herald_mcp::McpPool>>) -> Placed {
         let mut tools = self.runtime.tools(&opts.tool_names);
+        let search = crate::session_search::SessionSearch {
+            store: self.store.clone(),
+        };
+        if opts.tool_names.iter().any(|n| n == search.name()) && self.runtime.allows(search.name())
+        {
+            tools.push(Arc::new(search));
+        }
         if let Some(scope) = &opts.memory_scope {
             let store = crate::runtime::memory_store(&self.runtime.home, Some(scope));
             for tool in tools.iter_mut().filter(|t| t.name() == "memory") {

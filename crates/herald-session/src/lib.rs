@@ -45,6 +45,7 @@ pub mod prompt_files;
 pub mod reload;
 pub mod runs;
 pub mod runtime;
+pub mod session_search;
 pub mod sessions;
 pub mod settings;
 pub mod slash;

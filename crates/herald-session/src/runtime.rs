@@ -306,6 +306,12 @@ impl Runtime {
 
     /// The tools of these names that exist and are available here, minus
     /// `agent.disabled_toolsets`, sorted by name.
+    /// Whether the tool `name` is not in a disabled toolset.
+    pub fn allows(&self, name: &str) -> bool {
+        let (disabled, _) = toolsets::resolve(&self.settings.disabled_toolsets);
+        !disabled.iter().any(|d| d == name)
+    }
+
     pub fn tools(&self, names: &[String]) -> Vec<Arc<dyn Tool>> {
         let (disabled, _) = toolsets::resolve(&self.settings.disabled_toolsets);
         let allowed: Vec<String> = names

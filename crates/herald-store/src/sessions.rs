@@ -9,6 +9,7 @@ use crate::writer::Durability;
 mod admin;
 mod backend;
 mod imported;
+mod search;
 use crate::{StoreError, open_for_writing, start_writer, write_detached, write_on};
 pub use admin::{MAX_TITLE, SessionSummary, SessionUsage, TitleRefused, preview_of};
 pub use backend::{
@@ -17,6 +18,7 @@ pub use backend::{
 };
 pub use imported::{Imported, ImportedMessage, ImportedSession};
 use rusqlite::{Connection, OptionalExtension, params};
+pub use search::{SearchHit, SearchQuery};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
@@ -101,6 +103,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 5: a chat platform's conversation is found by its session key, newest first (as
     // Hermes's own index).
     "CREATE INDEX IF NOT EXISTS idx_sessions_session_key ON sessions(session_key, started_at DESC);",
+    // 6: the messages' search index (`session_search`), caught up before each search.
+    "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+     CREATE TABLE IF NOT EXISTS messages_fts_state (last_id INTEGER NOT NULL);",
 ];
 
 /// A message row as stored.
@@ -606,6 +611,11 @@ impl SessionBackend for SqliteSessions {
 
     async fn import_session(&self, session: ImportedSession) -> Result<Imported, StoreError> {
         self.write(move |c| imported::import_in(c, &session)).await
+    }
+
+    async fn search(&self, q: SearchQuery) -> Result<Result<Vec<SearchHit>, String>, StoreError> {
+        self.write(search::catch_up).await?;
+        self.read(move |c| search::search_in(c, &q)).await
     }
 
     async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError> {

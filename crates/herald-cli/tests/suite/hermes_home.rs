@@ -175,6 +175,19 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
         .any(|m| m["tool_calls"][0]["function"]["name"] == "memory");
     assert!(called, "{body}");
 
+    // The imported sessions are in the search index.
+    let search = r#"{"query": "Lighthouse"}"#;
+    provider.push(Scripted::tool_calls(&[("q1", "session_search", search)]));
+    provider.push(Scripted::text("Found it."));
+    let (code, out, err) = run_cli(home.path(), &["chat", "-q", "Where did I mention it?"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let requests = provider.requests();
+    let found = requests.last().unwrap().body["messages"].to_string();
+    assert!(
+        found.contains(&first),
+        "the Hermes session is found: {found}"
+    );
+
     // Importing again adds nothing.
     let (code, again, err) = run_cli(
         home.path(),

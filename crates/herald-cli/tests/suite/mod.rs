@@ -1,5 +1,6 @@
 mod acp;
 mod agent_runs;
+mod agent_tools;
 mod always;
 mod api;
 mod approval_timeouts;

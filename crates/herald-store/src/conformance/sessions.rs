@@ -3,7 +3,7 @@
 use super::Place;
 use crate::sessions::{
     Imported, ImportedMessage, ImportedSession, NewMessage, NewSession, RewindRefused,
-    RewindTarget, StoredResponse, TitleRefused,
+    RewindTarget, SearchQuery, StoredResponse, TitleRefused,
 };
 use crate::{SessionStore, StoreError};
 use std::sync::Arc;
@@ -19,6 +19,7 @@ pub fn session_checks() -> Vec<(&'static str, super::Check)> {
         two_instances_share_sessions_and_runs,
         a_session_key_leads_to_its_newest_session,
         an_imported_session_keeps_its_times_title_and_parent_once,
+        messages_are_found_by_their_words_best_match_per_session,
     )
 }
 
@@ -495,4 +496,85 @@ async fn an_imported_session_keeps_its_times_title_and_parent_once(place: Arc<dy
     assert_eq!(parent_row.updated_at, 1_700_000_003.0);
     let usage = store.usage("hermes-parent".into()).await.unwrap().unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (12, 34));
+}
+
+async fn messages_are_found_by_their_words_best_match_per_session(place: Arc<dyn Place>) {
+    let store = place.open_sessions("one").await;
+    for (id, texts) in [
+        (
+            "s-deploy",
+            [
+                "How do we deploy the lighthouse service?",
+                "With the release pipeline.",
+            ],
+        ),
+        (
+            "s-cats",
+            [
+                "My cat is called Tom",
+                "Tom is a fine name for a lighthouse keeper's cat.",
+            ],
+        ),
+        ("s-other", ["Nothing to see", "Indeed nothing"]),
+    ] {
+        let session = NewSession {
+            id: id.into(),
+            source: "cli".into(),
+            ..Default::default()
+        };
+        store.create_session(session).await.unwrap();
+        store.append(id.into(), user(texts[0])).await.unwrap();
+        store.append(id.into(), assistant(texts[1])).await.unwrap();
+    }
+    let q = |text: &str| SearchQuery {
+        text: text.into(),
+        limit: 5,
+        ..Default::default()
+    };
+    let ids = |hits: &[crate::sessions::SearchHit]| {
+        let mut v: Vec<String> = hits.iter().map(|h| h.session_id.clone()).collect();
+        v.sort();
+        v
+    };
+    let hits = store.search(q("lighthouse")).await.unwrap().unwrap();
+    assert_eq!(ids(&hits), ["s-cats", "s-deploy"], "{hits:?}");
+    assert!(hits.iter().all(|h| h.snippet.contains(">>>")), "{hits:?}");
+    let hits = store
+        .search(q("release OR nothing"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ids(&hits), ["s-deploy", "s-other"]);
+    let hits = store.search(q("tom cat")).await.unwrap().unwrap();
+    assert_eq!(ids(&hits), ["s-cats"], "every word, by default");
+    let only_users = SearchQuery {
+        roles: vec!["user".into()],
+        ..q("lighthouse")
+    };
+    let hits = store.search(only_users).await.unwrap().unwrap();
+    assert_eq!(ids(&hits), ["s-deploy"]);
+    assert_eq!(hits[0].role, "user");
+    let elsewhere = SearchQuery {
+        exclude: Some("s-deploy".into()),
+        ..q("lighthouse")
+    };
+    assert_eq!(
+        ids(&store.search(elsewhere).await.unwrap().unwrap()),
+        ["s-cats"]
+    );
+    // A message written after a search is found by the next one.
+    store
+        .append("s-other".into(), user("the lighthouse again"))
+        .await
+        .unwrap();
+    let hits = store.search(q("lighthouse")).await.unwrap().unwrap();
+    assert_eq!(hits.len(), 3);
+    // Text the query syntax cannot read is searched word by word.
+    let hits = store.search(q("\"tom")).await.unwrap();
+    assert!(hits.is_ok(), "{hits:?}");
+    let limited = SearchQuery {
+        limit: 1,
+        ..q("lighthouse")
+    };
+    assert_eq!(store.search(limited).await.unwrap().unwrap().len(), 1);
 }

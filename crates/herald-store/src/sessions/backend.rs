@@ -3,7 +3,8 @@
 
 use super::{
     Imported, ImportedSession, NewMessage, NewSession, RewindRefused, RewindTarget, RunRecord,
-    RunRow, SessionRow, SessionSummary, SessionUsage, StoredMessage, StoredResponse, TitleRefused,
+    RunRow, SearchHit, SearchQuery, SessionRow, SessionSummary, SessionUsage, StoredMessage,
+    StoredResponse, TitleRefused,
 };
 use crate::StoreError;
 use async_trait::async_trait;
@@ -88,6 +89,9 @@ pub trait SessionBackend: Send + Sync {
     /// Imports a session from another store (its own id, times and title) with its
     /// messages, in one write; a session whose id is there already is left as it is.
     async fn import_session(&self, session: ImportedSession) -> Result<Imported, StoreError>;
+    /// The best-matching message of each session for `q`, best first (`session_search`);
+    /// `Err` with why when the query cannot be read.
+    async fn search(&self, q: SearchQuery) -> Result<Result<Vec<SearchHit>, String>, StoreError>;
     /// The most recently started session of a chat platform's session key.
     async fn keyed(&self, session_key: String) -> Result<Option<String>, StoreError>;
     /// The live messages of a session, in order.

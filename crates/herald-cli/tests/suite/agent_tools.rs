@@ -1,0 +1,133 @@
+//! The agent tools Hermes users rely on (issue 49), driven by the model through a real
+//! session: `session_search` over the stored sessions and `todo`.
+
+use super::api::{api_config, post_json};
+use super::support::*;
+use herald_test_support::{FakeProvider, Scripted};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+fn chat(text: &str) -> Value {
+    json!({"messages": [{"role": "user", "content": text}]})
+}
+
+/// The tool result the model got back in the last request, as JSON.
+fn last_tool_result(provider: &FakeProvider) -> Value {
+    let requests = provider.requests();
+    let messages = requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let tool = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    serde_json::from_str(tool["content"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn session_search_finds_past_sessions_by_their_words_and_reads_them() {
+    let provider = FakeProvider::start(vec![]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    provider.push(Scripted::text("The lighthouse keeper's name is Ada."));
+    let (s, _) = post_json(
+        &h,
+        "/v1/chat/completions",
+        chat("Who keeps the lighthouse?"),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    provider.push(Scripted::text("Rain tomorrow."));
+    let (s, _) = post_json(&h, "/v1/chat/completions", chat("What is the weather?")).await;
+    assert_eq!(s, StatusCode::OK);
+
+    // Discovery: the model searches; the matching session comes back with its context.
+    let args = json!({"query": "lighthouse keeper"}).to_string();
+    provider.push(Scripted::tool_calls(&[("s1", "session_search", &args)]));
+    provider.push(Scripted::text("Found it."));
+    let (s, _) = post_json(
+        &h,
+        "/v1/chat/completions",
+        chat("what did we say about the lighthouse?"),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let found = last_tool_result(&provider);
+    assert_eq!(
+        (found["mode"].clone(), found["count"].clone()),
+        (json!("discover"), json!(1)),
+        "{found}"
+    );
+    let hit = &found["results"][0];
+    assert!(hit["snippet"].as_str().unwrap().contains(">>>"), "{hit}");
+    assert_eq!(
+        hit["bookend_start"][0]["content"],
+        "Who keeps the lighthouse?"
+    );
+    let anchor = hit["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["anchor"] == true)
+        .unwrap();
+    assert_eq!(anchor["id"], hit["match_message_id"]);
+    let session = hit["session_id"].as_str().unwrap().to_owned();
+
+    // Read and scroll that session; browse the recent ones.
+    let id = hit["match_message_id"].as_i64().unwrap();
+    for (args, mode) in [
+        (json!({"session_id": session}), "read"),
+        (
+            json!({"session_id": session, "around_message_id": id, "window": 1}),
+            "scroll",
+        ),
+        (json!({}), "browse"),
+    ] {
+        provider.push(Scripted::tool_calls(&[(
+            "s2",
+            "session_search",
+            &args.to_string(),
+        )]));
+        provider.push(Scripted::text("ok"));
+        let (s, _) = post_json(&h, "/v1/chat/completions", chat(&format!("{mode} please"))).await;
+        assert_eq!(s, StatusCode::OK);
+        let got = last_tool_result(&provider);
+        assert_eq!(got["mode"], mode, "{got}");
+        assert_eq!(got["success"], true, "{got}");
+    }
+    let browsed = last_tool_result(&provider);
+    assert!(browsed["count"].as_u64().unwrap() >= 2, "{browsed}");
+    let args = json!({"session_id": "nope"}).to_string();
+    provider.push(Scripted::tool_calls(&[("s3", "session_search", &args)]));
+    provider.push(Scripted::text("ok"));
+    post_json(&h, "/v1/chat/completions", chat("read nope")).await;
+    assert_eq!(
+        last_tool_result(&provider)["error"],
+        "session_id not found: nope"
+    );
+}
+
+#[tokio::test]
+async fn the_todo_list_belongs_to_its_session() {
+    let provider = FakeProvider::start(vec![]);
+    let h = Herald::start(&api_config(&provider.base_url, ""));
+    let plan = json!({"todos": [{"id": "1", "content": "Read the diff", "status": "in_progress"},
+                                {"id": "2", "content": "Write the review", "status": "pending"}]});
+    provider.push(Scripted::tool_calls(&[("t1", "todo", &plan.to_string())]));
+    provider.push(Scripted::tool_calls(&[(
+        "t2",
+        "todo",
+        r#"{"merge": true, "todos": [{"id": "1", "status": "completed"}]}"#,
+    )]));
+    provider.push(Scripted::text("Planned."));
+    let (s, _) = post_json(&h, "/v1/chat/completions", chat("review the PR")).await;
+    assert_eq!(s, StatusCode::OK);
+    let list = last_tool_result(&provider);
+    assert_eq!(
+        list["summary"],
+        json!({"total": 2, "pending": 1, "in_progress": 0, "completed": 1, "cancelled": 0})
+    );
+    // Another conversation has a list of its own.
+    provider.push(Scripted::tool_calls(&[("t3", "todo", "{}")]));
+    provider.push(Scripted::text("Nothing yet."));
+    let (s, _) = post_json(&h, "/v1/chat/completions", chat("anything to do?")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(last_tool_result(&provider)["todos"], json!([]));
+}
