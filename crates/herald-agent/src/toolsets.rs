@@ -13,7 +13,11 @@ const TOOLSETS: &[(&str, &[&str], &[&str])] = &[
         &["read_file", "write_file", "patch", "search_files"],
         &[],
     ),
-    ("skills", &["skills_list", "skill_view"], &[]),
+    (
+        "skills",
+        &["skills_list", "skill_view", "skill_manage"],
+        &[],
+    ),
     ("memory", &["memory"], &[]),
     ("cronjob", &["cronjob"], &[]),
     ("todo", &["todo"], &[]),

@@ -602,6 +602,9 @@ fn tool_registry(
     registry.register(Arc::new(herald_tools::skills::SkillsList {
         library: skills.clone(),
     }));
+    registry.register(Arc::new(herald_tools::skill_manage::SkillManage {
+        library: skills.clone(),
+    }));
     registry.register(Arc::new(herald_tools::skills::SkillView {
         library: skills.clone(),
     }));

@@ -12,6 +12,7 @@ pub mod files;
 pub mod memory;
 pub mod process;
 pub mod schedule;
+pub mod skill_manage;
 pub mod skills;
 pub mod sudo;
 pub mod terminal;

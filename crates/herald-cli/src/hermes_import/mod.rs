@@ -34,7 +34,7 @@ const FOLDERS: &[&str] = &[
 /// Entries of a Hermes home read by the import besides the copied ones.
 const CONVERTED: &[&str] = &["state.db", "cron"];
 /// Hermes's agent tools herald does not have yet.
-const MISSING_TOOLS: &str = "the ten browser_* tools (they need a browser; a later release brings them), execute_code, skill_manage: routes and platforms naming their toolsets go without them (`herald config check` names each)";
+const MISSING_TOOLS: &str = "the ten browser_* tools (they need a browser; a later release brings them), execute_code: routes and platforms naming their toolsets go without them (`herald config check` names each)";
 
 /// `HERMES_HOME`, else `~/.hermes`.
 pub fn default_hermes_home() -> PathBuf {
