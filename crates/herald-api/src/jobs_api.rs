@@ -58,6 +58,18 @@ fn bad_id(id: &str) -> Option<Response> {
     (!ok).then(|| error(StatusCode::BAD_REQUEST, "Invalid job ID format"))
 }
 
+/// A 404 unless a job has the id `id` (the API names jobs by id only; names are for
+/// the CLI and the tool).
+async fn unknown(api: &Api, id: &str) -> Option<Response> {
+    let (path, id) = (file(api), id.to_owned());
+    match blocking(move || jobs::load(&path).map(|l| l.jobs.iter().any(|j| j.id == id))).await {
+        Ok(Ok(true)) => None,
+        Ok(Ok(false)) => Some(error(StatusCode::NOT_FOUND, "Job not found")),
+        Ok(Err(e)) => Some(answered(Err(e.into()))),
+        Err(r) => Some(r),
+    }
+}
+
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Response> {
@@ -191,6 +203,9 @@ pub async fn patch(
     if let Some(r) = bad_id(&id) {
         return r;
     }
+    if let Some(r) = unknown(&api, &id).await {
+        return r;
+    }
     let body = match object_of(&api, &headers, raw).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
@@ -254,6 +269,9 @@ pub async fn delete(State(api): State<Arc<Api>>, Path(id): Path<String>) -> Resp
     if let Some(r) = bad_id(&id) {
         return r;
     }
+    if let Some(r) = unknown(&api, &id).await {
+        return r;
+    }
     let path = file(&api);
     match blocking(move || manage::remove(&path, &id)).await {
         Ok(Ok(_)) => Json(json!({"ok": true})).into_response(),
@@ -269,6 +287,9 @@ async fn act(
     act: fn(&std::path::Path, &str, jiff::Timestamp) -> Result<Job, ManageError>,
 ) -> Response {
     if let Some(r) = bad_id(&id) {
+        return r;
+    }
+    if let Some(r) = unknown(api, &id).await {
         return r;
     }
     let path = file(api);

@@ -67,12 +67,6 @@ pub struct AddArgs {
     /// between 2 minutes and 2 hours), `always` (once, however late) or `skip`.
     #[arg(long, default_value = "grace", value_parser = ["grace", "always", "skip"])]
     catch_up: String,
-    /// The folder the run works in.
-    #[arg(long)]
-    workdir: Option<String>,
-    /// The model of its runs.
-    #[arg(long)]
-    model: Option<String>,
 }
 
 pub fn run(home: &Home, command: ScheduleCommand) -> anyhow::Result<ExitCode> {
@@ -110,8 +104,8 @@ fn new_job(a: AddArgs) -> NewJob {
         deliver: a.deliver,
         repeat: a.repeat,
         skills: a.skills,
-        model: a.model,
-        workdir: a.workdir,
+        model: None,
+        workdir: None,
         toolsets: a.toolsets,
         timezone: a.timezone,
         catch_up: match a.catch_up.as_str() {

@@ -85,7 +85,10 @@ impl HermesState {
             "SELECT {select} FROM sessions ORDER BY started_at, rowid"
         ))?;
         let rows = stmt.query_map([], session_of)?;
-        let all = rows.collect::<Result<Vec<_>, _>>()?;
+        let mut all = rows.collect::<Result<Vec<_>, _>>()?;
+        // A session without an id cannot be continued; the first of a repeated id wins.
+        let mut seen = HashSet::new();
+        all.retain(|s| !s.session.id.is_empty() && seen.insert(s.session.id.clone()));
         Ok(parents_first(all))
     }
 
@@ -103,13 +106,13 @@ impl HermesState {
         let rows = stmt.query_map([id], |r| {
             Ok(ImportedMessage {
                 message: NewMessage {
-                    role: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
-                    content: r.get(1)?,
-                    tool_call_id: r.get(2)?,
-                    tool_calls: r.get(3)?,
-                    tool_name: r.get(4)?,
-                    reasoning: r.get(5)?,
-                    finish_reason: r.get(6)?,
+                    role: clean(r.get(0)?).unwrap_or_default(),
+                    content: clean(r.get(1)?),
+                    tool_call_id: clean(r.get(2)?),
+                    tool_calls: clean(r.get(3)?),
+                    tool_name: clean(r.get(4)?),
+                    reasoning: clean(r.get(5)?),
+                    finish_reason: clean(r.get(6)?),
                 },
                 timestamp: r.get::<_, Option<f64>>(7)?.unwrap_or_default(),
             })
@@ -190,10 +193,20 @@ fn select_list(wanted: &[&str], present: &HashSet<String>) -> String {
         .join(", ")
 }
 
+/// Text as another store can keep it: no NUL characters (PostgreSQL refuses them).
+fn clean(text: Option<String>) -> Option<String> {
+    text.map(|t| {
+        if t.contains('\0') {
+            t.replace('\0', "")
+        } else {
+            t
+        }
+    })
+}
+
 fn session_of(r: &Row<'_>) -> rusqlite::Result<ImportedSession> {
-    let text = |i: usize| -> rusqlite::Result<String> {
-        Ok(r.get::<_, Option<String>>(i)?.unwrap_or_default())
-    };
+    let opt = |i: usize| -> rusqlite::Result<Option<String>> { Ok(clean(r.get(i)?)) };
+    let text = |i: usize| -> rusqlite::Result<String> { Ok(opt(i)?.unwrap_or_default()) };
     Ok(ImportedSession {
         session: NewSession {
             id: text(0)?,
@@ -201,13 +214,13 @@ fn session_of(r: &Row<'_>) -> rusqlite::Result<ImportedSession> {
             model: text(2)?,
             system_prompt: text(3)?,
             cwd: text(4)?,
-            parent_session_id: r.get(5)?,
-            session_key: r.get(6)?,
+            parent_session_id: opt(5)?,
+            session_key: opt(6)?,
         },
-        title: r.get(7)?,
+        title: opt(7)?,
         started_at: r.get::<_, Option<f64>>(8)?.unwrap_or_default(),
         ended_at: r.get(9)?,
-        end_reason: r.get(10)?,
+        end_reason: opt(10)?,
         input_tokens: r.get::<_, Option<i64>>(11)?.unwrap_or_default(),
         output_tokens: r.get::<_, Option<i64>>(12)?.unwrap_or_default(),
         messages: Vec::new(),

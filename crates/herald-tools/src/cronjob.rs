@@ -226,9 +226,9 @@ impl Tool for Cronjob {
             "repeat": {"type": "integer", "description": "Optional repeat count; omit for once (one-shot) or forever (recurring)."},
             "deliver": {"type": "string", "description": "'local' (kept in herald's inbox), a target such as 'telegram', or platform:chat_id[:thread_id]."},
             "skills": {"type": "array", "items": {"type": "string"}, "description": "Skills to load before the prompt, in order; on update an empty array clears them."},
-            "model": {"type": "object", "properties": {"provider": {"type": "string"}, "model": {"type": "string"}}, "required": ["model"], "description": "Optional per-job model."},
+            "model": {"type": "object", "properties": {"provider": {"type": "string"}, "model": {"type": "string"}}, "required": ["model"], "description": "Optional per-job model (kept with the job; herald's runs use the configured model for now)."},
             "enabled_toolsets": {"type": "array", "items": {"type": "string"}, "description": "Toolsets the job's runs get (default: web, terminal, file, vision, skills, delegation)."},
-            "workdir": {"type": "string", "description": "Optional absolute folder the job's runs work in."},
+            "workdir": {"type": "string", "description": "Optional absolute folder (kept with the job; herald's runs work in the gateway's folder for now)."},
             "include_disabled": {"type": "boolean", "description": "For list: paused jobs too."},
             "reason": {"type": "string", "description": "For pause: why."}},
             "required": ["action"]})

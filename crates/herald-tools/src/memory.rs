@@ -151,7 +151,18 @@ impl MemoryStore {
         {
             return drift_error(&self.path(target), &backup);
         }
-        let current = self.entries(target);
+        // A file that is there but cannot be read (not UTF-8, no permission) is not
+        // empty: writing would replace what it holds.
+        let current = match std::fs::read_to_string(self.path(target)) {
+            Ok(raw) => parse(&raw),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                return failure(format!(
+                    "{} cannot be read ({e}); nothing was changed. Fix or move the file first.",
+                    target.file()
+                ));
+            }
+        };
         let mut working = current.clone();
         for (i, op) in ops.iter().enumerate() {
             let at = if ops.len() > 1 {
@@ -283,6 +294,11 @@ fn step(working: &mut Vec<String>, op: &Op) -> Result<(), String> {
         return Err(blocked);
     }
     match op.action.as_str() {
+        "add" | "replace"
+            if op.content.contains('§') && op.content.lines().any(|l| l.trim() == "§") =>
+        {
+            Err("content may not hold a line with only § (it separates entries).".into())
+        }
         "add" if op.content.is_empty() => Err("content is required.".into()),
         "add" => {
             if !working.contains(&op.content) {

@@ -98,8 +98,11 @@ fn last_of_each(todos: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
+/// Items of one write read at most (a list keeps [`MAX_ITEMS`]).
+const MAX_GIVEN: usize = 1_024;
+
 fn write(list: &mut Vec<Item>, todos: &[Value], merge: bool) {
-    let given = last_of_each(todos);
+    let given = last_of_each(&todos[..todos.len().min(MAX_GIVEN)]);
     if !merge {
         *list = given.into_iter().map(validated).collect();
     } else {

@@ -62,7 +62,9 @@ pub fn run(home: &Home, from: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let skills_are_new = !home.skills_dir().exists();
     for (name, private) in FILES {
         let source = from.join(name);
-        if source.is_file() {
+        if is_link(&source) {
+            report.skipped.push((*name).to_owned());
+        } else if source.is_file() {
             copy_file(
                 &source,
                 &home.root().join(name),
@@ -74,7 +76,9 @@ pub fn run(home: &Home, from: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     }
     for folder in FOLDERS {
         let source = from.join(folder);
-        if source.is_dir() && !is_empty_dir(&source) {
+        if is_link(&source) {
+            report.skipped.push((*folder).to_owned());
+        } else if source.is_dir() && !is_empty_dir(&source) {
             copy_tree(&source, &home.root().join(folder), folder, &mut report)?;
         }
     }
@@ -123,7 +127,7 @@ fn import_jobs(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let source = from.join("cron/jobs.json");
-    if !source.is_file() {
+    if is_link(&source) || is_link(&from.join("cron")) || !source.is_file() {
         return Ok(());
     }
     let target = herald_gateway::schedule::jobs::file_of(home.root());
@@ -164,6 +168,12 @@ fn import_jobs(
         ));
     }
     Ok(())
+}
+
+/// Whether `path` is a symbolic link (never followed: a link could lead anywhere, a
+/// key into the system prompt or the whole disk into the home).
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 fn is_lock(shown: &str) -> bool {

@@ -50,7 +50,12 @@ impl Report {
             &self.kept,
             " (already in the herald home; not overwritten)",
         );
-        section(&mut out, "Skipped", &self.skipped, " (not a regular file)");
+        section(
+            &mut out,
+            "Skipped",
+            &self.skipped,
+            " (a link or not a regular file: never followed)",
+        );
         section(&mut out, "Converted", &self.converted, "");
         section(
             &mut out,

@@ -1029,6 +1029,14 @@ async fn the_openapi_document_lists_exactly_the_routes_served_behind_the_key() {
         ("POST", "/api/sessions/{session_id}/fork", false),
         ("POST", "/api/sessions/{session_id}/chat", false),
         ("POST", "/api/sessions/{session_id}/chat/stream", false),
+        ("GET", "/api/jobs", false),
+        ("POST", "/api/jobs", false),
+        ("GET", "/api/jobs/{job_id}", false),
+        ("PATCH", "/api/jobs/{job_id}", false),
+        ("DELETE", "/api/jobs/{job_id}", false),
+        ("POST", "/api/jobs/{job_id}/pause", false),
+        ("POST", "/api/jobs/{job_id}/resume", false),
+        ("POST", "/api/jobs/{job_id}/run", false),
     ]
     .iter()
     .map(|(m, p, o)| (m.to_string(), p.to_string(), *o))

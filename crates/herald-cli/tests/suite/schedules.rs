@@ -205,6 +205,26 @@ async fn the_jobs_api_and_the_cronjob_tool_manage_the_same_jobs() {
         (s, b["job"]["enabled"].clone()),
         (StatusCode::OK, json!(true))
     );
+    // The API names jobs by id only: a job named like an id is not reached by its name.
+    let (_, named) = post_json(
+        &h,
+        "/api/jobs",
+        json!({"name": "aaaaaaaaaaaa", "schedule": "every 1h", "prompt": "x"}),
+    )
+    .await;
+    assert_eq!(
+        send("DELETE", "/api/jobs/aaaaaaaaaaaa".into(), None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    let named_id = named["job"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        send("DELETE", format!("/api/jobs/{named_id}"), None)
+            .await
+            .0,
+        StatusCode::OK
+    );
     assert_eq!(
         send("DELETE", format!("/api/jobs/{id}"), None).await,
         (StatusCode::OK, json!({"ok": true}))

@@ -36,7 +36,16 @@ pub fn spawn(home: PathBuf, store: Store, wake: Arc<tokio::sync::Notify>) {
         let mut warned = false;
         loop {
             tick.tick().await;
-            match pass(&path, &store, Timestamp::now()).await {
+            // Each look is a task of its own: whatever a job file holds, a look that
+            // fails (or panics) is reported and the next one comes.
+            let look = tokio::spawn({
+                let (path, store) = (path.clone(), store.clone());
+                async move { pass(&path, &store, Timestamp::now()).await }
+            });
+            match look
+                .await
+                .unwrap_or_else(|e| Err(format!("the look stopped: {e}")))
+            {
                 Ok(fired) if fired > 0 => wake.notify_one(),
                 Ok(_) => warned = false,
                 Err(e) if !warned => {
@@ -77,6 +86,10 @@ pub async fn pass(path: &std::path::Path, store: &Store, now: Timestamp) -> Resu
             Some(Ok(_)) => match when::due(next, now, job.schedule.grace(&tz), job.catch_up) {
                 Due::Wait => continue,
                 Due::Skip => Decision::Skipped(next),
+                Due::Fire if job.no_agent || job.script.is_some() => Decision::Refused(
+                    next,
+                    "a job that runs a script (`script`, `no_agent`) is not run by herald yet; give it a prompt instead".into(),
+                ),
                 Due::Fire => match herald_tools::threats::scheduled_prompt_threat(&job.prompt) {
                     Some(why) => Decision::Refused(next, why),
                     None => {
@@ -164,7 +177,10 @@ fn record(job: &mut Job, decision: Decision, now: Timestamp) -> bool {
     let next = match &job.schedule {
         Schedule::Once { .. } => None,
         Schedule::Interval { minutes, .. } => {
-            let period = (*minutes as i64).saturating_mul(60).max(60);
+            let period = i64::try_from(*minutes)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(60)
+                .max(60);
             let behind = (after - tick).get_seconds() / period + 1;
             tick.checked_add(jiff::SignedDuration::from_secs(
                 behind.saturating_mul(period),
@@ -173,13 +189,20 @@ fn record(job: &mut Job, decision: Decision, now: Timestamp) -> bool {
         }
         schedule => schedule.next_after(after, &tz),
     };
-    match next {
-        Some(next) => {
+    match (next, &job.schedule) {
+        (Some(next), _) => {
             job.next_run_at = Some(when::iso(next, &tz));
             job.state = Some("scheduled".into());
             true
         }
-        None => false,
+        (None, Schedule::Once { .. }) => false,
+        // A recurring job is never dropped: it waits, paused, with why.
+        (None, _) => {
+            job.enabled = false;
+            job.state = Some("paused".into());
+            job.last_error = Some("its next tick cannot be computed from its schedule".into());
+            true
+        }
     }
 }
 

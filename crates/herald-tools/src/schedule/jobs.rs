@@ -124,10 +124,12 @@ pub fn load(path: &Path) -> Result<Jobs, JobsError> {
         path: path.to_path_buf(),
         reason,
     };
+    if text.trim().is_empty() {
+        return Ok(Jobs::default());
+    }
     let root: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     let entries = match root.get("jobs") {
         Some(Value::Array(a)) => a.clone(),
-        None if text.trim().is_empty() => Vec::new(),
         _ => return Err(invalid("it has no `jobs` list".into())),
     };
     let mut jobs = Jobs::default();

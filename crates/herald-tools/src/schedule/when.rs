@@ -44,6 +44,14 @@ pub enum CatchUp {
     Skip,
 }
 
+/// The longest interval or relative time accepted, in minutes (ten years).
+pub const MAX_MINUTES: u64 = 5_256_000;
+
+/// `minutes` as a duration, when it is one herald accepts.
+fn minutes(minutes: u64) -> Option<SignedDuration> {
+    (minutes > 0 && minutes <= MAX_MINUTES).then(|| SignedDuration::from_secs(minutes as i64 * 60))
+}
+
 /// Hermes's grace bounds, in seconds.
 const MIN_GRACE: i64 = 120;
 const MAX_GRACE: i64 = 7_200;
@@ -69,16 +77,20 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
         }
     };
     n.checked_mul(per)
-        .filter(|m| *m > 0)
-        .ok_or_else(|| format!("Invalid duration: '{t}'"))
+        .filter(|m| *m > 0 && *m <= MAX_MINUTES)
+        .ok_or_else(|| format!("Invalid duration: '{t}' (at most ten years)"))
 }
 
 /// Parses a schedule as Hermes's `parse_schedule` does, `now` anchoring a relative
 /// one-shot and `tz` a time without an offset.
 pub fn parse(text: &str, now: Timestamp, tz: &TimeZone) -> Result<Schedule, String> {
     let text = text.trim();
-    if text.len() > 6 && text[..6].eq_ignore_ascii_case("every ") {
-        let minutes = parse_duration(&text[6..])?;
+    if let Some(rest) = text
+        .get(..6)
+        .filter(|p| p.eq_ignore_ascii_case("every "))
+        .and_then(|_| text.get(6..))
+    {
+        let minutes = parse_duration(rest)?;
         return Ok(Schedule::Interval {
             minutes,
             display: format!("every {minutes}m"),
@@ -106,10 +118,10 @@ pub fn parse(text: &str, now: Timestamp, tz: &TimeZone) -> Result<Schedule, Stri
             ),
         });
     }
-    if let Ok(minutes) = parse_duration(text) {
-        let at = now
-            .checked_add(SignedDuration::from_mins(minutes as i64))
-            .map_err(|e| e.to_string())?;
+    if let Ok(m) = parse_duration(text) {
+        let at = minutes(m)
+            .and_then(|d| now.checked_add(d).ok())
+            .ok_or_else(|| format!("Invalid duration: '{text}'"))?;
         return Ok(Schedule::Once {
             run_at: iso(at, tz),
             display: format!("once in {text}"),
@@ -160,9 +172,9 @@ impl Schedule {
     pub fn next_after(&self, after: Timestamp, tz: &TimeZone) -> Option<Timestamp> {
         match self {
             Schedule::Once { run_at, .. } => instant(run_at, tz).ok().filter(|at| *at > after),
-            Schedule::Interval { minutes, .. } => after
-                .checked_add(SignedDuration::from_mins(*minutes as i64))
-                .ok(),
+            Schedule::Interval { minutes: m, .. } => {
+                minutes(*m).and_then(|d| after.checked_add(d).ok())
+            }
             Schedule::Cron { expr, .. } => next_cron(expr, after, tz),
         }
     }
@@ -171,7 +183,9 @@ impl Schedule {
     pub fn grace(&self, tz: &TimeZone) -> i64 {
         let period = match self {
             Schedule::Once { .. } => return MIN_GRACE,
-            Schedule::Interval { minutes, .. } => (*minutes as i64).saturating_mul(60),
+            Schedule::Interval { minutes, .. } => i64::try_from(*minutes)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(60),
             Schedule::Cron { expr, .. } => {
                 let now = Timestamp::now();
                 let first = next_cron(expr, now, tz);
@@ -300,9 +314,29 @@ mod tests {
             Schedule::Once { run_at, .. } => assert_eq!(run_at, "2026-12-24T18:00:00+01:00"),
             other => panic!("{other:?}"),
         }
-        for bad in ["every 0m", "soon", "61 * * * *", "5x", ""] {
+        for bad in [
+            "every 0m",
+            "soon",
+            "61 * * * *",
+            "5x",
+            "",
+            "5分後",
+            "every 153722867280912931m",
+            "153722867280912931m",
+            "every 9999999999999999999999m",
+        ] {
             assert!(parse(bad, now, &tz).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_interval_no_clock_can_hold_has_no_next_tick() {
+        let huge = Schedule::Interval {
+            minutes: u64::MAX,
+            display: String::new(),
+        };
+        assert_eq!(huge.next_after(at("2026-12-07T10:00:00Z"), &utc()), None);
+        assert_eq!(huge.grace(&utc()), 7_200);
     }
 
     #[test]
