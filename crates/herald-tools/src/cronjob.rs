@@ -238,9 +238,7 @@ impl Tool for Cronjob {
             let tool = Cronjob {
                 jobs: self.jobs.clone(),
             };
-            tokio::task::spawn_blocking(move || tool.call(&args).to_string())
-                .await
-                .unwrap_or_else(|_| failure("The cronjob tool stopped.").to_string())
+            crate::on_blocking_pool("cronjob", move || tool.call(&args)).await
         })
     }
 }

@@ -58,6 +58,20 @@ pub fn registry_with_jobs(
 }
 
 /// A JSON error result.
+/// A tool's file work run off the async threads: `call`'s answer as JSON text, or
+/// `{"success": false, "error": "The <tool> tool stopped."}` when it panicked.
+pub(crate) async fn on_blocking_pool(
+    tool: &'static str,
+    call: impl FnOnce() -> serde_json::Value + Send + 'static,
+) -> String {
+    tokio::task::spawn_blocking(move || call().to_string())
+        .await
+        .unwrap_or_else(|_| {
+            serde_json::json!({"success": false, "error": format!("The {tool} tool stopped.")})
+                .to_string()
+        })
+}
+
 pub fn error_result(message: impl std::fmt::Display) -> String {
     serde_json::json!({ "error": message.to_string() }).to_string()
 }

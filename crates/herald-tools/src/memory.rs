@@ -458,9 +458,7 @@ impl Tool for Memory {
             let store = Memory {
                 store: self.store.clone(),
             };
-            tokio::task::spawn_blocking(move || store.call(&args).to_string())
-                .await
-                .unwrap_or_else(|_| failure("The memory tool stopped.".into()).to_string())
+            crate::on_blocking_pool("memory", move || store.call(&args)).await
         })
     }
 }

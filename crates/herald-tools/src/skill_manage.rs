@@ -411,11 +411,7 @@ impl Tool for SkillManage {
             let tool = SkillManage {
                 library: self.library.clone(),
             };
-            tokio::task::spawn_blocking(move || tool.call(&args).to_string())
-                .await
-                .unwrap_or_else(|_| {
-                    json!({"success": false, "error": "The skill tool stopped."}).to_string()
-                })
+            crate::on_blocking_pool("skill", move || tool.call(&args)).await
         })
     }
 }
