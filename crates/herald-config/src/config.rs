@@ -45,6 +45,7 @@ const AGENT_SECTIONS: &[&str] = &[
     "metrics",
     "inbox",
     "tracing",
+    "schedules",
 ];
 const GATEWAY_KEYS: &[&str] = &["platforms", "multiplex_profiles", "api_server"];
 const WEBHOOK_KEYS: &[&str] = &["enabled", "extra"];
@@ -217,6 +218,8 @@ pub struct Config {
     pub store: crate::store_settings::StoreSettings,
     /// `metrics:`, Prometheus metrics at `/metrics`.
     pub metrics: crate::metrics_settings::MetricsSettings,
+    /// `schedules:`, scheduled jobs named in the configuration.
+    pub schedules: Vec<crate::schedule_settings::ScheduleSettings>,
     /// `inbox:`, how long finished entries are kept.
     pub inbox: crate::inbox_settings::InboxSettings,
     /// `tracing:`, where OpenTelemetry traces go.
@@ -552,6 +555,7 @@ impl Config {
         let store = crate::store_settings::read_store_settings(&mut r, &doc, env);
         let api_server = crate::api_settings::read_api_settings(&mut r, &platforms, gateway, env);
         let metrics = crate::metrics_settings::read_metrics_settings(&mut r, &doc, env);
+        let schedules = crate::schedule_settings::read_schedules(&mut r, &doc);
         let inbox = crate::inbox_settings::read_inbox_settings(&mut r, &doc);
         let tracing = crate::tracing_settings::read_tracing_settings(&mut r, &doc);
         note_top_level_webhooks(&mut r, &doc);
@@ -589,6 +593,7 @@ impl Config {
             delegation,
             store,
             metrics,
+            schedules,
             inbox,
             tracing,
             home: home.clone(),

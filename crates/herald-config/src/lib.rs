@@ -28,6 +28,7 @@ pub mod pyyaml;
 pub mod reader;
 pub mod route;
 mod route_sender;
+pub mod schedule_settings;
 pub mod slack_settings;
 pub use route_sender::check_sender_fields;
 pub(crate) mod start_guard;

@@ -32,6 +32,14 @@ pub fn gather(config: &Config, targets: &TargetSet) -> Vec<String> {
     }
     findings.extend(undeliverable(&routes, targets));
     findings.extend(unknown_toolsets(&routes, &config.mcp));
+    findings.extend(
+        crate::schedule::from_config::problems(&config.schedules, jiff::Timestamp::now())
+            .into_iter()
+            .map(|p| format!("{p}: this scheduled job is not run")),
+    );
+    if !config.schedules.is_empty() && !config.webhook.enabled {
+        findings.push("`schedules:` run through herald's inbox and workers, which the webhook platform brings: set `platforms.webhook.enabled: true` (no route needed), or they do not run".into());
+    }
     findings.extend(unreachable_profiles(&routes, config.multiplex_profiles));
     findings.extend(chat_platforms(config, targets));
     findings

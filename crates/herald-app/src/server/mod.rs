@@ -210,6 +210,7 @@ async fn serve_fronts(
         herald_gateway::retention::spawn(gw.store.clone(), config.inbox.retention.clone());
         herald_gateway::schedule::spawn(
             config.home.root().to_path_buf(),
+            &config.schedules,
             gw.store.clone(),
             gw.work_notify.clone(),
         );

@@ -370,3 +370,32 @@ async fn kill_9_during_a_scheduled_run_finishes_it_once_after_the_restart() {
         h.log()
     );
 }
+
+/// `schedules:` in config.yaml: its jobs run like the file's, and an entry that cannot
+/// run is a `config check` finding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_in_the_configuration_run_and_config_check_names_the_bad_ones() {
+    let provider = FakeProvider::start(vec![Scripted::text("From the configuration.")]);
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(2);
+    let at = at.strftime("%Y-%m-%dT%H:%M:%S+00:00").to_string();
+    let schedules = format!(
+        "schedules:\n  digest:\n    schedule: '{at}'\n    prompt: Summarise the configured day\n  later:\n    schedule: 30m\n    prompt: x\n"
+    );
+    let config = format!("{schedules}{}", agent_config(&provider.base_url, "", ""));
+    let h = Herald::start(&config);
+    let id = herald_gateway::schedule::from_config::id_of("digest");
+    let done = wait_for(Duration::from_secs(30), "the configured job's run", || {
+        let s = scheduled(&h);
+        s.iter().any(|(_, state)| state == "delivered").then_some(s)
+    })
+    .await;
+    assert_eq!(done, [(format!("schedule:{id}"), "delivered".to_owned())]);
+    let asked = provider.requests()[0].body["messages"].to_string();
+    assert!(asked.contains("Summarise the configured day"), "{asked}");
+    let (code, out, _) = h.cli(&["config", "check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("finding: schedules.later: `30m` is relative to when it is read"),
+        "{out}"
+    );
+}

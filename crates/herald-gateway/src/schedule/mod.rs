@@ -7,6 +7,8 @@
 //! tick fires once however many instances share the store and however often the
 //! scheduler restarts between the commit and the job file's update.
 
+pub mod from_config;
+
 pub use herald_tools::schedule::{jobs, manage, when, zone_of};
 
 use herald_session::toolsets;
@@ -27,9 +29,25 @@ pub const ROUTE_PREFIX: &str = "schedule:";
 /// How often the scheduler looks.
 const EVERY: Duration = Duration::from_secs(1);
 
-/// Starts the scheduler over the home's job file; it runs as long as the process.
-pub fn spawn(home: PathBuf, store: Store, wake: Arc<tokio::sync::Notify>) {
+/// Starts the scheduler over the home's job file, with `config.yaml`'s `schedules:`
+/// entries kept in it first; it runs as long as the process.
+pub fn spawn(
+    home: PathBuf,
+    configured: &[herald_config::schedule_settings::ScheduleSettings],
+    store: Store,
+    wake: Arc<tokio::sync::Notify>,
+) {
     let path = jobs::file_of(&home);
+    match from_config::sync(&path, configured, Timestamp::now()) {
+        Ok(problems) => {
+            for p in problems {
+                tracing::warn!(problem = %p, "a scheduled job of config.yaml is not run");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the schedules of config.yaml cannot be kept in the job file")
+        }
+    }
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -67,6 +67,10 @@ pub struct Job {
     /// The job's own timezone (herald's; else `HERMES_TIMEZONE`, else the system's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
+    /// The `schedules:` entry of `config.yaml` the job comes from (herald's): such a job
+    /// follows the configuration and goes when its entry does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_config: Option<String>,
     /// What to do about missed ticks (herald's; Hermes's grace rule by default).
     #[serde(default, skip_serializing_if = "is_grace")]
     pub catch_up: CatchUp,

@@ -78,6 +78,7 @@ pub fn create(path: &Path, new: NewJob, now: Timestamp) -> Result<Job, ManageErr
         enabled_toolsets: new.toolsets,
         workdir: new.workdir,
         timezone: new.timezone,
+        from_config: None,
         catch_up: new.catch_up,
         other: Default::default(),
     };
