@@ -37,6 +37,7 @@ pub fn gather(config: &Config, targets: &TargetSet) -> Vec<String> {
             .into_iter()
             .map(|p| format!("{p}: this scheduled job is not run")),
     );
+    findings.extend(unreachable_deliveries(config));
     if !config.schedules.is_empty() && !config.webhook.enabled {
         findings.push("`schedules:` run through herald's inbox and workers, which the webhook platform brings: set `platforms.webhook.enabled: true` (no route needed), or they do not run".into());
     }
@@ -145,6 +146,36 @@ fn unknown_toolsets(routes: &[Route], mcp: &McpSettings) -> Vec<String> {
                 r.name,
                 why.join(", ")
             ))
+        })
+        .collect()
+}
+
+/// Scheduled jobs that deliver to Hermes's `origin` or `all`, which herald cannot reach
+/// yet: their answers are kept as `local`.
+fn unreachable_deliveries(config: &Config) -> Vec<String> {
+    let path = crate::schedule::jobs::file_of(config.home.root());
+    let Ok(loaded) = crate::schedule::jobs::load(&path) else {
+        return Vec::new();
+    };
+    loaded
+        .jobs
+        .iter()
+        .filter(|j| j.enabled)
+        .filter_map(|j| {
+            let deliver = j.deliver.as_deref()?;
+            let lost: Vec<&str> = deliver
+                .split(',')
+                .map(str::trim)
+                .filter(|d| crate::schedule::unreachable_target(d))
+                .collect();
+            (!lost.is_empty()).then(|| {
+                format!(
+                    "scheduled job `{}` ({}) delivers to `{}`, which herald cannot reach yet (the chat the job was made in, every home channel): its answers go to the other targets named, else are kept in the inbox and the log as `local`; give it a target such as `telegram:CHAT_ID` (PATCH /api/jobs, the cronjob tool, or `herald schedule remove` and `add`)",
+                    j.name,
+                    j.id,
+                    lost.join(",")
+                )
+            })
         })
         .collect()
 }

@@ -565,11 +565,12 @@ impl Host {
         let names: Vec<String> = placed.tools.iter().map(|t| t.name().to_owned()).collect();
         let preloaded = opts.preloaded_skills.clone();
         let memory_scope = opts.memory_scope.clone();
+        let scheduled = opts.source == "cron";
         let fresh = rt.prompt_files_fresh(&cwd);
         let make = move || {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             let memory = crate::runtime::memory_store(&rt.home, memory_scope.as_deref());
-            prompt::session_prompt(&rt, &cwd, &names, &preloaded, &memory)
+            prompt::session_prompt(&rt, &cwd, &names, &preloaded, &memory, scheduled)
         };
         if fresh {
             return Ok(make());

@@ -35,6 +35,8 @@ async fn a_job_added_and_run_from_the_cli_fires_once_and_is_delivered() {
     assert_eq!(listed.matches("schedule:").count(), 1, "{listed}");
     let asked = provider.requests()[0].body["messages"].to_string();
     assert!(asked.contains("Summarise the repository's day"), "{asked}");
+    let system = provider.requests()[0].body["messages"][0]["content"].to_string();
+    assert!(system.contains("started by a scheduled job"), "{system}");
     // A scheduled run has no clarify and no memory (Hermes's rule).
     let offered = provider.requests()[0].body["tools"].to_string();
     assert!(offered.contains("\"terminal\""), "{offered}");
@@ -69,6 +71,27 @@ async fn a_job_added_and_run_from_the_cli_fires_once_and_is_delivered() {
     assert_eq!(code, 1);
     assert!(err.contains("'destructive_root_rm'"), "{err}");
     assert_eq!(provider.requests().len(), 1, "one tick, one run");
+    // A job delivering where herald cannot reach yet is a finding.
+    let (code, _, _) = run_cli(
+        &home,
+        &[
+            "schedule",
+            "add",
+            "every 1h",
+            "x",
+            "--name",
+            "mine",
+            "--deliver",
+            "origin",
+        ],
+    );
+    assert_eq!(code, 0);
+    let (_, check, _) = run_cli(&home, &["config", "check"]);
+    assert!(
+        check.contains("finding: scheduled job `mine`")
+            && check.contains("delivers to `origin`, which herald cannot reach yet"),
+        "{check}"
+    );
 }
 
 /// Hermes's `/api/jobs` on the API listener, with its bodies and checks, and the

@@ -224,6 +224,12 @@ fn record(job: &mut Job, decision: Decision, now: Timestamp) -> bool {
     }
 }
 
+/// Hermes's delivery targets herald cannot reach yet (the chat the job was made in, every
+/// home channel): answered as `local`.
+pub fn unreachable_target(deliver: &str) -> bool {
+    matches!(deliver.trim(), "origin" | "all")
+}
+
 /// The delivery id of a tick: its UTC time to the second.
 pub fn tick_id(tick: Timestamp) -> String {
     tick.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -284,9 +290,12 @@ fn inbox_item(job: &Job, route: String, delivery_id: String, now: Timestamp) -> 
 /// A job's `deliver` as herald's target and its extra: `local` (and no value) keeps
 /// the answer in the inbox and the log; `platform:chat[:thread]` names the chat.
 fn target_of(deliver: Option<&str>) -> (String, serde_json::Value) {
+    // Hermes's comma lists (`origin,telegram`): the first target herald can reach.
     let deliver = deliver
+        .unwrap_or_default()
+        .split(',')
         .map(str::trim)
-        .filter(|d| !d.is_empty())
+        .find(|d| !d.is_empty() && !unreachable_target(d))
         .unwrap_or("local");
     match deliver {
         "local" | "origin" | "all" => ("log".into(), json!({})),

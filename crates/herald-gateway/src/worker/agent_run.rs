@@ -85,7 +85,10 @@ pub(super) async fn run_agent(shared: &Arc<Shared>, item: &InboxItem) -> RunOutc
     for m in missing {
         tracing::warn!(route = %item.route, skill = %m, "route skill not installed; skipped");
     }
-    let mut options = SessionOptions::new("webhook", tool_names, Answers::Nobody);
+    // A scheduled job's tick runs as Hermes's cron sessions do (source `cron`).
+    let scheduled = item.route.starts_with(crate::schedule::ROUTE_PREFIX);
+    let source = if scheduled { "cron" } else { "webhook" };
+    let mut options = SessionOptions::new(source, tool_names, Answers::Nobody);
     options.mcp = Some(herald_session::McpGrant::webhook(&chosen));
     options.id = Some(session_id.clone());
     options.cwd = Some(t.cwd.clone());
