@@ -208,7 +208,7 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
     // The job Hermes's cronjob tool made fires on its schedule (a minute after it was
     // made) and its answer is delivered.
     provider.push_when(
-        "started by a webhook event",
+        "Nobody is there to answer questions or approve commands",
         Scripted::text("Digest: all quiet."),
     );
     let home_path = home.path().to_path_buf();
@@ -230,7 +230,9 @@ async fn a_home_hermes_built_continues_in_herald_with_its_sessions_memory_and_ch
     );
     let delivered = wait_for(Duration::from_secs(120), "the scheduled job's run", || {
         let (_, out, _) = run_cli(&home_path, &["inbox", "list"]);
-        (out.contains("schedule:") && out.contains("delivered")).then_some(out)
+        out.lines()
+            .any(|l| l.contains("schedule:") && l.contains("delivered"))
+            .then_some(out)
     })
     .await;
     assert_eq!(delivered.matches("schedule:").count(), 1, "{delivered}");

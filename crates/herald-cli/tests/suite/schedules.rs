@@ -29,7 +29,9 @@ async fn a_job_added_and_run_from_the_cli_fires_once_and_is_delivered() {
     assert_eq!(code, 0, "{out}");
     let listed = wait_for(Duration::from_secs(30), "the job's run", || {
         let (_, out, _) = run_cli(&home, &["inbox", "list"]);
-        (out.contains("schedule:") && out.contains("delivered")).then_some(out)
+        out.lines()
+            .any(|l| l.contains("schedule:") && l.contains("delivered"))
+            .then_some(out)
     })
     .await;
     assert_eq!(listed.matches("schedule:").count(), 1, "{listed}");
