@@ -5,7 +5,7 @@
 //! since the Unix epoch, so every instance agrees on its ticks; a one-shot must be a time
 //! (a relative `30m` would move at each start).
 
-use super::jobs::{self, Job, Repeat};
+use super::jobs::{self, Job};
 use super::when::{self, CatchUp, Schedule};
 use herald_config::schedule_settings::ScheduleSettings;
 use jiff::Timestamp;
@@ -67,31 +67,12 @@ fn job_of(e: &ScheduleSettings, now: Timestamp) -> Result<Job, String> {
         return Err(why);
     }
     let mut job = Job {
-        id: id_of(&e.name),
         name: e.name.clone(),
-        prompt: e.prompt.clone(),
         skills: e.skills.clone(),
-        model: None,
-        script: None,
-        no_agent: false,
-        schedule: Schedule::Interval {
-            minutes: 1,
-            display: String::new(),
-        },
-        schedule_display: None,
-        repeat: Repeat::default(),
         enabled: e.enabled,
         state: Some(if e.enabled { "scheduled" } else { "paused" }.into()),
-        paused_at: None,
-        paused_reason: None,
-        created_at: None,
-        next_run_at: None,
-        last_run_at: None,
-        last_status: None,
-        last_error: None,
         deliver: Some(e.deliver.clone().unwrap_or_else(|| "local".into())),
         enabled_toolsets: e.toolsets.clone(),
-        workdir: None,
         timezone: e.timezone.clone(),
         from_config: Some(e.name.clone()),
         catch_up: match e.catch_up.as_deref() {
@@ -99,7 +80,7 @@ fn job_of(e: &ScheduleSettings, now: Timestamp) -> Result<Job, String> {
             Some("skip") => CatchUp::Skip,
             _ => CatchUp::Grace,
         },
-        other: Default::default(),
+        ..Job::new(id_of(&e.name), e.prompt.clone())
     };
     let tz = super::zone_of(&job);
     let text = e.schedule.trim();

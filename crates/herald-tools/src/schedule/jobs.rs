@@ -79,6 +79,44 @@ pub struct Job {
     pub other: Map<String, Value>,
 }
 
+impl Job {
+    /// A new job `id` asking `prompt`, enabled, delivered `local`, on a placeholder
+    /// schedule its maker replaces; every other field empty.
+    pub fn new(id: String, prompt: String) -> Job {
+        Job {
+            id,
+            name: String::new(),
+            prompt,
+            skills: Vec::new(),
+            model: None,
+            script: None,
+            no_agent: false,
+            schedule: Schedule::Interval {
+                minutes: 1,
+                display: String::new(),
+            },
+            schedule_display: None,
+            repeat: Repeat::default(),
+            enabled: true,
+            state: Some("scheduled".into()),
+            paused_at: None,
+            paused_reason: None,
+            created_at: None,
+            next_run_at: None,
+            last_run_at: None,
+            last_status: None,
+            last_error: None,
+            deliver: Some("local".into()),
+            enabled_toolsets: None,
+            workdir: None,
+            timezone: None,
+            from_config: None,
+            catch_up: CatchUp::Grace,
+            other: Map::new(),
+        }
+    }
+}
+
 fn enabled() -> bool {
     true
 }

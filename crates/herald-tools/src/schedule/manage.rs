@@ -2,7 +2,7 @@
 //! `pause_job`, `resume_job`, `trigger_job`, `remove_job`): one way for the CLI and
 //! every later caller. A job is named by its id, else by a name only one job has.
 
-use super::jobs::{self, Job, JobsError, Repeat};
+use super::jobs::{self, Job, JobsError};
 use super::when::{self, CatchUp, Schedule};
 use jiff::Timestamp;
 use std::path::Path;
@@ -52,35 +52,14 @@ pub fn create(path: &Path, new: NewJob, now: Timestamp) -> Result<Job, ManageErr
         return Err(ManageError::Invalid(format!("unknown timezone '{tz}'")));
     }
     let mut job = Job {
-        id: jobs::new_id(),
-        name: String::new(),
-        prompt: new.prompt.trim().to_owned(),
         skills: new.skills,
         model: new.model,
-        script: None,
-        no_agent: false,
-        schedule: Schedule::Interval {
-            minutes: 1,
-            display: String::new(),
-        },
-        schedule_display: None,
-        repeat: Repeat::default(),
-        enabled: true,
-        state: Some("scheduled".into()),
-        paused_at: None,
-        paused_reason: None,
-        created_at: None,
-        next_run_at: None,
-        last_run_at: None,
-        last_status: None,
-        last_error: None,
         deliver: Some(new.deliver.unwrap_or_else(|| "local".into())),
         enabled_toolsets: new.toolsets,
         workdir: new.workdir,
         timezone: new.timezone,
-        from_config: None,
         catch_up: new.catch_up,
-        other: Default::default(),
+        ..Job::new(jobs::new_id(), new.prompt.trim().to_owned())
     };
     let tz = super::zone_of(&job);
     job.schedule = when::parse(&new.schedule, now, &tz).map_err(ManageError::Invalid)?;
